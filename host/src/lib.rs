@@ -1,0 +1,11 @@
+//! Host side of bitexact: the runtime variant table, the independent exact reference,
+//! CPU verification and timing, and the `bitexact` command-line tool.
+//!
+//! Everything is driven by `shared::for_each_variant!` through [`table::VARIANTS`].
+#![deny(unsafe_code)]
+
+pub mod cpu;
+pub mod ptx;
+pub mod reference;
+pub mod report;
+pub mod table;

@@ -1,0 +1,64 @@
+//! Text, Markdown and JSON rendering of reports.
+
+use serde::Serialize;
+
+/// Output format of a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned plain-text table.
+    Table,
+    /// GitHub-flavoured Markdown table.
+    Markdown,
+    /// Machine-readable JSON.
+    Json,
+}
+
+/// A rectangular table of strings with a header row.
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// A table with these column names.
+    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
+        Table { header: header.into_iter().map(Into::into).collect(), rows: Vec::new() }
+    }
+
+    /// Appends a row (one cell per column).
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        self.rows.push(cells.into_iter().map(Into::into).collect());
+    }
+
+    /// Renders as an aligned plain-text table or as Markdown.
+    pub fn render(&self, markdown: bool) -> String {
+        let columns = self.header.len();
+        let width = |c: usize| {
+            self.rows
+                .iter()
+                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
+                .chain([self.header[c].len()])
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..columns).map(width).collect();
+        let line = |cells: &[String]| {
+            let padded: Vec<String> = (0..columns)
+                .map(|c| format!("{:<w$}", cells.get(c).map_or("", String::as_str), w = widths[c]))
+                .collect();
+            if markdown { format!("| {} |", padded.join(" | ")) } else { padded.join("  ").trim_end().to_string() }
+        };
+        let mut out = vec![line(&self.header)];
+        let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w.max(3))).collect();
+        out.push(if markdown { format!("|-{}-|", rule.join("-|-")) } else { rule.join("  ") });
+        out.extend(self.rows.iter().map(|r| line(r)));
+        out.join("\n") + "\n"
+    }
+}
+
+/// Pretty JSON of `value`, newline-terminated.
+pub fn json<T: Serialize>(value: &T) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+    text.push('\n');
+    text
+}

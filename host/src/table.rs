@@ -1,0 +1,102 @@
+//! The runtime variant table, built from `shared::for_each_variant!`.
+
+use core::marker::PhantomData;
+use shared::{Claim, Family, Primitive, Stored};
+
+/// An integer element type that inputs and stored outputs are made of.
+pub trait Element: bytemuck::Pod + Send + Sync + core::fmt::Debug + 'static {
+    /// Width in bits.
+    const BITS: u32;
+    /// The low `BITS` bits of `v`.
+    fn from_u64(v: u64) -> Self;
+    /// Zero-extended to `u64`.
+    fn to_u64(self) -> u64;
+}
+
+macro_rules! element {
+    ($($t:ty)*) => {$(
+        impl Element for $t {
+            const BITS: u32 = <$t>::BITS;
+            #[inline(always)]
+            fn from_u64(v: u64) -> $t {
+                v as $t
+            }
+            #[inline(always)]
+            fn to_u64(self) -> u64 {
+                u64::from(self)
+            }
+        }
+    )*};
+}
+element!(u8 u16 u32 u64);
+
+/// The operations every variant supports, type-erased so one table holds them all.
+pub trait VariantOps: Sync {
+    /// The stored result bits of the variant on input bits `input`, zero-extended.
+    fn eval(&self, input: u64) -> u64;
+    /// Mean CPU nanoseconds per element over `len` elements: best of `reps` passes over
+    /// a buffer, results kept live with `black_box`.
+    fn cpu_ns_per_element(&self, len: usize, reps: usize) -> f64;
+}
+
+/// [`VariantOps`] for one [`Primitive`], monomorphised so the CPU loop inlines it.
+pub struct Ops<P>(PhantomData<P>);
+
+impl<P> VariantOps for Ops<P>
+where
+    P: Primitive + Sync,
+    P::In: Element,
+    <P::Out as Stored>::Bits: Element,
+{
+    fn eval(&self, input: u64) -> u64 {
+        P::apply(P::In::from_u64(input)).to_stored().to_u64()
+    }
+
+    fn cpu_ns_per_element(&self, len: usize, reps: usize) -> f64 {
+        crate::cpu::ns_per_element::<P>(len, reps)
+    }
+}
+
+/// One row of the variant table.
+pub struct Variant {
+    /// Name; also the GPU kernel's name.
+    pub name: &'static str,
+    /// Family: fixes the input domain and the reference.
+    pub family: Family,
+    /// What the variant promises.
+    pub claim: Claim,
+    /// The formula, in one line.
+    pub description: &'static str,
+    /// Width in bits of the stored result.
+    pub output_bits: u32,
+    /// The type-erased operations.
+    pub ops: &'static dyn VariantOps,
+}
+
+impl core::fmt::Debug for Variant {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Variant").field("name", &self.name).field("family", &self.family).finish()
+    }
+}
+
+macro_rules! runtime_table {
+    ($({ $name:ident, $family:ident, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {
+        /// Every variant of `shared::for_each_variant!`, in table order.
+        pub static VARIANTS: &[Variant] = &[$(
+            Variant {
+                name: <shared::variants::$name as Primitive>::NAME,
+                family: <shared::variants::$name as Primitive>::FAMILY,
+                claim: <shared::variants::$name as Primitive>::CLAIM,
+                description: <shared::variants::$name as Primitive>::DESCRIPTION,
+                output_bits: <<$out as Stored>::Bits as Element>::BITS,
+                ops: &Ops::<shared::variants::$name>(PhantomData),
+            },
+        )*];
+    };
+}
+shared::for_each_variant!(runtime_table);
+
+/// The variant called `name`, if any.
+pub fn find(name: &str) -> Option<&'static Variant> {
+    VARIANTS.iter().find(|v| v.name == name)
+}

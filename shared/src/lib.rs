@@ -1,0 +1,31 @@
+//! Bit-exact numeric-format primitives, `no_std`, shared by CPU and GPU code.
+//!
+//! Every function here is `#[inline]`, free of panics and of calls into anything but
+//! `core`: the same source is compiled into the host library and into the
+//! `nvptx64-nvidia-cuda` kernels of `kernels-gpu`, and the PTX must define everything
+//! it calls.
+//!
+//! All arithmetic relies on IEEE 754 round-to-nearest-even with subnormals kept: no
+//! fast-math, no flush-to-zero, no approximate division, and no contraction of a
+//! multiply and an add unless a function asks for a fused multiply-add by name.
+//!
+//! The one list of variants lives in [`for_each_variant!`]; [`variants`] holds a marker
+//! type per entry implementing [`Primitive`].
+#![no_std]
+#![feature(f16, core_float_math)]
+// Bit literals are grouped by the encoding's fields (sign_exponent_mantissa), not by nibbles.
+#![allow(clippy::unusual_byte_groupings)]
+
+pub mod binary16;
+mod table;
+pub mod unorm8;
+
+pub use table::{Claim, Family, Primitive, Stored};
+
+/// One marker type per entry of [`for_each_variant!`], each implementing [`Primitive`].
+///
+/// The type names are the variant names (snake case), which are also the GPU kernel
+/// names, so a name cannot drift between the table, the kernels and the host.
+pub mod variants {
+    crate::for_each_variant!(crate::define_primitives);
+}

@@ -1,0 +1,1 @@
+//! Cross-crate conformance tests live in `tests/`; this library is empty.
