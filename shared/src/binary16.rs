@@ -9,28 +9,9 @@
 //! for all 65,536 inputs, whatever the sign or NaN payload, except
 //! [`is_finite_unordered_lt_inf`], which is deliberately wrong on NaN.
 
-/// The sign bit.
-pub const SIGN_MASK: u16 = 0b1_00000_0000000000;
-/// The 5-bit biased exponent field.
-pub const EXP_MASK: u16 = 0b0_11111_0000000000;
-/// The 10-bit mantissa (trailing significand) field.
-pub const MAN_MASK: u16 = 0b0_00000_1111111111;
-/// Everything but the sign: the magnitude's encoding.
-pub const ABS_MASK: u16 = !SIGN_MASK;
-/// Encoding of +infinity; the magnitudes of all finite values encode below it.
-pub const POS_INFINITY: u16 = EXP_MASK;
-
-/// `true` iff `b` is ±infinity.
-#[inline]
-pub const fn is_infinite(b: u16) -> bool {
-    b & ABS_MASK == POS_INFINITY
-}
-
-/// `true` iff `b` is a NaN (any payload, either sign, quiet or signalling).
-#[inline]
-pub const fn is_nan(b: u16) -> bool {
-    b & ABS_MASK > POS_INFINITY
-}
+// SIGN_MASK = 0b1_00000_0000000000, EXP_MASK = 0b0_11111_0000000000,
+// MAN_MASK = 0b0_00000_1111111111, plus is_finite / is_infinite / is_nan / classify.
+crate::class::ieee_format!(u16, exponent_bits: 5, mantissa_bits: 10);
 
 /// Finite iff the exponent field is not all ones: `(b & 0x7C00) != 0x7C00`. Exact.
 #[inline]

@@ -16,10 +16,17 @@
 // Bit literals are grouped by the encoding's fields (sign_exponent_mantissa), not by nibbles.
 #![allow(clippy::unusual_byte_groupings)]
 
+pub mod bfloat16;
 pub mod binary16;
+pub mod binary32;
+pub mod binary64;
+mod class;
+pub mod fp8;
 mod table;
+pub mod unorm16;
 pub mod unorm8;
 
+pub use class::Class;
 pub use table::{Claim, Family, Primitive, Stored};
 
 /// One marker type per entry of [`for_each_variant!`], each implementing [`Primitive`].
