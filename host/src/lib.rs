@@ -5,7 +5,10 @@
 #![deny(unsafe_code)]
 
 pub mod cpu;
+pub mod gpu;
+pub mod parallel;
 pub mod ptx;
 pub mod reference;
 pub mod report;
+pub mod skip;
 pub mod table;

@@ -1,10 +1,14 @@
 //! The runtime variant table, built from `shared::for_each_variant!`.
 
+use crate::gpu::{Gpu, GpuCheck, GpuError, InputAt};
 use core::marker::PhantomData;
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 use shared::{Claim, Family, Primitive, Stored};
 
 /// An integer element type that inputs and stored outputs are made of.
-pub trait Element: bytemuck::Pod + Send + Sync + core::fmt::Debug + 'static {
+pub trait Element:
+    bytemuck::Pod + PartialEq + Default + Send + Sync + core::fmt::Debug + DeviceRepr + ValidAsZeroBits + 'static
+{
     /// Width in bits.
     const BITS: u32;
     /// The low `BITS` bits of `v`.
@@ -37,6 +41,9 @@ pub trait VariantOps: Sync {
     /// Mean CPU nanoseconds per element over `len` elements: best of `reps` passes over
     /// a buffer, results kept live with `black_box`.
     fn cpu_ns_per_element(&self, len: usize, reps: usize) -> f64;
+    /// Runs the variant's kernel on `len` inputs (`input_at(i)` for element `i`) and
+    /// compares every result bit for bit with the same function run on the CPU.
+    fn gpu_check(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>;
 }
 
 /// [`VariantOps`] for one [`Primitive`], monomorphised so the CPU loop inlines it.
@@ -54,6 +61,10 @@ where
 
     fn cpu_ns_per_element(&self, len: usize, reps: usize) -> f64 {
         crate::cpu::ns_per_element::<P>(len, reps)
+    }
+
+    fn gpu_check(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError> {
+        crate::gpu::check_against_cpu::<P>(gpu, len, input_at)
     }
 }
 

@@ -1,11 +1,18 @@
 //! The kernels themselves (nvptx64 only).
 //!
-//! Every per-element kernel has the signature
-//! `(input: *const In, output: *mut Out::Bits, n: u64)` and walks a grid-stride loop with
-//! 64-bit indices, so any `n` works, 0 and buffers over 2^32 elements included.
+//! Every kernel walks a grid-stride loop with 64-bit indices, so any `n` works, 0 and
+//! buffers over 2^32 elements included, whatever the launch size.
 
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _thread_idx_x, trap};
+use core::ops::BitXor;
+use core::sync::atomic::{AtomicU64, Ordering};
 use shared::{Primitive, Stored};
+
+unsafe extern "C" {
+    /// The multiprocessor's 64-bit cycle counter (`%clock64`).
+    #[link_name = "llvm.nvvm.read.ptx.sreg.clock64"]
+    safe fn clock64() -> i64;
+}
 
 /// A kernel must never spin or unwind: a panic (there should be none reachable) traps,
 /// which the driver reports as a launch failure.
@@ -15,14 +22,19 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     unsafe { trap() }
 }
 
-/// Calls `body(i)` for every `i < n` owned by this thread in a grid-stride loop.
+/// This thread's global index and the grid's total thread count.
 #[inline(always)]
-fn grid_stride(n: u64, mut body: impl FnMut(usize)) {
+fn thread_and_threads() -> (u64, u64) {
     // SAFETY: reading the special registers has no preconditions.
     let (thread, block, block_dim, grid_dim) =
         unsafe { (_thread_idx_x(), _block_idx_x(), _block_dim_x(), _grid_dim_x()) };
-    let stride = u64::from(grid_dim) * u64::from(block_dim);
-    let mut i = u64::from(block) * u64::from(block_dim) + u64::from(thread);
+    (u64::from(block) * u64::from(block_dim) + u64::from(thread), u64::from(grid_dim) * u64::from(block_dim))
+}
+
+/// Calls `body(i)` for every `i < n` owned by this thread in a grid-stride loop.
+#[inline(always)]
+fn grid_stride(n: u64, mut body: impl FnMut(usize)) {
+    let (mut i, stride) = thread_and_threads();
     while i < n {
         body(i as usize);
         match i.checked_add(stride) {
@@ -32,12 +44,14 @@ fn grid_stride(n: u64, mut body: impl FnMut(usize)) {
     }
 }
 
+type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
+
 /// `output[i] = P::apply(input[i])` for all `i < n`.
 ///
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
-unsafe fn map<P: Primitive>(input: *const P::In, output: *mut <P::Out as Stored>::Bits, n: u64) {
+unsafe fn map<P: Primitive>(input: *const P::In, output: *mut Bits<P>, n: u64) {
     // SAFETY: the caller guarantees both buffers hold `n` elements and `i < n`.
     grid_stride(n, |i| unsafe { output.add(i).write(P::apply(input.add(i).read()).to_stored()) });
 }
@@ -53,7 +67,144 @@ unsafe fn skeleton<I: Copy, O: FromBits<I>>(input: *const I, output: *mut O, n: 
     grid_stride(n, |i| unsafe { output.add(i).write(O::from_bits(input.add(i).read())) });
 }
 
-/// A free integer cast, for [`skeleton`].
+/// One dependent step of a timing chain: the result's bits are folded back into the
+/// input, so the next application cannot start before this one ends.
+#[inline(always)]
+fn chain_step<P>(x: P::In) -> P::In
+where
+    P: Primitive,
+    P::In: FromBits<Bits<P>> + BitXor<Output = P::In>,
+{
+    x ^ P::In::from_bits(P::apply(x).to_stored())
+}
+
+/// Latency: one thread runs `iterations` dependent steps and writes the cycles they took
+/// to `out[0]` and the final value to `out[1]` (so the chain stays live).
+///
+/// # Safety
+/// `out` must be a valid device pointer to 2 `u64`s.
+#[inline(always)]
+unsafe fn latency<P>(seed: u64, iterations: u32, out: *mut u64)
+where
+    P: Primitive,
+    P::In: FromBits<Bits<P>> + FromBits<u64> + BitXor<Output = P::In>,
+    u64: FromBits<P::In>,
+{
+    let mut x = P::In::from_bits(seed);
+    let start = clock64();
+    for _ in 0..iterations {
+        x = chain_step::<P>(x);
+    }
+    let cycles = clock64().wrapping_sub(start);
+    // SAFETY: the caller guarantees `out` holds 2 elements.
+    unsafe {
+        out.write(cycles as u64);
+        out.add(1).write(u64::from_bits(x));
+    }
+}
+
+/// Throughput: every thread runs four independent chains of `iterations` steps and
+/// writes their combined final value to `out[thread]` (so they stay live).
+///
+/// # Safety
+/// `out` must be a valid device pointer to one `u64` per launched thread.
+#[inline(always)]
+unsafe fn throughput<P>(seed: u64, iterations: u32, out: *mut u64)
+where
+    P: Primitive,
+    P::In: FromBits<Bits<P>> + FromBits<u64> + BitXor<Output = P::In>,
+    u64: FromBits<P::In>,
+{
+    let (thread, _) = thread_and_threads();
+    let lane = |k: u64| P::In::from_bits(seed ^ thread.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k);
+    let mut xs = [lane(0), lane(1), lane(2), lane(3)];
+    for _ in 0..iterations {
+        xs = xs.map(chain_step::<P>);
+    }
+    let folded = xs.into_iter().fold(0u64, |acc, x| acc ^ u64::from_bits(x));
+    // SAFETY: the caller guarantees one element per thread.
+    unsafe { out.add(thread as usize).write(folded) };
+}
+
+/// Sixteen bytes: the unit of the wide kernels' loads and stores.
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Chunk([u32; 4]);
+
+/// Whether `p` is aligned for [`Chunk`] accesses.
+#[inline(always)]
+fn chunk_aligned<T>(p: *const T) -> bool {
+    p.addr() % core::mem::align_of::<Chunk>() == 0
+}
+
+/// UNORM8 → f32 over a buffer, 16 input bytes (one load) and 64 output bytes (four
+/// stores) per thread per step; a scalar grid-stride pass does the last `n % 16`
+/// elements, or all of them if a pointer is not 16-byte aligned.
+///
+/// # Safety
+/// `input` and `output` must be valid device pointers to `n` elements each.
+#[inline(always)]
+unsafe fn unorm8_wide<P: Primitive<In = u8, Out = f32>>(input: *const u8, output: *mut u32, n: u64) {
+    let chunks = if chunk_aligned(input) && chunk_aligned(output) { n / 16 } else { 0 };
+    let (input_chunks, output_chunks) = (input.cast::<Chunk>(), output.cast::<Chunk>());
+    // SAFETY: chunk `c < n / 16` covers input bytes 16c..16c+16 and outputs 16c..16c+16,
+    // all below `n`, and both pointers are 16-byte aligned.
+    grid_stride(chunks, |c| unsafe {
+        let words = input_chunks.add(c).read().0;
+        for (w, word) in words.into_iter().enumerate() {
+            let values = word.to_le_bytes().map(|byte| P::apply(byte).to_stored());
+            output_chunks.add(4 * c + w).write(Chunk(values));
+        }
+    });
+    let done = chunks * 16;
+    // SAFETY: `done + i < n`.
+    unsafe { map::<P>(input.add(done as usize), output.add(done as usize), n - done) };
+}
+
+/// Counts the non-finite binary16 values of a buffer and finds the first one's index:
+/// adds the count to `result[0]` and lowers `result[1]` to the index (the host sets
+/// them to 0 and `u64::MAX` first). Reads 16 bytes (8 halves) per thread per step; a
+/// scalar pass does the last `n % 8` elements, or all if `input` is not 16-byte aligned.
+///
+/// # Safety
+/// `input` must be a valid device pointer to `n` elements, `result` to 2 `u64`s.
+#[inline(always)]
+unsafe fn count_nonfinite<P: Primitive<In = u16, Out = bool>>(input: *const u16, n: u64, result: *mut u64) {
+    let chunks = if chunk_aligned(input) { n / 8 } else { 0 };
+    let input_chunks = input.cast::<Chunk>();
+    let (mut count, mut first) = (0u64, u64::MAX);
+    // SAFETY: chunk `c < n / 8` covers elements 8c..8c+8, below `n`; aligned.
+    grid_stride(chunks, |c| unsafe {
+        let words = input_chunks.add(c).read().0;
+        let mut nonfinite = 0u32; // bit k: element 8c + k is not finite
+        for (w, word) in words.into_iter().enumerate() {
+            let (low, high) = (word as u16, (word >> 16) as u16);
+            nonfinite |= (u32::from(!P::apply(low)) | u32::from(!P::apply(high)) << 1) << (2 * w);
+        }
+        count += u64::from(nonfinite.count_ones());
+        if nonfinite != 0 {
+            first = first.min(8 * c as u64 + u64::from(nonfinite.trailing_zeros()));
+        }
+    });
+    let done = chunks * 8;
+    // SAFETY: `i < n - done`, so `done + i < n`.
+    grid_stride(n - done, |i| unsafe {
+        if !P::apply(input.add(done as usize + i).read()) {
+            count += 1;
+            first = first.min(done + i as u64);
+        }
+    });
+    if count != 0 {
+        // SAFETY: the caller guarantees `result` holds 2 `u64`s in device memory; they
+        // are only accessed atomically while kernels run.
+        unsafe {
+            AtomicU64::from_ptr(result).fetch_add(count, Ordering::Relaxed);
+            AtomicU64::from_ptr(result.add(1)).fetch_min(first, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A free integer cast, for [`skeleton`] and the timing chains.
 trait FromBits<I> {
     fn from_bits(x: I) -> Self;
 }
@@ -75,39 +226,41 @@ from_bits_by_cast! {
     u64: u8 u16 u32 u64;
 }
 
-/// Callback for `shared::for_each_variant!`: one kernel per variant, named like it, and
-/// its skeleton, named `<variant>_skeleton`.
-macro_rules! emit_kernels {
-    ($({ $name:ident, $family:ident, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
-        #[doc = $desc]
-        ///
-        /// # Safety
-        /// `input` and `output` must be valid device pointers to `n` elements each.
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name(
-            input: *const $in,
-            output: *mut <$out as Stored>::Bits,
-            n: u64,
-        ) {
-            // SAFETY: forwarded from this kernel's contract.
-            unsafe { map::<shared::variants::$name>(input, output, n) }
-        }
-
+/// Defines an `extern "ptx-kernel"` entry point named `$variant` + `$suffix` that
+/// forwards its arguments to `$body::<variant marker>`.
+macro_rules! entry {
+    ($variant:ident, $suffix:literal, $body:ident $(:: <$($generic:ty),*>)?, ($($arg:ident: $ty:ty),*)) => {
         const _: () = {
-            /// Skeleton of the kernel above, for the SASS report.
-            ///
             /// # Safety
-            /// As for the kernel above.
-            #[unsafe(export_name = concat!(stringify!($name), "_skeleton"))]
-            pub unsafe extern "ptx-kernel" fn skeleton_kernel(
-                input: *const $in,
-                output: *mut <$out as Stored>::Bits,
-                n: u64,
-            ) {
+            /// As documented on the function this entry point forwards to.
+            #[unsafe(export_name = concat!(stringify!($variant), $suffix))]
+            pub unsafe extern "ptx-kernel" fn entry($($arg: $ty),*) {
                 // SAFETY: forwarded from this kernel's contract.
-                unsafe { skeleton(input, output, n) }
+                unsafe { $body::<$($($generic),*)?>($($arg),*) }
             }
         };
+    };
+}
+
+/// The bandwidth kernels a family has, if any.
+macro_rules! family_kernels {
+    (Unorm8ToF32, $name:ident) => {
+        entry!($name, "_wide", unorm8_wide::<shared::variants::$name>, (input: *const u8, output: *mut u32, n: u64));
+    };
+    (Binary16IsFinite, $name:ident) => {
+        entry!($name, "_count_nonfinite", count_nonfinite::<shared::variants::$name>, (input: *const u16, n: u64, result: *mut u64));
+    };
+    ($other:ident, $name:ident) => {};
+}
+
+/// Callback for `shared::for_each_variant!`: the kernels of every variant.
+macro_rules! emit_kernels {
+    ($({ $name:ident, $family:ident, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
+        entry!($name, "", map::<shared::variants::$name>, (input: *const $in, output: *mut <$out as Stored>::Bits, n: u64));
+        entry!($name, "_skeleton", skeleton::<$in, <$out as Stored>::Bits>, (input: *const $in, output: *mut <$out as Stored>::Bits, n: u64));
+        entry!($name, "_latency", latency::<shared::variants::$name>, (seed: u64, iterations: u32, out: *mut u64));
+        entry!($name, "_throughput", throughput::<shared::variants::$name>, (seed: u64, iterations: u32, out: *mut u64));
+        family_kernels!($family, $name);
     )*};
 }
 shared::for_each_variant!(emit_kernels);

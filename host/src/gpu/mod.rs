@@ -1,0 +1,418 @@
+//! A small safe GPU layer over cudarc's driver API (loaded at run time, so nothing here
+//! needs CUDA to build): open a device, load the embedded PTX once, run any variant of
+//! the table over host slices or device buffers.
+//!
+//! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
+//! library before cudarc can panic, and every failure is a [`GpuError`].
+
+mod raw;
+
+use crate::table::Element;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError};
+use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
+use shared::{Primitive, Stored};
+use std::sync::Arc;
+
+pub use cudarc::driver::CudaSlice as DeviceBuffer;
+
+/// The stored result type of a primitive.
+pub type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
+
+/// Threads per block of every launch.
+pub const BLOCK_THREADS: u32 = 256;
+/// Resident blocks per multiprocessor a grid-stride launch asks for at most.
+const BLOCKS_PER_SM: u32 = 16;
+
+/// Everything that can go wrong on the GPU side, by stage.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum GpuError {
+    /// `libcuda.so` could not be loaded: no NVIDIA driver on this machine.
+    NoDriver,
+    /// The driver loaded but reports no device with that ordinal.
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
+    /// A driver call failed while doing `stage`.
+    Driver {
+        /// What was being done.
+        stage: String,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// The driver's JIT rejected the embedded PTX.
+    PtxRejected {
+        /// The JIT's error log.
+        log: String,
+    },
+    /// The PTX has no kernel of that name (a build mismatch).
+    KernelMissing {
+        /// The kernel's name.
+        name: String,
+    },
+    /// A kernel launch or its execution failed.
+    Launch {
+        /// The kernel's name.
+        kernel: String,
+        /// The driver's error.
+        source: DriverError,
+    },
+    /// Device memory ran out.
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+    /// Buffers passed to a kernel do not have the lengths it needs.
+    Length {
+        /// The kernel's name.
+        kernel: String,
+        /// What was wrong.
+        detail: String,
+    },
+}
+
+impl std::fmt::Display for GpuError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GpuError::NoDriver => {
+                write!(f, "no CUDA driver: libcuda.so could not be loaded (is the NVIDIA driver installed?)")
+            }
+            GpuError::NoDevice { ordinal, count } => {
+                write!(f, "no CUDA device {ordinal}: the driver reports {count} device(s)")
+            }
+            GpuError::Driver { stage, source } => write!(f, "CUDA driver error while {stage}: {source}"),
+            GpuError::PtxRejected { log } => write!(f, "the driver rejected the embedded PTX: {log}"),
+            GpuError::KernelMissing { name } => write!(f, "kernel {name} is not in the embedded PTX"),
+            GpuError::Launch { kernel, source } => write!(f, "kernel {kernel} failed: {source}"),
+            GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
+            GpuError::Length { kernel, detail } => write!(f, "kernel {kernel}: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for GpuError {}
+
+impl GpuError {
+    /// `true` when the error means "there is no GPU here" rather than a failure on one.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, GpuError::NoDriver | GpuError::NoDevice { .. })
+    }
+}
+
+fn driver(stage: impl Into<String>) -> impl FnOnce(DriverError) -> GpuError {
+    move |source| GpuError::Driver { stage: stage.into(), source }
+}
+
+fn alloc_error(bytes: usize) -> impl FnOnce(DriverError) -> GpuError {
+    move |source| match source.0 {
+        sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => GpuError::OutOfMemory { bytes },
+        _ => GpuError::Driver { stage: format!("allocating {bytes} bytes"), source },
+    }
+}
+
+/// What the device is.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceInfo {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Number of multiprocessors.
+    pub multiprocessors: u32,
+    /// The device's rated SM clock in kHz (the driver's `CLOCK_RATE` attribute).
+    pub clock_khz: u32,
+    /// Total device memory in bytes.
+    pub memory_bytes: usize,
+}
+
+/// Non-finite values found by a count kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NonFinite {
+    /// How many elements are NaN or ±inf.
+    pub count: u64,
+    /// Index of the first one, if any.
+    pub first: Option<u64>,
+}
+
+/// An open device with the embedded PTX loaded.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    module: Arc<CudaModule>,
+    info: DeviceInfo,
+}
+
+impl Gpu {
+    /// Opens device `ordinal` and loads the embedded PTX (the driver JIT-compiles it for
+    /// the device). Fails with [`GpuError::NoDriver`] or [`GpuError::NoDevice`] on
+    /// machines without one, never panics.
+    pub fn open(ordinal: usize) -> Result<Gpu, GpuError> {
+        if !raw::driver_library_present() {
+            return Err(GpuError::NoDriver);
+        }
+        cudarc::driver::result::init().map_err(driver("initialising the driver"))?;
+        let count = CudaContext::device_count().map_err(driver("counting devices"))?.max(0) as usize;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(driver(format!("creating a context on device {ordinal}")))?;
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::PTX))
+            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::ptx::PTX) })?;
+        let attribute = |a| ctx.attribute(a).map_err(driver("reading device attributes"));
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().map_err(driver("reading the device name"))?,
+            compute_capability: ctx.compute_capability().map_err(driver("reading the compute capability"))?,
+            multiprocessors: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            clock_khz: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
+            memory_bytes: ctx.total_mem().map_err(driver("reading the memory size"))?,
+        };
+        let stream = ctx.default_stream();
+        Ok(Gpu { ctx, stream, module, info })
+    }
+
+    /// What the device is.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The stream every operation of this `Gpu` runs on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The context (for events and other cudarc calls).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The kernel called `name`.
+    pub fn kernel(&self, name: &str) -> Result<CudaFunction, GpuError> {
+        self.module.load_function(name).map_err(|_| GpuError::KernelMissing { name: name.to_string() })
+    }
+
+    /// A grid-stride launch for `work` items: enough blocks to fill the device, at
+    /// least one (so an empty launch still runs the kernel's guard).
+    pub fn launch_config(&self, work: u64) -> LaunchConfig {
+        let wanted = work.div_ceil(u64::from(BLOCK_THREADS));
+        let cap = u64::from(self.info.multiprocessors.max(1) * BLOCKS_PER_SM);
+        LaunchConfig { grid_dim: (wanted.clamp(1, cap) as u32, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 }
+    }
+
+    /// Copies `data` into a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>, GpuError> {
+        self.stream.clone_htod(data).map_err(alloc_error(std::mem::size_of_val(data)))
+    }
+
+    /// A new zeroed device buffer of `len` elements.
+    pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<T>, GpuError> {
+        self.stream.alloc_zeros(len).map_err(alloc_error(len.saturating_mul(size_of::<T>())))
+    }
+
+    /// Copies a device buffer back to the host.
+    pub fn download<T: DeviceRepr + Default + Clone>(&self, buffer: &CudaSlice<T>) -> Result<Vec<T>, GpuError> {
+        self.stream.clone_dtoh(buffer).map_err(driver("copying results to the host"))
+    }
+
+    /// Waits for everything queued so far; reports a failed kernel as `kernel`'s.
+    pub fn synchronize(&self, kernel: &str) -> Result<(), GpuError> {
+        self.stream.synchronize().map_err(|source| GpuError::Launch { kernel: kernel.to_string(), source })
+    }
+
+    /// `output[i] = P(input[i])` on the device, with `P`'s kernel; waits for it.
+    pub fn map<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
+    where
+        P: Primitive,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        self.run_map(P::NAME, input, output, 1)
+    }
+
+    /// [`Gpu::map`] through the 16-bytes-per-thread `_wide` kernel of the UNORM8 → f32
+    /// variant called `variant`; waits for it.
+    pub fn map_wide(&self, variant: &str, input: &CudaSlice<u8>, output: &mut CudaSlice<u32>) -> Result<(), GpuError> {
+        self.launch_wide(variant, input, output)?;
+        self.synchronize(&format!("{variant}_wide"))
+    }
+
+    /// Queues the `_wide` kernel of `variant` (see [`Gpu::map_wide`]); does not wait.
+    pub fn launch_wide(&self, variant: &str, input: &CudaSlice<u8>, output: &mut CudaSlice<u32>) -> Result<(), GpuError> {
+        self.launch_map(&format!("{variant}_wide"), input, output, 16)
+    }
+
+    /// Launches the per-element kernel `name` over `input` → `output` (equal lengths),
+    /// `per_thread` elements per thread per step, and waits for it.
+    fn run_map<I: DeviceRepr, O: DeviceRepr>(
+        &self,
+        name: &str,
+        input: &CudaSlice<I>,
+        output: &mut CudaSlice<O>,
+        per_thread: u64,
+    ) -> Result<(), GpuError> {
+        self.launch_map(name, input, output, per_thread)?;
+        self.synchronize(name)
+    }
+
+    /// Queues the per-element kernel `name` (see [`Gpu::run_map`]); does not wait.
+    fn launch_map<I: DeviceRepr, O: DeviceRepr>(
+        &self,
+        name: &str,
+        input: &CudaSlice<I>,
+        output: &mut CudaSlice<O>,
+        per_thread: u64,
+    ) -> Result<(), GpuError> {
+        if input.len() != output.len() {
+            let detail = format!("input has {} elements but output {}", input.len(), output.len());
+            return Err(GpuError::Length { kernel: name.to_string(), detail });
+        }
+        let kernel = self.kernel(name)?;
+        let n = input.len() as u64;
+        raw::launch_map(&self.stream, &kernel, self.launch_config(n.div_ceil(per_thread)), input, output, n)
+            .map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+    }
+
+    /// Runs `P` over a host slice and returns the stored results.
+    pub fn map_host<P>(&self, input: &[P::In]) -> Result<Vec<Bits<P>>, GpuError>
+    where
+        P: Primitive,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr + ValidAsZeroBits + Default + Clone,
+    {
+        let device_input = self.upload(input)?;
+        let mut device_output = self.zeros::<Bits<P>>(input.len())?;
+        self.map::<P>(&device_input, &mut device_output)?;
+        self.download(&device_output)
+    }
+
+    /// Counts the non-finite binary16 values in `input` with the `_count_nonfinite`
+    /// kernel (16-byte loads) of the binary16 finiteness variant called `variant`, and
+    /// finds the first one.
+    pub fn count_nonfinite(&self, variant: &str, input: &CudaSlice<u16>) -> Result<NonFinite, GpuError> {
+        let mut result = self.upload(&[0u64, u64::MAX])?;
+        self.launch_count(variant, input, &mut result)?;
+        let name = format!("{variant}_count_nonfinite");
+        self.synchronize(&name)?;
+        let [count, first] = <[u64; 2]>::try_from(self.download(&result)?).map_err(|v| GpuError::Length {
+            kernel: name,
+            detail: format!("result buffer came back with {} elements", v.len()),
+        })?;
+        Ok(NonFinite { count, first: (first != u64::MAX).then_some(first) })
+    }
+
+    /// Queues `variant`'s count kernel over `input`, accumulating into `result` (2
+    /// elements: count, first index); does not wait.
+    pub fn launch_count(&self, variant: &str, input: &CudaSlice<u16>, result: &mut CudaSlice<u64>) -> Result<(), GpuError> {
+        let name = format!("{variant}_count_nonfinite");
+        if result.len() < 2 {
+            return Err(GpuError::Length { kernel: name, detail: "result needs 2 elements".into() });
+        }
+        let kernel = self.kernel(&name)?;
+        let n = input.len() as u64;
+        raw::launch_count(&self.stream, &kernel, self.launch_config(n.div_ceil(8)), input, n, result)
+            .map_err(|source| GpuError::Launch { kernel: name, source })
+    }
+
+    /// Queues the timing kernel `name` (`_latency` or `_throughput`) with `config`;
+    /// `out` must hold 2 elements or one per launched thread respectively.
+    pub fn launch_timing(
+        &self,
+        name: &str,
+        config: LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        let threads = u64::from(config.grid_dim.0) * u64::from(config.block_dim.0);
+        let needed = if name.ends_with("_latency") { 2 } else { threads };
+        if (out.len() as u64) < needed {
+            let detail = format!("out has {} elements, needs {needed}", out.len());
+            return Err(GpuError::Length { kernel: name.to_string(), detail });
+        }
+        let kernel = self.kernel(name)?;
+        raw::launch_timing(&self.stream, &kernel, config, seed, iterations, out)
+            .map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+    }
+
+    /// Queues a device-to-device copy of `src` into `dst` (equal lengths).
+    pub fn copy<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), GpuError> {
+        if src.len() != dst.len() {
+            let detail = format!("copy of {} elements into {}", src.len(), dst.len());
+            return Err(GpuError::Length { kernel: "memcpy_dtod".into(), detail });
+        }
+        self.stream.memcpy_dtod(src, dst).map_err(driver("copying device to device"))
+    }
+}
+
+/// Opens device 0 for a test, or decides the test is skipped: on a machine without a
+/// CUDA driver or device this prints `skipped: <reason>` and returns `None`, unless
+/// `REQUIRE_GPU=1`, which turns the skip into a failure (a panic, as tests expect).
+pub fn open_or_skip() -> Option<Gpu> {
+    match Gpu::open(0) {
+        Ok(gpu) => Some(gpu),
+        Err(e) if e.is_unavailable() => {
+            let reason = match e {
+                GpuError::NoDriver => "no CUDA driver".to_string(),
+                other => format!("no CUDA device ({other})"),
+            };
+            crate::skip::skip_or_fail("REQUIRE_GPU", &reason);
+            None
+        }
+        Err(e) => panic!("the GPU is present but unusable: {e}"),
+    }
+}
+
+/// The input bits a conformance or length check feeds element `i`.
+pub type InputAt<'a> = &'a (dyn Fn(u64) -> u64 + Sync);
+
+/// First difference between GPU and CPU results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GpuMismatch {
+    /// Element index.
+    pub index: u64,
+    /// Input bits.
+    pub input: u64,
+    /// GPU result bits.
+    pub gpu: u64,
+    /// CPU (`shared` on the host) result bits.
+    pub cpu: u64,
+}
+
+/// Outcome of running a variant on the GPU and on the CPU over the same inputs.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GpuCheck {
+    /// Elements compared.
+    pub elements: u64,
+    /// Elements whose bits differ.
+    pub mismatches: u64,
+    /// The first of those.
+    pub first_mismatch: Option<GpuMismatch>,
+}
+
+/// Runs `P` on the GPU over `len` inputs (`input_at(i)` for element `i`) and compares
+/// every result bit for bit with `P` run on the CPU (all cores).
+pub fn check_against_cpu<P>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>
+where
+    P: Primitive,
+    P::In: Element,
+    Bits<P>: Element,
+{
+    let input: Vec<P::In> = crate::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
+    let output = gpu.map_host::<P>(&input)?;
+    let (mismatches, first) = crate::parallel::count_where(len, |i| {
+        let cpu = P::apply(input[i]).to_stored();
+        (cpu != output[i]).then(|| GpuMismatch {
+            index: i as u64,
+            input: input[i].to_u64(),
+            gpu: output[i].to_u64(),
+            cpu: cpu.to_u64(),
+        })
+    });
+    Ok(GpuCheck { elements: len as u64, mismatches, first_mismatch: first })
+}

@@ -1,0 +1,151 @@
+//! GPU conformance: every kernel run for real on the device, its results compared bit
+//! for bit with `shared` run on the CPU. Without a CUDA driver or device each test
+//! prints `skipped: <reason>` and passes; `REQUIRE_GPU=1` makes that a failure.
+
+use host::gpu::{self, Gpu, GpuError};
+use host::table::{VARIANTS, Variant};
+use shared::{Claim, Family};
+
+/// Inputs per GPU launch in the whole-domain test (domains larger than this, such as
+/// 2^32 encodings, are checked in consecutive chunks).
+const CHUNK: u64 = 1 << 28;
+
+fn assert_matches(variant: &Variant, what: &str, check: Result<gpu::GpuCheck, GpuError>) {
+    let check = check.unwrap_or_else(|e| panic!("{} ({what}): {e}", variant.name));
+    if let Some(m) = check.first_mismatch {
+        panic!(
+            "{} ({what}): GPU differs from CPU on {} of {} elements; first at index {}: input {:#x}, gpu {:#x}, cpu {:#x}",
+            variant.name, check.mismatches, check.elements, m.index, m.input, m.gpu, m.cpu
+        );
+    }
+    assert_eq!(check.mismatches, 0);
+}
+
+#[test]
+fn every_variant_matches_the_cpu_on_every_input_of_its_domain() {
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    for v in VARIANTS {
+        let domain = v.family.domain_size();
+        for start in (0..domain).step_by(CHUNK as usize) {
+            let len = (domain - start).min(CHUNK) as usize;
+            assert_matches(v, "whole domain", v.ops.gpu_check(&gpu, len, &|i| start + i));
+        }
+        println!("{}: {domain} inputs, GPU == CPU bit for bit", v.name);
+    }
+}
+
+/// A fixed scramble, so lengths tests see varied inputs rather than a ramp.
+fn scrambled(i: u64) -> u64 {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29)
+}
+
+#[test]
+fn launch_arithmetic_holds_for_awkward_lengths() {
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    for len in [0usize, 1, 31, 32, 33, 1023, (1 << 20) + 7] {
+        for v in VARIANTS {
+            assert_matches(v, &format!("length {len}"), v.ops.gpu_check(&gpu, len, &scrambled));
+        }
+    }
+}
+
+#[test]
+fn a_buffer_over_2_pow_31_bytes_is_converted_completely() {
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    // UNORM8 → f32: 2^29 + 3 elements make an output of 2^31 + 12 bytes, so byte
+    // offsets past 2^31 are exercised; inputs and outputs need about 2.6 GB.
+    let len = (1usize << 29) + 3;
+    if gpu.info().memory_bytes < 4 << 30 {
+        println!("skipped: the device has under 4 GiB of memory");
+        return;
+    }
+    let v = host::table::find("unorm8_times3_int").expect("in the table");
+    assert_matches(v, "2^31-byte output", v.ops.gpu_check(&gpu, len, &scrambled));
+}
+
+#[test]
+fn a_device_buffer_is_reused_across_calls() {
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    use shared::variants::{unorm8_div_ieee, unorm8_mul_recip, unorm8_series};
+    let bytes: Vec<u8> = (0..=255u8).cycle().take(4099).collect();
+    let input = gpu.upload(&bytes).expect("upload");
+    let mut output = gpu.zeros::<u32>(bytes.len()).expect("alloc");
+    let expect = |f: fn(u8) -> f32| bytes.iter().map(|&x| f(x).to_bits()).collect::<Vec<u32>>();
+    gpu.map::<unorm8_series>(&input, &mut output).expect("first call");
+    assert_eq!(gpu.download(&output).expect("download"), expect(shared::unorm8::series));
+    gpu.map::<unorm8_mul_recip>(&input, &mut output).expect("second call, same buffers");
+    assert_eq!(gpu.download(&output).expect("download"), expect(shared::unorm8::mul_recip));
+    gpu.map::<unorm8_div_ieee>(&input, &mut output).expect("third call, same buffers");
+    assert_eq!(gpu.download(&output).expect("download"), expect(shared::unorm8::div_ieee));
+    // A length mismatch is a typed error, not a launch.
+    let mut short = gpu.zeros::<u32>(10).expect("alloc");
+    assert!(matches!(gpu.map::<unorm8_series>(&input, &mut short), Err(GpuError::Length { .. })));
+}
+
+#[test]
+fn wide_unorm8_kernels_match_the_cpu() {
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    // Not a multiple of 16, so the scalar tail runs too.
+    let bytes: Vec<u8> = (0..(1u64 << 20) + 13).map(|i| scrambled(i) as u8).collect();
+    let input = gpu.upload(&bytes).expect("upload");
+    let mut output = gpu.zeros::<u32>(bytes.len()).expect("alloc");
+    for v in VARIANTS.iter().filter(|v| v.family == Family::Unorm8ToF32) {
+        gpu.map_wide(v.name, &input, &mut output).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+        let got = gpu.download(&output).expect("download");
+        for (i, (&x, &bits)) in bytes.iter().zip(&got).enumerate() {
+            let cpu = v.ops.eval(u64::from(x));
+            assert_eq!(u64::from(bits), cpu, "{}_wide at {i}: input {x}, gpu {bits:#x}, cpu {cpu:#x}", v.name);
+        }
+    }
+}
+
+#[test]
+fn nonfinite_count_kernels_find_every_injected_value() {
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    let len = (1usize << 20) + 5; // a scalar tail after the 16-byte chunks
+    let finite = |i: usize| (scrambled(i as u64) as u16) & 0x7BFF; // exponent never all ones
+    let mut halves: Vec<u16> = (0..len).map(finite).collect();
+    let injected = [(4097, 0x7C00), (5000, 0xFC00), (70_001, 0x7E00), (len - 1, 0xFFFF), (len - 3, 0x7C01)];
+    for &(i, bits) in &injected {
+        halves[i] = bits;
+    }
+    let input = gpu.upload(&halves).expect("upload");
+    for v in VARIANTS.iter().filter(|v| v.family == Family::Binary16IsFinite) {
+        let got = gpu.count_nonfinite(v.name, &input).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+        // What the variant itself says, element by element on the CPU.
+        let flagged: Vec<usize> = (0..len).filter(|&i| v.ops.eval(u64::from(halves[i])) == 0).collect();
+        assert_eq!(got.count, flagged.len() as u64, "{}: count", v.name);
+        assert_eq!(got.first, flagged.first().map(|&i| i as u64), "{}: first index", v.name);
+        if v.claim == Claim::Exact {
+            assert_eq!(got.count, injected.len() as u64, "{}: exact variants find all five", v.name);
+            assert_eq!(got.first, Some(4097), "{}", v.name);
+        }
+    }
+}
+
+#[test]
+fn every_kernel_in_the_ptx_loads() {
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    let names = host::ptx::entry_names(host::ptx::PTX);
+    assert!(names.len() >= VARIANTS.len() * 4);
+    for name in names {
+        gpu.kernel(name).unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(matches!(gpu.kernel("no_such_kernel"), Err(GpuError::KernelMissing { .. })));
+}
+
+/// Runs everywhere: without a GPU, opening one is a typed error, never a panic.
+#[test]
+fn opening_a_gpu_never_panics() {
+    match Gpu::open(0) {
+        Ok(gpu) => println!("device 0: {} (sm_{}{})", gpu.info().name, gpu.info().compute_capability.0, gpu.info().compute_capability.1),
+        Err(e) => {
+            assert!(e.is_unavailable(), "unexpected error without a GPU: {e}");
+            println!("no GPU here: {e}");
+        }
+    }
+    match Gpu::open(1 << 20) {
+        Ok(_) => panic!("device 2^20 cannot exist"),
+        Err(e) => assert!(e.is_unavailable(), "{e}"),
+    }
+}
