@@ -4,6 +4,7 @@
 //! Everything is driven by `shared::for_each_variant!` through [`table::VARIANTS`].
 #![deny(unsafe_code)]
 
+pub mod bench;
 pub mod cpu;
 pub mod gpu;
 pub mod parallel;

@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cmd_bench;
 mod cmd_verify;
 
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
@@ -24,6 +25,9 @@ enum Command {
     /// Check every variant on every input of its domain against the exact reference,
     /// and time it on the CPU (the default).
     Verify(cmd_verify::Args),
+    /// Benchmark the kernels on a GPU: bandwidth against a same-run device copy, and
+    /// per-variant latency and throughput.
+    Bench(cmd_bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +35,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => cmd_verify::run(&cli.verify),
         Some(Command::Verify(args)) => cmd_verify::run(&args),
+        Some(Command::Bench(args)) => cmd_bench::run(&args),
     };
     match result {
         Ok(code) => code,

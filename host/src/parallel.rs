@@ -42,9 +42,9 @@ pub fn count_where<M: Send>(len: usize, f: impl Fn(usize) -> Option<M> + Sync) -
             })
             .collect();
         // Ranges are in index order, so the first worker with a hit has the first hit.
-        workers.into_iter().map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).fold(
-            (0, None),
-            |(count, first), (c, f)| (count + c, first.or(f)),
-        )
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .fold((0, None), |(count, first), (c, f)| (count + c, first.or(f)))
     })
 }

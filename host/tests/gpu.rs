@@ -138,7 +138,12 @@ fn every_kernel_in_the_ptx_loads() {
 #[test]
 fn opening_a_gpu_never_panics() {
     match Gpu::open(0) {
-        Ok(gpu) => println!("device 0: {} (sm_{}{})", gpu.info().name, gpu.info().compute_capability.0, gpu.info().compute_capability.1),
+        Ok(gpu) => println!(
+            "device 0: {} (sm_{}{})",
+            gpu.info().name,
+            gpu.info().compute_capability.0,
+            gpu.info().compute_capability.1
+        ),
         Err(e) => {
             assert!(e.is_unavailable(), "unexpected error without a GPU: {e}");
             println!("no GPU here: {e}");

@@ -65,6 +65,13 @@ pub enum GpuError {
         /// Bytes asked for.
         bytes: usize,
     },
+    /// A kernel's output is not what the CPU computes (found by a benchmark's check).
+    WrongResult {
+        /// The kernel's name.
+        kernel: String,
+        /// What differs.
+        detail: String,
+    },
     /// Buffers passed to a kernel do not have the lengths it needs.
     Length {
         /// The kernel's name.
@@ -88,6 +95,7 @@ impl std::fmt::Display for GpuError {
             GpuError::KernelMissing { name } => write!(f, "kernel {name} is not in the embedded PTX"),
             GpuError::Launch { kernel, source } => write!(f, "kernel {kernel} failed: {source}"),
             GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
+            GpuError::WrongResult { kernel, detail } => write!(f, "kernel {kernel} computed a wrong result: {detail}"),
             GpuError::Length { kernel, detail } => write!(f, "kernel {kernel}: {detail}"),
         }
     }
@@ -202,12 +210,50 @@ impl Gpu {
     pub fn launch_config(&self, work: u64) -> LaunchConfig {
         let wanted = work.div_ceil(u64::from(BLOCK_THREADS));
         let cap = u64::from(self.info.multiprocessors.max(1) * BLOCKS_PER_SM);
-        LaunchConfig { grid_dim: (wanted.clamp(1, cap) as u32, 1, 1), block_dim: (BLOCK_THREADS, 1, 1), shared_mem_bytes: 0 }
+        LaunchConfig {
+            grid_dim: (wanted.clamp(1, cap) as u32, 1, 1),
+            block_dim: (BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: 0,
+        }
     }
 
     /// Copies `data` into a new device buffer.
     pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>, GpuError> {
         self.stream.clone_htod(data).map_err(alloc_error(std::mem::size_of_val(data)))
+    }
+
+    /// Overwrites a device buffer with `data` (equal lengths).
+    pub fn overwrite<T: DeviceRepr>(&self, buffer: &mut CudaSlice<T>, data: &[T]) -> Result<(), GpuError> {
+        if buffer.len() != data.len() {
+            let detail = format!("writing {} elements into a buffer of {}", data.len(), buffer.len());
+            return Err(GpuError::Length { kernel: "memcpy_htod".into(), detail });
+        }
+        self.stream.memcpy_htod(data, buffer).map_err(driver("copying to the device"))
+    }
+
+    /// Device time in milliseconds of each of `reps` runs of `work`, after `warmup`
+    /// untimed runs; each run is bracketed by events on this `Gpu`'s stream.
+    pub fn time_ms(
+        &self,
+        warmup: usize,
+        reps: usize,
+        mut work: impl FnMut() -> Result<(), GpuError>,
+    ) -> Result<Vec<f64>, GpuError> {
+        let event =
+            || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver("creating an event"));
+        let (start, end) = (event()?, event()?);
+        for _ in 0..warmup {
+            work()?;
+        }
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            start.record(&self.stream).map_err(driver("recording an event"))?;
+            work()?;
+            end.record(&self.stream).map_err(driver("recording an event"))?;
+            end.synchronize().map_err(|source| GpuError::Launch { kernel: "timed work".into(), source })?;
+            times.push(f64::from(start.elapsed_ms(&end).map_err(driver("reading an event"))?));
+        }
+        Ok(times)
     }
 
     /// A new zeroed device buffer of `len` elements.
@@ -243,7 +289,12 @@ impl Gpu {
     }
 
     /// Queues the `_wide` kernel of `variant` (see [`Gpu::map_wide`]); does not wait.
-    pub fn launch_wide(&self, variant: &str, input: &CudaSlice<u8>, output: &mut CudaSlice<u32>) -> Result<(), GpuError> {
+    pub fn launch_wide(
+        &self,
+        variant: &str,
+        input: &CudaSlice<u8>,
+        output: &mut CudaSlice<u32>,
+    ) -> Result<(), GpuError> {
         self.launch_map(&format!("{variant}_wide"), input, output, 16)
     }
 
@@ -308,7 +359,12 @@ impl Gpu {
 
     /// Queues `variant`'s count kernel over `input`, accumulating into `result` (2
     /// elements: count, first index); does not wait.
-    pub fn launch_count(&self, variant: &str, input: &CudaSlice<u16>, result: &mut CudaSlice<u64>) -> Result<(), GpuError> {
+    pub fn launch_count(
+        &self,
+        variant: &str,
+        input: &CudaSlice<u16>,
+        result: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
         let name = format!("{variant}_count_nonfinite");
         if result.len() < 2 {
             return Err(GpuError::Length { kernel: name, detail: "result needs 2 elements".into() });
