@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cmd_ptx;
+mod cmd_sass;
 mod cmd_verify;
 
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
@@ -24,6 +26,12 @@ enum Command {
     /// Check every variant on every input of its domain against the exact reference,
     /// and time it on the CPU (the default).
     Verify(cmd_verify::Args),
+    /// Print the embedded PTX (what the GPU runs), or with --list its kernel names.
+    Ptx(cmd_ptx::Args),
+    /// Assemble the PTX with ptxas for each architecture and report, per variant, the SASS
+    /// instructions its kernel has beyond its load/index/store skeleton. Needs ptxas and
+    /// cuobjdump: scripts/install-cuda-tools.sh installs them.
+    Sass(cmd_sass::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +39,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => cmd_verify::run(&cli.verify),
         Some(Command::Verify(args)) => cmd_verify::run(&args),
+        Some(Command::Ptx(args)) => cmd_ptx::run(&args),
+        Some(Command::Sass(args)) => cmd_sass::run(&args),
     };
     match result {
         Ok(code) => code,
