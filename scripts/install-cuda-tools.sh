@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs ptxas, nvdisasm and cuobjdump from pinned PyPI wheels into .cuda-tools/ at
 # the workspace root (git-ignored), without a CUDA install. host/src/tools.rs finds
-# them there. Idempotent: a second run only checks that the three binaries work.
+# them there. Idempotent: when they are already installed it only lists them.
 #
-#   scripts/install-cuda-tools.sh            # install (or check) into .cuda-tools/
-#   BITEXACT_CUDA_TOOLS_DIR=DIR scripts/...  # install into DIR instead
+#   scripts/install-cuda-tools.sh                    # install (or list) in .cuda-tools/
+#   BITEXACT_CUDA_TOOLS=DIR scripts/install-cuda-tools.sh  # in DIR, where bitexact
+#                                                    # then looks (and only there)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-dest="${BITEXACT_CUDA_TOOLS_DIR:-$root/.cuda-tools}"
+dest="${BITEXACT_CUDA_TOOLS:-$root/.cuda-tools}"
 
 # Keep these pins in one place; the stamp file records what was installed.
 wheels=(
@@ -34,11 +35,11 @@ else
   python="${PYTHON:-python3}"
   command -v "$python" >/dev/null || { echo "install-cuda-tools: $python not found (needed for pip)" >&2; exit 1; }
   echo "Installing ${wheels[*]} into $dest ..."
-  rm -rf "$dest"
   mkdir -p "$dest"
-  # --no-deps: the wheels are self-contained binaries; --target keeps them project-local.
+  # --no-deps: the wheels are self-contained binaries; --target keeps them project-local;
+  # --upgrade replaces what an earlier (other or broken) install left there.
   PIP_ROOT_USER_ACTION=ignore "$python" -m pip install --quiet --disable-pip-version-check --no-deps --no-compile \
-    --target "$dest" "${wheels[@]}"
+    --upgrade --target "$dest" "${wheels[@]}"
   paths="$(locate)" || { echo "install-cuda-tools: a tool is missing from the wheels in $dest" >&2; exit 1; }
   # Wheels do not keep the run bit.
   while read -r path; do chmod +x "$path"; done <<<"$paths"

@@ -11,7 +11,8 @@ use std::process::Command;
 
 /// Environment variable naming a folder that holds the tools (directly, in `bin/`, or
 /// anywhere below it in a `bin/` folder, as the PyPI wheels lay them out). When set, it
-/// is the only place looked in, so it can also hide the tools.
+/// is the only place looked in, so it can also hide the tools; the install script then
+/// installs there.
 pub const TOOLS_DIR_VAR: &str = "BITEXACT_CUDA_TOOLS";
 
 /// Environment switch that makes tests needing the tools fail instead of skipping; see
