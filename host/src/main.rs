@@ -28,8 +28,10 @@ enum Command {
     Verify(cmd_verify::Args),
     /// Print the embedded PTX (what the GPU runs), or with --list its kernel names.
     Ptx(cmd_ptx::Args),
-    /// Assemble the PTX with ptxas for each architecture and report, per variant, the SASS
-    /// instructions its kernel has beyond its load/index/store skeleton. Needs ptxas and
+    /// Report the SASS instructions each variant adds to its kernel, per architecture.
+    ///
+    /// Assembles the embedded PTX with ptxas for each architecture, disassembles it with
+    /// cuobjdump, and subtracts each kernel's load/index/store skeleton. Needs ptxas and
     /// cuobjdump: scripts/install-cuda-tools.sh installs them.
     Sass(cmd_sass::Args),
 }

@@ -194,15 +194,13 @@ fn is_executable(path: &Path) -> bool {
     }
 }
 
-/// The tools the PTX checks and the SASS report need, all found.
+/// The tools the PTX checks and the SASS report need, both found.
 #[derive(Clone, Debug)]
 pub struct CudaTools {
     /// `ptxas`.
     pub ptxas: PathBuf,
     /// `cuobjdump`.
     pub cuobjdump: PathBuf,
-    /// `nvdisasm`.
-    pub nvdisasm: PathBuf,
 }
 
 /// PTX assembled for one architecture: the cubin lives in a temporary folder that is
@@ -217,9 +215,9 @@ pub struct Assembled {
 }
 
 impl CudaTools {
-    /// Finds every tool with [`find`]; the error names the first one missing.
+    /// Finds `ptxas` and `cuobjdump` with [`find`]; the error names the first one missing.
     pub fn find() -> Result<CudaTools, ToolError> {
-        Ok(CudaTools { ptxas: find(Tool::Ptxas)?, cuobjdump: find(Tool::Cuobjdump)?, nvdisasm: find(Tool::Nvdisasm)? })
+        Ok(CudaTools { ptxas: find(Tool::Ptxas)?, cuobjdump: find(Tool::Cuobjdump)? })
     }
 
     /// Assembles `ptx` with `ptxas -v -arch=<arch>` in a fresh temporary folder.
