@@ -1,6 +1,7 @@
 //! `bitexact ptx`: the embedded PTX.
 
 use host::ptx::{self, PTX};
+use host::report::write_stdout;
 use std::process::ExitCode;
 
 /// Options of `bitexact ptx`.
@@ -14,11 +15,9 @@ pub struct Args {
 /// Prints the PTX that `bitexact` embeds (and loads on the GPU), or its entry names.
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     if args.list {
-        for name in ptx::entry_names(PTX) {
-            println!("{name}");
-        }
+        write_stdout(&ptx::entry_names(PTX).iter().map(|name| format!("{name}\n")).collect::<String>())?;
     } else {
-        print!("{PTX}");
+        write_stdout(PTX)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -35,16 +35,14 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     let tools = CudaTools::find().map_err(|e| e.to_string())?;
     let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
     let costs = sass::cost_report(&tools, PTX, &selected, &archs).map_err(|e| e.to_string())?;
-    if args.format == Format::Json {
-        print!("{}", report::json(&costs));
+    let text = if args.format == Format::Json {
+        report::json(&costs)
     } else {
-        print!("{}", table(&costs).render(args.format == Format::Markdown));
-        println!();
-        println!(
-            "work: instructions of the variant's kernel minus those of its load/index/store skeleton; \
-             work SASS: the variant's opcodes minus the skeleton's, as multisets, in program order."
-        );
-    }
+        table(&costs).render(args.format == Format::Markdown)
+            + "\nwork: instructions of the variant's kernel minus those of its load/index/store skeleton; \
+               work SASS: the variant's opcodes minus the skeleton's, as multisets, in program order.\n"
+    };
+    report::write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
