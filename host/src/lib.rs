@@ -1,5 +1,6 @@
 //! Host side of bitexact: the runtime variant table, the independent exact reference,
-//! CPU verification and timing, and the `bitexact` command-line tool.
+//! CPU verification and timing, the CUDA tools and the SASS cost report, and the
+//! `bitexact` command-line tool.
 //!
 //! Everything is driven by `shared::for_each_variant!` through [`table::VARIANTS`].
 #![deny(unsafe_code)]
@@ -11,5 +12,7 @@ pub mod parallel;
 pub mod ptx;
 pub mod reference;
 pub mod report;
+pub mod sass;
 pub mod skip;
 pub mod table;
+pub mod tools;

@@ -4,6 +4,8 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd_bench;
+mod cmd_ptx;
+mod cmd_sass;
 mod cmd_verify;
 
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
@@ -28,6 +30,14 @@ enum Command {
     /// Benchmark the kernels on a GPU: bandwidth against a same-run device copy, and
     /// per-variant latency and throughput.
     Bench(cmd_bench::Args),
+    /// Print the embedded PTX (what the GPU runs), or with --list its kernel names.
+    Ptx(cmd_ptx::Args),
+    /// Report the SASS instructions each variant adds to its kernel, per architecture.
+    ///
+    /// Assembles the embedded PTX with ptxas for each architecture, disassembles it with
+    /// cuobjdump, and subtracts each kernel's load/index/store skeleton. Needs ptxas and
+    /// cuobjdump: scripts/install-cuda-tools.sh installs them.
+    Sass(cmd_sass::Args),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +46,8 @@ fn main() -> ExitCode {
         None => cmd_verify::run(&cli.verify),
         Some(Command::Verify(args)) => cmd_verify::run(&args),
         Some(Command::Bench(args)) => cmd_bench::run(&args),
+        Some(Command::Ptx(args)) => cmd_ptx::run(&args),
+        Some(Command::Sass(args)) => cmd_sass::run(&args),
     };
     match result {
         Ok(code) => code,

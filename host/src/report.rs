@@ -62,3 +62,15 @@ pub fn json<T: Serialize>(value: &T) -> String {
     text.push('\n');
     text
 }
+
+/// Writes `text` to stdout. A reader that closed the pipe early (`bitexact ptx | head`)
+/// is not an error, since it read all it wanted; any other write error is returned as
+/// one line.
+pub fn write_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing to stdout: {e}")),
+        _ => Ok(()),
+    }
+}

@@ -408,20 +408,16 @@ impl Gpu {
 
 /// Opens device 0 for a test, or decides the test is skipped: on a machine without a
 /// CUDA driver or device this prints `skipped: <reason>` and returns `None`, unless
-/// `REQUIRE_GPU=1`, which turns the skip into a failure (a panic, as tests expect).
+/// `REQUIRE_GPU=1`, which turns the skip into a failure (a panic, as tests expect). A
+/// GPU that is present but unusable always fails.
 pub fn open_or_skip() -> Option<Gpu> {
-    match Gpu::open(0) {
-        Ok(gpu) => Some(gpu),
-        Err(e) if e.is_unavailable() => {
-            let reason = match e {
-                GpuError::NoDriver => "no CUDA driver".to_string(),
-                other => format!("no CUDA device ({other})"),
-            };
-            crate::skip::skip_or_fail("REQUIRE_GPU", &reason);
-            None
-        }
-        Err(e) => panic!("the GPU is present but unusable: {e}"),
-    }
+    let opened = match Gpu::open(0) {
+        Err(e) if !e.is_unavailable() => panic!("the GPU is present but unusable: {e}"),
+        Err(GpuError::NoDriver) => Err("no CUDA driver".to_string()),
+        Err(e) => Err(format!("no CUDA device ({e})")),
+        Ok(gpu) => Ok(gpu),
+    };
+    crate::skip::require_or_skip("REQUIRE_GPU", opened)
 }
 
 /// The input bits a conformance or length check feeds element `i`.

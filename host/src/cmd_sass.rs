@@ -1,0 +1,76 @@
+//! `bitexact sass`: the SASS cost of each variant, per architecture.
+
+use host::ptx::PTX;
+use host::report::{self, Format, Table};
+use host::sass::{self, Cost};
+use host::table::{VARIANTS, Variant};
+use host::tools::{ARCHS, CudaTools};
+use std::process::ExitCode;
+
+/// How many work opcodes a table cell shows before eliding the rest (JSON has them all).
+const OPCODES_SHOWN: usize = 12;
+
+/// Options of `bitexact sass`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Architectures to assemble for, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = ARCHS.map(String::from))]
+    pub arch: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Only variants whose name contains this.
+    #[arg(long)]
+    pub only: Option<String>,
+}
+
+/// Assembles the embedded PTX for each architecture and prints, per variant, the
+/// instructions its kernel has beyond its load/index/store skeleton.
+pub fn run(args: &Args) -> Result<ExitCode, String> {
+    let selected: Vec<&'static Variant> =
+        VARIANTS.iter().filter(|v| args.only.as_deref().is_none_or(|s| v.name.contains(s))).collect();
+    if selected.is_empty() {
+        return Err(format!("no variant matches {:?}", args.only.as_deref().unwrap_or("")));
+    }
+    let tools = CudaTools::find().map_err(|e| e.to_string())?;
+    let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
+    let costs = sass::cost_report(&tools, PTX, &selected, &archs).map_err(|e| e.to_string())?;
+    let text = if args.format == Format::Json {
+        report::json(&costs)
+    } else {
+        table(&costs).render(args.format == Format::Markdown)
+            + "\nwork: instructions of the variant's kernel minus those of its load/index/store skeleton; \
+               work SASS: the variant's opcodes minus the skeleton's, as multisets, in program order.\n"
+    };
+    report::write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn table(costs: &[Cost]) -> Table {
+    let mut table = Table::new(["arch", "variant", "claim", "work", "work SASS", "kernel", "skeleton"]);
+    for cost in costs {
+        let work = &cost.work;
+        table.row([
+            cost.arch.clone(),
+            cost.variant.to_string(),
+            cost.claim.to_string(),
+            work.work_instructions.to_string(),
+            opcode_list(&work.work_opcodes, &work.skeleton_only_opcodes),
+            work.variant_instructions.to_string(),
+            work.skeleton_instructions.to_string(),
+        ]);
+    }
+    table
+}
+
+/// `A B C … (+N more)`, then `; not: X Y` for skeleton opcodes the kernel lacks.
+fn opcode_list(work: &[String], skeleton_only: &[String]) -> String {
+    let mut text = work.iter().take(OPCODES_SHOWN).cloned().collect::<Vec<_>>().join(" ");
+    if work.len() > OPCODES_SHOWN {
+        text += &format!(" … (+{} more)", work.len() - OPCODES_SHOWN);
+    }
+    if !skeleton_only.is_empty() {
+        text += &format!("; not: {}", skeleton_only.join(" "));
+    }
+    text
+}
