@@ -3,6 +3,7 @@
 use host::bench::{self, BenchConfig};
 use host::gpu::Gpu;
 use host::report::{self, Format, Table};
+use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
@@ -51,11 +52,13 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
         std::fs::write(path, report::json(&report)).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if args.format == Format::Json {
-        print!("{}", report::json(&report));
+        report::write_stdout(&report::json(&report))?;
         return Ok(ExitCode::SUCCESS);
     }
+    let mut out = String::new();
     let d = &report.device;
-    println!(
+    let _ = writeln!(
+        out,
         "device {}: {} (sm_{}{}, {} SMs, rated {} MHz, {:.1} GiB); {} MiB inputs, median of {} runs\n",
         d.ordinal,
         d.name,
@@ -80,8 +83,11 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
             r.checked.clone(),
         ]);
     }
-    print!("{}", table.render(markdown));
-    println!("\n(bytes moved = read + written; copy = device-to-device copy moving the same bytes, same run)\n");
+    let _ = write!(out, "{}", table.render(markdown));
+    let _ = writeln!(
+        out,
+        "\n(bytes moved = read + written; copy = device-to-device copy moving the same bytes, same run)\n"
+    );
     let mut table = Table::new(["variant", "latency cycles", "throughput Gop/s", "ops/SM/cycle"]);
     for r in &report.per_element {
         table.row([
@@ -91,7 +97,11 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
             format!("{:.1}", r.ops_per_sm_per_cycle),
         ]);
     }
-    print!("{}", table.render(markdown));
-    println!("\n(latency: dependent chain, one application + one XOR per step; ops/SM/cycle at the rated clock)");
+    let _ = write!(out, "{}", table.render(markdown));
+    let _ = writeln!(
+        out,
+        "\n(latency: dependent chain, one application + one XOR per step; ops/SM/cycle at the rated clock)"
+    );
+    report::write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 use host::cpu::{self, Verification};
 use host::report::{self, Format, Table};
 use host::table::{VARIANTS, Variant};
+use std::fmt::Write as _;
 use std::process::ExitCode;
 
 /// Options of `bitexact verify`.
@@ -58,8 +59,9 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
         .collect();
     let failed: Vec<&str> = rows.iter().filter(|r| !r.claim_holds).map(|r| r.verification.variant).collect();
 
+    let mut out = String::new();
     if args.format == Format::Json {
-        print!("{}", report::json(&rows));
+        let _ = write!(out, "{}", report::json(&rows));
     } else {
         let mut table =
             Table::new(["variant", "family", "inputs", "mismatches", "max ulp", "exact", "claim", "cpu ns/elem"]);
@@ -76,14 +78,15 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
                 row.cpu_ns_per_element.map_or("-".into(), |ns| format!("{ns:.3}")),
             ]);
         }
-        print!("{}", table.render(args.format == Format::Markdown));
-        println!();
+        let _ = write!(out, "{}", table.render(args.format == Format::Markdown));
+        let _ = writeln!(out);
         for (row, v) in rows.iter().zip(&selected) {
             let ver = &row.verification;
             if ver.mismatches > 0 {
                 let inputs: Vec<String> = ver.first_mismatches.iter().map(|m| m.input.to_string()).collect();
                 let more = if ver.mismatches as usize > inputs.len() { ", ..." } else { "" };
-                println!(
+                let _ = writeln!(
+                    out,
                     "{}: wrong on {} of {} inputs ({}; claim: {}): {}{more}",
                     ver.variant,
                     ver.mismatches,
@@ -95,12 +98,14 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
             }
         }
         if args.cpu_elements > 0 {
-            println!(
+            let _ = writeln!(
+                out,
                 "cpu ns/elem: this machine's CPU, one thread, best of {} passes over {} elements.",
                 args.reps, args.cpu_elements
             );
         }
     }
+    report::write_stdout(&out)?;
     if failed.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
