@@ -5,7 +5,9 @@
 #![deny(unsafe_code)]
 
 pub mod cpu;
+pub mod domain;
 pub mod ptx;
 pub mod reference;
 pub mod report;
+pub mod search;
 pub mod table;

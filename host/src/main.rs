@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cmd_search;
 mod cmd_verify;
 
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
@@ -24,6 +25,10 @@ enum Command {
     /// Check every variant on every input of its domain against the exact reference,
     /// and time it on the CPU (the default).
     Verify(cmd_verify::Args),
+    /// Find, for each UNORMn / SNORMn → f32, the cheapest division-free scheme that is
+    /// correctly rounded on every code (proven by exhaustion against the exact
+    /// rational reference); `--emit-rust` writes the library's table.
+    Search(cmd_search::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +36,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => cmd_verify::run(&cli.verify),
         Some(Command::Verify(args)) => cmd_verify::run(&args),
+        Some(Command::Search(args)) => cmd_search::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -78,7 +78,7 @@ from_bits_by_cast! {
 /// Callback for `shared::for_each_variant!`: one kernel per variant, named like it, and
 /// its skeleton, named `<variant>_skeleton`.
 macro_rules! emit_kernels {
-    ($({ $name:ident, $family:ident, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
+    ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
         #[doc = $desc]
         ///
         /// # Safety
