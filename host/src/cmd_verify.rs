@@ -106,7 +106,10 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
         for (row, v) in rows.iter().zip(&selected) {
             let ver = &row.verification;
             if ver.mismatches > 0 {
-                let inputs: Vec<String> = ver.first_mismatches.iter().map(|m| m.input.to_string()).collect();
+                // Small codes read best in decimal, float encodings in hex.
+                let hex = host::domain::value_mask(v.family) > 0xFFFF;
+                let show = |x: u64| if hex { format!("{x:#x}") } else { x.to_string() };
+                let inputs: Vec<String> = ver.first_mismatches.iter().map(|m| show(m.input)).collect();
                 let more = if ver.mismatches as usize > inputs.len() { ", ..." } else { "" };
                 println!(
                     "{}: wrong on {} of {} inputs ({}; claim: {}): {}{more}",
