@@ -4,7 +4,7 @@
 use crate::gpu::{DeviceInfo, Gpu, GpuError};
 use crate::table::{VARIANTS, Variant};
 use cudarc::driver::LaunchConfig;
-use shared::{Claim, Family};
+use shared::Claim;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -103,8 +103,13 @@ fn copy_gb_per_s(gpu: &Gpu, config: &BenchConfig, bytes_moved: u64) -> Result<f6
     Ok(bytes_moved as f64 / (ms * 1e6))
 }
 
-fn selected<'a>(config: &'a BenchConfig, family: Family) -> impl Iterator<Item = &'static Variant> + 'a {
-    VARIANTS.iter().filter(move |v| v.family == family && config.only.as_deref().is_none_or(|s| v.name.contains(s)))
+/// The selected variants that have a bandwidth kernel `<variant><suffix>` in the PTX
+/// (kernels-gpu decides which do, from the table).
+fn with_kernel<'a>(config: &'a BenchConfig, suffix: &'a str) -> impl Iterator<Item = &'static Variant> + 'a {
+    VARIANTS.iter().filter(move |v| {
+        config.only.as_deref().is_none_or(|s| v.name.contains(s))
+            && crate::ptx::has_kernel(&format!("{}{suffix}", v.name))
+    })
 }
 
 fn row(kernel: String, bytes_moved: u64, ms: f64, copy: f64, checked: String) -> BandwidthRow {
@@ -133,7 +138,7 @@ fn bench_count(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Resu
     let bytes_moved = (len * 2) as u64;
     let copy = copy_gb_per_s(gpu, config, bytes_moved)?;
     let mut rows = Vec::new();
-    for v in selected(config, Family::Binary16IsFinite) {
+    for v in with_kernel(config, "_count_nonfinite") {
         progress(&format!("{}_count_nonfinite", v.name));
         let ms = median(gpu.time_ms(config.warmup, config.reps, || {
             gpu.overwrite(&mut result, &[0, u64::MAX])?;
@@ -164,7 +169,7 @@ fn bench_unorm8(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Res
     let bytes_moved = (len * 5) as u64;
     let copy = copy_gb_per_s(gpu, config, bytes_moved)?;
     let mut rows = Vec::new();
-    for v in selected(config, Family::Unorm8ToF32) {
+    for v in with_kernel(config, "_wide") {
         progress(&format!("{}_wide", v.name));
         let ms = median(gpu.time_ms(config.warmup, config.reps, || gpu.launch_wide(v.name, &input, &mut output))?);
         let got = gpu.download(&output)?;

@@ -1,10 +1,13 @@
 //! `bitexact verify`: the main job.
 
-use host::cpu::{self, Verification};
+use host::cpu::{self, Progress, Verification};
 use host::report::{self, Format, Table};
 use host::table::{VARIANTS, Variant};
 use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Duration;
 
 /// Options of `bitexact verify`.
 #[derive(clap::Args)]
@@ -26,7 +29,8 @@ pub struct Args {
 /// One row of the report.
 #[derive(serde::Serialize)]
 struct Row {
-    family: &'static str,
+    family: String,
+    domain: String,
     claim: &'static str,
     description: &'static str,
     #[serde(flatten)]
@@ -36,25 +40,46 @@ struct Row {
     cpu_ns_per_element: Option<f64>,
 }
 
+/// Progress on stderr for a family whose check takes over a second: a line rewritten in
+/// place on a terminal, a line every 10 s otherwise, and in both cases a final line
+/// with the time it took.
+fn progress_reporter() -> impl Fn(Progress) + Sync {
+    let terminal = std::io::stderr().is_terminal();
+    let every = Duration::from_millis(if terminal { 100 } else { 10_000 });
+    let last_line = Mutex::new(Duration::ZERO);
+    move |p: Progress| {
+        let finished = p.done == p.total;
+        let Ok(mut last) = last_line.lock() else { return };
+        if p.elapsed < Duration::from_secs(1) || (!finished && p.elapsed < *last + every) {
+            return;
+        }
+        *last = if finished { Duration::ZERO } else { p.elapsed };
+        let percent = 100.0 * p.done as f64 / p.total.max(1) as f64;
+        let line = format!("verify {}: {percent:5.1}% of {} inputs, {:.1?}", p.family, p.total, p.elapsed);
+        let end = if finished || !terminal { "\n" } else { "" };
+        let start = if terminal { "\r\x1b[K" } else { "" };
+        let _ = write!(std::io::stderr().lock(), "{start}{line}{end}");
+    }
+}
+
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     let selected: Vec<&Variant> =
         VARIANTS.iter().filter(|v| args.only.as_deref().is_none_or(|s| v.name.contains(s))).collect();
     if selected.is_empty() {
         return Err(format!("no variant matches {:?}", args.only.as_deref().unwrap_or("")));
     }
+    let verifications = cpu::verify_all(&selected, &progress_reporter());
     let rows: Vec<Row> = selected
         .iter()
-        .map(|v| {
-            let verification = cpu::verify(v);
-            Row {
-                family: v.family.name(),
-                claim: v.claim.name(),
-                description: v.description,
-                claim_holds: verification.claim_holds(v.claim),
-                verification,
-                cpu_ns_per_element: (args.cpu_elements > 0)
-                    .then(|| v.ops.cpu_ns_per_element(args.cpu_elements, args.reps)),
-            }
+        .zip(verifications)
+        .map(|(v, verification)| Row {
+            family: v.family.to_string(),
+            domain: host::domain::describe(v.family),
+            claim: v.claim.name(),
+            description: v.description,
+            claim_holds: verification.claim_holds(v.claim),
+            verification,
+            cpu_ns_per_element: (args.cpu_elements > 0).then(|| v.ops.cpu_ns_per_element(args.cpu_elements, args.reps)),
         })
         .collect();
     let failed: Vec<&str> = rows.iter().filter(|r| !r.claim_holds).map(|r| r.verification.variant).collect();
@@ -69,7 +94,7 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
             let ver = &row.verification;
             table.row([
                 ver.variant.to_string(),
-                row.family.to_string(),
+                row.family.clone(),
                 ver.inputs_checked.to_string(),
                 ver.mismatches.to_string(),
                 ver.max_ulp.map_or("-".into(), |u| u.to_string()),
@@ -83,7 +108,10 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
         for (row, v) in rows.iter().zip(&selected) {
             let ver = &row.verification;
             if ver.mismatches > 0 {
-                let inputs: Vec<String> = ver.first_mismatches.iter().map(|m| m.input.to_string()).collect();
+                // Small codes read best in decimal, float encodings in hex.
+                let hex = host::domain::value_mask(v.family) > 0xFFFF;
+                let show = |x: u64| if hex { format!("{x:#x}") } else { x.to_string() };
+                let inputs: Vec<String> = ver.first_mismatches.iter().map(|m| show(m.input)).collect();
                 let more = if ver.mismatches as usize > inputs.len() { ", ..." } else { "" };
                 let _ = writeln!(
                     out,

@@ -1,13 +1,18 @@
-//! CPU verification (exhaustive, against the reference) and CPU timing.
+//! CPU verification (every input of a family's domain, against the reference, on all
+//! cores) and CPU timing.
 
-use crate::reference;
 use crate::table::{Element, Variant};
-use shared::{Claim, Primitive, Stored};
+use crate::{domain, reference};
+use shared::{Claim, Family, Primitive, Stored};
 use std::hint::black_box;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// How many mismatching inputs a report keeps verbatim.
 pub const MISMATCHES_KEPT: usize = 16;
+
+/// Inputs handed to a worker thread at a time.
+const CHUNK: u64 = 1 << 14;
 
 /// A variant's result on one input where it differs from the reference.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -29,9 +34,10 @@ pub struct Verification {
     pub inputs_checked: u64,
     /// Inputs on which the variant's bits differ from the reference's.
     pub mismatches: u64,
-    /// The first few of those, in input order.
+    /// The first few of those, in domain order.
     pub first_mismatches: Vec<Mismatch>,
-    /// Largest distance in ULPs from the reference (float results only).
+    /// Largest distance in ULPs from the reference (numeric results only: f32 ULPs, or
+    /// codes for UNORM results).
     pub max_ulp: Option<u64>,
 }
 
@@ -47,39 +53,130 @@ impl Verification {
         }
     }
 
-    /// Every input in the domain on which the variant differs from the reference.
+    /// Every input in the domain on which the variant differs from the reference, in
+    /// domain order (one thread: meant for the small domains).
     pub fn all_mismatching_inputs(variant: &Variant) -> Vec<u64> {
-        (0..variant.family.domain_size())
+        domain::inputs(variant.family)
             .filter(|&x| variant.ops.eval(x) != reference::expected(variant.family, x))
             .collect()
     }
 }
 
+/// Where a verification run is, for progress reports.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// The family being checked.
+    pub family: Family,
+    /// Inputs of its domain checked so far.
+    pub done: u64,
+    /// Inputs in its domain.
+    pub total: u64,
+    /// Time since this family's check began.
+    pub elapsed: Duration,
+}
+
 /// Checks `variant` on every input of its family's domain, comparing stored bits with
-/// the reference.
+/// the reference (on all cores).
 pub fn verify(variant: &Variant) -> Verification {
-    let family = variant.family;
-    let mut report = Verification {
-        variant: variant.name,
-        inputs_checked: family.domain_size(),
-        mismatches: 0,
-        first_mismatches: Vec::new(),
-        max_ulp: reference::ulp_distance(family, 0, 0),
-    };
-    for input in 0..family.domain_size() {
-        let got = variant.ops.eval(input);
-        let expected = reference::expected(family, input);
-        if let Some(ulp) = reference::ulp_distance(family, got, expected) {
-            report.max_ulp = report.max_ulp.max(Some(ulp));
+    verify_all(&[variant], &|_| {}).remove(0)
+}
+
+/// Checks every variant of `variants`, returning their reports in the same order.
+/// Variants of one family share one pass over the domain (the reference is computed
+/// once per input), which is split between all cores. `progress` is called about every
+/// 100 ms while a family's check runs, and once when it is done (`done == total`).
+pub fn verify_all(variants: &[&Variant], progress: &(dyn Fn(Progress) + Sync)) -> Vec<Verification> {
+    let mut reports: Vec<Option<Verification>> = vec![None; variants.len()];
+    let mut families: Vec<Family> = variants.iter().map(|v| v.family).collect();
+    families.dedup();
+    for family in families {
+        let positions: Vec<usize> = (0..variants.len()).filter(|&i| variants[i].family == family).collect();
+        if positions.iter().all(|&i| reports[i].is_some()) {
+            continue;
         }
-        if got != expected {
-            report.mismatches += 1;
-            if report.first_mismatches.len() < MISMATCHES_KEPT {
-                report.first_mismatches.push(Mismatch { input, got, expected });
-            }
+        let members: Vec<&Variant> = positions.iter().map(|&i| variants[i]).collect();
+        for (i, report) in positions.into_iter().zip(verify_family(family, &members, progress)) {
+            reports[i] = Some(report);
         }
     }
-    report
+    reports.into_iter().map(|r| r.expect("every variant belongs to a family that was checked")).collect()
+}
+
+/// Per-variant tallies of one worker thread.
+#[derive(Clone, Default)]
+struct Tally {
+    mismatches: u64,
+    first: Vec<(u64, Mismatch)>,
+    max_ulp: Option<u64>,
+}
+
+fn verify_family(family: Family, variants: &[&Variant], progress: &(dyn Fn(Progress) + Sync)) -> Vec<Verification> {
+    let total = domain::count(family);
+    let next = AtomicU64::new(0);
+    let done = AtomicU64::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(total.div_ceil(CHUNK) as usize);
+    let start = Instant::now();
+    let worker = || {
+        let initial_ulp = reference::ulp_distance(family, 0, 0);
+        let mut tallies = vec![Tally { max_ulp: initial_ulp, ..Tally::default() }; variants.len()];
+        let (mut inputs, mut expected, mut got) = (Vec::new(), vec![0; CHUNK as usize], vec![0; CHUNK as usize]);
+        loop {
+            let first = next.fetch_add(CHUNK, Ordering::Relaxed);
+            if first >= total {
+                break;
+            }
+            let end = (first + CHUNK).min(total);
+            inputs.clear();
+            domain::extend_with_inputs(family, first, end - first, &mut inputs);
+            let len = inputs.len();
+            reference::expected_many(family, &inputs, &mut expected[..len]);
+            for (variant, tally) in variants.iter().zip(&mut tallies) {
+                variant.ops.eval_many(&inputs, &mut got[..len]);
+                if got[..len] == expected[..len] {
+                    continue;
+                }
+                for (offset, ((&got, &expected), &input)) in got.iter().zip(&expected).zip(&inputs).enumerate() {
+                    if got != expected {
+                        tally.mismatches += 1;
+                        if tally.first.len() < MISMATCHES_KEPT {
+                            tally.first.push((first + offset as u64, Mismatch { input, got, expected }));
+                        }
+                        tally.max_ulp = tally.max_ulp.max(reference::ulp_distance(family, got, expected));
+                    }
+                }
+            }
+            done.fetch_add(len as u64, Ordering::Relaxed);
+        }
+        tallies
+    };
+    let per_thread: Vec<Vec<Tally>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(worker)).collect();
+        while !handles.iter().all(|h| h.is_finished()) {
+            std::thread::sleep(Duration::from_millis(100));
+            let done = done.load(Ordering::Relaxed);
+            if done < total {
+                progress(Progress { family, done, total, elapsed: start.elapsed() });
+            }
+        }
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    progress(Progress { family, done: total, total, elapsed: start.elapsed() });
+    variants
+        .iter()
+        .enumerate()
+        .map(|(k, variant)| {
+            let mut first: Vec<(u64, Mismatch)> = per_thread.iter().flat_map(|t| t[k].first.iter().copied()).collect();
+            first.sort_by_key(|&(index, _)| index);
+            first.truncate(MISMATCHES_KEPT);
+            Verification {
+                variant: variant.name,
+                inputs_checked: total,
+                mismatches: per_thread.iter().map(|t| t[k].mismatches).sum(),
+                first_mismatches: first.into_iter().map(|(_, m)| m).collect(),
+                max_ulp: per_thread.iter().map(|t| t[k].max_ulp).max().flatten(),
+            }
+        })
+        .collect()
 }
 
 /// Input `i` of a timing buffer: a fixed scramble of `i` over the whole domain, so a

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod cmd_bench;
 mod cmd_ptx;
 mod cmd_sass;
+mod cmd_search;
 mod cmd_verify;
 
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
@@ -38,6 +39,10 @@ enum Command {
     /// cuobjdump, and subtracts each kernel's load/index/store skeleton. Needs ptxas and
     /// cuobjdump: scripts/install-cuda-tools.sh installs them.
     Sass(cmd_sass::Args),
+    /// Find, for each UNORMn / SNORMn → f32, the cheapest division-free scheme that is
+    /// correctly rounded on every code (proven by exhaustion against the exact
+    /// rational reference); `--emit-rust` writes the library's table.
+    Search(cmd_search::Args),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +53,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => cmd_bench::run(&args),
         Some(Command::Ptx(args)) => cmd_ptx::run(&args),
         Some(Command::Sass(args)) => cmd_sass::run(&args),
+        Some(Command::Search(args)) => cmd_search::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -118,6 +118,11 @@ fn strip_comments(ptx: &str) -> String {
     out
 }
 
+/// Whether the embedded PTX has a kernel called `name`.
+pub fn has_kernel(name: &str) -> bool {
+    entry_names(PTX).contains(&name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

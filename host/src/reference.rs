@@ -1,10 +1,15 @@
 //! The independent exact reference, one per family.
 //!
-//! Nothing here calls `shared`: binary16 classes are decoded from the fields with
-//! integer operations, and quotients are rounded to f32 with integer arithmetic on the
-//! exact rational (round to nearest, ties to even), never with f32 or f64 division.
+//! Nothing here calls `shared` (only its descriptive enums `Family` and `Format` are
+//! used): encodings are decoded field by field with integer operations from the field
+//! widths each format's specification gives; quotients are rounded to f32 with integer
+//! arithmetic on the exact rational (round to nearest, ties to even); f32 → UNORM
+//! multiplies the float's integer significand exactly and rounds by comparing the
+//! remainder with one half. No floating-point operation is involved anywhere.
+//!
+//! [`expected`] is the one entry point; [`expected_many`] is the same for a slice.
 
-use shared::Family;
+use shared::{Family, Format};
 
 /// IEEE 754 class of a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -23,24 +28,161 @@ pub enum FpClass {
 }
 
 impl FpClass {
+    /// Every class, in code order.
+    pub const ALL: [FpClass; 5] = [FpClass::Zero, FpClass::Subnormal, FpClass::Normal, FpClass::Infinite, FpClass::Nan];
+
     /// `true` for zero, subnormal and normal.
     pub const fn is_finite(self) -> bool {
         matches!(self, FpClass::Zero | FpClass::Subnormal | FpClass::Normal)
     }
+
+    /// The stored byte of a `Classify` result, as the README specifies it: zero 0,
+    /// subnormal 1, normal 2, infinite 3, NaN 4.
+    pub const fn code(self) -> u8 {
+        match self {
+            FpClass::Zero => 0,
+            FpClass::Subnormal => 1,
+            FpClass::Normal => 2,
+            FpClass::Infinite => 3,
+            FpClass::Nan => 4,
+        }
+    }
 }
 
-/// Class of a binary16 encoding, decoded field by field: 1 sign bit, 5 exponent bits,
-/// 10 mantissa bits.
-pub const fn binary16_class(bits: u16) -> FpClass {
-    let exponent = (bits >> 10) & 0b1_1111;
-    let mantissa = bits & 0b11_1111_1111;
-    match (exponent, mantissa) {
-        (0, 0) => FpClass::Zero,
-        (0, _) => FpClass::Subnormal,
-        (0b1_1111, 0) => FpClass::Infinite,
-        (0b1_1111, _) => FpClass::Nan,
-        _ => FpClass::Normal,
+/// How a format encodes its special values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Specials {
+    /// IEEE 754: exponent field all ones is ±inf (mantissa zero) or NaN (non-zero).
+    Ieee,
+    /// OCP FP8 E4M3: no infinities; exponent field all ones is an ordinary binade except
+    /// for mantissa all ones, the only NaN (S.1111.111).
+    NanOnlyAtAllOnes,
+}
+
+/// The bit fields of a format: sign on top, then the exponent, then the mantissa.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Exponent field width.
+    pub exponent_bits: u32,
+    /// Mantissa (trailing significand) field width.
+    pub mantissa_bits: u32,
+    /// What exponent all ones means.
+    pub specials: Specials,
+}
+
+/// The field widths of `format`, from its specification (IEEE 754-2019 table 3.5,
+/// Google Brain bfloat16, OCP 8-bit Floating Point Specification rev. 1.0).
+pub const fn layout(format: Format) -> Layout {
+    let (exponent_bits, mantissa_bits, specials) = match format {
+        Format::Binary16 => (5, 10, Specials::Ieee),
+        Format::Bfloat16 => (8, 7, Specials::Ieee),
+        Format::Binary32 => (8, 23, Specials::Ieee),
+        Format::Binary64 => (11, 52, Specials::Ieee),
+        Format::Fp8E4m3 => (4, 3, Specials::NanOnlyAtAllOnes),
+        Format::Fp8E5m2 => (5, 2, Specials::Ieee),
+    };
+    Layout { exponent_bits, mantissa_bits, specials }
+}
+
+/// The [`Fields`] type of a format, its widths taken from [`layout`].
+macro_rules! fields {
+    ($format:expr) => {
+        Fields::<
+            { layout($format).exponent_bits },
+            { layout($format).mantissa_bits },
+            { matches!(layout($format).specials, Specials::Ieee) },
+        >
+    };
+}
+
+/// Evaluates `$body` with `$fields` bound to the [`Fields`] value of `$format`.
+macro_rules! with_fields {
+    ($format:expr, |$fields:ident| $body:expr) => {
+        match $format {
+            Format::Binary16 => {
+                let $fields = fields!(Format::Binary16);
+                $body
+            }
+            Format::Bfloat16 => {
+                let $fields = fields!(Format::Bfloat16);
+                $body
+            }
+            Format::Binary32 => {
+                let $fields = fields!(Format::Binary32);
+                $body
+            }
+            Format::Binary64 => {
+                let $fields = fields!(Format::Binary64);
+                $body
+            }
+            Format::Fp8E4m3 => {
+                let $fields = fields!(Format::Fp8E4m3);
+                $body
+            }
+            Format::Fp8E5m2 => {
+                let $fields = fields!(Format::Fp8E5m2);
+                $body
+            }
+        }
+    };
+}
+
+/// Class of the encoding `bits` of `format` (bits above the format's width ignored),
+/// decoded field by field.
+pub fn class(format: Format, bits: u64) -> FpClass {
+    with_fields!(format, |fields| fields.class(bits))
+}
+
+/// A format's field widths as constants (from [`layout`]), so that the decoding loops
+/// of [`expected_many`] compile to straight-line code per format.
+#[derive(Clone, Copy, Debug)]
+struct Fields<const EXPONENT_BITS: u32, const MANTISSA_BITS: u32, const IEEE: bool>;
+
+impl<const EXPONENT_BITS: u32, const MANTISSA_BITS: u32, const IEEE: bool> Fields<EXPONENT_BITS, MANTISSA_BITS, IEEE> {
+    const EXPONENT_ALL_ONES: u64 = (1 << EXPONENT_BITS) - 1;
+    const MANTISSA_ALL_ONES: u64 = (1 << MANTISSA_BITS) - 1;
+
+    const WIDTH: u32 = 1 + EXPONENT_BITS + MANTISSA_BITS;
+
+    /// See [`packed_finite_mask`].
+    #[inline(always)]
+    fn packed_finite_mask(self, word: u32) -> u32 {
+        let lane_max = (1u32 << Self::WIDTH) - 1;
+        let mut mask = 0;
+        for lane in 0..u32::BITS / Self::WIDTH {
+            let shift = lane * Self::WIDTH;
+            if self.class(u64::from((word >> shift) & lane_max)).is_finite() {
+                mask |= lane_max << shift;
+            }
+        }
+        mask
     }
+
+    #[inline(always)]
+    fn class(self, bits: u64) -> FpClass {
+        let exponent = (bits >> MANTISSA_BITS) & Self::EXPONENT_ALL_ONES;
+        let mantissa = bits & Self::MANTISSA_ALL_ONES;
+        let top_binade = exponent == Self::EXPONENT_ALL_ONES;
+        match exponent {
+            0 if mantissa == 0 => FpClass::Zero,
+            0 => FpClass::Subnormal,
+            _ if IEEE && top_binade && mantissa == 0 => FpClass::Infinite,
+            _ if IEEE && top_binade => FpClass::Nan,
+            _ if !IEEE && top_binade && mantissa == Self::MANTISSA_ALL_ONES => FpClass::Nan,
+            _ => FpClass::Normal,
+        }
+    }
+}
+
+/// Class of a binary16 encoding: [`class`] for [`Format::Binary16`].
+pub fn binary16_class(bits: u16) -> FpClass {
+    class(Format::Binary16, u64::from(bits))
+}
+
+/// The packed finite mask of `word` holding `32 / bits` lanes of `format`: lane `i`
+/// (bits `i·L ..`) all ones iff that lane's encoding is finite.
+pub fn packed_finite_mask(format: Format, word: u32) -> u32 {
+    with_fields!(format, |fields| fields.packed_finite_mask(word))
 }
 
 /// The f32 nearest to `num / den` (ties to even), computed on integers.
@@ -81,20 +223,81 @@ pub fn div_to_f32(num: u64, den: u64) -> Option<f32> {
     Some(f32::from_bits(((biased_exponent as u32) << 23) | fraction))
 }
 
+/// The f32 encoding of the UNORM `bits`-bit code `code`: `code / (2^bits - 1)`.
+pub fn unorm_to_f32_bits(bits: u32, code: u64) -> u32 {
+    let denominator = (1u64 << bits) - 1;
+    div_to_f32(code, denominator).expect("a UNORM quotient is zero or in [2^-16, 1]").to_bits()
+}
+
+/// The f32 encoding of the SNORM `bits`-bit two's complement code `code` (its low
+/// `bits` bits): `max(v / (2^(bits-1) - 1), -1)`; code 0 gives +0.0.
+pub fn snorm_to_f32_bits(bits: u32, code: u64) -> u32 {
+    const SIGN: u32 = 1 << 31;
+    let half = 1u64 << (bits - 1);
+    let denominator = half - 1;
+    let negative = code & half != 0;
+    let magnitude = if negative { (1u64 << bits) - code } else { code };
+    if negative && magnitude >= denominator {
+        return SIGN | 127 << 23; // -1.0: biased exponent 127, mantissa 0
+    }
+    let value = div_to_f32(magnitude, denominator).expect("an SNORM quotient is zero or in [2^-15, 1]").to_bits();
+    if negative { SIGN | value } else { value }
+}
+
+/// f32 encoding `f` → UNORM code of `bits` bits (`bits <= 32`), with whether the exact
+/// product was a tie (exactly halfway between two integers; rounded up).
+///
+/// NaN → 0; negative values, -0 and -inf → 0; values >= 1 and +inf → `2^bits - 1`;
+/// otherwise `c = significand · 2^-shift` and `c · (2^bits - 1)` is the integer
+/// `significand · (2^bits - 1)` shifted right by `shift`, rounded by comparing the
+/// shifted-out remainder with half of `2^shift`.
+pub fn f32_to_unorm_exact(bits: u32, f: u32) -> (u64, bool) {
+    assert!(bits <= 32, "UNORM{bits}");
+    let max = (1u64 << bits) - 1;
+    let negative = f >> 31 == 1;
+    let exponent = (f >> 23) & 0xFF;
+    let mantissa = f & 0x7F_FFFF;
+    match (exponent, negative) {
+        (0xFF, _) if mantissa != 0 => return (0, false),
+        (_, true) => return (0, false),
+        (127.., false) => return (max, false),
+        _ => {}
+    }
+    let significand = if exponent == 0 { u64::from(mantissa) } else { u64::from(mantissa | 1 << 23) };
+    let shift = 150 - exponent.max(1); // c = significand · 2^-shift, 24 <= shift <= 149
+    let product = significand * max; // < 2^56
+    if shift >= u64::BITS {
+        return (0, false); // c · max < 2^-7: rounds to 0 and is no tie
+    }
+    let quotient = product >> shift;
+    let remainder = product - (quotient << shift);
+    let half = 1u64 << (shift - 1);
+    (quotient + u64::from(remainder >= half), remainder == half)
+}
+
 /// How a family's stored result is to be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutputKind {
     /// One byte, 0 or 1.
     Bool,
+    /// One byte, [`FpClass::code`].
+    ClassCode,
+    /// A `u32` lane mask.
+    LaneMask,
     /// The bits of an f32.
     F32,
+    /// An unsigned integer code.
+    UnormCode,
 }
 
 /// How `family`'s results are stored.
 pub const fn output_kind(family: Family) -> OutputKind {
     match family {
-        Family::Binary16IsFinite => OutputKind::Bool,
-        Family::Unorm8ToF32 => OutputKind::F32,
+        Family::IsFinite(_) | Family::IsNan(_) | Family::IsInfinite(_) => OutputKind::Bool,
+        Family::Classify(_) => OutputKind::ClassCode,
+        Family::PackedIsFinite(_) => OutputKind::LaneMask,
+        Family::UnormToF32 { .. } | Family::SnormToF32 { .. } => OutputKind::F32,
+        Family::F32ToUnorm { .. } => OutputKind::UnormCode,
     }
 }
 
@@ -102,22 +305,57 @@ pub const fn output_kind(family: Family) -> OutputKind {
 ///
 /// Panics if `input` is outside the family's domain (a caller bug, never user input).
 pub fn expected(family: Family, input: u64) -> u64 {
-    assert!(input < family.domain_size(), "{input:#x} outside {}", family.name());
-    match family {
-        Family::Binary16IsFinite => u64::from(binary16_class(input as u16).is_finite()),
-        Family::Unorm8ToF32 => {
-            let value = div_to_f32(input, 255).expect("x/255 is zero or normal");
-            u64::from(value.to_bits())
+    let mut out = [0];
+    expected_many(family, &[input], &mut out);
+    out[0]
+}
+
+/// [`expected`] for each of `inputs`, into `out` (same length).
+///
+/// Panics if the lengths differ or an input is outside the family's domain.
+pub fn expected_many(family: Family, inputs: &[u64], out: &mut [u64]) {
+    assert_eq!(inputs.len(), out.len(), "expected_many: {} inputs, {} outputs", inputs.len(), out.len());
+    let outside = inputs.iter().fold(0, |acc, &x| acc | x) & !crate::domain::value_mask(family);
+    if outside != 0 {
+        let bad = inputs.iter().find(|&&x| !crate::domain::contains(family, x));
+        panic!("{:#x} is outside the domain of {family}", bad.copied().unwrap_or(outside));
+    }
+    #[inline(always)]
+    fn fill(inputs: &[u64], out: &mut [u64], f: impl Fn(u64) -> u64) {
+        for (o, &x) in out.iter_mut().zip(inputs) {
+            *o = f(x);
         }
+    }
+    match family {
+        Family::IsFinite(format) => {
+            with_fields!(format, |fields| fill(inputs, out, |x| u64::from(fields.class(x).is_finite())))
+        }
+        Family::IsNan(format) => {
+            with_fields!(format, |fields| fill(inputs, out, |x| u64::from(fields.class(x) == FpClass::Nan)))
+        }
+        Family::IsInfinite(format) => {
+            with_fields!(format, |fields| fill(inputs, out, |x| u64::from(fields.class(x) == FpClass::Infinite)))
+        }
+        Family::Classify(format) => {
+            with_fields!(format, |fields| fill(inputs, out, |x| u64::from(fields.class(x).code())))
+        }
+        Family::PackedIsFinite(format) => {
+            with_fields!(format, |fields| fill(inputs, out, |x| u64::from(fields.packed_finite_mask(x as u32))))
+        }
+        Family::UnormToF32 { bits } => fill(inputs, out, |x| u64::from(unorm_to_f32_bits(bits, x))),
+        Family::SnormToF32 { bits } => fill(inputs, out, |x| u64::from(snorm_to_f32_bits(bits, x))),
+        Family::F32ToUnorm { bits } => fill(inputs, out, |x| f32_to_unorm_exact(bits, x as u32).0),
     }
 }
 
-/// Distance in units in the last place between two stored f32 results (0 when equal,
-/// `u64::MAX` when either is NaN); `None` for non-float families.
+/// Distance between two stored results in units in the last place: for f32 results in
+/// f32 ULPs (0 when equal, `u64::MAX` when either is NaN), for UNORM codes in codes;
+/// `None` for families whose results are not numbers (booleans, classes, masks).
 pub fn ulp_distance(family: Family, a: u64, b: u64) -> Option<u64> {
     match output_kind(family) {
-        OutputKind::Bool => None,
+        OutputKind::Bool | OutputKind::ClassCode | OutputKind::LaneMask => None,
         OutputKind::F32 => Some(f32_ulp_distance(a as u32, b as u32)),
+        OutputKind::UnormCode => Some(a.abs_diff(b)),
     }
 }
 

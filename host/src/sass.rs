@@ -144,7 +144,7 @@ pub struct Cost {
     /// The variant's name (its kernel's name).
     pub variant: &'static str,
     /// The variant's family.
-    pub family: &'static str,
+    pub family: String,
     /// The variant's claim.
     pub claim: &'static str,
     /// Its work over the skeleton.
@@ -218,7 +218,7 @@ pub fn cost_report(
             costs.push(Cost {
                 arch: arch.to_string(),
                 variant: variant.name,
-                family: variant.family.name(),
+                family: variant.family.to_string(),
                 claim: variant.claim.name(),
                 work: work(kernel(variant.name)?, kernel(&skeleton_name(variant.name))?),
             });

@@ -38,6 +38,14 @@ element!(u8 u16 u32 u64);
 pub trait VariantOps: Sync {
     /// The stored result bits of the variant on input bits `input`, zero-extended.
     fn eval(&self, input: u64) -> u64;
+    /// [`VariantOps::eval`] for each of `inputs`, into `out` (same length); [`Ops`]
+    /// does it in one monomorphised loop.
+    fn eval_many(&self, inputs: &[u64], out: &mut [u64]) {
+        assert_eq!(inputs.len(), out.len(), "eval_many: {} inputs, {} outputs", inputs.len(), out.len());
+        for (o, &x) in out.iter_mut().zip(inputs) {
+            *o = self.eval(x);
+        }
+    }
     /// Mean CPU nanoseconds per element over `len` elements: best of `reps` passes over
     /// a buffer, results kept live with `black_box`.
     fn cpu_ns_per_element(&self, len: usize, reps: usize) -> f64;
@@ -57,6 +65,13 @@ where
 {
     fn eval(&self, input: u64) -> u64 {
         P::apply(P::In::from_u64(input)).to_stored().to_u64()
+    }
+
+    fn eval_many(&self, inputs: &[u64], out: &mut [u64]) {
+        assert_eq!(inputs.len(), out.len(), "eval_many: {} inputs, {} outputs", inputs.len(), out.len());
+        for (o, &x) in out.iter_mut().zip(inputs) {
+            *o = P::apply(P::In::from_u64(x)).to_stored().to_u64();
+        }
     }
 
     fn cpu_ns_per_element(&self, len: usize, reps: usize) -> f64 {
@@ -91,7 +106,7 @@ impl core::fmt::Debug for Variant {
 }
 
 macro_rules! runtime_table {
-    ($({ $name:ident, $family:ident, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {
+    ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {
         /// Every variant of `shared::for_each_variant!`, in table order.
         pub static VARIANTS: &[Variant] = &[$(
             Variant {
@@ -106,6 +121,17 @@ macro_rules! runtime_table {
     };
 }
 shared::for_each_variant!(runtime_table);
+
+/// Every family of the table, each once, in table order.
+pub fn families() -> Vec<Family> {
+    let mut families: Vec<Family> = Vec::new();
+    for v in VARIANTS {
+        if !families.contains(&v.family) {
+            families.push(v.family);
+        }
+    }
+    families
+}
 
 /// The variant called `name`, if any.
 pub fn find(name: &str) -> Option<&'static Variant> {

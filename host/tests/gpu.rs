@@ -4,7 +4,7 @@
 
 use host::gpu::{self, Gpu, GpuError};
 use host::table::{VARIANTS, Variant};
-use shared::{Claim, Family};
+use shared::Claim;
 
 /// Inputs per GPU launch in the whole-domain test (domains larger than this, such as
 /// 2^32 encodings, are checked in consecutive chunks).
@@ -25,10 +25,11 @@ fn assert_matches(variant: &Variant, what: &str, check: Result<gpu::GpuCheck, Gp
 fn every_variant_matches_the_cpu_on_every_input_of_its_domain() {
     let Some(gpu) = gpu::open_or_skip() else { return };
     for v in VARIANTS {
-        let domain = v.family.domain_size();
+        let domain = host::domain::count(v.family);
         for start in (0..domain).step_by(CHUNK as usize) {
             let len = (domain - start).min(CHUNK) as usize;
-            assert_matches(v, "whole domain", v.ops.gpu_check(&gpu, len, &|i| start + i));
+            let input_at = |i: u64| host::domain::input(v.family, start + i);
+            assert_matches(v, "whole domain", v.ops.gpu_check(&gpu, len, &input_at));
         }
         println!("{}: {domain} inputs, GPU == CPU bit for bit", v.name);
     }
@@ -89,7 +90,7 @@ fn wide_unorm8_kernels_match_the_cpu() {
     let bytes: Vec<u8> = (0..(1u64 << 20) + 13).map(|i| scrambled(i) as u8).collect();
     let input = gpu.upload(&bytes).expect("upload");
     let mut output = gpu.zeros::<u32>(bytes.len()).expect("alloc");
-    for v in VARIANTS.iter().filter(|v| v.family == Family::Unorm8ToF32) {
+    for v in VARIANTS.iter().filter(|v| host::ptx::has_kernel(&format!("{}_wide", v.name))) {
         gpu.map_wide(v.name, &input, &mut output).unwrap_or_else(|e| panic!("{}: {e}", v.name));
         let got = gpu.download(&output).expect("download");
         for (i, (&x, &bits)) in bytes.iter().zip(&got).enumerate() {
@@ -110,7 +111,7 @@ fn nonfinite_count_kernels_find_every_injected_value() {
         halves[i] = bits;
     }
     let input = gpu.upload(&halves).expect("upload");
-    for v in VARIANTS.iter().filter(|v| v.family == Family::Binary16IsFinite) {
+    for v in VARIANTS.iter().filter(|v| host::ptx::has_kernel(&format!("{}_count_nonfinite", v.name))) {
         let got = gpu.count_nonfinite(v.name, &input).unwrap_or_else(|e| panic!("{}: {e}", v.name));
         // What the variant itself says, element by element on the CPU.
         let flagged: Vec<usize> = (0..len).filter(|&i| v.ops.eval(u64::from(halves[i])) == 0).collect();

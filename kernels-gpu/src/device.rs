@@ -242,25 +242,26 @@ macro_rules! entry {
     };
 }
 
-/// The bandwidth kernels a family has, if any.
+/// The bandwidth kernels of a variant, if its family and input type have any. The
+/// family is matched as written in the table (`Kind(..)` or `Kind { .. }`).
 macro_rules! family_kernels {
-    (Unorm8ToF32, $name:ident) => {
+    (UnormToF32 { bits: 8 }, u8, $name:ident) => {
         entry!($name, "_wide", unorm8_wide::<shared::variants::$name>, (input: *const u8, output: *mut u32, n: u64));
     };
-    (Binary16IsFinite, $name:ident) => {
+    (IsFinite(Binary16), u16, $name:ident) => {
         entry!($name, "_count_nonfinite", count_nonfinite::<shared::variants::$name>, (input: *const u16, n: u64, result: *mut u64));
     };
-    ($other:ident, $name:ident) => {};
+    ($kind:ident $args:tt, $in:ident, $name:ident) => {};
 }
 
 /// Callback for `shared::for_each_variant!`: the kernels of every variant.
 macro_rules! emit_kernels {
-    ($({ $name:ident, $family:ident, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
+    ($({ $name:ident, $kind:ident $args:tt, $in:ident => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
         entry!($name, "", map::<shared::variants::$name>, (input: *const $in, output: *mut <$out as Stored>::Bits, n: u64));
         entry!($name, "_skeleton", skeleton::<$in, <$out as Stored>::Bits>, (input: *const $in, output: *mut <$out as Stored>::Bits, n: u64));
         entry!($name, "_latency", latency::<shared::variants::$name>, (seed: u64, iterations: u32, out: *mut u64));
         entry!($name, "_throughput", throughput::<shared::variants::$name>, (seed: u64, iterations: u32, out: *mut u64));
-        family_kernels!($family, $name);
+        family_kernels!($kind $args, $in, $name);
     )*};
 }
 shared::for_each_variant!(emit_kernels);

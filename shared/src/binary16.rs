@@ -1,4 +1,4 @@
-//! IEEE 754 binary16 ("half"): finiteness tests on the raw bits.
+//! IEEE 754 binary16 ("half"): classification and finiteness tests on the raw bits.
 //!
 //! Layout: `0b S_EEEEE_MMMMMMMMMM`. Exponent field all ones means infinity (mantissa
 //! zero) or NaN (mantissa non-zero); every other encoding (zeros, subnormals, normals)
@@ -10,14 +10,9 @@
 //! [`is_finite_unordered_lt_inf`], which is deliberately wrong on NaN.
 
 // SIGN_MASK = 0b1_00000_0000000000, EXP_MASK = 0b0_11111_0000000000,
-// MAN_MASK = 0b0_00000_1111111111, plus is_finite / is_infinite / is_nan / classify.
+// MAN_MASK = 0b0_00000_1111111111, plus is_finite (the exponent-mask form,
+// `(b & 0x7C00) != 0x7C00`) / is_infinite / is_nan / classify.
 crate::class::ieee_format!(u16, exponent_bits: 5, mantissa_bits: 10);
-
-/// Finite iff the exponent field is not all ones: `(b & 0x7C00) != 0x7C00`. Exact.
-#[inline]
-pub const fn is_finite_exp_mask(b: u16) -> bool {
-    b & EXP_MASK != EXP_MASK
-}
 
 /// Finite iff the magnitude's encoding is below +inf's: `(b & 0x7FFF) < 0x7C00`. Exact:
 /// magnitude encodings are ordered like the magnitudes, and NaNs encode above +inf.

@@ -22,8 +22,10 @@ pub mod e4m3 {
     pub const ABS_MASK: u8 = !SIGN_MASK;
     /// The magnitude encoding of NaN (S.1111.111); E4M3 has no other.
     pub const NAN_ABS: u8 = 0b0_1111_111;
-    /// Largest finite magnitude, 448.
+    /// Largest finite magnitude, 448 = 1.75 × 2^8.
     pub const MAX_ABS: u8 = 0b0_1111_110;
+    /// Encoding of the smallest positive normal value, 2^-6.
+    pub const MIN_NORMAL: u8 = 0b0_0001_000;
 
     /// `true` iff the value is finite: everything but the two NaN encodings. Exact.
     #[inline]
@@ -43,15 +45,15 @@ pub mod e4m3 {
         b & ABS_MASK == NAN_ABS
     }
 
-    /// The class of the value (never [`Class::Infinite`]). Exact on all 256 encodings.
+    /// The class of the value (never [`Class::Infinite`]), whatever the sign. Branch-free:
+    /// with the sign cleared, zero < subnormals (exponent field 0) < 0b0_0001_000 ..=
+    /// normals < NaN (the largest magnitude encoding), so the class's code is a count of
+    /// compares, NaN counting twice to skip the code of infinity. Exact on all 256
+    /// encodings.
     #[inline]
     pub const fn classify(b: u8) -> Class {
         let abs = b & ABS_MASK;
-        match (abs & EXP_MASK == 0, abs & MAN_MASK == 0, abs == NAN_ABS) {
-            (_, _, true) => Class::Nan,
-            (true, true, _) => Class::Zero,
-            (true, false, _) => Class::Subnormal,
-            _ => Class::Normal,
-        }
+        let count = (abs != 0) as u8 + (abs >= MIN_NORMAL) as u8 + 2 * (abs == NAN_ABS) as u8;
+        Class::from_threshold_count(count)
     }
 }

@@ -22,12 +22,16 @@ pub mod binary32;
 pub mod binary64;
 mod class;
 pub mod fp8;
+pub mod norm;
+pub mod packed;
+pub mod scheme;
+pub mod schemes;
 mod table;
 pub mod unorm16;
 pub mod unorm8;
 
 pub use class::Class;
-pub use table::{Claim, Family, Primitive, Stored};
+pub use table::{Claim, Domain, Family, Format, Primitive, Stored};
 
 /// One marker type per entry of [`for_each_variant!`], each implementing [`Primitive`].
 ///

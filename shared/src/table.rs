@@ -1,38 +1,145 @@
 //! The one table of variants, and the types that describe an entry.
 
+/// A floating-point storage format, as the classification families see it: raw bits of
+/// the width [`Format::bits`], sign in the top bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// IEEE 754 binary16: 1 sign, 5 exponent, 10 mantissa bits.
+    Binary16,
+    /// bfloat16: 1 sign, 8 exponent, 7 mantissa bits (the top half of a binary32).
+    Bfloat16,
+    /// IEEE 754 binary32: 1 sign, 8 exponent, 23 mantissa bits.
+    Binary32,
+    /// IEEE 754 binary64: 1 sign, 11 exponent, 52 mantissa bits.
+    Binary64,
+    /// OCP FP8 E4M3: 1 sign, 4 exponent, 3 mantissa bits; no infinities, NaN only at
+    /// S.1111.111.
+    Fp8E4m3,
+    /// OCP FP8 E5M2: 1 sign, 5 exponent, 2 mantissa bits; IEEE-like (±inf, NaNs).
+    Fp8E5m2,
+}
+
+impl Format {
+    /// Every format.
+    pub const ALL: [Format; 6] =
+        [Format::Binary16, Format::Bfloat16, Format::Binary32, Format::Binary64, Format::Fp8E4m3, Format::Fp8E5m2];
+
+    /// Short stable name, used in family names, reports and JSON.
+    #[inline]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::Binary16 => "binary16",
+            Format::Bfloat16 => "bfloat16",
+            Format::Binary32 => "binary32",
+            Format::Binary64 => "binary64",
+            Format::Fp8E4m3 => "fp8_e4m3",
+            Format::Fp8E5m2 => "fp8_e5m2",
+        }
+    }
+
+    /// Width of an encoding in bits.
+    #[inline]
+    pub const fn bits(self) -> u32 {
+        match self {
+            Format::Fp8E4m3 | Format::Fp8E5m2 => 8,
+            Format::Binary16 | Format::Bfloat16 => 16,
+            Format::Binary32 => 32,
+            Format::Binary64 => 64,
+        }
+    }
+}
+
 /// What a group of variants computes; every variant of a family is checked against the
-/// family's one exact reference on the family's whole input domain.
+/// family's one exact reference (`host::reference::expected`) on the family's
+/// [`Domain`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
-    /// binary16 bits (`u16`) → is the value finite (`bool`). Domain: all 2^16 encodings.
-    Binary16IsFinite,
-    /// UNORM8 byte (`u8`) → `x / 255` correctly rounded to f32. Domain: all 2^8 bytes.
-    Unorm8ToF32,
+    /// Encoding of the format → is the value finite (`bool`, stored as 0 or 1).
+    IsFinite(Format),
+    /// Encoding → is the value a NaN, any sign or payload (`bool`).
+    IsNan(Format),
+    /// Encoding → is the value ±infinity (`bool`; always false for FP8 E4M3).
+    IsInfinite(Format),
+    /// Encoding → its [`crate::Class`], stored as the class's one-byte code.
+    Classify(Format),
+    /// A `u32` word holding `32 / bits` lanes of the format (lane 0 in the low bits) →
+    /// a `u32` mask with each lane's bits all ones if that lane is finite, all zeros if
+    /// not. Only for formats of 8 or 16 bits.
+    PackedIsFinite(Format),
+    /// UNORM code of `bits` bits (1..=16) → `code / (2^bits - 1)` correctly rounded to
+    /// f32 (round to nearest, ties to even).
+    UnormToF32 {
+        /// Code width n.
+        bits: u32,
+    },
+    /// SNORM code of `bits` bits (2..=16, two's complement) →
+    /// `max(code / (2^(bits-1) - 1), -1)` correctly rounded to f32, as D3D and Vulkan
+    /// define it: the two most negative codes both give -1.0.
+    SnormToF32 {
+        /// Code width n.
+        bits: u32,
+    },
+    /// f32 bits → UNORM code of `bits` bits (8 or 16): NaN → 0, clamp to [0, 1] (±inf
+    /// included), then the exact product `c · (2^bits - 1)` rounded to the nearest
+    /// integer (the only tie, c = 0.5, rounds up).
+    F32ToUnorm {
+        /// Code width n.
+        bits: u32,
+    },
+}
+
+/// The inputs a family is checked on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Domain {
+    /// Every integer in `0..2^bits`, which is every possible input: a proof by
+    /// exhaustion.
+    Exhaustive {
+        /// Input width.
+        bits: u32,
+    },
+    /// Too many encodings to enumerate (binary64): every sign × every exponent × the
+    /// boundary mantissas and some random ones, plus a large uniformly random sample
+    /// with a fixed seed. `host::domain` generates it.
+    Sampled(Format),
 }
 
 impl Family {
-    /// Every family, in table order.
-    pub const ALL: [Family; 2] = [Family::Binary16IsFinite, Family::Unorm8ToF32];
-
-    /// Short stable name, used in reports and JSON.
-    pub const fn name(self) -> &'static str {
+    /// The inputs this family's variants are checked on.
+    ///
+    /// UNORM/SNORM families take the n-bit code: their domain is the 2^n codes. (The
+    /// variants read the code from the low bits of a wider integer and ignore the high
+    /// bits; tests check that on every value of the wider type separately.)
+    #[inline]
+    pub const fn domain(self) -> Domain {
         match self {
-            Family::Binary16IsFinite => "binary16_is_finite",
-            Family::Unorm8ToF32 => "unorm8_to_f32",
+            Family::IsFinite(Format::Binary64)
+            | Family::IsNan(Format::Binary64)
+            | Family::IsInfinite(Format::Binary64)
+            | Family::Classify(Format::Binary64) => Domain::Sampled(Format::Binary64),
+            Family::IsFinite(f) | Family::IsNan(f) | Family::IsInfinite(f) | Family::Classify(f) => {
+                Domain::Exhaustive { bits: f.bits() }
+            }
+            Family::PackedIsFinite(_) | Family::F32ToUnorm { .. } => Domain::Exhaustive { bits: 32 },
+            Family::UnormToF32 { bits } | Family::SnormToF32 { bits } => Domain::Exhaustive { bits },
         }
     }
+}
 
-    /// Width in bits of the input; the domain is every value of that width.
-    pub const fn input_bits(self) -> u32 {
-        match self {
-            Family::Binary16IsFinite => 16,
-            Family::Unorm8ToF32 => 8,
+/// The family's stable name, used in reports and JSON: `binary16_is_finite`,
+/// `fp8_e4m3_classify`, `binary16x2_is_finite` (packed), `unorm8_to_f32`,
+/// `snorm16_to_f32`, `f32_to_unorm8`.
+impl core::fmt::Display for Family {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            Family::IsFinite(format) => write!(f, "{}_is_finite", format.name()),
+            Family::IsNan(format) => write!(f, "{}_is_nan", format.name()),
+            Family::IsInfinite(format) => write!(f, "{}_is_infinite", format.name()),
+            Family::Classify(format) => write!(f, "{}_classify", format.name()),
+            Family::PackedIsFinite(format) => write!(f, "{}x{}_is_finite", format.name(), 32 / format.bits()),
+            Family::UnormToF32 { bits } => write!(f, "unorm{bits}_to_f32"),
+            Family::SnormToF32 { bits } => write!(f, "snorm{bits}_to_f32"),
+            Family::F32ToUnorm { bits } => write!(f, "f32_to_unorm{bits}"),
         }
-    }
-
-    /// Number of inputs in the domain, `2^input_bits`.
-    pub const fn domain_size(self) -> u64 {
-        1u64 << self.input_bits()
     }
 }
 
@@ -116,7 +223,10 @@ pub trait Primitive {
 }
 
 /// Expands `$callback! { ... }` once with the whole variant table, one braced entry per
-/// variant: `{ name, Family, In => Out, function_path, Claim, "description" }`.
+/// variant: `{ name, family, In => Out, function_path, Claim, "description" }`, where
+/// `family` is a [`Family`] expression written with the variants of [`Family`] and
+/// [`Format`] in scope (`IsFinite(Binary16)`, `UnormToF32 { bits: 8 }`): callbacks
+/// match it as `$family:expr`.
 ///
 /// This is the single source of truth: `shared` builds its marker types from it,
 /// `kernels-gpu` one kernel per entry, `host` its runtime table (tests, CLI, SASS report,
@@ -125,19 +235,85 @@ pub trait Primitive {
 macro_rules! for_each_variant {
     ($callback:path) => {
         $callback! {
-            { f16_finite_exp_mask, Binary16IsFinite, u16 => bool, $crate::binary16::is_finite_exp_mask, Exact, "(b & 0x7C00) != 0x7C00" }
-            { f16_finite_abs_bits_lt_inf, Binary16IsFinite, u16 => bool, $crate::binary16::is_finite_abs_bits_lt_inf, Exact, "(b & 0x7FFF) < 0x7C00" }
-            { f16_finite_not_inf_not_nan, Binary16IsFinite, u16 => bool, $crate::binary16::is_finite_not_inf_not_nan, Exact, "!is_inf(b) && !is_nan(b)" }
-            { f16_finite_ordered_lt_inf, Binary16IsFinite, u16 => bool, $crate::binary16::is_finite_ordered_lt_inf, Exact, "|x| < +inf, ordered f16 compare" }
-            { f16_finite_unordered_lt_inf, Binary16IsFinite, u16 => bool, $crate::binary16::is_finite_unordered_lt_inf, Incorrect, "!(|x| >= +inf): unordered, true for NaN (wrong on purpose)" }
-            { f16_finite_via_f32, Binary16IsFinite, u16 => bool, $crate::binary16::is_finite_via_f32, Exact, "(x as f32).is_finite()" }
-            { unorm8_div_ieee, Unorm8ToF32, u8 => f32, $crate::unorm8::div_ieee, Exact, "x as f32 / 255.0 (IEEE division, reference form)" }
-            { unorm8_via_f64, Unorm8ToF32, u8 => f32, $crate::unorm8::via_f64, Exact, "(x as f64 * (1.0/255.0)) as f32" }
-            { unorm8_mul_recip, Unorm8ToF32, u8 => f32, $crate::unorm8::mul_recip, OneUlp, "x as f32 * fl(1/255) (common shortcut, inexact)" }
-            { unorm8_series, Unorm8ToF32, u8 => f32, $crate::unorm8::series, Exact, "t*k0 + t*k1, k0=(1+2^8+2^16)/2^24, k1=k0/2^24" }
-            { unorm8_series_fma, Unorm8ToF32, u8 => f32, $crate::unorm8::series_fma, Exact, "fma(t, k0, t*k1)" }
-            { unorm8_times3_float, Unorm8ToF32, u8 => f32, $crate::unorm8::times3_float, Exact, "(t * 3.0) * fl(1/765)" }
-            { unorm8_times3_int, Unorm8ToF32, u8 => f32, $crate::unorm8::times3_int, Exact, "((x * 3) as f32) * fl(1/765)" }
+            { f16_finite_exp_mask, IsFinite(Binary16), u16 => bool, $crate::binary16::is_finite, Exact, "(b & 0x7C00) != 0x7C00" }
+            { f16_finite_abs_bits_lt_inf, IsFinite(Binary16), u16 => bool, $crate::binary16::is_finite_abs_bits_lt_inf, Exact, "(b & 0x7FFF) < 0x7C00" }
+            { f16_finite_not_inf_not_nan, IsFinite(Binary16), u16 => bool, $crate::binary16::is_finite_not_inf_not_nan, Exact, "!is_inf(b) && !is_nan(b)" }
+            { f16_finite_ordered_lt_inf, IsFinite(Binary16), u16 => bool, $crate::binary16::is_finite_ordered_lt_inf, Exact, "|x| < +inf, ordered f16 compare" }
+            { f16_finite_unordered_lt_inf, IsFinite(Binary16), u16 => bool, $crate::binary16::is_finite_unordered_lt_inf, Incorrect, "!(|x| >= +inf): unordered, true for NaN (wrong on purpose)" }
+            { f16_finite_via_f32, IsFinite(Binary16), u16 => bool, $crate::binary16::is_finite_via_f32, Exact, "(x as f32).is_finite()" }
+            { f16_is_nan, IsNan(Binary16), u16 => bool, $crate::binary16::is_nan, Exact, "(b & ABS) > INF" }
+            { f16_is_infinite, IsInfinite(Binary16), u16 => bool, $crate::binary16::is_infinite, Exact, "(b & ABS) == INF" }
+            { f16_classify, Classify(Binary16), u16 => $crate::Class, $crate::binary16::classify, Exact, "count of class boundaries reached by b & ABS" }
+            { bf16_is_finite, IsFinite(Bfloat16), u16 => bool, $crate::bfloat16::is_finite, Exact, "exponent field not all ones" }
+            { bf16_is_nan, IsNan(Bfloat16), u16 => bool, $crate::bfloat16::is_nan, Exact, "(b & ABS) > INF" }
+            { bf16_is_infinite, IsInfinite(Bfloat16), u16 => bool, $crate::bfloat16::is_infinite, Exact, "(b & ABS) == INF" }
+            { bf16_classify, Classify(Bfloat16), u16 => $crate::Class, $crate::bfloat16::classify, Exact, "count of class boundaries reached by b & ABS" }
+            { f32_is_finite, IsFinite(Binary32), u32 => bool, $crate::binary32::is_finite, Exact, "exponent field not all ones" }
+            { f32_is_nan, IsNan(Binary32), u32 => bool, $crate::binary32::is_nan, Exact, "(b & ABS) > INF" }
+            { f32_is_infinite, IsInfinite(Binary32), u32 => bool, $crate::binary32::is_infinite, Exact, "(b & ABS) == INF" }
+            { f32_classify, Classify(Binary32), u32 => $crate::Class, $crate::binary32::classify, Exact, "count of class boundaries reached by b & ABS" }
+            { f64_is_finite, IsFinite(Binary64), u64 => bool, $crate::binary64::is_finite, Exact, "exponent field not all ones" }
+            { f64_is_nan, IsNan(Binary64), u64 => bool, $crate::binary64::is_nan, Exact, "(b & ABS) > INF" }
+            { f64_is_infinite, IsInfinite(Binary64), u64 => bool, $crate::binary64::is_infinite, Exact, "(b & ABS) == INF" }
+            { f64_classify, Classify(Binary64), u64 => $crate::Class, $crate::binary64::classify, Exact, "count of class boundaries reached by b & ABS" }
+            { e4m3_is_finite, IsFinite(Fp8E4m3), u8 => bool, $crate::fp8::e4m3::is_finite, Exact, "(b & 0x7F) != 0x7F" }
+            { e4m3_is_nan, IsNan(Fp8E4m3), u8 => bool, $crate::fp8::e4m3::is_nan, Exact, "(b & 0x7F) == 0x7F" }
+            { e4m3_is_infinite, IsInfinite(Fp8E4m3), u8 => bool, $crate::fp8::e4m3::is_infinite, Exact, "false: E4M3 has no infinities" }
+            { e4m3_classify, Classify(Fp8E4m3), u8 => $crate::Class, $crate::fp8::e4m3::classify, Exact, "count of class boundaries reached by b & ABS" }
+            { e5m2_is_finite, IsFinite(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_finite, Exact, "exponent field not all ones" }
+            { e5m2_is_nan, IsNan(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_nan, Exact, "(b & ABS) > INF" }
+            { e5m2_is_infinite, IsInfinite(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_infinite, Exact, "(b & ABS) == INF" }
+            { e5m2_classify, Classify(Fp8E5m2), u8 => $crate::Class, $crate::fp8::e5m2::classify, Exact, "count of class boundaries reached by b & ABS" }
+            { f16x2_finite_swar, PackedIsFinite(Binary16), u32 => u32, $crate::packed::f16x2_is_finite_swar, Exact, "2 lanes: ((!w & P) + LOW) & TOP, spread to lanes by a multiply" }
+            { f16x2_finite_lanes, PackedIsFinite(Binary16), u32 => u32, $crate::packed::f16x2_is_finite_lanes, Exact, "2 lanes: one scalar is_finite per lane" }
+            { bf16x2_finite_swar, PackedIsFinite(Bfloat16), u32 => u32, $crate::packed::bf16x2_is_finite_swar, Exact, "2 lanes: ((!w & P) + LOW) & TOP, spread to lanes by a multiply" }
+            { bf16x2_finite_lanes, PackedIsFinite(Bfloat16), u32 => u32, $crate::packed::bf16x2_is_finite_lanes, Exact, "2 lanes: one scalar is_finite per lane" }
+            { e4m3x4_finite_swar, PackedIsFinite(Fp8E4m3), u32 => u32, $crate::packed::e4m3x4_is_finite_swar, Exact, "4 lanes: ((!w & P) + LOW) & TOP, spread to lanes by a multiply" }
+            { e4m3x4_finite_lanes, PackedIsFinite(Fp8E4m3), u32 => u32, $crate::packed::e4m3x4_is_finite_lanes, Exact, "4 lanes: one scalar is_finite per lane" }
+            { e5m2x4_finite_swar, PackedIsFinite(Fp8E5m2), u32 => u32, $crate::packed::e5m2x4_is_finite_swar, Exact, "4 lanes: ((!w & P) + LOW) & TOP, spread to lanes by a multiply" }
+            { e5m2x4_finite_lanes, PackedIsFinite(Fp8E5m2), u32 => u32, $crate::packed::e5m2x4_is_finite_lanes, Exact, "4 lanes: one scalar is_finite per lane" }
+            { unorm8_div_ieee, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::div_ieee, Exact, "x as f32 / 255.0 (IEEE division, reference form)" }
+            { unorm8_via_f64, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::via_f64, Exact, "(x as f64 * (1.0/255.0)) as f32" }
+            { unorm8_mul_recip, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::mul_recip, OneUlp, "x as f32 * fl(1/255) (common shortcut, inexact)" }
+            { unorm8_series, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::series, Exact, "t*k0 + t*k1, k0=(1+2^8+2^16)/2^24, k1=k0/2^24" }
+            { unorm8_series_fma, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::series_fma, Exact, "fma(t, k0, t*k1)" }
+            { unorm8_times3_float, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::times3_float, Exact, "(t * 3.0) * fl(1/765)" }
+            { unorm8_times3_int, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::times3_int, Exact, "((x * 3) as f32) * fl(1/765)" }
+            { unorm16_div_ieee, UnormToF32 { bits: 16 }, u16 => f32, $crate::unorm16::div_ieee, Exact, "x as f32 / 65535.0 (IEEE division, reference form)" }
+            { unorm1_to_f32, UnormToF32 { bits: 1 }, u16 => f32, $crate::norm::unorm_to_f32::<1>, Exact, "low 1 bits / 1, scheme from schemes.rs" }
+            { unorm2_to_f32, UnormToF32 { bits: 2 }, u16 => f32, $crate::norm::unorm_to_f32::<2>, Exact, "low 2 bits / 3, scheme from schemes.rs" }
+            { unorm3_to_f32, UnormToF32 { bits: 3 }, u16 => f32, $crate::norm::unorm_to_f32::<3>, Exact, "low 3 bits / 7, scheme from schemes.rs" }
+            { unorm4_to_f32, UnormToF32 { bits: 4 }, u16 => f32, $crate::norm::unorm_to_f32::<4>, Exact, "low 4 bits / 15, scheme from schemes.rs" }
+            { unorm5_to_f32, UnormToF32 { bits: 5 }, u16 => f32, $crate::norm::unorm_to_f32::<5>, Exact, "low 5 bits / 31, scheme from schemes.rs" }
+            { unorm6_to_f32, UnormToF32 { bits: 6 }, u16 => f32, $crate::norm::unorm_to_f32::<6>, Exact, "low 6 bits / 63, scheme from schemes.rs" }
+            { unorm7_to_f32, UnormToF32 { bits: 7 }, u16 => f32, $crate::norm::unorm_to_f32::<7>, Exact, "low 7 bits / 127, scheme from schemes.rs" }
+            { unorm8_to_f32, UnormToF32 { bits: 8 }, u16 => f32, $crate::norm::unorm_to_f32::<8>, Exact, "low 8 bits / 255, scheme from schemes.rs" }
+            { unorm9_to_f32, UnormToF32 { bits: 9 }, u16 => f32, $crate::norm::unorm_to_f32::<9>, Exact, "low 9 bits / 511, scheme from schemes.rs" }
+            { unorm10_to_f32, UnormToF32 { bits: 10 }, u16 => f32, $crate::norm::unorm_to_f32::<10>, Exact, "low 10 bits / 1023, scheme from schemes.rs" }
+            { unorm11_to_f32, UnormToF32 { bits: 11 }, u16 => f32, $crate::norm::unorm_to_f32::<11>, Exact, "low 11 bits / 2047, scheme from schemes.rs" }
+            { unorm12_to_f32, UnormToF32 { bits: 12 }, u16 => f32, $crate::norm::unorm_to_f32::<12>, Exact, "low 12 bits / 4095, scheme from schemes.rs" }
+            { unorm13_to_f32, UnormToF32 { bits: 13 }, u16 => f32, $crate::norm::unorm_to_f32::<13>, Exact, "low 13 bits / 8191, scheme from schemes.rs" }
+            { unorm14_to_f32, UnormToF32 { bits: 14 }, u16 => f32, $crate::norm::unorm_to_f32::<14>, Exact, "low 14 bits / 16383, scheme from schemes.rs" }
+            { unorm15_to_f32, UnormToF32 { bits: 15 }, u16 => f32, $crate::norm::unorm_to_f32::<15>, Exact, "low 15 bits / 32767, scheme from schemes.rs" }
+            { unorm16_to_f32, UnormToF32 { bits: 16 }, u16 => f32, $crate::norm::unorm_to_f32::<16>, Exact, "low 16 bits / 65535, scheme from schemes.rs" }
+            { snorm2_to_f32, SnormToF32 { bits: 2 }, u16 => f32, $crate::norm::snorm_to_f32::<2>, Exact, "max(low 2 bits signed / 1, -1), scheme from schemes.rs" }
+            { snorm3_to_f32, SnormToF32 { bits: 3 }, u16 => f32, $crate::norm::snorm_to_f32::<3>, Exact, "max(low 3 bits signed / 3, -1), scheme from schemes.rs" }
+            { snorm4_to_f32, SnormToF32 { bits: 4 }, u16 => f32, $crate::norm::snorm_to_f32::<4>, Exact, "max(low 4 bits signed / 7, -1), scheme from schemes.rs" }
+            { snorm5_to_f32, SnormToF32 { bits: 5 }, u16 => f32, $crate::norm::snorm_to_f32::<5>, Exact, "max(low 5 bits signed / 15, -1), scheme from schemes.rs" }
+            { snorm6_to_f32, SnormToF32 { bits: 6 }, u16 => f32, $crate::norm::snorm_to_f32::<6>, Exact, "max(low 6 bits signed / 31, -1), scheme from schemes.rs" }
+            { snorm7_to_f32, SnormToF32 { bits: 7 }, u16 => f32, $crate::norm::snorm_to_f32::<7>, Exact, "max(low 7 bits signed / 63, -1), scheme from schemes.rs" }
+            { snorm8_to_f32, SnormToF32 { bits: 8 }, u16 => f32, $crate::norm::snorm_to_f32::<8>, Exact, "max(low 8 bits signed / 127, -1), scheme from schemes.rs" }
+            { snorm9_to_f32, SnormToF32 { bits: 9 }, u16 => f32, $crate::norm::snorm_to_f32::<9>, Exact, "max(low 9 bits signed / 255, -1), scheme from schemes.rs" }
+            { snorm10_to_f32, SnormToF32 { bits: 10 }, u16 => f32, $crate::norm::snorm_to_f32::<10>, Exact, "max(low 10 bits signed / 511, -1), scheme from schemes.rs" }
+            { snorm11_to_f32, SnormToF32 { bits: 11 }, u16 => f32, $crate::norm::snorm_to_f32::<11>, Exact, "max(low 11 bits signed / 1023, -1), scheme from schemes.rs" }
+            { snorm12_to_f32, SnormToF32 { bits: 12 }, u16 => f32, $crate::norm::snorm_to_f32::<12>, Exact, "max(low 12 bits signed / 2047, -1), scheme from schemes.rs" }
+            { snorm13_to_f32, SnormToF32 { bits: 13 }, u16 => f32, $crate::norm::snorm_to_f32::<13>, Exact, "max(low 13 bits signed / 4095, -1), scheme from schemes.rs" }
+            { snorm14_to_f32, SnormToF32 { bits: 14 }, u16 => f32, $crate::norm::snorm_to_f32::<14>, Exact, "max(low 14 bits signed / 8191, -1), scheme from schemes.rs" }
+            { snorm15_to_f32, SnormToF32 { bits: 15 }, u16 => f32, $crate::norm::snorm_to_f32::<15>, Exact, "max(low 15 bits signed / 16383, -1), scheme from schemes.rs" }
+            { snorm16_to_f32, SnormToF32 { bits: 16 }, u16 => f32, $crate::norm::snorm_to_f32::<16>, Exact, "max(low 16 bits signed / 32767, -1), scheme from schemes.rs" }
+            { f32_to_unorm8, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8, Exact, "fma(clamp(c), 255, 2^23) bits - 0x4B000000" }
+            { f32_to_unorm8_mul_add_half, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8_mul_add_half, OneUlp, "(clamp(c) * 255.0 + 0.5) as u8 (common form, inexact)" }
+            { f32_to_unorm16, F32ToUnorm { bits: 16 }, u32 => u16, $crate::norm::f32_to_unorm16, Exact, "fma(clamp(c), 65535, 2^23) bits - 0x4B000000" }
         }
     };
 }
@@ -147,7 +323,7 @@ macro_rules! for_each_variant {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! define_primitives {
-    ($({ $name:ident, $family:ident, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
+    ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
         #[doc = $desc]
         #[allow(non_camel_case_types)]
         #[derive(Clone, Copy, Debug, Default)]
@@ -157,7 +333,11 @@ macro_rules! define_primitives {
             type In = $in;
             type Out = $out;
             const NAME: &'static str = stringify!($name);
-            const FAMILY: $crate::Family = $crate::Family::$family;
+            const FAMILY: $crate::Family = {
+                #[allow(unused_imports)]
+                use $crate::{Family::*, Format::*};
+                $family
+            };
             const CLAIM: $crate::Claim = $crate::Claim::$claim;
             const DESCRIPTION: &'static str = $desc;
             #[inline(always)]

@@ -1,0 +1,41 @@
+//! The `bitexact` command line: errors are one line and a non-zero exit, never a panic.
+
+use std::process::{Command, Output};
+
+fn bitexact(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bitexact")).args(args).output().expect("bitexact runs")
+}
+
+#[test]
+fn search_rejects_bad_widths_with_one_line() {
+    for args in [["search", "--unorm", "0"], ["search", "--snorm", "1..4"], ["search", "--unorm", "x"]] {
+        let out = bitexact(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("bitexact: "), "{args:?}: {stderr}");
+    }
+    let out = bitexact(&["search", "--unorm", "8", "--emit-rust"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn search_prints_one_row_per_width_asked_for() {
+    let out = bitexact(&["search", "--unorm", "8,10..=11", "--snorm", "9", "--format", "json"]);
+    assert!(out.status.success());
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = found.as_array().expect("an array");
+    let names: Vec<String> = rows.iter().map(|r| format!("{}{}", r["kind"].as_str().unwrap(), r["bits"])).collect();
+    assert_eq!(names, ["unorm8", "unorm10", "unorm11", "snorm9"]);
+    assert_eq!(rows[0]["best"]["scheme"]["multiplier"], 3);
+    let markdown = bitexact(&["search", "--unorm", "8", "--snorm", "2..3", "--format", "markdown"]);
+    let text = String::from_utf8_lossy(&markdown.stdout);
+    assert!(text.lines().filter(|l| l.starts_with("| UNORM") || l.starts_with("| SNORM")).count() == 3, "{text}");
+}
+
+#[test]
+fn verify_rejects_an_unknown_variant_with_one_line() {
+    let out = bitexact(&["verify", "--only", "no_such_variant", "--cpu-elements", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
