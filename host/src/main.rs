@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
+mod cmd_normalize;
+mod cmd_scan;
 mod cmd_verify;
 
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
@@ -24,6 +26,12 @@ enum Command {
     /// Check every variant on every input of its domain against the exact reference,
     /// and time it on the CPU (the default).
     Verify(cmd_verify::Args),
+    /// Count NaN and ±inf per tensor in .npy / .safetensors files; exit 0 if all are
+    /// finite, 1 if any is not, 2 on error.
+    Scan(cmd_scan::Args),
+    /// Convert an 8- or 16-bit image to an f32 tensor in [0, 1], correctly rounded
+    /// (.npy or .safetensors).
+    Normalize(cmd_normalize::Args),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +39,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         None => cmd_verify::run(&cli.verify),
         Some(Command::Verify(args)) => cmd_verify::run(&args),
+        Some(Command::Scan(args)) => cmd_scan::run(&args),
+        Some(Command::Normalize(args)) => cmd_normalize::run(&args),
     };
     match result {
         Ok(code) => code,
