@@ -38,10 +38,10 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     let values = image.to_f32(args.layout, backend.as_ref())?;
     tensor_io::write_f32(&args.output, &args.name, &shape, &values, args.force)?;
     println!(
-        "{}: f32 {:?} ({:?}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}",
+        "{}: f32 {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}",
         args.output.display(),
         shape,
-        args.layout,
+        args.layout.name(),
         image.bits(),
         image.channels,
         args.image.display(),

@@ -18,6 +18,16 @@ pub enum Layout {
     Chw,
 }
 
+impl Layout {
+    /// `HWC` or `CHW`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Layout::Hwc => "HWC",
+            Layout::Chw => "CHW",
+        }
+    }
+}
+
 /// Samples as decoded, interleaved (HWC) or planar (CHW).
 pub enum Samples {
     /// 8-bit UNORM samples.

@@ -215,6 +215,21 @@ fn regression_npy_deeply_nested_header_is_an_error() {
     assert!(parse_and_scan(Container::Npy, &npy_bytes(2, &header, 4)).is_err());
 }
 
+/// Hang found by `cargo fuzz run containers` (a 550-byte timeout artifact): npyz's
+/// parser takes about 2^k steps on k unclosed brackets (28 s at k = 20). Headers nested
+/// deeper than `MAX_NPY_NESTING` are refused before parsing; within the limit, even a
+/// header full of nested groups parses at once.
+#[test]
+fn regression_npy_unclosed_brackets_do_not_hang() {
+    let groups = format!("[{}]", "[[[[[(1,),],],],],],".repeat(700));
+    for shape in ["[".repeat(tensor_io::MAX_NPY_NESTING - 1), "[".repeat(50), groups] {
+        let header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape} }}\n");
+        let start = std::time::Instant::now();
+        assert!(parse_and_scan(Container::Npy, &npy_bytes(2, &header, 4)).is_err());
+        assert!(start.elapsed().as_secs_f64() < 2.0, "{:?} for {} bytes of header", start.elapsed(), header.len());
+    }
+}
+
 /// Shapes whose byte size overflows `usize` in the safetensors crate's own check.
 #[test]
 fn regression_safetensors_shape_overflow_is_an_error() {
@@ -229,4 +244,20 @@ fn regression_npy_syntax_error_is_one_line() {
     let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (,), }\n";
     let error = parse_and_scan(Container::Npy, &npy_bytes(1, header, 4)).unwrap_err();
     assert_eq!(error, "invalid header: could not parse Python expression: syntax error:  --> 1:52 expected value");
+}
+
+/// Crasher of the one-line rule (found by `mutated_valid_files_never_panic`, seed kept in
+/// `header_fuzz.proptest-regressions`): any byte inserted into a valid header.
+#[test]
+fn regression_bytes_inserted_anywhere_in_a_header_give_one_line_errors() {
+    let (st, npy) = valid_files();
+    for (container, bytes) in [(Container::Safetensors, st), (Container::Npy, npy)] {
+        for at in 0..bytes.len().min(200) {
+            for byte in [0u8, b'\n', b'[', b'"', 0xFF] {
+                let mut mutated = bytes.clone();
+                mutated.insert(at, byte);
+                let _ = parse_and_scan(container, &mutated);
+            }
+        }
+    }
 }
