@@ -1,8 +1,12 @@
 //! Any bytes, parsed as both containers: `Ok` or a one-line error, never a panic, and
 //! whatever is accepted lies inside the input and scans without panicking.
 //!
-//! `cargo +nightly-2026-10-01 fuzz run containers` from the repository root (needs
-//! cargo-fuzz). A crash found here becomes a named test in `host/tests/header_fuzz.rs`.
+//! `cargo fuzz run -O containers` from the repository root (needs cargo-fuzz). `-O`
+//! builds without debug assertions, as `bitexact` ships: npyz multiplies a header's shape
+//! unchecked, which panics with overflow checks on (host checks the product itself and
+//! builds npyz without them in the dev profile; see
+//! `regression_npy_shape_product_overflows_u64`). A crash found here becomes a named test
+//! in `host/tests/header_fuzz.rs`.
 #![no_main]
 
 use host::tensor_io::{self, Container, Element};

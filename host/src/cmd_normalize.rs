@@ -2,6 +2,7 @@
 
 use host::backend::{self, Device};
 use host::normalize::{Image, Layout};
+use host::report;
 use host::tensor_io;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,8 +38,8 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     let shape = image.shape(args.layout);
     let values = image.to_f32(args.layout, backend.as_ref())?;
     tensor_io::write_f32(&args.output, &args.name, &shape, &values, args.force)?;
-    println!(
-        "{}: f32 {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}",
+    report::print_stdout(&format!(
+        "{}: f32 {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}\n",
         args.output.display(),
         shape,
         args.layout.name(),
@@ -47,6 +48,6 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
         args.image.display(),
         if image.bits() == 8 { 255 } else { 65535 },
         backend.name()
-    );
+    ))?;
     Ok(ExitCode::SUCCESS)
 }

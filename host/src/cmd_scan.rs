@@ -2,11 +2,12 @@
 
 use host::backend::{self, Device};
 use host::progress::Progress;
-use host::report::Format;
+use host::report::{self, Format};
 use host::scan_report::{self, Report};
 use host::tensor_io::MappedFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
+
 /// Options of `bitexact scan`.
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,9 +32,9 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     let report = Report::scan(&files, backend.as_ref(), &progress)?;
     progress.finish();
     if args.format == Format::Json {
-        report.write_json(std::io::stdout().lock()).map_err(|e| format!("cannot write the report: {e}"))?;
+        report.write_json(std::io::stdout().lock()).map_err(|e| format!("cannot write to stdout: {e}"))?;
     } else {
-        print!("{}", report.render(args.format == Format::Markdown));
+        report::print_stdout(&report.render(args.format == Format::Markdown))?;
     }
     Ok(if report.all_finite { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -62,3 +62,11 @@ pub fn json<T: Serialize>(value: &T) -> String {
     text.push('\n');
     text
 }
+
+/// Writes `text` to stdout; a closed pipe (`bitexact scan ... | head`) or full disk is an
+/// error to report, not a panic as with `print!`.
+pub fn print_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).map_err(|e| format!("cannot write to stdout: {e}"))
+}

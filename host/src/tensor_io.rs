@@ -200,7 +200,11 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
             let (start, end) = info.data_offsets;
             let elements = element_count(&name, &shape)?;
             // The crate has checked this too; it is what makes `data` safe to scan.
-            if elements.checked_mul(bits) != Some((end - start) as u64 * 8) {
+            let size_matches = matches!(
+                (end.checked_sub(start), elements.checked_mul(bits)),
+                (Some(bytes), Some(bits)) if bytes as u128 * 8 == u128::from(bits)
+            );
+            if !size_matches || end > data.len() {
                 return Err(format!("tensor '{name}': data_offsets do not match its shape and dtype"));
             }
             Ok(TensorEntry {

@@ -279,3 +279,24 @@ fn normalize_bad_inputs_exit_2_with_one_line_and_no_output() {
     names.sort();
     assert_eq!(names, ["garbage.png", "grey.png", "notes.png"], "no output and no temporary files");
 }
+
+#[test]
+fn unwritable_stdout_is_an_error_not_a_panic() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.npy");
+    common::write_npy(&good, &DTYPES[0], &[1], &[0], false);
+    for format in ["table", "json"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_bitexact"))
+            .args(["scan", "--format", format, path_arg(&good)])
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.starts_with("bitexact: cannot write to stdout") && stderr.lines().count() == 1, "{stderr}");
+    }
+}
