@@ -4,8 +4,10 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod cmd_bench;
+mod cmd_normalize;
 mod cmd_ptx;
 mod cmd_sass;
+mod cmd_scan;
 mod cmd_search;
 mod cmd_verify;
 
@@ -43,6 +45,12 @@ enum Command {
     /// correctly rounded on every code (proven by exhaustion against the exact
     /// rational reference); `--emit-rust` writes the library's table.
     Search(cmd_search::Args),
+    /// Count NaN and ±inf per tensor in .npy / .safetensors files; exit 0 if all are
+    /// finite, 1 if any is not, 2 on error.
+    Scan(cmd_scan::Args),
+    /// Convert an 8- or 16-bit image to an f32 tensor in [0, 1], correctly rounded
+    /// (.npy or .safetensors).
+    Normalize(cmd_normalize::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +62,8 @@ fn main() -> ExitCode {
         Some(Command::Ptx(args)) => cmd_ptx::run(&args),
         Some(Command::Sass(args)) => cmd_sass::run(&args),
         Some(Command::Search(args)) => cmd_search::run(&args),
+        Some(Command::Scan(args)) => cmd_scan::run(&args),
+        Some(Command::Normalize(args)) => cmd_normalize::run(&args),
     };
     match result {
         Ok(code) => code,

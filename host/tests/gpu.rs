@@ -125,6 +125,41 @@ fn nonfinite_count_kernels_find_every_injected_value() {
 }
 
 #[test]
+fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
+    use host::backend::{self, Backend, Cpu};
+    use host::scan::{Endian, FloatFormat};
+    let Some(_) = gpu::open_or_skip() else { return };
+    let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
+    // Over one GPU chunk, with NaN/inf in the first and last chunk, at odd offsets.
+    let len = backend::GPU_CHUNK_BYTES / 2 + 12_345;
+    let mut halves: Vec<u16> = (0..len).map(|i| (scrambled(i as u64) as u16) & 0x7BFF).collect();
+    for (i, bits) in [(777, 0xFC00), (1000, 0x7E01), (len - 2, 0x7C00)] {
+        halves[i] = bits;
+    }
+    let bytes: Vec<u8> = bytemuck::cast_slice(&halves).to_vec();
+    let no_progress = |_: u64| {};
+    // A misaligned view too: the data of a tensor need not start on an even address.
+    let mut shifted = vec![0u8];
+    shifted.extend_from_slice(&bytes);
+    for data in [&bytes[..], &shifted[1..]] {
+        let on_gpu = gpu.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("gpu");
+        let on_cpu = Cpu.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("cpu");
+        assert_eq!(format!("{on_gpu:?}"), format!("{on_cpu:?}"));
+        assert_eq!(on_gpu.first_non_finite, Some(777));
+    }
+    let bytes8: Vec<u8> = (0..3_000_001u64).map(|i| scrambled(i) as u8).collect();
+    let (mut a, mut b) = (vec![0f32; bytes8.len()], vec![0f32; bytes8.len()]);
+    gpu.unorm8_to_f32(&bytes8, &mut a).expect("gpu");
+    Cpu.unorm8_to_f32(&bytes8, &mut b).expect("cpu");
+    assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "UNORM8 differs");
+    let words: Vec<u16> = (0..=u16::MAX).collect();
+    let (mut a, mut b) = (vec![0f32; words.len()], vec![0f32; words.len()]);
+    gpu.unorm16_to_f32(&words, &mut a).expect("gpu");
+    Cpu.unorm16_to_f32(&words, &mut b).expect("cpu");
+    assert!(a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()), "UNORM16 differs");
+}
+
+#[test]
 fn every_kernel_in_the_ptx_loads() {
     let Some(gpu) = gpu::open_or_skip() else { return };
     let names = host::ptx::entry_names(host::ptx::PTX);

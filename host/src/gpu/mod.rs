@@ -266,6 +266,16 @@ impl Gpu {
         self.stream.clone_dtoh(buffer).map_err(driver("copying results to the host"))
     }
 
+    /// Copies a device buffer into `out` (equal lengths).
+    pub fn download_into<T: DeviceRepr>(&self, buffer: &CudaSlice<T>, out: &mut [T]) -> Result<(), GpuError> {
+        if buffer.len() != out.len() {
+            let detail = format!("copying {} elements into {}", buffer.len(), out.len());
+            return Err(GpuError::Length { kernel: "memcpy_dtoh".into(), detail });
+        }
+        self.stream.memcpy_dtoh(buffer, out).map_err(driver("copying results to the host"))?;
+        self.stream.synchronize().map_err(driver("copying results to the host"))
+    }
+
     /// Waits for everything queued so far; reports a failed kernel as `kernel`'s.
     pub fn synchronize(&self, kernel: &str) -> Result<(), GpuError> {
         self.stream.synchronize().map_err(|source| GpuError::Launch { kernel: kernel.to_string(), source })

@@ -1,4 +1,4 @@
-//! The `bitexact` command line: errors are one line and a non-zero exit, never a panic.
+//! `bitexact search` on the command line: errors are one line and a non-zero exit, never a panic.
 
 use std::process::{Command, Output};
 

@@ -1,0 +1,173 @@
+//! CPU throughput of the `scan` and `normalize` loops against memcpy of the same bytes,
+//! on one thread and on all cores (`cargo bench -p host --bench cpu_throughput`).
+//!
+//! Options: `--mib N` (input buffer size, default 256), `--reps N` (best of, default 5),
+//! `--json PATH` (also write the results as JSON; `scripts/bench-cpu.sh` reads it).
+//!
+//! The memcpy baseline copies as many bytes as the operation touches at its wider end:
+//! a scan reads N bytes, so memcpy copies N; a conversion to f32 writes 4N (UNORM8) or 2N
+//! (UNORM16) bytes, so memcpy copies that many. `ours/memcpy` > 1 means faster than
+//! copying those bytes.
+
+use host::backend::{Backend, Cpu};
+use host::normalize;
+use host::scan::{self, Endian, FloatFormat};
+use rayon::prelude::*;
+use std::hint::black_box;
+use std::time::Instant;
+
+struct Options {
+    mib: usize,
+    reps: usize,
+    json: Option<String>,
+}
+
+fn options() -> Options {
+    let mut options = Options { mib: 256, reps: 5, json: None };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--mib" => options.mib = args.next().and_then(|v| v.parse().ok()).expect("--mib N"),
+            "--reps" => options.reps = args.next().and_then(|v| v.parse().ok()).expect("--reps N"),
+            "--json" => options.json = Some(args.next().expect("--json PATH")),
+            _ => {} // cargo passes --bench
+        }
+    }
+    options
+}
+
+/// Best wall time of `reps` runs of `work`, in seconds.
+fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
+    (0..reps.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            work();
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+fn memcpy_parallel(src: &[u8], dst: &mut [u8]) {
+    dst.par_chunks_mut(scan::BLOCK_BYTES)
+        .zip(src.par_chunks(scan::BLOCK_BYTES))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// One measured operation.
+#[derive(serde::Serialize)]
+struct Measurement {
+    op: String,
+    /// Input bytes per run.
+    bytes: usize,
+    /// Bytes the memcpy baseline copies.
+    memcpy_bytes: usize,
+    one_thread_s: f64,
+    all_cores_s: f64,
+    memcpy_one_thread_s: f64,
+    memcpy_all_cores_s: f64,
+}
+
+impl Measurement {
+    fn print(&self, threads: usize) {
+        let gbps = |s: f64| self.bytes as f64 / s / 1e9;
+        println!(
+            "{:<24} 1 thread {:>6.2} GB/s ({:.2}x memcpy of {} MiB)   {threads} threads {:>6.2} GB/s ({:.2}x memcpy)",
+            self.op,
+            gbps(self.one_thread_s),
+            self.memcpy_one_thread_s / self.one_thread_s,
+            self.memcpy_bytes >> 20,
+            gbps(self.all_cores_s),
+            self.memcpy_all_cores_s / self.all_cores_s,
+        );
+    }
+}
+
+fn main() {
+    let options = options();
+    let bytes = options.mib << 20;
+    let threads = rayon::current_num_threads();
+    println!("cpu_throughput: {} MiB inputs, best of {}, {threads} threads", options.mib, options.reps);
+
+    // Input: pseudo-random bytes with bit 6 of every byte clear, so that every element of
+    // every format is finite (bit 6 of an element's top byte is its top exponent bit).
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let words: Vec<u64> = (0..bytes / 8)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state & 0xBFBF_BFBF_BFBF_BFBF
+        })
+        .collect();
+    let input: &[u8] = bytemuck::cast_slice(&words);
+    // Output and memcpy buffers for the widest case (UNORM8 → f32: 4 bytes per input byte).
+    let mut wide: Vec<f32> = vec![0.0; bytes];
+    let mut copy_src = vec![1u8; 4 * bytes];
+
+    let mut memcpy = |n: usize, wide: &mut Vec<f32>| -> (f64, f64) {
+        let dst: &mut [u8] = &mut bytemuck::cast_slice_mut(wide.as_mut_slice())[..n];
+        let src = &copy_src[..n];
+        let one = best_of(options.reps, || dst.copy_from_slice(black_box(src)));
+        let all = best_of(options.reps, || memcpy_parallel(black_box(src), dst));
+        copy_src[0] = copy_src[0].wrapping_add(1);
+        (one, all)
+    };
+
+    let mut results = Vec::new();
+    let (scan_memcpy_one, scan_memcpy_all) = memcpy(bytes, &mut wide);
+    for &format in FloatFormat::ALL {
+        let one = best_of(options.reps, || {
+            let counts = format.count(Endian::Little, black_box(input), 0);
+            assert_eq!(counts.first_non_finite, None);
+        });
+        let all = best_of(options.reps, || {
+            black_box(scan::count_parallel(format, Endian::Little, black_box(input), &|_| {}));
+        });
+        results.push(Measurement {
+            op: format!("scan {}", format.name()),
+            bytes,
+            memcpy_bytes: bytes,
+            one_thread_s: one,
+            all_cores_s: all,
+            memcpy_one_thread_s: scan_memcpy_one,
+            memcpy_all_cores_s: scan_memcpy_all,
+        });
+    }
+
+    let (memcpy_one, memcpy_all) = memcpy(4 * bytes, &mut wide);
+    let one = best_of(options.reps, || normalize::unorm8_to_f32(black_box(input), &mut wide));
+    let all = best_of(options.reps, || Cpu.unorm8_to_f32(black_box(input), &mut wide).expect("cpu"));
+    results.push(Measurement {
+        op: "normalize unorm8→f32".into(),
+        bytes,
+        memcpy_bytes: 4 * bytes,
+        one_thread_s: one,
+        all_cores_s: all,
+        memcpy_one_thread_s: memcpy_one,
+        memcpy_all_cores_s: memcpy_all,
+    });
+
+    let samples: &[u16] = bytemuck::cast_slice(input);
+    let (memcpy_one, memcpy_all) = memcpy(2 * bytes, &mut wide);
+    let out = &mut wide[..samples.len()];
+    let one = best_of(options.reps, || normalize::unorm16_to_f32(black_box(samples), out));
+    let all = best_of(options.reps, || Cpu.unorm16_to_f32(black_box(samples), out).expect("cpu"));
+    results.push(Measurement {
+        op: "normalize unorm16→f32".into(),
+        bytes,
+        memcpy_bytes: 2 * bytes,
+        one_thread_s: one,
+        all_cores_s: all,
+        memcpy_one_thread_s: memcpy_one,
+        memcpy_all_cores_s: memcpy_all,
+    });
+
+    for result in &results {
+        result.print(threads);
+    }
+    if let Some(path) = options.json {
+        let json =
+            serde_json::json!({ "mib": options.mib, "reps": options.reps, "threads": threads, "results": results });
+        std::fs::write(&path, json.to_string()).expect("write --json file");
+    }
+}

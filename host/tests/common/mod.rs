@@ -1,0 +1,279 @@
+//! Test helpers: tensor files written by the container crates with NaN and infinities
+//! at known positions, and the expected counts decided by decoders independent of
+//! `shared` (`half`, core's floats, the OCP field rules).
+#![allow(dead_code)] // each test binary uses part of this
+
+use host::backend::Cpu;
+use host::progress::Progress;
+use host::scan::Counts;
+use host::scan_report::{self, Report};
+use host::tensor_io::MappedFile;
+use std::path::Path;
+
+/// Deterministic pseudo-random numbers (xorshift64*).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+/// Class of an encoding as the independent decoders see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Finite,
+    Nan,
+    PosInf,
+    NegInf,
+}
+
+fn kind_of(nan: bool, infinite: bool, negative: bool) -> Kind {
+    match (nan, infinite, negative) {
+        (true, _, _) => Kind::Nan,
+        (_, true, false) => Kind::PosInf,
+        (_, true, true) => Kind::NegInf,
+        _ => Kind::Finite,
+    }
+}
+
+fn kind_f16(b: u64) -> Kind {
+    let x = half::f16::from_bits(b as u16);
+    kind_of(x.is_nan(), x.is_infinite(), x.is_sign_negative())
+}
+
+fn kind_bf16(b: u64) -> Kind {
+    let x = half::bf16::from_bits(b as u16);
+    kind_of(x.is_nan(), x.is_infinite(), x.is_sign_negative())
+}
+
+fn kind_f32(b: u64) -> Kind {
+    let x = f32::from_bits(b as u32);
+    kind_of(x.is_nan(), x.is_infinite(), x.is_sign_negative())
+}
+
+fn kind_f64(b: u64) -> Kind {
+    let x = f64::from_bits(b);
+    kind_of(x.is_nan(), x.is_infinite(), x.is_sign_negative())
+}
+
+/// E5M2 is the top byte of a binary16, so `half` decodes it.
+fn kind_e5m2(b: u64) -> Kind {
+    kind_f16((b & 0xFF) << 8)
+}
+
+/// E4M3 (OCP): no infinities; NaN only with exponent and mantissa all ones.
+fn kind_e4m3(b: u64) -> Kind {
+    let (exponent, mantissa) = ((b >> 3) & 0b1111, b & 0b111);
+    if exponent == 0b1111 && mantissa == 0b111 { Kind::Nan } else { Kind::Finite }
+}
+
+/// A floating-point dtype under test.
+#[derive(Clone, Copy, Debug)]
+pub struct Dtype {
+    pub name: &'static str,
+    pub bytes: usize,
+    pub mantissa_bits: u32,
+    pub safetensors: safetensors::Dtype,
+    /// npy type string without the byte-order character (`f2`), if npy has the type.
+    pub npy: Option<&'static str>,
+    pub kind: fn(u64) -> Kind,
+}
+
+impl Dtype {
+    fn width_mask(&self) -> u64 {
+        u64::MAX >> (64 - 8 * self.bytes)
+    }
+    fn exponent_mask(&self) -> u64 {
+        (self.width_mask() >> 1) & !((1u64 << self.mantissa_bits) - 1)
+    }
+}
+
+pub const DTYPES: [Dtype; 6] = [
+    Dtype {
+        name: "binary16",
+        bytes: 2,
+        mantissa_bits: 10,
+        safetensors: safetensors::Dtype::F16,
+        npy: Some("f2"),
+        kind: kind_f16,
+    },
+    Dtype {
+        name: "bfloat16",
+        bytes: 2,
+        mantissa_bits: 7,
+        safetensors: safetensors::Dtype::BF16,
+        npy: None,
+        kind: kind_bf16,
+    },
+    Dtype {
+        name: "binary32",
+        bytes: 4,
+        mantissa_bits: 23,
+        safetensors: safetensors::Dtype::F32,
+        npy: Some("f4"),
+        kind: kind_f32,
+    },
+    Dtype {
+        name: "binary64",
+        bytes: 8,
+        mantissa_bits: 52,
+        safetensors: safetensors::Dtype::F64,
+        npy: Some("f8"),
+        kind: kind_f64,
+    },
+    Dtype {
+        name: "fp8_e4m3",
+        bytes: 1,
+        mantissa_bits: 3,
+        safetensors: safetensors::Dtype::F8_E4M3,
+        npy: None,
+        kind: kind_e4m3,
+    },
+    Dtype {
+        name: "fp8_e5m2",
+        bytes: 1,
+        mantissa_bits: 2,
+        safetensors: safetensors::Dtype::F8_E5M2,
+        npy: None,
+        kind: kind_e5m2,
+    },
+];
+
+/// `n` encodings of `dtype`: random finite values, and at each of `positions` an
+/// encoding with the exponent field all ones (random sign; mantissa zero, all ones or
+/// random in turn), which is NaN or an infinity, or for E4M3 sometimes finite (448).
+pub fn elements(dtype: &Dtype, n: usize, positions: &[usize], seed: u64) -> Vec<u64> {
+    let mut rng = Rng::new(seed);
+    let (width, exponent) = (dtype.width_mask(), dtype.exponent_mask());
+    let mantissa = (1u64 << dtype.mantissa_bits) - 1;
+    let sign = (width >> 1) + 1;
+    let mut bits: Vec<u64> = (0..n)
+        .map(|_| {
+            let b = rng.next() & width;
+            if (dtype.kind)(b) == Kind::Finite { b } else { b & !exponent }
+        })
+        .collect();
+    for (turn, &p) in positions.iter().enumerate() {
+        let m = [0, mantissa, rng.next() & mantissa][turn % 3];
+        bits[p] = (rng.next() & sign) | exponent | m;
+    }
+    bits
+}
+
+/// Counts and first index as the independent decoders see `bits`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Expected {
+    pub nan: u64,
+    pub pos_inf: u64,
+    pub neg_inf: u64,
+    pub first: Option<u64>,
+}
+
+pub fn expected(dtype: &Dtype, bits: &[u64]) -> Expected {
+    let mut e = Expected::default();
+    for (i, &b) in bits.iter().enumerate() {
+        let kind = (dtype.kind)(b);
+        match kind {
+            Kind::Finite => continue,
+            Kind::Nan => e.nan += 1,
+            Kind::PosInf => e.pos_inf += 1,
+            Kind::NegInf => e.neg_inf += 1,
+        }
+        e.first.get_or_insert(i as u64);
+    }
+    e
+}
+
+/// The low `dtype.bytes` bytes of each element, little- or big-endian.
+pub fn to_bytes(dtype: &Dtype, bits: &[u64], big_endian: bool) -> Vec<u8> {
+    bits.iter()
+        .flat_map(|&b| {
+            let le = b.to_le_bytes();
+            let mut element = le[..dtype.bytes].to_vec();
+            if big_endian {
+                element.reverse();
+            }
+            element
+        })
+        .collect()
+}
+
+/// Writes a `.safetensors` file with the `safetensors` crate.
+pub fn write_safetensors(path: &Path, tensors: &[(&str, safetensors::Dtype, Vec<usize>, Vec<u8>)]) {
+    let views: Vec<(&str, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .map(|(name, dtype, shape, data)| {
+            (*name, safetensors::tensor::TensorView::new(*dtype, shape.clone(), data).expect("consistent view"))
+        })
+        .collect();
+    std::fs::write(path, safetensors::serialize(views, None).expect("serialize")).expect("write");
+}
+
+/// Writes a `.npy` file of `dtype` (which must have an npy type) with `npyz`, in the
+/// given byte order.
+pub fn write_npy(path: &Path, dtype: &Dtype, shape: &[u64], bits: &[u64], big_endian: bool) {
+    let type_str = format!("{}{}", if big_endian { '>' } else { '<' }, dtype.npy.expect("npy dtype"));
+    let npy_dtype = npyz::DType::Plain(type_str.parse().expect("type string"));
+    match dtype.bytes {
+        2 => write_npy_items(path, npy_dtype, shape, bits.iter().map(|&b| half::f16::from_bits(b as u16))),
+        4 => write_npy_items(path, npy_dtype, shape, bits.iter().map(|&b| f32::from_bits(b as u32))),
+        _ => write_npy_items(path, npy_dtype, shape, bits.iter().map(|&b| f64::from_bits(b))),
+    }
+}
+
+/// Writes `items` as a `.npy` file of `dtype` and `shape` with `npyz`.
+pub fn write_npy_items<T: npyz::Serialize>(
+    path: &Path,
+    dtype: npyz::DType,
+    shape: &[u64],
+    items: impl IntoIterator<Item = T>,
+) {
+    use npyz::WriterBuilder;
+    let file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    let mut writer = npyz::WriteOptions::<T>::new().dtype(dtype).shape(shape).writer(file).begin_nd().expect("begin");
+    writer.extend(items).expect("extend");
+    writer.finish().expect("finish");
+}
+
+/// Scans `path` through the library on the CPU backend and hands the report to
+/// `use_report`.
+pub fn with_scan<R>(path: &Path, use_report: impl FnOnce(&Report<'_>) -> R) -> Result<R, String> {
+    let files = [MappedFile::open(path)?];
+    let report = Report::scan(&files, &Cpu, &Progress::new(scan_report::bytes_to_scan(&files[0]), "test"))?;
+    Ok(use_report(&report))
+}
+
+/// One tensor's scan result, owned.
+#[derive(Clone, Debug)]
+pub struct Scanned {
+    pub name: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub skipped: Option<&'static str>,
+    pub counts: Counts,
+}
+
+/// Scans `path` through the library on the CPU backend.
+pub fn scan(path: &Path) -> Result<Vec<Scanned>, String> {
+    with_scan(path, |report| {
+        report.files[0]
+            .tensors
+            .iter()
+            .map(|t| Scanned {
+                name: t.name.to_string(),
+                dtype: t.dtype.to_string(),
+                shape: t.shape.to_vec(),
+                skipped: t.skipped,
+                counts: t.counts,
+            })
+            .collect()
+    })
+}

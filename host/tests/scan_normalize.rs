@@ -1,0 +1,263 @@
+//! `scan` and `normalize` through the library on real files made by the container and
+//! image crates: exact counts and first indices in every dtype, and every output f32
+//! bit-compared with the integer-arithmetic reference.
+
+mod common;
+
+use common::{DTYPES, Expected, Rng, Scanned};
+use host::backend::Cpu;
+use host::normalize::{Image, Layout};
+use host::reference::div_to_f32;
+use host::scan::BLOCK_BYTES;
+use host::tensor_io;
+use image::{ImageBuffer, Luma, LumaA, Rgb, Rgba};
+use std::path::Path;
+
+fn assert_counts(tensor: &Scanned, expected: Expected, what: &str) {
+    let got = &tensor.counts;
+    assert_eq!(
+        (got.nan, got.pos_inf, got.neg_inf, got.first_non_finite),
+        (expected.nan, expected.pos_inf, expected.neg_inf, expected.first),
+        "{what}: tensor '{}' ({}): (nan, +inf, -inf, first) differ",
+        tensor.name,
+        tensor.dtype
+    );
+}
+
+/// Positions that straddle the group (256 elements) and block boundaries of the scan.
+fn boundary_positions(n: usize, block_elements: usize) -> Vec<usize> {
+    vec![5, 255, 256, 511, 4096, block_elements - 1, block_elements, block_elements + 1, n - 1]
+}
+
+#[test]
+fn safetensors_counts_and_first_index_in_every_float_dtype() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.safetensors");
+    let mut tensors = Vec::new();
+    let mut expectations = Vec::new();
+    for (seed, dtype) in DTYPES.iter().enumerate() {
+        let block_elements = BLOCK_BYTES / dtype.bytes;
+        let n = 2 * block_elements + 333;
+        let cases = [
+            ("spread", vec![n], boundary_positions(n, block_elements)),
+            ("late", vec![4, n / 4], vec![block_elements + 7]),
+            ("finite", vec![3, 5], vec![]),
+        ];
+        for (suffix, shape, positions) in cases {
+            let count = shape.iter().product();
+            let bits = common::elements(dtype, count, &positions, seed as u64 * 31 + positions.len() as u64);
+            let name = format!("{}_{suffix}", dtype.name);
+            expectations.push((name.clone(), common::expected(dtype, &bits)));
+            tensors.push((name, dtype.safetensors, shape, common::to_bytes(dtype, &bits, false)));
+        }
+    }
+    tensors.push(("ids".into(), safetensors::Dtype::I32, vec![4], vec![0xFF; 16]));
+    let borrowed: Vec<_> = tensors.iter().map(|(n, d, s, b)| (n.as_str(), *d, s.clone(), b.clone())).collect();
+    common::write_safetensors(&path, &borrowed);
+
+    let report = common::scan(&path).unwrap();
+    assert_eq!(report.len(), expectations.len() + 1);
+    for (name, expected) in &expectations {
+        let tensor = report.iter().find(|t| &t.name == name).unwrap();
+        assert!(tensor.skipped.is_none());
+        assert_counts(tensor, *expected, "safetensors");
+        if name.ends_with("spread") {
+            // E4M3's S.1111.000 is finite (256), so not every injection is non-finite there.
+            let found = expected.nan + expected.pos_inf + expected.neg_inf;
+            assert!(found >= 3 && expected.first <= Some(256), "{name}: injections missed: {expected:?}");
+        }
+    }
+    let ids = report.iter().find(|t| t.name == "ids").unwrap();
+    assert_eq!((ids.skipped, ids.counts.first_non_finite), (Some("integer dtype"), None));
+}
+
+#[test]
+fn npy_counts_in_both_byte_orders() {
+    let dir = tempfile::tempdir().unwrap();
+    for (seed, dtype) in DTYPES.iter().filter(|d| d.npy.is_some()).enumerate() {
+        for big_endian in [false, true] {
+            let block_elements = BLOCK_BYTES / dtype.bytes;
+            let n = block_elements + 100;
+            let bits = common::elements(dtype, n, &boundary_positions(n, block_elements)[1..], seed as u64 + 7);
+            let path = dir.path().join(format!("{}_{big_endian}.npy", dtype.name));
+            common::write_npy(&path, dtype, &[n as u64 / 4, 4], &bits, big_endian);
+
+            let report = common::scan(&path).unwrap();
+            let tensor = &report[0];
+            assert_eq!(tensor.shape, [n as u64 / 4, 4]);
+            assert_counts(tensor, common::expected(dtype, &bits), &path.display().to_string());
+            assert_eq!(tensor.counts.first_non_finite, Some(255));
+        }
+    }
+}
+
+#[test]
+fn npy_integer_arrays_are_listed_not_scanned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ints.npy");
+    common::write_npy_items(&path, npyz::DType::Plain("<i8".parse().unwrap()), &[3], [1i64, -2, 3]);
+    let report = common::scan(&path).unwrap();
+    assert_eq!(report[0].skipped, Some("integer dtype"));
+}
+
+/// The correctly rounded `x / den` from integer arithmetic.
+fn reference(x: u64, den: u64) -> f32 {
+    div_to_f32(x, den).unwrap()
+}
+
+/// Compares `out` (in `layout`) with the reference of every sample of `samples`
+/// (interleaved, `channels` per pixel of a `width`-wide image).
+fn assert_exact(out: &[f32], samples: &[u64], channels: usize, width: usize, layout: Layout, den: u64) {
+    let pixels = samples.len() / channels;
+    assert_eq!(out.len(), samples.len());
+    for (i, &s) in samples.iter().enumerate() {
+        let (pixel, c) = (i / channels, i % channels);
+        let at = match layout {
+            Layout::Hwc => i,
+            Layout::Chw => c * pixels + pixel,
+        };
+        assert_eq!(
+            out[at].to_bits(),
+            reference(s, den).to_bits(),
+            "sample {s} (pixel {}, {}, channel {c}) at output index {at}: got {:#010x}, want {:#010x}",
+            pixel % width,
+            pixel / width,
+            out[at].to_bits(),
+            reference(s, den).to_bits()
+        );
+    }
+}
+
+/// Decodes `path` and converts it in both layouts, checking shape and every bit.
+fn check_image(path: &Path, samples: &[u64], channels: u8, width: u32, height: u32, den: u64) {
+    let image = Image::decode(path).unwrap();
+    assert_eq!((image.channels, image.width, image.height), (channels, width, height));
+    for layout in [Layout::Hwc, Layout::Chw] {
+        let (h, w, c) = (u64::from(height), u64::from(width), u64::from(channels));
+        let shape = if layout == Layout::Hwc { vec![h, w, c] } else { vec![c, h, w] };
+        assert_eq!(image.shape(layout), shape);
+        let out = image.to_f32(layout, &Cpu).unwrap();
+        assert_exact(&out, samples, usize::from(channels), width as usize, layout, den);
+    }
+}
+
+fn random_samples(n: usize, max: u64, seed: u64) -> Vec<u64> {
+    let mut rng = Rng::new(seed);
+    (0..n).map(|_| rng.next() % (max + 1)).collect()
+}
+
+#[test]
+fn png_8_bit_grey_every_value_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grey8.png");
+    let samples: Vec<u64> = (0..256).collect();
+    let raw: Vec<u8> = samples.iter().map(|&s| s as u8).collect();
+    ImageBuffer::<Luma<u8>, _>::from_raw(16, 16, raw).unwrap().save(&path).unwrap();
+    check_image(&path, &samples, 1, 16, 16, 255);
+}
+
+#[test]
+fn png_8_bit_grey_alpha_rgb_rgba_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h) = (7, 5);
+    for channels in 2u8..=4 {
+        let samples = random_samples((w * h) as usize * usize::from(channels), 255, u64::from(channels));
+        let raw: Vec<u8> = samples.iter().map(|&s| s as u8).collect();
+        let path = dir.path().join(format!("c{channels}.png"));
+        match channels {
+            2 => ImageBuffer::<LumaA<u8>, _>::from_raw(w, h, raw).unwrap().save(&path),
+            3 => ImageBuffer::<Rgb<u8>, _>::from_raw(w, h, raw).unwrap().save(&path),
+            _ => ImageBuffer::<Rgba<u8>, _>::from_raw(w, h, raw).unwrap().save(&path),
+        }
+        .unwrap();
+        check_image(&path, &samples, channels, w, h, 255);
+    }
+}
+
+#[test]
+fn png_16_bit_grey_every_value_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grey16.png");
+    let samples: Vec<u64> = (0..65536).collect();
+    let raw: Vec<u16> = samples.iter().map(|&s| s as u16).collect();
+    ImageBuffer::<Luma<u16>, _>::from_raw(256, 256, raw).unwrap().save(&path).unwrap();
+    check_image(&path, &samples, 1, 256, 256, 65535);
+}
+
+#[test]
+fn png_16_bit_rgba_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rgba16.png");
+    let (w, h) = (9, 4);
+    let samples = random_samples((w * h * 4) as usize, 65535, 99);
+    let raw: Vec<u16> = samples.iter().map(|&s| s as u16).collect();
+    ImageBuffer::<Rgba<u16>, _>::from_raw(w, h, raw).unwrap().save(&path).unwrap();
+    check_image(&path, &samples, 4, w, h, 65535);
+}
+
+#[test]
+fn jpeg_exact_against_its_decoded_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("photo.jpg");
+    let (w, h) = (24, 16);
+    let raw: Vec<u8> = random_samples((w * h * 3) as usize, 255, 5).iter().map(|&s| s as u8).collect();
+    ImageBuffer::<Rgb<u8>, _>::from_raw(w, h, raw).unwrap().save(&path).unwrap();
+    let decoded: Vec<u64> = image::open(&path).unwrap().into_rgb8().into_raw().into_iter().map(u64::from).collect();
+    check_image(&path, &decoded, 3, w, h, 255);
+}
+
+#[test]
+fn written_tensors_read_back_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let shape = [2u64, 3, 4];
+    let values: Vec<f32> = (0..24u64).map(|x| reference(x * 10, 255)).collect();
+    let npy = dir.path().join("t.npy");
+    let st = dir.path().join("t.safetensors");
+    tensor_io::write_f32(&npy, "image", &shape, &values, false).unwrap();
+    tensor_io::write_f32(&st, "image", &shape, &values, false).unwrap();
+
+    let bytes = std::fs::read(&npy).unwrap();
+    let file = npyz::NpyFile::new(&bytes[..]).unwrap();
+    assert_eq!(file.shape(), shape);
+    assert_eq!(file.dtype(), npyz::DType::Plain("<f4".parse().unwrap()));
+    let back: Vec<f32> = file.into_vec().unwrap();
+    assert_eq!(
+        back.iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+        values.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+    );
+
+    let bytes = std::fs::read(&st).unwrap();
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let view = tensors.tensor("image").unwrap();
+    assert_eq!((view.dtype(), view.shape()), (safetensors::Dtype::F32, &[2usize, 3, 4][..]));
+    let back: Vec<u32> = view.data().as_chunks::<4>().0.iter().map(|&b| u32::from_le_bytes(b)).collect();
+    assert_eq!(back, values.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+}
+
+#[test]
+fn written_outputs_are_atomic_and_never_clobber() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.npy");
+    std::fs::write(&out, b"keep me").unwrap();
+    let err = tensor_io::write_f32(&out, "image", &[1], &[0.5], false).unwrap_err();
+    assert!(err.contains("already exists"), "{err}");
+    assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
+    tensor_io::write_f32(&out, "image", &[1], &[0.5], true).unwrap();
+    assert_ne!(std::fs::read(&out).unwrap(), b"keep me");
+    let err = tensor_io::write_f32(&dir.path().join("t.png"), "image", &[1], &[0.5], false).unwrap_err();
+    assert!(err.contains("unknown output extension"), "{err}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(leftovers, [std::ffi::OsString::from("t.npy")], "no temporary file may be left behind");
+}
+
+#[test]
+fn conversion_kernels_match_the_reference_on_every_input() {
+    let bytes: Vec<u8> = (0..=255).collect();
+    let mut out = vec![0.0; 256];
+    host::normalize::unorm8_to_f32(&bytes, &mut out);
+    assert_exact(&out, &(0..256).collect::<Vec<_>>(), 1, 256, Layout::Hwc, 255);
+    let words: Vec<u16> = (0..=65535).collect();
+    let mut out = vec![0.0; 65536];
+    host::normalize::unorm16_to_f32(&words, &mut out);
+    assert_exact(&out, &(0..65536).collect::<Vec<_>>(), 1, 256, Layout::Hwc, 65535);
+}
