@@ -222,15 +222,6 @@ impl Gpu {
         self.stream.clone_htod(data).map_err(alloc_error(std::mem::size_of_val(data)))
     }
 
-    /// Overwrites a device buffer with `data` (equal lengths).
-    pub fn overwrite<T: DeviceRepr>(&self, buffer: &mut CudaSlice<T>, data: &[T]) -> Result<(), GpuError> {
-        if buffer.len() != data.len() {
-            let detail = format!("writing {} elements into a buffer of {}", data.len(), buffer.len());
-            return Err(GpuError::Length { kernel: "memcpy_htod".into(), detail });
-        }
-        self.stream.memcpy_htod(data, buffer).map_err(driver("copying to the device"))
-    }
-
     /// Device time in milliseconds of each of `reps` runs of `work`, after `warmup`
     /// untimed runs; each run is bracketed by events on this `Gpu`'s stream.
     pub fn time_ms(
