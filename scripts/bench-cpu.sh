@@ -15,13 +15,13 @@ cd "$(dirname "$0")/.."
 MIB=${BENCH_MIB:-256}
 REPS=${BENCH_REPS:-5}
 RESULTS="$PWD/target/bench-cpu.json"  # absolute: cargo runs benches in host/
+mkdir -p target  # for RESULTS, even when CARGO_TARGET_DIR puts the build elsewhere
 
 if python3 -c 'import numpy' 2>/dev/null; then
     PYTHON=python3
 else
     if [ ! -x target/bench-venv/bin/python ]; then
         echo "== installing numpy into target/bench-venv"
-        mkdir -p target
         python3 -m venv target/bench-venv
         target/bench-venv/bin/pip install --quiet numpy
     fi

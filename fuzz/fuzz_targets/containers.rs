@@ -18,7 +18,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             Ok(tensors) => {
                 for tensor in tensors {
                     assert!(tensor.data.start <= tensor.data.end && tensor.data.end <= data.len());
+                    assert!(tensor.elements > 0);
                     if let Element::Float(format, endian) = tensor.element {
+                        assert_eq!(tensor.data.len() as u64, tensor.elements * format.bytes() as u64);
                         let counts = format.count(endian, &data[tensor.data.clone()], 0);
                         assert!(counts.non_finite() <= tensor.elements);
                     }

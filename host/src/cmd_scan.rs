@@ -32,7 +32,7 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     let report = Report::scan(&files, backend.as_ref(), &progress)?;
     progress.finish();
     if args.format == Format::Json {
-        report.write_json(std::io::stdout().lock()).map_err(|e| format!("cannot write to stdout: {e}"))?;
+        report::write_stdout_with(|out| report.write_json(out))?;
     } else {
         report::write_stdout(&report.render(args.format == Format::Markdown))?;
     }

@@ -37,7 +37,7 @@ impl Table {
             self.rows
                 .iter()
                 .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
-                .chain([self.header[c].len()])
+                .chain([self.header[c].chars().count()])
                 .max()
                 .unwrap_or(0)
         };
@@ -67,9 +67,15 @@ pub fn json<T: Serialize>(value: &T) -> String {
 /// is not an error, since it read all it wanted; any other write error is returned as
 /// one line.
 pub fn write_stdout(text: &str) -> Result<(), String> {
+    write_stdout_with(|out| out.write_all(text.as_bytes()))
+}
+
+/// Streams what `write` produces to stdout through one buffer (a long report costs a
+/// few large writes, not one per line); write errors as in [`write_stdout`].
+pub fn write_stdout_with(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), String> {
     use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match write(&mut stdout).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write to stdout: {e}")),
         _ => Ok(()),
     }

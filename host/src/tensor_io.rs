@@ -31,6 +31,8 @@ pub const MAX_NPY_NESTING: usize = 8;
 const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// `.safetensors` files start with the header length as a little-endian u64.
 const SAFETENSORS_LEN_BYTES: usize = 8;
+/// The `.safetensors` header key that holds string metadata, not a tensor.
+const SAFETENSORS_METADATA_KEY: &str = "__metadata__";
 
 /// The container formats `scan` reads and `normalize` writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -87,7 +89,7 @@ pub struct TensorEntry {
     /// Number of elements (the product of `shape`, never 0).
     pub elements: u64,
     /// Byte range of the data within the file; its length is `elements` times the
-    /// element size, and it lies inside the file.
+    /// element size (in bits, over 8, for sub-byte dtypes), and it lies inside the file.
     pub data: Range<usize>,
     /// `true` for a Fortran-ordered `.npy` array: element indices are then in storage
     /// (column-major) order.
@@ -279,18 +281,14 @@ pub fn parse_npy(bytes: &[u8]) -> Result<TensorEntry, String> {
     let mut rest = bytes;
     let header = npyz::NpyHeader::from_reader(&mut rest).map_err(npy_header_error)?;
     let data_start = bytes.len() - rest.len();
-    let dtype = header.dtype();
-    let descr = match &dtype {
-        npyz::DType::Plain(type_str) => type_str.to_string(),
-        _ => return Err("structured dtype is not supported".into()),
+    let npyz::DType::Plain(type_str) = header.dtype() else {
+        return Err("structured dtype is not supported".into());
     };
-    let element = npy_element(&dtype).ok_or_else(|| format!("dtype {descr} is not supported"))?;
+    let descr = type_str.to_string();
+    let element = npy_element(&type_str).ok_or_else(|| format!("dtype {descr} is not supported"))?;
     let shape = header.shape().to_vec();
     let elements = element_count("array", &shape)?;
-    let item_size = match &dtype {
-        npyz::DType::Plain(type_str) => type_str.num_bytes().unwrap_or(0) as u64,
-        _ => 0,
-    };
+    let item_size = type_str.num_bytes().unwrap_or(0) as u64;
     let data_len = elements.checked_mul(item_size).filter(|&n| n <= rest.len() as u64).ok_or_else(|| {
         format!(
             "header claims {elements} × {item_size} data bytes, the file holds only {} after the header",
@@ -335,11 +333,10 @@ fn npy_header_error(error: std::io::Error) -> String {
     }
 }
 
-/// How an npy dtype is checked; `None` for anything but plain floats of 2, 4 or 8 bytes,
+/// How a plain npy dtype is checked; `None` for anything but floats of 2, 4 or 8 bytes,
 /// integers and booleans.
-fn npy_element(dtype: &npyz::DType) -> Option<Element> {
+fn npy_element(type_str: &npyz::TypeStr) -> Option<Element> {
     use npyz::{Endianness, TypeChar};
-    let npyz::DType::Plain(type_str) = dtype else { return None };
     match type_str.type_char() {
         TypeChar::Bool | TypeChar::Int | TypeChar::Uint => Some(Element::AlwaysFinite("integer dtype")),
         TypeChar::Float => {
@@ -422,7 +419,8 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
 }
 
 /// Writes an f32 tensor of `shape` to `out` as the container its extension names, under
-/// the tensor name `name` for `.safetensors`.
+/// the tensor name `name` for `.safetensors` (any name but the format's reserved
+/// `__metadata__`).
 ///
 /// Guarantees: the bytes go to a temporary file in `out`'s directory, which is synced and
 /// then renamed onto `out`; on any error the temporary file is removed and `out` is left
@@ -432,6 +430,10 @@ pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: boo
     let fail = |message: String| format!("{}: {}", out.display(), one_line(message));
     let container = Container::from_extension(out)
         .ok_or_else(|| fail("unknown output extension (expected .npy or .safetensors)".into()))?;
+    if container == Container::Safetensors && name == SAFETENSORS_METADATA_KEY {
+        // The crate would write it, but every reader takes that key for the metadata map.
+        return Err(fail(format!("tensor name '{name}' is reserved by the format")));
+    }
     let directory = match out.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),

@@ -30,20 +30,13 @@ fn assert_fails(output: &Output, path: &Path, problem: &str) {
 
 fn safetensors_file(dir: &Path, name: &str, header: &str, data_len: usize) -> PathBuf {
     let path = dir.join(name);
-    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
-    bytes.extend(header.as_bytes());
-    bytes.resize(bytes.len() + data_len, 0);
-    std::fs::write(&path, bytes).unwrap();
+    std::fs::write(&path, common::safetensors_bytes(header, data_len)).unwrap();
     path
 }
 
 fn npy_file(dir: &Path, name: &str, header: &str, data_len: usize) -> PathBuf {
     let path = dir.join(name);
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend((header.len() as u16).to_le_bytes());
-    bytes.extend(header.as_bytes());
-    bytes.resize(bytes.len() + data_len, 0);
-    std::fs::write(&path, bytes).unwrap();
+    std::fs::write(&path, common::npy_bytes(1, header, data_len)).unwrap();
     path
 }
 
@@ -62,11 +55,12 @@ fn scan_exit_codes_0_and_1() {
     let f32_ = &DTYPES[2];
     let bits = common::elements(f32_, 1000, &[417, 600], 2);
     common::write_npy(&bad, f32_, &[1000], &bits, false);
+    let first = common::expected(f32_, &bits).first.expect("an injected infinity");
     for args in [vec!["scan"], vec!["scan", "--device", "cpu"]] {
         let output = bitexact(&[&args[..], &[path_arg(&finite), path_arg(&bad)]].concat());
         assert_eq!(output.status.code(), Some(1), "{output:?}");
         let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(stdout.contains("index 417"), "{stdout}");
+        assert!(stdout.contains(&format!("tensor 'array' index {first}")), "{stdout}");
     }
 }
 
@@ -87,7 +81,7 @@ fn scan_json_report() {
     assert_eq!(tensor["nan"], expected.nan);
     assert_eq!(tensor["pos_inf"], expected.pos_inf);
     assert_eq!(tensor["neg_inf"], expected.neg_inf);
-    assert_eq!(tensor["first_non_finite"], 9);
+    assert_eq!(tensor["first_non_finite"], expected.first.expect("an injected infinity"));
     assert_eq!(json["total"]["first_non_finite"]["tensor"], "b");
     assert_eq!(json["all_finite"], false);
 }
@@ -106,8 +100,8 @@ fn scan_bad_inputs_exit_2_with_one_line() {
     let short_length = d.join("short_length.safetensors");
     std::fs::write(&short_length, [1, 0, 0]).unwrap();
     let oversized_npy = d.join("oversized.npy");
-    let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
-    bytes.extend(u32::MAX.to_le_bytes());
+    let mut bytes = common::npy_bytes(2, "", 0);
+    bytes[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
     std::fs::write(&oversized_npy, bytes).unwrap();
     let unknown_type = d.join("weights.bin");
     std::fs::write(&unknown_type, b"1234").unwrap();
@@ -158,7 +152,7 @@ fn scan_stops_before_scanning_when_any_file_is_bad() {
 #[test]
 fn device_gpu_without_gpu_is_a_one_line_error() {
     if host::gpu::Gpu::open(0).is_ok() {
-        eprintln!("skipped: a GPU is present, so --device gpu cannot fail for want of one");
+        common::skip("a GPU is present, so --device gpu cannot fail for want of one");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -281,9 +275,36 @@ fn normalize_bad_inputs_exit_2_with_one_line_and_no_output() {
 }
 
 #[test]
+fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
+    // A report far larger than a pipe's buffer, so that the writer meets the closed end.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("many.safetensors");
+    let count = 5000;
+    let entries: Vec<String> = (0..count)
+        .map(|i| format!(r#""t{i}":{{"dtype":"F16","shape":[1],"data_offsets":[{},{}]}}"#, 2 * i, 2 * i + 2))
+        .collect();
+    let mut bytes = common::safetensors_bytes(&format!("{{{}}}", entries.join(",")), 0);
+    bytes.resize(bytes.len() + 2 * count, 0);
+    std::fs::write(&path, bytes).unwrap();
+    for format in ["table", "json"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bitexact"))
+            .args(["scan", "--device", "cpu", "--format", format, path_arg(&path)])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "--format {format}: {stderr}");
+        assert!(stderr.is_empty(), "--format {format}: {stderr}");
+    }
+}
+
+#[test]
 fn unwritable_stdout_is_an_error_not_a_panic() {
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        eprintln!("skipped: no /dev/full");
+        common::skip("no /dev/full to make stdout unwritable");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

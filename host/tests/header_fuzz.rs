@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::{npy_bytes, safetensors_bytes};
 use host::tensor_io::{self, Container, Element};
 use proptest::prelude::*;
 
@@ -29,25 +30,6 @@ fn parse_and_scan(container: Container, bytes: &[u8]) -> Result<usize, String> {
 fn check_both(bytes: &[u8]) {
     let _ = parse_and_scan(Container::Npy, bytes);
     let _ = parse_and_scan(Container::Safetensors, bytes);
-}
-
-fn safetensors_bytes(header: &str, data_len: usize) -> Vec<u8> {
-    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
-    bytes.extend(header.as_bytes());
-    bytes.resize(bytes.len() + data_len, 0x7F);
-    bytes
-}
-
-fn npy_bytes(version: u8, header: &str, data_len: usize) -> Vec<u8> {
-    let mut bytes = vec![0x93, b'N', b'U', b'M', b'P', b'Y', version, 0];
-    if version == 1 {
-        bytes.extend((header.len() as u16).to_le_bytes());
-    } else {
-        bytes.extend((header.len() as u32).to_le_bytes());
-    }
-    bytes.extend(header.as_bytes());
-    bytes.resize(bytes.len() + data_len, 0xFF);
-    bytes
 }
 
 /// A valid file of each container, as the crates write them.

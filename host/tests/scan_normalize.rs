@@ -251,6 +251,16 @@ fn written_outputs_are_atomic_and_never_clobber() {
 }
 
 #[test]
+fn the_reserved_safetensors_key_is_refused_as_a_tensor_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("t.safetensors");
+    let err = tensor_io::write_f32(&out, "__metadata__", &[1], &[0.5], false).unwrap_err();
+    assert!(err.contains("reserved"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing may be written");
+    tensor_io::write_f32(&dir.path().join("t.npy"), "__metadata__", &[1], &[0.5], false).unwrap();
+}
+
+#[test]
 fn conversion_kernels_match_the_reference_on_every_input() {
     let bytes: Vec<u8> = (0..=255).collect();
     let mut out = vec![0.0; 256];

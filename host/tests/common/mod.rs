@@ -243,6 +243,36 @@ pub fn write_npy_items<T: npyz::Serialize>(
     writer.finish().expect("finish");
 }
 
+/// Prints `skipped: <reason>` straight to the process's stderr, which the test harness
+/// does not capture, so that a skipped check shows in a plain `cargo test` run.
+pub fn skip(reason: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().lock().write_all(format!("skipped: {reason}\n").as_bytes());
+}
+
+/// A `.safetensors` file's bytes: the length of `header`, `header`, then `data_len`
+/// bytes of 0x7F.
+pub fn safetensors_bytes(header: &str, data_len: usize) -> Vec<u8> {
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(header.as_bytes());
+    bytes.resize(bytes.len() + data_len, 0x7F);
+    bytes
+}
+
+/// An `.npy` file's bytes in format `version` (1: u16 header length, else u32): magic,
+/// version, length, `header`, then `data_len` bytes of 0xFF.
+pub fn npy_bytes(version: u8, header: &str, data_len: usize) -> Vec<u8> {
+    let mut bytes = vec![0x93, b'N', b'U', b'M', b'P', b'Y', version, 0];
+    if version == 1 {
+        bytes.extend((header.len() as u16).to_le_bytes());
+    } else {
+        bytes.extend((header.len() as u32).to_le_bytes());
+    }
+    bytes.extend(header.as_bytes());
+    bytes.resize(bytes.len() + data_len, 0xFF);
+    bytes
+}
+
 /// Scans `path` through the library on the CPU backend and hands the report to
 /// `use_report`.
 pub fn with_scan<R>(path: &Path, use_report: impl FnOnce(&Report<'_>) -> R) -> Result<R, String> {
