@@ -87,13 +87,8 @@ pub fn verify(variant: &Variant) -> Verification {
 /// 100 ms while a family's check runs, and once when it is done (`done == total`).
 pub fn verify_all(variants: &[&Variant], progress: &(dyn Fn(Progress) + Sync)) -> Vec<Verification> {
     let mut reports: Vec<Option<Verification>> = vec![None; variants.len()];
-    let mut families: Vec<Family> = variants.iter().map(|v| v.family).collect();
-    families.dedup();
-    for family in families {
+    for family in crate::table::families_of(variants.iter().copied()) {
         let positions: Vec<usize> = (0..variants.len()).filter(|&i| variants[i].family == family).collect();
-        if positions.iter().all(|&i| reports[i].is_some()) {
-            continue;
-        }
         let members: Vec<&Variant> = positions.iter().map(|&i| variants[i]).collect();
         for (i, report) in positions.into_iter().zip(verify_family(family, &members, progress)) {
             reports[i] = Some(report);

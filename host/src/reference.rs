@@ -1,11 +1,13 @@
 //! The independent exact reference, one per family.
 //!
-//! Nothing here calls `shared` (only its descriptive enums `Family` and `Format` are
-//! used): encodings are decoded field by field with integer operations from the field
-//! widths each format's specification gives; quotients are rounded to f32 with integer
-//! arithmetic on the exact rational (round to nearest, ties to even); f32 → UNORM
-//! multiplies the float's integer significand exactly and rounds by comparing the
-//! remainder with one half. No floating-point operation is involved anywhere.
+//! Nothing here calls `shared`'s computations: only its descriptive enums `Family` and
+//! `Format` are used, and `Family::domain` (through [`crate::domain`]) only to reject
+//! inputs outside a family's domain, never to compute a result. Encodings are decoded
+//! field by field with integer operations from the field widths each format's
+//! specification gives; quotients are rounded to f32 with integer arithmetic on the
+//! exact rational (round to nearest, ties to even); f32 → UNORM multiplies the float's
+//! integer significand exactly and rounds by comparing the remainder with one half. No
+//! floating-point operation is involved anywhere.
 //!
 //! [`expected`] is the one entry point; [`expected_many`] is the same for a slice.
 
@@ -362,7 +364,8 @@ pub fn ulp_distance(family: Family, a: u64, b: u64) -> Option<u64> {
 /// Distance in ULPs between two f32 bit patterns, counting across zero (+0 and -0 are 0
 /// apart); `u64::MAX` if either is NaN.
 pub fn f32_ulp_distance(a: u32, b: u32) -> u64 {
-    if f32::from_bits(a).is_nan() || f32::from_bits(b).is_nan() {
+    let is_nan = |bits: u32| bits & 0x7FFF_FFFF > 0x7F80_0000; // exponent all ones, mantissa non-zero
+    if is_nan(a) || is_nan(b) {
         return u64::MAX;
     }
     // Map to a monotone integer line: negative values mirrored below zero.

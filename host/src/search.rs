@@ -16,7 +16,7 @@
 //! |---|---|---|---|
 //! | `convert` | `t` (only for d = 1) | 0 | 0 |
 //! | `naive` | `t * fl(1/d)` | 1 | 0 |
-//! | `times_m` | `((x * m) as f32) * c`, odd m ≥ 3, `c = fl(1/(m·d))` ± 2 ULP | 1 | 1 |
+//! | `times_m` | `((x * m) as f32) * c`, odd m in 3..=4095 with `m·d <= 2^24`, `c = fl(1/(m·d))` ± 2 ULP | 1 | 1 |
 //! | `series_fma` | `fma(t, k0, t * k1)`, Giesen's series constants | 2 | 0 |
 //! | `split_fma` | `fma(t, hi, t * lo)`, `hi = fl(1/d)`, `lo = fl(1/d - hi)` | 2 | 0 |
 //! | `series` | `t * k0 + t * k1` (Giesen) | 3 | 0 |
@@ -27,6 +27,7 @@
 //! `k1 = k0 · 2^(-Jk)` the next `J`.
 
 use crate::reference;
+use serde::Serialize;
 use shared::Family;
 use shared::norm::{snorm_with, unorm_with};
 use shared::scheme::Scheme;
@@ -140,9 +141,7 @@ impl SchemeFamily {
         match self {
             SchemeFamily::Convert => vec![Scheme::Convert],
             SchemeFamily::Naive => vec![Scheme::Mul { c: recip(u64::from(d)) }],
-            SchemeFamily::TimesM => (3..=MAX_MULTIPLIER)
-                .step_by(2)
-                .take_while(|&m| u64::from(d) * m as u64 <= 1 << 24)
+            SchemeFamily::TimesM => multipliers(d)
                 .flat_map(|m| {
                     let c = recip(u64::from(d) * m as u64);
                     let nudges = (0..=CONSTANT_NUDGE).flat_map(|j| if j == 0 { vec![0] } else { vec![-j, j] });
@@ -195,6 +194,12 @@ impl Cost {
     pub const fn key(self) -> (u32, u32) {
         (self.fp_ops + self.int_ops, self.fp_ops)
     }
+}
+
+/// The multipliers `times_m` tries for denominator `d`, in order: odd `m` from 3 to
+/// [`MAX_MULTIPLIER`] while `m·d <= 2^24` (so that `x·m` and its conversion are exact).
+fn multipliers(d: u32) -> impl Iterator<Item = i32> {
+    (3..=MAX_MULTIPLIER).step_by(2).take_while(move |&m| u64::from(d) * m as u64 <= 1 << 24)
 }
 
 /// The nearest f32 to `1/q`, by the reference's integer rounding.
@@ -363,10 +368,7 @@ pub fn search(kind: Kind, bits: u32) -> Found {
     let smallest_m = if prover.is_exact(naive) {
         Some(1)
     } else {
-        (3..=MAX_MULTIPLIER)
-            .step_by(2)
-            .take_while(|&m| u64::from(d) * m as u64 <= 1 << 24)
-            .find(|&m| prover.is_exact(Scheme::IntMul { m, c: recip(u64::from(d) * m as u64) }))
+        multipliers(d).find(|&m| prover.is_exact(Scheme::IntMul { m, c: recip(u64::from(d) * m as u64) }))
     };
     Found {
         kind,
@@ -516,8 +518,6 @@ fn serialize_scheme<S: serde::Serializer>(scheme: &Scheme, s: S) -> Result<S::Ok
 fn serialize_option_scheme<S: serde::Serializer>(scheme: &Option<Scheme>, s: S) -> Result<S::Ok, S::Error> {
     scheme.map(SchemeJson::from).serialize(s)
 }
-
-use serde::Serialize;
 
 /// JSON form of a scheme: its formula and constants as exact hex floats and bits.
 #[derive(serde::Serialize)]

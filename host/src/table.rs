@@ -38,8 +38,9 @@ element!(u8 u16 u32 u64);
 pub trait VariantOps: Sync {
     /// The stored result bits of the variant on input bits `input`, zero-extended.
     fn eval(&self, input: u64) -> u64;
-    /// [`VariantOps::eval`] for each of `inputs`, into `out` (same length); [`Ops`]
-    /// does it in one monomorphised loop.
+    /// [`VariantOps::eval`] for each of `inputs`, into `out` (same length). This default
+    /// is monomorphised per implementor, so for [`Ops`] `eval` is a direct call the loop
+    /// inlines.
     fn eval_many(&self, inputs: &[u64], out: &mut [u64]) {
         assert_eq!(inputs.len(), out.len(), "eval_many: {} inputs, {} outputs", inputs.len(), out.len());
         for (o, &x) in out.iter_mut().zip(inputs) {
@@ -65,13 +66,6 @@ where
 {
     fn eval(&self, input: u64) -> u64 {
         P::apply(P::In::from_u64(input)).to_stored().to_u64()
-    }
-
-    fn eval_many(&self, inputs: &[u64], out: &mut [u64]) {
-        assert_eq!(inputs.len(), out.len(), "eval_many: {} inputs, {} outputs", inputs.len(), out.len());
-        for (o, &x) in out.iter_mut().zip(inputs) {
-            *o = P::apply(P::In::from_u64(x)).to_stored().to_u64();
-        }
     }
 
     fn cpu_ns_per_element(&self, len: usize, reps: usize) -> f64 {
@@ -124,8 +118,13 @@ shared::for_each_variant!(runtime_table);
 
 /// Every family of the table, each once, in table order.
 pub fn families() -> Vec<Family> {
+    families_of(VARIANTS)
+}
+
+/// The families of `variants`, each once, in order of first appearance.
+pub fn families_of<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<Family> {
     let mut families: Vec<Family> = Vec::new();
-    for v in VARIANTS {
+    for v in variants {
         if !families.contains(&v.family) {
             families.push(v.family);
         }

@@ -23,6 +23,7 @@ impl Class {
     pub const ALL: [Class; 5] = [Class::Zero, Class::Subnormal, Class::Normal, Class::Infinite, Class::Nan];
 
     /// The class with discriminant `code`, if any.
+    #[inline]
     pub const fn from_code(code: u8) -> Option<Class> {
         match code {
             0 => Some(Class::Zero),

@@ -30,22 +30,25 @@ use crate::schemes;
 
 /// UNORMn → f32 with the scheme `scheme`, for a code of `bits` bits (1..=16) in the low
 /// bits of `x`. Exact iff `scheme` is exact for `2^bits - 1`; [`unorm_to_f32`] uses the
-/// proven one.
+/// proven one. `bits` is a runtime value here, so the arithmetic wraps rather than
+/// panics: a `bits` outside 1..=16 gives a meaningless value, never a panic.
 #[inline(always)]
 pub fn unorm_with(scheme: Scheme, bits: u32, x: u16) -> f32 {
-    let code = u32::from(x) & ((1 << bits) - 1);
+    let code = u32::from(x) & 1u32.wrapping_shl(bits).wrapping_sub(1);
     scheme.apply(code as i32)
 }
 
 /// SNORMn → f32 with the scheme `scheme`, for a two's complement code of `bits` bits
 /// (2..=16) in the low bits of `x`. The most negative code is first raised to
 /// `-(2^(bits-1) - 1)`, so it gives -1.0 like the next one. Exact iff `scheme` is exact
-/// for `2^(bits-1) - 1` on `-d ..= d`; [`snorm_to_f32`] uses the proven one.
+/// for `2^(bits-1) - 1` on `-d ..= d`; [`snorm_to_f32`] uses the proven one. As in
+/// [`unorm_with`], a `bits` outside 2..=16 gives a meaningless value, never a panic.
 #[inline(always)]
 pub fn snorm_with(scheme: Scheme, bits: u32, x: u16) -> f32 {
-    let unused = u32::BITS - bits;
-    let code = ((u32::from(x) << unused) as i32) >> unused;
-    let denominator = (1 << (bits - 1)) - 1;
+    let unused = u32::BITS.wrapping_sub(bits);
+    let code = (u32::from(x).wrapping_shl(unused) as i32).wrapping_shr(unused);
+    // At most 2^31 - 1 after the wrapping subtraction, so its negation cannot overflow.
+    let denominator = 1i32.wrapping_shl(bits.wrapping_sub(1)).wrapping_sub(1);
     scheme.apply(code.max(-denominator))
 }
 

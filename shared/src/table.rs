@@ -129,6 +129,7 @@ impl Family {
 /// `fp8_e4m3_classify`, `binary16x2_is_finite` (packed), `unorm8_to_f32`,
 /// `snorm16_to_f32`, `f32_to_unorm8`.
 impl core::fmt::Display for Family {
+    #[inline]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match *self {
             Family::IsFinite(format) => write!(f, "{}_is_finite", format.name()),
@@ -157,6 +158,7 @@ pub enum Claim {
 
 impl Claim {
     /// Short stable name, used in reports and JSON.
+    #[inline]
     pub const fn name(self) -> &'static str {
         match self {
             Claim::Exact => "exact",

@@ -120,3 +120,18 @@ fn f32_to_unorm_reference_agrees_with_f64_and_the_only_tie_is_one_half() {
         }
     }
 }
+
+#[test]
+fn unorm_with_and_snorm_with_never_panic_whatever_the_width() {
+    // They are compiled into GPU kernels: a width outside the supported range gives a
+    // meaningless value, but never an overflow panic (overflow checks are on in tests).
+    use shared::norm::{snorm_with, unorm_with};
+    use shared::scheme::Scheme;
+    for bits in [0, 1, 17, 31, 32, 33, u32::MAX] {
+        for x in [0, 1, 0x8000, u16::MAX] {
+            for scheme in [Scheme::Convert, Scheme::IntMul { m: 3, c: 1.0 }] {
+                let _ = (unorm_with(scheme, bits, x), snorm_with(scheme, bits, x));
+            }
+        }
+    }
+}
