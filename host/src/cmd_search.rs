@@ -3,6 +3,7 @@
 
 use host::report::{self, Format, Table};
 use host::search::{self, Found, Kind, SchemeFamily};
+use std::fmt::Write as _;
 use std::ops::RangeInclusive;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -72,27 +73,29 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     let found = search::search_all(&jobs);
     let elapsed = start.elapsed();
     if args.emit_rust {
-        print!("{}", search::emit_rust(&found)?);
+        report::write_stdout(&search::emit_rust(&found)?)?;
         return Ok(ExitCode::SUCCESS);
     }
+    let mut out = String::new();
     match args.format {
-        Format::Json => print!("{}", report::json(&found)),
+        Format::Json => out.push_str(&report::json(&found)),
         Format::Table | Format::Markdown => {
-            print!("{}", render(&found).render(args.format == Format::Markdown));
-            println!();
-            println!(
-                "Each candidate checked on every code against the exact rational reference; {} conversions in {:.2?}.",
+            out.push_str(&render(&found).render(args.format == Format::Markdown));
+            let _ = writeln!(
+                out,
+                "\nEach candidate checked on every code against the exact rational reference; {} conversions in {:.2?}.",
                 found.len(),
                 elapsed
             );
-            println!(
-                "ops: FP operations + integer multiplies (the int → f32 conversion and the SNORM sign extension and clamp are not counted)."
+            out.push_str(
+                "ops: FP operations + integer multiplies (the int → f32 conversion and the SNORM sign extension and clamp are not counted).\n",
             );
             for f in found.iter().filter(|f| f.best.is_none()) {
-                println!("{}{}: none of the tried families is exact.", f.kind.label(), f.bits);
+                let _ = writeln!(out, "{}{}: none of the tried families is exact.", f.kind.label(), f.bits);
             }
         }
     }
+    report::write_stdout(&out)?;
     Ok(ExitCode::SUCCESS)
 }
 
