@@ -12,6 +12,7 @@ pub mod bench;
 pub mod cpu;
 pub mod domain;
 pub mod gpu;
+pub mod guards;
 pub mod normalize;
 pub mod parallel;
 pub mod progress;

@@ -92,7 +92,7 @@ fn function_name(header: &str) -> Option<&str> {
 }
 
 /// `ptx` with `//` line comments and `/* */` block comments blanked out (newlines kept).
-fn strip_comments(ptx: &str) -> String {
+pub(crate) fn strip_comments(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len());
     let mut rest = ptx;
     while let Some(start) = rest.find('/') {

@@ -1,11 +1,13 @@
 //! The embedded PTX, checked with the real CUDA tools: it assembles for every supported
-//! architecture, is self-contained, uses registers only, and the SASS report covers
-//! every variant.
+//! architecture, is self-contained, uses registers only, the SASS report covers every
+//! variant, and no kernel hides a float → integer conversion its source did not ask for
+//! (the guards of `host::guards`, which fail on commit 846e06b's kernels).
 //!
 //! Tests that need `ptxas`/`cuobjdump` print `skipped: <reason>` and pass when the tools
 //! are missing, or fail when `REQUIRE_CUDA_TOOLS=1` (as CI sets after running
 //! `scripts/install-cuda-tools.sh`). The structural checks need no tools and always run.
 
+use host::guards;
 use host::ptx::{self, PTX, skeleton_name};
 use host::sass;
 use host::skip::require_or_skip;
@@ -166,4 +168,53 @@ fn the_sass_command_prints_json_for_one_architecture() {
         assert_eq!(row["variant"], v.name);
         assert!(row["work_instructions"].is_i64() && row["work_opcodes"].is_array(), "{row}");
     }
+}
+
+/// The f32 → UNORM kernels of commit 846e06b, which returned 255 for every input on an
+/// H200 (see `host::guards`), and the minimal reproducer of the ptxas behaviour.
+const PTX_846E06B: &str = include_str!("fixtures/ptx_846e06b_f32_to_unorm.ptx");
+const REPRODUCER: &str = include_str!("../../scripts/repro/narrow-store-of-float.ptx");
+
+fn kernels_with_narrow_float_stores(ptx: &str) -> Vec<String> {
+    guards::narrow_float_stores(ptx).into_iter().map(|f| f.kernel).collect()
+}
+
+#[test]
+fn no_kernel_stores_a_float_register_narrow() {
+    let found = guards::narrow_float_stores(PTX);
+    let lines: Vec<String> = found.iter().map(ToString::to_string).collect();
+    assert!(lines.is_empty(), "ptxas turns these stores into float → integer conversions:\n{}", lines.join("\n"));
+    // The same check fails on the kernels that were wrong on the GPU, and on the reproducer.
+    assert_eq!(kernels_with_narrow_float_stores(PTX_846E06B), ["f32_to_unorm8", "f32_to_unorm16"]);
+    assert_eq!(kernels_with_narrow_float_stores(REPRODUCER), ["store_low_byte_of_float_bits"]);
+}
+
+/// Every `F2I*` of `ptx`'s SASS on every architecture outside kernels that ask for one.
+fn unrequested_conversions(tools: &CudaTools, ptx: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for arch in ARCHS {
+        let assembled = tools.assemble(ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let listing = tools.disassemble(&assembled).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let kernels = sass::parse_listing(&listing);
+        assert!(!kernels.is_empty(), "{arch}: empty SASS listing");
+        found.extend(guards::unrequested_float_to_int(ptx, &kernels, arch).iter().map(ToString::to_string));
+    }
+    found
+}
+
+#[test]
+fn the_sass_converts_float_to_integer_only_where_the_source_asks() {
+    let Some(tools) = tools() else { return };
+    let found = unrequested_conversions(&tools, PTX);
+    assert!(found.is_empty(), "conversions nobody asked for:\n{}", found.join("\n"));
+    // The same check fails on the kernels of 846e06b: both folded kernels, on every
+    // architecture; `f32_to_unorm8_mul_add_half` converts on purpose and is not reported.
+    let old = unrequested_conversions(&tools, PTX_846E06B);
+    for arch in ARCHS {
+        for kernel in ["f32_to_unorm8", "f32_to_unorm16"] {
+            let prefix = format!("{arch} {kernel}:");
+            assert!(old.iter().any(|line| line.starts_with(&prefix)), "{prefix} not reported in {old:#?}");
+        }
+    }
+    assert!(old.iter().all(|line| !line.contains("mul_add_half")), "{old:#?}");
 }

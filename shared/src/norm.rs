@@ -68,11 +68,25 @@ pub fn snorm_to_f32<const N: u32>(x: u16) -> f32 {
     snorm_with(const { schemes::SNORM[N as usize - 2] }, N, x)
 }
 
-/// `2^23`. Every f32 in `[2^23, 2^24)` is an integer and consecutive integers there
-/// have consecutive encodings, so a single rounding of `y + 2^23` (for `0 <= y <= 2^16`)
-/// rounds `y` to the nearest integer, ties to even, and the encoding minus
-/// `ROUNDING_BIAS`'s is that integer.
-const ROUNDING_BIAS: f32 = 8_388_608.0;
+/// `2^23 + 2`: the rounding bias of the f32 → UNORM conversions.
+///
+/// Every f32 in `[2^23, 2^24)` is an integer and consecutive integers there have
+/// consecutive encodings, so a single rounding of `y + ROUNDING_BIAS` (for
+/// `0 <= y <= 2^16`) rounds `y` to the nearest integer, and the encoding minus
+/// `ROUNDING_BIAS`'s is that integer. The bias is even, so a tie rounds `y` to even
+/// exactly as it rounds the sum to even (an odd bias would round ties to odd).
+///
+/// Why not plain `2^23` (encoding `0x4B00_0000`): its low 16 bits are zero, so LLVM
+/// folds `(bits - 0x4B00_0000) as u8` into a byte store of the float register itself,
+/// and ptxas (12.9 and 13.0 alike) compiles a narrow store of a register last written by
+/// a float instruction as a saturating float → integer conversion (`F2IP.U8.F32.TRUNC`),
+/// which turns every code into 255 on the GPU. With `+ 2` the subtraction changes the low
+/// bits, so it survives as an integer instruction between the `fma` and the store. The
+/// README's toolchain section has the reproducer; `host::guards` checks every kernel for
+/// the pattern.
+const ROUNDING_BIAS: f32 = 8_388_610.0;
+const ROUNDING_BIAS_BITS: u32 = 0x4B00_0002;
+const _: () = assert!(ROUNDING_BIAS.to_bits() == ROUNDING_BIAS_BITS && ROUNDING_BIAS_BITS & 0xFFFF != 0);
 
 /// The f32 with encoding `bits`, NaN made 0 and everything else clamped to [0, 1].
 /// `f32::max` returns the non-NaN operand, so NaN becomes 0 (`f32::clamp` would keep the
@@ -87,14 +101,14 @@ fn unit_interval(bits: u32) -> f32 {
 #[inline(always)]
 fn f32_to_unorm_code(bits: u32, max: f32) -> u32 {
     let c = unit_interval(bits);
-    core::f32::math::mul_add(c, max, ROUNDING_BIAS).to_bits() - ROUNDING_BIAS.to_bits()
+    core::f32::math::mul_add(c, max, ROUNDING_BIAS).to_bits() - ROUNDING_BIAS_BITS
 }
 
 /// f32 bits → UNORM8: NaN → 0, clamp to [0, 1] (-inf → 0, +inf → 255), then
 /// `c · 255` rounded to the nearest integer.
 ///
 /// Exact by construction, and proven on all 2^32 inputs against integer arithmetic on
-/// the float's fields: `fma(c, 255, 2^23)` rounds the *exact* product once, at a place
+/// the float's fields: `fma(c, 255, 2^23 + 2)` rounds the *exact* product once, at a place
 /// where the f32 grid is the integers (see [`ROUNDING_BIAS`]). A tie needs
 /// `c · 255 = k + 1/2`, i.e. `c = (2k+1)/510`, which is a binary fraction only for
 /// `c = 0.5`; there ties-to-even gives 128, the same as rounding half up.
