@@ -1,54 +1,193 @@
 #!/usr/bin/env bash
 # Runs the GPU checks from a bundle made by scripts/build-gpu-bundle.sh, on a machine
-# with CUDA and no Rust. Writes every log and JSON into OUTDIR; prints a summary.
+# with CUDA and no Rust:
+#
 #   gpu-check.sh OUTDIR
-# Exits non-zero if any test fails (REQUIRE_GPU=1 is set, so a missing GPU fails too)
-# or a report could not be made.
+#
+# Every check runs on its own, under its own timeout: each test of the bundled test
+# binaries (one process per test: `--exact NAME --test-threads=1`, REQUIRE_GPU=1, so a
+# missing GPU fails), then `bitexact sass --arch sm_90`, `bitexact bench`, the
+# exhaustive GPU test, and last `bitexact verify` (CPU only). Fast checks come first,
+# the long GPU ones later. A check starts only if the overall deadline
+# (GPU_CHECK_DEADLINE_S, default 450 s from the start) leaves it the time it needs, and
+# never runs past the deadline; otherwise it is NOT RUN.
+#
+# Prints one line per check,  STATUS  CHECK  SECONDSs  REASON  (STATUS: PASS, FAIL,
+# SKIP, TIMEOUT or NOT RUN), then one VERDICT line. Writes into OUTDIR: machine.txt,
+# logs/<check>.log for each check, the reports verify.json, sass-sm_90.md, bench.md and
+# bench.json, and summary.tsv (status, check, seconds, reason, log; one row per check).
+# Exits 0 only when the verdict is PASS: every check passed or was skipped by its test.
 set -u -o pipefail
 out=${1:?usage: gpu-check.sh OUTDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 bin="$here/bin"
-mkdir -p "$out"
-status=0
-step() { echo "== $*"; }
+mkdir -p "$out/logs"
+out=$(cd "$out" && pwd)
+summary="$out/summary.tsv"
+printf 'status\tcheck\tseconds\treason\tlog\n' > "$summary"
 
-step "machine"
-{
-  date -u; uname -a
-  if command -v nvidia-smi >/dev/null; then nvidia-smi; else echo "nvidia-smi: not found"; fi
-  echo "--- ldd bitexact"; ldd "$bin/bitexact"
-  echo "--- ptxas"; if command -v ptxas >/dev/null; then ptxas --version; else echo "ptxas: not found on PATH"; fi
-} > "$out/machine.txt" 2>&1
-grep -E "Driver Version|NVIDIA H|not found|ptxas:" "$out/machine.txt" | head -5
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+start_ms=$(now_ms)
+deadline_ms=$((start_ms + ${GPU_CHECK_DEADLINE_S:-450} * 1000))
 
-step "tests (REQUIRE_GPU=1)"
-for t in "$bin"/test-*; do
-  name=$(basename "$t")
-  if REQUIRE_GPU=1 timeout 420 "$t" > "$out/$name.log" 2>&1; then
-    echo "ok      $name: $(grep -E '^test result' "$out/$name.log" | tail -1)"
-  else
-    status=1
-    echo "FAILED  $name (see $name.log):"
-    grep -E "panicked|FAILED|skipped|error" "$out/$name.log" | head -10
+# The seconds a check needs (it starts only if that much is left before the deadline)
+# and its timeout. Measured on an H200 (16 cores) at commit 846e06b: the exhaustive GPU
+# test 207 s, bench about 30 s, sass a few seconds; every other test a few seconds.
+need_and_limit() {
+  case "$1" in
+    gpu::every_variant_matches_the_cpu_on_every_input_of_its_domain) echo "240 330" ;;
+    "bitexact bench") echo "45 150" ;;
+    "bitexact verify") echo "40 150" ;;
+    "bitexact sass --arch sm_90") echo "10 60" ;;
+    *) echo "5 90" ;;
+  esac
+}
+
+# One line of at most 150 characters: no tabs or newlines, for the report and the TSV.
+one_line() { tr '\t\r\n' '   ' | sed 's/  */ /g; s/^ //; s/ $//' | cut -c1-150; }
+
+checks=0
+failed=()
+declare -A count=([PASS]=0 [SKIP]=0 [FAIL]=0 [TIMEOUT]=0 ["NOT RUN"]=0)
+record() { # STATUS CHECK MILLISECONDS REASON LOG
+  local seconds
+  seconds=$(awk -v ms="$3" 'BEGIN { printf "%.1f", ms / 1000 }')
+  printf '%-8s %-70s %6ss  %s\n' "$1" "$2" "$seconds" "$4"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$seconds" "$4" "${5#"$out"/}" >> "$summary"
+  checks=$((checks + 1))
+  count[$1]=$((count[$1] + 1))
+  case "$1" in PASS | SKIP) ;; *) failed+=("$2") ;; esac
+}
+
+# Why a test binary's run of one test failed: the panic message, else the harness's
+# last words.
+test_failure() {
+  local message
+  message=$(grep -m1 -A1 ' panicked at ' "$1" | tail -n 1)
+  [ -n "$message" ] || message=$(grep -v '^$' "$1" | tail -n 1)
+  echo "$message" | one_line
+}
+
+# Why a passing test skipped its check, if it did: its `skipped: <reason>`. (The
+# skip helper's own unit test prints such a line on purpose and checks nothing else.)
+skip_reason() {
+  grep -o 'skipped: .*' "$1" | grep -v "skip helper's own test" | head -n 1 |
+    sed 's/^skipped: //; s/ \[[^]]*\]$//' | one_line | grep .
+}
+
+# What a report holds, in a few words.
+report_summary() {
+  case "$1" in
+    *.json) echo "$(grep -c '"claim_holds": true' "$1") variants, every claim holds (${1#"$out"/})" ;;
+    *) echo "$(grep -c '^|' "$1") table lines in ${1#"$out"/}" ;;
+  esac
+}
+
+# run_check KIND CHECK LOG STDOUT COMMAND...: runs COMMAND (stdout to STDOUT, stderr to
+# LOG; the same file is fine) if the deadline allows, and records the outcome. KIND
+# says how to read it: `test` (a test harness run) or `report` (a bitexact command
+# whose stdout is a report).
+run_check() {
+  local kind=$1 check=$2 log=$3 stdout=$4
+  shift 4
+  local need limit left_ms begin_ms rc elapsed_ms reason skip
+  read -r need limit <<<"$(need_and_limit "$check")"
+  left_ms=$((deadline_ms - $(now_ms)))
+  if ((left_ms < need * 1000)); then
+    record "NOT RUN" "$check" 0 "deadline: $((left_ms / 1000)) s left, needs about $need s" ""
+    return
   fi
+  ((limit * 1000 <= left_ms)) || limit=$((left_ms / 1000))
+  begin_ms=$(now_ms)
+  if [ "$stdout" = "$log" ]; then
+    timeout -k 10 "$limit" "$@" > "$log" 2>&1
+  else
+    timeout -k 10 "$limit" "$@" > "$stdout" 2> "$log"
+  fi
+  rc=$?
+  elapsed_ms=$(($(now_ms) - begin_ms))
+  if ((rc == 124 || (rc == 137 && elapsed_ms >= limit * 1000))); then
+    record TIMEOUT "$check" "$elapsed_ms" "killed after $limit s" "$log"
+  elif ((rc > 128)); then
+    reason=$(grep -v '^$' "$log" | tail -n 1 | one_line)
+    record FAIL "$check" "$elapsed_ms" "killed by signal $((rc - 128)): ${reason:-no message}" "$log"
+  elif ((rc != 0)) && [ "$kind" = test ]; then
+    record FAIL "$check" "$elapsed_ms" "$(test_failure "$log")" "$log"
+  elif ((rc != 0)); then
+    reason=$(grep -v '^$' "$log" | tail -n 1 | one_line)
+    record FAIL "$check" "$elapsed_ms" "exit $rc: ${reason:-no message}" "$log"
+  elif [ "$kind" = test ] && grep -q '^test result: ok\. 0 passed; 0 failed; 1 ignored' "$log"; then
+    record SKIP "$check" "$elapsed_ms" "ignored" "$log"
+  elif [ "$kind" = test ] && ! grep -q '^test result: ok\. 1 passed' "$log"; then
+    record FAIL "$check" "$elapsed_ms" "no test of that name ran" "$log"
+  elif [ "$kind" = test ] && skip=$(skip_reason "$log"); then
+    record SKIP "$check" "$elapsed_ms" "$skip" "$log"
+  elif [ "$kind" = report ]; then
+    record PASS "$check" "$elapsed_ms" "$(report_summary "$stdout")" "$log"
+  else
+    record PASS "$check" "$elapsed_ms" "ok" "$log"
+  fi
+}
+
+# One test of a bundled test binary, by its name in the list.
+run_test() { # BINARY TEST
+  local check="${1#"$bin"/test-}::$2"
+  local log="$out/logs/${check//::/.}.log"
+  run_check test "$check" "$log" "$log" "$1" --exact "$2" --test-threads=1 --nocapture
+}
+
+# A missing GPU fails the GPU tests; the command-line tests run the bundle's bitexact.
+export REQUIRE_GPU=1 BITEXACT_EXE="$bin/bitexact"
+
+{
+  date -u
+  uname -a
+  echo "--- bundle"; cat "$here/COMMIT" 2>/dev/null || echo "no COMMIT file"
+  if command -v nvidia-smi > /dev/null; then nvidia-smi; else echo "nvidia-smi: not found"; fi
+  echo "--- ldd bitexact"; ldd "$bin/bitexact"
+  echo "--- ptxas"; if command -v ptxas > /dev/null; then ptxas --version; else echo "ptxas: not found on PATH"; fi
+} > "$out/machine.txt" 2>&1
+gpu_name=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /dev/null | head -n 1)
+echo "# gpu-check: bundle $(cat "$here/COMMIT" 2> /dev/null || echo '?'), GPU: ${gpu_name:-none found}," \
+  "deadline ${GPU_CHECK_DEADLINE_S:-450} s; logs in $out"
+
+# The tests: the GPU tests first, then the CUDA-tool tests, then the rest; the
+# exhaustive GPU test is kept for the end.
+exhaustive="every_variant_matches_the_cpu_on_every_input_of_its_domain"
+binaries=("$bin/test-gpu" "$bin/test-ptx_tools")
+for t in "$bin"/test-*; do
+  case "$t" in "$bin/test-gpu" | "$bin/test-ptx_tools") ;; *) binaries+=("$t") ;; esac
+done
+for t in "${binaries[@]}"; do
+  name=${t#"$bin"/test-}
+  list_log="$out/logs/$name.list.log"
+  if [ ! -x "$t" ] || ! "$t" --list --format terse > "$list_log" 2>&1; then
+    record FAIL "$name::(list)" 0 "cannot list the tests of $t" "$list_log"
+    continue
+  fi
+  while read -r test; do
+    [ "$name::$test" = "gpu::$exhaustive" ] || run_test "$t" "$test"
+  done < <(sed -n 's/: test$//p' "$list_log")
 done
 
-step "bitexact verify"
-"$bin/bitexact" verify --format json > "$out/verify.json" 2> "$out/verify.err" || status=1
+run_check report "bitexact sass --arch sm_90" "$out/logs/sass.log" "$out/sass-sm_90.md" \
+  "$bin/bitexact" sass --arch sm_90 --format markdown
+run_check report "bitexact bench" "$out/logs/bench.log" "$out/bench.md" \
+  "$bin/bitexact" bench --format markdown --json-out "$out/bench.json"
+run_test "$bin/test-gpu" "$exhaustive"
+# CPU work only (the same check as `cargo test` here, on more cores): the first to go
+# if the deadline is near.
+run_check report "bitexact verify" "$out/logs/verify.log" "$out/verify.json" \
+  "$bin/bitexact" verify --format json
 
-step "bitexact sass --arch sm_90"
-if "$bin/bitexact" sass --arch sm_90 --format markdown > "$out/sass-sm_90.md" 2> "$out/sass.err"; then
-  cat "$out/sass-sm_90.md"
-else
-  status=1; cat "$out/sass.err"
+total_s=$((($(now_ms) - start_ms) / 1000))
+if ((${#failed[@]} == 0)); then
+  echo "VERDICT: PASS ($checks checks, ${count[SKIP]} skipped, $total_s s)"
+  exit 0
 fi
-
-step "bitexact bench"
-if timeout 300 "$bin/bitexact" bench --format markdown --json-out "$out/bench.json" > "$out/bench.md" 2> "$out/bench.err"; then
-  cat "$out/bench.md"
-else
-  status=1; tail -5 "$out/bench.err"
-fi
-
-step "done: status $status, files in $out"
-exit $status
+names=$(printf '%s, ' "${failed[@]:0:8}")
+names=${names%, }
+((${#failed[@]} <= 8)) || names+=" and $((${#failed[@]} - 8)) more (summary.tsv)"
+echo "VERDICT: FAIL (${#failed[@]} of $checks failed: ${count[FAIL]} FAIL, ${count[TIMEOUT]} TIMEOUT," \
+  "${count["NOT RUN"]} NOT RUN: $names; $total_s s)"
+exit 1

@@ -42,14 +42,18 @@ pub struct Verification {
 }
 
 impl Verification {
-    /// Whether the result bears out the variant's claim: exact variants match on every
-    /// input, 1-ULP variants stay within one ULP. Deliberately incorrect variants make
-    /// no claim the report can check; their tests pin where they fail.
+    /// Whether the result bears out the variant's claim, as [`Claim`] defines it: an
+    /// exact variant matches on every input; a 1-ULP variant is within one ULP on every
+    /// input and wrong on at least one; a deliberately incorrect variant is wrong on at
+    /// least one input. So a 1-ULP or incorrect variant that has become exact breaks
+    /// its claim too: its row in the table is then wrong, and `bitexact verify` says so.
+    /// (Where an incorrect variant fails is pinned by its own test.)
     pub fn claim_holds(&self, claim: Claim) -> bool {
+        let wrong_somewhere = self.mismatches > 0;
         match claim {
-            Claim::Exact => self.mismatches == 0,
-            Claim::OneUlp => self.max_ulp.is_some_and(|ulp| ulp <= 1),
-            Claim::Incorrect => true,
+            Claim::Exact => !wrong_somewhere,
+            Claim::OneUlp => wrong_somewhere && self.max_ulp.is_some_and(|ulp| ulp <= 1),
+            Claim::Incorrect => wrong_somewhere,
         }
     }
 
@@ -200,4 +204,38 @@ where
         best = best.min(start.elapsed().as_secs_f64());
     }
     best * 1e9 / len.max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A report of `mismatches` wrong inputs out of 256, at most `max_ulp` ULPs off.
+    fn report(mismatches: u64, max_ulp: Option<u64>) -> Verification {
+        Verification { variant: "test", inputs_checked: 256, mismatches, first_mismatches: Vec::new(), max_ulp }
+    }
+
+    #[test]
+    fn an_exact_claim_holds_only_without_mismatches() {
+        assert!(report(0, Some(0)).claim_holds(Claim::Exact));
+        assert!(report(0, None).claim_holds(Claim::Exact));
+        assert!(!report(1, Some(1)).claim_holds(Claim::Exact));
+        assert!(!report(3, None).claim_holds(Claim::Exact));
+    }
+
+    #[test]
+    fn a_one_ulp_claim_needs_a_mismatch_and_at_most_one_ulp() {
+        assert!(report(126, Some(1)).claim_holds(Claim::OneUlp));
+        assert!(!report(0, Some(0)).claim_holds(Claim::OneUlp), "exact everywhere: the claim should say exact");
+        assert!(!report(5, Some(2)).claim_holds(Claim::OneUlp), "two ULPs off");
+        assert!(!report(5, None).claim_holds(Claim::OneUlp), "no ULP distance for this family");
+    }
+
+    #[test]
+    fn an_incorrect_claim_needs_a_mismatch() {
+        assert!(report(2046, None).claim_holds(Claim::Incorrect));
+        assert!(report(1, Some(7)).claim_holds(Claim::Incorrect));
+        assert!(!report(0, None).claim_holds(Claim::Incorrect), "right on every input: no longer wrong on purpose");
+        assert!(!report(0, Some(0)).claim_holds(Claim::Incorrect));
+    }
 }

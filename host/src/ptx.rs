@@ -186,9 +186,4 @@ $L__BB0_1:
     fn call_targets_span_lines_predicates_and_indirect_calls() {
         assert_eq!(call_targets(SAMPLE), ["helper", "panic_fmt", "%rd2"]);
     }
-
-    #[test]
-    fn skeleton_names_follow_the_kernels() {
-        assert_eq!(skeleton_name("unorm8_series"), "unorm8_series_skeleton");
-    }
 }

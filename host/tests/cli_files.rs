@@ -6,10 +6,10 @@ mod common;
 use common::DTYPES;
 use image::{ImageBuffer, Luma, Rgba};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn bitexact(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bitexact")).args(args).output().expect("run bitexact")
+    common::bitexact_command().args(args).output().expect("run bitexact")
 }
 
 fn path_arg(path: &Path) -> &str {
@@ -287,7 +287,7 @@ fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
     bytes.resize(bytes.len() + 2 * count, 0);
     std::fs::write(&path, bytes).unwrap();
     for format in ["table", "json"] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bitexact"))
+        let mut child = common::bitexact_command()
             .args(["scan", "--device", "cpu", "--format", format, path_arg(&path)])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -311,7 +311,7 @@ fn unwritable_stdout_is_an_error_not_a_panic() {
     let good = dir.path().join("good.npy");
     common::write_npy(&good, &DTYPES[0], &[1], &[0], false);
     for format in ["table", "json"] {
-        let output = Command::new(env!("CARGO_BIN_EXE_bitexact"))
+        let output = common::bitexact_command()
             .args(["scan", "--format", format, path_arg(&good)])
             .stdout(full.try_clone().unwrap())
             .output()

@@ -1,9 +1,12 @@
-//! `bitexact search` on the command line: errors are one line and a non-zero exit, never a panic.
+//! `bitexact search` and `bitexact verify` on the command line: errors are one line and a
+//! non-zero exit, never a panic; a report says whether each claim holds.
 
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 
 fn bitexact(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bitexact")).args(args).output().expect("bitexact runs")
+    common::bitexact_command().args(args).output().expect("bitexact runs")
 }
 
 #[test]
@@ -38,4 +41,24 @@ fn verify_rejects_an_unknown_variant_with_one_line() {
     let out = bitexact(&["verify", "--only", "no_such_variant", "--cpu-elements", "0"]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+}
+
+#[test]
+fn verify_says_the_claims_of_the_deliberately_wrong_variants_hold() {
+    // Small domains (2^16 and 2^8 inputs), each with a variant that claims less than
+    // exactness: its claim holds because it is wrong somewhere, as it should be.
+    for (only, non_exact, claim, mismatches) in [
+        ("f16_finite", "f16_finite_unordered_lt_inf", "incorrect", 2046),
+        ("unorm8_mul_recip", "unorm8_mul_recip", "1-ulp", 126),
+    ] {
+        let out = bitexact(&["verify", "--only", only, "--cpu-elements", "0", "--format", "json"]);
+        assert!(out.status.success(), "{only}: {}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let rows = report.as_array().expect("an array of rows");
+        for row in rows {
+            assert_eq!(row["claim_holds"], true, "{row}");
+        }
+        let row = rows.iter().find(|r| r["variant"] == non_exact).expect("the non-exact variant is reported");
+        assert_eq!((&row["claim"], &row["mismatches"]), (&claim.into(), &mismatches.into()), "{row}");
+    }
 }

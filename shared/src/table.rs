@@ -144,15 +144,19 @@ impl core::fmt::Display for Family {
     }
 }
 
-/// What a variant promises, and so what its tests assert.
+/// What a variant promises, and so what its tests assert. Each claim is checked both
+/// ways on the family's domain (`host::cpu::Verification::claim_holds`, which
+/// `bitexact verify` reports): a variant that is right everywhere must claim
+/// [`Claim::Exact`], so a 1-ULP or incorrect variant that stops being wrong is a
+/// broken claim, like an exact one that starts to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Claim {
     /// Bit-identical to the family's exact reference on every input.
     Exact,
-    /// Not exact: within one ULP of the reference on every input, wrong on some.
+    /// Not exact: within one ULP of the reference on every input, wrong on at least one.
     OneUlp,
-    /// Deliberately wrong, kept to show why the right form is needed; its doc comment
-    /// says on which inputs it is wrong, and a test pins exactly those.
+    /// Deliberately wrong, kept to show why the right form is needed: wrong on at least
+    /// one input. Its doc comment says on which inputs, and a test pins exactly those.
     Incorrect,
 }
 

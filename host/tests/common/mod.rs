@@ -1,6 +1,7 @@
-//! Test helpers: tensor files written by the container crates with NaN and infinities
-//! at known positions, and the expected counts decided by decoders independent of
-//! `shared` (`half`, core's floats, the OCP field rules).
+//! Test helpers: the `bitexact` executable to run; tensor files written by the
+//! container crates with NaN and infinities at known positions, and the expected counts
+//! decided by decoders independent of `shared` (`half`, core's floats, the OCP field
+//! rules).
 #![allow(dead_code)] // each test binary uses part of this
 
 use host::backend::Cpu;
@@ -9,6 +10,19 @@ use host::scan::Counts;
 use host::scan_report::{self, Report};
 use host::tensor_io::MappedFile;
 use std::path::Path;
+use std::process::Command;
+
+/// The environment variable that names the `bitexact` executable for the command-line
+/// tests. The GPU check bundle sets it: the path cargo compiles into a test binary
+/// does not exist on the machine the bundle is carried to.
+pub const BITEXACT_EXE: &str = "BITEXACT_EXE";
+
+/// A command running `bitexact`: `$BITEXACT_EXE` if set, else the binary cargo built
+/// along with this test.
+pub fn bitexact_command() -> Command {
+    let exe = std::env::var_os(BITEXACT_EXE).filter(|p| !p.is_empty());
+    Command::new(exe.unwrap_or_else(|| env!("CARGO_BIN_EXE_bitexact").into()))
+}
 
 /// Deterministic pseudo-random numbers (xorshift64*).
 pub struct Rng(u64);
