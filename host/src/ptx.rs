@@ -9,6 +9,16 @@ pub fn skeleton_name(variant: &str) -> String {
     format!("{variant}_skeleton")
 }
 
+/// Name of `variant`'s latency kernel: one thread, one dependent chain.
+pub fn latency_name(variant: &str) -> String {
+    format!("{variant}_latency")
+}
+
+/// Name of `variant`'s throughput kernel: every thread, four independent chains.
+pub fn throughput_name(variant: &str) -> String {
+    format!("{variant}_throughput")
+}
+
 /// Names of the kernel entry points (`.entry NAME(`) in `ptx`, in order.
 pub fn entry_names(ptx: &str) -> Vec<&str> {
     ptx.lines()
@@ -190,5 +200,7 @@ $L__BB0_1:
     #[test]
     fn skeleton_names_follow_the_kernels() {
         assert_eq!(skeleton_name("unorm8_series"), "unorm8_series_skeleton");
+        assert_eq!(latency_name("f16_is_nan"), "f16_is_nan_latency");
+        assert_eq!(throughput_name("f16_is_nan"), "f16_is_nan_throughput");
     }
 }
