@@ -44,10 +44,11 @@ else
 fi
 
 step "bitexact bench"
+# Exit 1 means it printed everything but some timing rows are invalid: show them too.
 if timeout 300 "$bin/bitexact" bench --format markdown --json-out "$out/bench.json" > "$out/bench.md" 2> "$out/bench.err"; then
   cat "$out/bench.md"
 else
-  status=1; tail -5 "$out/bench.err"
+  status=1; cat "$out/bench.md"; tail -5 "$out/bench.err"
 fi
 
 step "done: status $status, files in $out"
