@@ -50,13 +50,8 @@ pub struct Loop {
 
 impl Loop {
     /// Instructions from the branch target to the back edge, both included.
-    pub fn len(&self) -> usize {
+    pub fn instructions(&self) -> usize {
         self.last + 1 - self.first
-    }
-
-    /// Never true: a loop holds at least its back edge.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 }
 
@@ -102,8 +97,8 @@ impl fmt::Display for NoChain {
 pub enum ChainVerdict {
     /// Both timing kernels have a chain loop that holds the work.
     HoldsWork,
-    /// The variant's kernel has no work beyond its skeleton: the function is constant
-    /// and there is nothing to time.
+    /// The variant's kernel has no work beyond its skeleton (nothing but moves, memory
+    /// accesses and control flow): the function is constant, there is nothing to time.
     Constant,
     /// At least one timing kernel does not time the work; why, per kernel.
     Missing(String),
@@ -186,7 +181,7 @@ pub fn chain_loop(work: &[&str], kernel: &Kernel) -> Result<ChainLoop, NoChain> 
         match found.remainder_of {
             Some(trips) => remainder_trips = remainder_trips.max(Some(trips)),
             None if best.is_none_or(|b| applications > b.applications) => {
-                best = Some(ChainLoop { instructions: found.len(), applications });
+                best = Some(ChainLoop { instructions: found.instructions(), applications });
             }
             None => {}
         }
@@ -461,7 +456,7 @@ mod tests {
             found,
             [Loop { first: 5, last: 15, remainder_of: None }, Loop { first: 16, last: 22, remainder_of: Some(1) }]
         );
-        assert_eq!((found[0].len(), found[1].len()), (11, 7));
+        assert_eq!((found[0].instructions(), found[1].instructions()), (11, 7));
         // The forward branch at 0x30 closes no loop.
         assert!(found.iter().all(|l| l.last != 3));
     }
