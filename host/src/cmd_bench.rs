@@ -1,6 +1,6 @@
 //! `bitexact bench`: GPU bandwidth and per-element timing.
 
-use host::bench::{self, BenchConfig};
+use host::bench::{self, BenchConfig, BenchReport, TimingStatus};
 use host::gpu::Gpu;
 use host::report::{self, Format, Table};
 use std::fmt::Write as _;
@@ -30,6 +30,8 @@ pub struct Args {
     device: usize,
 }
 
+/// Runs the benchmarks and prints the report. Exits 1, after printing everything, if a
+/// timing row is invalid (one line on stderr names them).
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     if args.mib == 0 || args.reps == 0 {
         return Err("--mib and --reps must be at least 1".into());
@@ -53,8 +55,19 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     }
     if args.format == Format::Json {
         report::write_stdout(&report::json(&report))?;
+    } else {
+        report::write_stdout(&text(&report, &config, args.format == Format::Markdown))?;
+    }
+    let invalid = report.invalid_variants();
+    if invalid.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
+    eprintln!("bitexact: bench: physically impossible timing (a folded chain?) for {}", invalid.join(", "));
+    Ok(ExitCode::from(1))
+}
+
+/// The report as aligned text or Markdown tables.
+fn text(report: &BenchReport, config: &BenchConfig, markdown: bool) -> String {
     let mut out = String::new();
     let d = &report.device;
     let _ = writeln!(
@@ -70,7 +83,6 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
         config.bytes >> 20,
         config.reps
     );
-    let markdown = args.format == Format::Markdown;
     let mut table = Table::new(["kernel", "bytes moved", "ms", "GB/s", "copy GB/s", "% of copy", "checked"]);
     for r in &report.bandwidth {
         table.row([
@@ -90,18 +102,63 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     );
     let mut table = Table::new(["variant", "latency cycles", "throughput Gop/s", "ops/SM/cycle"]);
     for r in &report.per_element {
-        table.row([
-            r.variant.to_string(),
-            format!("{:.1}", r.latency_cycles),
-            format!("{:.0}", r.throughput_gops),
-            format!("{:.1}", r.ops_per_sm_per_cycle),
-        ]);
+        match r.figures {
+            Some(f) if r.status == TimingStatus::Valid => table.row([
+                r.variant.to_string(),
+                format!("{:.1}", f.latency_cycles),
+                format!("{:.0}", f.throughput_gops),
+                format!("{:.1}", f.ops_per_sm_per_cycle),
+            ]),
+            _ => table.row([r.variant.to_string(), r.status.to_string(), String::new(), String::new()]),
+        }
     }
     let _ = write!(out, "{}", table.render(markdown));
     let _ = writeln!(
         out,
-        "\n(latency: dependent chain, one application + one XOR per step; ops/SM/cycle at the rated clock)"
+        "\n(latency: dependent chain, one application + its feedback (an XOR, for non-bool results a multiply and \
+         shift too) per step; ops/SM/cycle at the rated clock; invalid: impossible figures, under 1 cycle or over \
+         {} per SM per cycle; n/a: constant function, proven on the CPU, not timed)",
+        bench::MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE
     );
-    report::write_stdout(&out)?;
-    Ok(ExitCode::SUCCESS)
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use host::bench::{Figures, TimingRow};
+    use host::gpu::DeviceInfo;
+
+    #[test]
+    fn invalid_and_constant_rows_print_their_status_instead_of_numbers() {
+        let figures = Figures { latency_cycles: 18.1, throughput_gops: 2534.0, ops_per_sm_per_cycle: 9.7 };
+        let report = BenchReport {
+            device: DeviceInfo {
+                ordinal: 0,
+                name: "NVIDIA H200".into(),
+                compute_capability: (9, 0),
+                multiprocessors: 132,
+                clock_khz: 1_980_000,
+                memory_bytes: 1 << 30,
+            },
+            bytes: 1 << 20,
+            reps: 1,
+            bandwidth: Vec::new(),
+            per_element: vec![
+                TimingRow::measured("f16_is_nan", figures),
+                TimingRow::measured("f32_is_finite", Figures { latency_cycles: -0.0, ..figures }),
+                TimingRow::constant("e4m3_is_infinite"),
+            ],
+        };
+        let config = BenchConfig { bytes: 1 << 20, reps: 1, ..BenchConfig::default() };
+        for markdown in [false, true] {
+            let text = text(&report, &config, markdown);
+            let line = |name: &str| text.lines().find(|l| l.contains(name)).unwrap_or_else(|| panic!("{name}: {text}"));
+            assert!(line("f16_is_nan").contains("18.1") && line("f16_is_nan").contains("2534"), "{text}");
+            let invalid = line("f32_is_finite");
+            assert!(invalid.contains("invalid: latency -0.00 cycles per step is under 1 cycle"), "{text}");
+            assert!(!invalid.contains("600") && !invalid.contains("2534"), "{text}");
+            assert!(line("e4m3_is_infinite").contains("n/a: constant function"), "{text}");
+        }
+    }
 }

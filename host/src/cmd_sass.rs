@@ -25,7 +25,8 @@ pub struct Args {
 }
 
 /// Assembles the embedded PTX for each architecture and prints, per variant, the
-/// instructions its kernel has beyond its load/index/store skeleton.
+/// instructions its kernel has beyond its load/index/store skeleton, and whether its
+/// timing kernels' chain loops hold that work.
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     let selected: Vec<&'static Variant> =
         VARIANTS.iter().filter(|v| args.only.as_deref().is_none_or(|s| v.name.contains(s))).collect();
@@ -40,16 +41,30 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     } else {
         table(&costs).render(args.format == Format::Markdown)
             + "\nwork: instructions of the variant's kernel minus those of its load/index/store skeleton; \
-               work SASS: the variant's opcodes minus the skeleton's, as multisets, in program order.\n"
+               work SASS: the variant's opcodes minus the skeleton's, as multisets, in program order.\n\
+               latency loop, throughput loop: instructions of the timing kernel's chain loop / applications \
+               of the function it holds (steps it unrolls; 4 chains in the throughput kernel) = instructions \
+               per application, loop control included; chain: whether both loops hold the work.\n"
     };
     report::write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn table(costs: &[Cost]) -> Table {
-    let mut table = Table::new(["arch", "variant", "claim", "work", "work SASS", "kernel", "skeleton"]);
+    let mut table = Table::new([
+        "arch",
+        "variant",
+        "claim",
+        "work",
+        "work SASS",
+        "kernel",
+        "skeleton",
+        "latency loop",
+        "throughput loop",
+        "chain",
+    ]);
     for cost in costs {
-        let work = &cost.work;
+        let (work, chain) = (&cost.work, &cost.chain);
         table.row([
             cost.arch.clone(),
             cost.variant.to_string(),
@@ -58,9 +73,20 @@ fn table(costs: &[Cost]) -> Table {
             opcode_list(&work.work_opcodes, &work.skeleton_only_opcodes),
             work.variant_instructions.to_string(),
             work.skeleton_instructions.to_string(),
+            per_application(chain.latency_loop_instructions, chain.latency_loop_applications),
+            per_application(chain.throughput_loop_instructions, chain.throughput_loop_applications),
+            chain.chain.to_string(),
         ]);
     }
     table
+}
+
+/// `35/8 = 4.4`: a chain loop's instructions, its applications, and their ratio.
+fn per_application(instructions: Option<usize>, applications: Option<usize>) -> String {
+    match (instructions, applications) {
+        (Some(i), Some(a)) if a > 0 => format!("{i}/{a} = {:.1}", i as f64 / a as f64),
+        _ => "-".to_string(),
+    }
 }
 
 /// `A B C … (+N more)`, then `; not: X Y` for skeleton opcodes the kernel lacks.

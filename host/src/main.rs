@@ -38,8 +38,9 @@ enum Command {
     /// Report the SASS instructions each variant adds to its kernel, per architecture.
     ///
     /// Assembles the embedded PTX with ptxas for each architecture, disassembles it with
-    /// cuobjdump, and subtracts each kernel's load/index/store skeleton. Needs ptxas and
-    /// cuobjdump: scripts/install-cuda-tools.sh installs them.
+    /// cuobjdump, and subtracts each kernel's load/index/store skeleton; then finds the
+    /// chain loop of each latency and throughput kernel and checks that it holds that
+    /// work. Needs ptxas and cuobjdump: scripts/install-cuda-tools.sh installs them.
     Sass(cmd_sass::Args),
     /// Find, for each UNORMn / SNORMn → f32, the cheapest division-free scheme that is
     /// correctly rounded on every code (proven by exhaustion against the exact

@@ -9,6 +9,16 @@ pub fn skeleton_name(variant: &str) -> String {
     format!("{variant}_skeleton")
 }
 
+/// Name of `variant`'s latency kernel: one thread, one dependent chain.
+pub fn latency_name(variant: &str) -> String {
+    format!("{variant}_latency")
+}
+
+/// Name of `variant`'s throughput kernel: every thread, four independent chains.
+pub fn throughput_name(variant: &str) -> String {
+    format!("{variant}_throughput")
+}
+
 /// Names of the kernel entry points (`.entry NAME(`) in `ptx`, in order.
 pub fn entry_names(ptx: &str) -> Vec<&str> {
     ptx.lines()

@@ -5,8 +5,13 @@
 //! beyond the skeleton's: the difference of their instruction counts, and the multiset
 //! difference of their opcodes. Parsing and diffing are pure functions on the text of a
 //! `cuobjdump -sass` listing; [`cost_report`] runs the tools.
+//!
+//! The report also checks the timing kernels (`<variant>_latency`, `<variant>_throughput`):
+//! that their chain loop holds that work, see [`chain`].
 
-use crate::ptx::skeleton_name;
+pub mod chain;
+
+use crate::ptx::{latency_name, skeleton_name, throughput_name};
 use crate::table::Variant;
 use crate::tools::{CudaTools, ToolError, check_arch};
 use std::collections::HashMap;
@@ -118,6 +123,11 @@ fn operation(opcode: &str) -> &str {
 /// (matching by [`operation`]), in `kernel`'s order; an operation occurring `n` times
 /// there and `m < n` times in `other` is listed at its last `n - m` occurrences.
 fn opcodes_not_in(kernel: &Kernel, other: &Kernel) -> Vec<String> {
+    instructions_not_in(kernel, other).into_iter().map(|i| i.opcode.clone()).collect()
+}
+
+/// The instructions behind [`opcodes_not_in`].
+fn instructions_not_in<'k>(kernel: &'k Kernel, other: &Kernel) -> Vec<&'k Instruction> {
     let mut available: HashMap<&str, usize> = HashMap::new();
     for i in &other.instructions {
         *available.entry(operation(&i.opcode)).or_default() += 1;
@@ -132,7 +142,6 @@ fn opcodes_not_in(kernel: &Kernel, other: &Kernel) -> Vec<String> {
             }
             _ => true,
         })
-        .map(|i| i.opcode.clone())
         .collect()
 }
 
@@ -150,6 +159,9 @@ pub struct Cost {
     /// Its work over the skeleton.
     #[serde(flatten)]
     pub work: Work,
+    /// Whether its timing kernels' chain loops hold that work.
+    #[serde(flatten)]
+    pub chain: chain::ChainCheck,
 }
 
 /// Why the SASS report could not be made.
@@ -191,10 +203,11 @@ impl From<ToolError> for SassError {
     }
 }
 
-/// Assembles `ptx` for each of `archs`, disassembles it, and returns the [`Work`] of each
-/// of `variants` on each architecture, architecture by architecture in the given orders.
-/// Fails if an architecture name is malformed (before anything runs), a tool fails, or a
-/// variant's kernel or skeleton is missing from a listing.
+/// Assembles `ptx` for each of `archs`, disassembles it, and returns the [`Work`] and the
+/// [`chain::ChainCheck`] of each of `variants` on each architecture, architecture by
+/// architecture in the given orders. Fails if an architecture name is malformed (before
+/// anything runs), a tool fails, or one of a variant's kernels (map, skeleton, latency,
+/// throughput) is missing from a listing.
 pub fn cost_report(
     tools: &CudaTools,
     ptx: &str,
@@ -215,12 +228,15 @@ pub fn cost_report(
                 .ok_or_else(|| SassError::MissingKernel { arch: arch.to_string(), kernel: name.to_string() })
         };
         for variant in variants {
+            let (map, skeleton) = (kernel(variant.name)?, kernel(&skeleton_name(variant.name))?);
+            let (latency, throughput) = (kernel(&latency_name(variant.name))?, kernel(&throughput_name(variant.name))?);
             costs.push(Cost {
                 arch: arch.to_string(),
                 variant: variant.name,
                 family: variant.family.to_string(),
                 claim: variant.claim.name(),
-                work: work(kernel(variant.name)?, kernel(&skeleton_name(variant.name))?),
+                work: work(map, skeleton),
+                chain: chain::check(map, skeleton, latency, throughput),
             });
         }
     }

@@ -1,7 +1,8 @@
 //! The embedded PTX, checked with the real CUDA tools: it assembles for every supported
 //! architecture, is self-contained, uses registers only, the SASS report covers every
-//! variant, and no kernel hides a float → integer conversion its source did not ask for
-//! (the guards of `host::guards`, which fail on commit 846e06b's kernels).
+//! variant, every timing kernel's chain loop holds its variant's work, and no kernel
+//! hides a float → integer conversion its source did not ask for (the guards of
+//! `host::guards`, which fail on commit 846e06b's kernels).
 //!
 //! Tests that need `ptxas`/`cuobjdump` print `skipped: <reason>` and pass when the tools
 //! are missing, or fail when `REQUIRE_CUDA_TOOLS=1` (as CI sets after running
@@ -12,11 +13,12 @@ mod expected_kernels;
 
 use host::guards;
 use host::ptx::{self, PTX};
-use host::sass;
+use host::sass::{self, Cost, chain::ChainVerdict};
 use host::skip::require_or_skip;
 use host::table::{VARIANTS, Variant};
 use host::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
 use std::process::Command;
+use std::sync::OnceLock;
 
 /// The tools, or `None` after printing why this test is skipped (panics if required).
 #[track_caller]
@@ -26,6 +28,13 @@ fn tools() -> Option<CudaTools> {
 
 fn all_variants() -> Vec<&'static Variant> {
     VARIANTS.iter().collect()
+}
+
+/// The SASS report of every variant on every architecture, made once for the tests
+/// that read it (assembling for seven architectures takes a while).
+fn all_costs(tools: &CudaTools) -> &'static [Cost] {
+    static COSTS: OnceLock<Vec<Cost>> = OnceLock::new();
+    COSTS.get_or_init(|| sass::cost_report(tools, PTX, &all_variants(), &ARCHS).unwrap_or_else(|e| panic!("{e}")))
 }
 
 #[test]
@@ -90,7 +99,7 @@ fn no_function_has_a_stack_frame_or_spills() {
 #[test]
 fn the_sass_report_covers_every_variant_on_every_architecture() {
     let Some(tools) = tools() else { return };
-    let costs = sass::cost_report(&tools, PTX, &all_variants(), &ARCHS).unwrap_or_else(|e| panic!("{e}"));
+    let costs = all_costs(&tools);
     assert_eq!(costs.len(), VARIANTS.len() * ARCHS.len());
     for arch in ARCHS {
         for v in VARIANTS {
@@ -110,6 +119,39 @@ fn the_sass_report_covers_every_variant_on_every_architecture() {
             }
         }
     }
+}
+
+/// What `bench` times must be the variant's work: on every architecture, each latency and
+/// throughput kernel has a chain loop (not a remainder loop) holding the work of the
+/// variant's map kernel, except for constant functions, which the SASS shows as having
+/// no work and `bench` proves constant on the CPU (and does not time).
+#[test]
+fn every_timing_kernel_holds_its_variants_work_in_its_chain_loop() {
+    let Some(tools) = tools() else { return };
+    let mut missing = Vec::new();
+    for cost in all_costs(&tools) {
+        let variant = host::table::find(cost.variant).expect("a variant of the table");
+        let constant = host::bench::is_constant(variant);
+        let chain = &cost.chain;
+        match &chain.chain {
+            ChainVerdict::HoldsWork => {
+                assert!(!constant, "{} {}: constant on the CPU, yet the SASS has work", cost.arch, cost.variant);
+                assert!(chain.chain_holds_work);
+                let applications = [chain.latency_loop_applications, chain.throughput_loop_applications];
+                assert!(
+                    applications.iter().all(|a| a.is_some_and(|a| a >= 1)),
+                    "{} {}: {chain:?}",
+                    cost.arch,
+                    cost.variant
+                );
+            }
+            ChainVerdict::Constant => {
+                assert!(constant, "{} {}: no work in the SASS, but not constant on the CPU", cost.arch, cost.variant)
+            }
+            ChainVerdict::Missing(why) => missing.push(format!("{} {}: {why}", cost.arch, cost.variant)),
+        }
+    }
+    assert!(missing.is_empty(), "timing kernels that do not time the work:\n{}", missing.join("\n"));
 }
 
 /// Runs the `bitexact` binary with `args` and, if given, `$BITEXACT_CUDA_TOOLS`.
@@ -165,6 +207,10 @@ fn the_sass_command_prints_json_for_one_architecture() {
         assert_eq!(row["arch"], "sm_90");
         assert_eq!(row["variant"], v.name);
         assert!(row["work_instructions"].is_i64() && row["work_opcodes"].is_array(), "{row}");
+        assert!(row["chain_holds_work"].is_boolean() && row["chain"].is_string(), "{row}");
+        for field in ["latency_loop_instructions", "throughput_loop_applications"] {
+            assert!(row[field].is_u64() || row[field].is_null(), "{field}: {row}");
+        }
     }
 }
 

@@ -67,19 +67,45 @@ unsafe fn skeleton<I: Copy, O: FromBits<I>>(input: *const I, output: *mut O, n: 
     grid_stride(n, |i| unsafe { output.add(i).write(O::from_bits(input.add(i).read())) });
 }
 
-/// One dependent step of a timing chain: the result's bits are folded back into the
-/// input, so the next application cannot start before this one ends.
+/// The timing chains' mixing multiplier: odd (so `r * MIX` is a bijection of `u32`),
+/// `2^32 / φ`, with every byte and half-word of it nonzero.
+const MIX: u32 = 0x9E37_79B9;
+
+/// One dependent step of a timing chain: `x ^ spread(apply(x))`, where `spread` takes the
+/// result's stored bits `r` (zero-extended to 32 bits) to the input's width as the top
+/// bits of `r * MIX` ([`FromMixed`]).
+///
+/// Why not simply `x ^ r`: LLVM sees through a chain whose feedback cannot reach the
+/// bits the function reads. XOR-ing a 0/1 result into bit 0 never changes an exponent
+/// field, so `is_finite` of the next step is loop-invariant and the loop folds away;
+/// an f32 result truncated to a 16-bit code keeps only mantissa bits that may be known
+/// zero (`unorm1_to_f32` gives 0.0 or 1.0). The top bits of a product by an odd
+/// constant depend on every bit of `r`, and the input gets them in the bits its
+/// function reads (exponents sit at the top), so no step is foldable unless the
+/// function itself is constant.
+///
+/// Overhead per step, on top of the function (as `bitexact sass` shows it on sm_90):
+/// the XOR, one `LOP3.LUT` per 32-bit word of the input (ptxas may merge it into a
+/// three-input `LOP3.LUT` with the next step's mask); for a non-`bool` result also the
+/// multiply (`IMAD`) and, for 8- and 16-bit inputs, the shift (`SHF` or `PRMT`). For a
+/// `bool` result LLVM turns `select(p, 1, 0) * MIX >> k` into `select(p, MIX >> k, 0)`:
+/// the constant goes into the `SEL` the function ends with anyway, so the overhead is
+/// the XOR alone.
 #[inline(always)]
 fn chain_step<P>(x: P::In) -> P::In
 where
     P: Primitive,
-    P::In: FromBits<Bits<P>> + BitXor<Output = P::In>,
+    P::In: FromMixed + BitXor<Output = P::In>,
+    u32: FromBits<Bits<P>>,
 {
-    x ^ P::In::from_bits(P::apply(x).to_stored())
+    x ^ P::In::from_mixed(u32::from_bits(P::apply(x).to_stored()).wrapping_mul(MIX))
 }
 
 /// Latency: one thread runs `iterations` dependent steps and writes the cycles they took
-/// to `out[0]` and the final value to `out[1]` (so the chain stays live).
+/// to `out[0]` and the final value to `out[1]` (so the chain stays live). The start
+/// value mixes in the thread's index (0 for the one thread the host launches) so the
+/// chain lives in per-thread registers, as in [`map`], and not in the uniform
+/// datapath that a value shared by the whole warp would get.
 ///
 /// # Safety
 /// `out` must be a valid device pointer to 2 `u64`s.
@@ -87,10 +113,12 @@ where
 unsafe fn latency<P>(seed: u64, iterations: u32, out: *mut u64)
 where
     P: Primitive,
-    P::In: FromBits<Bits<P>> + FromBits<u64> + BitXor<Output = P::In>,
+    P::In: FromMixed + FromBits<u64> + BitXor<Output = P::In>,
+    u32: FromBits<Bits<P>>,
     u64: FromBits<P::In>,
 {
-    let mut x = P::In::from_bits(seed);
+    let (thread, _) = thread_and_threads();
+    let mut x = P::In::from_bits(seed ^ thread);
     let start = clock64();
     for _ in 0..iterations {
         x = chain_step::<P>(x);
@@ -112,16 +140,19 @@ where
 unsafe fn throughput<P>(seed: u64, iterations: u32, out: *mut u64)
 where
     P: Primitive,
-    P::In: FromBits<Bits<P>> + FromBits<u64> + BitXor<Output = P::In>,
+    P::In: FromMixed + FromBits<u64> + BitXor<Output = P::In>,
+    u32: FromBits<Bits<P>>,
     u64: FromBits<P::In>,
 {
     let (thread, _) = thread_and_threads();
     let lane = |k: u64| P::In::from_bits(seed ^ thread.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k);
-    let mut xs = [lane(0), lane(1), lane(2), lane(3)];
+    // Four scalars, not an array: LLVM packs a `[u16; 4]` into one 64-bit register and
+    // the chains then pay for shifts and 64-bit compares that are not the function's.
+    let (mut a, mut b, mut c, mut d) = (lane(0), lane(1), lane(2), lane(3));
     for _ in 0..iterations {
-        xs = xs.map(chain_step::<P>);
+        (a, b, c, d) = (chain_step::<P>(a), chain_step::<P>(b), chain_step::<P>(c), chain_step::<P>(d));
     }
-    let folded = xs.into_iter().fold(0u64, |acc, x| acc ^ u64::from_bits(x));
+    let folded = [a, b, c, d].into_iter().fold(0u64, |acc, x| acc ^ u64::from_bits(x));
     // SAFETY: the caller guarantees one element per thread.
     unsafe { out.add(thread as usize).write(folded) };
 }
@@ -224,6 +255,41 @@ from_bits_by_cast! {
     u16: u8 u16 u32 u64;
     u32: u8 u16 u32 u64;
     u64: u8 u16 u32 u64;
+}
+
+/// An input of a timing chain made from a mixed 32-bit word `h` (see [`chain_step`]):
+/// the top bits of `h` for narrower inputs, `h` in both halves for `u64`, so the high
+/// half (binary64's exponent) gets them too.
+trait FromMixed {
+    fn from_mixed(h: u32) -> Self;
+}
+
+impl FromMixed for u8 {
+    #[inline(always)]
+    fn from_mixed(h: u32) -> u8 {
+        (h >> 24) as u8
+    }
+}
+
+impl FromMixed for u16 {
+    #[inline(always)]
+    fn from_mixed(h: u32) -> u16 {
+        (h >> 16) as u16
+    }
+}
+
+impl FromMixed for u32 {
+    #[inline(always)]
+    fn from_mixed(h: u32) -> u32 {
+        h
+    }
+}
+
+impl FromMixed for u64 {
+    #[inline(always)]
+    fn from_mixed(h: u32) -> u64 {
+        u64::from(h) << 32 | u64::from(h)
+    }
 }
 
 /// Defines an `extern "ptx-kernel"` entry point named `$variant` + `$suffix` that
