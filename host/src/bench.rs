@@ -226,8 +226,7 @@ fn copy_gb_per_s(gpu: &Gpu, config: &BenchConfig, bytes_moved: u64) -> Result<f6
 /// (kernels-gpu decides which do, from the table).
 fn with_kernel<'a>(config: &'a BenchConfig, suffix: &'a str) -> impl Iterator<Item = &'static Variant> + 'a {
     VARIANTS.iter().filter(move |v| {
-        config.only.as_deref().is_none_or(|s| v.name.contains(s))
-            && crate::ptx::has_kernel(&format!("{}{suffix}", v.name))
+        config.only.as_deref().is_none_or(|s| v.matches(s)) && crate::ptx::has_kernel(&format!("{}{suffix}", v.name))
     })
 }
 
@@ -315,7 +314,7 @@ fn bench_per_element(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -
     let threads = u64::from(full.grid_dim.0) * u64::from(full.block_dim.0);
     let mut out = gpu.zeros::<u64>(threads as usize)?;
     let mut rows = Vec::new();
-    for v in VARIANTS.iter().filter(|v| config.only.as_deref().is_none_or(|s| v.name.contains(s))) {
+    for v in VARIANTS.iter().filter(|v| config.only.as_deref().is_none_or(|s| v.matches(s))) {
         progress(v.name);
         if is_constant(v) {
             rows.push(TimingRow::constant(v.name));

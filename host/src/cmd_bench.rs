@@ -19,15 +19,15 @@ pub struct Args {
     /// Timed repetitions per figure; the median is reported.
     #[arg(long, default_value_t = 10)]
     reps: usize,
-    /// Only variants whose name contains this.
-    #[arg(long)]
+    #[arg(long, help = host::table::ONLY_HELP)]
     only: Option<String>,
     /// Also write the JSON report to this file (whatever --format says).
     #[arg(long, value_name = "FILE")]
     json_out: Option<std::path::PathBuf>,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
+    /// The GPU to run on: its CUDA device ordinal. (`--device` on scan and normalize
+    /// chooses a backend, auto|cpu|gpu; bench always runs on a GPU.)
+    #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
+    gpu: usize,
 }
 
 /// Runs the benchmarks and prints the report. Exits 1, after printing everything, if a
@@ -36,7 +36,7 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     if args.mib == 0 || args.reps == 0 {
         return Err("--mib and --reps must be at least 1".into());
     }
-    let gpu = Gpu::open(args.device).map_err(|e| format!("bench needs a GPU: {e}"))?;
+    let gpu = Gpu::open(args.gpu).map_err(|e| format!("bench needs a GPU: {e}"))?;
     let config = BenchConfig {
         bytes: args.mib.checked_mul(1 << 20).ok_or("--mib is too large")?,
         reps: args.reps,

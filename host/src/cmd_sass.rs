@@ -3,7 +3,7 @@
 use host::ptx::PTX;
 use host::report::{self, Format, Table};
 use host::sass::{self, Cost};
-use host::table::{VARIANTS, Variant};
+use host::table::Variant;
 use host::tools::{ARCHS, CudaTools};
 use std::process::ExitCode;
 
@@ -19,8 +19,7 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Only variants whose name contains this.
-    #[arg(long)]
+    #[arg(long, help = host::table::ONLY_HELP)]
     pub only: Option<String>,
 }
 
@@ -28,11 +27,7 @@ pub struct Args {
 /// instructions its kernel has beyond its load/index/store skeleton, and whether its
 /// timing kernels' chain loops hold that work.
 pub fn run(args: &Args) -> Result<ExitCode, String> {
-    let selected: Vec<&'static Variant> =
-        VARIANTS.iter().filter(|v| args.only.as_deref().is_none_or(|s| v.name.contains(s))).collect();
-    if selected.is_empty() {
-        return Err(format!("no variant matches {:?}", args.only.as_deref().unwrap_or("")));
-    }
+    let selected: Vec<&'static Variant> = host::table::selected(args.only.as_deref()).map_err(|e| e.to_string())?;
     let tools = CudaTools::find().map_err(|e| e.to_string())?;
     let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
     let costs = sass::cost_report(&tools, PTX, &selected, &archs).map_err(|e| e.to_string())?;

@@ -2,7 +2,7 @@
 
 use host::cpu::{self, Progress, Verification};
 use host::report::{self, Format, Table};
-use host::table::{VARIANTS, Variant};
+use host::table::Variant;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -21,8 +21,7 @@ pub struct Args {
     /// Timing passes per variant; the best is reported.
     #[arg(long, default_value_t = 5)]
     pub reps: usize,
-    /// Only variants whose name contains this.
-    #[arg(long)]
+    #[arg(long, help = host::table::ONLY_HELP)]
     pub only: Option<String>,
 }
 
@@ -63,11 +62,7 @@ fn progress_reporter() -> impl Fn(Progress) + Sync {
 }
 
 pub fn run(args: &Args) -> Result<ExitCode, String> {
-    let selected: Vec<&Variant> =
-        VARIANTS.iter().filter(|v| args.only.as_deref().is_none_or(|s| v.name.contains(s))).collect();
-    if selected.is_empty() {
-        return Err(format!("no variant matches {:?}", args.only.as_deref().unwrap_or("")));
-    }
+    let selected: Vec<&Variant> = host::table::selected(args.only.as_deref()).map_err(|e| e.to_string())?;
     let verifications = cpu::verify_all(&selected, &progress_reporter());
     let rows: Vec<Row> = selected
         .iter()

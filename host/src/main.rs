@@ -14,15 +14,13 @@ mod cmd_verify;
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
 /// proven equal on every input.
 ///
-/// With no subcommand, runs `verify`.
+/// With no subcommand, runs `verify` with its defaults; its options go after `verify`
+/// (`bitexact verify --only unorm8`), as every command's go after its name.
 #[derive(Parser)]
 #[command(name = "bitexact", version, about, long_about)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Options for `verify` when no subcommand is given.
-    #[command(flatten)]
-    verify: cmd_verify::Args,
 }
 
 #[derive(Subcommand)]
@@ -54,10 +52,20 @@ enum Command {
     Normalize(cmd_normalize::Args),
 }
 
+/// `verify`'s options at their defaults, as its own parser gives them.
+fn default_verify_args() -> cmd_verify::Args {
+    #[derive(Parser)]
+    struct Defaults {
+        #[command(flatten)]
+        args: cmd_verify::Args,
+    }
+    Defaults::parse_from(["bitexact verify"]).args
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        None => cmd_verify::run(&cli.verify),
+        None => cmd_verify::run(&default_verify_args()),
         Some(Command::Verify(args)) => cmd_verify::run(&args),
         Some(Command::Bench(args)) => cmd_bench::run(&args),
         Some(Command::Ptx(args)) => cmd_ptx::run(&args),

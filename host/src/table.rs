@@ -136,3 +136,70 @@ pub fn families_of<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<F
 pub fn find(name: &str) -> Option<&'static Variant> {
     VARIANTS.iter().find(|v| v.name == name)
 }
+
+/// What `--only` means for every command that takes it (verify, sass, bench).
+pub const ONLY_HELP: &str = "Only these variants: a comma-separated list of names or name prefixes \
+     (f16_finite, unorm8), or family names (binary16_is_finite, unorm8_to_f32)";
+
+impl Variant {
+    /// Whether `--only PATTERNS` selects this variant: one of the comma-separated
+    /// patterns is a prefix of its name or exactly its family's name. A prefix, not a
+    /// substring, so that `unorm8` does not also select `f32_to_unorm8` (2^32 inputs).
+    pub fn matches(&self, patterns: &str) -> bool {
+        patterns
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .any(|p| self.name.starts_with(p) || self.family.to_string() == p)
+    }
+}
+
+/// The variants `--only` selects, in table order: all of them without `only`, and an
+/// error naming the patterns if they select none.
+pub fn selected(only: Option<&str>) -> Result<Vec<&'static Variant>, NoVariantMatches> {
+    let selected: Vec<&'static Variant> = VARIANTS.iter().filter(|v| only.is_none_or(|p| v.matches(p))).collect();
+    if selected.is_empty() {
+        return Err(NoVariantMatches(only.unwrap_or_default().to_string()));
+    }
+    Ok(selected)
+}
+
+/// `--only` selected no variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoVariantMatches(pub String);
+
+impl core::fmt::Display for NoVariantMatches {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(
+            f,
+            "no variant matches {:?} (a name prefix or a family name; `bitexact verify --cpu-elements 0` lists them)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NoVariantMatches {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(only: &str) -> Vec<&'static str> {
+        selected(Some(only)).map(|v| v.iter().map(|v| v.name).collect()).unwrap_or_default()
+    }
+
+    #[test]
+    fn only_selects_by_name_prefix_or_family_name() {
+        let unorm8 = names("unorm8");
+        assert!(unorm8.contains(&"unorm8_times3_int") && unorm8.contains(&"unorm8_to_f32"), "{unorm8:?}");
+        assert!(!unorm8.iter().any(|n| n.starts_with("f32_to")), "unorm8 must not select f32_to_unorm8: {unorm8:?}");
+        assert_eq!(names("f32_to_unorm8"), ["f32_to_unorm8", "f32_to_unorm8_mul_add_half"]);
+        let family = names("unorm8_to_f32");
+        assert_eq!(family.len(), VARIANTS.iter().filter(|v| v.family == Family::UnormToF32 { bits: 8 }).count());
+        assert!(family.contains(&"unorm8_div_ieee"), "{family:?}");
+        assert_eq!(names("f16_is_nan, e4m3_is_nan"), ["f16_is_nan", "e4m3_is_nan"]);
+        assert!(names("series").is_empty(), "a substring is not a prefix");
+        assert_eq!(selected(Some("nothing")).map(|v| v.len()), Err(NoVariantMatches("nothing".into())));
+        assert_eq!(selected(None).map(|v| v.len()), Ok(VARIANTS.len()));
+    }
+}

@@ -62,3 +62,33 @@ fn verify_says_the_claims_of_the_deliberately_wrong_variants_hold() {
         assert_eq!((&row["claim"], &row["mismatches"]), (&claim.into(), &mismatches.into()), "{row}");
     }
 }
+
+#[test]
+fn options_belong_to_their_command() {
+    // verify's options are verify's: at the top level they are an error, not options
+    // that another command silently ignores.
+    for args in [&["--format", "json", "scan", "x.npy"][..], &["--only", "unorm8"], &["--cpu-elements", "0"]] {
+        let out = bitexact(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument"), "{args:?}");
+    }
+    let help = String::from_utf8_lossy(&bitexact(&["--help"]).stdout).to_string();
+    let (_, options) = help.split_once("Options:").expect("an options section");
+    for verify_only in ["--cpu-elements", "--reps", "--only", "--format"] {
+        assert!(!options.contains(verify_only), "top-level help lists {verify_only} as an option:\n{help}");
+    }
+}
+
+#[test]
+fn only_takes_name_prefixes_so_unorm8_stays_small() {
+    let out = bitexact(&["verify", "--only", "unorm8", "--cpu-elements", "0", "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let rows = report.as_array().expect("an array of rows");
+    assert!(!rows.is_empty());
+    for row in rows {
+        let name = row["variant"].as_str().expect("a name");
+        assert!(name.starts_with("unorm8"), "{name} selected by --only unorm8");
+        assert_eq!(row["inputs_checked"], 256, "{row}");
+    }
+}
