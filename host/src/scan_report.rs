@@ -118,7 +118,7 @@ pub fn bytes_to_scan(file: &MappedFile) -> u64 {
 /// How an index of a scanned tensor reads in a report: the index, with the complex
 /// element and part it falls on, or a note that it counts in column-major order.
 fn index_text(tensor: &TensorReport<'_>, index: u64) -> String {
-    let part = if index % 2 == 0 { "real" } else { "imag" };
+    let part = if index.is_multiple_of(2) { "real" } else { "imag" };
     match (tensor.complex, tensor.fortran_order) {
         (true, false) => format!("{index} (element {}, {part})", index / 2),
         (true, true) => format!("{index} (element {}, {part}, column-major)", index / 2),

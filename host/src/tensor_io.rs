@@ -428,8 +428,8 @@ fn npy_header_error(error: std::io::Error) -> String {
 }
 
 /// How a plain npy dtype is checked: floats of 2, 4 or 8 bytes and complex numbers of
-/// two such parts are scanned; integers and booleans have no NaN; anything else (long
-/// double, strings, dates, pickled objects) is [`Element::Unsupported`].
+/// two 4- or 8-byte parts are scanned; integers, booleans, strings and dates have no NaN;
+/// long double, raw bytes and pickled objects are [`Element::Unsupported`].
 fn npy_element(type_str: &npyz::TypeStr) -> Element {
     use npyz::{Endianness, TypeChar};
     let endian = match type_str.endianness() {
@@ -452,6 +452,11 @@ fn npy_element(type_str: &npyz::TypeStr) -> Element {
             Some(format) if format != FloatFormat::Binary16 => Element::Complex(format, endian),
             _ => Element::Unsupported("extended-precision complex is not supported"),
         },
+        TypeChar::ByteStr | TypeChar::UnicodeStr | TypeChar::DateTime | TypeChar::TimeDelta => {
+            Element::AlwaysFinite("not a floating-point dtype")
+        }
+        TypeChar::Object => Element::Unsupported("pickled objects are not read"),
+        TypeChar::RawData => Element::Unsupported("raw bytes of unknown type"),
         _ => Element::Unsupported("dtype not supported"),
     }
 }

@@ -184,13 +184,17 @@ fn unsupported_tensors_are_listed_as_not_scanned_and_exit_3() {
     let structured = d.join("structured.npy");
     let header = "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (3,), }";
     std::fs::write(&structured, common::npy_bytes(1, header, 24)).unwrap();
+    let objects = d.join("objects.npy");
+    let header = "{'descr': '|O', 'fortran_order': False, 'shape': (2,), }";
+    std::fs::write(&objects, common::npy_bytes(1, header, 40)).unwrap();
     let bzip2 = d.join("bzip2.npz");
     bzip2_npz(&bzip2);
 
-    let cases: [(&Path, &str, &str); 4] = [
+    let cases: [(&Path, &str, &str); 5] = [
         (&st, "scales", "E8M0 is not supported"),
         (&long_double, "array", "extended-precision float is not supported"),
         (&structured, "array", "structured dtype"),
+        (&objects, "array", "pickled objects are not read"),
         (&bzip2, "a", "compressed with a method other than deflate"),
     ];
     for (path, tensor, why) in cases {
@@ -206,6 +210,14 @@ fn unsupported_tensors_are_listed_as_not_scanned_and_exit_3() {
         assert_eq!((json["total"]["not_scanned"].as_u64(), json["all_finite"].as_bool()), (Some(1), Some(false)));
     }
 
+    // Strings have no NaN: listed like integers, and the run is all finite.
+    let strings = d.join("strings.npy");
+    std::fs::write(&strings, common::npy_bytes(1, "{'descr': '<U3', 'fortran_order': False, 'shape': (2,), }", 24))
+        .unwrap();
+    let output = bitexact(&["scan", "--device", "cpu", path_arg(&strings)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(stdout(&output).contains("not scanned: not a floating-point dtype"), "{}", stdout(&output));
+
     // A NaN elsewhere decides: exit 1, and the verdict still says what was not scanned.
     let nan = d.join("nan.npy");
     std::fs::write(&nan, f32_npy(&[2], &[0.0, f32::NAN])).unwrap();
@@ -215,9 +227,18 @@ fn unsupported_tensors_are_listed_as_not_scanned_and_exit_3() {
     assert!(stdout(&output).contains("index 1; 2 tensors not scanned (unsupported)"), "{}", stdout(&output));
 }
 
+/// An `.npz` member under test: its file name, bytes, tensor name, and expected counts
+/// (`None`: listed as an integer tensor).
+struct Member {
+    file: &'static str,
+    bytes: Vec<u8>,
+    tensor: &'static str,
+    expected: Option<Expected>,
+}
+
 /// `.npz` members of every kind: float with NaN/inf at chunk and block boundaries (over
-/// two inflate chunks long), 2-D, integer, complex; the expected counts of each.
-fn npz_members() -> (Vec<(&'static str, Vec<u8>)>, Vec<(&'static str, Option<Expected>)>) {
+/// two inflate chunks long), 2-D big-endian, integer, empty.
+fn npz_members() -> Vec<Member> {
     let f32_ = &DTYPES[2];
     let chunk_elements = host::npz::INFLATE_CHUNK_BYTES / 4;
     let n = 2 * chunk_elements + 77;
@@ -238,29 +259,33 @@ fn npz_members() -> (Vec<(&'static str, Vec<u8>)>, Vec<(&'static str, Option<Exp
     );
     let ints = common::npy_items_bytes(npyz::DType::Plain("<i8".parse().unwrap()), &[3], [1i64, 2, 3]);
     let empty = f32_npy(&[0, 3], &[]);
-    let members = vec![("big.npy", big_bytes), ("small.npy", small_bytes), ("ints.npy", ints), ("empty.npy", empty)];
-    let expected = vec![
-        ("big", Some(common::expected(f32_, &big))),
-        ("small", Some(common::expected(f16, &small))),
-        ("ints", None),
-        ("empty", Some(Expected::default())),
-    ];
-    (members, expected)
+    vec![
+        Member { file: "big.npy", bytes: big_bytes, tensor: "big", expected: Some(common::expected(f32_, &big)) },
+        Member {
+            file: "small.npy",
+            bytes: small_bytes,
+            tensor: "small",
+            expected: Some(common::expected(f16, &small)),
+        },
+        Member { file: "ints.npy", bytes: ints, tensor: "ints", expected: None },
+        Member { file: "empty.npy", bytes: empty, tensor: "empty", expected: Some(Expected::default()) },
+    ]
 }
 
 #[test]
 fn npz_stored_and_deflated_give_exact_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let (members, expected) = npz_members();
+    let members = npz_members();
+    let files: Vec<(&str, Vec<u8>)> = members.iter().map(|m| (m.file, m.bytes.clone())).collect();
     for method in [ZipMethod::Stored, ZipMethod::Deflated] {
         let path = dir.path().join(format!("{method:?}.npz"));
-        common::write_npz(&path, &members, method);
+        common::write_npz(&path, &files, method);
         let report = common::scan(&path).unwrap();
-        assert_eq!(report.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["big", "small", "ints", "empty"]);
-        for (tensor, (name, expected)) in report.iter().zip(&expected) {
-            assert_eq!(&tensor.name, name);
-            match expected {
-                Some(expected) => assert_counts(tensor, *expected),
+        assert_eq!(report.len(), members.len());
+        for (tensor, member) in report.iter().zip(&members) {
+            assert_eq!(tensor.name, member.tensor);
+            match member.expected {
+                Some(expected) => assert_counts(tensor, expected),
                 None => assert_eq!(tensor.skipped, Some("integer dtype")),
             }
         }
