@@ -1,4 +1,4 @@
-//! Any bytes, parsed as both containers: `Ok` or a one-line error, never a panic, and
+//! Any bytes, parsed as every container: `Ok` or a one-line error, never a panic, and
 //! whatever is accepted lies inside the input and scans without panicking.
 //!
 //! `cargo fuzz run -O containers` from the repository root (needs cargo-fuzz). `-O`
@@ -9,21 +9,34 @@
 //! in `host/tests/header_fuzz.rs`.
 #![no_main]
 
-use host::tensor_io::{self, Container, Element};
+use host::npz;
+use host::tensor_io::{self, Container};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    for container in [Container::Npy, Container::Safetensors] {
+    for container in [Container::Npy, Container::Npz, Container::Safetensors] {
         match tensor_io::parse(container, data) {
             Err(message) => assert!(!message.is_empty() && !message.contains('\n'), "{message:?}"),
             Ok(tensors) => {
                 for tensor in tensors {
-                    assert!(tensor.data.start <= tensor.data.end && tensor.data.end <= data.len());
-                    assert!(tensor.elements > 0);
-                    if let Element::Float(format, endian) = tensor.element {
-                        assert_eq!(tensor.data.len() as u64, tensor.elements * format.bytes() as u64);
-                        let counts = format.count(endian, &data[tensor.data.clone()], 0);
-                        assert!(counts.non_finite() <= tensor.elements);
+                    assert!(tensor.data.start <= tensor.data.end);
+                    assert!(tensor.deflated.is_some() || tensor.data.end <= data.len());
+                    let Some((format, endian)) = tensor.element.scanned_as() else { continue };
+                    let values = tensor.elements * tensor.element.parts();
+                    assert_eq!(tensor.data.len() as u64, values * format.bytes() as u64);
+                    let mut non_finite = 0;
+                    let mut count = |_, bytes: &[u8]| {
+                        non_finite += format.count(endian, bytes, 0).non_finite();
+                        Ok(())
+                    };
+                    match &tensor.deflated {
+                        None => count(0, &data[tensor.data.clone()]).unwrap(),
+                        Some(deflated) => {
+                            if let Err(message) = npz::inflate(data, deflated, tensor.data.clone(), 4096, count) {
+                                assert!(!message.is_empty() && !message.contains('\n'), "{message:?}");
+                            }
+                        }
                     }
+                    assert!(non_finite <= values);
                 }
             }
         }

@@ -36,8 +36,8 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     let backend = backend::select(args.device)?;
     let image = Image::decode(&args.image)?;
     let shape = image.shape(args.layout);
-    let values = image.to_f32(args.layout, backend.as_ref())?;
-    tensor_io::write_f32(&args.output, &args.name, &shape, &values, args.force)?;
+    let values = image.normalized(args.layout, backend.as_ref());
+    tensor_io::write_f32_from(&args.output, &args.name, &shape, &values, args.force)?;
     report::write_stdout(&format!(
         "{}: f32 {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}\n",
         args.output.display(),

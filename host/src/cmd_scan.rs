@@ -1,18 +1,25 @@
-//! `bitexact scan`: count NaN and infinities in .npy / .safetensors files.
+//! `bitexact scan`: count NaN and infinities in .npy / .npz / .safetensors files.
 
 use host::backend::{self, Device};
 use host::progress::Progress;
 use host::report::{self, Format};
+use host::scan_inputs;
 use host::scan_report::{self, Report};
 use host::tensor_io::MappedFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Exit status when nothing non-finite was found but some tensor could not be scanned.
+const EXIT_NOT_ALL_SCANNED: u8 = 3;
+
 /// Options of `bitexact scan`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Files to scan: .npy or .safetensors (binary16, bfloat16, binary32, binary64,
-    /// FP8 E4M3/E5M2 tensors; integer tensors are listed, not scanned).
+    /// Files to scan: .npy, .npz or .safetensors (recognised by content whatever the
+    /// extension); directories, walked for such files; a sharded checkpoint's
+    /// model.safetensors.index.json, for all its shards, with the index's tensor names
+    /// checked. Binary16, bfloat16, binary32, binary64, FP8 E4M3/E5M2 and their FNUZ
+    /// variants, and complex tensors are scanned; integer tensors are listed, not scanned.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -23,11 +30,18 @@ pub struct Args {
     pub device: Device,
 }
 
-/// Exit 0 when every value is finite, 1 when any is not; `Err` (exit 2) on any bad input,
-/// reported before anything is scanned.
+/// Exit 0 when every value is finite, 1 when any is not, 3 when none is found but some
+/// tensor could not be scanned (its dtype or storage is not supported); `Err` (exit 2) on
+/// any bad input, reported before anything is scanned.
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     let backend = backend::select(args.device)?;
-    let files: Vec<MappedFile> = args.files.iter().map(|path| MappedFile::open(path)).collect::<Result<_, _>>()?;
+    let inputs = scan_inputs::expand(&args.files)?;
+    let files: Vec<MappedFile> = inputs.files.iter().map(|path| MappedFile::open(path)).collect::<Result<_, _>>()?;
+    for index in &inputs.indexes {
+        for warning in scan_inputs::check_index(index, &files)? {
+            eprintln!("bitexact: warning: {warning}");
+        }
+    }
     let progress = Progress::new(files.iter().map(scan_report::bytes_to_scan).sum(), "scan");
     let report = Report::scan(&files, backend.as_ref(), &progress)?;
     progress.finish();
@@ -36,5 +50,11 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     } else {
         report::write_stdout(&report.render(args.format == Format::Markdown))?;
     }
-    Ok(if report.all_finite { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if report.total.first_non_finite.is_some() {
+        ExitCode::FAILURE
+    } else if report.total.not_scanned > 0 {
+        ExitCode::from(EXIT_NOT_ALL_SCANNED)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -2,7 +2,8 @@
 //! ([`domain`]), the independent exact reference, CPU verification and timing, the
 //! UNORM/SNORM scheme finder ([`search`]), the GPU layer ([`gpu`]) and benchmarks, the
 //! CUDA tools and the SASS cost report, tensor scanning and image normalising on real
-//! files ([`scan`], [`normalize`]), and the `bitexact` command-line tool.
+//! files ([`scan`], [`scan_inputs`], [`tensor_io`], [`npz`], [`normalize`]), and the
+//! `bitexact` command-line tool.
 //!
 //! Everything is driven by `shared::for_each_variant!` through [`table::VARIANTS`].
 #![deny(unsafe_code)]
@@ -14,6 +15,7 @@ pub mod domain;
 pub mod gpu;
 pub mod guards;
 pub mod normalize;
+pub mod npz;
 pub mod parallel;
 pub mod progress;
 pub mod ptx;
@@ -21,6 +23,7 @@ pub mod reference;
 pub mod report;
 pub mod sass;
 pub mod scan;
+pub mod scan_inputs;
 pub mod scan_report;
 pub mod search;
 pub mod skip;

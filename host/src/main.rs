@@ -44,8 +44,9 @@ enum Command {
     /// correctly rounded on every code (proven by exhaustion against the exact
     /// rational reference); `--emit-rust` writes the library's table.
     Search(cmd_search::Args),
-    /// Count NaN and ±inf per tensor in .npy / .safetensors files; exit 0 if all are
-    /// finite, 1 if any is not, 2 on error.
+    /// Count NaN and ±inf per tensor in .npy / .npz / .safetensors files, directories and
+    /// sharded checkpoints; exit 0 if all are finite, 1 if any is not, 2 on error, 3 if
+    /// none is found but some tensor could not be scanned.
     Scan(cmd_scan::Args),
     /// Convert an 8- or 16-bit image to an f32 tensor in [0, 1], correctly rounded
     /// (.npy or .safetensors).

@@ -3,9 +3,15 @@
 //! 8-bit samples use `shared::unorm8::times3_int` and 16-bit samples
 //! `shared::unorm16::div_ieee`; both are proven equal to the correctly rounded `x / 255`
 //! and `x / 65535` on every input by the exhaustive tests of `shared`.
+//!
+//! The f32 tensor is never held whole: [`Normalized`] converts the samples a chunk at a
+//! time, in the output's layout, as the writer asks for them, so that memory holds the
+//! decoded image (a quarter of the f32 tensor for 8-bit samples) and a few MiB more.
 
 use crate::backend::Backend;
-use crate::tensor_io::{check_regular_file, one_line};
+use crate::tensor_io::{F32Source, check_regular_file, one_line};
+use std::borrow::Cow;
+use std::ops::Range;
 use std::path::Path;
 
 /// Axis order of the output tensor.
@@ -103,28 +109,64 @@ impl Image {
         }
     }
 
-    /// The samples converted to f32 in `layout` on `backend`: element `i` is the
-    /// correctly rounded `s / 255` (8-bit) or `s / 65535` (16-bit) of the sample that
-    /// lands at flat index `i` of [`Image::shape`].
+    /// The samples converted to f32 in `layout` on `backend`, a chunk at a time: value
+    /// `i` is the correctly rounded `s / 255` (8-bit) or `s / 65535` (16-bit) of the
+    /// sample that lands at flat index `i` of [`Image::shape`].
+    pub fn normalized<'a>(&'a self, layout: Layout, backend: &'a dyn Backend) -> Normalized<'a> {
+        Normalized { image: self, layout, backend }
+    }
+
+    /// All of [`Image::normalized`] at once, in one vector.
     pub fn to_f32(&self, layout: Layout, backend: &dyn Backend) -> Result<Vec<f32>, String> {
-        let channels = usize::from(self.channels);
         let mut out = vec![0.0f32; self.sample_count()];
-        match &self.samples {
-            Samples::Unorm8(s) => backend.unorm8_to_f32(&in_layout(s, channels, layout), &mut out)?,
-            Samples::Unorm16(s) => backend.unorm16_to_f32(&in_layout(s, channels, layout), &mut out)?,
-        }
+        self.normalized(layout, backend).fill(0, &mut out)?;
         Ok(out)
     }
 }
 
-/// Interleaved `samples` with `channels` per pixel, reordered for `layout` (a copy only
-/// for CHW; the reordering is done on the narrow samples, so the conversion itself
-/// always runs over contiguous memory).
-fn in_layout<T: Copy>(samples: &[T], channels: usize, layout: Layout) -> std::borrow::Cow<'_, [T]> {
+/// An image's samples as f32 in [0, 1], in a layout, converted on a backend as they are
+/// asked for: see [`Image::normalized`].
+pub struct Normalized<'a> {
+    image: &'a Image,
+    layout: Layout,
+    backend: &'a dyn Backend,
+}
+
+impl F32Source for Normalized<'_> {
+    fn elements(&self) -> u64 {
+        self.image.sample_count() as u64
+    }
+
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), String> {
+        let range = usize::try_from(start).ok().and_then(|start| Some(start..start.checked_add(out.len())?));
+        let range = range.filter(|r| r.end <= self.image.sample_count());
+        let range = range.ok_or_else(|| format!("samples {start}.. are out of range"))?;
+        let channels = usize::from(self.image.channels);
+        match &self.image.samples {
+            Samples::Unorm8(s) => self.backend.unorm8_to_f32(&in_layout(s, channels, self.layout, range), out),
+            Samples::Unorm16(s) => self.backend.unorm16_to_f32(&in_layout(s, channels, self.layout, range), out),
+        }
+    }
+}
+
+/// Flat indices `range` of the output order for `layout`, taken from interleaved
+/// `samples` with `channels` per pixel: a slice for HWC, a copy for CHW, gathered one
+/// plane's run at a time (the reordering is done on the narrow samples, so that the
+/// conversion itself always runs over contiguous memory). `range` lies within `samples`.
+fn in_layout<T: Copy>(samples: &[T], channels: usize, layout: Layout, range: Range<usize>) -> Cow<'_, [T]> {
     match layout {
-        Layout::Hwc => samples.into(),
+        Layout::Hwc => samples[range].into(),
         Layout::Chw => {
-            (0..channels).flat_map(|c| samples.iter().skip(c).step_by(channels).copied()).collect::<Vec<T>>().into()
+            let pixels = samples.len() / channels;
+            let mut gathered = Vec::with_capacity(range.len());
+            let mut at = range.start;
+            while at < range.end {
+                let (channel, pixel) = (at / pixels, at % pixels);
+                let run = (pixels - pixel).min(range.end - at);
+                gathered.extend(samples[pixel * channels + channel..].iter().step_by(channels).take(run).copied());
+                at += run;
+            }
+            gathered.into()
         }
     }
 }

@@ -59,6 +59,9 @@ pub enum Specials {
     /// OCP FP8 E4M3: no infinities; exponent field all ones is an ordinary binade except
     /// for mantissa all ones, the only NaN (S.1111.111).
     NanOnlyAtAllOnes,
+    /// FNUZ ("finite, NaN, unsigned zero"): no infinities, every exponent field an
+    /// ordinary binade, and the encoding of -0 (sign set, all else clear) the only NaN.
+    NanAtNegativeZero,
 }
 
 /// The bit fields of a format: sign on top, then the exponent, then the mantissa.
@@ -68,12 +71,13 @@ pub struct Layout {
     pub exponent_bits: u32,
     /// Mantissa (trailing significand) field width.
     pub mantissa_bits: u32,
-    /// What exponent all ones means.
+    /// Where the special values (infinities, NaNs) are.
     pub specials: Specials,
 }
 
 /// The field widths of `format`, from its specification (IEEE 754-2019 table 3.5,
-/// Google Brain bfloat16, OCP 8-bit Floating Point Specification rev. 1.0).
+/// Google Brain bfloat16, OCP 8-bit Floating Point Specification rev. 1.0, and for FNUZ
+/// Noune et al., arXiv:2206.02915, section 3).
 pub const fn layout(format: Format) -> Layout {
     let (exponent_bits, mantissa_bits, specials) = match format {
         Format::Binary16 => (5, 10, Specials::Ieee),
@@ -82,6 +86,8 @@ pub const fn layout(format: Format) -> Layout {
         Format::Binary64 => (11, 52, Specials::Ieee),
         Format::Fp8E4m3 => (4, 3, Specials::NanOnlyAtAllOnes),
         Format::Fp8E5m2 => (5, 2, Specials::Ieee),
+        Format::Fp8E4m3Fnuz => (4, 3, Specials::NanAtNegativeZero),
+        Format::Fp8E5m2Fnuz => (5, 2, Specials::NanAtNegativeZero),
     };
     Layout { exponent_bits, mantissa_bits, specials }
 }
@@ -92,7 +98,7 @@ macro_rules! fields {
         Fields::<
             { layout($format).exponent_bits },
             { layout($format).mantissa_bits },
-            { matches!(layout($format).specials, Specials::Ieee) },
+            { layout($format).specials as u8 },
         >
     };
 }
@@ -125,6 +131,14 @@ macro_rules! with_fields {
                 let $fields = fields!(Format::Fp8E5m2);
                 $body
             }
+            Format::Fp8E4m3Fnuz => {
+                let $fields = fields!(Format::Fp8E4m3Fnuz);
+                $body
+            }
+            Format::Fp8E5m2Fnuz => {
+                let $fields = fields!(Format::Fp8E5m2Fnuz);
+                $body
+            }
         }
     };
 }
@@ -138,9 +152,11 @@ pub fn class(format: Format, bits: u64) -> FpClass {
 /// A format's field widths as constants (from [`layout`]), so that the decoding loops
 /// of [`expected_many`] compile to straight-line code per format.
 #[derive(Clone, Copy, Debug)]
-struct Fields<const EXPONENT_BITS: u32, const MANTISSA_BITS: u32, const IEEE: bool>;
+struct Fields<const EXPONENT_BITS: u32, const MANTISSA_BITS: u32, const SPECIALS: u8>;
 
-impl<const EXPONENT_BITS: u32, const MANTISSA_BITS: u32, const IEEE: bool> Fields<EXPONENT_BITS, MANTISSA_BITS, IEEE> {
+impl<const EXPONENT_BITS: u32, const MANTISSA_BITS: u32, const SPECIALS: u8>
+    Fields<EXPONENT_BITS, MANTISSA_BITS, SPECIALS>
+{
     const EXPONENT_ALL_ONES: u64 = (1 << EXPONENT_BITS) - 1;
     const MANTISSA_ALL_ONES: u64 = (1 << MANTISSA_BITS) - 1;
 
@@ -164,13 +180,17 @@ impl<const EXPONENT_BITS: u32, const MANTISSA_BITS: u32, const IEEE: bool> Field
     fn class(self, bits: u64) -> FpClass {
         let exponent = (bits >> MANTISSA_BITS) & Self::EXPONENT_ALL_ONES;
         let mantissa = bits & Self::MANTISSA_ALL_ONES;
+        let negative = (bits >> (EXPONENT_BITS + MANTISSA_BITS)) & 1 == 1;
         let top_binade = exponent == Self::EXPONENT_ALL_ONES;
+        let (ieee, fnuz) = (SPECIALS == Specials::Ieee as u8, SPECIALS == Specials::NanAtNegativeZero as u8);
+        let e4m3 = SPECIALS == Specials::NanOnlyAtAllOnes as u8;
         match exponent {
+            0 if mantissa == 0 && fnuz && negative => FpClass::Nan,
             0 if mantissa == 0 => FpClass::Zero,
             0 => FpClass::Subnormal,
-            _ if IEEE && top_binade && mantissa == 0 => FpClass::Infinite,
-            _ if IEEE && top_binade => FpClass::Nan,
-            _ if !IEEE && top_binade && mantissa == Self::MANTISSA_ALL_ONES => FpClass::Nan,
+            _ if ieee && top_binade && mantissa == 0 => FpClass::Infinite,
+            _ if ieee && top_binade => FpClass::Nan,
+            _ if e4m3 && top_binade && mantissa == Self::MANTISSA_ALL_ONES => FpClass::Nan,
             _ => FpClass::Normal,
         }
     }

@@ -46,6 +46,12 @@ impl Counts {
         self.nan + self.pos_inf + self.neg_inf
     }
 
+    /// The counts of a piece that starts at index `first_index` of a larger buffer, with
+    /// its first index made absolute.
+    pub fn shifted(self, first_index: u64) -> Counts {
+        Counts { first_non_finite: self.first_non_finite.map(|i| i + first_index), ..self }
+    }
+
     /// The counts of two disjoint pieces of one buffer, whose indices are already
     /// absolute: sums, and the smaller first index. Associative and commutative.
     pub fn merged(self, other: Counts) -> Counts {
@@ -164,6 +170,10 @@ float_formats! {
     Fp8E4m3 = "fp8_e4m3": u8, shared::fp8::e4m3;
     /// OCP FP8 E5M2.
     Fp8E5m2 = "fp8_e5m2": u8, shared::fp8::e5m2;
+    /// FP8 E4M3FNUZ (no infinities; NaN only 0x80).
+    Fp8E4m3Fnuz = "fp8_e4m3fnuz": u8, shared::fp8::e4m3fnuz;
+    /// FP8 E5M2FNUZ (no infinities; NaN only 0x80).
+    Fp8E5m2Fnuz = "fp8_e5m2fnuz": u8, shared::fp8::e5m2fnuz;
 }
 
 #[inline(always)]

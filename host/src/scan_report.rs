@@ -1,10 +1,11 @@
 //! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
 
 use crate::backend::Backend;
+use crate::npz;
 use crate::progress::Progress;
 use crate::report::Table;
-use crate::scan::{Counts, FloatFormat};
-use crate::tensor_io::{Container, Element, MappedFile};
+use crate::scan::{Counts, Endian, FloatFormat};
+use crate::tensor_io::{Container, Element, MappedFile, TensorEntry};
 
 /// The result of scanning one tensor (borrowing names and shapes from the file's
 /// tensor list, so that a report costs little more than that list).
@@ -20,9 +21,18 @@ pub struct TensorReport<'a> {
     pub shape: &'a [u64],
     /// Number of elements.
     pub elements: u64,
-    /// Why the tensor was not scanned (its dtype has no NaN or infinity), if it was not.
+    /// Why the tensor was not scanned, if it was not: its dtype has no NaN or infinity,
+    /// or (with `unsupported`) it is not supported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<&'static str>,
+    /// `true` for a tensor that may hold NaN or infinities but could not be scanned:
+    /// the run is then not `all_finite`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unsupported: bool,
+    /// `true` for complex numbers: counts are of real and imaginary parts, and
+    /// `first_non_finite` is an index of parts (element `i`'s are `2i` and `2i + 1`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub complex: bool,
     /// `true` for a Fortran-ordered `.npy` array: `first_non_finite` is then an index in
     /// storage (column-major) order.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -45,8 +55,8 @@ pub struct FileReport<'a> {
 
 /// Scans every tensor of `file` on `backend`, advancing `progress` by the bytes scanned.
 ///
-/// Errors (from the backend only: the file was validated when it was opened) name the
-/// file and the tensor.
+/// Errors (from the backend, or from inflating a compressed `.npz` member: the file was
+/// otherwise validated when it was opened) name the file and the tensor.
 pub fn scan_file<'a>(
     file: &'a MappedFile,
     backend: &dyn Backend,
@@ -57,13 +67,12 @@ pub fn scan_file<'a>(
         .iter()
         .map(|tensor| {
             let (format, skipped, counts) = match tensor.element {
-                Element::Float(format, endian) => {
-                    let counts = backend
-                        .count_non_finite(format, endian, file.data(tensor), &|bytes| progress.advance(bytes))
+                Element::Float(format, endian) | Element::Complex(format, endian) => {
+                    let counts = scan_tensor(file, tensor, format, endian, backend, progress)
                         .map_err(|e| format!("{}: tensor '{}': {e}", file.path.display(), tensor.name))?;
                     (Some(format), None, counts)
                 }
-                Element::AlwaysFinite(why) => (None, Some(why), Counts::default()),
+                Element::AlwaysFinite(why) | Element::Unsupported(why) => (None, Some(why), Counts::default()),
             };
             Ok(TensorReport {
                 name: &tensor.name,
@@ -72,6 +81,8 @@ pub fn scan_file<'a>(
                 shape: &tensor.shape,
                 elements: tensor.elements,
                 skipped,
+                unsupported: matches!(tensor.element, Element::Unsupported(_)),
+                complex: matches!(tensor.element, Element::Complex(..)),
                 fortran_order: tensor.fortran_order,
                 counts,
             })
@@ -80,9 +91,40 @@ pub fn scan_file<'a>(
     Ok(FileReport { file: file.path.display().to_string(), container: file.container, tensors })
 }
 
+/// Counts the non-finite values of `tensor` as `format`, a chunk at a time when its data
+/// comes from a deflated `.npz` member.
+fn scan_tensor(
+    file: &MappedFile,
+    tensor: &TensorEntry,
+    format: FloatFormat,
+    endian: Endian,
+    backend: &dyn Backend,
+    progress: &Progress,
+) -> Result<Counts, String> {
+    let mut counts = Counts::default();
+    file.for_each_chunk(tensor, npz::INFLATE_CHUNK_BYTES, |first_byte, bytes| {
+        let found = backend.count_non_finite(format, endian, bytes, &|done| progress.advance(done))?;
+        counts = counts.merged(found.shifted(first_byte / format.bytes() as u64));
+        Ok(())
+    })?;
+    Ok(counts)
+}
+
 /// Bytes that [`scan_file`] will scan in `file` (the data of its floating-point tensors).
 pub fn bytes_to_scan(file: &MappedFile) -> u64 {
-    file.tensors.iter().filter(|t| matches!(t.element, Element::Float(..))).map(|t| t.data.len() as u64).sum()
+    file.tensors.iter().filter(|t| t.element.scanned_as().is_some()).map(|t| t.data.len() as u64).sum()
+}
+
+/// How an index of a scanned tensor reads in a report: the index, with the complex
+/// element and part it falls on, or a note that it counts in column-major order.
+fn index_text(tensor: &TensorReport<'_>, index: u64) -> String {
+    let part = if index.is_multiple_of(2) { "real" } else { "imag" };
+    match (tensor.complex, tensor.fortran_order) {
+        (true, false) => format!("{index} (element {}, {part})", index / 2),
+        (true, true) => format!("{index} (element {}, {part}, column-major)", index / 2),
+        (false, true) => format!("{index} (column-major)"),
+        (false, false) => index.to_string(),
+    }
 }
 
 /// Where the first non-finite value of the whole run is.
@@ -92,8 +134,11 @@ pub struct Location {
     pub file: String,
     /// The tensor.
     pub tensor: String,
-    /// Flat index within the tensor, in storage order.
+    /// Flat index within the tensor, in storage order (of parts, for complex tensors).
     pub index: u64,
+    /// The index as the table prints it (with its complex element and part).
+    #[serde(skip)]
+    pub index_text: String,
 }
 
 /// Totals over every file.
@@ -113,6 +158,8 @@ pub struct Total {
     pub neg_inf: u64,
     /// The first non-finite value, in the order files and tensors are listed.
     pub first_non_finite: Option<Location>,
+    /// Tensors that may hold NaN or infinities but could not be scanned.
+    pub not_scanned: usize,
 }
 
 /// The report of one `scan` run.
@@ -124,7 +171,8 @@ pub struct Report<'a> {
     pub files: Vec<FileReport<'a>>,
     /// Totals.
     pub total: Total,
-    /// `true` iff no NaN or infinity was found.
+    /// `true` iff every tensor was scanned or cannot hold NaN or infinities, and no NaN
+    /// or infinity was found.
     pub all_finite: bool,
 }
 
@@ -134,7 +182,7 @@ impl<'a> Report<'a> {
         let files: Vec<FileReport<'a>> =
             files.iter().map(|file| scan_file(file, backend, progress)).collect::<Result<_, _>>()?;
         let total = total(&files);
-        let all_finite = total.first_non_finite.is_none();
+        let all_finite = total.first_non_finite.is_none() && total.not_scanned == 0;
         Ok(Report { device: backend.name(), files, total, all_finite })
     }
 
@@ -156,7 +204,12 @@ fn total(reports: &[FileReport<'_>]) -> Total {
     let counts =
         tensors().fold(Counts::default(), |sum, (_, t)| Counts { first_non_finite: None, ..sum.merged(t.counts) });
     let first_non_finite = tensors().find_map(|(f, t)| {
-        t.counts.first_non_finite.map(|index| Location { file: f.file.clone(), tensor: t.name.to_string(), index })
+        t.counts.first_non_finite.map(|index| Location {
+            file: f.file.clone(),
+            tensor: t.name.to_string(),
+            index,
+            index_text: index_text(t, index),
+        })
     });
     Total {
         files: reports.len(),
@@ -166,6 +219,7 @@ fn total(reports: &[FileReport<'_>]) -> Total {
         pos_inf: counts.pos_inf,
         neg_inf: counts.neg_inf,
         first_non_finite,
+        not_scanned: tensors().filter(|(_, t)| t.unsupported).count(),
     }
 }
 
@@ -176,7 +230,7 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
             let count = |n: u64| if t.skipped.is_some() { "-".to_string() } else { n.to_string() };
             let first = match (t.skipped, t.counts.first_non_finite) {
                 (Some(why), _) => format!("not scanned: {why}"),
-                (None, Some(index)) => format!("{index}{}", if t.fortran_order { " (column-major)" } else { "" }),
+                (None, Some(index)) => index_text(t, index),
                 (None, None) => "-".into(),
             };
             table.row([
@@ -193,11 +247,23 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
         }
     }
     let total = &report.total;
-    let verdict = match &total.first_non_finite {
-        None => "all finite".to_string(),
-        Some(at) => format!(
-            "{} NaN, {} +inf, {} -inf; first at {} tensor '{}' index {}",
-            total.nan, total.pos_inf, total.neg_inf, at.file, at.tensor, at.index
+    let not_scanned = match total.not_scanned {
+        0 => String::new(),
+        1 => "1 tensor not scanned (unsupported)".into(),
+        n => format!("{n} tensors not scanned (unsupported)"),
+    };
+    let verdict = match (&total.first_non_finite, total.not_scanned) {
+        (None, 0) => "all finite".to_string(),
+        (None, _) => format!("no NaN or infinity in what was scanned, but {not_scanned}"),
+        (Some(at), n) => format!(
+            "{} NaN, {} +inf, {} -inf; first at {} tensor '{}' index {}{}",
+            total.nan,
+            total.pos_inf,
+            total.neg_inf,
+            at.file,
+            at.tensor,
+            at.index_text,
+            if n == 0 { String::new() } else { format!("; {not_scanned}") }
         ),
     };
     format!(

@@ -1,12 +1,13 @@
-//! Tensor containers: `.npy` and `.safetensors` headers parsed from a read-only memory
-//! map, and f32 tensors written atomically.
+//! Tensor containers: `.npy`, `.npz` and `.safetensors` headers parsed from a read-only
+//! memory map, and f32 tensors written atomically, streamed a chunk at a time.
 //!
-//! Parsing is done by the format's own crate (`npyz`, `safetensors`); this module only
-//! bounds what those crates are handed (header sizes, so that a hostile length field
-//! cannot make them allocate gigabytes) and checks that every tensor's bytes lie inside
-//! the file. Every function returns a one-line message instead of panicking, whatever
-//! the bytes.
+//! Parsing is done by the format's own crate (`npyz`, `safetensors`; `.npz` archives by
+//! [`crate::npz`]); this module only bounds what those crates are handed (header sizes,
+//! so that a hostile length field cannot make them allocate gigabytes) and checks that
+//! every tensor's bytes lie inside the file. Every function returns a one-line message
+//! instead of panicking, whatever the bytes.
 
+use crate::npz::{self, Deflated};
 use crate::scan::{Endian, FloatFormat};
 use memmap2::Mmap;
 use std::fs::File;
@@ -34,35 +35,58 @@ const SAFETENSORS_LEN_BYTES: usize = 8;
 /// The `.safetensors` header key that holds string metadata, not a tensor.
 const SAFETENSORS_METADATA_KEY: &str = "__metadata__";
 
-/// The container formats `scan` reads and `normalize` writes.
+/// The container formats `scan` reads (all three) and `normalize` writes (`.npy` and
+/// `.safetensors`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Container {
     /// NumPy's `.npy`: one array.
     Npy,
+    /// NumPy's `.npz`: a zip archive of `.npy` members, stored or deflated.
+    Npz,
     /// Hugging Face's `.safetensors`: named tensors after a JSON header.
     Safetensors,
 }
 
 impl Container {
-    /// The container named by `path`'s extension (`.npy`, `.safetensors`), if any.
+    /// The container named by `path`'s extension (`.npy`, `.npz`, `.safetensors`), if any.
     pub fn from_extension(path: &Path) -> Option<Container> {
         match path.extension()?.to_str()? {
             "npy" => Some(Container::Npy),
+            "npz" => Some(Container::Npz),
             "safetensors" => Some(Container::Safetensors),
             _ => None,
         }
     }
 
-    /// The container of an input file: by extension, else `.npy` if the bytes start with
-    /// NumPy's magic.
+    /// The container an output path names: `.npy` or `.safetensors` (`.npz` is read only).
+    pub fn of_output(path: &Path) -> Option<Container> {
+        Container::from_extension(path).filter(|&container| container != Container::Npz)
+    }
+
+    /// The container of an input file: by extension, else by content: NumPy's magic, a
+    /// zip archive's, or a safetensors header (see [`looks_like_safetensors`]).
     pub fn detect(path: &Path, bytes: &[u8]) -> Result<Container, String> {
         match Container::from_extension(path) {
             Some(container) => Ok(container),
             None if bytes.starts_with(NPY_MAGIC) => Ok(Container::Npy),
-            None => Err("unknown file type (expected a .npy or .safetensors file)".into()),
+            None if npz::MAGIC.iter().any(|magic| bytes.starts_with(magic)) => Ok(Container::Npz),
+            None if looks_like_safetensors(bytes) => Ok(Container::Safetensors),
+            None => Err("unknown file type (expected a .npy, .npz or .safetensors file)".into()),
         }
     }
+}
+
+/// `true` if `bytes` start like a `.safetensors` file: a little-endian header length
+/// that fits the file and [`MAX_SAFETENSORS_HEADER`], then a JSON object's `{` (the
+/// `safetensors` crate refuses a header that starts with anything else). Neither NumPy's
+/// magic nor a zip archive's can pass: both would claim a header of terabytes.
+pub fn looks_like_safetensors(bytes: &[u8]) -> bool {
+    let Some((length_field, rest)) = bytes.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
+        return false;
+    };
+    let header_len = u64::from_le_bytes(*length_field);
+    header_len >= 2 && header_len <= MAX_SAFETENSORS_HEADER.min(rest.len() as u64) && rest.first() == Some(&b'{')
 }
 
 /// How the elements of a tensor are checked.
@@ -70,9 +94,33 @@ impl Container {
 pub enum Element {
     /// A floating-point format with NaN and/or infinities: scanned.
     Float(FloatFormat, Endian),
+    /// Complex numbers of two parts of a floating-point format, real then imaginary:
+    /// scanned as `2 × elements` parts, so counts are of parts and indices are of parts
+    /// in storage order (element `i`'s real part is `2i`, its imaginary part `2i + 1`),
+    /// as in NumPy's `a.view(np.float32)`.
+    Complex(FloatFormat, Endian),
     /// A type with no NaN or infinity encodings (integers, booleans, FP4/FP6): finite by
     /// construction, not scanned. The string says why.
     AlwaysFinite(&'static str),
+    /// A type or storage that may hold NaN or infinities but that `scan` cannot read
+    /// (E8M0, long double, structured, an `.npz` member compressed with another method):
+    /// listed as not scanned, and the run cannot report "all finite". The string says why.
+    Unsupported(&'static str),
+}
+
+impl Element {
+    /// The format and byte order the tensor's bytes are scanned as, if they are.
+    pub fn scanned_as(self) -> Option<(FloatFormat, Endian)> {
+        match self {
+            Element::Float(format, endian) | Element::Complex(format, endian) => Some((format, endian)),
+            Element::AlwaysFinite(_) | Element::Unsupported(_) => None,
+        }
+    }
+
+    /// Values per element: 2 for complex, else 1.
+    pub fn parts(self) -> u64 {
+        if matches!(self, Element::Complex(..)) { 2 } else { 1 }
+    }
 }
 
 /// One tensor of a container: where its bytes are and how to read them.
@@ -86,11 +134,16 @@ pub struct TensorEntry {
     pub element: Element,
     /// Shape as stored.
     pub shape: Vec<u64>,
-    /// Number of elements (the product of `shape`, never 0).
+    /// Number of elements (the product of `shape`; 0 for an empty tensor).
     pub elements: u64,
-    /// Byte range of the data within the file; its length is `elements` times the
-    /// element size (in bits, over 8, for sub-byte dtypes), and it lies inside the file.
+    /// Byte range of the data within the file (within the inflated member when
+    /// `deflated` is set); its length is `elements` times the element size (in bits,
+    /// over 8, for sub-byte dtypes), and it lies inside the file (the member). Empty, and
+    /// not read, for an [`Element::Unsupported`] tensor whose element size is unknown.
     pub data: Range<usize>,
+    /// For a deflated `.npz` member: where its compressed bytes are; the data is then
+    /// inflated as it is scanned, a chunk at a time (see [`MappedFile::for_each_chunk`]).
+    pub deflated: Option<Deflated>,
     /// `true` for a Fortran-ordered `.npy` array: element indices are then in storage
     /// (column-major) order.
     pub fortran_order: bool,
@@ -110,9 +163,10 @@ pub struct MappedFile {
 impl MappedFile {
     /// Opens, maps and parses `path`. Errors are one line, prefixed with the path.
     ///
-    /// Guarantees on success: every tensor's `data` range lies inside the mapping, its
-    /// length matches shape × element size, and no tensor is empty. Nothing of the data
-    /// is read or copied.
+    /// Guarantees on success: every tensor's `data` range lies inside the mapping (or
+    /// its inflated member), and its length matches shape × element size. Nothing of the
+    /// data is read or copied (but the first bytes of each deflated `.npz` member, which
+    /// hold its header).
     pub fn open(path: &Path) -> Result<MappedFile, String> {
         let fail = |message: String| format!("{}: {}", path.display(), one_line(message));
         check_regular_file(path).map_err(fail)?;
@@ -128,9 +182,32 @@ impl MappedFile {
         Ok(MappedFile { path: path.to_path_buf(), container, tensors, map })
     }
 
-    /// The bytes of `tensor` (one of `self.tensors`).
+    /// The bytes of `tensor` (one of `self.tensors`) as they lie in the file: empty for a
+    /// deflated `.npz` member, whose bytes only [`MappedFile::for_each_chunk`] gives.
     pub fn data(&self, tensor: &TensorEntry) -> &[u8] {
-        self.map.get(tensor.data.clone()).unwrap_or_default()
+        match tensor.deflated {
+            None => self.map.get(tensor.data.clone()).unwrap_or_default(),
+            Some(_) => &[],
+        }
+    }
+
+    /// Calls `use_chunk(first_byte, bytes)` on the bytes of `tensor` in order, `first_byte`
+    /// counted from the start of its data: once with all of them for data in the file,
+    /// and `chunk_bytes` at a time (the last chunk shorter) for a deflated `.npz` member,
+    /// which is inflated as it goes and whose length and CRC-32 are checked at its end.
+    /// `chunk_bytes` should be a multiple of the element size, so that every chunk holds
+    /// whole elements.
+    pub fn for_each_chunk(
+        &self,
+        tensor: &TensorEntry,
+        chunk_bytes: usize,
+        use_chunk: impl FnMut(u64, &[u8]) -> Result<(), String>,
+    ) -> Result<(), String> {
+        let mut use_chunk = use_chunk;
+        match &tensor.deflated {
+            None => use_chunk(0, self.data(tensor)),
+            Some(deflated) => npz::inflate(&self.map, deflated, tensor.data.clone(), chunk_bytes, use_chunk),
+        }
     }
 }
 
@@ -160,6 +237,7 @@ fn map_read_only(file: &File) -> std::io::Result<Mmap> {
 pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
     match container {
         Container::Npy => parse_npy(bytes).map(|t| vec![t]),
+        Container::Npz => npz::parse(bytes),
         Container::Safetensors => parse_safetensors(bytes),
     }
 }
@@ -196,8 +274,7 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
         .into_iter()
         .map(|name| {
             let info = metadata.info(&name).ok_or_else(|| format!("tensor '{name}' vanished from the header"))?;
-            let (element, bits) = safetensors_element(info.dtype)
-                .ok_or_else(|| format!("tensor '{name}': dtype {:?} is not supported", info.dtype))?;
+            let (element, bits) = (safetensors_element(info.dtype), info.dtype.bitsize() as u64);
             let shape: Vec<u64> = info.shape.iter().map(|&d| d as u64).collect();
             let (start, end) = info.data_offsets;
             let elements = element_count(&name, &shape)?;
@@ -215,6 +292,7 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
                 shape,
                 elements,
                 data: data_start + start..data_start + end,
+                deflated: None,
                 fortran_order: false,
                 name,
             })
@@ -232,30 +310,45 @@ fn safetensors_header_error(error: serde_json::Error) -> String {
     }
 }
 
-/// How a safetensors dtype is checked, and its size in bits; `None` for floating-point
-/// dtypes whose NaN encodings `shared` does not model (FNUZ FP8, E8M0, complex).
-fn safetensors_element(dtype: safetensors::Dtype) -> Option<(Element, u64)> {
+/// How a safetensors dtype is checked. E8M0 (whose 0xFF is NaN, but which has no sign
+/// bit for `shared`'s classification to work on) and dtypes newer than the crate are
+/// [`Element::Unsupported`].
+fn safetensors_element(dtype: safetensors::Dtype) -> Element {
     use safetensors::Dtype as D;
     let float = |format: FloatFormat| Element::Float(format, Endian::Little);
-    let element = match dtype {
+    match dtype {
         D::F16 => float(FloatFormat::Binary16),
         D::BF16 => float(FloatFormat::Bfloat16),
         D::F32 => float(FloatFormat::Binary32),
         D::F64 => float(FloatFormat::Binary64),
         D::F8_E4M3 => float(FloatFormat::Fp8E4m3),
         D::F8_E5M2 => float(FloatFormat::Fp8E5m2),
+        D::F8_E4M3FNUZ => float(FloatFormat::Fp8E4m3Fnuz),
+        D::F8_E5M2FNUZ => float(FloatFormat::Fp8E5m2Fnuz),
+        D::C64 => Element::Complex(FloatFormat::Binary32, Endian::Little),
         D::BOOL | D::U8 | D::I8 | D::U16 | D::I16 | D::U32 | D::I32 | D::U64 | D::I64 => {
             Element::AlwaysFinite("integer dtype")
         }
         D::F4 | D::F6_E2M3 | D::F6_E3M2 => Element::AlwaysFinite("MX format without NaN or infinity"),
-        _ => return None,
-    };
-    Some((element, dtype.bitsize() as u64))
+        D::F8_E8M0 => Element::Unsupported("E8M0 is not supported"),
+        _ => Element::Unsupported("dtype not supported"),
+    }
 }
 
 /// Parses a `.npy` file with `npyz`, after checking the header length field against
 /// [`MAX_NPY_HEADER`] and the file size (npyz allocates whatever the field says).
 pub fn parse_npy(bytes: &[u8]) -> Result<TensorEntry, String> {
+    parse_npy_prefix(bytes, bytes.len() as u64)
+}
+
+/// Bytes of an `.npy` file that hold the longest header accepted: [`parse_npy_prefix`]
+/// needs no more.
+pub const NPY_HEADER_PREFIX: u64 = 12 + MAX_NPY_HEADER;
+
+/// [`parse_npy`] of a file of `len` bytes of which only the first, `bytes`, are at hand
+/// (all of them, or at least [`NPY_HEADER_PREFIX`]): a deflated `.npz` member, whose data
+/// is inflated only when it is scanned.
+pub fn parse_npy_prefix(bytes: &[u8], len: u64) -> Result<TensorEntry, String> {
     if !bytes.starts_with(NPY_MAGIC) {
         return Err("not an NPY file (wrong magic)".into());
     }
@@ -281,18 +374,18 @@ pub fn parse_npy(bytes: &[u8]) -> Result<TensorEntry, String> {
     let mut rest = bytes;
     let header = npyz::NpyHeader::from_reader(&mut rest).map_err(npy_header_error)?;
     let data_start = bytes.len() - rest.len();
-    let npyz::DType::Plain(type_str) = header.dtype() else {
-        return Err("structured dtype is not supported".into());
+    let after_header = len.saturating_sub(data_start as u64);
+    let (descr, element) = match header.dtype() {
+        npyz::DType::Plain(type_str) => (type_str.to_string(), npy_element(&type_str)),
+        other => (other.descr(), Element::Unsupported("structured dtype")),
     };
-    let descr = type_str.to_string();
-    let element = npy_element(&type_str).ok_or_else(|| format!("dtype {descr} is not supported"))?;
     let shape = header.shape().to_vec();
     let elements = element_count("array", &shape)?;
-    let item_size = type_str.num_bytes().unwrap_or(0) as u64;
-    let data_len = elements.checked_mul(item_size).filter(|&n| n <= rest.len() as u64).ok_or_else(|| {
+    // `None` for pickled objects, whose size only unpickling tells: nothing is read then.
+    let item_size = header.dtype().num_bytes().map_or(0, |n| n as u64);
+    let data_len = elements.checked_mul(item_size).filter(|&n| n <= after_header).ok_or_else(|| {
         format!(
-            "header claims {elements} × {item_size} data bytes, the file holds only {} after the header",
-            rest.len()
+            "header claims {elements} × {item_size} data bytes, the file holds only {after_header} after the header"
         )
     })?;
     Ok(TensorEntry {
@@ -302,6 +395,7 @@ pub fn parse_npy(bytes: &[u8]) -> Result<TensorEntry, String> {
         shape,
         elements,
         data: data_start..data_start + data_len as usize,
+        deflated: None,
         fortran_order: header.order() == npyz::Order::Fortran,
     })
 }
@@ -333,33 +427,44 @@ fn npy_header_error(error: std::io::Error) -> String {
     }
 }
 
-/// How a plain npy dtype is checked; `None` for anything but floats of 2, 4 or 8 bytes,
-/// integers and booleans.
-fn npy_element(type_str: &npyz::TypeStr) -> Option<Element> {
+/// How a plain npy dtype is checked: floats of 2, 4 or 8 bytes and complex numbers of
+/// two 4- or 8-byte parts are scanned; integers, booleans, strings and dates have no NaN;
+/// long double, raw bytes and pickled objects are [`Element::Unsupported`].
+fn npy_element(type_str: &npyz::TypeStr) -> Element {
     use npyz::{Endianness, TypeChar};
-    match type_str.type_char() {
-        TypeChar::Bool | TypeChar::Int | TypeChar::Uint => Some(Element::AlwaysFinite("integer dtype")),
-        TypeChar::Float => {
-            let format = match type_str.size_field() {
-                2 => FloatFormat::Binary16,
-                4 => FloatFormat::Binary32,
-                8 => FloatFormat::Binary64,
-                _ => return None,
-            };
-            let endian = match type_str.endianness() {
-                Endianness::Big => Endian::Big,
-                Endianness::Little | Endianness::Irrelevant => Endian::Little,
-            };
-            Some(Element::Float(format, endian))
-        }
+    let endian = match type_str.endianness() {
+        Endianness::Big => Endian::Big,
+        Endianness::Little | Endianness::Irrelevant => Endian::Little,
+    };
+    let float_of = |bytes: u64| match bytes {
+        2 => Some(FloatFormat::Binary16),
+        4 => Some(FloatFormat::Binary32),
+        8 => Some(FloatFormat::Binary64),
         _ => None,
+    };
+    match type_str.type_char() {
+        TypeChar::Bool | TypeChar::Int | TypeChar::Uint => Element::AlwaysFinite("integer dtype"),
+        TypeChar::Float => match float_of(type_str.size_field()) {
+            Some(format) => Element::Float(format, endian),
+            None => Element::Unsupported("extended-precision float is not supported"),
+        },
+        TypeChar::Complex => match float_of(type_str.size_field() / 2) {
+            Some(format) if format != FloatFormat::Binary16 => Element::Complex(format, endian),
+            _ => Element::Unsupported("extended-precision complex is not supported"),
+        },
+        TypeChar::ByteStr | TypeChar::UnicodeStr | TypeChar::DateTime | TypeChar::TimeDelta => {
+            Element::AlwaysFinite("not a floating-point dtype")
+        }
+        TypeChar::Object => Element::Unsupported("pickled objects are not read"),
+        TypeChar::RawData => Element::Unsupported("raw bytes of unknown type"),
+        _ => Element::Unsupported("dtype not supported"),
     }
 }
 
-/// The product of `shape`, refusing zero-sized tensors and overflow.
+/// The product of `shape` (0 for an empty tensor), refusing overflow.
 fn element_count(name: &str, shape: &[u64]) -> Result<u64, String> {
     if shape.contains(&0) {
-        return Err(format!("tensor '{name}' has no elements (shape {shape:?})"));
+        return Ok(0);
     }
     shape
         .iter()
@@ -404,7 +509,7 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
     if same {
         return fail("is the input file; choose another output path");
     }
-    let Some(container) = Container::from_extension(output) else {
+    let Some(container) = Container::of_output(output) else {
         return fail("unknown output extension (expected .npy or .safetensors)");
     };
     if output.exists() {
@@ -418,18 +523,58 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
     Ok(container)
 }
 
+/// Values per chunk when a tensor is written: 4 MiB of f32, so that writing holds a few
+/// MiB however large the tensor is.
+pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
+
+/// A tensor's values in flat order, produced a chunk at a time, so that writing one
+/// never needs them all in memory.
+pub trait F32Source {
+    /// How many values there are.
+    fn elements(&self) -> u64;
+    /// Writes values `start .. start + out.len()` into `out` (a range within
+    /// [`F32Source::elements`]).
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), String>;
+}
+
+impl F32Source for [f32] {
+    fn elements(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), String> {
+        let values = usize::try_from(start).ok().and_then(|start| self.get(start..start + out.len()));
+        out.copy_from_slice(values.ok_or_else(|| format!("values {start}.. are out of range"))?);
+        Ok(())
+    }
+}
+
+/// Writes the f32 tensor `data` of `shape` to `out`: [`write_f32_from`] of a slice.
+pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), String> {
+    write_f32_from(out, name, shape, data, force)
+}
+
 /// Writes an f32 tensor of `shape` to `out` as the container its extension names, under
 /// the tensor name `name` for `.safetensors` (any name but the format's reserved
-/// `__metadata__`).
+/// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time.
 ///
 /// Guarantees: the bytes go to a temporary file in `out`'s directory, which is synced and
 /// then renamed onto `out`; on any error the temporary file is removed and `out` is left
 /// as it was. Without `force`, an existing `out` is never replaced (the rename itself
 /// refuses, so a file created meanwhile is not clobbered either).
-pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), String> {
+pub fn write_f32_from(
+    out: &Path,
+    name: &str,
+    shape: &[u64],
+    data: &(impl F32Source + ?Sized),
+    force: bool,
+) -> Result<(), String> {
     let fail = |message: String| format!("{}: {}", out.display(), one_line(message));
-    let container = Container::from_extension(out)
+    let container = Container::of_output(out)
         .ok_or_else(|| fail("unknown output extension (expected .npy or .safetensors)".into()))?;
+    if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
+        return Err(fail(format!("shape {shape:?} does not hold {} values", data.elements())));
+    }
     if container == Container::Safetensors && name == SAFETENSORS_METADATA_KEY {
         // The crate would write it, but every reader takes that key for the metadata map.
         return Err(fail(format!("tensor name '{name}' is reserved by the format")));
@@ -442,10 +587,13 @@ pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: boo
         tempfile::Builder::new().prefix(".bitexact-").suffix(".tmp").tempfile_in(directory).map_err(|e| {
             fail(format!("cannot create a temporary file in {}: {}", directory.display(), io_message(&e)))
         })?;
+    let mut writer = BufWriter::with_capacity(1 << 20, temporary.as_file_mut());
     match container {
-        Container::Npy => write_npy(temporary.as_file_mut(), shape, data),
-        Container::Safetensors => write_safetensors(temporary.as_file_mut(), name, shape, data),
+        Container::Npy => write_npy(&mut writer, shape, data),
+        Container::Safetensors => write_safetensors(&mut writer, name, shape, data),
+        Container::Npz => Err("cannot write .npz".into()),
     }
+    .and_then(|()| writer.into_inner().map(drop).map_err(|e| io_message(e.error())))
     .and_then(|()| temporary.as_file().sync_all().map_err(|e| io_message(&e)))
     .map_err(|e| fail(format!("write failed: {e}")))?;
     let persisted = if force { temporary.persist(out) } else { temporary.persist_noclobber(out) };
@@ -458,23 +606,52 @@ pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: boo
     })
 }
 
-fn write_npy(file: &mut File, shape: &[u64], data: &[f32]) -> Result<(), String> {
+/// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order.
+fn for_each_chunk(
+    data: &(impl F32Source + ?Sized),
+    mut write: impl FnMut(&[f32]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut chunk = vec![0.0f32; WRITE_CHUNK_ELEMENTS.min(data.elements() as usize)];
+    let mut start = 0;
+    while start < data.elements() {
+        let len = chunk.len().min((data.elements() - start) as usize);
+        data.fill(start, &mut chunk[..len])?;
+        write(&chunk[..len])?;
+        start += len as u64;
+    }
+    Ok(())
+}
+
+fn write_npy(out: &mut impl Write, shape: &[u64], data: &(impl F32Source + ?Sized)) -> Result<(), String> {
     use npyz::WriterBuilder;
-    let mut writer = npyz::WriteOptions::new()
-        .default_dtype()
-        .shape(shape)
-        .writer(BufWriter::with_capacity(1 << 20, file))
-        .begin_nd()
-        .map_err(|e| io_message(&e))?;
-    writer.extend(data.iter().copied()).map_err(|e| io_message(&e))?;
+    let mut writer =
+        npyz::WriteOptions::new().default_dtype().shape(shape).writer(out).begin_nd().map_err(|e| io_message(&e))?;
+    for_each_chunk(data, |chunk| writer.extend(chunk.iter().copied()).map_err(|e| io_message(&e)))?;
     writer.finish().map_err(|e| io_message(&e))
 }
 
-fn write_safetensors(file: &mut File, name: &str, shape: &[u64], data: &[f32]) -> Result<(), String> {
+/// Writes what `safetensors::serialize` writes for one F32 tensor (a test compares the
+/// bytes), without building the whole file in memory as it does: the length, the JSON
+/// header padded with spaces to a multiple of 8 bytes, then the little-endian values.
+fn write_safetensors(
+    out: &mut impl Write,
+    name: &str,
+    shape: &[u64],
+    data: &(impl F32Source + ?Sized),
+) -> Result<(), String> {
     const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian f32");
-    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
-    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape, bytemuck::cast_slice(data))
-        .map_err(|e| format!("invalid tensor: {e}"))?;
-    let serialized = safetensors::serialize([(name, view)], None).map_err(|e| e.to_string())?;
-    file.write_all(&serialized).map_err(|e| io_message(&e))
+    /// One tensor's header entry, its fields in the crate's order.
+    #[derive(serde::Serialize)]
+    struct Info<'a> {
+        dtype: &'static str,
+        shape: &'a [u64],
+        data_offsets: [u64; 2],
+    }
+    let info = Info { dtype: "F32", shape, data_offsets: [0, data.elements() * 4] };
+    let mut header = serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)]))
+        .map_err(|e| format!("invalid header: {e}"))?;
+    header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');
+    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(|e| io_message(&e))?;
+    out.write_all(&header).map_err(|e| io_message(&e))?;
+    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)).map_err(|e| io_message(&e)))
 }

@@ -1,68 +1,21 @@
 //! `scan` reads through a memory map: its heap use does not grow with the file. A
 //! counting global allocator measures the peak while a file larger than the 64 MiB
-//! budget is opened, scanned and reported, and while the largest accepted
-//! `.safetensors` header is parsed.
+//! budget is opened, scanned and reported, while the largest accepted `.safetensors`
+//! header is parsed, and while a deflated `.npz` member larger than the budget is
+//! inflated and scanned.
 //!
 //! One test function only: the counters are process-wide.
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use common::alloc_counter::{Counting, peak_growth};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn record_growth(bytes: usize) {
-    let now = CURRENT.fetch_add(bytes, Ordering::Relaxed) + bytes;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-// SAFETY: every call forwards to `System` with the caller's arguments unchanged; the
-// counters are only bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        record_growth(layout.size());
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        record_growth(layout.size());
-        // SAFETY: forwarded as is.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: forwarded as is.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size > layout.size() {
-            record_growth(new_size - layout.size());
-        } else {
-            CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-        }
-        // SAFETY: forwarded as is.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
 const BUDGET: usize = 64 << 20;
-
-/// Peak heap growth (bytes) while `work` runs.
-fn peak_growth(work: impl FnOnce()) -> usize {
-    let baseline = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(baseline, Ordering::Relaxed);
-    work();
-    PEAK.load(Ordering::Relaxed) - baseline
-}
 
 /// Opens and scans `path` and renders its report both ways, as `bitexact scan` does;
 /// returns the total NaN count and first index.
@@ -129,4 +82,21 @@ fn scan_heap_stays_bounded() {
     assert_eq!(result, (0, None));
     eprintln!("{count} tensors in a maximal header: peak heap growth {} KiB", peak >> 10);
     assert!(peak < BUDGET, "the largest header grew the heap by {peak} bytes");
+
+    // A deflated .npz member of 80 MiB of binary32 zeros, with a NaN near the end.
+    let elements: usize = 20 << 20;
+    let mut member =
+        common::npy_bytes(1, &format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({elements},), }}"), 0);
+    let data_start = member.len();
+    member.resize(data_start + elements * 4, 0);
+    let nan_at = elements - 4321;
+    member[data_start + nan_at * 4..][..4].copy_from_slice(&f32::NAN.to_le_bytes());
+    let npz = dir.path().join("big.npz");
+    common::write_npz(&npz, &[("x.npy", member)], common::ZipMethod::Deflated);
+    assert!(std::fs::metadata(&npz).unwrap().len() < 1 << 20, "zeros deflate well");
+
+    let peak = peak_growth(|| result = scan_and_report(&npz));
+    assert_eq!(result, (1, Some(nan_at as u64)));
+    eprintln!("80 MiB deflated .npz member: peak heap growth {} KiB", peak >> 10);
+    assert!(peak < host::npz::INFLATE_CHUNK_BYTES + (1 << 20), "inflating grew the heap by {peak} bytes");
 }

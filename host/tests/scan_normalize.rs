@@ -271,3 +271,67 @@ fn conversion_kernels_match_the_reference_on_every_input() {
     host::normalize::unorm16_to_f32(&words, &mut out);
     assert_exact(&out, &(0..65536).collect::<Vec<_>>(), 1, 256, Layout::Hwc, 65535);
 }
+
+#[test]
+fn normalized_chunks_of_any_size_and_start_match_the_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rgb.png");
+    let (w, h) = (13, 7);
+    let raw: Vec<u8> = random_samples((w * h * 3) as usize, 255, 21).iter().map(|&s| s as u8).collect();
+    ImageBuffer::<Rgb<u8>, _>::from_raw(w, h, raw).unwrap().save(&path).unwrap();
+    let image = Image::decode(&path).unwrap();
+    for layout in [Layout::Hwc, Layout::Chw] {
+        let whole = image.to_f32(layout, &Cpu).unwrap();
+        let source = image.normalized(layout, &Cpu);
+        // Chunks that start and end inside planes, across plane boundaries, one sample.
+        for chunk in [1, 5, 90, 91, 92, 200, whole.len()] {
+            let mut pieces = Vec::new();
+            for start in (0..whole.len()).step_by(chunk) {
+                let mut out = vec![0.0; chunk.min(whole.len() - start)];
+                tensor_io::F32Source::fill(&source, start as u64, &mut out).unwrap();
+                pieces.extend(out);
+            }
+            assert_eq!(bits(&pieces), bits(&whole), "{layout:?}, chunks of {chunk}");
+        }
+        let mut past_the_end = vec![0.0; 2];
+        assert!(tensor_io::F32Source::fill(&source, whole.len() as u64 - 1, &mut past_the_end).is_err());
+    }
+}
+
+fn bits(values: &[f32]) -> Vec<u32> {
+    values.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn written_safetensors_are_what_the_crate_writes_and_large_tensors_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let values: Vec<f32> = (0..24u64).map(|x| reference(x * 10, 255)).collect();
+    let ours = dir.path().join("ours.safetensors");
+    tensor_io::write_f32(&ours, "a \"quoted\" name", &[2, 3, 4], &values, false).unwrap();
+    let view = safetensors::tensor::TensorView::new(
+        safetensors::Dtype::F32,
+        vec![2, 3, 4],
+        bytemuck::cast_slice::<f32, u8>(&values),
+    )
+    .unwrap();
+    let theirs = safetensors::serialize([("a \"quoted\" name", view)], None).unwrap();
+    assert_eq!(std::fs::read(&ours).unwrap(), theirs);
+
+    // More values than one write chunk, and not a multiple of it.
+    let n = 2 * tensor_io::WRITE_CHUNK_ELEMENTS + 333;
+    let values: Vec<f32> = (0..n).map(|i| reference(i as u64 % 65536, 65535)).collect();
+    for name in ["big.npy", "big.safetensors"] {
+        let path = dir.path().join(name);
+        tensor_io::write_f32(&path, "x", &[n as u64], &values, false).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let back: Vec<f32> = if name.ends_with("npy") {
+            npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap()
+        } else {
+            let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+            bytemuck::pod_collect_to_vec(tensors.tensor("x").unwrap().data())
+        };
+        assert_eq!(bits(&back), bits(&values), "{name}");
+    }
+    let err = tensor_io::write_f32(&dir.path().join("wrong.npy"), "x", &[2, 2], &[0.5; 3], false).unwrap_err();
+    assert!(err.contains("does not hold 3 values"), "{err}");
+}

@@ -1,5 +1,8 @@
-//! The two OCP 8-bit floating-point formats (OCP "8-bit Floating Point Specification
-//! (OFP8)" rev. 1.0): classification on the raw bits, exact on all 256 encodings each.
+//! 8-bit floating-point formats, classified on the raw bits, exact on all 256 encodings
+//! each: the two OCP formats (OCP "8-bit Floating Point Specification (OFP8)" rev. 1.0)
+//! and the two FNUZ formats (Noune et al., "8-bit Numerical Formats for Deep Neural
+//! Networks", arXiv:2206.02915; AMD CDNA3 and Graphcore hardware; safetensors
+//! `F8_E4M3FNUZ` / `F8_E5M2FNUZ`).
 
 /// E5M2: 1 sign, 5 exponent, 2 mantissa bits, IEEE-like (±inf at S.11111.00, NaN at
 /// S.11111.{01,10,11}).
@@ -56,4 +59,76 @@ pub mod e4m3 {
         let count = (abs != 0) as u8 + (abs >= MIN_NORMAL) as u8 + 2 * (abs == NAN_ABS) as u8;
         Class::from_threshold_count(count)
     }
+}
+
+/// Writes the constants and classification functions of an FNUZ format ("finite, NaN,
+/// unsigned zero") with `$exp` exponent and `$man` mantissa bits under the sign bit.
+///
+/// # Why one compare per test is exact
+///
+/// FNUZ formats have no infinities and no negative zero: every exponent field, all ones
+/// included, is an ordinary binade, and the one encoding left over, the sign alone
+/// (`1.000...0`, which would be -0), is the only NaN. So finiteness and NaN are one
+/// compare with that encoding, and with the sign cleared the finite encodings are
+/// ordered like their magnitudes (zero, then subnormals with exponent field 0, then
+/// normals from `MIN_NORMAL`), so the class's code is again a count of boundaries
+/// reached, NaN adding 4 to reach its code from the 0 that its cleared magnitude counts.
+macro_rules! fnuz_format {
+    (exponent_bits: $exp:expr, mantissa_bits: $man:expr) => {
+        use $crate::Class;
+
+        /// The sign bit.
+        pub const SIGN_MASK: u8 = 1 << ($exp + $man);
+        /// The biased exponent field.
+        pub const EXP_MASK: u8 = ((1 << $exp) - 1) << $man;
+        /// The mantissa field.
+        pub const MAN_MASK: u8 = (1 << $man) - 1;
+        /// Everything but the sign.
+        pub const ABS_MASK: u8 = !SIGN_MASK;
+        /// The only NaN: the encoding that would be -0 (sign set, all else clear).
+        pub const NAN: u8 = SIGN_MASK;
+        /// Encoding of the smallest positive normal value: exponent field 1, mantissa 0.
+        pub const MIN_NORMAL: u8 = 1 << $man;
+
+        /// `true` iff the value is finite: every encoding but [`NAN`]. Exact.
+        #[inline]
+        pub const fn is_finite(b: u8) -> bool {
+            b != NAN
+        }
+
+        /// Always `false`: FNUZ formats have no infinities.
+        #[inline]
+        pub const fn is_infinite(_b: u8) -> bool {
+            false
+        }
+
+        /// `true` iff the value is NaN, i.e. `b` is [`NAN`]. Exact.
+        #[inline]
+        pub const fn is_nan(b: u8) -> bool {
+            b == NAN
+        }
+
+        /// The class of the value (never [`Class::Infinite`]). Branch-free: the count of
+        /// boundaries the magnitude reaches (see the macro's docs), plus 4 for [`NAN`],
+        /// whose magnitude field is zero. Exact on all 256 encodings.
+        #[inline]
+        pub const fn classify(b: u8) -> Class {
+            let abs = b & ABS_MASK;
+            let count = (abs != 0) as u8 + (abs >= MIN_NORMAL) as u8 + 4 * (b == NAN) as u8;
+            Class::from_threshold_count(count)
+        }
+    };
+}
+
+/// E4M3FNUZ: 1 sign, 4 exponent (bias 8), 3 mantissa bits; no infinities, no negative
+/// zero, NaN only at 0b1_0000_000; largest magnitude 240 = 1.875 × 2^7 at 0b0_1111_111.
+pub mod e4m3fnuz {
+    fnuz_format!(exponent_bits: 4, mantissa_bits: 3);
+}
+
+/// E5M2FNUZ: 1 sign, 5 exponent (bias 16), 2 mantissa bits; no infinities, no negative
+/// zero, NaN only at 0b1_00000_00; largest magnitude 57344 = 1.75 × 2^15 at
+/// 0b0_11111_11.
+pub mod e5m2fnuz {
+    fnuz_format!(exponent_bits: 5, mantissa_bits: 2);
 }

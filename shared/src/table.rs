@@ -17,12 +17,26 @@ pub enum Format {
     Fp8E4m3,
     /// OCP FP8 E5M2: 1 sign, 5 exponent, 2 mantissa bits; IEEE-like (±inf, NaNs).
     Fp8E5m2,
+    /// FP8 E4M3FNUZ: 1 sign, 4 exponent, 3 mantissa bits; no infinities, no negative
+    /// zero, NaN only at 0x80.
+    Fp8E4m3Fnuz,
+    /// FP8 E5M2FNUZ: 1 sign, 5 exponent, 2 mantissa bits; no infinities, no negative
+    /// zero, NaN only at 0x80.
+    Fp8E5m2Fnuz,
 }
 
 impl Format {
     /// Every format.
-    pub const ALL: [Format; 6] =
-        [Format::Binary16, Format::Bfloat16, Format::Binary32, Format::Binary64, Format::Fp8E4m3, Format::Fp8E5m2];
+    pub const ALL: [Format; 8] = [
+        Format::Binary16,
+        Format::Bfloat16,
+        Format::Binary32,
+        Format::Binary64,
+        Format::Fp8E4m3,
+        Format::Fp8E5m2,
+        Format::Fp8E4m3Fnuz,
+        Format::Fp8E5m2Fnuz,
+    ];
 
     /// Short stable name, used in family names, reports and JSON.
     #[inline]
@@ -34,6 +48,8 @@ impl Format {
             Format::Binary64 => "binary64",
             Format::Fp8E4m3 => "fp8_e4m3",
             Format::Fp8E5m2 => "fp8_e5m2",
+            Format::Fp8E4m3Fnuz => "fp8_e4m3fnuz",
+            Format::Fp8E5m2Fnuz => "fp8_e5m2fnuz",
         }
     }
 
@@ -41,7 +57,7 @@ impl Format {
     #[inline]
     pub const fn bits(self) -> u32 {
         match self {
-            Format::Fp8E4m3 | Format::Fp8E5m2 => 8,
+            Format::Fp8E4m3 | Format::Fp8E5m2 | Format::Fp8E4m3Fnuz | Format::Fp8E5m2Fnuz => 8,
             Format::Binary16 | Format::Bfloat16 => 16,
             Format::Binary32 => 32,
             Format::Binary64 => 64,
@@ -58,7 +74,8 @@ pub enum Family {
     IsFinite(Format),
     /// Encoding → is the value a NaN, any sign or payload (`bool`).
     IsNan(Format),
-    /// Encoding → is the value ±infinity (`bool`; always false for FP8 E4M3).
+    /// Encoding → is the value ±infinity (`bool`; always false for FP8 E4M3 and the FNUZ
+    /// formats).
     IsInfinite(Format),
     /// Encoding → its [`crate::Class`], stored as the class's one-byte code.
     Classify(Format),
@@ -270,6 +287,14 @@ macro_rules! for_each_variant {
             { e5m2_is_nan, IsNan(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_nan, Exact, "(b & ABS) > INF" }
             { e5m2_is_infinite, IsInfinite(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_infinite, Exact, "(b & ABS) == INF" }
             { e5m2_classify, Classify(Fp8E5m2), u8 => $crate::Class, $crate::fp8::e5m2::classify, Exact, "count of class boundaries reached by b & ABS" }
+            { e4m3fnuz_is_finite, IsFinite(Fp8E4m3Fnuz), u8 => bool, $crate::fp8::e4m3fnuz::is_finite, Exact, "b != 0x80" }
+            { e4m3fnuz_is_nan, IsNan(Fp8E4m3Fnuz), u8 => bool, $crate::fp8::e4m3fnuz::is_nan, Exact, "b == 0x80" }
+            { e4m3fnuz_is_infinite, IsInfinite(Fp8E4m3Fnuz), u8 => bool, $crate::fp8::e4m3fnuz::is_infinite, Exact, "false: FNUZ has no infinities" }
+            { e4m3fnuz_classify, Classify(Fp8E4m3Fnuz), u8 => $crate::Class, $crate::fp8::e4m3fnuz::classify, Exact, "count of class boundaries reached by b & ABS, + 4 for 0x80" }
+            { e5m2fnuz_is_finite, IsFinite(Fp8E5m2Fnuz), u8 => bool, $crate::fp8::e5m2fnuz::is_finite, Exact, "b != 0x80" }
+            { e5m2fnuz_is_nan, IsNan(Fp8E5m2Fnuz), u8 => bool, $crate::fp8::e5m2fnuz::is_nan, Exact, "b == 0x80" }
+            { e5m2fnuz_is_infinite, IsInfinite(Fp8E5m2Fnuz), u8 => bool, $crate::fp8::e5m2fnuz::is_infinite, Exact, "false: FNUZ has no infinities" }
+            { e5m2fnuz_classify, Classify(Fp8E5m2Fnuz), u8 => $crate::Class, $crate::fp8::e5m2fnuz::classify, Exact, "count of class boundaries reached by b & ABS, + 4 for 0x80" }
             { f16x2_finite_swar, PackedIsFinite(Binary16), u32 => u32, $crate::packed::f16x2_is_finite_swar, Exact, "2 lanes: ((!w & P) + LOW) & TOP, spread to lanes by a multiply" }
             { f16x2_finite_lanes, PackedIsFinite(Binary16), u32 => u32, $crate::packed::f16x2_is_finite_lanes, Exact, "2 lanes: one scalar is_finite per lane" }
             { bf16x2_finite_swar, PackedIsFinite(Bfloat16), u32 => u32, $crate::packed::bf16x2_is_finite_swar, Exact, "2 lanes: ((!w & P) + LOW) & TOP, spread to lanes by a multiply" }

@@ -1,8 +1,9 @@
 //! The classification reference (`host::reference::class`, integer field decoding)
 //! against independent implementations: core's `f16`/`f32`/`f64::classify`, the `half`
 //! crate, binary16 for FP8 E5M2 (its top byte), the `float8` crate's decoding to f32 for
-//! E4M3, and the OCP specification's named values. The variants themselves are proven
-//! against this reference in `exhaustive_cpu.rs`.
+//! E4M3, the OCP specification's named values, and for the FNUZ formats a decoding to
+//! f64 written from their paper's definition, with its ranges. The variants themselves
+//! are proven against this reference, on every encoding, in `exhaustive_cpu.rs`.
 #![feature(f16)]
 // Bit literals are grouped by the encoding's fields (sign_exponent_mantissa).
 #![allow(clippy::unusual_byte_groupings)]
@@ -152,5 +153,61 @@ fn fp8_named_values_from_the_ocp_specification() {
     }
     for nan in [0b0_11111_01, 0b0_11111_10, 0b0_11111_11, 0b1_11111_01, 0b1_11111_10, 0b1_11111_11] {
         assert_eq!(class(Format::Fp8E5m2, nan), FpClass::Nan, "E5M2 {nan:#04x}");
+    }
+}
+
+/// An FNUZ encoding's value, decoded from the definition in Noune et al.,
+/// arXiv:2206.02915 (section 3): exponent bias `2^(E-1)`, no infinities, every exponent
+/// field a binade, subnormals at exponent field 0, and 0x80 (which would be -0) NaN.
+fn fnuz_value(b: u8, exponent_bits: u32, mantissa_bits: u32) -> f64 {
+    if b == 0x80 {
+        return f64::NAN;
+    }
+    let bias = 1 << (exponent_bits - 1);
+    let exponent = i32::from(b >> mantissa_bits) & ((1 << exponent_bits) - 1);
+    let mantissa = f64::from(b & ((1 << mantissa_bits) - 1));
+    let scale = |e: i32| 2f64.powi(e - bias - mantissa_bits as i32);
+    let magnitude =
+        if exponent == 0 { mantissa * scale(1) } else { (mantissa + f64::from(1 << mantissa_bits)) * scale(exponent) };
+    if b & 0x80 != 0 { -magnitude } else { magnitude }
+}
+
+#[test]
+fn fp8_fnuz_reference_agrees_with_the_papers_decoding_and_ranges() {
+    // (format, exponent bits, mantissa bits, largest, smallest normal, smallest
+    // subnormal), the ranges from the paper's table 1 (also ONNX's float8 table).
+    let formats = [
+        (Format::Fp8E4m3Fnuz, 4, 3, 240.0, 2f64.powi(-7), 2f64.powi(-10)),
+        (Format::Fp8E5m2Fnuz, 5, 2, 57344.0, 2f64.powi(-15), 2f64.powi(-17)),
+    ];
+    for (format, exponent_bits, mantissa_bits, largest, min_normal, min_subnormal) in formats {
+        let mut counts = [0; 5];
+        let mut magnitudes = Vec::new();
+        for b in 0..=u8::MAX {
+            let reference = class(format, u64::from(b));
+            counts[usize::from(reference.code())] += 1;
+            let value = fnuz_value(b, exponent_bits, mantissa_bits);
+            let from_value = if value.is_nan() {
+                FpClass::Nan
+            } else if value == 0.0 {
+                FpClass::Zero
+            } else if value.abs() < min_normal {
+                FpClass::Subnormal
+            } else {
+                FpClass::Normal
+            };
+            assert_eq!(reference, from_value, "{format:?} {b:#04x} ({value:e})");
+            if !value.is_nan() {
+                magnitudes.push(value.abs());
+            }
+        }
+        let subnormals = 2 * ((1 << mantissa_bits) - 1);
+        // One zero (no -0), no infinities, one NaN (0x80), the rest normal.
+        assert_eq!(counts, [1, subnormals, 256 - 1 - subnormals - 1, 0, 1], "{format:?}");
+        let max = magnitudes.iter().copied().fold(0.0, f64::max);
+        let min = magnitudes.iter().copied().filter(|&m| m > 0.0).fold(f64::INFINITY, f64::min);
+        assert_eq!((max, min), (largest, min_subnormal), "{format:?}");
+        assert_eq!(fnuz_value(0x7F, exponent_bits, mantissa_bits), largest, "{format:?}: 0x7F is the largest");
+        assert_eq!(fnuz_value(0xFF, exponent_bits, mantissa_bits), -largest, "{format:?}: 0xFF is its negative");
     }
 }

@@ -4,6 +4,8 @@
 //! rules).
 #![allow(dead_code)] // each test binary uses part of this
 
+pub mod alloc_counter;
+
 use host::backend::Cpu;
 use host::progress::Progress;
 use host::scan::Counts;
@@ -89,6 +91,12 @@ fn kind_e4m3(b: u64) -> Kind {
     if exponent == 0b1111 && mantissa == 0b111 { Kind::Nan } else { Kind::Finite }
 }
 
+/// FNUZ (E4M3FNUZ, E5M2FNUZ): no infinities, no negative zero; the encoding that would
+/// be -0 is the only NaN (Noune et al., arXiv:2206.02915).
+fn kind_fnuz(b: u64) -> Kind {
+    if b & 0xFF == 0x80 { Kind::Nan } else { Kind::Finite }
+}
+
 /// A floating-point dtype under test.
 #[derive(Clone, Copy, Debug)]
 pub struct Dtype {
@@ -99,6 +107,8 @@ pub struct Dtype {
     /// npy type string without the byte-order character (`f2`), if npy has the type.
     pub npy: Option<&'static str>,
     pub kind: fn(u64) -> Kind,
+    /// The one non-finite encoding of a format that has only one (FNUZ's 0x80).
+    pub only_non_finite: Option<u64>,
 }
 
 impl Dtype {
@@ -110,7 +120,7 @@ impl Dtype {
     }
 }
 
-pub const DTYPES: [Dtype; 6] = [
+pub const DTYPES: [Dtype; 8] = [
     Dtype {
         name: "binary16",
         bytes: 2,
@@ -118,6 +128,7 @@ pub const DTYPES: [Dtype; 6] = [
         safetensors: safetensors::Dtype::F16,
         npy: Some("f2"),
         kind: kind_f16,
+        only_non_finite: None,
     },
     Dtype {
         name: "bfloat16",
@@ -126,6 +137,7 @@ pub const DTYPES: [Dtype; 6] = [
         safetensors: safetensors::Dtype::BF16,
         npy: None,
         kind: kind_bf16,
+        only_non_finite: None,
     },
     Dtype {
         name: "binary32",
@@ -134,6 +146,7 @@ pub const DTYPES: [Dtype; 6] = [
         safetensors: safetensors::Dtype::F32,
         npy: Some("f4"),
         kind: kind_f32,
+        only_non_finite: None,
     },
     Dtype {
         name: "binary64",
@@ -142,6 +155,7 @@ pub const DTYPES: [Dtype; 6] = [
         safetensors: safetensors::Dtype::F64,
         npy: Some("f8"),
         kind: kind_f64,
+        only_non_finite: None,
     },
     Dtype {
         name: "fp8_e4m3",
@@ -150,6 +164,7 @@ pub const DTYPES: [Dtype; 6] = [
         safetensors: safetensors::Dtype::F8_E4M3,
         npy: None,
         kind: kind_e4m3,
+        only_non_finite: None,
     },
     Dtype {
         name: "fp8_e5m2",
@@ -158,26 +173,47 @@ pub const DTYPES: [Dtype; 6] = [
         safetensors: safetensors::Dtype::F8_E5M2,
         npy: None,
         kind: kind_e5m2,
+        only_non_finite: None,
+    },
+    Dtype {
+        name: "fp8_e4m3fnuz",
+        bytes: 1,
+        mantissa_bits: 3,
+        safetensors: safetensors::Dtype::F8_E4M3FNUZ,
+        npy: None,
+        kind: kind_fnuz,
+        only_non_finite: Some(0x80),
+    },
+    Dtype {
+        name: "fp8_e5m2fnuz",
+        bytes: 1,
+        mantissa_bits: 2,
+        safetensors: safetensors::Dtype::F8_E5M2FNUZ,
+        npy: None,
+        kind: kind_fnuz,
+        only_non_finite: Some(0x80),
     },
 ];
 
 /// `n` encodings of `dtype`: random finite values, and at each of `positions` an
 /// encoding with the exponent field all ones (random sign; mantissa zero, all ones or
-/// random in turn), which is NaN or an infinity, or for E4M3 sometimes finite (448).
+/// random in turn), which is NaN or an infinity, or for E4M3 sometimes finite (448); for
+/// a format with one non-finite encoding (FNUZ), that encoding.
 pub fn elements(dtype: &Dtype, n: usize, positions: &[usize], seed: u64) -> Vec<u64> {
     let mut rng = Rng::new(seed);
     let (width, exponent) = (dtype.width_mask(), dtype.exponent_mask());
     let mantissa = (1u64 << dtype.mantissa_bits) - 1;
     let sign = (width >> 1) + 1;
+    let finite = |b: u64| (dtype.kind)(b) == Kind::Finite;
     let mut bits: Vec<u64> = (0..n)
         .map(|_| {
             let b = rng.next() & width;
-            if (dtype.kind)(b) == Kind::Finite { b } else { b & !exponent }
+            [b, b & !exponent, 0].into_iter().find(|&b| finite(b)).unwrap_or(0)
         })
         .collect();
     for (turn, &p) in positions.iter().enumerate() {
         let m = [0, mantissa, rng.next() & mantissa][turn % 3];
-        bits[p] = (rng.next() & sign) | exponent | m;
+        bits[p] = dtype.only_non_finite.unwrap_or((rng.next() & sign) | exponent | m);
     }
     bits
 }
@@ -250,11 +286,46 @@ pub fn write_npy_items<T: npyz::Serialize>(
     shape: &[u64],
     items: impl IntoIterator<Item = T>,
 ) {
+    std::fs::write(path, npy_items_bytes(dtype, shape, items)).expect("write");
+}
+
+/// `items` as the bytes of a `.npy` file of `dtype` and `shape`, written by `npyz`.
+pub fn npy_items_bytes<T: npyz::Serialize>(
+    dtype: npyz::DType,
+    shape: &[u64],
+    items: impl IntoIterator<Item = T>,
+) -> Vec<u8> {
     use npyz::WriterBuilder;
-    let file = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
-    let mut writer = npyz::WriteOptions::<T>::new().dtype(dtype).shape(shape).writer(file).begin_nd().expect("begin");
+    let mut bytes = Vec::new();
+    let mut writer =
+        npyz::WriteOptions::<T>::new().dtype(dtype).shape(shape).writer(&mut bytes).begin_nd().expect("begin");
     writer.extend(items).expect("extend");
     writer.finish().expect("finish");
+    bytes
+}
+
+/// How `write_npz` stores its members.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZipMethod {
+    Stored,
+    Deflated,
+}
+
+/// Writes `members` (file name, bytes) as a zip archive with the `zip` crate, each with
+/// ZIP64 sizes in its local header as NumPy's `savez` writes them.
+pub fn write_npz(path: &Path, members: &[(&str, Vec<u8>)], method: ZipMethod) {
+    use std::io::Write;
+    let method = match method {
+        ZipMethod::Stored => zip::CompressionMethod::Stored,
+        ZipMethod::Deflated => zip::CompressionMethod::Deflated,
+    };
+    let options = zip::write::SimpleFileOptions::default().compression_method(method).large_file(true);
+    let mut archive = zip::ZipWriter::new(std::fs::File::create(path).expect("create"));
+    for (name, bytes) in members {
+        archive.start_file(*name, options).expect("start member");
+        archive.write_all(bytes).expect("write member");
+    }
+    archive.finish().expect("finish archive");
 }
 
 /// Prints `skipped: <reason>` straight to the process's stderr, which the test harness
@@ -320,4 +391,14 @@ pub fn scan(path: &Path) -> Result<Vec<Scanned>, String> {
             })
             .collect()
     })
+}
+
+/// Runs the built `bitexact` with `args`.
+pub fn bitexact(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_bitexact")).args(args).output().expect("run bitexact")
+}
+
+/// `path` as an argument (the temporary paths of the tests are UTF-8).
+pub fn path_arg(path: &Path) -> &str {
+    path.to_str().expect("utf-8 temp path")
 }

@@ -1,0 +1,359 @@
+//! `.npz` archives, as NumPy's `savez` (members stored) and `savez_compressed` (members
+//! deflated) write them: a zip archive with one `.npy` member per array.
+//!
+//! The archive is read from its central directory, following ZIP64 end records and
+//! extra fields (NumPy writes every member with ZIP64 sizes); a local header only
+//! locates its member's data. Every offset and length is checked against the file
+//! before use, each record is visited once (linear in the file's size), and nothing is
+//! allocated beyond the member list, whatever the bytes.
+//!
+//! A stored member's data lies in the file: it is scanned in place from the memory map,
+//! like an `.npy` file (its CRC-32 is not checked, as `.npy` and `.safetensors` data has
+//! none). A deflated member's header is inflated when the archive is opened; its data
+//! is inflated again when it is scanned, [`inflate`] handing it on a chunk at a time, so
+//! memory stays bounded whatever the size, and the member's length and CRC-32 are checked
+//! at its end. Other compression methods and encrypted members are listed as not
+//! scanned; multi-volume archives are refused.
+
+use crate::tensor_io::{self, Element, TensorEntry};
+use std::io::Read;
+use std::ops::Range;
+
+/// How an archive starts: with a member's local header, or, when it has no member, with
+/// the end of central directory record.
+pub const MAGIC: [&[u8]; 2] = [b"PK\x03\x04", b"PK\x05\x06"];
+
+const LOCAL_HEADER: u32 = 0x0403_4B50;
+const CENTRAL_HEADER: u32 = 0x0201_4B50;
+const END: u32 = 0x0605_4B50;
+const ZIP64_END: u32 = 0x0606_4B50;
+const ZIP64_LOCATOR: u32 = 0x0706_4B50;
+/// Fixed sizes of the records, before their variable-length fields.
+const LOCAL_HEADER_LEN: usize = 30;
+const CENTRAL_HEADER_LEN: usize = 46;
+const END_LEN: usize = 22;
+const ZIP64_LOCATOR_LEN: usize = 20;
+const ZIP64_END_LEN: usize = 56;
+/// The extra field that holds the 64-bit values of 32-bit fields set to all ones.
+const ZIP64_EXTRA: u16 = 0x0001;
+const STORED: u16 = 0;
+const DEFLATED: u16 = 8;
+const ENCRYPTED_FLAG: u16 = 1;
+
+/// Where a deflated member's compressed bytes are, and what inflating them must give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deflated {
+    /// The compressed bytes, within the file.
+    pub compressed: Range<usize>,
+    /// The member's inflated length, from the central directory.
+    pub inflated_len: u64,
+    /// The CRC-32 of the inflated member, from the central directory.
+    pub crc32: u32,
+}
+
+/// Bytes handed on per call by [`inflate`] (a multiple of every element size).
+pub const INFLATE_CHUNK_BYTES: usize = 4 << 20;
+
+/// One member, as the central directory describes it.
+struct Member<'a> {
+    name: &'a [u8],
+    flags: u16,
+    method: u16,
+    crc32: u32,
+    compressed_len: u64,
+    len: u64,
+    local_header: u64,
+}
+
+/// Little-endian fields at fixed offsets of a byte slice; `None` past its end.
+trait LittleEndian {
+    fn u16_at(&self, at: usize) -> Option<u16>;
+    fn u32_at(&self, at: usize) -> Option<u32>;
+    fn u64_at(&self, at: usize) -> Option<u64>;
+}
+
+impl LittleEndian for [u8] {
+    fn u16_at(&self, at: usize) -> Option<u16> {
+        Some(u16::from_le_bytes(*self.get(at..)?.first_chunk()?))
+    }
+    fn u32_at(&self, at: usize) -> Option<u32> {
+        Some(u32::from_le_bytes(*self.get(at..)?.first_chunk()?))
+    }
+    fn u64_at(&self, at: usize) -> Option<u64> {
+        Some(u64::from_le_bytes(*self.get(at..)?.first_chunk()?))
+    }
+}
+
+/// Parses an `.npz` archive: one tensor per member, named as NumPy names it (the member's
+/// name without `.npy`). Never panics; errors are one line.
+pub fn parse(bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
+    let members = central_directory(bytes)?;
+    if !members.iter().any(|member| member.name.ends_with(b".npy")) {
+        return Err("no .npy member: not an .npz archive".into());
+    }
+    members
+        .iter()
+        .filter(|member| !member.name.ends_with(b"/"))
+        .map(|member| {
+            let name = String::from_utf8_lossy(member.name);
+            member_tensor(bytes, member).map_err(|e| format!("member '{name}': {e}"))
+        })
+        .collect()
+}
+
+/// The tensor of one member: its `.npy` header parsed, its data located.
+fn member_tensor(bytes: &[u8], member: &Member<'_>) -> Result<TensorEntry, String> {
+    let name = String::from_utf8_lossy(member.name);
+    let Some(array) = name.strip_suffix(".npy") else {
+        return Ok(not_scanned(&name, "not an .npy member"));
+    };
+    if member.flags & ENCRYPTED_FLAG != 0 {
+        return Ok(not_scanned(array, "encrypted member"));
+    }
+    let data = member_data(bytes, member)?;
+    let mut tensor = match member.method {
+        STORED if member.len != member.compressed_len => {
+            return Err(format!(
+                "stored, but {} bytes long and {} bytes in the file",
+                member.len, member.compressed_len
+            ));
+        }
+        STORED => {
+            let mut tensor = tensor_io::parse_npy(&bytes[data.clone()])?;
+            tensor.data = tensor.data.start + data.start..tensor.data.end + data.start;
+            tensor
+        }
+        DEFLATED => {
+            let mut prefix = Vec::new();
+            let wanted = member.len.min(tensor_io::NPY_HEADER_PREFIX);
+            flate2::read::DeflateDecoder::new(&bytes[data.clone()])
+                .take(wanted)
+                .read_to_end(&mut prefix)
+                .map_err(|e| format!("cannot inflate: {}", tensor_io::io_message(&e)))?;
+            if (prefix.len() as u64) < wanted {
+                return Err(format!("inflates to {} bytes, the archive says {}", prefix.len(), member.len));
+            }
+            let mut tensor = tensor_io::parse_npy_prefix(&prefix, member.len)?;
+            tensor.deflated = Some(Deflated { compressed: data, inflated_len: member.len, crc32: member.crc32 });
+            tensor
+        }
+        _ => return Ok(not_scanned(array, "compressed with a method other than deflate")),
+    };
+    tensor.name = array.to_string();
+    Ok(tensor)
+}
+
+/// A member listed without being read: no dtype, no shape, no data.
+fn not_scanned(name: &str, why: &'static str) -> TensorEntry {
+    TensorEntry {
+        name: name.to_string(),
+        dtype: "-".into(),
+        element: Element::Unsupported(why),
+        shape: Vec::new(),
+        elements: 0,
+        data: 0..0,
+        deflated: None,
+        fortran_order: false,
+    }
+}
+
+/// The byte range of `member`'s (possibly compressed) data, after its local header.
+fn member_data(bytes: &[u8], member: &Member<'_>) -> Result<Range<usize>, String> {
+    let start = usize::try_from(member.local_header).ok().filter(|&at| at < bytes.len());
+    let local = start.and_then(|at| bytes.get(at..)).ok_or("local header outside the file")?;
+    if local.u32_at(0) != Some(LOCAL_HEADER) {
+        return Err("no local header where the central directory says".into());
+    }
+    let (name_len, extra_len) = (local.u16_at(26), local.u16_at(28));
+    let (Some(name_len), Some(extra_len)) = (name_len, extra_len) else {
+        return Err("truncated local header".into());
+    };
+    let name_end = LOCAL_HEADER_LEN + usize::from(name_len);
+    if local.get(LOCAL_HEADER_LEN..name_end) != Some(member.name) {
+        return Err("the local header names another member".into());
+    }
+    let data_start = start.unwrap_or_default() + name_end + usize::from(extra_len);
+    let data_end = usize::try_from(member.compressed_len).ok().and_then(|len| data_start.checked_add(len));
+    match data_end {
+        Some(end) if end <= bytes.len() => Ok(data_start..end),
+        _ => Err(format!("{} bytes of data claimed, beyond the end of the file", member.compressed_len)),
+    }
+}
+
+/// The members listed in the central directory, in order.
+fn central_directory(bytes: &[u8]) -> Result<Vec<Member<'_>>, String> {
+    let end = find_end(bytes).ok_or("not a zip archive: no end of central directory record")?;
+    let record = &bytes[end..];
+    let (this_disk, directory_disk) = (record.u16_at(4), record.u16_at(6));
+    if this_disk != Some(0) || directory_disk != Some(0) {
+        return Err("multi-volume zip archive: not supported".into());
+    }
+    let field = |at| record.u32_at(at).map(u64::from).unwrap_or_default();
+    let (mut count, mut size, mut offset) = (u64::from(record.u16_at(10).unwrap_or_default()), field(12), field(16));
+    let mut directory_end = end;
+    if let Some(locator) = end.checked_sub(ZIP64_LOCATOR_LEN).filter(|&at| bytes.u32_at(at) == Some(ZIP64_LOCATOR)) {
+        let zip64_end = bytes.u64_at(locator + 8).and_then(|at| usize::try_from(at).ok());
+        let zip64_end = zip64_end.filter(|&at| at.checked_add(ZIP64_END_LEN).is_some_and(|e| e <= locator));
+        let record = zip64_end.and_then(|at| bytes.get(at..locator)).filter(|r| r.u32_at(0) == Some(ZIP64_END));
+        let record = record.ok_or("ZIP64 end of central directory record missing")?;
+        (count, size, offset) = (
+            record.u64_at(32).unwrap_or_default(),
+            record.u64_at(40).unwrap_or_default(),
+            record.u64_at(48).unwrap_or_default(),
+        );
+        directory_end = zip64_end.unwrap_or_default();
+    }
+    let directory = usize::try_from(offset)
+        .ok()
+        .zip(usize::try_from(size).ok())
+        .and_then(|(offset, size)| Some(offset..offset.checked_add(size)?))
+        .filter(|range| range.end <= directory_end)
+        .ok_or("central directory outside the file")?;
+    let directory = &bytes[directory];
+    if count > (directory.len() / CENTRAL_HEADER_LEN) as u64 {
+        return Err(format!("{count} members claimed, more than the central directory can hold"));
+    }
+    let mut members = Vec::with_capacity(count as usize);
+    let mut at = 0;
+    for _ in 0..count {
+        let (member, len) = central_header(&directory[at..]).ok_or("malformed central directory")?;
+        members.push(member);
+        at += len;
+    }
+    Ok(members)
+}
+
+/// The start of the end of central directory record: the last signature in the final
+/// 64 KiB + 22 bytes whose comment length reaches exactly the end of the file.
+fn find_end(bytes: &[u8]) -> Option<usize> {
+    let last = bytes.len().checked_sub(END_LEN)?;
+    let first = last.saturating_sub(usize::from(u16::MAX));
+    (first..=last).rev().find(|&at| {
+        bytes.u32_at(at) == Some(END)
+            && bytes.u16_at(at + 20).is_some_and(|comment| at + END_LEN + usize::from(comment) == bytes.len())
+    })
+}
+
+/// One central directory header at the start of `record`, and its whole length.
+fn central_header(record: &[u8]) -> Option<(Member<'_>, usize)> {
+    if record.u32_at(0)? != CENTRAL_HEADER {
+        return None;
+    }
+    let name_len = usize::from(record.u16_at(28)?);
+    let extra_len = usize::from(record.u16_at(30)?);
+    let comment_len = usize::from(record.u16_at(32)?);
+    let name = record.get(CENTRAL_HEADER_LEN..CENTRAL_HEADER_LEN + name_len)?;
+    let extra = record.get(CENTRAL_HEADER_LEN + name_len..CENTRAL_HEADER_LEN + name_len + extra_len)?;
+    let total = CENTRAL_HEADER_LEN + name_len + extra_len + comment_len;
+    if record.len() < total {
+        return None;
+    }
+    // The 32-bit fields set to all ones take their value from the ZIP64 extra field, in
+    // this order.
+    let mut values = [record.u32_at(24)?, record.u32_at(20)?, record.u32_at(42)?].map(u64::from);
+    if values.contains(&u64::from(u32::MAX)) {
+        let zip64 = zip64_extra(extra)?;
+        let mut next = 0;
+        for value in values.iter_mut().filter(|v| **v == u64::from(u32::MAX)) {
+            *value = zip64.u64_at(next)?;
+            next += 8;
+        }
+    }
+    let [len, compressed_len, local_header] = values;
+    let member = Member {
+        name,
+        flags: record.u16_at(8)?,
+        method: record.u16_at(10)?,
+        crc32: record.u32_at(16)?,
+        compressed_len,
+        len,
+        local_header,
+    };
+    Some((member, total))
+}
+
+/// The data of the ZIP64 extra field among `extra`'s fields.
+fn zip64_extra(mut extra: &[u8]) -> Option<&[u8]> {
+    while extra.len() >= 4 {
+        let (id, len) = (extra.u16_at(0)?, usize::from(extra.u16_at(2)?));
+        let data = extra.get(4..4 + len)?;
+        if id == ZIP64_EXTRA {
+            return Some(data);
+        }
+        extra = &extra[4 + len..];
+    }
+    None
+}
+
+/// Inflates the member `deflated` of the archive `bytes` and calls
+/// `use_chunk(first_byte, chunk)` on its bytes `data` (counted from the member's start),
+/// in order, `chunk_bytes` at a time; the rest of the member is inflated too, so that
+/// its length and CRC-32 can be checked against the central directory's. Memory: one
+/// chunk and the inflater's state.
+pub fn inflate(
+    bytes: &[u8],
+    deflated: &Deflated,
+    data: Range<usize>,
+    chunk_bytes: usize,
+    mut use_chunk: impl FnMut(u64, &[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let compressed = bytes.get(deflated.compressed.clone()).unwrap_or_default();
+    // One byte more than the member should hold, to tell a longer stream.
+    let mut inflater = CheckedReader {
+        inner: flate2::read::DeflateDecoder::new(compressed).take(deflated.inflated_len + 1),
+        crc: crc32fast::Hasher::new(),
+        len: 0,
+    };
+    let failed = |e: std::io::Error| format!("cannot inflate: {}", tensor_io::io_message(&e));
+    std::io::copy(&mut (&mut inflater).take(data.start as u64), &mut std::io::sink()).map_err(failed)?;
+    let mut chunk = vec![0; chunk_bytes.min(data.len()).max(1)];
+    let mut done = 0;
+    while done < data.len() {
+        let len = chunk.len().min(data.len() - done);
+        let read = read_full(&mut inflater, &mut chunk[..len]).map_err(failed)?;
+        if read < len {
+            break;
+        }
+        use_chunk(done as u64, &chunk[..len])?;
+        done += len;
+    }
+    std::io::copy(&mut inflater, &mut std::io::sink()).map_err(failed)?;
+    if inflater.len != deflated.inflated_len {
+        return Err(format!("inflates to {} bytes, the archive says {}", inflater.len, deflated.inflated_len));
+    }
+    let crc = inflater.crc.finalize();
+    if crc != deflated.crc32 {
+        return Err(format!("CRC-32 {crc:#010x} of the inflated data, the archive says {:#010x}", deflated.crc32));
+    }
+    Ok(())
+}
+
+/// Reads until `buffer` is full or the stream ends; the bytes read.
+fn read_full(reader: &mut impl Read, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match reader.read(&mut buffer[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// A reader that keeps the CRC-32 and the count of what passes through it.
+struct CheckedReader<R> {
+    inner: R,
+    crc: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<R: Read> Read for CheckedReader<R> {
+    fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buffer)?;
+        self.crc.update(&buffer[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+}

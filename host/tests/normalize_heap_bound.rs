@@ -1,0 +1,42 @@
+//! `normalize` never holds the f32 tensor: a counting global allocator measures the peak
+//! heap while a 2048 × 2048 RGBA image (16 MiB of samples, 64 MiB of f32) is decoded,
+//! converted and written in each layout and container. Holding the tensor would take
+//! four times the samples (five for CHW, which reorders them; nine when the
+//! `.safetensors` file is built in memory, as `safetensors::serialize` does).
+//!
+//! One test function only: the counters are process-wide.
+
+mod common;
+
+use common::alloc_counter::{Counting, peak_growth};
+use host::backend::Cpu;
+use host::normalize::{Image, Layout};
+use host::tensor_io;
+use image::{ImageBuffer, Rgba};
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+#[test]
+fn normalize_heap_stays_near_the_decoded_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("big.png");
+    let side = 2048u32;
+    let image = ImageBuffer::from_fn(side, side, |x, y| Rgba([x as u8, y as u8, (x ^ y) as u8, 255]));
+    image.save(&png).unwrap();
+    drop(image);
+    let samples = (side * side * 4) as usize;
+
+    for (name, layout) in [("hwc.npy", Layout::Hwc), ("chw.npy", Layout::Chw), ("chw.safetensors", Layout::Chw)] {
+        let out = dir.path().join(name);
+        let peak = peak_growth(|| {
+            let image = Image::decode(&png).unwrap();
+            let shape = image.shape(layout);
+            tensor_io::write_f32_from(&out, "image", &shape, &image.normalized(layout, &Cpu), false).unwrap();
+        });
+        assert_eq!(std::fs::metadata(&out).unwrap().len() as usize / 4 / samples, 1, "{name}: a whole f32 tensor");
+        eprintln!("{name}: {} MiB of samples, peak heap growth {} MiB", samples >> 20, peak >> 20);
+        // The decoded samples, the decoder's buffers, and a few write chunks.
+        assert!(peak < samples + (16 << 20), "{name}: normalize grew the heap by {peak} bytes");
+    }
+}
