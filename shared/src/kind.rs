@@ -40,10 +40,33 @@ macro_rules! kernel_suffix {
     };
 }
 
-/// What a kernel does with its variant's function; each variant of [`kernel_suffix!`]
-/// has a trait of the same name in this module, with the kernel's signature.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum KernelKind {
+/// Defines [`KernelKind`] with the given variants, its [`KernelKind::ALL`] and its
+/// [`KernelKind::suffix`] (from [`kernel_suffix!`], which must have an arm for each).
+macro_rules! kernel_kinds {
+    ($($(#[doc = $doc:literal])* $kind:ident,)*) => {
+        /// What a kernel does with its variant's function. Each kind has a trait of the
+        /// same name in this module, and the kernel the signature given here.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum KernelKind {
+            $($(#[doc = $doc])* $kind,)*
+        }
+
+        impl KernelKind {
+            /// Every kind.
+            pub const ALL: &'static [KernelKind] = &[$(KernelKind::$kind),*];
+
+            /// What follows the variant's name in the name of its kernel of this kind.
+            #[inline]
+            pub const fn suffix(self) -> &'static str {
+                match self {
+                    $(KernelKind::$kind => kernel_suffix!($kind),)*
+                }
+            }
+        }
+    };
+}
+
+kernel_kinds! {
     /// `(input: *const In, output: *mut Bits, n: u64)`: `output[i] = V(input[i])` for
     /// `i < n`, one element per thread per grid-stride step (conformance).
     Map,
@@ -65,31 +88,6 @@ pub enum KernelKind {
     /// variant, adds the count of non-finite inputs to `result[0]` and lowers
     /// `result[1]` to the first one's index; 16 bytes per thread per step.
     CountNonfinite,
-}
-
-impl KernelKind {
-    /// Every kind.
-    pub const ALL: [KernelKind; 6] = [
-        KernelKind::Map,
-        KernelKind::Skeleton,
-        KernelKind::Latency,
-        KernelKind::Throughput,
-        KernelKind::Wide,
-        KernelKind::CountNonfinite,
-    ];
-
-    /// What follows the variant's name in the name of its kernel of this kind.
-    #[inline]
-    pub const fn suffix(self) -> &'static str {
-        match self {
-            KernelKind::Map => kernel_suffix!(Map),
-            KernelKind::Skeleton => kernel_suffix!(Skeleton),
-            KernelKind::Latency => kernel_suffix!(Latency),
-            KernelKind::Throughput => kernel_suffix!(Throughput),
-            KernelKind::Wide => kernel_suffix!(Wide),
-            KernelKind::CountNonfinite => kernel_suffix!(CountNonfinite),
-        }
-    }
 }
 
 /// The name of one kernel: its variant's name followed by its kind's suffix

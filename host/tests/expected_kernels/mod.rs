@@ -18,7 +18,7 @@ pub fn names() -> BTreeSet<String> {
 /// is among them (a kind the table stopped giving to any variant is dropped on both
 /// sides, so the comparison alone would not see it).
 pub fn names_checked_against_the_ptx() -> BTreeSet<String> {
-    for kind in KernelKind::ALL {
+    for &kind in KernelKind::ALL {
         assert!(VARIANTS.iter().any(|v| v.has(kind)), "no variant of the table has a {kind:?} kernel");
     }
     let expected = names();
