@@ -96,7 +96,7 @@ impl Gpu {
     /// `f(src[i])` for the GPU kernel of `P` over `src` into `dst`, in chunks.
     fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), String>
     where
-        P: shared::Primitive<Out = f32>,
+        P: shared::kind::Map<Out = f32>,
         P::In: cudarc::driver::DeviceRepr + bytemuck::Pod,
     {
         let dst: &mut [u32] = bytemuck::cast_slice_mut(dst);
@@ -127,7 +127,6 @@ impl Backend for Gpu {
         if format != FloatFormat::Binary16 || endian != Endian::Little {
             return Cpu.count_non_finite(format, endian, data, progress);
         }
-        let kernel = <shared::variants::f16_finite_exp_mask as shared::Primitive>::NAME;
         let mut total = Counts::default();
         for (k, bytes) in data.chunks(GPU_CHUNK_BYTES).enumerate() {
             let first_byte = (k * GPU_CHUNK_BYTES) as u64;
@@ -136,7 +135,8 @@ impl Backend for Gpu {
                 Err(_) => bytemuck::pod_collect_to_vec(bytes).into(),
             };
             let input = self.gpu.upload(&halves).map_err(|e| e.to_string())?;
-            let found = self.gpu.count_nonfinite(kernel, &input).map_err(|e| e.to_string())?;
+            let found =
+                self.gpu.count_nonfinite::<shared::variants::f16_finite_exp_mask>(&input).map_err(|e| e.to_string())?;
             if found.count > 0 {
                 let counts = format.count(endian, bytes, first_byte / 2);
                 if counts.non_finite() != found.count

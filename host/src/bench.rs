@@ -10,7 +10,7 @@
 use crate::gpu::{DeviceInfo, Gpu, GpuError};
 use crate::table::{VARIANTS, Variant};
 use cudarc::driver::LaunchConfig;
-use shared::Claim;
+use shared::{Claim, KernelKind, KernelName};
 use std::fmt;
 
 /// What to run.
@@ -222,12 +222,9 @@ fn copy_gb_per_s(gpu: &Gpu, config: &BenchConfig, bytes_moved: u64) -> Result<f6
     Ok(bytes_moved as f64 / (ms * 1e6))
 }
 
-/// The selected variants that have a bandwidth kernel `<variant><suffix>` in the PTX
-/// (kernels-gpu decides which do, from the table).
-fn with_kernel<'a>(config: &'a BenchConfig, suffix: &'a str) -> impl Iterator<Item = &'static Variant> + 'a {
-    VARIANTS.iter().filter(move |v| {
-        config.only.as_deref().is_none_or(|s| v.matches(s)) && crate::ptx::has_kernel(&format!("{}{suffix}", v.name))
-    })
+/// The selected variants, in table order.
+fn selected(config: &BenchConfig) -> impl Iterator<Item = &'static Variant> + '_ {
+    VARIANTS.iter().filter(move |v| config.only.as_deref().is_none_or(|s| v.matches(s)))
 }
 
 fn row(kernel: String, bytes_moved: u64, ms: f64, copy: f64, checked: String) -> BandwidthRow {
@@ -256,23 +253,25 @@ fn bench_count(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Resu
     let bytes_moved = (len * 2) as u64;
     let copy = copy_gb_per_s(gpu, config, bytes_moved)?;
     let mut rows = Vec::new();
-    for v in with_kernel(config, "_count_nonfinite") {
-        progress(&format!("{}_count_nonfinite", v.name));
+    for v in selected(config) {
+        let Some(kernel) = v.ops.count_nonfinite() else { continue };
+        let name = KernelName { variant: v.name, kind: KernelKind::CountNonfinite }.to_string();
+        progress(&name);
         // Timed runs accumulate into a scratch result nobody reads, so nothing but the
         // kernel sits between the events; the check below is a separate, fresh run.
-        let ms = median(gpu.time_ms(config.warmup, config.reps, || gpu.launch_count(v.name, &input, &mut scratch))?);
-        let found = gpu.count_nonfinite(v.name, &input)?;
+        let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut scratch))?);
+        let found = kernel.count(gpu, &input)?;
         let checked = if v.claim == Claim::Exact {
             let ok = found.count == injected.len() as u64 && found.first == Some(injected[0] as u64);
             if !ok {
                 let detail = format!("found {found:?}, injected at {injected:?}");
-                return Err(GpuError::WrongResult { kernel: format!("{}_count_nonfinite", v.name), detail });
+                return Err(GpuError::WrongResult { kernel: name, detail });
             }
             format!("count {} and first index {} as injected", found.count, injected[0])
         } else {
             format!("count {} (claim: {})", found.count, v.claim.name())
         };
-        rows.push(row(format!("{}_count_nonfinite", v.name), bytes_moved, ms, copy, checked));
+        rows.push(row(name, bytes_moved, ms, copy, checked));
     }
     Ok(rows)
 }
@@ -286,18 +285,20 @@ fn bench_unorm8(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Res
     let bytes_moved = (len * 5) as u64;
     let copy = copy_gb_per_s(gpu, config, bytes_moved)?;
     let mut rows = Vec::new();
-    for v in with_kernel(config, "_wide") {
-        progress(&format!("{}_wide", v.name));
-        let ms = median(gpu.time_ms(config.warmup, config.reps, || gpu.launch_wide(v.name, &input, &mut output))?);
+    for v in selected(config) {
+        let Some(kernel) = v.ops.wide() else { continue };
+        let name = KernelName { variant: v.name, kind: KernelKind::Wide }.to_string();
+        progress(&name);
+        let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut output))?);
         let got = gpu.download(&output)?;
         // Every element against the same function on the CPU, on all cores.
         let (wrong, first) =
             crate::parallel::count_where(len, |i| (u64::from(got[i]) != v.ops.eval(u64::from(bytes[i]))).then_some(i));
         if let Some(i) = first {
             let detail = format!("{wrong} outputs differ from the CPU, first at {i}");
-            return Err(GpuError::WrongResult { kernel: format!("{}_wide", v.name), detail });
+            return Err(GpuError::WrongResult { kernel: name, detail });
         }
-        rows.push(row(format!("{}_wide", v.name), bytes_moved, ms, copy, format!("all {len} outputs == CPU")));
+        rows.push(row(name, bytes_moved, ms, copy, format!("all {len} outputs == CPU")));
     }
     Ok(rows)
 }
@@ -305,7 +306,6 @@ fn bench_unorm8(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Res
 /// Latency and throughput of every selected variant that is not constant.
 fn bench_per_element(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Vec<TimingRow>, GpuError> {
     let info = gpu.info().clone();
-    let single = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
     let full = LaunchConfig {
         grid_dim: (info.multiprocessors.max(1) * 8, 1, 1),
         block_dim: (crate::gpu::BLOCK_THREADS, 1, 1),
@@ -314,25 +314,22 @@ fn bench_per_element(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -
     let threads = u64::from(full.grid_dim.0) * u64::from(full.block_dim.0);
     let mut out = gpu.zeros::<u64>(threads as usize)?;
     let mut rows = Vec::new();
-    for v in VARIANTS.iter().filter(|v| config.only.as_deref().is_none_or(|s| v.matches(s))) {
+    for v in selected(config) {
         progress(v.name);
         if is_constant(v) {
             rows.push(TimingRow::constant(v.name));
             continue;
         }
-        let latency_kernel = crate::ptx::latency_name(v.name);
         let mut cycles = |iterations: u32| -> Result<f64, GpuError> {
-            gpu.launch_timing(&latency_kernel, single, 0x1234_5678, iterations, &mut out)?;
-            gpu.synchronize(&latency_kernel)?;
+            v.ops.gpu_latency(gpu, 0x1234_5678, iterations, &mut out)?;
             Ok(gpu.download(&out)?.first().copied().unwrap_or(0) as f64)
         };
         let n = config.latency_iterations;
         // The difference of two chain lengths cancels the fixed cost of reading the clock.
         let latency_cycles = (cycles(2 * n)? - cycles(n)?) / f64::from(n);
-        let throughput_kernel = crate::ptx::throughput_name(v.name);
         let iterations = config.throughput_iterations;
         let ms = median(gpu.time_ms(config.warmup, config.reps, || {
-            gpu.launch_timing(&throughput_kernel, full, 0x9E37, iterations, &mut out)
+            v.ops.gpu_launch_throughput(gpu, full, 0x9E37, iterations, &mut out)
         })?);
         let ops = threads as f64 * 4.0 * f64::from(iterations);
         let seconds = ms / 1e3;

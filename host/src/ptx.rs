@@ -1,23 +1,8 @@
 //! The PTX of every kernel, built by `build.rs` from `kernels-gpu` and embedded here.
 
-/// PTX for `nvptx64-nvidia-cuda`, `.target sm_75`: one kernel per variant (named like
-/// it) and its `<name>_skeleton`, plus the throughput kernels.
+/// PTX for `nvptx64-nvidia-cuda`, `.target sm_75`: each variant's kernels, one per
+/// kind its table entry has, named as [`shared::KernelName`] says.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
-
-/// Name of the load/index/store-only kernel built like `variant`'s, for the SASS report.
-pub fn skeleton_name(variant: &str) -> String {
-    format!("{variant}_skeleton")
-}
-
-/// Name of `variant`'s latency kernel: one thread, one dependent chain.
-pub fn latency_name(variant: &str) -> String {
-    format!("{variant}_latency")
-}
-
-/// Name of `variant`'s throughput kernel: every thread, four independent chains.
-pub fn throughput_name(variant: &str) -> String {
-    format!("{variant}_throughput")
-}
 
 /// Names of the kernel entry points (`.entry NAME(`) in `ptx`, in order.
 pub fn entry_names(ptx: &str) -> Vec<&str> {
@@ -126,11 +111,6 @@ pub(crate) fn strip_comments(ptx: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// Whether the embedded PTX has a kernel called `name`.
-pub fn has_kernel(name: &str) -> bool {
-    entry_names(PTX).contains(&name)
 }
 
 #[cfg(test)]

@@ -1,19 +1,20 @@
 //! The SASS cost report: what each variant adds to the machine code of its kernel.
 //!
-//! Every variant's kernel has a `<variant>_skeleton` twin that only indexes, loads and
-//! stores. Assembled for one architecture, the variant's *work* is what its kernel has
-//! beyond the skeleton's: the difference of their instruction counts, and the multiset
-//! difference of their opcodes. Parsing and diffing are pure functions on the text of a
-//! `cuobjdump -sass` listing; [`cost_report`] runs the tools.
+//! Every variant's kernel has a [`Skeleton`](KernelKind::Skeleton) twin that only
+//! indexes, loads and stores. Assembled for one architecture, the variant's *work* is
+//! what its kernel has beyond the skeleton's: the difference of their instruction
+//! counts, and the multiset difference of their opcodes. Parsing and diffing are pure
+//! functions on the text of a `cuobjdump -sass` listing; [`cost_report`] runs the tools.
 //!
-//! The report also checks the timing kernels (`<variant>_latency`, `<variant>_throughput`):
-//! that their chain loop holds that work, see [`chain`].
+//! The report also checks the timing kernels ([`Latency`](KernelKind::Latency),
+//! [`Throughput`](KernelKind::Throughput)): that their chain loop holds that work, see
+//! [`chain`].
 
 pub mod chain;
 
-use crate::ptx::{latency_name, skeleton_name, throughput_name};
 use crate::table::Variant;
 use crate::tools::{CudaTools, ToolError, check_arch};
+use shared::{KernelKind, KernelName};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -221,15 +222,16 @@ pub fn cost_report(
     for &arch in archs {
         let listing = tools.disassemble(&tools.assemble(ptx, arch)?)?;
         let kernels = parse_listing(&listing);
-        let kernel = |name: &str| {
-            kernels
-                .iter()
-                .find(|k| k.name == name)
-                .ok_or_else(|| SassError::MissingKernel { arch: arch.to_string(), kernel: name.to_string() })
-        };
         for variant in variants {
-            let (map, skeleton) = (kernel(variant.name)?, kernel(&skeleton_name(variant.name))?);
-            let (latency, throughput) = (kernel(&latency_name(variant.name))?, kernel(&throughput_name(variant.name))?);
+            let kernel = |kind| {
+                let name = KernelName { variant: variant.name, kind }.to_string();
+                kernels
+                    .iter()
+                    .find(|k| k.name == name)
+                    .ok_or_else(|| SassError::MissingKernel { arch: arch.to_string(), kernel: name })
+            };
+            let (map, skeleton) = (kernel(KernelKind::Map)?, kernel(KernelKind::Skeleton)?);
+            let (latency, throughput) = (kernel(KernelKind::Latency)?, kernel(KernelKind::Throughput)?);
             costs.push(Cost {
                 arch: arch.to_string(),
                 variant: variant.name,
@@ -251,7 +253,15 @@ mod tests {
     /// (cuobjdump 13.5) of the embedded PTX assembled by `ptxas -arch=sm_90` (12.9).
     const SM_90_LISTING: &str = include_str!("../tests/fixtures/sass_sm_90.txt");
 
-    fn kernel<'a>(kernels: &'a [Kernel], name: &str) -> &'a Kernel {
+    const TIMES3: &str = "unorm8_times3_int";
+    const MASK: &str = "f16_finite_exp_mask";
+
+    fn name(variant: &'static str, kind: KernelKind) -> String {
+        KernelName { variant, kind }.to_string()
+    }
+
+    fn kernel<'a>(kernels: &'a [Kernel], variant: &'static str, kind: KernelKind) -> &'a Kernel {
+        let name = name(variant, kind);
         kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name} not in the listing"))
     }
 
@@ -263,11 +273,9 @@ mod tests {
     fn a_real_listing_splits_into_kernels_without_padding() {
         let kernels = parse_listing(SM_90_LISTING);
         let names: Vec<&str> = kernels.iter().map(|k| k.name.as_str()).collect();
-        assert_eq!(
-            names,
-            ["unorm8_times3_int_skeleton", "unorm8_times3_int", "f16_finite_exp_mask_skeleton", "f16_finite_exp_mask"]
-        );
-        let times3 = kernel(&kernels, "unorm8_times3_int");
+        use KernelKind::{Map, Skeleton};
+        assert_eq!(names, [name(TIMES3, Skeleton), name(TIMES3, Map), name(MASK, Skeleton), name(MASK, Map)]);
+        let times3 = kernel(&kernels, TIMES3, Map);
         assert_eq!(times3.instructions.len(), 39);
         assert_eq!(times3.instructions[0].text, "LDC R1, c[0x0][0x28]");
         let last = times3.instructions.last().expect("non-empty");
@@ -281,13 +289,14 @@ mod tests {
     #[test]
     fn work_is_the_multiset_difference_in_program_order() {
         let kernels = parse_listing(SM_90_LISTING);
-        let times3 = work(kernel(&kernels, "unorm8_times3_int"), kernel(&kernels, "unorm8_times3_int_skeleton"));
+        use KernelKind::{Map, Skeleton};
+        let times3 = work(kernel(&kernels, TIMES3, Map), kernel(&kernels, TIMES3, Skeleton));
         assert_eq!((times3.variant_instructions, times3.skeleton_instructions, times3.work_instructions), (39, 36, 3));
         // The variant's two `MOV`s match the skeleton's two `IMAD.MOV.U32`s.
         assert_eq!(times3.work_opcodes, ["IMAD", "I2FP.F32.U32", "FMUL"]);
         assert!(times3.skeleton_only_opcodes.is_empty());
 
-        let mask = work(kernel(&kernels, "f16_finite_exp_mask"), kernel(&kernels, "f16_finite_exp_mask_skeleton"));
+        let mask = work(kernel(&kernels, MASK, Map), kernel(&kernels, MASK, Skeleton));
         assert_eq!(mask.work_instructions, 2);
         assert_eq!(mask.work_opcodes, ["LOP3.LUT", "ISETP.NE.U32.AND", "SEL"]);
         assert_eq!(mask.skeleton_only_opcodes, ["IMAD.MOV.U32"]);

@@ -1,9 +1,9 @@
 //! The runtime variant table, built from `shared::for_each_variant!`.
 
-use crate::gpu::{Gpu, GpuCheck, GpuError, InputAt};
+use crate::gpu::{DeviceBuffer, Gpu, GpuCheck, GpuError, InputAt, NonFinite};
 use core::marker::PhantomData;
-use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
-use shared::{Claim, Family, Primitive, Stored};
+use cudarc::driver::{DeviceRepr, LaunchConfig, ValidAsZeroBits};
+use shared::{Claim, Family, KernelKind, KernelName, Primitive, Stored, kind};
 
 /// An integer element type that inputs and stored outputs are made of.
 pub trait Element:
@@ -35,7 +35,7 @@ macro_rules! element {
 element!(u8 u16 u32 u64);
 
 /// The operations every variant supports, type-erased so one table holds them all.
-pub trait VariantOps: Sync {
+pub trait VariantOps: BandwidthKernels + Sync {
     /// The stored result bits of the variant on input bits `input`, zero-extended.
     fn eval(&self, input: u64) -> u64;
     /// [`VariantOps::eval`] for each of `inputs`, into `out` (same length). This default
@@ -53,6 +53,48 @@ pub trait VariantOps: Sync {
     /// Runs the variant's kernel on `len` inputs (`input_at(i)` for element `i`) and
     /// compares every result bit for bit with the same function run on the CPU.
     fn gpu_check(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>;
+    /// [`Gpu::latency`] with the variant's kernel.
+    fn gpu_latency(&self, gpu: &Gpu, seed: u64, iterations: u32, out: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
+    /// [`Gpu::launch_throughput`] with the variant's kernel.
+    fn gpu_launch_throughput(
+        &self,
+        gpu: &Gpu,
+        config: LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError>;
+}
+
+/// The kernels of the kinds only some variants have, type-erased: `Some` exactly for
+/// the kinds the variant's table entry lists (the runtime table implements this for
+/// each [`Ops`] from its entry).
+pub trait BandwidthKernels {
+    /// The variant's [`KernelKind::Wide`] kernel, if it has one.
+    fn wide(&self) -> Option<&dyn WideKernel> {
+        None
+    }
+    /// The variant's [`KernelKind::CountNonfinite`] kernel, if it has one.
+    fn count_nonfinite(&self) -> Option<&dyn CountNonfiniteKernel> {
+        None
+    }
+}
+
+/// A variant's [`KernelKind::Wide`] kernel (UNORM8 → f32, 16 bytes per thread per step).
+pub trait WideKernel: Sync {
+    /// [`Gpu::map_wide`]: runs it over `input` → `output` (equal lengths) and waits.
+    fn run(&self, gpu: &Gpu, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError>;
+    /// [`Gpu::launch_wide`]: queues it; does not wait.
+    fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError>;
+}
+
+/// A variant's [`KernelKind::CountNonfinite`] kernel (binary16, 16 bytes per thread per
+/// step).
+pub trait CountNonfiniteKernel: Sync {
+    /// [`Gpu::count_nonfinite`]: counts the non-finite values of `input`, finds the first.
+    fn count(&self, gpu: &Gpu, input: &DeviceBuffer<u16>) -> Result<NonFinite, GpuError>;
+    /// [`Gpu::launch_count`]: queues it, accumulating into `result`; does not wait.
+    fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u16>, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
 }
 
 /// [`VariantOps`] for one [`Primitive`], monomorphised so the CPU loop inlines it.
@@ -60,9 +102,10 @@ pub struct Ops<P>(PhantomData<P>);
 
 impl<P> VariantOps for Ops<P>
 where
-    P: Primitive + Sync,
+    P: kind::Map + kind::Latency + kind::Throughput + Sync,
     P::In: Element,
     <P::Out as Stored>::Bits: Element,
+    Ops<P>: BandwidthKernels,
 {
     fn eval(&self, input: u64) -> u64 {
         P::apply(P::In::from_u64(input)).to_stored().to_u64()
@@ -75,11 +118,67 @@ where
     fn gpu_check(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError> {
         crate::gpu::check_against_cpu::<P>(gpu, len, input_at)
     }
+
+    fn gpu_latency(&self, gpu: &Gpu, seed: u64, iterations: u32, out: &mut DeviceBuffer<u64>) -> Result<(), GpuError> {
+        gpu.latency::<P>(seed, iterations, out)
+    }
+
+    fn gpu_launch_throughput(
+        &self,
+        gpu: &Gpu,
+        config: LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError> {
+        gpu.launch_throughput::<P>(config, seed, iterations, out)
+    }
+}
+
+impl<P: kind::Wide + Sync> WideKernel for Ops<P> {
+    fn run(&self, gpu: &Gpu, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError> {
+        gpu.map_wide::<P>(input, output)
+    }
+
+    fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError> {
+        gpu.launch_wide::<P>(input, output)
+    }
+}
+
+impl<P: kind::CountNonfinite + Sync> CountNonfiniteKernel for Ops<P> {
+    fn count(&self, gpu: &Gpu, input: &DeviceBuffer<u16>) -> Result<NonFinite, GpuError> {
+        gpu.count_nonfinite::<P>(input)
+    }
+
+    fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u16>, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError> {
+        gpu.launch_count::<P>(input, result)
+    }
+}
+
+/// The [`BandwidthKernels`] method that hands out a kind's kernel, for the kinds only
+/// some variants have; nothing for the kinds every variant has. No catch-all: a new
+/// kind must be placed here.
+macro_rules! bandwidth_kernel {
+    (Wide) => {
+        fn wide(&self) -> Option<&dyn WideKernel> {
+            Some(self)
+        }
+    };
+    (CountNonfinite) => {
+        fn count_nonfinite(&self) -> Option<&dyn CountNonfiniteKernel> {
+            Some(self)
+        }
+    };
+    (Map) => {};
+    (Skeleton) => {};
+    (Latency) => {};
+    (Throughput) => {};
 }
 
 /// One row of the variant table.
 pub struct Variant {
-    /// Name; also the GPU kernel's name.
+    /// Name; also its [`KernelKind::Map`] kernel's name, which its other kernels' names
+    /// extend with their kind's suffix.
     pub name: &'static str,
     /// Family: fixes the input domain and the reference.
     pub family: Family,
@@ -89,8 +188,28 @@ pub struct Variant {
     pub description: &'static str,
     /// Width in bits of the stored result.
     pub output_bits: u32,
+    /// The kinds of GPU kernel it has, as its table entry states them.
+    pub kinds: &'static [KernelKind],
     /// The type-erased operations.
     pub ops: &'static dyn VariantOps,
+}
+
+impl Variant {
+    /// Whether it has a GPU kernel of kind `kind`.
+    pub fn has(&self, kind: KernelKind) -> bool {
+        self.kinds.contains(&kind)
+    }
+
+    /// The name of its kernel of kind `kind`, if it has one.
+    pub fn kernel(&self, kind: KernelKind) -> Option<KernelName> {
+        self.has(kind).then_some(KernelName { variant: self.name, kind })
+    }
+
+    /// The names of all its kernels, in the order of [`Variant::kinds`].
+    pub fn kernels(&self) -> impl Iterator<Item = KernelName> + use<> {
+        let name = self.name;
+        self.kinds.iter().map(move |&kind| KernelName { variant: name, kind })
+    }
 }
 
 impl core::fmt::Debug for Variant {
@@ -100,7 +219,11 @@ impl core::fmt::Debug for Variant {
 }
 
 macro_rules! runtime_table {
-    ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {
+    ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {
+        $(impl BandwidthKernels for Ops<shared::variants::$name> {
+            $(bandwidth_kernel!($kind);)*
+        })*
+
         /// Every variant of `shared::for_each_variant!`, in table order.
         pub static VARIANTS: &[Variant] = &[$(
             Variant {
@@ -109,6 +232,7 @@ macro_rules! runtime_table {
                 claim: <shared::variants::$name as Primitive>::CLAIM,
                 description: <shared::variants::$name as Primitive>::DESCRIPTION,
                 output_bits: <<$out as Stored>::Bits as Element>::BITS,
+                kinds: <shared::variants::$name as Primitive>::KINDS,
                 ops: &Ops::<shared::variants::$name>(PhantomData),
             },
         )*];
@@ -201,5 +325,23 @@ mod tests {
         assert!(names("series").is_empty(), "a substring is not a prefix");
         assert_eq!(selected(Some("nothing")).map(|v| v.len()), Err(NoVariantMatches("nothing".into())));
         assert_eq!(selected(None).map(|v| v.len()), Ok(VARIANTS.len()));
+    }
+
+    #[test]
+    fn a_variant_hands_out_the_bandwidth_kernels_its_entry_lists() {
+        for v in VARIANTS {
+            assert_eq!(v.ops.wide().is_some(), v.has(KernelKind::Wide), "{}", v.name);
+            assert_eq!(v.ops.count_nonfinite().is_some(), v.has(KernelKind::CountNonfinite), "{}", v.name);
+        }
+    }
+
+    #[test]
+    fn every_variant_has_the_common_kinds_then_its_own() {
+        let v = find("unorm8_series").expect("in the table");
+        let kinds: Vec<KernelKind> = v.kernels().map(|k| k.kind).collect();
+        use KernelKind::*;
+        assert_eq!(kinds, [Map, Skeleton, Latency, Throughput, Wide]);
+        assert_eq!(v.kernel(Wide), Some(KernelName { variant: "unorm8_series", kind: Wide }));
+        assert_eq!(v.kernel(KernelKind::CountNonfinite), None);
     }
 }

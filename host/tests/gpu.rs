@@ -6,7 +6,7 @@ mod expected_kernels;
 
 use host::gpu::{self, Gpu, GpuError};
 use host::table::{VARIANTS, Variant};
-use shared::Claim;
+use shared::{Claim, KernelKind, KernelName};
 
 /// Inputs per GPU launch in the whole-domain test (domains larger than this, such as
 /// 2^32 encodings, are checked in consecutive chunks).
@@ -92,12 +92,14 @@ fn wide_unorm8_kernels_match_the_cpu() {
     let bytes: Vec<u8> = (0..(1u64 << 20) + 13).map(|i| scrambled(i) as u8).collect();
     let input = gpu.upload(&bytes).expect("upload");
     let mut output = gpu.zeros::<u32>(bytes.len()).expect("alloc");
-    for v in VARIANTS.iter().filter(|v| host::ptx::has_kernel(&format!("{}_wide", v.name))) {
-        gpu.map_wide(v.name, &input, &mut output).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+    for v in VARIANTS {
+        let Some(kernel) = v.ops.wide() else { continue };
+        let name = v.kernel(KernelKind::Wide).expect("a variant with a Wide kernel names it");
+        kernel.run(&gpu, &input, &mut output).unwrap_or_else(|e| panic!("{name}: {e}"));
         let got = gpu.download(&output).expect("download");
         for (i, (&x, &bits)) in bytes.iter().zip(&got).enumerate() {
             let cpu = v.ops.eval(u64::from(x));
-            assert_eq!(u64::from(bits), cpu, "{}_wide at {i}: input {x}, gpu {bits:#x}, cpu {cpu:#x}", v.name);
+            assert_eq!(u64::from(bits), cpu, "{name} at {i}: input {x}, gpu {bits:#x}, cpu {cpu:#x}");
         }
     }
 }
@@ -113,8 +115,9 @@ fn nonfinite_count_kernels_find_every_injected_value() {
         halves[i] = bits;
     }
     let input = gpu.upload(&halves).expect("upload");
-    for v in VARIANTS.iter().filter(|v| host::ptx::has_kernel(&format!("{}_count_nonfinite", v.name))) {
-        let got = gpu.count_nonfinite(v.name, &input).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+    for v in VARIANTS {
+        let Some(kernel) = v.ops.count_nonfinite() else { continue };
+        let got = kernel.count(&gpu, &input).unwrap_or_else(|e| panic!("{}: {e}", v.name));
         // What the variant itself says, element by element on the CPU.
         let flagged: Vec<usize> = (0..len).filter(|&i| v.ops.eval(u64::from(halves[i])) == 0).collect();
         assert_eq!(got.count, flagged.len() as u64, "{}: count", v.name);
@@ -171,10 +174,13 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
 #[test]
 fn every_kernel_in_the_ptx_loads() {
     let Some(gpu) = gpu::open_or_skip() else { return };
-    for name in expected_kernels::names_checked_against_the_ptx() {
-        gpu.kernel(&name).unwrap_or_else(|e| panic!("{e}"));
+    expected_kernels::names_checked_against_the_ptx();
+    for name in VARIANTS.iter().flat_map(Variant::kernels) {
+        gpu.load(name).unwrap_or_else(|e| panic!("{e}"));
     }
-    assert!(matches!(gpu.kernel("no_such_kernel"), Err(GpuError::KernelMissing { .. })));
+    // A kind the table does not give a variant is not in the PTX.
+    let not_built = KernelName::of::<shared::variants::f16_is_nan>(KernelKind::Wide);
+    assert!(matches!(gpu.load(not_built), Err(GpuError::KernelMissing { .. })));
 }
 
 /// Runs everywhere: without a GPU, opening one is a typed error, never a panic.

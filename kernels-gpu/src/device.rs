@@ -6,7 +6,7 @@
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _thread_idx_x, trap};
 use core::ops::BitXor;
 use core::sync::atomic::{AtomicU64, Ordering};
-use shared::{Primitive, Stored};
+use shared::{Primitive, Stored, kind};
 
 unsafe extern "C" {
     /// The multiprocessor's 64-bit cycle counter (`%clock64`).
@@ -44,6 +44,7 @@ fn grid_stride(n: u64, mut body: impl FnMut(usize)) {
     }
 }
 
+type In<P> = <P as Primitive>::In;
 type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
 
 /// `output[i] = P::apply(input[i])` for all `i < n`.
@@ -62,9 +63,13 @@ unsafe fn map<P: Primitive>(input: *const P::In, output: *mut Bits<P>, n: u64) {
 /// # Safety
 /// As for [`map`].
 #[inline(always)]
-unsafe fn skeleton<I: Copy, O: FromBits<I>>(input: *const I, output: *mut O, n: u64) {
+unsafe fn skeleton<P>(input: *const P::In, output: *mut Bits<P>, n: u64)
+where
+    P: Primitive,
+    Bits<P>: FromBits<P::In>,
+{
     // SAFETY: as for `map`.
-    grid_stride(n, |i| unsafe { output.add(i).write(O::from_bits(input.add(i).read())) });
+    grid_stride(n, |i| unsafe { output.add(i).write(Bits::<P>::from_bits(input.add(i).read())) });
 }
 
 /// The timing chains' mixing multiplier: odd (so `r * MIX` is a bijection of `u32`),
@@ -175,7 +180,7 @@ fn chunk_aligned<T>(p: *const T) -> bool {
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
-unsafe fn unorm8_wide<P: Primitive<In = u8, Out = f32>>(input: *const u8, output: *mut u32, n: u64) {
+unsafe fn unorm8_wide<P: kind::Wide>(input: *const u8, output: *mut u32, n: u64) {
     let chunks = if chunk_aligned(input) && chunk_aligned(output) { n / 16 } else { 0 };
     let (input_chunks, output_chunks) = (input.cast::<Chunk>(), output.cast::<Chunk>());
     // SAFETY: chunk `c < n / 16` covers input bytes 16c..16c+16 and outputs 16c..16c+16,
@@ -200,7 +205,7 @@ unsafe fn unorm8_wide<P: Primitive<In = u8, Out = f32>>(input: *const u8, output
 /// # Safety
 /// `input` must be a valid device pointer to `n` elements, `result` to 2 `u64`s.
 #[inline(always)]
-unsafe fn count_nonfinite<P: Primitive<In = u16, Out = bool>>(input: *const u16, n: u64, result: *mut u64) {
+unsafe fn count_nonfinite<P: kind::CountNonfinite>(input: *const u16, n: u64, result: *mut u64) {
     let chunks = if chunk_aligned(input) { n / 8 } else { 0 };
     let input_chunks = input.cast::<Chunk>();
     let (mut count, mut first) = (0u64, u64::MAX);
@@ -292,42 +297,49 @@ impl FromMixed for u64 {
     }
 }
 
-/// Defines an `extern "ptx-kernel"` entry point named `$variant` + `$suffix` that
-/// forwards its arguments to `$body::<variant marker>`.
+/// Defines variant `$variant`'s `extern "ptx-kernel"` entry point of kind `$kind`
+/// (a [`shared::KernelKind`] variant name), named `$variant` followed by the kind's
+/// suffix, with the kind's signature, forwarding its arguments to the kind's function
+/// for the variant's marker type. The kind's trait bound on that function
+/// (`kind::Wide`, ...) holds only if the table gives the variant that kind.
 macro_rules! entry {
-    ($variant:ident, $suffix:literal, $body:ident $(:: <$($generic:ty),*>)?, ($($arg:ident: $ty:ty),*)) => {
+    ($variant:ident, Map) => {
+        entry!(@ $variant, Map, map, (input: *const In<V>, output: *mut Bits<V>, n: u64));
+    };
+    ($variant:ident, Skeleton) => {
+        entry!(@ $variant, Skeleton, skeleton, (input: *const In<V>, output: *mut Bits<V>, n: u64));
+    };
+    ($variant:ident, Latency) => {
+        entry!(@ $variant, Latency, latency, (seed: u64, iterations: u32, out: *mut u64));
+    };
+    ($variant:ident, Throughput) => {
+        entry!(@ $variant, Throughput, throughput, (seed: u64, iterations: u32, out: *mut u64));
+    };
+    ($variant:ident, Wide) => {
+        entry!(@ $variant, Wide, unorm8_wide, (input: *const u8, output: *mut u32, n: u64));
+    };
+    ($variant:ident, CountNonfinite) => {
+        entry!(@ $variant, CountNonfinite, count_nonfinite, (input: *const u16, n: u64, result: *mut u64));
+    };
+    (@ $variant:ident, $kind:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
         const _: () = {
+            type V = shared::variants::$variant;
             /// # Safety
             /// As documented on the function this entry point forwards to.
-            #[unsafe(export_name = concat!(stringify!($variant), $suffix))]
+            #[unsafe(export_name = concat!(stringify!($variant), shared::kernel_suffix!($kind)))]
             pub unsafe extern "ptx-kernel" fn entry($($arg: $ty),*) {
                 // SAFETY: forwarded from this kernel's contract.
-                unsafe { $body::<$($($generic),*)?>($($arg),*) }
+                unsafe { $body::<V>($($arg),*) }
             }
         };
     };
 }
 
-/// The bandwidth kernels of a variant, if its family and input type have any. The
-/// family is matched as written in the table (`Kind(..)` or `Kind { .. }`).
-macro_rules! family_kernels {
-    (UnormToF32 { bits: 8 }, u8, $name:ident) => {
-        entry!($name, "_wide", unorm8_wide::<shared::variants::$name>, (input: *const u8, output: *mut u32, n: u64));
-    };
-    (IsFinite(Binary16), u16, $name:ident) => {
-        entry!($name, "_count_nonfinite", count_nonfinite::<shared::variants::$name>, (input: *const u16, n: u64, result: *mut u64));
-    };
-    ($kind:ident $args:tt, $in:ident, $name:ident) => {};
-}
-
-/// Callback for `shared::for_each_variant!`: the kernels of every variant.
+/// Callback for `shared::for_each_variant!`: every kernel of every variant, one per
+/// kind its table entry has.
 macro_rules! emit_kernels {
-    ($({ $name:ident, $kind:ident $args:tt, $in:ident => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {$(
-        entry!($name, "", map::<shared::variants::$name>, (input: *const $in, output: *mut <$out as Stored>::Bits, n: u64));
-        entry!($name, "_skeleton", skeleton::<$in, <$out as Stored>::Bits>, (input: *const $in, output: *mut <$out as Stored>::Bits, n: u64));
-        entry!($name, "_latency", latency::<shared::variants::$name>, (seed: u64, iterations: u32, out: *mut u64));
-        entry!($name, "_throughput", throughput::<shared::variants::$name>, (seed: u64, iterations: u32, out: *mut u64));
-        family_kernels!($kind $args, $in, $name);
-    )*};
+    ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {$($(
+        entry!($name, $kind);
+    )*)*};
 }
 shared::for_each_variant!(emit_kernels);

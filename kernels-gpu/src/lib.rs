@@ -6,15 +6,13 @@
 //!
 //! Kernels are thin: index, guard, call into `shared`, store. No algorithm lives here.
 //!
-//! Per variant `V` of the table there are:
-//! - `V(input, output, n)`: `output[i] = V(input[i])` for `i < n` (conformance);
-//! - `V_skeleton(input, output, n)`: the same loop with no computation (SASS report);
-//! - `V_latency(seed, iterations, out)`: one thread, a dependent chain, in cycles;
-//! - `V_throughput(seed, iterations, out)`: every thread, four independent chains;
-//!
-//! and, for the bandwidth benchmarks, 16-bytes-per-thread-per-step kernels:
-//! - `V_wide(input, output, n)` for UNORM8 → f32 variants;
-//! - `V_count_nonfinite(input, n, result)` for binary16 finiteness variants.
+//! Per variant `V` of the table there is one kernel for each kind its entry has
+//! (`shared::KernelKind`, whose docs give each kind's signature), named `V` followed by
+//! the kind's suffix (`shared::kernel_suffix!`): every variant has `Map` (conformance),
+//! `Skeleton` (the same loop with no computation, for the SASS report), `Latency` and
+//! `Throughput` (timing chains); the UNORM8 → f32 variants also `Wide`, the binary16
+//! finiteness variants also `CountNonfinite` (16 bytes per thread per step, for the
+//! bandwidth benchmarks).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, link_llvm_intrinsics))]
 // `link_llvm_intrinsics` is how the cycle counter (%clock64) is read; core::arch::nvptx has no wrapper.

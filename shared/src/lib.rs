@@ -10,7 +10,8 @@
 //! multiply and an add unless a function asks for a fused multiply-add by name.
 //!
 //! The one list of variants lives in [`for_each_variant!`]; [`variants`] holds a marker
-//! type per entry implementing [`Primitive`].
+//! type per entry implementing [`Primitive`] and the [`kind`] trait of each kernel the
+//! entry has.
 #![no_std]
 #![feature(f16, core_float_math)]
 // Bit literals are grouped by the encoding's fields (sign_exponent_mantissa), not by nibbles.
@@ -22,6 +23,7 @@ pub mod binary32;
 pub mod binary64;
 mod class;
 pub mod fp8;
+pub mod kind;
 pub mod norm;
 pub mod packed;
 pub mod scheme;
@@ -31,12 +33,15 @@ pub mod unorm16;
 pub mod unorm8;
 
 pub use class::Class;
+pub use kind::{KernelKind, KernelName};
 pub use table::{Claim, Domain, Family, Format, Primitive, Stored};
 
-/// One marker type per entry of [`for_each_variant!`], each implementing [`Primitive`].
+/// One marker type per entry of [`for_each_variant!`], each implementing [`Primitive`]
+/// and the [`kind`] trait of each kind of kernel the entry has.
 ///
-/// The type names are the variant names (snake case), which are also the GPU kernel
-/// names, so a name cannot drift between the table, the kernels and the host.
+/// The type names are the variant names (snake case), which also begin the GPU kernel
+/// names ([`KernelName`]), so a name cannot drift between the table, the kernels and
+/// the host.
 pub mod variants {
     crate::for_each_variant!(crate::define_primitives);
 }

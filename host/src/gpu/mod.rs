@@ -2,15 +2,21 @@
 //! needs CUDA to build): open a device, load the embedded PTX once, run any variant of
 //! the table over host slices or device buffers.
 //!
+//! Kernels are launched through one typed method per kind of kernel
+//! ([`shared::KernelKind`]), bound by that kind's trait: [`Gpu::map`] needs
+//! `P: kind::Map`, [`Gpu::map_wide`] `P: kind::Wide`, and so on. The table implements a
+//! kind's trait only for the variants that have the kernel, so the method's signature is
+//! the kernel's; no safe function launches a kernel by name (that stays in `raw`).
+//!
 //! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
 //! library before cudarc can panic, and every failure is a [`GpuError`].
 
 mod raw;
 
 use crate::table::Element;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError};
+use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
-use shared::{Primitive, Stored};
+use shared::{KernelKind, KernelName, Primitive, Stored, kind};
 use std::sync::Arc;
 
 pub use cudarc::driver::CudaSlice as DeviceBuffer;
@@ -200,9 +206,9 @@ impl Gpu {
         &self.ctx
     }
 
-    /// The kernel called `name`.
-    pub fn kernel(&self, name: &str) -> Result<CudaFunction, GpuError> {
-        self.module.load_function(name).map_err(|_| GpuError::KernelMissing { name: name.to_string() })
+    /// Checks that the embedded PTX has the kernel `name` and that it loads.
+    pub fn load(&self, name: KernelName) -> Result<(), GpuError> {
+        raw::load(&self.module, name)
     }
 
     /// A grid-stride launch for `work` items: enough blocks to fill the device, at
@@ -268,72 +274,47 @@ impl Gpu {
     }
 
     /// Waits for everything queued so far; reports a failed kernel as `kernel`'s.
-    pub fn synchronize(&self, kernel: &str) -> Result<(), GpuError> {
+    fn wait(&self, kernel: KernelName) -> Result<(), GpuError> {
         self.stream.synchronize().map_err(|source| GpuError::Launch { kernel: kernel.to_string(), source })
     }
 
-    /// `output[i] = P(input[i])` on the device, with `P`'s kernel; waits for it.
+    /// A grid-stride launch with `per_thread` elements per thread per step over `n`.
+    fn elementwise_config(&self, n: usize, per_thread: u64) -> LaunchConfig {
+        self.launch_config((n as u64).div_ceil(per_thread))
+    }
+
+    /// `output[i] = P(input[i])` on the device (equal lengths), with `P`'s
+    /// [`KernelKind::Map`] kernel; waits for it.
     pub fn map<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
     where
-        P: Primitive,
+        P: kind::Map,
         P::In: DeviceRepr,
         Bits<P>: DeviceRepr,
     {
-        self.run_map(P::NAME, input, output, 1)
+        raw::launch_map::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 1), input, output)?;
+        self.wait(KernelName::of::<P>(KernelKind::Map))
     }
 
-    /// [`Gpu::map`] through the 16-bytes-per-thread `_wide` kernel of the UNORM8 → f32
-    /// variant called `variant`; waits for it.
-    pub fn map_wide(&self, variant: &str, input: &CudaSlice<u8>, output: &mut CudaSlice<u32>) -> Result<(), GpuError> {
-        self.launch_wide(variant, input, output)?;
-        self.synchronize(&format!("{variant}_wide"))
+    /// [`Gpu::map`] through `P`'s [`KernelKind::Wide`] kernel (UNORM8 → f32, 16 bytes
+    /// per thread per step); waits for it.
+    pub fn map_wide<P: kind::Wide>(&self, input: &CudaSlice<u8>, output: &mut CudaSlice<u32>) -> Result<(), GpuError> {
+        self.launch_wide::<P>(input, output)?;
+        self.wait(KernelName::of::<P>(KernelKind::Wide))
     }
 
-    /// Queues the `_wide` kernel of `variant` (see [`Gpu::map_wide`]); does not wait.
-    pub fn launch_wide(
+    /// Queues `P`'s [`KernelKind::Wide`] kernel (see [`Gpu::map_wide`]); does not wait.
+    pub fn launch_wide<P: kind::Wide>(
         &self,
-        variant: &str,
         input: &CudaSlice<u8>,
         output: &mut CudaSlice<u32>,
     ) -> Result<(), GpuError> {
-        self.launch_map(&format!("{variant}_wide"), input, output, 16)
-    }
-
-    /// Launches the per-element kernel `name` over `input` → `output` (equal lengths),
-    /// `per_thread` elements per thread per step, and waits for it.
-    fn run_map<I: DeviceRepr, O: DeviceRepr>(
-        &self,
-        name: &str,
-        input: &CudaSlice<I>,
-        output: &mut CudaSlice<O>,
-        per_thread: u64,
-    ) -> Result<(), GpuError> {
-        self.launch_map(name, input, output, per_thread)?;
-        self.synchronize(name)
-    }
-
-    /// Queues the per-element kernel `name` (see [`Gpu::run_map`]); does not wait.
-    fn launch_map<I: DeviceRepr, O: DeviceRepr>(
-        &self,
-        name: &str,
-        input: &CudaSlice<I>,
-        output: &mut CudaSlice<O>,
-        per_thread: u64,
-    ) -> Result<(), GpuError> {
-        if input.len() != output.len() {
-            let detail = format!("input has {} elements but output {}", input.len(), output.len());
-            return Err(GpuError::Length { kernel: name.to_string(), detail });
-        }
-        let kernel = self.kernel(name)?;
-        let n = input.len() as u64;
-        raw::launch_map(&self.stream, &kernel, self.launch_config(n.div_ceil(per_thread)), input, output, n)
-            .map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+        raw::launch_wide::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 16), input, output)
     }
 
     /// Runs `P` over a host slice and returns the stored results.
     pub fn map_host<P>(&self, input: &[P::In]) -> Result<Vec<Bits<P>>, GpuError>
     where
-        P: Primitive,
+        P: kind::Map,
         P::In: DeviceRepr,
         Bits<P>: DeviceRepr + ValidAsZeroBits + Default + Clone,
     {
@@ -343,58 +324,54 @@ impl Gpu {
         self.download(&device_output)
     }
 
-    /// Counts the non-finite binary16 values in `input` with the `_count_nonfinite`
-    /// kernel (16-byte loads) of the binary16 finiteness variant called `variant`, and
-    /// finds the first one.
-    pub fn count_nonfinite(&self, variant: &str, input: &CudaSlice<u16>) -> Result<NonFinite, GpuError> {
+    /// Counts the non-finite binary16 values in `input` with `P`'s
+    /// [`KernelKind::CountNonfinite`] kernel (16-byte loads), and finds the first one.
+    pub fn count_nonfinite<P: kind::CountNonfinite>(&self, input: &CudaSlice<u16>) -> Result<NonFinite, GpuError> {
+        let name = KernelName::of::<P>(KernelKind::CountNonfinite);
         let mut result = self.upload(&[0u64, u64::MAX])?;
-        self.launch_count(variant, input, &mut result)?;
-        let name = format!("{variant}_count_nonfinite");
-        self.synchronize(&name)?;
+        self.launch_count::<P>(input, &mut result)?;
+        self.wait(name)?;
         let [count, first] = <[u64; 2]>::try_from(self.download(&result)?).map_err(|v| GpuError::Length {
-            kernel: name,
+            kernel: name.to_string(),
             detail: format!("result buffer came back with {} elements", v.len()),
         })?;
         Ok(NonFinite { count, first: (first != u64::MAX).then_some(first) })
     }
 
-    /// Queues `variant`'s count kernel over `input`, accumulating into `result` (2
-    /// elements: count, first index); does not wait.
-    pub fn launch_count(
+    /// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into
+    /// `result` (2 elements: count, first index); does not wait.
+    pub fn launch_count<P: kind::CountNonfinite>(
         &self,
-        variant: &str,
         input: &CudaSlice<u16>,
         result: &mut CudaSlice<u64>,
     ) -> Result<(), GpuError> {
-        let name = format!("{variant}_count_nonfinite");
-        if result.len() < 2 {
-            return Err(GpuError::Length { kernel: name, detail: "result needs 2 elements".into() });
-        }
-        let kernel = self.kernel(&name)?;
-        let n = input.len() as u64;
-        raw::launch_count(&self.stream, &kernel, self.launch_config(n.div_ceil(8)), input, n, result)
-            .map_err(|source| GpuError::Launch { kernel: name, source })
+        raw::launch_count::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 8), input, result)
     }
 
-    /// Queues the timing kernel `name` (`_latency` or `_throughput`) with `config`;
-    /// `out` must hold 2 elements or one per launched thread respectively.
-    pub fn launch_timing(
+    /// Runs `P`'s [`KernelKind::Latency`] kernel on one thread: a dependent chain of
+    /// `iterations` steps from `seed`, whose cycles and final value it writes to
+    /// `out[0]` and `out[1]`; waits for it.
+    pub fn latency<P: kind::Latency>(
         &self,
-        name: &str,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        raw::launch_latency::<P>(&self.stream, &self.module, seed, iterations, out)?;
+        self.wait(KernelName::of::<P>(KernelKind::Latency))
+    }
+
+    /// Queues `P`'s [`KernelKind::Throughput`] kernel with `config`: every thread runs
+    /// four independent chains of `iterations` steps and writes to its own element of
+    /// `out`, which must hold one per launched thread; does not wait.
+    pub fn launch_throughput<P: kind::Throughput>(
+        &self,
         config: LaunchConfig,
         seed: u64,
         iterations: u32,
         out: &mut CudaSlice<u64>,
     ) -> Result<(), GpuError> {
-        let threads = u64::from(config.grid_dim.0) * u64::from(config.block_dim.0);
-        let needed = if name.ends_with("_latency") { 2 } else { threads };
-        if (out.len() as u64) < needed {
-            let detail = format!("out has {} elements, needs {needed}", out.len());
-            return Err(GpuError::Length { kernel: name.to_string(), detail });
-        }
-        let kernel = self.kernel(name)?;
-        raw::launch_timing(&self.stream, &kernel, config, seed, iterations, out)
-            .map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+        raw::launch_throughput::<P>(&self.stream, &self.module, config, seed, iterations, out)
     }
 
     /// Queues a device-to-device copy of `src` into `dst` (equal lengths).
@@ -452,7 +429,7 @@ pub struct GpuCheck {
 /// every result bit for bit with `P` run on the CPU (all cores).
 pub fn check_against_cpu<P>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>
 where
-    P: Primitive,
+    P: kind::Map,
     P::In: Element,
     Bits<P>: Element,
 {

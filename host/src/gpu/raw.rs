@@ -1,9 +1,19 @@
 //! Every `unsafe` call of the GPU layer: the driver probe, kernel launches, and the
 //! JIT log. Each block states why its arguments match the kernel's signature.
+//!
+//! Kernels are launched only through the typed functions here, one per
+//! [`KernelKind`]: `launch_wide::<P>` needs `P: kind::Wide`, which `shared`'s table
+//! implements exactly for the variants whose entry lists `Wide`, the same entries for
+//! which `kernels-gpu` emits that kernel, under the name [`KernelName::of`] gives
+//! and with the signature [`KernelKind::Wide`] documents. Looking a kernel up by name and
+//! launching it with arguments of one's choosing stays private to this module.
 #![allow(unsafe_code)]
 
+use super::{Bits, GpuError};
 use cudarc::driver::sys::{self, CUjit_option};
-use cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use shared::{KernelKind, KernelName, kind};
+use std::sync::Arc;
 
 /// Whether the CUDA driver library (`libcuda.so`) can be loaded. Must be asked before any
 /// other cudarc call: cudarc panics when the library is missing.
@@ -12,57 +22,173 @@ pub fn driver_library_present() -> bool {
     unsafe { sys::is_culib_present() }
 }
 
-/// Launches a per-element kernel `(input: *const I, output: *mut O, n: u64)`.
+/// Whether `module` has the kernel `name` (loading it is harmless; launching is not).
+pub fn load(module: &Arc<CudaModule>, name: KernelName) -> Result<(), GpuError> {
+    function(module, name).map(drop)
+}
+
+/// The kernel `name` of `module`.
+fn function(module: &Arc<CudaModule>, name: KernelName) -> Result<CudaFunction, GpuError> {
+    module.load_function(&name.to_string()).map_err(|_| GpuError::KernelMissing { name: name.to_string() })
+}
+
+/// A [`GpuError::Length`] for kernel `name`.
+fn length_error(name: KernelName, detail: String) -> GpuError {
+    GpuError::Length { kernel: name.to_string(), detail }
+}
+
+/// Queues `P`'s [`KernelKind::Map`] kernel over `input` → `output` (equal lengths).
+pub fn launch_map<P>(
+    stream: &CudaStream,
+    module: &Arc<CudaModule>,
+    config: LaunchConfig,
+    input: &CudaSlice<P::In>,
+    output: &mut CudaSlice<Bits<P>>,
+) -> Result<(), GpuError>
+where
+    P: kind::Map,
+    P::In: DeviceRepr,
+    Bits<P>: DeviceRepr,
+{
+    // SAFETY: `P: kind::Map`, so this is kernels-gpu's `map::<P>`, whose signature is
+    // `(*const P::In, *mut Bits<P>, u64)`.
+    unsafe { launch_elementwise(stream, module, KernelName::of::<P>(KernelKind::Map), config, input, output) }
+}
+
+/// Queues `P`'s [`KernelKind::Wide`] kernel over `input` → `output` (equal lengths).
+pub fn launch_wide<P: kind::Wide>(
+    stream: &CudaStream,
+    module: &Arc<CudaModule>,
+    config: LaunchConfig,
+    input: &CudaSlice<u8>,
+    output: &mut CudaSlice<u32>,
+) -> Result<(), GpuError> {
+    // SAFETY: `P: kind::Wide`, so this is kernels-gpu's `unorm8_wide::<P>`, whose
+    // signature is `(*const u8, *mut u32, u64)`.
+    unsafe { launch_elementwise(stream, module, KernelName::of::<P>(KernelKind::Wide), config, input, output) }
+}
+
+/// Checks that `input` and `output` have equal lengths and queues kernel `name` with
+/// `(input, output, n)`, `n` their length.
 ///
-/// The caller passes buffers of exactly `n` elements each (checked by `Gpu`).
-pub fn launch_map<I, O>(
+/// # Safety
+/// Kernel `name`'s signature must be `(*const I, *mut O, u64)`, and it must access
+/// elements below `n` only.
+unsafe fn launch_elementwise<I: DeviceRepr, O: DeviceRepr>(
     stream: &CudaStream,
-    kernel: &CudaFunction,
+    module: &Arc<CudaModule>,
+    name: KernelName,
     config: LaunchConfig,
-    input: &cudarc::driver::CudaSlice<I>,
-    output: &mut cudarc::driver::CudaSlice<O>,
-    n: u64,
-) -> Result<(), DriverError> {
-    let mut launch = stream.launch_builder(kernel);
+    input: &CudaSlice<I>,
+    output: &mut CudaSlice<O>,
+) -> Result<(), GpuError> {
+    if input.len() != output.len() {
+        return Err(length_error(name, format!("input has {} elements but output {}", input.len(), output.len())));
+    }
+    let kernel = function(module, name)?;
+    let n = input.len() as u64;
+    let mut launch = stream.launch_builder(&kernel);
     launch.arg(input).arg(output).arg(&n);
-    // SAFETY: every kernel launched through here has the signature
-    // `(*const I, *mut O, u64)` (kernels-gpu `map`, `skeleton` and `_wide` entries), the
-    // device pointers come from live `CudaSlice`s of element types I and O, and the
-    // caller checked both hold at least `n` elements, so every access is in bounds.
-    unsafe { launch.launch(config) }.map(drop)
+    // SAFETY: the caller guarantees the signature `(*const I, *mut O, u64)`; the device
+    // pointers come from live `CudaSlice`s of element types I and O, both of `n`
+    // elements (checked above), and the kernel accesses only elements below `n`.
+    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 
-/// Launches a `_count_nonfinite` kernel `(input: *const u16, n: u64, result: *mut u64)`.
-pub fn launch_count(
+/// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into
+/// `result` (at least 2 elements: count, first index).
+pub fn launch_count<P: kind::CountNonfinite>(
     stream: &CudaStream,
-    kernel: &CudaFunction,
+    module: &Arc<CudaModule>,
     config: LaunchConfig,
-    input: &cudarc::driver::CudaSlice<u16>,
-    n: u64,
-    result: &mut cudarc::driver::CudaSlice<u64>,
-) -> Result<(), DriverError> {
-    let mut launch = stream.launch_builder(kernel);
+    input: &CudaSlice<u16>,
+    result: &mut CudaSlice<u64>,
+) -> Result<(), GpuError> {
+    let name = KernelName::of::<P>(KernelKind::CountNonfinite);
+    if result.len() < 2 {
+        return Err(length_error(name, "result needs 2 elements".into()));
+    }
+    let kernel = function(module, name)?;
+    let n = input.len() as u64;
+    let mut launch = stream.launch_builder(&kernel);
     launch.arg(input).arg(&n).arg(result);
-    // SAFETY: the kernel's signature is `(*const u16, u64, *mut u64)`; `input` holds at
-    // least `n` elements and `result` at least 2 (checked by the caller).
-    unsafe { launch.launch(config) }.map(drop)
+    // SAFETY: `P: kind::CountNonfinite`, so this is kernels-gpu's `count_nonfinite::<P>`,
+    // whose signature is `(*const u16, u64, *mut u64)`; it reads the `n` elements of
+    // `input` and updates `result[0]` and `result[1]`, which exist (checked above).
+    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 
-/// Launches a `_latency` or `_throughput` kernel `(seed: u64, iterations: u32, out: *mut u64)`.
-pub fn launch_timing(
+/// Queues `P`'s [`KernelKind::Latency`] kernel on one thread; it writes `out[0]` and
+/// `out[1]`.
+pub fn launch_latency<P: kind::Latency>(
     stream: &CudaStream,
-    kernel: &CudaFunction,
+    module: &Arc<CudaModule>,
+    seed: u64,
+    iterations: u32,
+    out: &mut CudaSlice<u64>,
+) -> Result<(), GpuError> {
+    let one_thread = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: `P: kind::Latency`, so this is kernels-gpu's `latency::<P>`, whose
+    // signature is the timing one; it writes 2 elements.
+    unsafe {
+        launch_timing(stream, module, KernelName::of::<P>(KernelKind::Latency), one_thread, 2, seed, iterations, out)
+    }
+}
+
+/// Queues `P`'s [`KernelKind::Throughput`] kernel with `config`; every launched thread
+/// writes its own element of `out`.
+pub fn launch_throughput<P: kind::Throughput>(
+    stream: &CudaStream,
+    module: &Arc<CudaModule>,
     config: LaunchConfig,
     seed: u64,
     iterations: u32,
-    out: &mut cudarc::driver::CudaSlice<u64>,
-) -> Result<(), DriverError> {
-    let mut launch = stream.launch_builder(kernel);
+    out: &mut CudaSlice<u64>,
+) -> Result<(), GpuError> {
+    let threads = u64::from(config.grid_dim.0) * u64::from(config.block_dim.0);
+    // SAFETY: `P: kind::Throughput`, so this is kernels-gpu's `throughput::<P>`, whose
+    // signature is the timing one; it writes `out[thread]` for each launched thread
+    // (its index counts the x dimensions only), so `threads` elements.
+    unsafe {
+        launch_timing(
+            stream,
+            module,
+            KernelName::of::<P>(KernelKind::Throughput),
+            config,
+            threads,
+            seed,
+            iterations,
+            out,
+        )
+    }
+}
+
+/// Checks that `out` holds at least `needed` elements and queues kernel `name` with
+/// `(seed, iterations, out)`.
+///
+/// # Safety
+/// Kernel `name`'s signature must be `(u64, u32, *mut u64)`, and launched with `config`
+/// it must write only elements of `out` below `needed`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn launch_timing(
+    stream: &CudaStream,
+    module: &Arc<CudaModule>,
+    name: KernelName,
+    config: LaunchConfig,
+    needed: u64,
+    seed: u64,
+    iterations: u32,
+    out: &mut CudaSlice<u64>,
+) -> Result<(), GpuError> {
+    if (out.len() as u64) < needed {
+        return Err(length_error(name, format!("out has {} elements, needs {needed}", out.len())));
+    }
+    let kernel = function(module, name)?;
+    let mut launch = stream.launch_builder(&kernel);
     launch.arg(&seed).arg(&iterations).arg(out);
-    // SAFETY: the kernel's signature is `(u64, u32, *mut u64)`; it writes 2 elements
-    // (latency) or one per launched thread (throughput), and the caller sized `out` to
-    // at least that.
-    unsafe { launch.launch(config) }.map(drop)
+    // SAFETY: the caller guarantees the signature `(u64, u32, *mut u64)` and that the
+    // kernel writes only elements below `needed`, which `out` holds (checked above).
+    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 
 /// Loads `ptx` once more with the JIT's error log switched on and returns that log; the

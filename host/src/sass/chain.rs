@@ -1,6 +1,7 @@
 //! Whether a timing kernel times the variant's work: the dependent-chain loop of each
-//! `<variant>_latency` and `<variant>_throughput` kernel, found in its SASS listing, and
-//! how many applications of the variant's function it holds.
+//! [`Latency`](shared::KernelKind::Latency) and
+//! [`Throughput`](shared::KernelKind::Throughput) kernel, found in its SASS listing,
+//! and how many applications of the variant's function it holds.
 //!
 //! The criterion, all on the listings:
 //!
@@ -402,13 +403,14 @@ mod tests {
     /// -0.0 cycles, and f64_is_finite's throughput 2,312 applications per SM per cycle.
     const FOLDED: &str = include_str!("../../tests/fixtures/sass_folded_chain_sm_90.txt");
 
-    fn check_of(listing: &str, variant: &str) -> ChainCheck {
+    fn check_of(listing: &str, variant: &'static str) -> ChainCheck {
+        use shared::KernelKind::{Latency, Map, Skeleton, Throughput};
         let kernels = parse_listing(listing);
-        let kernel = |suffix: &str| {
-            let name = format!("{variant}{suffix}");
+        let kernel = |kind| {
+            let name = shared::KernelName { variant, kind }.to_string();
             kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{name} not in the listing"))
         };
-        check(kernel(""), kernel("_skeleton"), kernel("_latency"), kernel("_throughput"))
+        check(kernel(Map), kernel(Skeleton), kernel(Latency), kernel(Throughput))
     }
 
     /// One kernel `k` from instruction texts, at addresses 0x00, 0x10, ...

@@ -1,55 +1,27 @@
-//! The kernel entry points the embedded PTX must have, named from the variant table
-//! (`shared::for_each_variant!`) by the rules of `kernels-gpu`'s generator, written out
-//! again here so that the two can be compared: for every variant `V`, `V`,
-//! `V_skeleton`, `V_latency` and `V_throughput`; also `V_wide` for the UNORM8 → f32
-//! variants that take a `u8`, and `V_count_nonfinite` for the binary16 finiteness
-//! variants (which take a `u16`).
+//! The kernel entry points the embedded PTX must have: for every variant of the table,
+//! one per kind of kernel its entry has ([`host::table::Variant::kernels`], from
+//! `shared::Primitive::KINDS`), named as `shared::KernelName` says. `kernels-gpu`
+//! generates its entry points from the same kinds, so a kind it stops emitting, or emits
+//! for a variant whose entry does not list it, is a difference here.
 
-use shared::{Family, Format, Primitive};
-use std::any::TypeId;
+use host::table::{VARIANTS, Variant};
+use shared::KernelKind;
 use std::collections::BTreeSet;
-
-macro_rules! variant_inputs {
-    ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, $desc:literal })*) => {
-        /// Every variant of the table: its name, family and input type.
-        fn variant_inputs() -> Vec<(&'static str, Family, TypeId)> {
-            vec![$((
-                <shared::variants::$name as Primitive>::NAME,
-                <shared::variants::$name as Primitive>::FAMILY,
-                TypeId::of::<$in>(),
-            ),)*]
-        }
-    };
-}
-shared::for_each_variant!(variant_inputs);
 
 /// Every kernel name the table calls for.
 pub fn names() -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
-    for (variant, family, input) in variant_inputs() {
-        names.extend([
-            variant.to_string(),
-            host::ptx::skeleton_name(variant),
-            format!("{variant}_latency"),
-            format!("{variant}_throughput"),
-        ]);
-        if family == (Family::UnormToF32 { bits: 8 }) && input == TypeId::of::<u8>() {
-            names.insert(format!("{variant}_wide"));
-        }
-        if family == Family::IsFinite(Format::Binary16) && input == TypeId::of::<u16>() {
-            names.insert(format!("{variant}_count_nonfinite"));
-        }
-    }
-    names
+    VARIANTS.iter().flat_map(Variant::kernels).map(|name| name.to_string()).collect()
 }
 
 /// [`names`], after checking that they are exactly the entry points of the embedded
-/// PTX (panics with the names missing on either side).
+/// PTX (panics with the names missing on either side), and that every kind of kernel
+/// is among them (a kind the table stopped giving to any variant is dropped on both
+/// sides, so the comparison alone would not see it).
 pub fn names_checked_against_the_ptx() -> BTreeSet<String> {
-    let expected = names();
-    for suffix in ["_wide", "_count_nonfinite"] {
-        assert!(expected.iter().any(|n| n.ends_with(suffix)), "the table names no {suffix} kernel");
+    for &kind in KernelKind::ALL {
+        assert!(VARIANTS.iter().any(|v| v.has(kind)), "no variant of the table has a {kind:?} kernel");
     }
+    let expected = names();
     let entries = host::ptx::entry_names(host::ptx::PTX);
     let found: BTreeSet<String> = entries.iter().map(|e| e.to_string()).collect();
     assert_eq!(found.len(), entries.len(), "an entry point is defined twice: {entries:?}");
