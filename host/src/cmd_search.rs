@@ -1,8 +1,9 @@
-//! `bitexact search`: find, per UNORMn / SNORMn, the cheapest division-free f32 scheme
-//! that is correctly rounded on every code.
+//! `bitexact search`: find, per denominator `2^k - 1`, the cheapest division-free f32
+//! scheme that is correctly rounded on every code of UNORMk and SNORM(k+1).
 
 use host::report::{self, Format, Table};
 use host::search::{self, Found, Kind, SchemeFamily};
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::ops::RangeInclusive;
 use std::process::ExitCode;
@@ -11,19 +12,20 @@ use std::time::Instant;
 /// Options of `bitexact search`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// UNORM code widths to search: `N`, `A..B` (inclusive), `A..=B`, or a comma list of
-    /// those. Default: 1..16 (with --snorm's default) unless only --snorm is given.
+    /// Search the denominators of these UNORM code widths (UNORMn divides by 2^n - 1,
+    /// as SNORM(n+1) does): `N`, `A..B` (inclusive), `A..=B`, or a comma list of those.
+    /// Default, with neither --unorm nor --snorm: every denominator.
     #[arg(long, value_name = "WIDTHS")]
     pub unorm: Option<String>,
-    /// SNORM code widths to search (2..16), same syntax. Default: 2..16 unless only
-    /// --unorm is given.
+    /// Search the denominators of these SNORM code widths (2..16; SNORMn divides by
+    /// 2^(n-1) - 1, as UNORM(n-1) does), same syntax.
     #[arg(long, value_name = "WIDTHS")]
     pub snorm: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Print `shared/src/schemes.rs` (needs every width: the default) instead of a
-    /// report.
+    /// Print `shared/src/schemes.rs` (needs every denominator: the default) instead of
+    /// a report.
     #[arg(long)]
     pub emit_rust: bool,
 }
@@ -60,17 +62,20 @@ fn parse_widths(text: &str, kind: Kind) -> Result<Vec<u32>, String> {
 }
 
 pub fn run(args: &Args) -> Result<ExitCode, String> {
-    let (unorm, snorm) = match (&args.unorm, &args.snorm) {
-        (None, None) => (Kind::Unorm.widths().collect(), Kind::Snorm.widths().collect()),
-        (u, s) => (
-            u.as_deref().map_or(Ok(vec![]), |t| parse_widths(t, Kind::Unorm))?,
-            s.as_deref().map_or(Ok(vec![]), |t| parse_widths(t, Kind::Snorm))?,
-        ),
+    let denominator_bits: Vec<u32> = match (&args.unorm, &args.snorm) {
+        (None, None) => search::DENOMINATOR_BITS.collect(),
+        (unorm, snorm) => {
+            let mut bits = BTreeSet::new();
+            for (kind, widths) in [(Kind::Unorm, unorm), (Kind::Snorm, snorm)] {
+                for width in widths.as_deref().map_or(Ok(vec![]), |text| parse_widths(text, kind))? {
+                    bits.insert(kind.denominator_bits(width));
+                }
+            }
+            bits.into_iter().collect()
+        }
     };
-    let jobs: Vec<(Kind, u32)> =
-        unorm.iter().map(|&b| (Kind::Unorm, b)).chain(snorm.iter().map(|&b| (Kind::Snorm, b))).collect();
     let start = Instant::now();
-    let found = search::search_all(&jobs);
+    let found = search::search_all(&denominator_bits);
     let elapsed = start.elapsed();
     if args.emit_rust {
         report::write_stdout(&search::emit_rust(&found)?)?;
@@ -83,15 +88,21 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
             out.push_str(&render(&found).render(args.format == Format::Markdown));
             let _ = writeln!(
                 out,
-                "\nEach candidate checked on every code against the exact rational reference; {} conversions in {:.2?}.",
+                "\nOne scheme per denominator, each candidate checked on every code of every conversion listed against the exact rational reference; {} denominators in {:.2?} on {}.",
                 found.len(),
-                elapsed
+                elapsed,
+                host::parallel::describe_threads()
             );
             out.push_str(
                 "ops: FP operations + integer multiplies (the int → f32 conversion and the SNORM sign extension and clamp are not counted).\n",
             );
             for f in found.iter().filter(|f| f.best.is_none()) {
-                let _ = writeln!(out, "{}{}: none of the tried families is exact.", f.kind.label(), f.bits);
+                let _ = writeln!(
+                    out,
+                    "d = {} ({}): none of the tried families is exact.",
+                    f.denominator,
+                    search::conversions(f.bits)
+                );
             }
         }
     }
@@ -99,11 +110,11 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The report: one row per conversion.
+/// The report: one row per denominator.
 fn render(found: &[Found]) -> Table {
     let mut table = Table::new([
-        "conversion",
         "d",
+        "conversions",
         "cheapest exact scheme",
         "formula (hex-float constants)",
         "fp ops",
@@ -128,14 +139,15 @@ fn render(found: &[Found]) -> Table {
             ),
             None => ("none exact".into(), "-".into(), "-".into(), "-".into()),
         };
+        let naive_wrong: Vec<String> = f.naive_wrong.iter().map(|u| format!("{}/{}", u.wrong, u.codes)).collect();
         table.row([
-            format!("{}{}", f.kind.label(), f.bits),
             f.denominator.to_string(),
+            search::conversions(f.bits),
             name,
             formula,
             fp,
             int,
-            format!("{}/{}", f.naive_wrong, f.codes),
+            naive_wrong.join(", "),
             f.smallest_m.map_or("-".into(), |m| m.to_string()),
             exact(SchemeFamily::Series),
             exact(SchemeFamily::SeriesFma),

@@ -120,6 +120,7 @@ pub fn run(args: &Args) -> Result<ExitCode, String> {
                 );
             }
         }
+        let _ = writeln!(out, "checked on {} (--threads or RAYON_NUM_THREADS).", host::parallel::describe_threads());
         if args.cpu_elements > 0 {
             let _ = writeln!(
                 out,

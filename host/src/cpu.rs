@@ -1,8 +1,9 @@
-//! CPU verification (every input of a family's domain, against the reference, on all
-//! cores) and CPU timing.
+//! CPU verification (every input of a family's domain, against the reference, on the
+//! global rayon pool) and CPU timing.
 
 use crate::table::{Element, Variant};
 use crate::{domain, reference};
+use rayon::prelude::*;
 use shared::{Claim, Family, Primitive, Stored};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,7 +12,7 @@ use std::time::{Duration, Instant};
 /// How many mismatching inputs a report keeps verbatim.
 pub const MISMATCHES_KEPT: usize = 16;
 
-/// Inputs handed to a worker thread at a time.
+/// Inputs a worker checks at a time.
 const CHUNK: u64 = 1 << 14;
 
 /// A variant's result on one input where it differs from the reference.
@@ -80,15 +81,16 @@ pub struct Progress {
 }
 
 /// Checks `variant` on every input of its family's domain, comparing stored bits with
-/// the reference (on all cores).
+/// the reference (on the global rayon pool).
 pub fn verify(variant: &Variant) -> Verification {
     verify_all(&[variant], &|_| {}).remove(0)
 }
 
 /// Checks every variant of `variants`, returning their reports in the same order.
 /// Variants of one family share one pass over the domain (the reference is computed
-/// once per input), which is split between all cores. `progress` is called about every
-/// 100 ms while a family's check runs, and once when it is done (`done == total`).
+/// once per input), which is split in chunks over the global rayon pool. `progress` is
+/// called about every 100 ms while a family's check runs (from a worker thread), and
+/// once when it is done (`done == total`). The reports do not depend on the pool's size.
 pub fn verify_all(variants: &[&Variant], progress: &(dyn Fn(Progress) + Sync)) -> Vec<Verification> {
     let mut reports: Vec<Option<Verification>> = vec![None; variants.len()];
     for family in crate::table::families_of(variants.iter().copied()) {
@@ -101,79 +103,146 @@ pub fn verify_all(variants: &[&Variant], progress: &(dyn Fn(Progress) + Sync)) -
     reports.into_iter().map(|r| r.expect("every variant belongs to a family that was checked")).collect()
 }
 
-/// Per-variant tallies of one worker thread.
-#[derive(Clone, Default)]
+/// Per-variant tallies over part of a domain.
+#[derive(Clone, Debug, PartialEq)]
 struct Tally {
     mismatches: u64,
+    /// The mismatches with the smallest domain indices, at most [`MISMATCHES_KEPT`],
+    /// sorted by index.
     first: Vec<(u64, Mismatch)>,
     max_ulp: Option<u64>,
 }
 
+impl Tally {
+    /// Nothing seen yet; `max_ulp` starts at 0 for the families that have a distance.
+    fn new(family: Family) -> Tally {
+        Tally { mismatches: 0, first: Vec::new(), max_ulp: reference::ulp_distance(family, 0, 0) }
+    }
+
+    /// Counts a mismatch at domain index `index`, in any order of indices.
+    fn record(&mut self, family: Family, index: u64, mismatch: Mismatch) {
+        self.mismatches += 1;
+        self.max_ulp = self.max_ulp.max(reference::ulp_distance(family, mismatch.got, mismatch.expected));
+        if self.first.len() < MISMATCHES_KEPT || self.first.last().is_some_and(|&(last, _)| index < last) {
+            let at = self.first.partition_point(|&(i, _)| i < index);
+            self.first.insert(at, (index, mismatch));
+            self.first.truncate(MISMATCHES_KEPT);
+        }
+    }
+
+    /// The tally of both parts of the domain: the same whichever order they are merged in.
+    fn merge(mut self, other: Tally) -> Tally {
+        self.mismatches += other.mismatches;
+        self.max_ulp = self.max_ulp.max(other.max_ulp);
+        self.first.extend(other.first);
+        self.first.sort_by_key(|&(index, _)| index);
+        self.first.truncate(MISMATCHES_KEPT);
+        self
+    }
+}
+
+/// One rayon fold's state: its tallies and its buffers, reused from chunk to chunk.
+struct Worker {
+    tallies: Vec<Tally>,
+    inputs: Vec<u64>,
+    expected: Vec<u64>,
+    got: Vec<u64>,
+}
+
+impl Worker {
+    fn new(family: Family, variants: usize) -> Worker {
+        let buffer = || vec![0; CHUNK as usize];
+        Worker { tallies: vec![Tally::new(family); variants], inputs: Vec::new(), expected: buffer(), got: buffer() }
+    }
+
+    /// Checks every variant on domain indices `first..first + CHUNK` (clipped to the
+    /// domain); returns how many inputs that was.
+    fn check_chunk(&mut self, family: Family, variants: &[&Variant], first: u64) -> u64 {
+        let len = CHUNK.min(domain::count(family) - first);
+        self.inputs.clear();
+        domain::extend_with_inputs(family, first, len, &mut self.inputs);
+        let (inputs, expected, got) = (&self.inputs, &mut self.expected[..len as usize], &mut self.got[..len as usize]);
+        reference::expected_many(family, inputs, expected);
+        for (variant, tally) in variants.iter().zip(&mut self.tallies) {
+            variant.ops.eval_many(inputs, got);
+            if got == expected {
+                continue;
+            }
+            for (offset, ((&got, &expected), &input)) in got.iter().zip(&*expected).zip(inputs).enumerate() {
+                if got != expected {
+                    tally.record(family, first + offset as u64, Mismatch { input, got, expected });
+                }
+            }
+        }
+        len
+    }
+}
+
+/// How often a running family's progress is reported.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+
+/// Calls `progress` from whichever worker finishes a chunk once [`PROGRESS_EVERY`] has
+/// passed since the last call, so no thread waits on a timer.
+struct Ticker<'a> {
+    progress: &'a (dyn Fn(Progress) + Sync),
+    family: Family,
+    total: u64,
+    start: Instant,
+    done: AtomicU64,
+    next_ms: AtomicU64,
+}
+
+impl Ticker<'_> {
+    fn advance(&self, inputs: u64) {
+        let done = self.done.fetch_add(inputs, Ordering::Relaxed) + inputs;
+        let elapsed = self.start.elapsed();
+        let now_ms = elapsed.as_millis() as u64;
+        let due = self.next_ms.load(Ordering::Relaxed);
+        let next = now_ms + PROGRESS_EVERY.as_millis() as u64;
+        if done < self.total
+            && now_ms >= due
+            && self.next_ms.compare_exchange(due, next, Ordering::Relaxed, Ordering::Relaxed).is_ok()
+        {
+            (self.progress)(Progress { family: self.family, done, total: self.total, elapsed });
+        }
+    }
+}
+
 fn verify_family(family: Family, variants: &[&Variant], progress: &(dyn Fn(Progress) + Sync)) -> Vec<Verification> {
     let total = domain::count(family);
-    let next = AtomicU64::new(0);
-    let done = AtomicU64::new(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(total.div_ceil(CHUNK) as usize);
-    let start = Instant::now();
-    let worker = || {
-        let initial_ulp = reference::ulp_distance(family, 0, 0);
-        let mut tallies = vec![Tally { max_ulp: initial_ulp, ..Tally::default() }; variants.len()];
-        let (mut inputs, mut expected, mut got) = (Vec::new(), vec![0; CHUNK as usize], vec![0; CHUNK as usize]);
-        loop {
-            let first = next.fetch_add(CHUNK, Ordering::Relaxed);
-            if first >= total {
-                break;
-            }
-            let end = (first + CHUNK).min(total);
-            inputs.clear();
-            domain::extend_with_inputs(family, first, end - first, &mut inputs);
-            let len = inputs.len();
-            reference::expected_many(family, &inputs, &mut expected[..len]);
-            for (variant, tally) in variants.iter().zip(&mut tallies) {
-                variant.ops.eval_many(&inputs, &mut got[..len]);
-                if got[..len] == expected[..len] {
-                    continue;
-                }
-                for (offset, ((&got, &expected), &input)) in got.iter().zip(&expected).zip(&inputs).enumerate() {
-                    if got != expected {
-                        tally.mismatches += 1;
-                        if tally.first.len() < MISMATCHES_KEPT {
-                            tally.first.push((first + offset as u64, Mismatch { input, got, expected }));
-                        }
-                        tally.max_ulp = tally.max_ulp.max(reference::ulp_distance(family, got, expected));
-                    }
-                }
-            }
-            done.fetch_add(len as u64, Ordering::Relaxed);
-        }
-        tallies
+    let ticker = Ticker {
+        progress,
+        family,
+        total,
+        start: Instant::now(),
+        done: AtomicU64::new(0),
+        next_ms: AtomicU64::new(PROGRESS_EVERY.as_millis() as u64),
     };
-    let per_thread: Vec<Vec<Tally>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(worker)).collect();
-        while !handles.iter().all(|h| h.is_finished()) {
-            std::thread::sleep(Duration::from_millis(100));
-            let done = done.load(Ordering::Relaxed);
-            if done < total {
-                progress(Progress { family, done, total, elapsed: start.elapsed() });
-            }
-        }
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
-    progress(Progress { family, done: total, total, elapsed: start.elapsed() });
+    let chunks = total.div_ceil(CHUNK);
+    let tallies = (0..chunks)
+        .into_par_iter()
+        .fold(
+            || Worker::new(family, variants.len()),
+            |mut worker, chunk| {
+                ticker.advance(worker.check_chunk(family, variants, chunk * CHUNK));
+                worker
+            },
+        )
+        .map(|worker| worker.tallies)
+        .reduce(
+            || vec![Tally::new(family); variants.len()],
+            |a, b| a.into_iter().zip(b).map(|(a, b)| a.merge(b)).collect(),
+        );
+    progress(Progress { family, done: total, total, elapsed: ticker.start.elapsed() });
     variants
         .iter()
-        .enumerate()
-        .map(|(k, variant)| {
-            let mut first: Vec<(u64, Mismatch)> = per_thread.iter().flat_map(|t| t[k].first.iter().copied()).collect();
-            first.sort_by_key(|&(index, _)| index);
-            first.truncate(MISMATCHES_KEPT);
-            Verification {
-                variant: variant.name,
-                inputs_checked: total,
-                mismatches: per_thread.iter().map(|t| t[k].mismatches).sum(),
-                first_mismatches: first.into_iter().map(|(_, m)| m).collect(),
-                max_ulp: per_thread.iter().map(|t| t[k].max_ulp).max().flatten(),
-            }
+        .zip(tallies)
+        .map(|(variant, tally)| Verification {
+            variant: variant.name,
+            inputs_checked: total,
+            mismatches: tally.mismatches,
+            first_mismatches: tally.first.into_iter().map(|(_, m)| m).collect(),
+            max_ulp: tally.max_ulp,
         })
         .collect()
 }
@@ -213,6 +282,56 @@ mod tests {
     /// A report of `mismatches` wrong inputs out of 256, at most `max_ulp` ULPs off.
     fn report(mismatches: u64, max_ulp: Option<u64>) -> Verification {
         Verification { variant: "test", inputs_checked: 256, mismatches, first_mismatches: Vec::new(), max_ulp }
+    }
+
+    fn mismatch(input: u64) -> Mismatch {
+        Mismatch { input, got: input + 1, expected: input }
+    }
+
+    #[test]
+    fn a_tally_keeps_the_first_mismatches_whatever_order_they_come_in() {
+        let family = Family::UnormToF32 { bits: 8 };
+        let mut forward = Tally::new(family);
+        let mut backward = Tally::new(family);
+        for i in 0..40 {
+            forward.record(family, i * 3, mismatch(i * 3));
+            backward.record(family, (39 - i) * 3, mismatch((39 - i) * 3));
+        }
+        assert_eq!(forward, backward);
+        assert_eq!(forward.mismatches, 40);
+        assert_eq!(
+            forward.first.iter().map(|&(i, _)| i).collect::<Vec<_>>(),
+            (0..16).map(|i| i * 3).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn merging_tallies_is_commutative() {
+        let family = Family::UnormToF32 { bits: 8 };
+        let (mut even, mut odd) = (Tally::new(family), Tally::new(family));
+        for i in 0..30 {
+            let tally = if i % 2 == 0 { &mut even } else { &mut odd };
+            tally.record(family, i, mismatch(i));
+        }
+        let merged = even.clone().merge(odd.clone());
+        assert_eq!(merged, odd.merge(even));
+        assert_eq!(merged.mismatches, 30);
+        assert_eq!(merged.first.iter().map(|&(i, _)| i).collect::<Vec<_>>(), (0..16).collect::<Vec<_>>());
+        assert_eq!(merged.max_ulp, Some(1));
+    }
+
+    #[test]
+    fn a_verification_does_not_depend_on_the_pool_size() {
+        // 2^16 inputs (four chunks), 2046 of them wrong on purpose.
+        let variant = crate::table::find("f16_finite_unordered_lt_inf").expect("in the table");
+        let all_wrong = Verification::all_mismatching_inputs(variant);
+        for threads in [1, 2, 5] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+            let report = pool.install(|| verify(variant));
+            assert_eq!(report.mismatches, all_wrong.len() as u64, "{threads} threads");
+            let first: Vec<u64> = report.first_mismatches.iter().map(|m| m.input).collect();
+            assert_eq!(first, all_wrong[..MISMATCHES_KEPT], "{threads} threads");
+        }
     }
 
     #[test]

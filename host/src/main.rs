@@ -21,6 +21,11 @@ mod cmd_verify;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Worker threads for the data-parallel work (verify, search, scan, normalize, the
+    /// CPU side of the GPU checks). 0 or absent: RAYON_NUM_THREADS if set, else one per
+    /// core.
+    #[arg(long, global = true, value_name = "N")]
+    threads: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -40,9 +45,10 @@ enum Command {
     /// chain loop of each latency and throughput kernel and checks that it holds that
     /// work. Needs ptxas and cuobjdump: scripts/install-cuda-tools.sh installs them.
     Sass(cmd_sass::Args),
-    /// Find, for each UNORMn / SNORMn → f32, the cheapest division-free scheme that is
-    /// correctly rounded on every code (proven by exhaustion against the exact
-    /// rational reference); `--emit-rust` writes the library's table.
+    /// Find, for each denominator 2^k - 1, the cheapest division-free scheme that is
+    /// correctly rounded on every code of both conversions that divide by it, UNORMk and
+    /// SNORM(k+1) → f32 (proven by exhaustion against the exact rational reference);
+    /// `--emit-rust` writes the library's table.
     Search(cmd_search::Args),
     /// Count NaN and ±inf per tensor in .npy / .npz / .safetensors files, directories and
     /// sharded checkpoints; exit 0 if all are finite, 1 if any is not, 2 on error, 3 if
@@ -65,6 +71,11 @@ fn default_verify_args() -> cmd_verify::Args {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // num_threads(0) is rayon's default, which reads RAYON_NUM_THREADS.
+    if let Err(error) = rayon::ThreadPoolBuilder::new().num_threads(cli.threads.unwrap_or(0)).build_global() {
+        eprintln!("bitexact: cannot start the worker threads: {error}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         None => cmd_verify::run(&default_verify_args()),
         Some(Command::Verify(args)) => cmd_verify::run(&args),

@@ -1,50 +1,91 @@
-//! Data-parallel helpers on all cores (`std::thread::scope`, no dependency).
+//! Data-parallel helpers over an index range, on the global rayon pool (all cores by
+//! default; `RAYON_NUM_THREADS` or `bitexact --threads` set its size).
 
-use std::num::NonZeroUsize;
+use rayon::prelude::*;
 
-/// Number of worker threads: the available parallelism.
-pub fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, NonZeroUsize::get)
+/// The global pool's size for a report: `1 CPU thread`, `2 CPU threads`.
+pub fn describe_threads() -> String {
+    let n = rayon::current_num_threads();
+    format!("{n} CPU thread{}", if n == 1 { "" } else { "s" })
 }
 
-/// Contiguous index ranges splitting `0..len` into at most `threads()` parts.
-fn ranges(len: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
-    let chunk = len.div_ceil(threads()).max(1);
-    (0..len).step_by(chunk).map(move |start| start..(start + chunk).min(len))
+/// `(0..len).map(f).collect()`, computed on the rayon pool.
+pub fn map_indices<T: Send>(len: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    (0..len).into_par_iter().map(&f).collect()
 }
 
-/// `(0..len).map(f).collect()`, computed on all cores.
-pub fn map_indices<T: Send + Default + Clone>(len: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let mut out = vec![T::default(); len];
-    std::thread::scope(|scope| {
-        let mut rest = out.as_mut_slice();
-        for range in ranges(len) {
-            let (part, tail) = rest.split_at_mut(range.len());
-            rest = tail;
-            let f = &f;
-            scope.spawn(move || part.iter_mut().zip(range).for_each(|(slot, i)| *slot = f(i)));
-        }
-    });
-    out
-}
-
-/// How many `i < len` give `Some`, and the `Some` of the smallest such `i`; on all cores.
+/// How many `i < len` give `Some`, and the `Some` of the smallest such `i`; on the
+/// rayon pool. The result does not depend on how the range is split.
 pub fn count_where<M: Send>(len: usize, f: impl Fn(usize) -> Option<M> + Sync) -> (u64, Option<M>) {
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = ranges(len)
-            .map(|range| {
-                let f = &f;
-                scope.spawn(move || {
-                    let mut found = range.filter_map(f);
-                    let first = found.next();
-                    (u64::from(first.is_some()) + found.count() as u64, first)
-                })
-            })
-            .collect();
-        // Ranges are in index order, so the first worker with a hit has the first hit.
-        workers
-            .into_iter()
-            .map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .fold((0, None), |(count, first), (c, f)| (count + c, first.or(f)))
-    })
+    let Hits(count, first) = (0..len)
+        .into_par_iter()
+        .fold(Hits::default, |hits, i| hits.merge(Hits::at(i, f(i))))
+        .reduce(Hits::default, Hits::merge);
+    (count, first.map(|(_, m)| m))
+}
+
+/// A count of hits and the hit with the smallest index: merging is associative and
+/// commutative, so any split of the range and any order of merges give the same result.
+struct Hits<M>(u64, Option<(usize, M)>);
+
+impl<M> Default for Hits<M> {
+    fn default() -> Self {
+        Hits(0, None)
+    }
+}
+
+impl<M> Hits<M> {
+    fn at(index: usize, hit: Option<M>) -> Self {
+        Hits(u64::from(hit.is_some()), hit.map(|m| (index, m)))
+    }
+
+    fn merge(self, other: Self) -> Self {
+        let first = match (self.1, other.1) {
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        };
+        Hits(self.0 + other.0, first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_indices_keeps_the_order() {
+        assert_eq!(map_indices(100_000, |i| i * 3), (0..100_000).map(|i| i * 3).collect::<Vec<_>>());
+        assert!(map_indices(0, |i| i).is_empty());
+    }
+
+    #[test]
+    fn count_where_counts_and_keeps_the_smallest_index() {
+        let (count, first) = count_where(1 << 20, |i| (i % 1000 == 999).then_some(i * 2));
+        assert_eq!((count, first), ((1 << 20) / 1000, Some(999 * 2)));
+        assert_eq!(count_where(1000, |_| None::<()>), (0, None));
+        assert_eq!(count_where(0, Some), (0, None));
+    }
+
+    #[test]
+    fn count_where_gives_the_same_answer_on_any_pool_size() {
+        let hit = |i: usize| (i.wrapping_mul(0x9E37_79B9) % 7919 == 13).then_some(i);
+        let expected = count_where(300_000, hit);
+        for threads in [1, 2, 3, 8] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+            assert_eq!(pool.install(|| count_where(300_000, hit)), expected, "{threads} threads");
+        }
+        let sequential = (0..300_000).filter_map(hit);
+        assert_eq!(expected, (sequential.clone().count() as u64, sequential.min()));
+    }
+
+    #[test]
+    fn merging_hits_is_commutative_and_associative() {
+        let hits = || [Hits(2, Some((5, 'a'))), Hits(0, None), Hits(3, Some((1, 'b'))), Hits(1, Some((9, 'c')))];
+        let [a, b, c, d] = hits();
+        let left = a.merge(b).merge(c).merge(d);
+        let [a, b, c, d] = hits();
+        let right = d.merge(c.merge(b.merge(a)));
+        assert_eq!((left.0, left.1), (6, Some((1, 'b'))));
+        assert_eq!((right.0, right.1), (6, Some((1, 'b'))));
+    }
 }

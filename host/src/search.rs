@@ -1,12 +1,16 @@
-//! The scheme finder behind `bitexact search`: for each UNORMn / SNORMn → f32
-//! conversion it tries families of division-free [`Scheme`]s, cheapest first, and
-//! proves each candidate by checking every code against the exact rational reference
-//! ([`reference::expected_many`]). The first candidate that matches on every code is
-//! the answer for that n; `--emit-rust` writes the answers to `shared/src/schemes.rs`.
+//! The scheme finder behind `bitexact search`: for each denominator `d = 2^k - 1`
+//! (k = 1..=16) it tries families of division-free [`Scheme`]s, cheapest first, and
+//! proves each candidate by checking every code of every conversion that divides by d
+//! (UNORMk, codes 0..=d, and for k <= 15 SNORM(k+1), codes -d..=d) against the exact
+//! rational reference ([`reference::expected_many`]). The cheapest candidate exact on all
+//! of them is the answer for that d, so the choice is made once per denominator;
+//! `--emit-rust` writes the answers to `shared/src/schemes.rs`.
 //!
 //! Candidates are evaluated with `shared::norm::{unorm_with, snorm_with}`, the very
 //! functions the library and the GPU kernels run with the chosen constants, so a
-//! scheme proven here is proven as the library computes it.
+//! scheme proven here is proven as the library computes it. Candidates are checked in
+//! parallel on the global rayon pool; the answer is the first exact one in the order
+//! tried, whatever the pool's size.
 //!
 //! Families tried, in cost order (FP operations + integer multiplies, then FP
 //! operations; the int → f32 conversion, the SNORM sign extension and clamp are the
@@ -27,12 +31,15 @@
 //! `k1 = k0 · 2^(-Jk)` the next `J`.
 
 use crate::reference;
+use rayon::prelude::*;
 use serde::Serialize;
 use shared::Family;
 use shared::norm::{snorm_with, unorm_with};
 use shared::scheme::Scheme;
 use std::ops::RangeInclusive;
-use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `k` of the denominators `2^k - 1` the library divides by.
+pub const DENOMINATOR_BITS: RangeInclusive<u32> = 1..=16;
 
 /// Largest integer multiplier `times_m` tries.
 pub const MAX_MULTIPLIER: i32 = 4095;
@@ -66,11 +73,11 @@ impl Kind {
         }
     }
 
-    /// The denominator `d` for `bits`-bit codes.
-    pub const fn denominator(self, bits: u32) -> u32 {
+    /// The `k` of the denominator `2^k - 1` of `bits`-bit codes.
+    pub const fn denominator_bits(self, bits: u32) -> u32 {
         match self {
-            Kind::Unorm => (1 << bits) - 1,
-            Kind::Snorm => (1 << (bits - 1)) - 1,
+            Kind::Unorm => bits,
+            Kind::Snorm => bits - 1,
         }
     }
 
@@ -240,24 +247,32 @@ pub fn split_constants(d: u32) -> (f32, f32) {
     (hi, if numerator < 0 { -magnitude } else { magnitude })
 }
 
-/// Checks schemes for one conversion against the reference's results on every code,
-/// worked out once.
-pub struct Prover {
+/// The denominator `2^k - 1`.
+pub const fn denominator(k: u32) -> u32 {
+    (1 << k) - 1
+}
+
+/// The conversions that divide by `2^k - 1`: UNORMk, and SNORM(k+1) where that exists
+/// (k <= 15).
+pub fn uses(k: u32) -> Vec<(Kind, u32)> {
+    [(Kind::Unorm, k), (Kind::Snorm, k + 1)].into_iter().filter(|&(kind, bits)| kind.widths().contains(&bits)).collect()
+}
+
+/// One conversion's reference results on every one of its `2^bits` codes.
+struct Conversion {
     kind: Kind,
     bits: u32,
     expected: Vec<u64>,
 }
 
-impl Prover {
-    /// A prover for `kind`/`bits`.
-    ///
+impl Conversion {
     /// Panics if `bits` is outside [`Kind::widths`].
-    pub fn new(kind: Kind, bits: u32) -> Prover {
+    fn new(kind: Kind, bits: u32) -> Conversion {
         assert!(kind.widths().contains(&bits), "{} bits for {}", bits, kind.label());
         let codes: Vec<u64> = (0..1u64 << bits).collect();
         let mut expected = vec![0; codes.len()];
         reference::expected_many(kind.family(bits), &codes, &mut expected);
-        Prover { kind, bits, expected }
+        Conversion { kind, bits, expected }
     }
 
     /// Codes on which `scheme` differs from the reference; stops at the first one if
@@ -274,26 +289,58 @@ impl Prover {
         }
         wrong
     }
+}
 
-    /// Number of codes (of all `2^bits`) on which `scheme` is wrong.
-    pub fn count_wrong(&self, scheme: Scheme) -> u64 {
-        self.wrong_codes(scheme, false)
+/// Checks schemes for one denominator against the reference's results on every code of
+/// every conversion in [`uses`], worked out once.
+pub struct Prover {
+    conversions: Vec<Conversion>,
+}
+
+impl Prover {
+    /// A prover for the denominator `2^k - 1`.
+    ///
+    /// Panics if `k` is outside [`DENOMINATOR_BITS`].
+    pub fn new(k: u32) -> Prover {
+        assert!(DENOMINATOR_BITS.contains(&k), "no conversion divides by 2^{k} - 1");
+        Prover { conversions: uses(k).into_iter().map(|(kind, bits)| Conversion::new(kind, bits)).collect() }
     }
 
-    /// Whether `scheme` is right on every code.
+    /// Whether `scheme` is right on every code of every conversion.
     pub fn is_exact(&self, scheme: Scheme) -> bool {
-        self.wrong_codes(scheme, true) == 0
+        self.conversions.iter().all(|c| c.wrong_codes(scheme, true) == 0)
     }
 
-    /// Number of codes, `2^bits`.
-    pub fn codes(&self) -> u64 {
-        self.expected.len() as u64
+    /// The codes on which `scheme` is wrong, per conversion, in the order of [`uses`].
+    pub fn count_wrong(&self, scheme: Scheme) -> Vec<Use> {
+        let tally = |c: &Conversion| Use {
+            kind: c.kind,
+            bits: c.bits,
+            codes: c.expected.len() as u64,
+            wrong: c.wrong_codes(scheme, false),
+        };
+        self.conversions.iter().map(tally).collect()
     }
 }
 
 /// Number of codes of `kind`/`bits` (all `2^bits` of them) on which `scheme` is wrong.
+///
+/// Panics if `bits` is outside [`Kind::widths`].
 pub fn count_wrong(kind: Kind, bits: u32, scheme: Scheme) -> u64 {
-    Prover::new(kind, bits).count_wrong(scheme)
+    Conversion::new(kind, bits).wrong_codes(scheme, false)
+}
+
+/// A conversion that divides by a denominator, and how a scheme fares on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Use {
+    /// UNORM or SNORM.
+    pub kind: Kind,
+    /// Code width n.
+    pub bits: u32,
+    /// Codes checked: all `2^n`.
+    pub codes: u64,
+    /// Codes on which the scheme is wrong.
+    pub wrong: u64,
 }
 
 /// A scheme, the family it came from, and its cost.
@@ -308,7 +355,7 @@ pub struct Candidate {
     pub cost: Cost,
 }
 
-/// How one family fared for one conversion.
+/// How one family fared for one denominator.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct FamilyResult {
     /// The family.
@@ -320,21 +367,19 @@ pub struct FamilyResult {
     pub tried: u64,
 }
 
-/// The finder's answer for one conversion.
+/// The finder's answer for one denominator.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Found {
-    /// UNORM or SNORM.
-    pub kind: Kind,
-    /// Code width n.
+    /// k: the denominator is `2^k - 1`.
     pub bits: u32,
     /// Denominator d.
     pub denominator: u32,
-    /// Codes checked per candidate: all `2^n`.
-    pub codes: u64,
-    /// The cheapest exact scheme, `None` if no family tried has one.
+    /// The conversions that divide by d (see [`uses`]), each with the codes on which
+    /// the naive `t * fl(1/d)` is wrong. Every candidate is checked on all their codes.
+    pub naive_wrong: Vec<Use>,
+    /// The cheapest scheme exact on every code of every conversion, `None` if no family
+    /// tried has one.
     pub best: Option<Candidate>,
-    /// Codes on which the naive `t * fl(1/d)` is wrong.
-    pub naive_wrong: u64,
     /// The smallest `m` for which Mutel's form `((x * m) as f32) * fl(1/(m·d))`, with
     /// the constant not nudged, is exact (m = 1 is the naive form).
     pub smallest_m: Option<i32>,
@@ -342,17 +387,18 @@ pub struct Found {
     pub families: Vec<FamilyResult>,
 }
 
-/// Finds the cheapest exact scheme for `kind`/`bits`, and how each family fares.
+/// Finds the cheapest scheme exact for every conversion that divides by `2^k - 1`, and
+/// how each family fares.
 ///
-/// Panics if `bits` is outside [`Kind::widths`].
-pub fn search(kind: Kind, bits: u32) -> Found {
-    let prover = Prover::new(kind, bits);
-    let d = kind.denominator(bits);
+/// Panics if `k` is outside [`DENOMINATOR_BITS`].
+pub fn search(k: u32) -> Found {
+    let prover = Prover::new(k);
+    let d = denominator(k);
     let families: Vec<FamilyResult> = SchemeFamily::ALL
         .iter()
         .map(|&family| {
             let candidates = family.candidates(d);
-            let exact_at = candidates.iter().position(|&s| prover.is_exact(s));
+            let exact_at = candidates.par_iter().position_first(|&s| prover.is_exact(s));
             FamilyResult {
                 family,
                 exact: exact_at.map(|i| candidates[i]),
@@ -368,47 +414,24 @@ pub fn search(kind: Kind, bits: u32) -> Found {
     let smallest_m = if prover.is_exact(naive) {
         Some(1)
     } else {
-        multipliers(d).find(|&m| prover.is_exact(Scheme::IntMul { m, c: recip(u64::from(d) * m as u64) }))
+        let multipliers: Vec<i32> = multipliers(d).collect();
+        multipliers
+            .into_par_iter()
+            .find_first(|&m| prover.is_exact(Scheme::IntMul { m, c: recip(u64::from(d) * m as u64) }))
     };
-    Found {
-        kind,
-        bits,
-        denominator: d,
-        codes: prover.codes(),
-        best,
-        naive_wrong: prover.count_wrong(naive),
-        smallest_m,
-        families,
-    }
+    Found { bits: k, denominator: d, naive_wrong: prover.count_wrong(naive), best, smallest_m, families }
 }
 
-/// [`search`] for each of `jobs`, on all cores; answers in the order of `jobs`.
-pub fn search_all(jobs: &[(Kind, u32)]) -> Vec<Found> {
-    let next = AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(jobs.len()).max(1);
-    let mut found: Vec<(usize, Found)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&(kind, bits)) = jobs.get(index) else { break };
-                        mine.push((index, search(kind, bits)));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
-    found.sort_by_key(|(i, _)| *i);
-    found.into_iter().map(|(_, f)| f).collect()
+/// [`search`] for each `k` of `denominator_bits`, on the global rayon pool; answers in
+/// the same order.
+pub fn search_all(denominator_bits: &[u32]) -> Vec<Found> {
+    denominator_bits.par_iter().map(|&k| search(k)).collect()
 }
 
-/// Every conversion the library has: UNORM 1..=16 then SNORM 2..=16.
-pub fn all_jobs() -> Vec<(Kind, u32)> {
-    [Kind::Unorm, Kind::Snorm].into_iter().flat_map(|kind| kind.widths().map(move |bits| (kind, bits))).collect()
+/// [`search`] for every denominator the library divides by, in the order of
+/// [`DENOMINATOR_BITS`]: what [`emit_rust`] needs.
+pub fn search_every_denominator() -> Vec<Found> {
+    search_all(&DENOMINATOR_BITS.collect::<Vec<_>>())
 }
 
 /// Exact hexadecimal form of an f32, as C's `%a`: `0x1.010102p-8`, `-0x1p+0`,
@@ -456,16 +479,23 @@ pub fn rust_expression(scheme: Scheme) -> String {
     }
 }
 
-/// The text of `shared/src/schemes.rs` for `found`, which must be the answers for
-/// [`all_jobs`] in that order.
+/// The conversions that divide by `2^k - 1`, as a list: `UNORM8, SNORM9`.
+pub fn conversions(k: u32) -> String {
+    uses(k).into_iter().map(|(kind, bits)| format!("{}{bits}", kind.label())).collect::<Vec<_>>().join(", ")
+}
+
+/// The text of `shared/src/schemes.rs` for `found`, which must be the answers for every
+/// denominator in the order of [`DENOMINATOR_BITS`] (as [`search_every_denominator`]
+/// gives them).
 pub fn emit_rust(found: &[Found]) -> Result<String, String> {
-    let jobs: Vec<(Kind, u32)> = found.iter().map(|f| (f.kind, f.bits)).collect();
-    if jobs != all_jobs() {
-        return Err("--emit-rust needs every conversion: --unorm 1..16 --snorm 2..16 (the default)".into());
+    if !found.iter().map(|f| f.bits).eq(DENOMINATOR_BITS) {
+        return Err("--emit-rust needs every denominator: leave out --unorm and --snorm".into());
     }
     let mut text = String::from(
-        "//! Division-free UNORMn / SNORMn → f32 schemes, one per n: for each, the cheapest scheme\n\
-         //! `bitexact search` found to be correctly rounded on every code.\n\
+        "//! Division-free UNORM / SNORM → f32 schemes, one per denominator `d = 2^k - 1`: for\n\
+         //! each, the cheapest scheme `bitexact search` found to be correctly rounded on every\n\
+         //! code of both conversions that divide by d, UNORMk (codes 0..=d) and SNORM(k+1)\n\
+         //! (codes -d..=d once the most negative one is clamped; k <= 15).\n\
          //!\n\
          //! GENERATED FILE: do not edit. Regenerate with\n\
          //!\n\
@@ -473,41 +503,37 @@ pub fn emit_rust(found: &[Found]) -> Result<String, String> {
          //! cargo run --release -p host -- search --emit-rust > shared/src/schemes.rs\n\
          //! ```\n\
          //!\n\
-         //! `cargo test` proves every entry again on every code, and fails if the finder's\n\
-         //! answer differs from this file.\n\
+         //! `cargo test` proves every entry again on every code of both conversions, and fails\n\
+         //! if the finder's answer differs from this file.\n\
          \n\
          use crate::scheme::Scheme;\n",
     );
-    for kind in [Kind::Unorm, Kind::Snorm] {
-        let widths = kind.widths();
-        text += &format!(
-            "\n/// The scheme of {}n → f32 for n = {}..={}, at index n - {}.\npub const {}: [Scheme; {}] = [\n",
-            kind.label(),
-            widths.start(),
-            widths.end(),
-            widths.start(),
-            kind.label(),
-            widths.clone().count()
-        );
-        for f in found.iter().filter(|f| f.kind == kind) {
-            let best = f.best.ok_or_else(|| {
-                format!(
-                    "no division-free scheme tried is exact for {}{}: schemes.rs cannot be written",
-                    kind.label(),
-                    f.bits
-                )
-            })?;
-            text += &format!(
-                "    // n = {}, d = {}: {} ({})\n    {},\n",
-                f.bits,
+    text += &format!(
+        "\n/// The scheme for `x / (2^k - 1)`, k = {}..={}, at index k - 1: `unorm_to_f32::<N>` uses\n\
+         /// `BY_BITS[N - 1]`, `snorm_to_f32::<N>` uses `BY_BITS[N - 2]`.\npub const BY_BITS: [Scheme; {}] = [\n",
+        DENOMINATOR_BITS.start(),
+        DENOMINATOR_BITS.end(),
+        DENOMINATOR_BITS.count()
+    );
+    for f in found {
+        let best = f.best.ok_or_else(|| {
+            format!(
+                "no division-free scheme tried is exact for d = {} ({}): schemes.rs cannot be written",
                 f.denominator,
-                formula(best.scheme),
-                best.family.name(),
-                rust_expression(best.scheme)
-            );
-        }
-        text += "];\n";
+                conversions(f.bits)
+            )
+        })?;
+        text += &format!(
+            "    // k = {}, d = {} ({}): {} ({})\n    {},\n",
+            f.bits,
+            f.denominator,
+            conversions(f.bits),
+            formula(best.scheme),
+            best.family.name(),
+            rust_expression(best.scheme)
+        );
     }
+    text += "];\n";
     Ok(text)
 }
 

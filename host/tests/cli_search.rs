@@ -23,17 +23,27 @@ fn search_rejects_bad_widths_with_one_line() {
 }
 
 #[test]
-fn search_prints_one_row_per_width_asked_for() {
-    let out = bitexact(&["search", "--unorm", "8,10..=11", "--snorm", "9", "--format", "json"]);
+fn search_prints_one_row_per_denominator_asked_for() {
+    // SNORM9 divides by 255 as UNORM8 does: one row for both, proven on both.
+    let out = bitexact(&["search", "--unorm", "11,8,10..=11", "--snorm", "9", "--format", "json"]);
     assert!(out.status.success());
     let found: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let rows = found.as_array().expect("an array");
-    let names: Vec<String> = rows.iter().map(|r| format!("{}{}", r["kind"].as_str().unwrap(), r["bits"])).collect();
-    assert_eq!(names, ["unorm8", "unorm10", "unorm11", "snorm9"]);
+    let denominators: Vec<&serde_json::Value> = rows.iter().map(|r| &r["denominator"]).collect();
+    assert_eq!(denominators, [255, 1023, 2047]);
+    let uses: Vec<String> = rows[0]["naive_wrong"]
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|u| format!("{}{} {}/{}", u["kind"].as_str().unwrap(), u["bits"], u["wrong"], u["codes"]))
+        .collect();
+    assert_eq!(uses, ["unorm8 126/256", "snorm9 252/512"]);
     assert_eq!(rows[0]["best"]["scheme"]["multiplier"], 3);
     let markdown = bitexact(&["search", "--unorm", "8", "--snorm", "2..3", "--format", "markdown"]);
     let text = String::from_utf8_lossy(&markdown.stdout);
-    assert!(text.lines().filter(|l| l.starts_with("| UNORM") || l.starts_with("| SNORM")).count() == 3, "{text}");
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("| UNORM")).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(rows[0].starts_with("| 1 ") && rows[0].contains("| UNORM1, SNORM2 "), "{text}");
 }
 
 #[test]
@@ -90,5 +100,26 @@ fn only_takes_name_prefixes_so_unorm8_stays_small() {
         let name = row["variant"].as_str().expect("a name");
         assert!(name.starts_with("unorm8"), "{name} selected by --only unorm8");
         assert_eq!(row["inputs_checked"], 256, "{row}");
+    }
+}
+
+#[test]
+fn verify_runs_on_the_thread_count_asked_for() {
+    let threads_line = |out: &Output| {
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains("f16_finite_exp_mask "), "{stdout}");
+        stdout.lines().find(|l| l.starts_with("checked on ")).map(str::to_owned).expect("a line with the thread count")
+    };
+    let verify = ["verify", "--only", "f16_finite_exp_mask", "--cpu-elements", "0"];
+    let one = threads_line(&bitexact(&[&verify[..], &["--threads", "1"]].concat()));
+    assert!(one.starts_with("checked on 1 CPU thread "), "{one}");
+    // Before the subcommand too, and over RAYON_NUM_THREADS.
+    let out = common::bitexact_command().env("RAYON_NUM_THREADS", "5").args(["--threads", "3"]).args(verify).output();
+    assert!(threads_line(&out.expect("bitexact runs")).starts_with("checked on 3 CPU threads "));
+    // Without --threads (or with 0), RAYON_NUM_THREADS decides.
+    for extra in [&[][..], &["--threads", "0"]] {
+        let out = common::bitexact_command().env("RAYON_NUM_THREADS", "5").args(verify).args(extra).output();
+        assert!(threads_line(&out.expect("bitexact runs")).starts_with("checked on 5 CPU threads "), "{extra:?}");
     }
 }

@@ -17,16 +17,23 @@
 //!
 //! # Why the conversions are exact
 //!
-//! To f32: each n uses the division-free [`Scheme`] that `bitexact search` found
-//! cheapest among those that are correct on every code, written to [`crate::schemes`];
-//! the proof is the exhaustive comparison with the exact rational reference (all 2^n
-//! codes), rerun by `cargo test` and `bitexact verify`. SNORM clamps the integer to
-//! `-(2^(n-1) - 1)` first, so the scheme sees only `-d ..= d`.
+//! To f32: UNORMk and SNORM(k+1) both divide by `d = 2^k - 1`, and share the one
+//! division-free [`Scheme`] that `bitexact search` found cheapest among those correct on
+//! every code of both, written to [`crate::schemes`]; the proof is the exhaustive
+//! comparison with the exact rational reference (all 2^k UNORM and 2^(k+1) SNORM codes),
+//! rerun by `cargo test` and `bitexact verify`. SNORM clamps the integer to `-d` first,
+//! so the scheme sees only `-d ..= d`.
 //!
 //! From f32: see [`f32_to_unorm8`].
 
 use crate::scheme::Scheme;
 use crate::schemes;
+
+/// The proven scheme for the denominator `2^k - 1` (k in 1..=16), for UNORMk and
+/// SNORM(k+1) alike.
+const fn scheme_for(k: u32) -> Scheme {
+    schemes::BY_BITS[k as usize - 1]
+}
 
 /// UNORMn → f32 with the scheme `scheme`, for a code of `bits` bits (1..=16) in the low
 /// bits of `x`. Exact iff `scheme` is exact for `2^bits - 1`; [`unorm_to_f32`] uses the
@@ -54,18 +61,19 @@ pub fn snorm_with(scheme: Scheme, bits: u32, x: u16) -> f32 {
 
 /// UNORM`N` → f32 (`N` in 1..=16): `x / (2^N - 1)` correctly rounded, high bits of `x`
 /// ignored. Exact on every code (proven exhaustively), with the scheme of
-/// [`schemes::UNORM`].
+/// [`schemes::BY_BITS`] for `2^N - 1`.
 #[inline]
 pub fn unorm_to_f32<const N: u32>(x: u16) -> f32 {
-    unorm_with(const { schemes::UNORM[N as usize - 1] }, N, x)
+    unorm_with(const { scheme_for(N) }, N, x)
 }
 
 /// SNORM`N` → f32 (`N` in 2..=16): `max(x / (2^(N-1) - 1), -1)` correctly rounded, high
 /// bits of `x` ignored. Exact on every code (proven exhaustively), with the scheme of
-/// [`schemes::SNORM`]. Code 0 gives +0.0, never -0.0.
+/// [`schemes::BY_BITS`] for `2^(N-1) - 1`, the one UNORM(N-1) uses. Code 0 gives +0.0,
+/// never -0.0.
 #[inline]
 pub fn snorm_to_f32<const N: u32>(x: u16) -> f32 {
-    snorm_with(const { schemes::SNORM[N as usize - 2] }, N, x)
+    snorm_with(const { scheme_for(N - 1) }, N, x)
 }
 
 /// `2^23 + 2`: the rounding bias of the f32 → UNORM conversions.

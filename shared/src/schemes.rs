@@ -1,5 +1,7 @@
-//! Division-free UNORMn / SNORMn → f32 schemes, one per n: for each, the cheapest scheme
-//! `bitexact search` found to be correctly rounded on every code.
+//! Division-free UNORM / SNORM → f32 schemes, one per denominator `d = 2^k - 1`: for
+//! each, the cheapest scheme `bitexact search` found to be correctly rounded on every
+//! code of both conversions that divide by d, UNORMk (codes 0..=d) and SNORM(k+1)
+//! (codes -d..=d once the most negative one is clamped; k <= 15).
 //!
 //! GENERATED FILE: do not edit. Regenerate with
 //!
@@ -7,77 +9,44 @@
 //! cargo run --release -p host -- search --emit-rust > shared/src/schemes.rs
 //! ```
 //!
-//! `cargo test` proves every entry again on every code, and fails if the finder's
-//! answer differs from this file.
+//! `cargo test` proves every entry again on every code of both conversions, and fails
+//! if the finder's answer differs from this file.
 
 use crate::scheme::Scheme;
 
-/// The scheme of UNORMn → f32 for n = 1..=16, at index n - 1.
-pub const UNORM: [Scheme; 16] = [
-    // n = 1, d = 1: t (convert)
+/// The scheme for `x / (2^k - 1)`, k = 1..=16, at index k - 1: `unorm_to_f32::<N>` uses
+/// `BY_BITS[N - 1]`, `snorm_to_f32::<N>` uses `BY_BITS[N - 2]`.
+pub const BY_BITS: [Scheme; 16] = [
+    // k = 1, d = 1 (UNORM1, SNORM2): t (convert)
     Scheme::Convert,
-    // n = 2, d = 3: t * 0x1.555556p-2 (naive)
+    // k = 2, d = 3 (UNORM2, SNORM3): t * 0x1.555556p-2 (naive)
     Scheme::Mul { c: f32::from_bits(0x3eaaaaab) },
-    // n = 3, d = 7: ((x * 3) as f32) * 0x1.861862p-5 (times_m)
+    // k = 3, d = 7 (UNORM3, SNORM4): ((x * 3) as f32) * 0x1.861862p-5 (times_m)
     Scheme::IntMul { m: 3, c: f32::from_bits(0x3d430c31) },
-    // n = 4, d = 15: ((x * 3) as f32) * 0x1.6c16c2p-6 (times_m)
+    // k = 4, d = 15 (UNORM4, SNORM5): ((x * 3) as f32) * 0x1.6c16c2p-6 (times_m)
     Scheme::IntMul { m: 3, c: f32::from_bits(0x3cb60b61) },
-    // n = 5, d = 31: ((x * 3) as f32) * 0x1.605816p-7 (times_m)
+    // k = 5, d = 31 (UNORM5, SNORM6): ((x * 3) as f32) * 0x1.605816p-7 (times_m)
     Scheme::IntMul { m: 3, c: f32::from_bits(0x3c302c0b) },
-    // n = 6, d = 63: ((x * 5) as f32) * 0x1.a01a02p-9 (times_m)
+    // k = 6, d = 63 (UNORM6, SNORM7): ((x * 5) as f32) * 0x1.a01a02p-9 (times_m)
     Scheme::IntMul { m: 5, c: f32::from_bits(0x3b500d01) },
-    // n = 7, d = 127: ((x * 31) as f32) * 0x1.0a56bep-12 (times_m)
+    // k = 7, d = 127 (UNORM7, SNORM8): ((x * 31) as f32) * 0x1.0a56bep-12 (times_m)
     Scheme::IntMul { m: 31, c: f32::from_bits(0x39852b5f) },
-    // n = 8, d = 255: ((x * 3) as f32) * 0x1.56ac02p-10 (times_m)
+    // k = 8, d = 255 (UNORM8, SNORM9): ((x * 3) as f32) * 0x1.56ac02p-10 (times_m)
     Scheme::IntMul { m: 3, c: f32::from_bits(0x3aab5601) },
-    // n = 9, d = 511: ((x * 9) as f32) * 0x1.c80072p-13 (times_m)
+    // k = 9, d = 511 (UNORM9, SNORM10): ((x * 9) as f32) * 0x1.c80072p-13 (times_m)
     Scheme::IntMul { m: 9, c: f32::from_bits(0x39640039) },
-    // n = 10, d = 1023: ((x * 85) as f32) * 0x1.81e1fap-17 (times_m)
+    // k = 10, d = 1023 (UNORM10, SNORM11): ((x * 85) as f32) * 0x1.81e1fap-17 (times_m)
     Scheme::IntMul { m: 85, c: f32::from_bits(0x3740f0fd) },
-    // n = 11, d = 2047: ((x * 683) as f32) * 0x1.800006p-21 (times_m)
+    // k = 11, d = 2047 (UNORM11, SNORM12): ((x * 683) as f32) * 0x1.800006p-21 (times_m)
     Scheme::IntMul { m: 683, c: f32::from_bits(0x35400003) },
-    // n = 12, d = 4095: ((x * 7) as f32) * 0x1.24a494p-15 (times_m)
+    // k = 12, d = 4095 (UNORM12, SNORM13): ((x * 7) as f32) * 0x1.24a494p-15 (times_m)
     Scheme::IntMul { m: 7, c: f32::from_bits(0x3812524a) },
-    // n = 13, d = 8191: ((x * 7) as f32) * 0x1.249b6ep-16 (times_m)
+    // k = 13, d = 8191 (UNORM13, SNORM14): ((x * 7) as f32) * 0x1.249b6ep-16 (times_m)
     Scheme::IntMul { m: 7, c: f32::from_bits(0x37924db7) },
-    // n = 14, d = 16383: ((x * 21) as f32) * 0x1.861e7ap-19 (times_m)
+    // k = 14, d = 16383 (UNORM14, SNORM15): ((x * 21) as f32) * 0x1.861e7ap-19 (times_m)
     Scheme::IntMul { m: 21, c: f32::from_bits(0x36430f3d) },
-    // n = 15, d = 32767: ((x * 73) as f32) * 0x1.c0e3f2p-22 (times_m)
+    // k = 15, d = 32767 (UNORM15, SNORM16): ((x * 73) as f32) * 0x1.c0e3f2p-22 (times_m)
     Scheme::IntMul { m: 73, c: f32::from_bits(0x34e071f9) },
-    // n = 16, d = 65535: fma(t, 0x1.0001p-16, t * 0x1.0001p-48) (series_fma)
+    // k = 16, d = 65535 (UNORM16): fma(t, 0x1.0001p-16, t * 0x1.0001p-48) (series_fma)
     Scheme::Fma { c0: f32::from_bits(0x37800080), c1: f32::from_bits(0x27800080) },
-];
-
-/// The scheme of SNORMn → f32 for n = 2..=16, at index n - 2.
-pub const SNORM: [Scheme; 15] = [
-    // n = 2, d = 1: t (convert)
-    Scheme::Convert,
-    // n = 3, d = 3: t * 0x1.555556p-2 (naive)
-    Scheme::Mul { c: f32::from_bits(0x3eaaaaab) },
-    // n = 4, d = 7: ((x * 3) as f32) * 0x1.861862p-5 (times_m)
-    Scheme::IntMul { m: 3, c: f32::from_bits(0x3d430c31) },
-    // n = 5, d = 15: ((x * 3) as f32) * 0x1.6c16c2p-6 (times_m)
-    Scheme::IntMul { m: 3, c: f32::from_bits(0x3cb60b61) },
-    // n = 6, d = 31: ((x * 3) as f32) * 0x1.605816p-7 (times_m)
-    Scheme::IntMul { m: 3, c: f32::from_bits(0x3c302c0b) },
-    // n = 7, d = 63: ((x * 5) as f32) * 0x1.a01a02p-9 (times_m)
-    Scheme::IntMul { m: 5, c: f32::from_bits(0x3b500d01) },
-    // n = 8, d = 127: ((x * 31) as f32) * 0x1.0a56bep-12 (times_m)
-    Scheme::IntMul { m: 31, c: f32::from_bits(0x39852b5f) },
-    // n = 9, d = 255: ((x * 3) as f32) * 0x1.56ac02p-10 (times_m)
-    Scheme::IntMul { m: 3, c: f32::from_bits(0x3aab5601) },
-    // n = 10, d = 511: ((x * 9) as f32) * 0x1.c80072p-13 (times_m)
-    Scheme::IntMul { m: 9, c: f32::from_bits(0x39640039) },
-    // n = 11, d = 1023: ((x * 85) as f32) * 0x1.81e1fap-17 (times_m)
-    Scheme::IntMul { m: 85, c: f32::from_bits(0x3740f0fd) },
-    // n = 12, d = 2047: ((x * 683) as f32) * 0x1.800006p-21 (times_m)
-    Scheme::IntMul { m: 683, c: f32::from_bits(0x35400003) },
-    // n = 13, d = 4095: ((x * 7) as f32) * 0x1.24a494p-15 (times_m)
-    Scheme::IntMul { m: 7, c: f32::from_bits(0x3812524a) },
-    // n = 14, d = 8191: ((x * 7) as f32) * 0x1.249b6ep-16 (times_m)
-    Scheme::IntMul { m: 7, c: f32::from_bits(0x37924db7) },
-    // n = 15, d = 16383: ((x * 21) as f32) * 0x1.861e7ap-19 (times_m)
-    Scheme::IntMul { m: 21, c: f32::from_bits(0x36430f3d) },
-    // n = 16, d = 32767: ((x * 73) as f32) * 0x1.c0e3f2p-22 (times_m)
-    Scheme::IntMul { m: 73, c: f32::from_bits(0x34e071f9) },
 ];

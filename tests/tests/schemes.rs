@@ -1,6 +1,7 @@
-//! The checked-in scheme table (`shared/src/schemes.rs`) against the finder: every entry
-//! proven again on every code, the file identical to what the finder writes now, and the
-//! published UNORM8 results reproduced.
+//! The checked-in scheme table (`shared/src/schemes.rs`) against the finder: one scheme
+//! per denominator, every entry proven again on every code of both conversions that
+//! divide by it, the file identical to what the finder writes now, and the published
+//! UNORM8 results reproduced.
 
 use host::search::{self, Kind, SchemeFamily};
 use host::table::find;
@@ -8,23 +9,47 @@ use shared::scheme::Scheme;
 use shared::schemes;
 use std::sync::LazyLock;
 
-static FOUND: LazyLock<Vec<search::Found>> = LazyLock::new(|| search::search_all(&search::all_jobs()));
+static FOUND: LazyLock<Vec<search::Found>> = LazyLock::new(search::search_every_denominator);
 
 #[test]
-fn every_checked_in_scheme_is_exact_on_every_code() {
-    let entries = schemes::UNORM.iter().zip(Kind::Unorm.widths()).map(|(&s, n)| (Kind::Unorm, n, s));
-    let entries = entries.chain(schemes::SNORM.iter().zip(Kind::Snorm.widths()).map(|(&s, n)| (Kind::Snorm, n, s)));
-    let mut checked = 0;
-    for (kind, bits, scheme) in entries {
-        assert_eq!(search::count_wrong(kind, bits, scheme), 0, "{}{bits}: {}", kind.label(), search::formula(scheme));
-        checked += 1;
+fn every_checked_in_scheme_is_exact_on_every_code_of_both_uses() {
+    let mut checked = Vec::new();
+    for (&scheme, k) in schemes::BY_BITS.iter().zip(search::DENOMINATOR_BITS) {
+        for (kind, bits) in search::uses(k) {
+            let wrong = search::count_wrong(kind, bits, scheme);
+            assert_eq!(
+                wrong,
+                0,
+                "{}{bits} (d = {}): {}",
+                kind.label(),
+                search::denominator(k),
+                search::formula(scheme)
+            );
+            checked.push((kind, bits));
+        }
     }
-    assert_eq!(checked, 16 + 15);
+    // Every conversion the library has, each under the denominator it divides by.
+    let every: Vec<(Kind, u32)> =
+        [Kind::Unorm, Kind::Snorm].into_iter().flat_map(|kind| kind.widths().map(move |bits| (kind, bits))).collect();
+    checked.sort_by_key(|&(kind, bits)| (kind == Kind::Snorm, bits));
+    assert_eq!(checked, every);
+}
+
+#[test]
+fn each_denominator_serves_unorm_k_and_snorm_k_plus_1() {
+    for k in search::DENOMINATOR_BITS {
+        let expected: &[(Kind, u32)] =
+            if k < 16 { &[(Kind::Unorm, k), (Kind::Snorm, k + 1)] } else { &[(Kind::Unorm, 16)] };
+        assert_eq!(search::uses(k), expected);
+        for &(kind, bits) in expected {
+            assert_eq!(kind.denominator_bits(bits), k);
+        }
+    }
 }
 
 #[test]
 fn the_finder_and_the_checked_in_table_agree() {
-    let emitted = search::emit_rust(&FOUND).expect("every width has an exact scheme");
+    let emitted = search::emit_rust(&FOUND).expect("every denominator has an exact scheme");
     let checked_in = include_str!("../../shared/src/schemes.rs");
     assert!(
         emitted == checked_in,
@@ -34,10 +59,20 @@ fn the_finder_and_the_checked_in_table_agree() {
 }
 
 #[test]
-fn the_finder_has_a_scheme_for_every_width_and_it_is_the_cheapest_exact_one() {
+fn the_finder_proves_on_every_code_of_both_uses() {
     for found in FOUND.iter() {
-        let best = found.best.unwrap_or_else(|| panic!("{}{}: no exact scheme", found.kind.label(), found.bits));
-        let prover = search::Prover::new(found.kind, found.bits);
+        let codes: Vec<(Kind, u32, u64)> = found.naive_wrong.iter().map(|u| (u.kind, u.bits, u.codes)).collect();
+        let expected: Vec<(Kind, u32, u64)> =
+            search::uses(found.bits).into_iter().map(|(kind, bits)| (kind, bits, 1 << bits)).collect();
+        assert_eq!(codes, expected, "d = {}", found.denominator);
+    }
+}
+
+#[test]
+fn the_finder_has_a_scheme_for_every_denominator_and_it_is_the_cheapest_exact_one() {
+    for found in FOUND.iter() {
+        let best = found.best.unwrap_or_else(|| panic!("d = {}: no exact scheme", found.denominator));
+        let prover = search::Prover::new(found.bits);
         assert!(prover.is_exact(best.scheme));
         for r in &found.families {
             if let Some(scheme) = r.exact {
@@ -57,31 +92,21 @@ fn the_finder_has_a_scheme_for_every_width_and_it_is_the_cheapest_exact_one() {
 
 #[test]
 fn the_finder_reproduces_the_published_unorm8_results() {
-    let unorm8 = FOUND.iter().find(|f| f.kind == Kind::Unorm && f.bits == 8).expect("UNORM8 searched");
+    let d255 = FOUND.iter().find(|f| f.denominator == 255).expect("d = 255 searched");
     // x * fl(1/255) is wrong, on as many inputs as the table's variant is.
     let mul_recip = host::cpu::verify(find("unorm8_mul_recip").expect("in the table"));
-    assert!(unorm8.naive_wrong > 0);
-    assert_eq!(unorm8.naive_wrong, mul_recip.mismatches);
+    let unorm8 = d255.naive_wrong.iter().find(|u| u.kind == Kind::Unorm).expect("UNORM8 divides by 255");
+    assert!(unorm8.wrong > 0);
+    assert_eq!(unorm8.wrong, mul_recip.mismatches);
     // Mutel's ×3 is exact, and 3 is the smallest multiplier that is; its constant is
     // the library's fl(1/765).
-    assert_eq!(unorm8.smallest_m, Some(3));
+    assert_eq!(d255.smallest_m, Some(3));
     assert_eq!(search::count_wrong(Kind::Unorm, 8, Scheme::IntMul { m: 3, c: shared::unorm8::RECIP_765 }), 0);
-    let exact = |family: SchemeFamily| unorm8.families.iter().find(|r| r.family == family).and_then(|r| r.exact);
+    let exact = |family: SchemeFamily| d255.families.iter().find(|r| r.family == family).and_then(|r| r.exact);
     assert_eq!(exact(SchemeFamily::TimesM), Some(Scheme::IntMul { m: 3, c: shared::unorm8::RECIP_765 }));
     // Giesen's series is exact, with and without the FMA.
     let series = Scheme::MulAdd { c0: shared::unorm8::SERIES_K0, c1: shared::unorm8::SERIES_K1 };
     assert_eq!(exact(SchemeFamily::Series), Some(series));
     assert!(exact(SchemeFamily::SeriesFma).is_some());
     assert_eq!(exact(SchemeFamily::Naive), None);
-}
-
-#[test]
-fn snorm_n_fares_like_unorm_n_minus_1() {
-    // Same denominator, and every scheme is an odd function of the code: the finder's
-    // answers must coincide (a consistency check on the finder, not an assumption of it).
-    for snorm in FOUND.iter().filter(|f| f.kind == Kind::Snorm) {
-        let unorm = FOUND.iter().find(|f| f.kind == Kind::Unorm && f.bits == snorm.bits - 1).expect("searched");
-        assert_eq!(snorm.denominator, unorm.denominator);
-        assert_eq!(snorm.best.map(|b| b.scheme), unorm.best.map(|b| b.scheme), "SNORM{}", snorm.bits);
-    }
 }
