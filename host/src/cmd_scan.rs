@@ -4,7 +4,7 @@ use host::backend::{self, Device};
 use host::progress::Progress;
 use host::report::{self, Format};
 use host::scan_report::{self, Report};
-use host::tensor_io::MappedFile;
+use host::tensor_io::TensorFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,10 +24,10 @@ pub struct Args {
 }
 
 /// Exit 0 when every value is finite, 1 when any is not; `Err` (exit 2) on any bad input,
-/// reported before anything is scanned.
+/// reported before anything is scanned, or on a file that shrinks while it is scanned.
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     let backend = backend::select(args.device)?;
-    let files: Vec<MappedFile> = args.files.iter().map(|path| MappedFile::open(path)).collect::<Result<_, _>>()?;
+    let files: Vec<TensorFile> = args.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
     let progress = Progress::new(files.iter().map(scan_report::bytes_to_scan).sum(), "scan");
     let report = Report::scan(&files, backend.as_ref(), &progress)?;
     progress.finish();

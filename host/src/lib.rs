@@ -14,6 +14,7 @@ pub mod domain;
 pub mod gpu;
 pub mod guards;
 pub mod normalize;
+pub mod npy_header;
 pub mod parallel;
 pub mod progress;
 pub mod ptx;

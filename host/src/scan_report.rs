@@ -2,9 +2,9 @@
 
 use crate::backend::Backend;
 use crate::progress::Progress;
-use crate::report::Table;
-use crate::scan::{Counts, FloatFormat};
-use crate::tensor_io::{Container, Element, MappedFile};
+use crate::report::{Table, count_of};
+use crate::scan::{Counts, FloatFormat, Source};
+use crate::tensor_io::{Container, Element, TensorFile};
 
 /// The result of scanning one tensor (borrowing names and shapes from the file's
 /// tensor list, so that a report costs little more than that list).
@@ -45,21 +45,32 @@ pub struct FileReport<'a> {
 
 /// Scans every tensor of `file` on `backend`, advancing `progress` by the bytes scanned.
 ///
-/// Errors (from the backend only: the file was validated when it was opened) name the
-/// file and the tensor.
+/// Errors (from reading: the file was replaced or shrank since its header was read; or
+/// from the backend) name the file, and the tensor if there is one.
 pub fn scan_file<'a>(
-    file: &'a MappedFile,
+    file: &'a TensorFile,
     backend: &dyn Backend,
     progress: &Progress,
 ) -> Result<FileReport<'a>, String> {
+    // Opened at the first tensor to read: a file of integer tensors is not reopened.
+    let reader = std::cell::OnceCell::new();
     let tensors = file
         .tensors
         .iter()
         .map(|tensor| {
             let (format, skipped, counts) = match tensor.element {
                 Element::Float(format, endian) => {
+                    let reader = match reader.get() {
+                        Some(reader) => reader,
+                        None => {
+                            let opened = file.reader()?;
+                            reader.get_or_init(|| opened)
+                        }
+                    };
+                    let read = |offset: u64, buf: &mut [u8]| reader.read(tensor, offset, buf);
+                    let source = Source::Read { len: tensor.data.len(), read: &read };
                     let counts = backend
-                        .count_non_finite(format, endian, file.data(tensor), &|bytes| progress.advance(bytes))
+                        .count_non_finite(format, endian, source, &|bytes| progress.advance(bytes))
                         .map_err(|e| format!("{}: tensor '{}': {e}", file.path.display(), tensor.name))?;
                     (Some(format), None, counts)
                 }
@@ -81,7 +92,7 @@ pub fn scan_file<'a>(
 }
 
 /// Bytes that [`scan_file`] will scan in `file` (the data of its floating-point tensors).
-pub fn bytes_to_scan(file: &MappedFile) -> u64 {
+pub fn bytes_to_scan(file: &TensorFile) -> u64 {
     file.tensors.iter().filter(|t| matches!(t.element, Element::Float(..))).map(|t| t.data.len() as u64).sum()
 }
 
@@ -130,7 +141,7 @@ pub struct Report<'a> {
 
 impl<'a> Report<'a> {
     /// Scans every tensor of every file on `backend`. Errors name the file and tensor.
-    pub fn scan(files: &'a [MappedFile], backend: &dyn Backend, progress: &Progress) -> Result<Report<'a>, String> {
+    pub fn scan(files: &'a [TensorFile], backend: &dyn Backend, progress: &Progress) -> Result<Report<'a>, String> {
         let files: Vec<FileReport<'a>> =
             files.iter().map(|file| scan_file(file, backend, progress)).collect::<Result<_, _>>()?;
         let total = total(&files);
@@ -201,11 +212,11 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
         ),
     };
     format!(
-        "{}\n{} files, {} tensors, {} elements, on {}: {verdict}\n",
+        "{}\n{}, {}, {}, on {}: {verdict}\n",
         table.render(markdown),
-        total.files,
-        total.tensors,
-        total.elements,
+        count_of(total.files as u64, "file"),
+        count_of(total.tensors as u64, "tensor"),
+        count_of(total.elements, "element"),
         report.device
     )
 }

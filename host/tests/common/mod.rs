@@ -7,7 +7,7 @@ use host::backend::Cpu;
 use host::progress::Progress;
 use host::scan::Counts;
 use host::scan_report::{self, Report};
-use host::tensor_io::MappedFile;
+use host::tensor_io::TensorFile;
 use std::path::Path;
 
 /// Deterministic pseudo-random numbers (xorshift64*).
@@ -276,7 +276,7 @@ pub fn npy_bytes(version: u8, header: &str, data_len: usize) -> Vec<u8> {
 /// Scans `path` through the library on the CPU backend and hands the report to
 /// `use_report`.
 pub fn with_scan<R>(path: &Path, use_report: impl FnOnce(&Report<'_>) -> R) -> Result<R, String> {
-    let files = [MappedFile::open(path)?];
+    let files = [TensorFile::open(path)?];
     let report = Report::scan(&files, &Cpu, &Progress::new(scan_report::bytes_to_scan(&files[0]), "test"))?;
     Ok(use_report(&report))
 }
