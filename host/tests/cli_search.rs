@@ -3,11 +3,7 @@
 
 mod common;
 
-use std::process::Output;
-
-fn bitexact(args: &[&str]) -> Output {
-    common::bitexact_command().args(args).output().expect("bitexact runs")
-}
+use common::bitexact;
 
 #[test]
 fn search_rejects_bad_widths_with_one_line() {
