@@ -1,18 +1,21 @@
 //! Any bytes, parsed as every container: `Ok` or a one-line error, never a panic, and
-//! whatever is accepted lies inside the input and scans without panicking.
+//! whatever is accepted lies inside the input and scans without panicking. The bytes,
+//! taken whole as an `.npy` header's text, also check the header parser's work bound:
+//! at most `npy_header::STEPS_PER_BYTE` looks per byte, so a slow input is a crash here,
+//! not just a timeout.
 //!
-//! `cargo fuzz run -O containers` from the repository root (needs cargo-fuzz). `-O`
-//! builds without debug assertions, as `bitexact` ships: npyz multiplies a header's shape
-//! unchecked, which panics with overflow checks on (host checks the product itself and
-//! builds npyz without them in the dev profile; see
-//! `regression_npy_shape_product_overflows_u64`). A crash found here becomes a named test
-//! in `host/tests/header_fuzz.rs`.
+//! `cargo fuzz run -O containers` from the repository root (needs cargo-fuzz). A crash
+//! found here becomes a named test in `host/tests/header_fuzz.rs`.
 #![no_main]
 
+use host::npy_header::{self, STEPS_PER_BYTE};
 use host::npz;
+use host::scan::Source;
 use host::tensor_io::{self, Container};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let parsed = npy_header::parse(data);
+    assert!(parsed.steps <= STEPS_PER_BYTE * (data.len() as u64 + 1), "{} steps for {} bytes", parsed.steps, data.len());
     for container in [Container::Npy, Container::Npz, Container::Safetensors] {
         match tensor_io::parse(container, data) {
             Err(message) => assert!(!message.is_empty() && !message.contains('\n'), "{message:?}"),
@@ -31,7 +34,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
                     match &tensor.deflated {
                         None => count(0, &data[tensor.data.clone()]).unwrap(),
                         Some(deflated) => {
-                            if let Err(message) = npz::inflate(data, deflated, tensor.data.clone(), 4096, count) {
+                            if let Err(message) = npz::inflate(Source::Bytes(data), deflated, tensor.data.clone(), 4096, count) {
                                 assert!(!message.is_empty() && !message.contains('\n'), "{message:?}");
                             }
                         }

@@ -11,7 +11,7 @@
 
 use host::backend::{Backend, Cpu};
 use host::normalize;
-use host::scan::{self, Endian, FloatFormat};
+use host::scan::{self, Endian, FloatFormat, Source};
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::Instant;
@@ -121,7 +121,8 @@ fn main() {
             assert_eq!(counts.first_non_finite, None);
         });
         let all = best_of(options.reps, || {
-            black_box(scan::count_parallel(format, Endian::Little, black_box(input), &|_| {}));
+            black_box(scan::count_parallel(format, Endian::Little, Source::Bytes(black_box(input)), &|_| {}))
+                .expect("in memory");
         });
         results.push(Measurement {
             op: format!("scan {}", format.name()),

@@ -7,7 +7,7 @@
 //! for to [`Cpu`].
 
 use crate::normalize;
-use crate::scan::{self, Counts, Endian, FloatFormat};
+use crate::scan::{self, Counts, Endian, FloatFormat, Source};
 use rayon::prelude::*;
 
 /// The `--device` choice.
@@ -28,11 +28,12 @@ pub trait Backend: Sync {
 
     /// Counts the non-finite elements of `data` (whole elements of `format`, stored in
     /// `endian` order), indices from 0, calling `progress` with bytes done as it goes.
+    /// Errors: the source's read errors, or the device's.
     fn count_non_finite(
         &self,
         format: FloatFormat,
         endian: Endian,
-        data: &[u8],
+        data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, String>;
 
@@ -49,17 +50,17 @@ pub struct Cpu;
 
 impl Backend for Cpu {
     fn name(&self) -> String {
-        format!("cpu ({} threads)", rayon::current_num_threads())
+        format!("cpu ({})", crate::report::count_of(rayon::current_num_threads() as u64, "thread"))
     }
 
     fn count_non_finite(
         &self,
         format: FloatFormat,
         endian: Endian,
-        data: &[u8],
+        data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, String> {
-        Ok(scan::count_parallel(format, endian, data, progress))
+        scan::count_parallel(format, endian, data, progress)
     }
 
     fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
@@ -121,15 +122,17 @@ impl Backend for Gpu {
         &self,
         format: FloatFormat,
         endian: Endian,
-        data: &[u8],
+        data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, String> {
         if format != FloatFormat::Binary16 || endian != Endian::Little {
             return Cpu.count_non_finite(format, endian, data, progress);
         }
         let mut total = Counts::default();
-        for (k, bytes) in data.chunks(GPU_CHUNK_BYTES).enumerate() {
-            let first_byte = (k * GPU_CHUNK_BYTES) as u64;
+        let mut buffer = Vec::new();
+        for start in (0..data.len()).step_by(GPU_CHUNK_BYTES) {
+            let bytes = data.get(start..(start + GPU_CHUNK_BYTES).min(data.len()), &mut buffer)?;
+            let first_byte = start as u64;
             let halves: std::borrow::Cow<[u16]> = match bytemuck::try_cast_slice(bytes) {
                 Ok(aligned) => aligned.into(),
                 Err(_) => bytemuck::pod_collect_to_vec(bytes).into(),

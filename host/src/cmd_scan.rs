@@ -5,7 +5,7 @@ use host::progress::Progress;
 use host::report::{self, Format};
 use host::scan_inputs;
 use host::scan_report::{self, Report};
-use host::tensor_io::MappedFile;
+use host::tensor_io::TensorFile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -32,11 +32,12 @@ pub struct Args {
 
 /// Exit 0 when every value is finite, 1 when any is not, 3 when none is found but some
 /// tensor could not be scanned (its dtype or storage is not supported); `Err` (exit 2) on
-/// any bad input, reported before anything is scanned.
+/// any bad input, reported before anything is scanned, or on a file that shrinks while
+/// it is scanned.
 pub fn run(args: &Args) -> Result<ExitCode, String> {
     let backend = backend::select(args.device)?;
     let inputs = scan_inputs::expand(&args.files)?;
-    let files: Vec<MappedFile> = inputs.files.iter().map(|path| MappedFile::open(path)).collect::<Result<_, _>>()?;
+    let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
     for index in &inputs.indexes {
         for warning in scan_inputs::check_index(index, &files)? {
             eprintln!("bitexact: warning: {warning}");

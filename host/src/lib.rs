@@ -15,6 +15,7 @@ pub mod domain;
 pub mod gpu;
 pub mod guards;
 pub mod normalize;
+pub mod npy_header;
 pub mod npz;
 pub mod parallel;
 pub mod progress;

@@ -9,7 +9,7 @@
 //! decoded image (a quarter of the f32 tensor for 8-bit samples) and a few MiB more.
 
 use crate::backend::Backend;
-use crate::tensor_io::{F32Source, check_regular_file, one_line};
+use crate::tensor_io::{F32Source, check_regular_file, io_message, one_line};
 use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
@@ -62,9 +62,9 @@ impl Image {
         check_regular_file(path).map_err(fail)?;
         let decoded = image::ImageReader::open(path)
             .and_then(|reader| reader.with_guessed_format())
-            .map_err(|e| fail(format!("cannot read: {e}")))?
+            .map_err(|e| fail(io_message(&e)))?
             .decode()
-            .map_err(|e| fail(format!("cannot decode image: {e}")))?;
+            .map_err(|e| fail(decode_error(e)))?;
         let (width, height) = (decoded.width(), decoded.height());
         use image::DynamicImage as D;
         let (channels, samples) = match decoded {
@@ -76,9 +76,7 @@ impl Image {
             D::ImageLumaA16(b) => (2, Samples::Unorm16(b.into_raw())),
             D::ImageRgb16(b) => (3, Samples::Unorm16(b.into_raw())),
             D::ImageRgba16(b) => (4, Samples::Unorm16(b.into_raw())),
-            other => {
-                return Err(fail(format!("{:?} pixels are not UNORM8 or UNORM16: not supported", other.color())));
-            }
+            other => return Err(fail(not_unorm(other.color().into()))),
         };
         let image = Image { height, width, channels, samples };
         if image.sample_count() == 0 {
@@ -122,6 +120,34 @@ impl Image {
         self.normalized(layout, backend).fill(0, &mut out)?;
         Ok(out)
     }
+}
+
+/// A decoder's error as one phrase: a pixel format it has no decoding for is said the
+/// way [`not_unorm`] says a decoded one that is not UNORM.
+fn decode_error(error: image::ImageError) -> String {
+    use image::error::{ImageError, UnsupportedErrorKind};
+    match error {
+        ImageError::Unsupported(e) => match e.kind() {
+            UnsupportedErrorKind::Color(color) => not_unorm(color),
+            _ => format!("cannot decode image: {e}"),
+        },
+        ImageError::IoError(e) => format!("cannot decode image: {}", io_message(&e)),
+        e => format!("cannot decode image: {e}"),
+    }
+}
+
+/// Why an image of `color` is refused, and what it is.
+fn not_unorm(color: image::ExtendedColorType) -> String {
+    use image::ExtendedColorType as C;
+    let what = match color {
+        C::Rgb32F => "32-bit float RGB pixels".to_string(),
+        C::Rgba32F => "32-bit float RGBA pixels".to_string(),
+        C::Unknown(bits) => {
+            format!("{bits}-bit pixels of a kind its decoder does not support (float or 32-bit integer samples?)")
+        }
+        other => format!("{other:?} pixels"),
+    };
+    format!("only UNORM8 and UNORM16 images are accepted (unsigned 8- or 16-bit samples); this one has {what}")
 }
 
 /// An image's samples as f32 in [0, 1], in a layout, converted on a backend as they are

@@ -56,6 +56,11 @@ impl Table {
     }
 }
 
+/// `n` and `noun`, plural unless `n` is 1: `1 file`, `2 files`, `0 files`.
+pub fn count_of(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Pretty JSON of `value`, newline-terminated.
 pub fn json<T: Serialize>(value: &T) -> String {
     let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));

@@ -1,4 +1,5 @@
-//! Counting NaN, +inf and -inf in buffers of raw floating-point encodings, on the CPU.
+//! Counting NaN, +inf and -inf in raw floating-point encodings, on the CPU: in buffers,
+//! or in bytes read on demand ([`Source`]).
 //!
 //! One generic loop ([`count`]) serves every format; [`float_formats!`] is the table that
 //! binds each [`FloatFormat`] to the `shared` module whose exact predicates classify it.
@@ -9,6 +10,8 @@
 //! and searched for its first index. No per-element branch, no early exit.
 
 use rayon::prelude::*;
+use std::cell::RefCell;
+use std::ops::Range;
 
 /// Bytes per parallel work item: a multiple of every element size, large enough that
 /// scheduling costs nothing, small enough that all cores get work on small tensors.
@@ -210,18 +213,97 @@ fn count_group<const N: usize, E: Encoding<N>, const BIG: bool>(group: &[[u8; N]
     counts
 }
 
-/// Counts the non-finite elements of `data` on all cores of the current rayon pool, in
-/// blocks of [`BLOCK_BYTES`], calling `progress` with the bytes of each finished block.
+/// `read(offset, buf)`: fills `buf` with the bytes from `offset` on, or says in one line
+/// why it cannot.
+pub type ReadAt<'a> = dyn Fn(u64, &mut [u8]) -> Result<(), String> + Sync + 'a;
+
+/// The bytes to scan: in memory, or read on demand (a tensor in a file).
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// Bytes in memory.
+    Bytes(&'a [u8]),
+    /// `len` bytes; `read(offset, buf)` fills `buf` with those from `offset` on, or says
+    /// in one line why it cannot (the file shrank, a read failed).
+    Read {
+        /// Number of bytes.
+        len: usize,
+        /// Fills a buffer from an offset.
+        read: &'a ReadAt<'a>,
+    },
+}
+
+impl<'a> Source<'a> {
+    /// Number of bytes.
+    pub fn len(&self) -> usize {
+        match *self {
+            Source::Bytes(bytes) => bytes.len(),
+            Source::Read { len, .. } => len,
+        }
+    }
+
+    /// `true` for no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes `range` (inside `0..len()`): borrowed from memory, or read into `buffer`.
+    pub fn get<'b>(&self, range: Range<usize>, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], String>
+    where
+        'a: 'b,
+    {
+        match *self {
+            Source::Bytes(bytes) => Ok(&bytes[range]),
+            Source::Read { .. } => {
+                buffer.resize(range.len(), 0);
+                self.read_into(range.start, buffer)?;
+                Ok(buffer)
+            }
+        }
+    }
+
+    /// Fills `buf` with the bytes from `offset` on (a range inside `0..len()`): copied
+    /// from memory, or read.
+    pub fn read_into(&self, offset: usize, buf: &mut [u8]) -> Result<(), String> {
+        match *self {
+            Source::Bytes(bytes) => {
+                buf.copy_from_slice(&bytes[offset..offset + buf.len()]);
+                Ok(())
+            }
+            Source::Read { read, .. } => read(offset as u64, buf),
+        }
+    }
+}
+
+thread_local! {
+    /// Each worker's block buffer for [`Source::Read`]: a block is read and counted by the
+    /// same thread while it is in that core's cache, one buffer per thread in all.
+    static BLOCK_BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Counts the non-finite elements of `source` on all cores of the current rayon pool,
+/// in blocks of [`BLOCK_BYTES`] (each read, if it must be, by the thread that counts it),
+/// calling `progress` with the bytes of each finished block.
 ///
-/// Gives exactly the result of `format.count(endian, data, 0)`.
-pub fn count_parallel(format: FloatFormat, endian: Endian, data: &[u8], progress: &(dyn Fn(u64) + Sync)) -> Counts {
+/// Gives exactly the result of `format.count(endian, bytes, 0)` on the source's bytes,
+/// or the first read error met.
+pub fn count_parallel(
+    format: FloatFormat,
+    endian: Endian,
+    source: Source<'_>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Counts, String> {
     let elements_per_block = (BLOCK_BYTES / format.bytes()) as u64;
-    data.par_chunks(BLOCK_BYTES)
-        .enumerate()
-        .map(|(block_no, block)| {
-            let counts = format.count(endian, block, block_no as u64 * elements_per_block);
-            progress(block.len() as u64);
-            counts
+    let len = source.len();
+    (0..len.div_ceil(BLOCK_BYTES))
+        .into_par_iter()
+        .map(|block_no| {
+            let start = block_no * BLOCK_BYTES;
+            BLOCK_BUFFER.with_borrow_mut(|buffer| {
+                let block = source.get(start..(start + BLOCK_BYTES).min(len), buffer)?;
+                let counts = format.count(endian, block, block_no as u64 * elements_per_block);
+                progress(block.len() as u64);
+                Ok(counts)
+            })
         })
-        .reduce(Counts::default, Counts::merged)
+        .try_reduce(Counts::default, |a, b| Ok(a.merged(b)))
 }

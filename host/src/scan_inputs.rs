@@ -6,7 +6,7 @@
 //! byte order of their names (depth first), an index's shards in byte order of their
 //! names.
 
-use crate::tensor_io::{MappedFile, check_regular_file, io_message, one_line};
+use crate::tensor_io::{TensorFile, check_regular_file, io_message, one_line};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -163,7 +163,7 @@ impl<'de> serde::Deserialize<'de> for Pairs {
 /// checkpoint would not load as the index says); a tensor a shard holds but the index
 /// does not list (or lists in another shard) is a warning, one line per shard, and is
 /// scanned like any other. Returns the warnings.
-pub fn check_index(index: &Index, files: &[MappedFile]) -> Result<Vec<String>, String> {
+pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<String>, String> {
     let mut names: BTreeMap<&Path, HashSet<&str>> = BTreeMap::new();
     for shard in index.weight_map.values() {
         let file = files.iter().find(|f| &f.path == shard);

@@ -3,9 +3,9 @@
 use crate::backend::Backend;
 use crate::npz;
 use crate::progress::Progress;
-use crate::report::Table;
+use crate::report::{Table, count_of};
 use crate::scan::{Counts, Endian, FloatFormat};
-use crate::tensor_io::{Container, Element, MappedFile, TensorEntry};
+use crate::tensor_io::{Container, Element, TensorEntry, TensorFile, TensorReader};
 
 /// The result of scanning one tensor (borrowing names and shapes from the file's
 /// tensor list, so that a report costs little more than that list).
@@ -55,20 +55,30 @@ pub struct FileReport<'a> {
 
 /// Scans every tensor of `file` on `backend`, advancing `progress` by the bytes scanned.
 ///
-/// Errors (from the backend, or from inflating a compressed `.npz` member: the file was
-/// otherwise validated when it was opened) name the file and the tensor.
+/// Errors (from reading: the file was replaced or shrank since its header was read, or
+/// a compressed `.npz` member does not inflate to what the archive says; or from the
+/// backend) name the file, and the tensor if there is one.
 pub fn scan_file<'a>(
-    file: &'a MappedFile,
+    file: &'a TensorFile,
     backend: &dyn Backend,
     progress: &Progress,
 ) -> Result<FileReport<'a>, String> {
+    // Opened at the first tensor to read: a file of integer tensors is not reopened.
+    let reader = std::cell::OnceCell::new();
     let tensors = file
         .tensors
         .iter()
         .map(|tensor| {
             let (format, skipped, counts) = match tensor.element {
                 Element::Float(format, endian) | Element::Complex(format, endian) => {
-                    let counts = scan_tensor(file, tensor, format, endian, backend, progress)
+                    let reader = match reader.get() {
+                        Some(reader) => reader,
+                        None => {
+                            let opened = file.reader()?;
+                            reader.get_or_init(|| opened)
+                        }
+                    };
+                    let counts = scan_tensor(reader, tensor, format, endian, backend, progress)
                         .map_err(|e| format!("{}: tensor '{}': {e}", file.path.display(), tensor.name))?;
                     (Some(format), None, counts)
                 }
@@ -91,10 +101,11 @@ pub fn scan_file<'a>(
     Ok(FileReport { file: file.path.display().to_string(), container: file.container, tensors })
 }
 
-/// Counts the non-finite values of `tensor` as `format`, a chunk at a time when its data
-/// comes from a deflated `.npz` member.
+/// Counts the non-finite values of `tensor` as `format`: read in blocks on all cores
+/// when its data lies in the file, inflated a chunk at a time when it comes from a
+/// deflated `.npz` member.
 fn scan_tensor(
-    file: &MappedFile,
+    reader: &TensorReader,
     tensor: &TensorEntry,
     format: FloatFormat,
     endian: Endian,
@@ -102,8 +113,8 @@ fn scan_tensor(
     progress: &Progress,
 ) -> Result<Counts, String> {
     let mut counts = Counts::default();
-    file.for_each_chunk(tensor, npz::INFLATE_CHUNK_BYTES, |first_byte, bytes| {
-        let found = backend.count_non_finite(format, endian, bytes, &|done| progress.advance(done))?;
+    reader.for_each_chunk(tensor, npz::INFLATE_CHUNK_BYTES, |first_byte, source| {
+        let found = backend.count_non_finite(format, endian, source, &|done| progress.advance(done))?;
         counts = counts.merged(found.shifted(first_byte / format.bytes() as u64));
         Ok(())
     })?;
@@ -111,7 +122,7 @@ fn scan_tensor(
 }
 
 /// Bytes that [`scan_file`] will scan in `file` (the data of its floating-point tensors).
-pub fn bytes_to_scan(file: &MappedFile) -> u64 {
+pub fn bytes_to_scan(file: &TensorFile) -> u64 {
     file.tensors.iter().filter(|t| t.element.scanned_as().is_some()).map(|t| t.data.len() as u64).sum()
 }
 
@@ -178,7 +189,7 @@ pub struct Report<'a> {
 
 impl<'a> Report<'a> {
     /// Scans every tensor of every file on `backend`. Errors name the file and tensor.
-    pub fn scan(files: &'a [MappedFile], backend: &dyn Backend, progress: &Progress) -> Result<Report<'a>, String> {
+    pub fn scan(files: &'a [TensorFile], backend: &dyn Backend, progress: &Progress) -> Result<Report<'a>, String> {
         let files: Vec<FileReport<'a>> =
             files.iter().map(|file| scan_file(file, backend, progress)).collect::<Result<_, _>>()?;
         let total = total(&files);
@@ -247,11 +258,7 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
         }
     }
     let total = &report.total;
-    let not_scanned = match total.not_scanned {
-        0 => String::new(),
-        1 => "1 tensor not scanned (unsupported)".into(),
-        n => format!("{n} tensors not scanned (unsupported)"),
-    };
+    let not_scanned = format!("{} not scanned (unsupported)", count_of(total.not_scanned as u64, "tensor"));
     let verdict = match (&total.first_non_finite, total.not_scanned) {
         (None, 0) => "all finite".to_string(),
         (None, _) => format!("no NaN or infinity in what was scanned, but {not_scanned}"),
@@ -267,11 +274,11 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
         ),
     };
     format!(
-        "{}\n{} files, {} tensors, {} elements, on {}: {verdict}\n",
+        "{}\n{}, {}, {}, on {}: {verdict}\n",
         table.render(markdown),
-        total.files,
-        total.tensors,
-        total.elements,
+        count_of(total.files as u64, "file"),
+        count_of(total.tensors as u64, "tensor"),
+        count_of(total.elements, "element"),
         report.device
     )
 }

@@ -1,37 +1,48 @@
-//! Tensor containers: `.npy`, `.npz` and `.safetensors` headers parsed from a read-only
-//! memory map, and f32 tensors written atomically, streamed a chunk at a time.
+//! Tensor containers: `.npy`, `.npz` and `.safetensors` headers parsed from a file read
+//! on demand, tensor data read the same way (a deflated `.npz` member's inflated as it
+//! is read), and f32 tensors written atomically, streamed a chunk at a time.
 //!
-//! Parsing is done by the format's own crate (`npyz`, `safetensors`; `.npz` archives by
-//! [`crate::npz`]); this module only bounds what those crates are handed (header sizes,
-//! so that a hostile length field cannot make them allocate gigabytes) and checks that
-//! every tensor's bytes lie inside the file. Every function returns a one-line message
-//! instead of panicking, whatever the bytes.
+//! `.npy` headers, of files and of `.npz` members alike, are parsed by [`npy_header`]
+//! (linear time whatever the bytes); `.npz` archives by [`crate::npz`]; `.safetensors`
+//! headers by the format's own crate, after this module has bounded the header size (so
+//! that a hostile length field cannot make it allocate gigabytes) and before it checks
+//! that no tensor name appears twice. Every tensor's bytes must lie inside the file (or
+//! its inflated member). Every function returns a one-line message instead of panicking,
+//! whatever the bytes.
+//!
+//! Files are read with positioned reads (`pread`), not memory-mapped: a mapped file that
+//! another program truncates kills the reader with SIGBUS, which no sound Rust can
+//! catch, whereas a short read is an error like any other.
 
+use crate::npy_header::{self, Descr};
 use crate::npz::{self, Deflated};
-use crate::scan::{Endian, FloatFormat};
-use memmap2::Mmap;
+use crate::scan::{Endian, FloatFormat, Source};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Largest `.safetensors` JSON header accepted, in bytes. The format allows 100 MB; 2 MiB
 /// is about 20,000 tensors, far more than real checkpoint files hold (a few hundred to
 /// a few thousand), and keeps the parsed header and the report well under `scan`'s
 /// 64 MiB heap budget (`tests/heap_bound.rs` measures the peak at this limit).
+///
+/// Parse time, measured on adversarial headers (release build, a loaded 2-core machine):
+/// `serde_json` is one recursive-descent pass and refuses nesting over 128 at once; the
+/// crate then sorts the tensors by offset (n log n) and fills hash maps. The costliest
+/// families (tens of thousands of tensors, a shape of a million dimensions, a million
+/// metadata keys, an unknown key holding 30-deep arrays) took 12 to 40 ns per byte at
+/// 64 KiB and 35 to 130 ns at 16 MiB: 256 times the size, 3 to 9 times the cost per byte
+/// (the sort's log factor and cache misses; quadratic work would be 256 times). At this
+/// limit the worst took 0.3 s.
 pub const MAX_SAFETENSORS_HEADER: u64 = 2 << 20;
-/// Largest `.npy` header text accepted, in bytes. NumPy itself refuses headers over
-/// 10,000 bytes by default; `np.save` writes about 128 for a plain array.
-pub const MAX_NPY_HEADER: u64 = 16 << 10;
-/// Deepest bracket nesting accepted in an `.npy` header. npyz's Python-literal parser
-/// backtracks exponentially in the depth of unclosed brackets (measured: 1.8 s at depth
-/// 16, 28 s at 20, so a 100-byte file could hang `scan` for ever); a plain array's header
-/// nests 2 deep, a structured dtype's (refused anyway) a few more.
-pub const MAX_NPY_NESTING: usize = 8;
-
-const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// `.safetensors` files start with the header length as a little-endian u64.
 const SAFETENSORS_LEN_BYTES: usize = 8;
+/// Bytes read from the start of a file to parse its header: the longest header either
+/// container accepts, with its length field.
+const HEAD_BYTES: u64 = SAFETENSORS_LEN_BYTES as u64 + MAX_SAFETENSORS_HEADER;
+const _: () = assert!(HEAD_BYTES >= npy_header::MAX_NPY_HEAD_BYTES);
 /// The `.safetensors` header key that holds string metadata, not a tensor.
 const SAFETENSORS_METADATA_KEY: &str = "__metadata__";
 
@@ -69,7 +80,7 @@ impl Container {
     pub fn detect(path: &Path, bytes: &[u8]) -> Result<Container, String> {
         match Container::from_extension(path) {
             Some(container) => Ok(container),
-            None if bytes.starts_with(NPY_MAGIC) => Ok(Container::Npy),
+            None if bytes.starts_with(npy_header::NPY_MAGIC) => Ok(Container::Npy),
             None if npz::MAGIC.iter().any(|magic| bytes.starts_with(magic)) => Ok(Container::Npz),
             None if looks_like_safetensors(bytes) => Ok(Container::Safetensors),
             None => Err("unknown file type (expected a .npy, .npz or .safetensors file)".into()),
@@ -123,6 +134,11 @@ impl Element {
     }
 }
 
+/// Why an integer tensor is not scanned.
+const INTEGER: &str = "integer dtype";
+/// Why a boolean tensor is not scanned.
+const BOOL: &str = "bool dtype";
+
 /// One tensor of a container: where its bytes are and how to read them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorEntry {
@@ -142,132 +158,183 @@ pub struct TensorEntry {
     /// not read, for an [`Element::Unsupported`] tensor whose element size is unknown.
     pub data: Range<usize>,
     /// For a deflated `.npz` member: where its compressed bytes are; the data is then
-    /// inflated as it is scanned, a chunk at a time (see [`MappedFile::for_each_chunk`]).
+    /// inflated as it is scanned, a chunk at a time (see [`TensorReader::for_each_chunk`]).
     pub deflated: Option<Deflated>,
     /// `true` for a Fortran-ordered `.npy` array: element indices are then in storage
     /// (column-major) order.
     pub fortran_order: bool,
 }
 
-/// A file mapped read-only, with its parsed tensor list.
-pub struct MappedFile {
+/// A tensor file whose header has been parsed. It holds no open file descriptor (so
+/// that any number of files can be checked before any is scanned); [`TensorFile::reader`]
+/// opens it again to read the data.
+pub struct TensorFile {
     /// The path as given.
     pub path: PathBuf,
     /// The container format.
     pub container: Container,
     /// The tensors, in file order.
     pub tensors: Vec<TensorEntry>,
-    map: Mmap,
+    /// Device and inode of the file whose header was parsed.
+    identity: (u64, u64),
 }
 
-impl MappedFile {
-    /// Opens, maps and parses `path`. Errors are one line, prefixed with the path.
+impl TensorFile {
+    /// Opens `path` and parses its header: the start of the file, or an `.npz` archive's
+    /// central directory and its members' headers. Errors are one line, prefixed with
+    /// the path.
     ///
-    /// Guarantees on success: every tensor's `data` range lies inside the mapping (or
-    /// its inflated member), and its length matches shape × element size. Nothing of the
-    /// data is read or copied (but the first bytes of each deflated `.npz` member, which
-    /// hold its header).
-    pub fn open(path: &Path) -> Result<MappedFile, String> {
+    /// Guarantees on success: every tensor's `data` range lies inside the file as it was
+    /// when opened (or inside its inflated member), and its length matches shape ×
+    /// element size. Nothing of the data is read (but the first bytes of each `.npz`
+    /// member, which hold its header).
+    pub fn open(path: &Path) -> Result<TensorFile, String> {
+        use std::os::unix::fs::MetadataExt;
         let fail = |message: String| format!("{}: {}", path.display(), one_line(message));
         check_regular_file(path).map_err(fail)?;
         let file = File::open(path).map_err(|e| fail(io_message(&e)))?;
-        let map = map_read_only(&file).map_err(|e| fail(format!("cannot map: {}", io_message(&e))))?;
-        // Sequential read-ahead helps a one-pass scan; failure to advise changes nothing else.
-        let _ = map.advise(memmap2::Advice::Sequential);
-        if map.is_empty() {
+        let metadata = file.metadata().map_err(|e| fail(io_message(&e)))?;
+        if metadata.len() == 0 {
             return Err(fail("empty file".into()));
         }
-        let container = Container::detect(path, &map).map_err(fail)?;
-        let tensors = parse(container, &map).map_err(fail)?;
-        Ok(MappedFile { path: path.to_path_buf(), container, tensors, map })
+        let mut head = vec![0; metadata.len().min(HEAD_BYTES) as usize];
+        file.read_exact_at(&mut head, 0).map_err(|e| fail(read_error(&file, &e, head.len() as u64)))?;
+        let container = Container::detect(path, &head).map_err(fail)?;
+        let read = |offset: u64, buf: &mut [u8]| {
+            file.read_exact_at(buf, offset).map_err(|e| read_error(&file, &e, offset + buf.len() as u64))
+        };
+        let whole = Source::Read { len: metadata.len() as usize, read: &read };
+        let tensors = parse_file(container, &head, whole).map_err(fail)?;
+        Ok(TensorFile { path: path.to_path_buf(), container, tensors, identity: (metadata.dev(), metadata.ino()) })
     }
 
-    /// The bytes of `tensor` (one of `self.tensors`) as they lie in the file: empty for a
-    /// deflated `.npz` member, whose bytes only [`MappedFile::for_each_chunk`] gives.
-    pub fn data(&self, tensor: &TensorEntry) -> &[u8] {
-        match tensor.deflated {
-            None => self.map.get(tensor.data.clone()).unwrap_or_default(),
-            Some(_) => &[],
+    /// Opens the file again to read its tensors' data. It must still be the file whose
+    /// header was parsed (not one renamed over it since). Errors are one line, prefixed
+    /// with the path.
+    pub fn reader(&self) -> Result<TensorReader, String> {
+        use std::os::unix::fs::MetadataExt;
+        let fail = |message: String| format!("{}: {message}", self.path.display());
+        let file = File::open(&self.path)
+            .map_err(|e| fail(format!("cannot open again after its header was read: {}", io_message(&e))))?;
+        let metadata = file.metadata().map_err(|e| fail(io_message(&e)))?;
+        if (metadata.dev(), metadata.ino()) != self.identity {
+            return Err(fail("replaced by another file after its header was read".into()));
         }
+        Ok(TensorReader { file })
     }
+}
 
-    /// Calls `use_chunk(first_byte, bytes)` on the bytes of `tensor` in order, `first_byte`
-    /// counted from the start of its data: once with all of them for data in the file,
-    /// and `chunk_bytes` at a time (the last chunk shorter) for a deflated `.npz` member,
-    /// which is inflated as it goes and whose length and CRC-32 are checked at its end.
-    /// `chunk_bytes` should be a multiple of the element size, so that every chunk holds
-    /// whole elements.
+/// A [`TensorFile`] open for reading its data.
+pub struct TensorReader {
+    file: File,
+}
+
+impl TensorReader {
+    /// Calls `use_chunk(first_byte, source)` on the bytes of `tensor` (one of the file's
+    /// tensors) in order, `first_byte` counted from the start of its data: once, with a
+    /// source that reads them from the file on demand, for data in the file; and
+    /// `chunk_bytes` at a time in memory (the last chunk shorter) for a deflated `.npz`
+    /// member, which is inflated as it goes and whose length and CRC-32 are checked at
+    /// its end. `chunk_bytes` should be a multiple of the element size, so that every
+    /// chunk holds whole elements.
+    ///
+    /// A file that has shrunk since its header was read is an error (one line, without
+    /// the file name); one rewritten in place meanwhile gives whatever the bytes are now,
+    /// as for any reader racing a writer.
     pub fn for_each_chunk(
         &self,
         tensor: &TensorEntry,
         chunk_bytes: usize,
-        use_chunk: impl FnMut(u64, &[u8]) -> Result<(), String>,
+        mut use_chunk: impl FnMut(u64, Source<'_>) -> Result<(), String>,
     ) -> Result<(), String> {
-        let mut use_chunk = use_chunk;
         match &tensor.deflated {
-            None => use_chunk(0, self.data(tensor)),
-            Some(deflated) => npz::inflate(&self.map, deflated, tensor.data.clone(), chunk_bytes, use_chunk),
+            None => {
+                let start = tensor.data.start as u64;
+                let read = |offset: u64, buf: &mut [u8]| self.read_at(start + offset, buf, tensor.data.end as u64);
+                use_chunk(0, Source::Read { len: tensor.data.len(), read: &read })
+            }
+            Some(deflated) => {
+                let end = deflated.compressed.end;
+                let read = |offset: u64, buf: &mut [u8]| self.read_at(offset, buf, end as u64);
+                let archive = Source::Read { len: end, read: &read };
+                npz::inflate(archive, deflated, tensor.data.clone(), chunk_bytes, |first_byte, bytes| {
+                    use_chunk(first_byte, Source::Bytes(bytes))
+                })
+            }
         }
     }
-}
 
-/// Maps `file` read-only.
-///
-/// The only `unsafe` of the crate's I/O.
-#[allow(unsafe_code)]
-fn map_read_only(file: &File) -> std::io::Result<Mmap> {
-    // SAFETY: `Mmap::map` is unsafe because the returned slice aliases a file that another
-    // process may change while it is mapped, which Rust's `&[u8]` promises cannot happen.
-    // What can go wrong, and why it is accepted:
-    // * bytes rewritten concurrently: `scan` reads every byte as a plain integer (any bit
-    //   pattern is a valid u8/u16/u32/u64), so the worst outcome is counts of a mixture of
-    //   old and new contents, as with any reader racing a writer; headers are parsed once,
-    //   and the data ranges are re-checked against the mapping length by `data`.
-    // * the file truncated concurrently: touching pages past the new end raises SIGBUS and
-    //   the process dies by signal. That is a non-zero exit, never the "all finite" 0 that
-    //   scripts rely on, and no output file is ever written through a mapping.
-    // The mapping is read-only and private to this process; nothing writes through it.
-    unsafe { Mmap::map(file) }
-}
-
-/// Parses the header of `bytes` as `container` and returns its tensors.
-///
-/// Never panics, whatever `bytes` holds; on success the guarantees of
-/// [`MappedFile::open`] hold for `bytes`.
-pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
-    match container {
-        Container::Npy => parse_npy(bytes).map(|t| vec![t]),
-        Container::Npz => npz::parse(bytes),
-        Container::Safetensors => parse_safetensors(bytes),
+    /// Fills `buf` with the file's bytes from `offset` on; `needed`, the length the file
+    /// must have for the read at hand, is named if it has shrunk.
+    fn read_at(&self, offset: u64, buf: &mut [u8], needed: u64) -> Result<(), String> {
+        self.file.read_exact_at(buf, offset).map_err(|e| read_error(&self.file, &e, needed))
     }
 }
 
-/// Parses a `.safetensors` file: the `safetensors` crate is fed only the JSON header
+/// A failed read as one line: a read past the end means the file shrank after it was
+/// opened (another program truncated or rewrote it).
+fn read_error(file: &File, error: &std::io::Error, needed: u64) -> String {
+    if error.kind() == std::io::ErrorKind::UnexpectedEof {
+        let now = file.metadata().map_or_else(|e| io_message(&e), |m| format!("{} bytes", m.len()));
+        format!("file shrank while being read (now {now}, {needed} needed): truncated by another program?")
+    } else {
+        format!("read failed: {}", io_message(error))
+    }
+}
+
+/// Parses the header of a whole file held in `bytes` as `container` and returns its
+/// tensors: what [`TensorFile::open`] does with a file of these bytes.
+///
+/// Never panics, whatever the bytes; on success every tensor's `data` lies inside
+/// `bytes` (or inside its inflated `.npz` member) and the other guarantees of
+/// [`TensorFile::open`] hold.
+pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
+    parse_file(container, &bytes[..bytes.len().min(HEAD_BYTES as usize)], Source::Bytes(bytes))
+}
+
+/// Parses the header of `file` as `container`: `.npy` and `.safetensors` from `head`,
+/// its first `min(len, HEAD_BYTES)` bytes; `.npz` by reading the archive where its
+/// records are.
+fn parse_file(container: Container, head: &[u8], file: Source<'_>) -> Result<Vec<TensorEntry>, String> {
+    match container {
+        Container::Npy => parse_npy(head, file.len() as u64).map(|t| vec![t]),
+        Container::Npz => npz::parse(file),
+        Container::Safetensors => parse_safetensors(head, file.len() as u64),
+    }
+}
+
+/// Parses a `.safetensors` header: the `safetensors` crate is fed only the JSON header
 /// bytes, after its length has been checked against [`MAX_SAFETENSORS_HEADER`] and the
-/// file size; the data it describes must then cover the rest of the file exactly.
-pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
-    let Some((length_field, rest)) = bytes.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
-        return Err(format!("truncated: {} bytes, shorter than the 8-byte header length", bytes.len()));
+/// file size; no name may appear twice, and the data the header describes must cover
+/// the rest of the file exactly.
+pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>, String> {
+    let Some((length_field, rest)) = head.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
+        return Err(format!("truncated: {file_len} bytes, shorter than the 8-byte header length"));
     };
     let header_len = u64::from_le_bytes(*length_field);
     if header_len > MAX_SAFETENSORS_HEADER {
         return Err(format!("oversized header: {header_len} bytes (limit {MAX_SAFETENSORS_HEADER})"));
     }
-    if header_len > rest.len() as u64 {
-        return Err(format!("truncated header: claims {header_len} bytes, file holds {} after the length", rest.len()));
+    let after_length = file_len.saturating_sub(SAFETENSORS_LEN_BYTES as u64);
+    let Some(header) = rest.get(..header_len as usize).filter(|_| header_len <= after_length) else {
+        return Err(format!("truncated header: claims {header_len} bytes, file holds {after_length} after the length"));
+    };
+    // Before the crate, which keeps the last of two entries of one name and may then
+    // report the other's offsets as invalid instead.
+    if let Some(name) = duplicate_key(header) {
+        return Err(format!("tensor name '{name}' appears twice in the header"));
     }
-    let (header, data) = rest.split_at(header_len as usize);
     let metadata: safetensors::tensor::Metadata = serde_json::from_slice(header).map_err(safetensors_header_error)?;
     let data_start = SAFETENSORS_LEN_BYTES + header.len();
     let data_len = metadata.data_len();
-    if data_len > data.len() {
+    let file_data_len = after_length - header_len;
+    if data_len as u64 > file_data_len {
         return Err(format!(
-            "header claims {data_len} data bytes, the file holds only {} after the header",
-            data.len()
+            "header claims {data_len} data bytes, the file holds only {file_data_len} after the header"
         ));
     }
-    if data_len < data.len() {
-        return Err(format!("{} bytes after the last tensor belong to no tensor", data.len() - data_len));
+    if (data_len as u64) < file_data_len {
+        return Err(format!("{} bytes after the last tensor belong to no tensor", file_data_len - data_len as u64));
     }
     metadata
         .offset_keys()
@@ -283,7 +350,7 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
                 (end.checked_sub(start), elements.checked_mul(bits)),
                 (Some(bytes), Some(bits)) if bytes as u128 * 8 == u128::from(bits)
             );
-            if !size_matches || end > data.len() {
+            if !size_matches || end > data_len {
                 return Err(format!("tensor '{name}': data_offsets do not match its shape and dtype"));
             }
             Ok(TensorEntry {
@@ -298,6 +365,36 @@ pub fn parse_safetensors(bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
             })
         })
         .collect()
+}
+
+/// The first key of the JSON object `header` that appears twice, if any (`None` also
+/// for a header that is not a JSON object: the crate then says why). serde's maps (the
+/// crate's and `serde_json::Value`'s alike) keep the last of duplicate keys without a
+/// word, so the keys are listed by a visitor of their own.
+///
+/// One pass of `serde_json` (recursive descent, no backtracking, at most 128 levels
+/// deep) that skips every value, and one hash-set insertion per key.
+fn duplicate_key(header: &[u8]) -> Option<String> {
+    struct FirstDuplicate;
+    impl<'de> serde::de::Visitor<'de> for FirstDuplicate {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                if seen.contains(&key) {
+                    return Ok(Some(key));
+                }
+                seen.insert(key);
+            }
+            Ok(None)
+        }
+    }
+    use serde::Deserializer;
+    serde_json::Deserializer::from_slice(header).deserialize_map(FirstDuplicate).ok().flatten()
 }
 
 /// A header the crate rejects, as one line; an unknown dtype is named as such.
@@ -326,63 +423,34 @@ fn safetensors_element(dtype: safetensors::Dtype) -> Element {
         D::F8_E4M3FNUZ => float(FloatFormat::Fp8E4m3Fnuz),
         D::F8_E5M2FNUZ => float(FloatFormat::Fp8E5m2Fnuz),
         D::C64 => Element::Complex(FloatFormat::Binary32, Endian::Little),
-        D::BOOL | D::U8 | D::I8 | D::U16 | D::I16 | D::U32 | D::I32 | D::U64 | D::I64 => {
-            Element::AlwaysFinite("integer dtype")
-        }
+        D::BOOL => Element::AlwaysFinite(BOOL),
+        D::U8 | D::I8 | D::U16 | D::I16 | D::U32 | D::I32 | D::U64 | D::I64 => Element::AlwaysFinite(INTEGER),
         D::F4 | D::F6_E2M3 | D::F6_E3M2 => Element::AlwaysFinite("MX format without NaN or infinity"),
         D::F8_E8M0 => Element::Unsupported("E8M0 is not supported"),
         _ => Element::Unsupported("dtype not supported"),
     }
 }
 
-/// Parses a `.npy` file with `npyz`, after checking the header length field against
-/// [`MAX_NPY_HEADER`] and the file size (npyz allocates whatever the field says).
-pub fn parse_npy(bytes: &[u8]) -> Result<TensorEntry, String> {
-    parse_npy_prefix(bytes, bytes.len() as u64)
-}
-
-/// Bytes of an `.npy` file that hold the longest header accepted: [`parse_npy_prefix`]
-/// needs no more.
-pub const NPY_HEADER_PREFIX: u64 = 12 + MAX_NPY_HEADER;
-
-/// [`parse_npy`] of a file of `len` bytes of which only the first, `bytes`, are at hand
-/// (all of them, or at least [`NPY_HEADER_PREFIX`]): a deflated `.npz` member, whose data
-/// is inflated only when it is scanned.
-pub fn parse_npy_prefix(bytes: &[u8], len: u64) -> Result<TensorEntry, String> {
-    if !bytes.starts_with(NPY_MAGIC) {
-        return Err("not an NPY file (wrong magic)".into());
-    }
-    // Versions 1.0 (u16 length at offset 8) and 2.0/3.0 (u32); npyz reports any other.
-    let length_field = match bytes.get(6..8) {
-        Some([1, 0]) => bytes.get(8..10).map(|b| (10, u64::from(u16::from_le_bytes([b[0], b[1]])))),
-        Some([2 | 3, 0]) => bytes.get(8..12).map(|b| (12, u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))),
-        _ => Some((0, 0)),
+/// Parses an `.npy` header with [`npy_header`] (linear time whatever the bytes), the
+/// dtype string with npyz's `TypeStr`. `head` is the start of a file of `file_len`
+/// bytes: all of it, or at least [`npy_header::MAX_NPY_HEAD_BYTES`]. The file is an
+/// `.npy` file, or an `.npz` member (a deflated one's data is inflated only when it is
+/// scanned).
+pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, String> {
+    let (header, data_start) = npy_header::read(head)?;
+    let (dtype, element, item_size) = match header.descr {
+        Descr::Plain(descr) => {
+            let type_str: npyz::TypeStr =
+                descr.parse().map_err(|_| format!("dtype {descr:?} is not a NumPy type string"))?;
+            // `None` for pickled objects, whose size only unpickling tells: nothing is read then.
+            let item_size = type_str.num_bytes().map_or(0, |n| n as u64);
+            (type_str.to_string(), npy_element(&type_str), item_size)
+        }
+        // Its item size is not worked out: its data is not read.
+        Descr::Structured(text) => (text, Element::Unsupported("structured dtype"), 0),
     };
-    let Some((text_start, text_len)) = length_field else {
-        return Err(format!("truncated header: {} bytes", bytes.len()));
-    };
-    if text_len > MAX_NPY_HEADER {
-        return Err(format!("oversized header: {text_len} bytes (limit {MAX_NPY_HEADER})"));
-    }
-    if text_start + text_len > bytes.len() as u64 {
-        return Err(format!("truncated header: claims {text_len} bytes, file holds {}", bytes.len()));
-    }
-    let text = bytes.get(text_start as usize..(text_start + text_len) as usize).unwrap_or_default();
-    if nesting_depth(text) > MAX_NPY_NESTING {
-        return Err(format!("invalid header: brackets nested deeper than {MAX_NPY_NESTING}"));
-    }
-    let mut rest = bytes;
-    let header = npyz::NpyHeader::from_reader(&mut rest).map_err(npy_header_error)?;
-    let data_start = bytes.len() - rest.len();
-    let after_header = len.saturating_sub(data_start as u64);
-    let (descr, element) = match header.dtype() {
-        npyz::DType::Plain(type_str) => (type_str.to_string(), npy_element(&type_str)),
-        other => (other.descr(), Element::Unsupported("structured dtype")),
-    };
-    let shape = header.shape().to_vec();
-    let elements = element_count("array", &shape)?;
-    // `None` for pickled objects, whose size only unpickling tells: nothing is read then.
-    let item_size = header.dtype().num_bytes().map_or(0, |n| n as u64);
+    let elements = element_count("array", &header.shape)?;
+    let after_header = file_len.saturating_sub(data_start as u64);
     let data_len = elements.checked_mul(item_size).filter(|&n| n <= after_header).ok_or_else(|| {
         format!(
             "header claims {elements} × {item_size} data bytes, the file holds only {after_header} after the header"
@@ -390,41 +458,14 @@ pub fn parse_npy_prefix(bytes: &[u8], len: u64) -> Result<TensorEntry, String> {
     })?;
     Ok(TensorEntry {
         name: "array".into(),
-        dtype: descr,
+        dtype,
         element,
-        shape,
+        shape: header.shape,
         elements,
         data: data_start..data_start + data_len as usize,
         deflated: None,
-        fortran_order: header.order() == npyz::Order::Fortran,
+        fortran_order: header.fortran_order,
     })
-}
-
-/// The deepest nesting of `[`, `(` and `{` in `text` (quotes not considered: a header
-/// that needs brackets inside strings is a structured dtype, refused anyway).
-fn nesting_depth(text: &[u8]) -> usize {
-    let mut depth = 0usize;
-    let mut deepest = 0;
-    for &b in text {
-        match b {
-            b'[' | b'(' | b'{' => depth += 1,
-            b']' | b')' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        deepest = deepest.max(depth);
-    }
-    deepest
-}
-
-/// A header npyz rejects, as one line. Its parser's syntax errors span several lines
-/// (position, an echo of the header, the reason): keep the first and the reason.
-fn npy_header_error(error: std::io::Error) -> String {
-    let text = error.to_string();
-    let first = text.lines().next().unwrap_or_default().trim_end();
-    match text.lines().filter_map(|l| l.trim().strip_prefix("= ")).next_back() {
-        Some(reason) => format!("invalid header: {first} {reason}"),
-        None => format!("invalid header: {}", one_line(text)),
-    }
 }
 
 /// How a plain npy dtype is checked: floats of 2, 4 or 8 bytes and complex numbers of
@@ -443,7 +484,8 @@ fn npy_element(type_str: &npyz::TypeStr) -> Element {
         _ => None,
     };
     match type_str.type_char() {
-        TypeChar::Bool | TypeChar::Int | TypeChar::Uint => Element::AlwaysFinite("integer dtype"),
+        TypeChar::Bool => Element::AlwaysFinite(BOOL),
+        TypeChar::Int | TypeChar::Uint => Element::AlwaysFinite(INTEGER),
         TypeChar::Float => match float_of(type_str.size_field()) {
             Some(format) => Element::Float(format, endian),
             None => Element::Unsupported("extended-precision float is not supported"),
@@ -554,14 +596,8 @@ pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: boo
     write_f32_from(out, name, shape, data, force)
 }
 
-/// Writes an f32 tensor of `shape` to `out` as the container its extension names, under
-/// the tensor name `name` for `.safetensors` (any name but the format's reserved
-/// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time.
-///
-/// Guarantees: the bytes go to a temporary file in `out`'s directory, which is synced and
-/// then renamed onto `out`; on any error the temporary file is removed and `out` is left
-/// as it was. Without `force`, an existing `out` is never replaced (the rename itself
-/// refuses, so a file created meanwhile is not clobbered either).
+/// Writes an f32 tensor of `shape` to `out` as the container its extension names:
+/// [`stage_f32`], then [`StagedOutput::commit`].
 pub fn write_f32_from(
     out: &Path,
     name: &str,
@@ -569,6 +605,31 @@ pub fn write_f32_from(
     data: &(impl F32Source + ?Sized),
     force: bool,
 ) -> Result<(), String> {
+    stage_f32(out, name, shape, data, force)?.commit()
+}
+
+/// Writes an f32 tensor of `shape`, for `out`, as the container its extension names,
+/// under the tensor name `name` for `.safetensors` (any name but the format's reserved
+/// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time, into
+/// a temporary file in `out`'s directory, synced; `out` itself is not touched until
+/// [`StagedOutput::commit`].
+///
+/// Permissions, as other tools give them: a new output gets the mode `open(..., 0666)`
+/// gives under the umask (so `0644` under the usual `022`), like a shell's `>` or `cp`
+/// to a new file; with `force`, a replaced file's permission bits are kept, like `cp`
+/// onto an existing file (`install`, by contrast, sets `0755` or its `-m`). The owner is
+/// whoever runs the command, as with any replace-by-rename.
+///
+/// On any error the temporary file is removed and `out` is left as it was; so is it if
+/// the result is dropped without being committed.
+pub fn stage_f32(
+    out: &Path,
+    name: &str,
+    shape: &[u64],
+    data: &(impl F32Source + ?Sized),
+    force: bool,
+) -> Result<StagedOutput, String> {
+    use std::os::unix::fs::PermissionsExt;
     let fail = |message: String| format!("{}: {}", out.display(), one_line(message));
     let container = Container::of_output(out)
         .ok_or_else(|| fail("unknown output extension (expected .npy or .safetensors)".into()))?;
@@ -583,10 +644,24 @@ pub fn write_f32_from(
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    let mut temporary =
-        tempfile::Builder::new().prefix(".bitexact-").suffix(".tmp").tempfile_in(directory).map_err(|e| {
-            fail(format!("cannot create a temporary file in {}: {}", directory.display(), io_message(&e)))
-        })?;
+    let replaced_mode = match std::fs::metadata(out) {
+        Ok(metadata) if force && metadata.is_file() => Some(metadata.permissions().mode() & 0o777),
+        _ => None,
+    };
+    // The kernel applies the umask to the mode asked for here; a replaced file's mode is
+    // then set exactly, before any data is written.
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".bitexact-")
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
+        .tempfile_in(directory)
+        .map_err(|e| fail(format!("cannot create a temporary file in {}: {}", directory.display(), io_message(&e))))?;
+    if let Some(mode) = replaced_mode {
+        temporary
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| fail(format!("cannot set the mode of the temporary file: {}", io_message(&e))))?;
+    }
     let mut writer = BufWriter::with_capacity(1 << 20, temporary.as_file_mut());
     match container {
         Container::Npy => write_npy(&mut writer, shape, data),
@@ -596,14 +671,33 @@ pub fn write_f32_from(
     .and_then(|()| writer.into_inner().map(drop).map_err(|e| io_message(e.error())))
     .and_then(|()| temporary.as_file().sync_all().map_err(|e| io_message(&e)))
     .map_err(|e| fail(format!("write failed: {e}")))?;
-    let persisted = if force { temporary.persist(out) } else { temporary.persist_noclobber(out) };
-    persisted.map(drop).map_err(|e| {
-        if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-            fail("already exists (use --force to replace it)".into())
-        } else {
-            fail(format!("cannot rename the temporary file into place: {}", io_message(&e.error)))
-        }
-    })
+    Ok(StagedOutput { temporary, out: out.to_path_buf(), force })
+}
+
+/// An output written in full to a temporary file, not yet in place. Dropping it removes
+/// the temporary file and leaves the output path as it was.
+pub struct StagedOutput {
+    temporary: tempfile::NamedTempFile,
+    out: PathBuf,
+    force: bool,
+}
+
+impl StagedOutput {
+    /// Renames the temporary file onto the output path. Without `force`, an existing
+    /// output is never replaced (the rename itself refuses, so a file created meanwhile
+    /// is not clobbered either). On error the temporary file is removed.
+    pub fn commit(self) -> Result<(), String> {
+        let fail = |message: String| format!("{}: {message}", self.out.display());
+        let persisted =
+            if self.force { self.temporary.persist(&self.out) } else { self.temporary.persist_noclobber(&self.out) };
+        persisted.map(drop).map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                fail("already exists (use --force to replace it)".into())
+            } else {
+                fail(format!("cannot rename the temporary file into place: {}", io_message(&e.error)))
+            }
+        })
+    }
 }
 
 /// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order.

@@ -3,18 +3,10 @@
 
 mod common;
 
-use common::DTYPES;
+use common::{DTYPES, bitexact, path_arg};
 use image::{ImageBuffer, Luma, Rgba};
 use std::path::{Path, PathBuf};
-use std::process::Output;
-
-fn bitexact(args: &[&str]) -> Output {
-    common::bitexact_command().args(args).output().expect("run bitexact")
-}
-
-fn path_arg(path: &Path) -> &str {
-    path.to_str().expect("utf-8 temp path")
-}
+use std::process::{Command, Output};
 
 /// Asserts exit 2, nothing on stdout, and exactly one stderr line starting with
 /// `bitexact: <path>:` and containing `problem`.
@@ -93,6 +85,7 @@ fn scan_bad_inputs_exit_2_with_one_line() {
     let tensor = |dtype: &str, shape: &str, end: usize| {
         format!(r#"{{"t":{{"dtype":"{dtype}","shape":{shape},"data_offsets":[0,{end}]}}}}"#)
     };
+    let twice = r#""t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}"#;
     let wrong_magic = d.join("wrong_magic.npy");
     std::fs::write(&wrong_magic, b"PK\x03\x04 not numpy").unwrap();
     let empty = d.join("empty.safetensors");
@@ -117,6 +110,10 @@ fn scan_bad_inputs_exit_2_with_one_line() {
         (safetensors_file(d, "trailing.safetensors", &tensor("F32", "[1]", 4), 9), "belong to no tensor"),
         (safetensors_file(d, "unknown_dtype.safetensors", &tensor("F7", "[1]", 1), 1), "unknown dtype `F7`"),
         (safetensors_file(d, "json.safetensors", "{\"t\":", 0), "invalid header"),
+        (
+            safetensors_file(d, "twice.safetensors", &format!("{{{},{}}}", twice, twice), 4),
+            "tensor name 't' appears twice in the header",
+        ),
         (oversized_npy, "oversized header"),
         (
             npy_file(d, "npy_short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", 19),
@@ -136,6 +133,64 @@ fn scan_bad_inputs_exit_2_with_one_line() {
     for (path, problem) in cases {
         assert_fails(&bitexact(&["scan", path_arg(&path)]), &path, problem);
     }
+}
+
+/// Another program truncating a file while `scan` reads it: exit 2 with one line naming
+/// the file (or, where the scan wins the race, exit 0), never death by a signal, which is
+/// what reading through a memory map gave (SIGBUS, exit 135, nothing on stderr).
+/// `a_file_truncated_during_a_scan_is_an_error_naming_it` in `scan_normalize.rs` checks
+/// the message deterministically; this checks the binary under a real race.
+#[test]
+fn a_file_truncated_while_scanned_never_kills_the_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shrinking.safetensors");
+    let elements = 128usize << 20;
+    let header = format!(r#"{{"x":{{"dtype":"F16","shape":[{elements}],"data_offsets":[0,{}]}}}}"#, 2 * elements);
+    std::fs::write(&path, common::safetensors_bytes(&header, 0)).unwrap();
+    let full = std::fs::metadata(&path).unwrap().len() + 2 * elements as u64;
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    for delay_ms in [0, 1, 2, 5, 10, 20] {
+        file.set_len(full).unwrap(); // zeros, as a hole: quick to read
+        let child = common::bitexact_command()
+            .args(["scan", "--device", "cpu", path_arg(&path)])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        file.set_len(4096).unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        match output.status.code() {
+            Some(0) => assert!(stderr.is_empty(), "{stderr}"),
+            Some(2) => {
+                assert!(stderr.starts_with(&format!("bitexact: {}: ", path.display())), "{stderr}");
+                assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            }
+            _ => panic!("after {delay_ms} ms: {:?}, stderr {stderr:?}", output.status),
+        }
+    }
+}
+
+/// Every header is checked before any data is read, without holding a descriptor per
+/// file: far more files than the descriptor limit are scanned.
+#[test]
+fn scan_takes_more_files_than_the_descriptor_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<PathBuf> = (0..200).map(|i| dir.path().join(format!("t{i}.npy"))).collect();
+    for path in &paths {
+        common::write_npy(path, &DTYPES[0], &[2], &[0, 0x3C00], false);
+    }
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -n 32 && exec \"$@\"", "sh"])
+        .arg(common::bitexact_exe())
+        .args(["scan", "--device", "cpu"])
+        .args(&paths)
+        .output()
+        .expect("run sh");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("\n200 files, 200 tensors, 400 elements, "), "{stdout}");
 }
 
 #[test]
@@ -318,4 +373,217 @@ fn unwritable_stdout_is_an_error_not_a_panic() {
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(stderr.starts_with("bitexact: cannot write to stdout") && stderr.lines().count() == 1, "{stderr}");
     }
+}
+
+/// `bitexact normalize grey.png -o out` through `sh` with `umask`, so that the child
+/// runs under that umask.
+fn normalize_under_umask(umask: &str, png: &Path, out: &Path, extra: &[&str]) -> Output {
+    Command::new("sh")
+        .args(["-c", &format!("umask {umask} && exec \"$@\""), "sh"])
+        .arg(common::bitexact_exe())
+        .arg("normalize")
+        .args([path_arg(png), "-o", path_arg(out)])
+        .args(extra)
+        .output()
+        .expect("run sh")
+}
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// A new output gets 0666 minus the umask, like `>` or `cp` to a new file; a replaced
+/// one keeps its permission bits exactly (not masked), like `cp` onto an existing file.
+/// Outputs used to be 0600 whatever the umask, and `--force` turned 0644 into 0600.
+#[test]
+fn normalize_output_modes_follow_the_umask_and_the_replaced_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("grey.png");
+    grey_png(&png);
+    for (umask, want) in [("022", 0o644), ("077", 0o600), ("002", 0o664), ("000", 0o666)] {
+        for name in ["new.npy", "new.safetensors"] {
+            let out = dir.path().join(name);
+            let _ = std::fs::remove_file(&out);
+            let output = normalize_under_umask(umask, &png, &out, &[]);
+            assert_eq!(output.status.code(), Some(0), "{output:?}");
+            assert_eq!(mode(&out), want, "{name} under umask {umask}: {:o}", mode(&out));
+        }
+    }
+    let out = dir.path().join("kept.npy");
+    for kept in [0o644, 0o640, 0o604, 0o600, 0o444, 0o755] {
+        std::fs::write(&out, b"old").unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(kept)).unwrap();
+        let output = normalize_under_umask("077", &png, &out, &["--force"]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        assert!(std::fs::read(&out).unwrap().starts_with(b"\x93NUMPY"));
+        assert_eq!(mode(&out), kept, "replacing a {kept:o} file gave {:o}", mode(&out));
+    }
+}
+
+/// A stdout that cannot be written fails the run before the output is renamed into
+/// place: exit 2 and nothing changed, `--force` or not. It used to exit 2 with the
+/// output already written (and the old file already replaced).
+#[test]
+fn normalize_with_an_unwritable_stdout_changes_nothing() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        common::skip("no /dev/full to make stdout unwritable");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("grey.png");
+    grey_png(&png);
+    let new = dir.path().join("new.npy");
+    let old = dir.path().join("old.safetensors");
+    std::fs::write(&old, b"precious").unwrap();
+    for (out, force) in [(&new, false), (&old, true)] {
+        for format in ["table", "json"] {
+            let mut args = vec!["normalize", path_arg(&png), "-o", path_arg(out), "--format", format];
+            if force {
+                args.push("--force");
+            }
+            let output = common::bitexact_command().args(&args).stdout(full.try_clone().unwrap()).output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{stderr}");
+            assert!(stderr.starts_with("bitexact: cannot write to stdout") && stderr.lines().count() == 1, "{stderr}");
+        }
+    }
+    assert!(!new.exists());
+    assert_eq!(std::fs::read(&old).unwrap(), b"precious");
+    let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["grey.png", "old.safetensors"], "no temporary files left behind");
+
+    // A reader that closed the pipe early is not an error, as for `scan`: the output is
+    // in place and the exit status says so.
+    let mut child = common::bitexact_command()
+        .args(["normalize", path_arg(&png), "-o", path_arg(&new)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(std::fs::read(&new).unwrap().starts_with(b"\x93NUMPY"));
+}
+
+#[test]
+fn normalize_json_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("grey.png");
+    grey_png(&png);
+    let out = dir.path().join("out.safetensors");
+    let output = bitexact(&["normalize", path_arg(&png), "-o", path_arg(&out), "--format", "json", "--layout", "chw"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["output"], path_arg(&out));
+    assert_eq!(json["container"], "safetensors");
+    assert_eq!(json["tensor"], "image");
+    assert_eq!(json["dtype"], "f32");
+    assert_eq!(json["shape"], serde_json::json!([1, 2, 4]));
+    assert_eq!(json["layout"], "chw");
+    assert_eq!(json["input"], path_arg(&png));
+    assert_eq!(
+        (json["bits"].as_u64(), json["channels"].as_u64(), json["divisor"].as_u64()),
+        (Some(8), Some(1), Some(255))
+    );
+    assert!(json["device"].is_string());
+    let npy = dir.path().join("out.npy");
+    let output = bitexact(&["normalize", path_arg(&png), "-o", path_arg(&npy), "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((json["container"].as_str(), json.get("tensor")), (Some("npy"), None));
+    assert_eq!(json["shape"], serde_json::json!([2, 4, 1]));
+    let output = bitexact(&["normalize", path_arg(&png), "-o", path_arg(&npy), "--format", "markdown", "--force"]);
+    assert_eq!(output.status.code(), Some(2), "markdown is for tables, not for the one-line summary");
+}
+
+/// One of everything, on one thread: no `1 files`, `1 tensors`, `1 elements`, `(1 threads)`.
+#[test]
+fn counts_of_one_are_singular() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("one.npy");
+    common::write_npy(&path, &DTYPES[0], &[1], &[0], false);
+    let output = common::bitexact_command()
+        .args(["scan", "--device", "cpu", path_arg(&path)])
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.ends_with("\n1 file, 1 tensor, 1 element, on cpu (1 thread): all finite\n"), "{stdout}");
+    let png = dir.path().join("grey.png");
+    grey_png(&png);
+    let out = dir.path().join("out.npy");
+    let output = common::bitexact_command()
+        .args(["normalize", "--device", "cpu", path_arg(&png), "-o", path_arg(&out)])
+        .env("RAYON_NUM_THREADS", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.ends_with(", on cpu (1 thread)\n"), "{stdout}");
+    let output = common::bitexact_command()
+        .args(["scan", "--device", "cpu", path_arg(&path), path_arg(&path)])
+        .env("RAYON_NUM_THREADS", "2")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.ends_with("\n2 files, 2 tensors, 2 elements, on cpu (2 threads): all finite\n"), "{stdout}");
+}
+
+/// A file its user cannot read: both commands say `permission denied`, the same way.
+/// normalize used to print `cannot read: Permission denied (os error 13)`. Run as
+/// `nobody` when the tests run as root (for whom every file is readable).
+#[test]
+fn unreadable_inputs_give_the_same_message_in_both_commands() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let png = dir.path().join("secret.png");
+    grey_png(&png);
+    let npy = dir.path().join("secret.npy");
+    common::write_npy(&npy, &DTYPES[0], &[1], &[0], false);
+    for path in [&png, &npy] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o000)).unwrap();
+    }
+    let as_root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let out = dir.path().join("out.npy");
+    for (args, path) in
+        [(vec!["normalize", path_arg(&png), "-o", path_arg(&out)], &png), (vec!["scan", path_arg(&npy)], &npy)]
+    {
+        let mut command = common::bitexact_command();
+        command.args(&args);
+        if as_root {
+            command.uid(65534).gid(65534);
+        }
+        let Ok(output) = command.output() else {
+            common::skip("running as root and cannot switch to nobody");
+            return;
+        };
+        assert_fails(&output, path, "permission denied");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.trim_end(), format!("bitexact: {}: permission denied", path.display()));
+    }
+}
+
+/// Float images are refused with what is accepted and what was found, whether the
+/// decoder gives them (RGB f32 TIFF) or has no decoding for them (greyscale f32 TIFF,
+/// which used to be refused as `color type Unknown(32)`).
+#[test]
+fn float_images_are_refused_saying_what_is_accepted() {
+    use image::{ImageBuffer, Rgb};
+    let dir = tempfile::tempdir().unwrap();
+    let rgb = dir.path().join("rgb32f.tiff");
+    ImageBuffer::<Rgb<f32>, _>::from_raw(2, 1, vec![0.0, 0.5, 1.0, 0.25, 0.75, 1.0]).unwrap().save(&rgb).unwrap();
+    let grey = dir.path().join("grey32f.tiff");
+    let mut encoder = tiff::encoder::TiffEncoder::new(std::fs::File::create(&grey).unwrap()).unwrap();
+    encoder.write_image::<tiff::encoder::colortype::Gray32Float>(2, 1, &[0.0, 0.5]).unwrap();
+    let out = dir.path().join("out.npy");
+    for (path, found) in [(&rgb, "32-bit float RGB pixels"), (&grey, "32-bit pixels of a kind its decoder")] {
+        let output = bitexact(&["normalize", path_arg(path), "-o", path_arg(&out)]);
+        assert_fails(&output, path, "only UNORM8 and UNORM16 images are accepted");
+        assert_fails(&output, path, found);
+    }
+    assert!(!out.exists());
 }

@@ -3,11 +3,8 @@
 
 mod common;
 
+use common::bitexact;
 use std::process::Output;
-
-fn bitexact(args: &[&str]) -> Output {
-    common::bitexact_command().args(args).output().expect("bitexact runs")
-}
 
 #[test]
 fn search_rejects_bad_widths_with_one_line() {

@@ -139,7 +139,7 @@ fn first_difference(a: &[f32], b: &[f32]) -> Option<(usize, String, String)> {
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     use host::backend::{self, Backend, Cpu};
-    use host::scan::{Endian, FloatFormat};
+    use host::scan::{Endian, FloatFormat, Source};
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
     // Over one GPU chunk, with NaN/inf in the first and last chunk, at odd offsets.
@@ -153,7 +153,13 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     // A misaligned view too: the data of a tensor need not start on an even address.
     let mut shifted = vec![0u8];
     shifted.extend_from_slice(&bytes);
-    for data in [&bytes[..], &shifted[1..]] {
+    // And read on demand, as `scan` reads files.
+    let read = |offset: u64, buf: &mut [u8]| {
+        let offset = offset as usize;
+        buf.copy_from_slice(&bytes[offset..offset + buf.len()]);
+        Ok(())
+    };
+    for data in [Source::Bytes(&bytes), Source::Bytes(&shifted[1..]), Source::Read { len: bytes.len(), read: &read }] {
         let on_gpu = gpu.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("gpu");
         let on_cpu = Cpu.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("cpu");
         assert_eq!(on_gpu, on_cpu);

@@ -1,17 +1,36 @@
 //! Header handling under random and mutated input: parsing either container returns `Ok`
-//! or a one-line error and never panics, and whatever it accepts is safe to scan.
+//! or a one-line error and never panics, whatever it accepts is safe to scan, and the
+//! `.npy` header parser's work stays within `npy_header::STEPS_PER_BYTE` per byte.
 //!
 //! Crashers found while writing these are kept below as named regression tests.
 
 mod common;
 
 use common::{npy_bytes, safetensors_bytes};
+use host::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
+use host::scan::Source;
 use host::tensor_io::{self, Container};
 use proptest::prelude::*;
 
+/// Parses `text` as an `.npy` header, asserts that the work stayed within the bound,
+/// and returns the result and the steps.
+fn parse_npy_text(text: &[u8]) -> (Result<npy_header::Header, String>, u64) {
+    let parsed = npy_header::parse(text);
+    let bound = STEPS_PER_BYTE * (text.len() as u64 + 1);
+    assert!(parsed.steps <= bound, "{} steps for {} bytes (bound {bound})", parsed.steps, text.len());
+    if let Err(message) = &parsed.header {
+        assert!(!message.is_empty() && !message.contains('\n'), "bad message {message:?}");
+    }
+    (parsed.header, parsed.steps)
+}
+
 /// Parses `bytes` as `container`; on success checks the guarantees of
-/// `tensor_io::parse` and scans every tensor.
+/// `tensor_io::parse` and scans every tensor. For `.npy`, checks the header parser's
+/// work bound too.
 fn parse_and_scan(container: Container, bytes: &[u8]) -> Result<usize, String> {
+    if let (Container::Npy, Ok(text)) = (container, npy_header::header_text(bytes)) {
+        let _ = parse_npy_text(&bytes[text]);
+    }
     let tensors = tensor_io::parse(container, bytes).inspect_err(|message| {
         assert!(!message.is_empty() && !message.contains('\n'), "bad message {message:?}");
     })?;
@@ -29,7 +48,7 @@ fn parse_and_scan(container: Container, bytes: &[u8]) -> Result<usize, String> {
         match &t.deflated {
             None => count(0, &bytes[t.data.clone()]).unwrap(),
             Some(deflated) => {
-                if let Err(message) = host::npz::inflate(bytes, deflated, t.data.clone(), 4096, count) {
+                if let Err(message) = host::npz::inflate(Source::Bytes(bytes), deflated, t.data.clone(), 4096, count) {
                     assert!(!message.is_empty() && !message.contains('\n'), "bad message {message:?}");
                 }
             }
@@ -191,6 +210,26 @@ proptest! {
     }
 
     #[test]
+    fn npy_header_work_is_linear_on_random_text(text in prop::collection::vec(any::<u8>(), 0..4000)) {
+        let _ = parse_npy_text(&text);
+    }
+
+    /// Texts made of the grammar's own tokens, which get much further into the parser
+    /// than random bytes.
+    #[test]
+    fn npy_header_work_is_linear_on_token_soup(
+        tokens in prop::collection::vec(
+            prop::sample::select(vec![
+                "{", "}", "[", "]", "(", ")", ",", ":", " ", "'", "\"", "\\", "1", "-2.5e-3", "0", "9L",
+                "True", "False", "None", "'descr'", "'<f4'", "'fortran_order'", "'shape'", "'x'", "\n",
+            ]),
+            0..2000,
+        ),
+    ) {
+        let _ = parse_npy_text(tokens.concat().as_bytes());
+    }
+
+    #[test]
     fn structured_npy_headers_never_panic(
         version in 1u8..4,
         descr in npy_descr(),
@@ -213,9 +252,9 @@ fn valid_files_parse() {
     assert_eq!(parse_and_scan(Container::Npy, &npy), Ok(1));
 }
 
-/// Crasher (panic inside npyz in builds with overflow checks, such as `cargo test`):
-/// npyz multiplies the shape's dimensions unchecked. Fixed by building npyz without
-/// overflow checks (root Cargo.toml) and checking the product in `tensor_io`.
+/// Crasher (panic inside npyz, which parsed headers then, in builds with overflow
+/// checks): npyz multiplies the shape's dimensions unchecked. `tensor_io` checks the
+/// product.
 #[test]
 fn regression_npy_shape_product_overflows_u64() {
     let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }\n";
@@ -226,7 +265,7 @@ fn regression_npy_shape_product_overflows_u64() {
     assert_eq!(parse_and_scan(Container::Npy, &npy_bytes(1, header, 16)), Ok(1));
 }
 
-/// A header length field of 4 GiB must be refused before npyz allocates it.
+/// A header length field of 4 GiB must be refused before anything is allocated or read.
 #[test]
 fn regression_npy_header_length_is_bounded_before_allocation() {
     let mut bytes = npy_bytes(2, "", 0);
@@ -238,24 +277,23 @@ fn regression_npy_header_length_is_bounded_before_allocation() {
 /// Deeply nested brackets in the header text must not overflow the parser's stack.
 #[test]
 fn regression_npy_deeply_nested_header_is_an_error() {
-    let depth = (tensor_io::MAX_NPY_HEADER as usize - 100) / 2;
+    let depth = (MAX_NPY_HEADER as usize - 100) / 2;
     let header =
         format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {}{} }}", "[".repeat(depth), "]".repeat(depth));
     assert!(parse_and_scan(Container::Npy, &npy_bytes(2, &header, 4)).is_err());
 }
 
 /// Hang found by `cargo fuzz run containers` (a 550-byte timeout artifact): npyz's
-/// parser takes about 2^k steps on k unclosed brackets (28 s at k = 20). Headers nested
-/// deeper than `MAX_NPY_NESTING` are refused before parsing; within the limit, even a
-/// header full of nested groups parses at once.
+/// parser took about 2^k steps on k unclosed brackets (28 s at k = 20). Now refused
+/// within the work bound, nested groups within the nesting limit included.
 #[test]
 fn regression_npy_unclosed_brackets_do_not_hang() {
     let groups = format!("[{}]", "[[[[[(1,),],],],],],".repeat(700));
-    for shape in ["[".repeat(tensor_io::MAX_NPY_NESTING - 1), "[".repeat(50), groups] {
-        let header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape} }}\n");
-        let start = std::time::Instant::now();
-        assert!(parse_and_scan(Container::Npy, &npy_bytes(2, &header, 4)).is_err());
-        assert!(start.elapsed().as_secs_f64() < 2.0, "{:?} for {} bytes of header", start.elapsed(), header.len());
+    for value in ["[".repeat(MAX_NPY_NESTING - 1), "[".repeat(50), groups] {
+        for key in ["shape", "x"] {
+            let header = format!("{{'descr': '<f4', 'fortran_order': False, '{key}': {value} }}\n");
+            assert!(parse_and_scan(Container::Npy, &npy_bytes(2, &header, 4)).is_err());
+        }
     }
 }
 
@@ -266,13 +304,44 @@ fn regression_safetensors_shape_overflow_is_an_error() {
     assert!(parse_and_scan(Container::Safetensors, &safetensors_bytes(header, 0)).is_err());
 }
 
+/// Two entries of one name: serde's maps keep the last without a word, so one tensor
+/// would go unscanned (or, with offsets that no longer chain, the file would be refused
+/// for the wrong reason). Refused, naming the tensor, whatever the entries hold.
+#[test]
+fn safetensors_duplicate_tensor_names_are_refused() {
+    let entry = |name: &str, start: usize| {
+        format!(r#""{name}":{{"dtype":"F32","shape":[1],"data_offsets":[{start},{}]}}"#, start + 4)
+    };
+    for (header, data_len, name) in [
+        // The last "w" would chain after "a", leaving 4 bytes of nothing but the first "w".
+        (format!("{{{},{},{}}}", entry("a", 0), entry("w", 4), entry("w", 4)), 8, "w"),
+        // The second "w" would replace the first, whose offsets start the data.
+        (format!("{{{},{}}}", entry("w", 0), entry("w", 4)), 8, "w"),
+        // Spelled differently, the same name to JSON.
+        (format!("{{{},{}}}", entry("w", 0), entry("\\u0077", 4)), 8, "w"),
+        (r#"{"__metadata__":{},"__metadata__":{}}"#.to_string(), 0, "__metadata__"),
+    ] {
+        let error = parse_and_scan(Container::Safetensors, &safetensors_bytes(&header, data_len)).unwrap_err();
+        assert_eq!(error, format!("tensor name '{name}' appears twice in the header"), "{header}");
+    }
+    // Names that differ are fine, and a key repeated inside one tensor's entry is the
+    // crate's own error.
+    let distinct = format!("{{{},{}}}", entry("w", 0), entry("W", 4));
+    assert_eq!(parse_and_scan(Container::Safetensors, &safetensors_bytes(&distinct, 8)), Ok(2));
+    let inner = r#"{"w":{"dtype":"F32","dtype":"F16","shape":[1],"data_offsets":[0,4]}}"#;
+    let error = parse_and_scan(Container::Safetensors, &safetensors_bytes(inner, 4)).unwrap_err();
+    assert!(error.contains("duplicate field `dtype`"), "{error}");
+}
+
 /// Crasher of the one-line rule (found by `structured_npy_headers_never_panic`): npyz's
-/// Python-literal parser reports syntax errors on five lines, echoing the header.
+/// Python-literal parser reported syntax errors on five lines, echoing the header. The
+/// parser of `npy_header` names the byte.
 #[test]
 fn regression_npy_syntax_error_is_one_line() {
     let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (,), }\n";
     let error = parse_and_scan(Container::Npy, &npy_bytes(1, header, 4)).unwrap_err();
-    assert_eq!(error, "invalid header: could not parse Python expression: syntax error:  --> 1:52 expected value");
+    let at = header.find("(,").unwrap() + 1;
+    assert_eq!(error, format!("invalid header: expected a non-negative integer dimension at byte {at}"));
 }
 
 /// Crasher of the one-line rule (found by `mutated_valid_files_never_panic`, seed kept in
@@ -286,6 +355,80 @@ fn regression_bytes_inserted_anywhere_in_a_header_give_one_line_errors() {
                 let mut mutated = bytes.clone();
                 mutated.insert(at, byte);
                 let _ = parse_and_scan(container, &mutated);
+            }
+        }
+    }
+}
+
+/// An `.npz` member's header, stored or deflated, goes through the same linear parser as
+/// an `.npy` file's (and a header too long to be accepted is not inflated further): the
+/// adversarial headers give the same result inside an archive, and a structured dtype is
+/// listed as not scanned.
+#[test]
+fn npz_member_headers_are_parsed_like_npy_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let in_npz = |npy: &[u8], method: common::ZipMethod| {
+        let path = dir.path().join("member.npz");
+        common::write_npz(&path, &[("x.npy", npy.to_vec())], method);
+        std::fs::read(path).unwrap()
+    };
+    for (name, _, text) in adversarial_npy_headers(1 << 12) {
+        // Shape (4,) of <f4 where a header is accepted: 16 bytes of data.
+        let npy = npy_bytes(2, &text, 16);
+        let alone = parse_and_scan(Container::Npy, &npy).map_err(|e| format!("member 'x.npy': {e}"));
+        for method in [common::ZipMethod::Stored, common::ZipMethod::Deflated] {
+            assert_eq!(parse_and_scan(Container::Npz, &in_npz(&npy, method)), alone, "{name}, {method:?}");
+        }
+    }
+    let structured = "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (3,), }";
+    let npy = npy_bytes(1, structured, 24);
+    for method in [common::ZipMethod::Stored, common::ZipMethod::Deflated] {
+        let tensors = tensor_io::parse(Container::Npz, &in_npz(&npy, method)).unwrap();
+        assert_eq!(tensors[0].element, tensor_io::Element::Unsupported("structured dtype"), "{method:?}");
+        assert_eq!(tensors[0].dtype, "[('a', '<f4'), ('b', '<i4')]");
+    }
+}
+
+/// `.npy` header texts built to be expensive, at about `size` bytes: the two cases of
+/// issue 12 scaled, every bracket kind nested to the limit, long tokens, unterminated
+/// ones. Each says whether it must be accepted, so that a parser that gave up early
+/// cannot pass for a linear one.
+fn adversarial_npy_headers(size: usize) -> Vec<(&'static str, bool, String)> {
+    let known = "{'descr': '<f4', 'fortran_order': False, 'shape': (4,), ";
+    let fill = |unit: &str| unit.repeat(size / unit.len());
+    let nested = |open: &str, body: &str, close: &str| format!("{}{body}{}", open.repeat(7), close.repeat(7));
+    vec![
+        ("issue 12: {x8, 1, x8180, }x8", false, format!("{}{}1{}", "{".repeat(8), fill("1,"), "}".repeat(8))),
+        ("issue 12: extra key, sets 7 deep", true, format!("{known}'x': {}}}", nested("{", &fill("1, "), "}"))),
+        ("extra key, lists 7 deep", true, format!("{known}'x': {}}}", nested("[", &fill("1, "), "]"))),
+        ("extra key, tuples 7 deep", true, format!("{known}'x': {}}}", nested("(", &fill("1, "), ")"))),
+        ("extra key, mixed, dict inside", true, format!("{known}'x': [({{[({{{{{}}}}})]}})]}}", fill("1: 2, "))),
+        ("siblings at the nesting limit", true, format!("{known}'x': [{}]}}", fill("[[[[[[1]]]]]], "))),
+        ("many extra keys", true, format!("{known}{}}}", fill("'k': None, "))),
+        ("long string", true, format!("{known}'x': '{}'}}", fill("a"))),
+        ("escapes", true, format!("{known}'x': '{}'}}", fill("\\'"))),
+        ("long number", true, format!("{known}'x': -1{}.5e+3}}", fill("0"))),
+        ("long shape", true, format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({})}}", fill("1, "))),
+        ("whitespace", true, format!("{known}{}}}", fill(" \n"))),
+        ("all parsed, then a key missing", false, format!("{{'x': {}}}", nested("{", &fill("1, "), "}"))),
+        ("unclosed brackets", false, format!("{known}'x': {}", fill("["))),
+        ("unterminated string", false, format!("{known}'x': '{}", fill("a"))),
+        ("long word", false, format!("{known}'x': {}}}", fill("T"))),
+        ("huge dimension", false, format!("{{'shape': ({},)}}", fill("9"))),
+        ("set at the top level", false, format!("{{{}}}", fill("1,"))),
+    ]
+}
+
+/// The parser's work is linear in the header's length whatever it contains: counted, not
+/// timed, on adversarial headers from 1 KiB to 1 MiB (64 times the largest accepted).
+#[test]
+fn npy_header_work_is_linear_on_adversarial_headers() {
+    for size in [1 << 10, 1 << 12, 1 << 14, 1 << 16, 1 << 18, 1 << 20] {
+        for (name, accepted, text) in adversarial_npy_headers(size) {
+            let (header, steps) = parse_npy_text(text.as_bytes());
+            assert_eq!(header.is_ok(), accepted, "{name} at {size} bytes: {header:?}");
+            if size == 1 << 14 {
+                eprintln!("{name}: {} bytes, {steps} steps", text.len());
             }
         }
     }

@@ -1,8 +1,8 @@
-//! `scan` reads through a memory map: its heap use does not grow with the file. A
-//! counting global allocator measures the peak while a file larger than the 64 MiB
-//! budget is opened, scanned and reported, while the largest accepted `.safetensors`
-//! header is parsed, and while a deflated `.npz` member larger than the budget is
-//! inflated and scanned.
+//! `scan` reads a file one block at a time, into one buffer per thread: its heap use does
+//! not grow with the file. A counting global allocator measures the peak while a file
+//! larger than the 64 MiB budget is opened, scanned and reported, while the largest
+//! accepted `.safetensors` header is parsed, and while a deflated `.npz` member larger
+//! than the budget is inflated and scanned.
 //!
 //! One test function only: the counters are process-wide.
 
@@ -63,7 +63,10 @@ fn scan_heap_stays_bounded() {
     let peak = peak_growth(|| result = scan_and_report(&big));
     assert_eq!(result, (1, Some(nan_at)));
     eprintln!("96 MiB file: peak heap growth {} KiB", peak >> 10);
-    assert!(peak < 4 << 20, "scanning a 96 MiB file grew the heap by {peak} bytes");
+    // The header read at open (at most 2 MiB + 8), the report, and a block buffer for
+    // each thread.
+    let bound = (4 << 20) + rayon::current_num_threads() * host::scan::BLOCK_BYTES;
+    assert!(peak < bound, "scanning a 96 MiB file grew the heap by {peak} bytes (bound {bound})");
 
     // The largest header accepted: as many one-element tensors as fit.
     let entry =

@@ -342,6 +342,40 @@ fn broken_npz_files_are_refused_with_one_line() {
     }
 }
 
+/// An `.npz` archive that shrinks after its central directory was read (another program
+/// truncating it while `scan` runs) is a one-line error naming the file and the member:
+/// for a stored member, read in place, as for a deflated one, inflated from reads of the
+/// archive. Through a memory map it was death by SIGBUS.
+#[test]
+fn an_npz_truncated_during_a_scan_is_an_error_naming_it() {
+    use host::backend::Cpu;
+    use host::progress::Progress;
+    use host::scan_report::Report;
+    use host::tensor_io::TensorFile;
+    let dir = tempfile::tempdir().unwrap();
+    // Random values, so that the compressed data is long too.
+    let values = common::elements(&DTYPES[2], 1 << 16, &[], 5);
+    let values: Vec<f32> = values.iter().map(|&b| f32::from_bits(b as u32)).collect();
+    for method in [ZipMethod::Stored, ZipMethod::Deflated] {
+        let path = dir.path().join(format!("{method:?}.npz"));
+        common::write_npz(&path, &[("a.npy", f32_npy(&[1 << 16], &values))], method);
+        let files = [TensorFile::open(&path).unwrap()];
+        let tensor = &files[0].tensors[0];
+        // The bytes read from the archive: the data itself, or the compressed stream.
+        let read = tensor.deflated.as_ref().map_or(tensor.data.clone(), |d| d.compressed.clone());
+        assert_eq!(tensor.deflated.is_some(), method == ZipMethod::Deflated);
+        let new_len = ((read.start + read.end) / 2) as u64;
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(new_len).unwrap();
+        let error = Report::scan(&files, &Cpu, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+        let expected = format!(
+            "{}: tensor 'a': file shrank while being read (now {new_len} bytes, {} needed): truncated by another program?",
+            path.display(),
+            read.end
+        );
+        assert_eq!(error, expected, "{method:?}");
+    }
+}
+
 #[test]
 fn safetensors_is_recognised_by_content_whatever_the_name() {
     let dir = tempfile::tempdir().unwrap();

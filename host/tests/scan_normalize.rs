@@ -71,6 +71,60 @@ fn safetensors_counts_and_first_index_in_every_float_dtype() {
     assert_eq!((ids.skipped, ids.counts.first_non_finite), (Some("integer dtype"), None));
 }
 
+/// A file that shrinks after its header was read (another program truncating it while
+/// `scan` runs) is a one-line error naming the file and the tensor. Through a memory map
+/// it killed the process with SIGBUS.
+#[test]
+fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
+    use host::progress::Progress;
+    use host::scan_report::Report;
+    use host::tensor_io::TensorFile;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shrinking.safetensors");
+    let elements = 3 * BLOCK_BYTES / 4 + 5;
+    common::write_safetensors(&path, &[("x", safetensors::Dtype::F32, vec![elements], vec![0; 4 * elements])]);
+    let files = [TensorFile::open(&path).unwrap()];
+    let data_start = files[0].tensors[0].data.start as u64;
+    // Inside the last block, at a block boundary, inside the header.
+    for new_len in [data_start + 2 * BLOCK_BYTES as u64 + 3, data_start + BLOCK_BYTES as u64, 10] {
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(new_len).unwrap();
+        let error = Report::scan(&files, &Cpu, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+        let expected = format!(
+            "{}: tensor 'x': file shrank while being read (now {new_len} bytes, {} needed): truncated by another program?",
+            path.display(),
+            data_start + 4 * elements as u64
+        );
+        assert_eq!(error, expected);
+    }
+}
+
+/// Between the header check of every file and the scan, a file renamed over or removed
+/// is an error naming it, never a scan of bytes the header does not describe.
+#[test]
+fn a_file_replaced_or_removed_after_its_header_was_read_is_an_error() {
+    use host::progress::Progress;
+    use host::scan_report::Report;
+    use host::tensor_io::TensorFile;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("model.safetensors");
+    let other = dir.path().join("other.safetensors");
+    let write = |path: &Path, bytes: Vec<u8>| {
+        common::write_safetensors(path, &[("x", safetensors::Dtype::F32, vec![1], bytes)])
+    };
+    write(&path, vec![0; 4]);
+    let files = [TensorFile::open(&path).unwrap()];
+    write(&other, f32::NAN.to_le_bytes().to_vec());
+    std::fs::rename(&other, &path).unwrap();
+    let error = Report::scan(&files, &Cpu, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+    assert_eq!(error, format!("{}: replaced by another file after its header was read", path.display()));
+    std::fs::remove_file(&path).unwrap();
+    let error = Report::scan(&files, &Cpu, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+    assert_eq!(
+        error,
+        format!("{}: cannot open again after its header was read: no such file or directory", path.display())
+    );
+}
+
 #[test]
 fn npy_counts_in_both_byte_orders() {
     let dir = tempfile::tempdir().unwrap();
@@ -92,12 +146,32 @@ fn npy_counts_in_both_byte_orders() {
 }
 
 #[test]
-fn npy_integer_arrays_are_listed_not_scanned() {
+fn npy_integer_and_bool_arrays_are_listed_not_scanned() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ints.npy");
     common::write_npy_items(&path, npyz::DType::Plain("<i8".parse().unwrap()), &[3], [1i64, -2, 3]);
     let report = common::scan(&path).unwrap();
     assert_eq!(report[0].skipped, Some("integer dtype"));
+    let path = dir.path().join("mask.npy");
+    common::write_npy_items(&path, npyz::DType::Plain("|b1".parse().unwrap()), &[3], [true, false, true]);
+    let report = common::scan(&path).unwrap();
+    assert_eq!(report[0].skipped, Some("bool dtype"));
+}
+
+#[test]
+fn safetensors_integer_and_bool_tensors_are_listed_not_scanned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ids_and_mask.safetensors");
+    common::write_safetensors(
+        &path,
+        &[
+            ("ids", safetensors::Dtype::U8, vec![2], vec![1, 2]),
+            ("mask", safetensors::Dtype::BOOL, vec![2], vec![0, 1]),
+        ],
+    );
+    let report = common::scan(&path).unwrap();
+    let skipped: Vec<_> = report.iter().map(|t| (t.name.as_str(), t.skipped)).collect();
+    assert_eq!(skipped, [("ids", Some("integer dtype")), ("mask", Some("bool dtype"))]);
 }
 
 /// The correctly rounded `x / den` from integer arithmetic.

@@ -10,7 +10,7 @@ use host::backend::Cpu;
 use host::progress::Progress;
 use host::scan::Counts;
 use host::scan_report::{self, Report};
-use host::tensor_io::MappedFile;
+use host::tensor_io::TensorFile;
 use std::path::Path;
 use std::process::Command;
 
@@ -19,11 +19,21 @@ use std::process::Command;
 /// does not exist on the machine the bundle is carried to.
 pub const BITEXACT_EXE: &str = "BITEXACT_EXE";
 
-/// A command running `bitexact`: `$BITEXACT_EXE` if set, else the binary cargo built
-/// along with this test.
-pub fn bitexact_command() -> Command {
+/// The `bitexact` executable: `$BITEXACT_EXE` if set, else the binary cargo built along
+/// with this test.
+pub fn bitexact_exe() -> std::ffi::OsString {
     let exe = std::env::var_os(BITEXACT_EXE).filter(|p| !p.is_empty());
-    Command::new(exe.unwrap_or_else(|| env!("CARGO_BIN_EXE_bitexact").into()))
+    exe.unwrap_or_else(|| env!("CARGO_BIN_EXE_bitexact").into())
+}
+
+/// A command running [`bitexact_exe`].
+pub fn bitexact_command() -> Command {
+    Command::new(bitexact_exe())
+}
+
+/// Runs [`bitexact_exe`] with `args`.
+pub fn bitexact(args: &[&str]) -> std::process::Output {
+    bitexact_command().args(args).output().expect("run bitexact")
 }
 
 /// Deterministic pseudo-random numbers (xorshift64*).
@@ -361,7 +371,7 @@ pub fn npy_bytes(version: u8, header: &str, data_len: usize) -> Vec<u8> {
 /// Scans `path` through the library on the CPU backend and hands the report to
 /// `use_report`.
 pub fn with_scan<R>(path: &Path, use_report: impl FnOnce(&Report<'_>) -> R) -> Result<R, String> {
-    let files = [MappedFile::open(path)?];
+    let files = [TensorFile::open(path)?];
     let report = Report::scan(&files, &Cpu, &Progress::new(scan_report::bytes_to_scan(&files[0]), "test"))?;
     Ok(use_report(&report))
 }
@@ -391,11 +401,6 @@ pub fn scan(path: &Path) -> Result<Vec<Scanned>, String> {
             })
             .collect()
     })
-}
-
-/// Runs the built `bitexact` with `args`.
-pub fn bitexact(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_bitexact")).args(args).output().expect("run bitexact")
 }
 
 /// `path` as an argument (the temporary paths of the tests are UTF-8).
