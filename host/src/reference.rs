@@ -425,3 +425,91 @@ mod tests {
         assert_eq!(f32_ulp_distance(0x7FC0_0000, 0x3F80_0000), u64::MAX);
     }
 }
+
+/// A narrower floating-point format, described by numbers a reader can check against its
+/// specification, for the narrowing references below.
+#[derive(Clone, Copy, Debug)]
+pub struct NarrowFormat {
+    /// Exponent field width; the bias is `2^(exponent_bits - 1) - 1`.
+    pub exponent_bits: u32,
+    /// Mantissa field width.
+    pub mantissa_bits: u32,
+    /// The largest finite value, as `significand · 2^exponent`.
+    pub max_finite: (u64, i32),
+}
+
+/// binary16: 5 + 10 bits, largest finite 65504 = 2047 · 2^5.
+pub const BINARY16: NarrowFormat = NarrowFormat { exponent_bits: 5, mantissa_bits: 10, max_finite: (2047, 5) };
+/// bfloat16: 8 + 7 bits, largest finite (2^8 - 1) · 2^120.
+pub const BFLOAT16: NarrowFormat = NarrowFormat { exponent_bits: 8, mantissa_bits: 7, max_finite: (255, 120) };
+/// OCP E4M3: 4 + 3 bits, largest finite 448 = 7 · 2^6 (S.1111.111 is NaN, not 480).
+pub const FP8_E4M3: NarrowFormat = NarrowFormat { exponent_bits: 4, mantissa_bits: 3, max_finite: (7, 6) };
+/// OCP E5M2: 5 + 2 bits, largest finite 57344 = 7 · 2^13.
+pub const FP8_E5M2: NarrowFormat = NarrowFormat { exponent_bits: 5, mantissa_bits: 2, max_finite: (7, 13) };
+
+/// A magnitude `significand · 2^exponent` rounded onto `format`'s grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rounded {
+    /// Representable: the magnitude's encoding (exponent field · 2^mantissa_bits +
+    /// mantissa).
+    Finite(u64),
+    /// Past the largest finite value after rounding.
+    Overflow,
+}
+
+/// The finite f32 magnitude of `bits` (sign ignored; not NaN or inf) rounded to nearest,
+/// ties to even, onto `format`'s grid, on integers: the value's binade from the
+/// significand's bit length, the grid step of that binade (or of the subnormals), the
+/// quotient and remainder by that step, then the encoding from the quotient. Shares
+/// nothing with `shared::narrow`.
+pub fn round_f32_to(format: NarrowFormat, bits: u32) -> Rounded {
+    let biased = i32::try_from((bits >> 23) & 0xFF).expect("8 bits");
+    let fraction = u64::from(bits & 0x007F_FFFF);
+    // |x| = significand · 2^exponent exactly.
+    let (significand, exponent) = if biased == 0 { (fraction, -149) } else { (fraction | 1 << 23, biased - 150) };
+    let man = format.mantissa_bits as i32;
+    let bias = (1i32 << (format.exponent_bits - 1)) - 1;
+    if significand == 0 {
+        return Rounded::Finite(0);
+    }
+    // floor(log2 |x|), and the grid step 2^step of its binade (subnormal step below 2^(1 - bias)).
+    let binade = 63 - significand.leading_zeros() as i32 + exponent;
+    let step = binade.max(1 - bias) - man;
+    let (mut quotient, remainder_vs_half) = if exponent >= step {
+        (significand << (exponent - step), core::cmp::Ordering::Less)
+    } else {
+        let shift = (step - exponent) as u32;
+        if shift >= 64 {
+            (0, core::cmp::Ordering::Less)
+        } else {
+            let remainder = significand & ((1u64 << shift) - 1);
+            (significand >> shift, (u128::from(remainder) * 2).cmp(&(1u128 << shift)))
+        }
+    };
+    let round_up = match remainder_vs_half {
+        core::cmp::Ordering::Greater => true,
+        core::cmp::Ordering::Equal => quotient % 2 == 1,
+        core::cmp::Ordering::Less => false,
+    };
+    quotient += u64::from(round_up);
+    let mut step = step;
+    if quotient == 1 << (man + 1) {
+        // Rounded up into the next binade.
+        quotient >>= 1;
+        step += 1;
+    }
+    // Overflow: quotient · 2^step > max.significand · 2^max.exponent, compared exactly.
+    let (max_significand, max_exponent) = format.max_finite;
+    let common = step.min(max_exponent);
+    let scaled = |s: u64, e: i32| u128::from(s).checked_shl((e - common) as u32).unwrap_or(u128::MAX);
+    if quotient != 0 && scaled(quotient, step) > scaled(max_significand, max_exponent) {
+        return Rounded::Overflow;
+    }
+    if quotient < 1 << man {
+        // Subnormal (or zero): the quotient counts units of the subnormal step.
+        Rounded::Finite(quotient)
+    } else {
+        let exponent_field = u64::try_from(step + man + bias).expect("a normal's biased exponent is positive");
+        Rounded::Finite(exponent_field << man | (quotient - (1 << man)))
+    }
+}

@@ -51,3 +51,54 @@ pub fn is_finite_unordered_lt_inf(b: u16) -> bool {
 pub fn is_finite_via_f32(b: u16) -> bool {
     (f16::from_bits(b) as f32).is_finite()
 }
+
+/// The quiet bit of a binary16 NaN (the mantissa's top bit).
+pub const QUIET_BIT: u16 = 0b0_00000_1000000000;
+/// Largest finite magnitude's encoding, 65504.
+pub const MAX_FINITE: u16 = 0b0_11110_1111111111;
+
+/// f32 bits → binary16 bits, round to nearest, ties to even (IEEE 754 `convertFormat`),
+/// what `cvt.rn.f16.f32` computes for every non-NaN input.
+///
+/// Exact on every one of the 2^32 inputs against integer arithmetic on the fields.
+/// Overflow (`|x| >= 65520`, the midpoint past 65504) gives ±inf; values below half the
+/// smallest subnormal, 2^-25, give ±0 (2^-25 itself is a tie and goes to even, 0); the
+/// sign is kept, -0 included. NaN stays NaN with its sign and the top 9 bits of its
+/// payload, made quiet (what x86 F16C and the `half` crate do; NVIDIA's hardware instead
+/// returns one canonical NaN, 0x7FFF).
+#[inline]
+pub const fn from_f32_bits(x: u32) -> u16 {
+    let sign = (x >> 16) as u16 & SIGN_MASK;
+    let abs = x & 0x7FFF_FFFF;
+    let magnitude = if abs > 0x7F80_0000 {
+        POS_INFINITY | QUIET_BIT | ((abs >> 13) as u16 & MAN_MASK)
+    } else if abs >= 0x7F80_0000 {
+        POS_INFINITY
+    } else {
+        let rounded = crate::narrow::round_magnitude::<5, 10>(abs);
+        if rounded > MAX_FINITE as u32 { POS_INFINITY } else { rounded as u16 }
+    };
+    sign | magnitude
+}
+
+/// binary16 bits → f32 bits. Exact for every encoding (every binary16 value is an f32):
+/// subnormals become normals, ±inf stay ±inf, a NaN keeps its sign and payload (shifted
+/// to the top of the f32 mantissa).
+#[inline]
+pub const fn to_f32_bits(b: u16) -> u32 {
+    let sign = ((b & SIGN_MASK) as u32) << 16;
+    let exponent = ((b & EXP_MASK) >> 10) as u32;
+    let mantissa = (b & MAN_MASK) as u32;
+    let magnitude = if exponent == 0x1F {
+        0x7F80_0000 | (mantissa << 13)
+    } else if exponent != 0 {
+        ((exponent + 112) << 23) | (mantissa << 13)
+    } else if mantissa == 0 {
+        0
+    } else {
+        // mantissa · 2^-24: normalise so the leading one becomes the implicit bit.
+        let lead = 31 - mantissa.leading_zeros();
+        ((lead + 103) << 23) | ((mantissa << (23 - lead)) & 0x007F_FFFF)
+    };
+    sign | magnitude
+}

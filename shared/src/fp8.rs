@@ -8,6 +8,45 @@
 /// S.11111.{01,10,11}).
 pub mod e5m2 {
     crate::class::ieee_format!(u8, exponent_bits: 5, mantissa_bits: 2);
+
+    use crate::narrow::{Overflow, round_magnitude};
+
+    /// Largest finite magnitude's encoding, 57344 = 1.75 × 2^15.
+    pub const MAX_FINITE: u8 = 0b0_11110_11;
+    /// The NaN a conversion produces (with the input's sign): exponent all ones, both
+    /// mantissa bits set.
+    pub const NAN_ABS: u8 = 0b0_11111_11;
+
+    /// f32 bits → E5M2 bits, round to nearest, ties to even (OCP OFP8 rev. 1.0; CUDA
+    /// `__nv_cvt_float_to_fp8(x, mode, __NV_E5M2)`).
+    ///
+    /// Exact on every one of the 2^32 inputs against integer arithmetic on the fields.
+    /// [`Overflow::Standard`]: `|x| >= 61440` (the midpoint past 57344, a tie that goes
+    /// to even, i.e. up) and ±inf give ±inf. [`Overflow::SatFinite`]: they give ±57344.
+    /// NaN gives `NAN_ABS` with the input's sign in both modes. Signed zeros are kept.
+    #[inline]
+    pub const fn from_f32_bits(x: u32, overflow: Overflow) -> u8 {
+        let sign = (x >> 24) as u8 & SIGN_MASK;
+        let abs = x & 0x7FFF_FFFF;
+        let magnitude = if abs > 0x7F80_0000 {
+            NAN_ABS
+        } else {
+            let rounded = round_magnitude::<5, 2>(abs);
+            match overflow {
+                _ if rounded <= MAX_FINITE as u32 => rounded as u8,
+                Overflow::Standard => POS_INFINITY,
+                Overflow::SatFinite => MAX_FINITE,
+            }
+        };
+        sign | magnitude
+    }
+
+    /// E5M2 bits → f32 bits. Exact for every encoding; NaN keeps its sign and payload.
+    #[inline]
+    pub const fn to_f32_bits(b: u8) -> u32 {
+        // E5M2 is the top byte of a binary16.
+        crate::binary16::to_f32_bits((b as u16) << 8)
+    }
 }
 
 /// E4M3: 1 sign, 4 exponent, 3 mantissa bits, with no infinities: the exponent field
@@ -58,6 +97,53 @@ pub mod e4m3 {
         let abs = b & ABS_MASK;
         let count = (abs != 0) as u8 + (abs >= MIN_NORMAL) as u8 + 2 * (abs == NAN_ABS) as u8;
         Class::from_threshold_count(count)
+    }
+
+    /// f32 bits → E4M3 bits, round to nearest, ties to even (OCP OFP8 rev. 1.0; CUDA
+    /// `__nv_cvt_float_to_fp8(x, mode, __NV_E4M3)`).
+    ///
+    /// Exact on every one of the 2^32 inputs against integer arithmetic on the fields.
+    /// E4M3 has no infinity. [`Overflow::Standard`] (OCP non-saturating): `|x| > 464`
+    /// (464, the midpoint past 448, is a tie and goes to even, 448) and ±inf give NaN.
+    /// [`Overflow::SatFinite`]: they give ±448. NaN gives NaN (S.1111.111) with the
+    /// input's sign in both modes. Signed zeros are kept.
+    #[inline]
+    pub const fn from_f32_bits(x: u32, overflow: crate::narrow::Overflow) -> u8 {
+        let sign = (x >> 24) as u8 & SIGN_MASK;
+        let abs = x & 0x7FFF_FFFF;
+        let magnitude = if abs > 0x7F80_0000 {
+            NAN_ABS
+        } else {
+            let rounded = crate::narrow::round_magnitude::<4, 3>(abs);
+            match overflow {
+                _ if rounded <= MAX_ABS as u32 => rounded as u8,
+                crate::narrow::Overflow::Standard => NAN_ABS,
+                crate::narrow::Overflow::SatFinite => MAX_ABS,
+            }
+        };
+        sign | magnitude
+    }
+
+    /// E4M3 bits → f32 bits. Exact for every encoding; NaN (S.1111.111) gives the f32
+    /// NaN with that sign and the mantissa bits at the top of the payload.
+    #[inline]
+    pub const fn to_f32_bits(b: u8) -> u32 {
+        let sign = ((b & SIGN_MASK) as u32) << 24;
+        let abs = b & ABS_MASK;
+        let exponent = (abs >> 3) as u32;
+        let mantissa = (abs & MAN_MASK) as u32;
+        let magnitude = if abs == NAN_ABS {
+            0x7F80_0000 | (mantissa << 20)
+        } else if exponent != 0 {
+            ((exponent + 120) << 23) | (mantissa << 20)
+        } else if mantissa == 0 {
+            0
+        } else {
+            // mantissa · 2^-9, normalised.
+            let lead = 31 - mantissa.leading_zeros();
+            ((lead + 118) << 23) | ((mantissa << (23 - lead)) & 0x007F_FFFF)
+        };
+        sign | magnitude
     }
 }
 

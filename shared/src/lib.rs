@@ -24,6 +24,7 @@ pub mod binary64;
 mod class;
 pub mod fp8;
 pub mod kind;
+pub mod narrow;
 pub mod norm;
 pub mod packed;
 pub mod scheme;

@@ -1,0 +1,64 @@
+//! f32 → narrower floating-point formats, rounded to nearest, ties to even: the one
+//! rounding step every narrowing conversion shares. What a format does with NaN and with
+//! a result past its largest finite value (infinity, NaN or saturation) is decided in
+//! that format's module (`binary16`, `bfloat16`, `fp8`).
+//!
+//! # The rounding argument
+//!
+//! A target with `EXP` exponent bits (bias `2^(EXP-1) - 1`) and `MAN` mantissa bits
+//! encodes magnitudes in the IEEE layout `exponent field · 2^MAN + mantissa`, and that
+//! integer grows with the magnitude. For an f32 magnitude in the target's normal range,
+//! subtracting `(127 - bias) << 23` rebiases the exponent field in place; the target
+//! encoding is then that integer shifted right by `23 - MAN`, rounded. Adding
+//! `half - 1 + lsb` before the shift rounds to nearest with ties to even, and a carry out
+//! of the mantissa increments the exponent field, which is exactly the next binade's
+//! first value: the layout makes the carry correct. Below the normal range the target
+//! counts units of `2^(1 - bias - MAN)`; the f32's significand (implicit bit included)
+//! shifted right by the right amount, rounded the same way, is that count, and a count
+//! of `2^MAN` is the smallest normal's encoding. One rounding in both cases, so the result
+//! is the correctly rounded value.
+//!
+//! Proven on every f32 for binary16, bfloat16, FP8 E4M3 and E5M2 against integer
+//! arithmetic on the fields (`host::reference`), by `tests/tests/narrow.rs`.
+
+/// `x >> shift` rounded to nearest, ties to even, for `1 <= shift <= 31` and `x < 2^31`.
+#[inline(always)]
+const fn shift_right_to_even(x: u32, shift: u32) -> u32 {
+    (x + (1 << (shift - 1)) - 1 + ((x >> shift) & 1)) >> shift
+}
+
+/// The encoding, in the IEEE layout of a format with `EXP` exponent and `MAN` mantissa
+/// bits, of the finite f32 magnitude `abs` (sign clear, below `0x7F80_0000`) rounded to
+/// nearest, ties to even, **without an upper bound**: a result above the format's largest
+/// finite encoding means the value overflowed, and the caller decides what that gives.
+/// For `2 <= EXP <= 8` and `1 <= MAN <= 22`; see the module's rounding argument.
+#[inline(always)]
+pub const fn round_magnitude<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {
+    let bias = (1 << (EXP - 1)) - 1;
+    let shift = 23 - MAN;
+    let biased = abs >> 23;
+    // The f32 biased exponent of the target's smallest normal, 2^(1 - bias).
+    let min_normal = 128 - bias;
+    if biased >= min_normal {
+        shift_right_to_even(abs - ((127 - bias) << 23), shift)
+    } else {
+        // An f32 subnormal has no implicit bit and the exponent of the smallest normal.
+        let (significand, exponent) = if biased == 0 { (abs, 1) } else { ((abs & 0x007F_FFFF) | 0x0080_0000, biased) };
+        // significand · 2^(exponent - 150) in units of 2^(1 - bias - MAN); at least
+        // `shift + 1`, and above 24 every significand rounds to 0 (capped at 31).
+        let units_shift = 151 - bias - MAN - exponent;
+        shift_right_to_even(significand, if units_shift > 31 { 31 } else { units_shift })
+    }
+}
+
+/// What a narrowing conversion does with a finite value past the format's largest
+/// finite one (and with an infinite input).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Overflow {
+    /// Infinity for formats that have one (IEEE behaviour), NaN for E4M3 (OCP's
+    /// non-saturating mode, CUDA's `__NV_NOSAT`).
+    Standard,
+    /// The largest finite value of the same sign, infinite inputs included (OCP's
+    /// saturating mode, CUDA's `__NV_SATFINITE` and PTX `cvt.rn.satfinite`).
+    SatFinite,
+}

@@ -1,0 +1,263 @@
+//! f32 → binary16 / bfloat16 / FP8 E4M3 / FP8 E5M2 (round to nearest, ties to even) on
+//! every one of the 2^32 inputs, and the widening conversions back on every encoding,
+//! against `host::reference`'s integer arithmetic on the fields; then the `half` and
+//! `float8` crates on the same inputs, their differences counted.
+
+use conformance::check_all;
+use host::reference::{self, NarrowFormat, Rounded};
+use shared::narrow::Overflow;
+use shared::{bfloat16, binary16, fp8};
+
+/// The expected encoding of f32 `x` in a format of `width` bits described by `format`,
+/// whose NaN for a NaN input is `nan(x)`, and whose overflowed value (inf input
+/// included) is `overflow`. Sign bit on top.
+fn expected(x: u32, format: NarrowFormat, width: u32, nan: impl Fn(u32) -> u64, overflow: u64) -> u64 {
+    let sign = u64::from(x >> 31) << (width - 1);
+    let abs = x & 0x7FFF_FFFF;
+    let magnitude = if abs > 0x7F80_0000 {
+        nan(abs)
+    } else if abs == 0x7F80_0000 {
+        overflow
+    } else {
+        match reference::round_f32_to(format, abs) {
+            Rounded::Finite(code) => code,
+            Rounded::Overflow => overflow,
+        }
+    };
+    sign | magnitude
+}
+
+fn mismatch(name: &str, x: u32, got: u64, want: u64) -> Result<(), String> {
+    if got == want { Ok(()) } else { Err(format!("{name}: input {x:#010x}: got {got:#x}, expected {want:#x}")) }
+}
+
+fn every_f32(check: impl Fn(u32) -> Result<(), String> + Sync) {
+    if let Err(message) = check_all(0..1 << 32, |x| check(x as u32)) {
+        panic!("{message}");
+    }
+}
+
+#[test]
+fn f32_to_binary16_is_correctly_rounded_on_every_input() {
+    // NaN: quiet, sign and top 9 payload bits kept (as x86 F16C and `half` do).
+    let nan = |abs: u32| 0x7E00 | u64::from((abs >> 13) & 0x3FF);
+    every_f32(|x| {
+        let want = expected(x, reference::BINARY16, 16, nan, 0x7C00);
+        mismatch("binary16", x, u64::from(binary16::from_f32_bits(x)), want)
+    });
+}
+
+#[test]
+fn f32_to_bfloat16_is_correctly_rounded_on_every_input() {
+    let nan = |abs: u32| 0x7FC0 | u64::from((abs >> 16) & 0x7F);
+    every_f32(|x| {
+        let want = expected(x, reference::BFLOAT16, 16, nan, 0x7F80);
+        mismatch("bfloat16", x, u64::from(bfloat16::from_f32_bits(x)), want)
+    });
+}
+
+#[test]
+fn f32_to_fp8_e4m3_is_correctly_rounded_on_every_input_in_both_modes() {
+    every_f32(|x| {
+        let standard = expected(x, reference::FP8_E4M3, 8, |_| 0x7F, 0x7F);
+        mismatch("e4m3", x, u64::from(fp8::e4m3::from_f32_bits(x, Overflow::Standard)), standard)?;
+        let satfinite = expected(x, reference::FP8_E4M3, 8, |_| 0x7F, 0x7E);
+        mismatch("e4m3 satfinite", x, u64::from(fp8::e4m3::from_f32_bits(x, Overflow::SatFinite)), satfinite)
+    });
+}
+
+#[test]
+fn f32_to_fp8_e5m2_is_correctly_rounded_on_every_input_in_both_modes() {
+    every_f32(|x| {
+        let standard = expected(x, reference::FP8_E5M2, 8, |_| 0x7F, 0x7C);
+        mismatch("e5m2", x, u64::from(fp8::e5m2::from_f32_bits(x, Overflow::Standard)), standard)?;
+        let satfinite = expected(x, reference::FP8_E5M2, 8, |_| 0x7F, 0x7B);
+        mismatch("e5m2 satfinite", x, u64::from(fp8::e5m2::from_f32_bits(x, Overflow::SatFinite)), satfinite)
+    });
+}
+
+#[test]
+fn the_rounding_boundaries_are_where_the_specifications_put_them() {
+    let f = |v: f32| v.to_bits();
+    // binary16: 65504 is the largest; 65520 is the tie past it and goes to inf (even).
+    assert_eq!(binary16::from_f32_bits(f(65504.0)), 0x7BFF);
+    assert_eq!(binary16::from_f32_bits(f(65519.996)), 0x7BFF);
+    assert_eq!(binary16::from_f32_bits(f(65520.0)), 0x7C00);
+    // 2^-25 is the tie between 0 and the smallest subnormal: even, 0; just above, 1.
+    assert_eq!(binary16::from_f32_bits(f(2f32.powi(-25))), 0);
+    assert_eq!(binary16::from_f32_bits(f(2f32.powi(-25)) + 1), 1);
+    assert_eq!(binary16::from_f32_bits(f(-0.0)), 0x8000);
+    // E4M3: 448 max, 464 ties to 448 (even), above it NaN or 448.
+    assert_eq!(fp8::e4m3::from_f32_bits(f(464.0), Overflow::Standard), 0x7E);
+    assert_eq!(fp8::e4m3::from_f32_bits(f(464.0) + 1, Overflow::Standard), 0x7F);
+    assert_eq!(fp8::e4m3::from_f32_bits(f(-1e9), Overflow::SatFinite), 0xFE);
+    assert_eq!(fp8::e4m3::from_f32_bits(f(f32::INFINITY), Overflow::SatFinite), 0x7E);
+    // E5M2: 57344 max, 61440 ties up to inf (57344's mantissa is odd).
+    assert_eq!(fp8::e5m2::from_f32_bits(f(61439.996), Overflow::Standard), 0x7B);
+    assert_eq!(fp8::e5m2::from_f32_bits(f(61440.0), Overflow::Standard), 0x7C);
+    assert_eq!(fp8::e5m2::from_f32_bits(f(61440.0), Overflow::SatFinite), 0x7B);
+    // bfloat16: f32::MAX is past the last midpoint, so inf.
+    assert_eq!(bfloat16::from_f32_bits(f(f32::MAX)), 0x7F80);
+}
+
+/// The exact f32 encoding of a narrow encoding, decoded field by field by the
+/// reference's classes and an independent power-of-two product (exact in f64, then
+/// exactly an f32 since every narrow value is one).
+fn widened(format: NarrowFormat, bits: u32, width: u32) -> Option<u32> {
+    let man = format.mantissa_bits;
+    let exponent_field = (bits >> man) & ((1 << format.exponent_bits) - 1);
+    let mantissa = bits & ((1 << man) - 1);
+    let bias = (1i32 << (format.exponent_bits - 1)) - 1;
+    let negative = bits >> (width - 1) & 1 == 1;
+    let (significand, exponent) = if exponent_field == 0 {
+        (mantissa, 1 - bias - man as i32)
+    } else {
+        (mantissa | 1 << man, exponent_field as i32 - bias - man as i32)
+    };
+    let value = f64::from(significand) * 2f64.powi(exponent);
+    let value = if negative { -value } else { value };
+    Some((value as f32).to_bits())
+}
+
+#[test]
+fn widening_is_exact_on_every_encoding() {
+    for b in 0..=u16::MAX {
+        let class = reference::class(shared::Format::Binary16, u64::from(b));
+        let got = binary16::to_f32_bits(b);
+        if class == reference::FpClass::Nan {
+            assert!(f32::from_bits(got).is_nan() && got >> 31 == u32::from(b >> 15), "{b:#x}");
+            assert_eq!(binary16::from_f32_bits(got), b | 0x0200, "{b:#x}: round trip makes the NaN quiet only");
+        } else if class == reference::FpClass::Infinite {
+            assert_eq!(got, if b >> 15 == 1 { 0xFF80_0000 } else { 0x7F80_0000 });
+        } else {
+            assert_eq!(Some(got), widened(reference::BINARY16, u32::from(b), 16), "{b:#x}");
+            assert_eq!(binary16::from_f32_bits(got), b, "{b:#x}: round trip");
+        }
+        assert_eq!(bfloat16::to_f32_bits(b), u32::from(b) << 16);
+    }
+    for b in 0..=u8::MAX {
+        let e4m3 = fp8::e4m3::to_f32_bits(b);
+        if fp8::e4m3::is_nan(b) {
+            assert!(f32::from_bits(e4m3).is_nan(), "{b:#x}");
+        } else {
+            assert_eq!(Some(e4m3), widened(reference::FP8_E4M3, u32::from(b), 8), "{b:#x}");
+            assert_eq!(fp8::e4m3::from_f32_bits(e4m3, Overflow::Standard), b, "{b:#x}: round trip");
+        }
+        let e5m2 = fp8::e5m2::to_f32_bits(b);
+        if fp8::e5m2::is_nan(b) {
+            assert!(f32::from_bits(e5m2).is_nan(), "{b:#x}");
+        } else if fp8::e5m2::is_infinite(b) {
+            assert!(f32::from_bits(e5m2).is_infinite(), "{b:#x}");
+        } else {
+            assert_eq!(Some(e5m2), widened(reference::FP8_E5M2, u32::from(b), 8), "{b:#x}");
+            assert_eq!(fp8::e5m2::from_f32_bits(e5m2, Overflow::Standard), b, "{b:#x}: round trip");
+        }
+    }
+}
+
+/// Counts the f32 inputs (in `0..2^32`, step `stride`) on which `ours` and `theirs`
+/// differ, split into NaN inputs and the rest, and keeps a few examples.
+fn differences(
+    stride: u64,
+    ours: impl Fn(u32) -> u64 + Sync,
+    theirs: impl Fn(u32) -> u64 + Sync,
+) -> (u64, u64, Vec<String>) {
+    use std::sync::Mutex;
+    let (nan, other) = (std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0));
+    let examples = Mutex::new(Vec::new());
+    let _ = check_all(0..(1 << 32) / stride, |i| {
+        let x = (i * stride) as u32;
+        let (a, b) = (ours(x), theirs(x));
+        if a != b {
+            let counter = if f32::from_bits(x).is_nan() { &nan } else { &other };
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let mut examples = examples.lock().expect("not poisoned");
+            if examples.len() < 4 && !f32::from_bits(x).is_nan() {
+                examples.push(format!("{x:#010x}: ours {a:#x}, theirs {b:#x}"));
+            }
+        }
+        Ok(())
+    });
+    let examples = examples.into_inner().expect("not poisoned");
+    (nan.into_inner(), other.into_inner(), examples)
+}
+
+#[test]
+fn the_half_crate_agrees_on_every_input() {
+    let (nan, other, examples) = differences(
+        1,
+        |x| u64::from(binary16::from_f32_bits(x)),
+        |x| u64::from(half::f16::from_f32(f32::from_bits(x)).to_bits()),
+    );
+    println!("half::f16::from_f32: {other} non-NaN and {nan} NaN inputs differ {examples:?}");
+    assert_eq!((other, nan), (0, 0), "{examples:?}");
+    let (nan, other, examples) = differences(
+        1,
+        |x| u64::from(bfloat16::from_f32_bits(x)),
+        |x| u64::from(half::bf16::from_f32(f32::from_bits(x)).to_bits()),
+    );
+    println!("half::bf16::from_f32: {other} non-NaN and {nan} NaN inputs differ {examples:?}");
+    assert_eq!((other, nan), (0, 0), "{examples:?}");
+}
+
+#[test]
+fn the_float8_crate_saturates_and_otherwise_agrees() {
+    // float8 0.7 rounds like our SatFinite mode on every non-NaN input and gives a NaN for
+    // every NaN; against our Standard mode it differs exactly on the inputs that overflow
+    // (it gives the largest finite value where OCP's non-saturating mode gives NaN or inf).
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    type Conversion = fn(u32) -> u8;
+    type Case = (&'static str, Conversion, Conversion, Conversion, fn(u8) -> bool);
+    let formats: [Case; 2] = [
+        (
+            "e4m3",
+            |x| fp8::e4m3::from_f32_bits(x, Overflow::Standard),
+            |x| fp8::e4m3::from_f32_bits(x, Overflow::SatFinite),
+            |x| float8::F8E4M3::from_f32(f32::from_bits(x)).to_bits(),
+            fp8::e4m3::is_nan,
+        ),
+        (
+            "e5m2",
+            |x| fp8::e5m2::from_f32_bits(x, Overflow::Standard),
+            |x| fp8::e5m2::from_f32_bits(x, Overflow::SatFinite),
+            |x| float8::F8E5M2::from_f32(f32::from_bits(x)).to_bits(),
+            fp8::e5m2::is_nan,
+        ),
+    ];
+    for (name, standard, satfinite, theirs, is_nan) in formats {
+        let (nan_payloads_differ, overflows) = (AtomicU64::new(0), AtomicU64::new(0));
+        every_f32(|x| {
+            let crate_result = theirs(x);
+            if f32::from_bits(x).is_nan() {
+                if !is_nan(crate_result) {
+                    return Err(format!("{name}: NaN {x:#010x} gives {crate_result:#x}, not a NaN"));
+                }
+                if crate_result != satfinite(x) {
+                    nan_payloads_differ.fetch_add(1, Relaxed);
+                }
+                return Ok(());
+            }
+            if crate_result != satfinite(x) {
+                return Err(format!(
+                    "{name}: {x:#010x}: float8 {crate_result:#x}, ours (satfinite) {:#x}",
+                    satfinite(x)
+                ));
+            }
+            let ours = standard(x);
+            if ours != crate_result {
+                // Only where our standard mode overflows: it gives what it gives for ±inf.
+                if ours != standard((x & 0x8000_0000) | 0x7F80_0000) {
+                    return Err(format!("{name}: {x:#010x}: standard {ours:#x} vs float8 {crate_result:#x}"));
+                }
+                overflows.fetch_add(1, Relaxed);
+            }
+            Ok(())
+        });
+        println!(
+            "float8 {name}: equal to our satfinite mode on every non-NaN input; another NaN encoding on {} NaN inputs; \
+             differs from our standard mode on the {} overflowing inputs",
+            nan_payloads_differ.into_inner(),
+            overflows.into_inner()
+        );
+    }
+}
