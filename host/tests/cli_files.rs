@@ -356,10 +356,7 @@ fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
 
 #[test]
 fn unwritable_stdout_is_an_error_not_a_panic() {
-    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        common::skip("no /dev/full to make stdout unwritable");
-        return;
-    };
+    let Some(full) = common::unwritable_stdout() else { return };
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.npy");
     common::write_npy(&good, &DTYPES[0], &[1], &[0], false);
@@ -427,10 +424,7 @@ fn normalize_output_modes_follow_the_umask_and_the_replaced_file() {
 /// output already written (and the old file already replaced).
 #[test]
 fn normalize_with_an_unwritable_stdout_changes_nothing() {
-    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        common::skip("no /dev/full to make stdout unwritable");
-        return;
-    };
+    let Some(full) = common::unwritable_stdout() else { return };
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("grey.png");
     grey_png(&png);

@@ -37,17 +37,6 @@ fn scan_json(paths: &[&Path]) -> (serde_json::Value, Option<i32>) {
     (json, output.status.code())
 }
 
-fn assert_counts(tensor: &common::Scanned, expected: Expected) {
-    let got = &tensor.counts;
-    assert_eq!(
-        (got.nan, got.pos_inf, got.neg_inf, got.first_non_finite),
-        (expected.nan, expected.pos_inf, expected.neg_inf, expected.first),
-        "tensor '{}' ({}): (nan, +inf, -inf, first) differ",
-        tensor.name,
-        tensor.dtype
-    );
-}
-
 fn f32_npy(shape: &[u64], values: &[f32]) -> Vec<u8> {
     common::npy_items_bytes(npyz::DType::Plain("<f4".parse().unwrap()), shape, values.iter().copied())
 }
@@ -93,7 +82,7 @@ fn fnuz_fp8_every_encoding() {
         let tensor = report.iter().find(|t| t.name == dtype.name).unwrap();
         let expected = common::expected(dtype, &all);
         assert_eq!(expected, Expected { nan: 2, pos_inf: 0, neg_inf: 0, first: Some(0x80) }, "{}", dtype.name);
-        assert_counts(tensor, expected);
+        common::assert_counts(tensor, expected, "scan");
     }
 }
 
@@ -143,7 +132,7 @@ fn complex_tensors_are_scanned_part_by_part() {
     for path in &paths {
         let report = common::scan(path).unwrap();
         assert_eq!(report[0].skipped, None, "{}", path.display());
-        assert_counts(&report[0], expected);
+        common::assert_counts(&report[0], expected, "scan");
         let output = bitexact(&["scan", "--device", "cpu", path_arg(path)]);
         assert_eq!(output.status.code(), Some(1));
         assert!(stdout(&output).contains("index 7 (element 3, imag)"), "{}", stdout(&output));
@@ -285,11 +274,11 @@ fn npz_stored_and_deflated_give_exact_counts() {
         for (tensor, member) in report.iter().zip(&members) {
             assert_eq!(tensor.name, member.tensor);
             match member.expected {
-                Some(expected) => assert_counts(tensor, expected),
+                Some(expected) => common::assert_counts(tensor, expected, "scan"),
                 None => assert_eq!(tensor.skipped, Some("integer dtype")),
             }
         }
-        assert_eq!(report[1].shape, [6, 10]);
+        assert_eq!(report[1].shape, [6, 10], "scan");
         let output = bitexact(&["scan", "--device", "cpu", path_arg(&path)]);
         assert_eq!(output.status.code(), Some(1), "{method:?}: {}", stderr(&output));
     }
@@ -389,7 +378,7 @@ fn safetensors_is_recognised_by_content_whatever_the_name() {
     for name in ["pytorch_model.bin", "weights", "model.st"] {
         let path = dir.path().join(name);
         std::fs::copy(&named, &path).unwrap();
-        assert_counts(&common::scan(&path).unwrap()[0], expected);
+        common::assert_counts(&common::scan(&path).unwrap()[0], expected, "scan");
         assert_eq!(bitexact(&["scan", "--device", "cpu", path_arg(&path)]).status.code(), Some(1));
     }
     let not_safetensors = dir.path().join("random.bin");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{DTYPES, Expected, Rng, Scanned};
+use common::{DTYPES, Rng};
 use host::backend::Cpu;
 use host::normalize::{Image, Layout};
 use host::reference::div_to_f32;
@@ -12,17 +12,6 @@ use host::scan::BLOCK_BYTES;
 use host::tensor_io;
 use image::{ImageBuffer, Luma, LumaA, Rgb, Rgba};
 use std::path::Path;
-
-fn assert_counts(tensor: &Scanned, expected: Expected, what: &str) {
-    let got = &tensor.counts;
-    assert_eq!(
-        (got.nan, got.pos_inf, got.neg_inf, got.first_non_finite),
-        (expected.nan, expected.pos_inf, expected.neg_inf, expected.first),
-        "{what}: tensor '{}' ({}): (nan, +inf, -inf, first) differ",
-        tensor.name,
-        tensor.dtype
-    );
-}
 
 /// Positions that straddle the group (256 elements) and block boundaries of the scan.
 fn boundary_positions(n: usize, block_elements: usize) -> Vec<usize> {
@@ -60,7 +49,7 @@ fn safetensors_counts_and_first_index_in_every_float_dtype() {
     for (name, expected) in &expectations {
         let tensor = report.iter().find(|t| &t.name == name).unwrap();
         assert!(tensor.skipped.is_none());
-        assert_counts(tensor, *expected, "safetensors");
+        common::assert_counts(tensor, *expected, "safetensors");
         if name.ends_with("spread") {
             // E4M3's S.1111.000 is finite (256), so not every injection is non-finite there.
             let found = expected.nan + expected.pos_inf + expected.neg_inf;
@@ -139,7 +128,7 @@ fn npy_counts_in_both_byte_orders() {
             let report = common::scan(&path).unwrap();
             let tensor = &report[0];
             assert_eq!(tensor.shape, [n as u64 / 4, 4]);
-            assert_counts(tensor, common::expected(dtype, &bits), &path.display().to_string());
+            common::assert_counts(tensor, common::expected(dtype, &bits), &path.display().to_string());
             assert_eq!(tensor.counts.first_non_finite, Some(255));
         }
     }

@@ -407,3 +407,27 @@ pub fn scan(path: &Path) -> Result<Vec<Scanned>, String> {
 pub fn path_arg(path: &Path) -> &str {
     path.to_str().expect("utf-8 temp path")
 }
+
+/// Asserts a scanned tensor's counts and first index; `what` names the case.
+#[allow(dead_code)] // not every test binary that includes `common` uses it
+pub fn assert_counts(tensor: &Scanned, expected: Expected, what: &str) {
+    let got = &tensor.counts;
+    assert_eq!(
+        (got.nan, got.pos_inf, got.neg_inf, got.first_non_finite),
+        (expected.nan, expected.pos_inf, expected.neg_inf, expected.first),
+        "{what}: tensor '{}' ({}): (nan, +inf, -inf, first) differ",
+        tensor.name,
+        tensor.dtype
+    );
+}
+
+/// `/dev/full` opened for writing, to make a child's stdout unwritable; `None` (after
+/// printing why the test is skipped) where there is none.
+#[allow(dead_code)]
+pub fn unwritable_stdout() -> Option<std::fs::File> {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").ok();
+    if full.is_none() {
+        skip("no /dev/full to make stdout unwritable");
+    }
+    full
+}
