@@ -340,14 +340,7 @@ fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
     bytes.resize(bytes.len() + 2 * count, 0);
     std::fs::write(&path, bytes).unwrap();
     for format in ["table", "json"] {
-        let mut child = common::bitexact_command()
-            .args(["scan", "--device", "cpu", "--format", format, path_arg(&path)])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let output = child.wait_with_output().unwrap();
+        let output = run_with_stdout_closed(&["scan", "--device", "cpu", "--format", format, path_arg(&path)]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "--format {format}: {stderr}");
         assert!(stderr.is_empty(), "--format {format}: {stderr}");
@@ -451,14 +444,7 @@ fn normalize_with_an_unwritable_stdout_changes_nothing() {
 
     // A reader that closed the pipe early is not an error, as for `scan`: the output is
     // in place and the exit status says so.
-    let mut child = common::bitexact_command()
-        .args(["normalize", path_arg(&png), "-o", path_arg(&new)])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let output = child.wait_with_output().unwrap();
+    let output = run_with_stdout_closed(&["normalize", path_arg(&png), "-o", path_arg(&new)]);
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(std::fs::read(&new).unwrap().starts_with(b"\x93NUMPY"));
 }
@@ -580,4 +566,16 @@ fn float_images_are_refused_saying_what_is_accepted() {
         assert_fails(&output, path, found);
     }
     assert!(!out.exists());
+}
+
+/// Runs `bitexact args` with a stdout pipe whose reader is closed before anything is read.
+fn run_with_stdout_closed(args: &[&str]) -> std::process::Output {
+    let mut child = common::bitexact_command()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
 }

@@ -87,18 +87,12 @@ pub const fn from_f32_bits(x: u32) -> u16 {
 #[inline]
 pub const fn to_f32_bits(b: u16) -> u32 {
     let sign = ((b & SIGN_MASK) as u32) << 16;
-    let exponent = ((b & EXP_MASK) >> 10) as u32;
-    let mantissa = (b & MAN_MASK) as u32;
-    let magnitude = if exponent == 0x1F {
-        0x7F80_0000 | (mantissa << 13)
-    } else if exponent != 0 {
-        ((exponent + 112) << 23) | (mantissa << 13)
-    } else if mantissa == 0 {
-        0
+    let abs = (b & ABS_MASK) as u32;
+    let magnitude = if abs >= POS_INFINITY as u32 {
+        // ±inf and NaN: exponent all ones, the payload at the top of the f32 mantissa.
+        0x7F80_0000 | ((abs & MAN_MASK as u32) << 13)
     } else {
-        // mantissa · 2^-24: normalise so the leading one becomes the implicit bit.
-        let lead = 31 - mantissa.leading_zeros();
-        ((lead + 103) << 23) | ((mantissa << (23 - lead)) & 0x007F_FFFF)
+        crate::narrow::widen_magnitude::<5, 10>(abs)
     };
     sign | magnitude
 }

@@ -130,18 +130,10 @@ pub mod e4m3 {
     pub const fn to_f32_bits(b: u8) -> u32 {
         let sign = ((b & SIGN_MASK) as u32) << 24;
         let abs = b & ABS_MASK;
-        let exponent = (abs >> 3) as u32;
-        let mantissa = (abs & MAN_MASK) as u32;
         let magnitude = if abs == NAN_ABS {
-            0x7F80_0000 | (mantissa << 20)
-        } else if exponent != 0 {
-            ((exponent + 120) << 23) | (mantissa << 20)
-        } else if mantissa == 0 {
-            0
+            0x7F80_0000 | (((abs & MAN_MASK) as u32) << 20)
         } else {
-            // mantissa · 2^-9, normalised.
-            let lead = 31 - mantissa.leading_zeros();
-            ((lead + 118) << 23) | ((mantissa << (23 - lead)) & 0x007F_FFFF)
+            crate::narrow::widen_magnitude::<4, 3>(abs as u32)
         };
         sign | magnitude
     }

@@ -62,3 +62,23 @@ pub enum Overflow {
     /// saturating mode, CUDA's `__NV_SATFINITE` and PTX `cvt.rn.satfinite`).
     SatFinite,
 }
+
+/// The f32 magnitude encoding of the finite magnitude encoding `abs` of a format with
+/// `EXP` exponent and `MAN` mantissa bits in the IEEE layout (whose every value is an
+/// f32): rebias a normal's exponent; shift a subnormal's leading one into the implicit
+/// bit. Exact. For `2 <= EXP <= 8`, `1 <= MAN <= 22`; the caller handles the encodings
+/// that are not finite.
+#[inline(always)]
+pub const fn widen_magnitude<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {
+    let bias = (1 << (EXP - 1)) - 1;
+    let (exponent, mantissa) = (abs >> MAN, abs & ((1 << MAN) - 1));
+    if exponent != 0 {
+        ((exponent + 127 - bias) << 23) | (mantissa << (23 - MAN))
+    } else if mantissa == 0 {
+        0
+    } else {
+        // mantissa · 2^(1 - bias - MAN) = 2^lead · 1.f · 2^(1 - bias - MAN).
+        let lead = 31 - mantissa.leading_zeros();
+        ((lead + 128 - bias - MAN) << 23) | ((mantissa << (23 - lead)) & 0x007F_FFFF)
+    }
+}
