@@ -1,6 +1,6 @@
 //! The runtime variant table, built from `shared::for_each_variant!`.
 
-use crate::gpu::{DeviceBuffer, Gpu, GpuCheck, GpuError, InputAt, NonFinite};
+use crate::gpu::{DeviceBuffer, Gpu, GpuCheck, GpuError, InputAt, NonFinite, ThreeWay};
 use core::marker::PhantomData;
 use cudarc::driver::{DeviceRepr, LaunchConfig, ValidAsZeroBits};
 use shared::{Claim, Family, KernelKind, KernelName, Primitive, Stored, kind};
@@ -78,6 +78,10 @@ pub trait BandwidthKernels {
     fn count_nonfinite(&self) -> Option<&dyn CountNonfiniteKernel> {
         None
     }
+    /// The variant's [`KernelKind::Hardware`] kernel, if it has one.
+    fn hardware(&self) -> Option<&dyn HardwareKernel> {
+        None
+    }
 }
 
 /// A variant's [`KernelKind::Wide`] kernel (UNORM8 → f32, 16 bytes per thread per step).
@@ -95,6 +99,14 @@ pub trait CountNonfiniteKernel: Sync {
     fn count(&self, gpu: &Gpu, input: &DeviceBuffer<u16>) -> Result<NonFinite, GpuError>;
     /// [`Gpu::launch_count`]: queues it, accumulating into `result`; does not wait.
     fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u16>, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
+}
+
+/// A variant's [`KernelKind::Hardware`] kernel: its family's conversion instruction
+/// ([`shared::hardware::Instruction`]) run on the GPU.
+pub trait HardwareKernel: Sync {
+    /// [`crate::gpu::three_way`]: inputs `first .. first + len` of the variant's domain
+    /// through the variant's kernel, the hardware kernel and the CPU, compared.
+    fn three_way(&self, gpu: &Gpu, first: u64, len: usize) -> Result<ThreeWay, GpuError>;
 }
 
 /// [`VariantOps`] for one [`Primitive`], monomorphised so the CPU loop inlines it.
@@ -155,6 +167,17 @@ impl<P: kind::CountNonfinite + Sync> CountNonfiniteKernel for Ops<P> {
     }
 }
 
+impl<P> HardwareKernel for Ops<P>
+where
+    P: kind::Hardware + kind::Map + Sync,
+    P::In: Element,
+    <P::Out as Stored>::Bits: Element,
+{
+    fn three_way(&self, gpu: &Gpu, first: u64, len: usize) -> Result<ThreeWay, GpuError> {
+        crate::gpu::three_way::<P>(gpu, first, len)
+    }
+}
+
 /// The [`BandwidthKernels`] method that hands out a kind's kernel, for the kinds only
 /// some variants have; nothing for the kinds every variant has. No catch-all: a new
 /// kind must be placed here.
@@ -166,6 +189,11 @@ macro_rules! bandwidth_kernel {
     };
     (CountNonfinite) => {
         fn count_nonfinite(&self) -> Option<&dyn CountNonfiniteKernel> {
+            Some(self)
+        }
+    };
+    (Hardware) => {
+        fn hardware(&self) -> Option<&dyn HardwareKernel> {
             Some(self)
         }
     };
@@ -332,6 +360,17 @@ mod tests {
         for v in VARIANTS {
             assert_eq!(v.ops.wide().is_some(), v.has(KernelKind::Wide), "{}", v.name);
             assert_eq!(v.ops.count_nonfinite().is_some(), v.has(KernelKind::CountNonfinite), "{}", v.name);
+            assert_eq!(v.ops.hardware().is_some(), v.has(KernelKind::Hardware), "{}", v.name);
+        }
+    }
+
+    #[test]
+    fn each_family_with_an_instruction_has_exactly_one_hardware_kernel() {
+        use shared::hardware::Instruction;
+        for family in families() {
+            let with_kernel = VARIANTS.iter().filter(|v| v.family == family && v.has(KernelKind::Hardware)).count();
+            let expected = usize::from(Instruction::of(family).is_some());
+            assert_eq!(with_kernel, expected, "{family}: {with_kernel} variants list Hardware");
         }
     }
 

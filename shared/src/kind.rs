@@ -38,6 +38,9 @@ macro_rules! kernel_suffix {
     (CountNonfinite) => {
         "_count_nonfinite"
     };
+    (Hardware) => {
+        "_hw"
+    };
 }
 
 /// Defines [`KernelKind`] with the given variants, its [`KernelKind::ALL`] and its
@@ -88,6 +91,12 @@ kernel_kinds! {
     /// variant, adds the count of non-finite inputs to `result[0]` and lowers
     /// `result[1]` to the first one's index; 16 bytes per thread per step.
     CountNonfinite,
+    /// The [`KernelKind::Map`] signature, `output[i]` computed by the GPU's own
+    /// conversion instruction for the variant's family ([`crate::hardware::Instruction`])
+    /// instead of by the variant's function: what the software form is checked against
+    /// on the GPU. Built into the PTX module of the oldest target that has the
+    /// instruction ([`crate::hardware::Instruction::target`]).
+    Hardware,
 }
 
 /// The name of one kernel: its variant's name followed by its kind's suffix
@@ -133,3 +142,8 @@ pub trait Wide: Primitive<In = u8, Out = f32> {}
 /// `P` has a [`KernelKind::CountNonfinite`] kernel, which only a `u16` → `bool`
 /// (binary16 is-finite) function can have.
 pub trait CountNonfinite: Primitive<In = u16, Out = bool> {}
+
+/// `P` has a [`KernelKind::Hardware`] kernel: its family has a conversion instruction
+/// ([`crate::hardware::Instruction::of`] is `Some`, which `kernels-gpu` asserts when it
+/// builds the kernel).
+pub trait Hardware: Primitive {}

@@ -12,10 +12,14 @@
 //! library before cudarc can panic, and every failure is a [`GpuError`].
 
 mod raw;
+mod three_way;
+
+pub use three_way::{Difference, Disagreement, ThreeWay, three_way};
 
 use crate::table::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
+use shared::hardware::{Instruction, PtxTarget};
 use shared::{KernelKind, KernelName, Primitive, Stored, kind};
 use std::sync::Arc;
 
@@ -85,6 +89,15 @@ pub enum GpuError {
         /// What was wrong.
         detail: String,
     },
+    /// The kernel is in a PTX module this device cannot run (its target is newer than
+    /// the device) or whose load failed: a hardware kernel of an instruction the device
+    /// lacks. Tests report it as a skip.
+    NeedsTarget {
+        /// The kernel's name.
+        kernel: String,
+        /// Why, e.g. `needs sm_89; device 0 is sm_80`.
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for GpuError {
@@ -103,6 +116,7 @@ impl std::fmt::Display for GpuError {
             GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             GpuError::WrongResult { kernel, detail } => write!(f, "kernel {kernel} computed a wrong result: {detail}"),
             GpuError::Length { kernel, detail } => write!(f, "kernel {kernel}: {detail}"),
+            GpuError::NeedsTarget { kernel, reason } => write!(f, "kernel {kernel}: {reason}"),
         }
     }
 }
@@ -144,6 +158,13 @@ pub struct DeviceInfo {
     pub memory_bytes: usize,
 }
 
+impl DeviceInfo {
+    /// The compute capability as an `sm_XX` number: 90 for (9, 0), 120 for (12, 0).
+    pub fn sm(&self) -> i32 {
+        self.compute_capability.0 * 10 + self.compute_capability.1
+    }
+}
+
 /// Non-finite values found by a count kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct NonFinite {
@@ -157,7 +178,10 @@ pub struct NonFinite {
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// The baseline module ([`crate::ptx::PTX`]).
     module: Arc<CudaModule>,
+    /// The newer modules ([`crate::ptx::MODULES`] after the first): loaded, or why not.
+    newer: Vec<(PtxTarget, Result<Arc<CudaModule>, String>)>,
     info: DeviceInfo,
 }
 
@@ -187,8 +211,42 @@ impl Gpu {
             clock_khz: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
             memory_bytes: ctx.total_mem().map_err(driver("reading the memory size"))?,
         };
+        let device_sm = info.sm();
+        let newer = crate::ptx::MODULES[1..]
+            .iter()
+            .map(|m| {
+                let loaded = if u32::try_from(device_sm).is_ok_and(|sm| sm >= m.target.sm) {
+                    ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx)).map_err(|_| {
+                        format!("the driver rejected the {} module: {}", m.target, raw::jit_error_log(m.ptx))
+                    })
+                } else {
+                    Err(format!("needs {}; device {ordinal} is sm_{device_sm}", m.target))
+                };
+                (m.target, loaded)
+            })
+            .collect();
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, info })
+        Ok(Gpu { ctx, stream, module, newer, info })
+    }
+
+    /// The loaded module that holds kernel `name` (whose variant's family has the
+    /// conversion `instruction`, if any), or why this device has none
+    /// ([`GpuError::NeedsTarget`]).
+    fn module_for(&self, name: KernelName, instruction: Option<Instruction>) -> Result<&Arc<CudaModule>, GpuError> {
+        let target = crate::ptx::module_of(name, instruction).target;
+        match self.newer.iter().find(|(t, _)| *t == target) {
+            None => Ok(&self.module),
+            Some((_, Ok(module))) => Ok(module),
+            Some((_, Err(reason))) => Err(GpuError::NeedsTarget { kernel: name.to_string(), reason: reason.clone() }),
+        }
+    }
+
+    /// Whether this device runs the module of PTX target `target` (the baseline always).
+    pub fn runs(&self, target: PtxTarget) -> Result<(), String> {
+        match self.newer.iter().find(|(t, _)| *t == target) {
+            Some((_, Err(reason))) => Err(reason.clone()),
+            _ => Ok(()),
+        }
     }
 
     /// What the device is.
@@ -206,9 +264,12 @@ impl Gpu {
         &self.ctx
     }
 
-    /// Checks that the embedded PTX has the kernel `name` and that it loads.
+    /// Checks that the embedded PTX has the kernel `name` and that it loads; a hardware
+    /// kernel from its target's module ([`GpuError::NeedsTarget`] if this device cannot
+    /// run that module).
     pub fn load(&self, name: KernelName) -> Result<(), GpuError> {
-        raw::load(&self.module, name)
+        let instruction = crate::table::find(name.variant).and_then(|v| Instruction::of(v.family));
+        raw::load(self.module_for(name, instruction)?, name)
     }
 
     /// A grid-stride launch for `work` items: enough blocks to fill the device, at
@@ -309,6 +370,22 @@ impl Gpu {
         output: &mut CudaSlice<u32>,
     ) -> Result<(), GpuError> {
         raw::launch_wide::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 16), input, output)
+    }
+
+    /// `output[i]` = the GPU's own conversion instruction for `P`'s family applied to
+    /// `input[i]` (equal lengths), with `P`'s [`KernelKind::Hardware`] kernel, from the
+    /// module of the instruction's target; waits for it. [`GpuError::NeedsTarget`] on a
+    /// device that cannot run that module.
+    pub fn map_hardware<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
+    where
+        P: kind::Hardware,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let name = KernelName::of::<P>(KernelKind::Hardware);
+        let module = self.module_for(name, Instruction::of(P::FAMILY))?;
+        raw::launch_hardware::<P>(&self.stream, module, self.elementwise_config(input.len(), 1), input, output)?;
+        self.wait(name)
     }
 
     /// Runs `P` over a host slice and returns the stored results.
