@@ -23,7 +23,7 @@ use shared::{Family, KernelKind, Primitive};
 use std::env;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
 
@@ -80,13 +80,18 @@ fn build_modules(workspace: &Path, out_dir: &Path) -> Result<(), String> {
         "/// Every PTX module, in the order of `shared::hardware::TARGETS`: its target and its text.\n\
          pub const MODULES: &[Module] = &[\n",
     );
+    // The modules have separate target directories: their builds run at the same time.
+    let mut builds = Vec::new();
     for target in TARGETS {
         let list = out_dir.join(format!("hardware_kernels_{target}.rs"));
         let names = hardware_kernels(target);
         let source = format!("hardware_kernels!({});\n", names.join(", "));
         std::fs::write(&list, source).map_err(|e| format!("cannot write {}: {e}", list.display()))?;
         let ptx = out_dir.join(ptx_file(target));
-        build_ptx(workspace, out_dir, target, &list, &ptx)?;
+        let child = ptx_command(workspace, out_dir, target, &list, &ptx)
+            .spawn()
+            .map_err(|e| format!("could not run cargo for the {NVPTX_TARGET} kernels: {e}"))?;
+        builds.push((target, ptx, child));
         writeln!(
             modules,
             "    Module {{ target: shared::hardware::PtxTarget {{ sm: {}, ptx: {} }}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{}\")) }},",
@@ -96,12 +101,23 @@ fn build_modules(workspace: &Path, out_dir: &Path) -> Result<(), String> {
         )
         .expect("writing to a String");
     }
+    let mut failures = Vec::new();
+    for (target, ptx, child) in builds {
+        if let Err(message) = finish_ptx(target, &ptx, child) {
+            failures.push(message);
+        }
+    }
+    if let Some(first) = failures.into_iter().next() {
+        return Err(first);
+    }
     modules.push_str("];\n");
     let modules_file = out_dir.join("ptx_modules.rs");
     std::fs::write(&modules_file, modules).map_err(|e| format!("cannot write {}: {e}", modules_file.display()))
 }
 
-fn build_ptx(workspace: &Path, out_dir: &Path, target: PtxTarget, list: &Path, ptx: &Path) -> Result<(), String> {
+/// The nested cargo command that builds the module for `target` into `ptx`, its hardware
+/// kernels listed in `list`.
+fn ptx_command(workspace: &Path, out_dir: &Path, target: PtxTarget, list: &Path, ptx: &Path) -> Command {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     let (target_dir, rustflags) = if target == BASELINE {
@@ -135,7 +151,14 @@ fn build_ptx(workspace: &Path, out_dir: &Path, target: PtxTarget, list: &Path, p
     }
     command.env("RUSTFLAGS", rustflags);
     command.env("BITEXACT_HARDWARE_KERNELS", list);
-    let output = command.output().map_err(|e| format!("could not run cargo for the {NVPTX_TARGET} kernels: {e}"))?;
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+}
+
+/// Waits for the build of `target`'s module and checks that it wrote `ptx` for that
+/// target.
+fn finish_ptx(target: PtxTarget, ptx: &Path, child: Child) -> Result<(), String> {
+    let output = child.wait_with_output().map_err(|e| format!("waiting for cargo ({target}): {e}"))?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         // Cargo prints the whole nested log on failure; keep its errors visible.

@@ -69,13 +69,7 @@ pub fn round_magnitude_branch_free<const EXP: u32, const MAN: u32>(abs: u32) -> 
     let significand = (abs & 0x007F_FFFF) | ((biased != 0) as u32) << 23;
     let exponent = biased + (biased == 0) as u32;
     let units_shift = (151 - bias - MAN).saturating_sub(exponent);
-    let units_shift = if units_shift > 31 {
-        31
-    } else if units_shift < 1 {
-        1
-    } else {
-        units_shift
-    };
+    let units_shift = units_shift.clamp(1, 31);
     let subnormal = shift_right_to_even(significand, units_shift);
     // Marked unpredictable, so that LLVM keeps the select instead of turning it back into
     // a branch around the subnormal rounding.

@@ -211,17 +211,14 @@ impl Gpu {
             clock_khz: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
             memory_bytes: ctx.total_mem().map_err(driver("reading the memory size"))?,
         };
-        let device_sm = info.sm();
         let newer = crate::ptx::MODULES[1..]
             .iter()
             .map(|m| {
-                let loaded = if u32::try_from(device_sm).is_ok_and(|sm| sm >= m.target.sm) {
+                let loaded = runs_target(&info, m.target).and_then(|()| {
                     ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx)).map_err(|_| {
                         format!("the driver rejected the {} module: {}", m.target, raw::jit_error_log(m.ptx))
                     })
-                } else {
-                    Err(format!("needs {}; device {ordinal} is sm_{device_sm}", m.target))
-                };
+                });
                 (m.target, loaded)
             })
             .collect();
@@ -461,6 +458,16 @@ impl Gpu {
     }
 }
 
+/// Whether the device `info` describes can run a module for `target`: its compute
+/// capability is at least the target's, or why not (`needs sm_89; device 0 is sm_80`).
+pub fn runs_target(info: &DeviceInfo, target: PtxTarget) -> Result<(), String> {
+    if u32::try_from(info.sm()).is_ok_and(|sm| sm >= target.sm) {
+        Ok(())
+    } else {
+        Err(format!("needs {target}; device {} is sm_{}", info.ordinal, info.sm()))
+    }
+}
+
 /// Opens device 0 for a test, or decides the test is skipped: on a machine without a
 /// CUDA driver or device this prints `skipped: <reason>` and returns `None`, unless
 /// `REQUIRE_GPU=1`, which turns the skip into a failure (a panic, as tests expect). A
@@ -522,4 +529,35 @@ where
         })
     });
     Ok(GpuCheck { elements: len as u64, mismatches, first_mismatch: first })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(major: i32, minor: i32) -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            compute_capability: (major, minor),
+            multiprocessors: 1,
+            clock_khz: 1,
+            memory_bytes: 1,
+        }
+    }
+
+    #[test]
+    fn a_module_runs_from_its_target_on_and_says_why_not_before() {
+        let fp8 = PtxTarget { sm: 89, ptx: 81 };
+        assert_eq!(runs_target(&device(8, 0), fp8), Err("needs sm_89; device 0 is sm_80".to_string()));
+        assert_eq!(runs_target(&device(8, 6), fp8), Err("needs sm_89; device 0 is sm_86".to_string()));
+        for (major, minor) in [(8, 9), (9, 0), (10, 0), (12, 0)] {
+            assert_eq!(runs_target(&device(major, minor), fp8), Ok(()), "sm_{major}{minor}");
+        }
+        assert_eq!(device(12, 0).sm(), 120);
+        let kernel = "f32_to_e4m3_satfinite_hw".to_string();
+        let error = GpuError::NeedsTarget { kernel, reason: "needs sm_89; device 0 is sm_80".into() };
+        assert_eq!(error.to_string(), "kernel f32_to_e4m3_satfinite_hw: needs sm_89; device 0 is sm_80");
+        assert!(!error.is_unavailable());
+    }
 }
