@@ -9,9 +9,8 @@
 //! (UNORM16) bytes, so memcpy copies that many. `ours/memcpy` > 1 means faster than
 //! copying those bytes.
 
-use host::backend::{Backend, Cpu};
-use host::normalize;
-use host::scan::{self, Endian, FloatFormat, Source};
+use host::files::backend::{self, Backend, CpuBackend};
+use host::files::scan::{self, Endian, FloatFormat, Source};
 use rayon::prelude::*;
 use std::hint::black_box;
 use std::time::Instant;
@@ -136,8 +135,8 @@ fn main() {
     }
 
     let (memcpy_one, memcpy_all) = memcpy(4 * bytes, &mut wide);
-    let one = best_of(options.reps, || normalize::unorm8_to_f32(black_box(input), &mut wide));
-    let all = best_of(options.reps, || Cpu.unorm8_to_f32(black_box(input), &mut wide).expect("cpu"));
+    let one = best_of(options.reps, || backend::map_slice::<backend::Unorm8Primitive>(black_box(input), &mut wide));
+    let all = best_of(options.reps, || CpuBackend.unorm8_to_f32(black_box(input), &mut wide).expect("cpu"));
     results.push(Measurement {
         op: "normalize unorm8→f32".into(),
         bytes,
@@ -151,8 +150,8 @@ fn main() {
     let samples: &[u16] = bytemuck::cast_slice(input);
     let (memcpy_one, memcpy_all) = memcpy(2 * bytes, &mut wide);
     let out = &mut wide[..samples.len()];
-    let one = best_of(options.reps, || normalize::unorm16_to_f32(black_box(samples), out));
-    let all = best_of(options.reps, || Cpu.unorm16_to_f32(black_box(samples), out).expect("cpu"));
+    let one = best_of(options.reps, || backend::map_slice::<backend::Unorm16Primitive>(black_box(samples), out));
+    let all = best_of(options.reps, || CpuBackend.unorm16_to_f32(black_box(samples), out).expect("cpu"));
     results.push(Measurement {
         op: "normalize unorm16→f32".into(),
         bytes,

@@ -5,7 +5,7 @@
 mod expected_kernels;
 
 use host::gpu::{self, Gpu, GpuError};
-use host::table::{VARIANTS, Variant};
+use host::verify::table::{VARIANTS, Variant};
 use shared::{Claim, KernelKind, KernelName};
 
 /// Inputs per GPU launch in the whole-domain test (domains larger than this, such as
@@ -27,10 +27,10 @@ fn assert_matches(variant: &Variant, what: &str, check: Result<gpu::GpuCheck, Gp
 fn every_variant_matches_the_cpu_on_every_input_of_its_domain() {
     let Some(gpu) = gpu::open_or_skip() else { return };
     for v in VARIANTS {
-        let domain = host::domain::count(v.family);
+        let domain = host::verify::domain::count(v.family);
         for start in (0..domain).step_by(CHUNK as usize) {
             let len = (domain - start).min(CHUNK) as usize;
-            let input_at = |i: u64| host::domain::input(v.family, start + i);
+            let input_at = |i: u64| host::verify::domain::input(v.family, start + i);
             assert_matches(v, "whole domain", v.ops.gpu_check(&gpu, len, &input_at));
         }
         println!("{}: {domain} inputs, GPU == CPU bit for bit", v.name);
@@ -62,7 +62,7 @@ fn a_buffer_over_2_pow_31_bytes_is_converted_completely() {
         println!("skipped: the device has under 4 GiB of memory");
         return;
     }
-    let v = host::table::find("unorm8_times3_int").expect("in the table");
+    let v = host::verify::table::find("unorm8_times3_int").expect("in the table");
     assert_matches(v, "2^31-byte output", v.ops.gpu_check(&gpu, len, &scrambled));
 }
 
@@ -138,8 +138,8 @@ fn first_difference(a: &[f32], b: &[f32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use host::backend::{self, Backend, Cpu};
-    use host::scan::{Endian, FloatFormat, Source};
+    use host::files::backend::{self, Backend, CpuBackend};
+    use host::files::scan::{Endian, FloatFormat, Source};
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
     // Over one GPU chunk, with NaN/inf in the first and last chunk, at odd offsets.
@@ -161,19 +161,20 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     };
     for data in [Source::Bytes(&bytes), Source::Bytes(&shifted[1..]), Source::Read { len: bytes.len(), read: &read }] {
         let on_gpu = gpu.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("gpu");
-        let on_cpu = Cpu.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("cpu");
+        let on_cpu =
+            CpuBackend.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("cpu");
         assert_eq!(on_gpu, on_cpu);
         assert_eq!(on_gpu.first_non_finite, Some(777));
     }
     let bytes8: Vec<u8> = (0..3_000_001u64).map(|i| scrambled(i) as u8).collect();
     let (mut a, mut b) = (vec![0f32; bytes8.len()], vec![0f32; bytes8.len()]);
     gpu.unorm8_to_f32(&bytes8, &mut a).expect("gpu");
-    Cpu.unorm8_to_f32(&bytes8, &mut b).expect("cpu");
+    CpuBackend.unorm8_to_f32(&bytes8, &mut b).expect("cpu");
     assert_eq!(first_difference(&a, &b), None, "UNORM8: (index, gpu bits, cpu bits)");
     let words: Vec<u16> = (0..=u16::MAX).collect();
     let (mut a, mut b) = (vec![0f32; words.len()], vec![0f32; words.len()]);
     gpu.unorm16_to_f32(&words, &mut a).expect("gpu");
-    Cpu.unorm16_to_f32(&words, &mut b).expect("cpu");
+    CpuBackend.unorm16_to_f32(&words, &mut b).expect("cpu");
     assert_eq!(first_difference(&a, &b), None, "UNORM16: (index, gpu bits, cpu bits)");
 }
 

@@ -10,10 +10,15 @@
 //!
 //! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
 //! library before cudarc can panic, and every failure is a [`GpuError`].
+//!
+//! Owns: the CUDA context, device buffers, the embedded PTX ([`ptx`]) and every kernel
+//! launch (the `unsafe` ones stay in `raw`). Uses: [`crate::support`] only; it knows
+//! kernels by their `shared` types, never the variant table.
 
+pub mod ptx;
 mod raw;
 
-use crate::table::Element;
+use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
 use shared::{KernelKind, KernelName, Primitive, Stored, kind};
@@ -176,8 +181,8 @@ impl Gpu {
         }
         let ctx = CudaContext::new(ordinal).map_err(driver(format!("creating a context on device {ordinal}")))?;
         let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::PTX))
-            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::ptx::PTX) })?;
+            .load_module(cudarc::nvrtc::Ptx::from_src(crate::gpu::ptx::PTX))
+            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::gpu::ptx::PTX) })?;
         let attribute = |a| ctx.attribute(a).map_err(driver("reading device attributes"));
         let info = DeviceInfo {
             ordinal,
@@ -395,7 +400,7 @@ pub fn open_or_skip() -> Option<Gpu> {
         Err(e) => Err(format!("no CUDA device ({e})")),
         Ok(gpu) => Ok(gpu),
     };
-    crate::skip::require_or_skip("REQUIRE_GPU", opened)
+    crate::support::skip::require_or_skip("REQUIRE_GPU", opened)
 }
 
 /// The input bits a conformance or length check feeds element `i`.
@@ -433,9 +438,9 @@ where
     P::In: Element,
     Bits<P>: Element,
 {
-    let input: Vec<P::In> = crate::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
+    let input: Vec<P::In> = crate::support::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
     let output = gpu.map_host::<P>(&input)?;
-    let (mismatches, first) = crate::parallel::count_where(len, |i| {
+    let (mismatches, first) = crate::support::parallel::count_where(len, |i| {
         let cpu = P::apply(input[i]).to_stored();
         (cpu != output[i]).then(|| GpuMismatch {
             index: i as u64,
