@@ -355,7 +355,7 @@ fn an_npz_truncated_during_a_scan_is_an_error_naming_it() {
         assert_eq!(tensor.deflated.is_some(), method == ZipMethod::Deflated);
         let new_len = ((read.start + read.end) / 2) as u64;
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(new_len).unwrap();
-        let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+        let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err().to_string();
         let expected = format!(
             "{}: tensor 'a': file shrank while being read (now {new_len} bytes, {} needed): truncated by another program?",
             path.display(),

@@ -66,12 +66,13 @@ struct Summary {
 /// closed the pipe early is not an error (as for `scan`). A summary followed by an error
 /// means the final rename failed.
 pub fn run(args: &NormalizeArgs) -> Result<ExitCode, String> {
-    let container = tensor_io::check_output(&args.output, &args.image, args.force)?;
+    let container = tensor_io::check_output(&args.output, &args.image, args.force).map_err(|e| e.to_string())?;
     let backend = backend::select(args.device)?;
-    let image = Image::decode(&args.image)?;
+    let image = Image::decode(&args.image).map_err(|e| e.to_string())?;
     let shape = image.shape(args.layout);
     let values = image.normalized(args.layout, backend.as_ref());
-    let staged = tensor_io::stage_f32(&args.output, &args.name, &shape, &values, args.force)?;
+    let staged =
+        tensor_io::stage_f32(&args.output, &args.name, &shape, &values, args.force).map_err(|e| e.to_string())?;
     let summary = Summary {
         output: args.output.display().to_string(),
         container,
@@ -99,6 +100,6 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, String> {
             summary.device
         ),
     })?;
-    staged.commit()?;
+    staged.commit().map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

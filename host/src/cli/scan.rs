@@ -36,15 +36,16 @@ pub struct ScanArgs {
 /// it is scanned.
 pub fn run(args: &ScanArgs) -> Result<ExitCode, String> {
     let backend = backend::select(args.device)?;
-    let inputs = scan_inputs::expand(&args.files)?;
-    let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
+    let inputs = scan_inputs::expand(&args.files).map_err(|e| e.to_string())?;
+    let files: Vec<TensorFile> =
+        inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
     for index in &inputs.indexes {
-        for warning in scan_inputs::check_index(index, &files)? {
+        for warning in scan_inputs::check_index(index, &files).map_err(|e| e.to_string())? {
             eprintln!("bitexact: warning: {warning}");
         }
     }
     let progress = Progress::new(files.iter().map(scan_report::bytes_to_scan).sum(), "scan");
-    let report = Report::scan(&files, backend.as_ref(), &progress)?;
+    let report = Report::scan(&files, backend.as_ref(), &progress).map_err(|e| e.to_string())?;
     progress.finish();
     if args.format == OutputFormat::Json {
         output::write_stdout_with(|out| report.write_json(out))?;

@@ -77,7 +77,7 @@ impl Backend for CpuBackend {
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, String> {
-        scan::count_parallel(format, endian, data, progress)
+        scan::count_parallel(format, endian, data, progress).map_err(|e| e.to_string())
     }
 
     fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
@@ -148,7 +148,8 @@ impl Backend for GpuBackend {
         let mut total = Counts::default();
         let mut buffer = Vec::new();
         for start in (0..data.len()).step_by(GPU_CHUNK_BYTES) {
-            let bytes = data.get(start..(start + GPU_CHUNK_BYTES).min(data.len()), &mut buffer)?;
+            let bytes =
+                data.get(start..(start + GPU_CHUNK_BYTES).min(data.len()), &mut buffer).map_err(|e| e.to_string())?;
             let first_byte = start as u64;
             let halves: std::borrow::Cow<[u16]> = match bytemuck::try_cast_slice(bytes) {
                 Ok(aligned) => aligned.into(),
