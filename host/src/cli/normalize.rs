@@ -1,5 +1,6 @@
 //! `bitexact normalize`: an image → an f32 tensor in [0, 1], correctly rounded.
 
+use super::error::CliError;
 use clap::builder::TypedValueParser as _;
 use host::files::backend::{self, Device};
 use host::files::normalize::{ChannelLayout, Image};
@@ -65,14 +66,13 @@ struct Summary {
 /// a stdout that cannot be written fails the run with nothing changed; a reader that
 /// closed the pipe early is not an error (as for `scan`). A summary followed by an error
 /// means the final rename failed.
-pub fn run(args: &NormalizeArgs) -> Result<ExitCode, String> {
-    let container = tensor_io::check_output(&args.output, &args.image, args.force).map_err(|e| e.to_string())?;
+pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
+    let container = tensor_io::check_output(&args.output, &args.image, args.force)?;
     let backend = backend::select(args.device)?;
-    let image = Image::decode(&args.image).map_err(|e| e.to_string())?;
+    let image = Image::decode(&args.image)?;
     let shape = image.shape(args.layout);
     let values = image.normalized(args.layout, backend.as_ref());
-    let staged =
-        tensor_io::stage_f32(&args.output, &args.name, &shape, &values, args.force).map_err(|e| e.to_string())?;
+    let staged = tensor_io::stage_f32(&args.output, &args.name, &shape, &values, args.force)?;
     let summary = Summary {
         output: args.output.display().to_string(),
         container,
@@ -100,6 +100,6 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, String> {
             summary.device
         ),
     })?;
-    staged.commit().map_err(|e| e.to_string())?;
+    staged.commit()?;
     Ok(ExitCode::SUCCESS)
 }

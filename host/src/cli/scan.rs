@@ -1,5 +1,6 @@
 //! `bitexact scan`: count NaN and infinities in .npy / .npz / .safetensors files.
 
+use super::error::CliError;
 use host::files::backend::{self, Device};
 use host::files::scan_inputs;
 use host::files::scan_report::{self, Report};
@@ -34,18 +35,17 @@ pub struct ScanArgs {
 /// tensor could not be scanned (its dtype or storage is not supported); `Err` (exit 2) on
 /// any bad input, reported before anything is scanned, or on a file that shrinks while
 /// it is scanned.
-pub fn run(args: &ScanArgs) -> Result<ExitCode, String> {
+pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
     let backend = backend::select(args.device)?;
-    let inputs = scan_inputs::expand(&args.files).map_err(|e| e.to_string())?;
-    let files: Vec<TensorFile> =
-        inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    let inputs = scan_inputs::expand(&args.files)?;
+    let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
     for index in &inputs.indexes {
-        for warning in scan_inputs::check_index(index, &files).map_err(|e| e.to_string())? {
+        for warning in scan_inputs::check_index(index, &files)? {
             eprintln!("bitexact: warning: {warning}");
         }
     }
     let progress = Progress::new(files.iter().map(scan_report::bytes_to_scan).sum(), "scan");
-    let report = Report::scan(&files, backend.as_ref(), &progress).map_err(|e| e.to_string())?;
+    let report = Report::scan(&files, backend.as_ref(), &progress)?;
     progress.finish();
     if args.format == OutputFormat::Json {
         output::write_stdout_with(|out| report.write_json(out))?;

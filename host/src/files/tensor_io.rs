@@ -687,17 +687,17 @@ pub fn check_regular_file(path: &Path) -> Result<(), RegularFileError> {
 /// Why an output cannot be written: the output path and what went wrong. Displayed as
 /// `path: what`, on one line.
 #[derive(Debug)]
-pub struct OutputError {
+pub struct TensorWriteError {
     /// The output path, as given.
     pub path: PathBuf,
     /// What went wrong.
-    pub kind: OutputErrorKind,
+    pub kind: TensorWriteErrorKind,
 }
 
-/// What went wrong with an output: see [`OutputError`].
+/// What went wrong with an output: see [`TensorWriteError`].
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum OutputErrorKind {
+pub enum TensorWriteErrorKind {
     /// The output is the input file.
     IsInput,
     /// Its extension names no container that can be written.
@@ -737,50 +737,50 @@ pub enum OutputErrorKind {
     Rename(std::io::Error),
 }
 
-impl std::fmt::Display for OutputErrorKind {
+impl std::fmt::Display for TensorWriteErrorKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            OutputErrorKind::IsInput => f.write_str("is the input file; choose another output path"),
-            OutputErrorKind::UnknownExtension => {
+            TensorWriteErrorKind::IsInput => f.write_str("is the input file; choose another output path"),
+            TensorWriteErrorKind::UnknownExtension => {
                 f.write_str("unknown output extension (expected .npy or .safetensors)")
             }
-            OutputErrorKind::IsDirectory => f.write_str("is a directory"),
-            OutputErrorKind::Exists => f.write_str("already exists (use --force to replace it)"),
-            OutputErrorKind::ShapeMismatch { shape, values } => {
+            TensorWriteErrorKind::IsDirectory => f.write_str("is a directory"),
+            TensorWriteErrorKind::Exists => f.write_str("already exists (use --force to replace it)"),
+            TensorWriteErrorKind::ShapeMismatch { shape, values } => {
                 write!(f, "shape {shape:?} does not hold {values} values")
             }
-            OutputErrorKind::ReservedName { name } => write!(f, "tensor name '{name}' is reserved by the format"),
-            OutputErrorKind::CreateTemporary { directory, error } => {
+            TensorWriteErrorKind::ReservedName { name } => write!(f, "tensor name '{name}' is reserved by the format"),
+            TensorWriteErrorKind::CreateTemporary { directory, error } => {
                 write!(f, "cannot create a temporary file in {}: {}", directory.display(), io_message(error))
             }
-            OutputErrorKind::SetMode(error) => {
+            TensorWriteErrorKind::SetMode(error) => {
                 write!(f, "cannot set the mode of the temporary file: {}", io_message(error))
             }
-            OutputErrorKind::Write(error) => write!(f, "write failed: {}", io_message(error)),
-            OutputErrorKind::Values(error) => write!(f, "write failed: {error}"),
-            OutputErrorKind::Header(error) => write!(f, "write failed: invalid header: {error}"),
-            OutputErrorKind::Rename(error) => {
+            TensorWriteErrorKind::Write(error) => write!(f, "write failed: {}", io_message(error)),
+            TensorWriteErrorKind::Values(error) => write!(f, "write failed: {error}"),
+            TensorWriteErrorKind::Header(error) => write!(f, "write failed: invalid header: {error}"),
+            TensorWriteErrorKind::Rename(error) => {
                 write!(f, "cannot rename the temporary file into place: {}", io_message(error))
             }
         }
     }
 }
 
-impl std::fmt::Display for OutputError {
+impl std::fmt::Display for TensorWriteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
     }
 }
 
-impl std::error::Error for OutputError {
+impl std::error::Error for TensorWriteError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.kind {
-            OutputErrorKind::CreateTemporary { error, .. }
-            | OutputErrorKind::SetMode(error)
-            | OutputErrorKind::Write(error)
-            | OutputErrorKind::Rename(error) => Some(error),
-            OutputErrorKind::Values(error) => Some(error.as_ref()),
-            OutputErrorKind::Header(error) => Some(error),
+            TensorWriteErrorKind::CreateTemporary { error, .. }
+            | TensorWriteErrorKind::SetMode(error)
+            | TensorWriteErrorKind::Write(error)
+            | TensorWriteErrorKind::Rename(error) => Some(error),
+            TensorWriteErrorKind::Values(error) => Some(error.as_ref()),
+            TensorWriteErrorKind::Header(error) => Some(error),
             _ => None,
         }
     }
@@ -789,21 +789,21 @@ impl std::error::Error for OutputError {
 /// Checks, before any work, that `output` may be written: its extension names a
 /// container, it is not `input` (same file after resolving links), and it does not exist
 /// unless `force`. Returns the container; errors name the file.
-pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, OutputError> {
-    let fail = |kind: OutputErrorKind| Err(OutputError { path: output.to_path_buf(), kind });
+pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, TensorWriteError> {
+    let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
     let same = matches!((output.canonicalize(), input.canonicalize()), (Ok(a), Ok(b)) if a == b);
     if same {
-        return fail(OutputErrorKind::IsInput);
+        return fail(TensorWriteErrorKind::IsInput);
     }
     let Some(container) = Container::of_output(output) else {
-        return fail(OutputErrorKind::UnknownExtension);
+        return fail(TensorWriteErrorKind::UnknownExtension);
     };
     if output.exists() {
         if output.is_dir() {
-            return fail(OutputErrorKind::IsDirectory);
+            return fail(TensorWriteErrorKind::IsDirectory);
         }
         if !force {
-            return fail(OutputErrorKind::Exists);
+            return fail(TensorWriteErrorKind::Exists);
         }
     }
     Ok(container)
@@ -855,7 +855,7 @@ impl F32Source for [f32] {
 }
 
 /// Writes the f32 tensor `data` of `shape` to `out`: [`write_f32_from`] of a slice.
-pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), OutputError> {
+pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), TensorWriteError> {
     write_f32_from(out, name, shape, data, force)
 }
 
@@ -867,7 +867,7 @@ pub fn write_f32_from(
     shape: &[u64],
     data: &(impl F32Source + ?Sized),
     force: bool,
-) -> Result<(), OutputError> {
+) -> Result<(), TensorWriteError> {
     stage_f32(out, name, shape, data, force)?.commit()
 }
 
@@ -891,16 +891,16 @@ pub fn stage_f32(
     shape: &[u64],
     data: &(impl F32Source + ?Sized),
     force: bool,
-) -> Result<StagedOutput, OutputError> {
+) -> Result<StagedOutput, TensorWriteError> {
     use std::os::unix::fs::PermissionsExt;
-    let fail = |kind: OutputErrorKind| OutputError { path: out.to_path_buf(), kind };
-    let container = Container::of_output(out).ok_or_else(|| fail(OutputErrorKind::UnknownExtension))?;
+    let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
+    let container = Container::of_output(out).ok_or_else(|| fail(TensorWriteErrorKind::UnknownExtension))?;
     if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
-        return Err(fail(OutputErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }));
+        return Err(fail(TensorWriteErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }));
     }
     if container == Container::Safetensors && name == SAFETENSORS_METADATA_KEY {
         // The crate would write it, but every reader takes that key for the metadata map.
-        return Err(fail(OutputErrorKind::ReservedName { name: name.to_string() }));
+        return Err(fail(TensorWriteErrorKind::ReservedName { name: name.to_string() }));
     }
     let directory = match out.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -917,22 +917,22 @@ pub fn stage_f32(
         .suffix(".tmp")
         .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
         .tempfile_in(directory)
-        .map_err(|error| fail(OutputErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
+        .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
     if let Some(mode) = replaced_mode {
         temporary
             .as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(|e| fail(OutputErrorKind::SetMode(e)))?;
+            .map_err(|e| fail(TensorWriteErrorKind::SetMode(e)))?;
     }
     let mut writer = BufWriter::with_capacity(1 << 20, temporary.as_file_mut());
     match container {
         Container::Npy => write_npy(&mut writer, shape, data),
         Container::Safetensors => write_safetensors(&mut writer, name, shape, data),
         // `of_output` has refused it above.
-        Container::Npz => Err(OutputErrorKind::UnknownExtension),
+        Container::Npz => Err(TensorWriteErrorKind::UnknownExtension),
     }
-    .and_then(|()| writer.into_inner().map(drop).map_err(|e| OutputErrorKind::Write(e.into_error())))
-    .and_then(|()| temporary.as_file().sync_all().map_err(OutputErrorKind::Write))
+    .and_then(|()| writer.into_inner().map(drop).map_err(|e| TensorWriteErrorKind::Write(e.into_error())))
+    .and_then(|()| temporary.as_file().sync_all().map_err(TensorWriteErrorKind::Write))
     .map_err(fail)?;
     Ok(StagedOutput { temporary, out: out.to_path_buf(), force })
 }
@@ -949,16 +949,16 @@ impl StagedOutput {
     /// Renames the temporary file onto the output path. Without `force`, an existing
     /// output is never replaced (the rename itself refuses, so a file created meanwhile
     /// is not clobbered either). On error the temporary file is removed.
-    pub fn commit(self) -> Result<(), OutputError> {
+    pub fn commit(self) -> Result<(), TensorWriteError> {
         let persisted =
             if self.force { self.temporary.persist(&self.out) } else { self.temporary.persist_noclobber(&self.out) };
         persisted.map(drop).map_err(|e| {
             let kind = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                OutputErrorKind::Exists
+                TensorWriteErrorKind::Exists
             } else {
-                OutputErrorKind::Rename(e.error)
+                TensorWriteErrorKind::Rename(e.error)
             };
-            OutputError { path: self.out, kind }
+            TensorWriteError { path: self.out, kind }
         })
     }
 }
@@ -967,28 +967,32 @@ impl StagedOutput {
 fn for_each_chunk(
     data: &(impl F32Source + ?Sized),
     mut write: impl FnMut(&[f32]) -> std::io::Result<()>,
-) -> Result<(), OutputErrorKind> {
+) -> Result<(), TensorWriteErrorKind> {
     let mut chunk = vec![0.0f32; WRITE_CHUNK_ELEMENTS.min(data.elements() as usize)];
     let mut start = 0;
     while start < data.elements() {
         let len = chunk.len().min((data.elements() - start) as usize);
-        data.fill(start, &mut chunk[..len]).map_err(|e| OutputErrorKind::Values(Box::new(e)))?;
-        write(&chunk[..len]).map_err(OutputErrorKind::Write)?;
+        data.fill(start, &mut chunk[..len]).map_err(|e| TensorWriteErrorKind::Values(Box::new(e)))?;
+        write(&chunk[..len]).map_err(TensorWriteErrorKind::Write)?;
         start += len as u64;
     }
     Ok(())
 }
 
-fn write_npy(out: &mut impl Write, shape: &[u64], data: &(impl F32Source + ?Sized)) -> Result<(), OutputErrorKind> {
+fn write_npy(
+    out: &mut impl Write,
+    shape: &[u64],
+    data: &(impl F32Source + ?Sized),
+) -> Result<(), TensorWriteErrorKind> {
     use npyz::WriterBuilder;
     let mut writer = npyz::WriteOptions::new()
         .default_dtype()
         .shape(shape)
         .writer(out)
         .begin_nd()
-        .map_err(OutputErrorKind::Write)?;
+        .map_err(TensorWriteErrorKind::Write)?;
     for_each_chunk(data, |chunk| writer.extend(chunk.iter().copied()))?;
-    writer.finish().map_err(OutputErrorKind::Write)
+    writer.finish().map_err(TensorWriteErrorKind::Write)
 }
 
 /// Writes what `safetensors::serialize` writes for one F32 tensor (a test compares the
@@ -999,7 +1003,7 @@ fn write_safetensors(
     name: &str,
     shape: &[u64],
     data: &(impl F32Source + ?Sized),
-) -> Result<(), OutputErrorKind> {
+) -> Result<(), TensorWriteErrorKind> {
     const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian f32");
     /// One tensor's header entry, its fields in the crate's order.
     #[derive(serde::Serialize)]
@@ -1010,9 +1014,9 @@ fn write_safetensors(
     }
     let info = Info { dtype: "F32", shape, data_offsets: [0, data.elements() * 4] };
     let mut header =
-        serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)])).map_err(OutputErrorKind::Header)?;
+        serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)])).map_err(TensorWriteErrorKind::Header)?;
     header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');
-    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(OutputErrorKind::Write)?;
-    out.write_all(&header).map_err(OutputErrorKind::Write)?;
+    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(TensorWriteErrorKind::Write)?;
+    out.write_all(&header).map_err(TensorWriteErrorKind::Write)?;
     for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)))
 }
