@@ -8,10 +8,10 @@
 //! found here becomes a named test in `host/tests/header_fuzz.rs`.
 #![no_main]
 
-use host::npy_header::{self, STEPS_PER_BYTE};
-use host::npz;
-use host::scan::Source;
-use host::tensor_io::{self, Container};
+use host::files::npy_header::{self, STEPS_PER_BYTE};
+use host::files::npz;
+use host::files::scan::Source;
+use host::files::tensor_io::{self, Container};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let parsed = npy_header::parse(data);

@@ -5,7 +5,7 @@
 mod expected_kernels;
 
 use host::gpu::{self, Gpu, GpuError};
-use host::table::{VARIANTS, Variant};
+use host::verify::table::{VARIANTS, Variant};
 use shared::{Claim, KernelKind, KernelName};
 
 /// Inputs per GPU launch in the whole-domain test (domains larger than this, such as
@@ -27,10 +27,10 @@ fn assert_matches(variant: &Variant, what: &str, check: Result<gpu::GpuCheck, Gp
 fn every_variant_matches_the_cpu_on_every_input_of_its_domain() {
     let Some(gpu) = gpu::open_or_skip() else { return };
     for v in VARIANTS {
-        let domain = host::domain::count(v.family);
+        let domain = host::verify::domain::count(v.family);
         for start in (0..domain).step_by(CHUNK as usize) {
             let len = (domain - start).min(CHUNK) as usize;
-            let input_at = |i: u64| host::domain::input(v.family, start + i);
+            let input_at = |i: u64| host::verify::domain::input(v.family, start + i);
             assert_matches(v, "whole domain", v.ops.gpu_check(&gpu, len, &input_at));
         }
         println!("{}: {domain} inputs, GPU == CPU bit for bit", v.name);
@@ -62,7 +62,7 @@ fn a_buffer_over_2_pow_31_bytes_is_converted_completely() {
         println!("skipped: the device has under 4 GiB of memory");
         return;
     }
-    let v = host::table::find("unorm8_times3_int").expect("in the table");
+    let v = host::verify::table::find("unorm8_times3_int").expect("in the table");
     assert_matches(v, "2^31-byte output", v.ops.gpu_check(&gpu, len, &scrambled));
 }
 
@@ -113,7 +113,7 @@ fn stream_kernels_match_the_cpu_at_every_alignment_and_tail() {
             }
         }
         // An input of another width is a typed error, not a launch.
-        let other = host::table::DeviceElements::upload::<u64>(&gpu, 4, &scrambled).expect("upload");
+        let other = host::gpu::DeviceElements::upload::<u64>(&gpu, 4, &scrambled).expect("upload");
         assert!(matches!(kernel.run(&gpu, &other, 0, &mut output), Err(GpuError::Length { .. })), "{name}");
     }
 }
@@ -132,7 +132,7 @@ fn nonfinite_count_kernels_find_every_injected_value() {
         let mask = u64::MAX >> (64 - v.input_bits);
         let finite = |i: u64| {
             let bits = scrambled(i) & mask;
-            if host::reference::class(format, bits).is_finite() { bits } else { 0 }
+            if host::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
         };
         let injected = [3, 4097, 5000, 70_001, len - 3, len - 1];
         let input_at = |i: u64| match injected.iter().position(|&j| j as u64 == i) {
@@ -164,8 +164,8 @@ fn first_difference(a: &[f32], b: &[f32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use host::backend::{self, Backend, Cpu};
-    use host::scan::{Endian, FloatFormat, Source};
+    use host::files::backend::{self, Backend, CpuBackend};
+    use host::files::scan::{Endian, FloatFormat, Source};
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
     let no_progress = |_: u64| {};
@@ -184,7 +184,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
                 Some(k) => specials[k % specials.len()],
                 None => {
                     let bits = scrambled(i as u64) & mask;
-                    if host::reference::class(shared_format, bits).is_finite() { bits } else { 0 }
+                    if host::verify::reference::class(shared_format, bits).is_finite() { bits } else { 0 }
                 }
             };
             bytes.extend_from_slice(&bits.to_le_bytes()[..size]);
@@ -205,7 +205,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
             [Source::Bytes(&bytes), Source::Bytes(&shifted[1..]), Source::Read { len: bytes.len(), read: &read }];
         for data in sources {
             let on_gpu = gpu.count_non_finite(format, Endian::Little, data, &no_progress).expect("gpu");
-            let on_cpu = Cpu.count_non_finite(format, Endian::Little, data, &no_progress).expect("cpu");
+            let on_cpu = CpuBackend.count_non_finite(format, Endian::Little, data, &no_progress).expect("cpu");
             assert_eq!(on_gpu, on_cpu, "{}", format.name());
             assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (3, Some(777)), "{}", format.name());
         }
@@ -213,12 +213,12 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     let bytes8: Vec<u8> = (0..3_000_001u64).map(|i| scrambled(i) as u8).collect();
     let (mut a, mut b) = (vec![0f32; bytes8.len()], vec![0f32; bytes8.len()]);
     gpu.unorm8_to_f32(&bytes8, &mut a).expect("gpu");
-    Cpu.unorm8_to_f32(&bytes8, &mut b).expect("cpu");
+    CpuBackend.unorm8_to_f32(&bytes8, &mut b).expect("cpu");
     assert_eq!(first_difference(&a, &b), None, "UNORM8: (index, gpu bits, cpu bits)");
     let words: Vec<u16> = (0..=u16::MAX).collect();
     let (mut a, mut b) = (vec![0f32; words.len()], vec![0f32; words.len()]);
     gpu.unorm16_to_f32(&words, &mut a).expect("gpu");
-    Cpu.unorm16_to_f32(&words, &mut b).expect("cpu");
+    CpuBackend.unorm16_to_f32(&words, &mut b).expect("cpu");
     assert_eq!(first_difference(&a, &b), None, "UNORM16: (index, gpu bits, cpu bits)");
 }
 

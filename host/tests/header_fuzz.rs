@@ -7,9 +7,10 @@
 mod common;
 
 use common::{npy_bytes, safetensors_bytes};
-use host::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
-use host::scan::Source;
-use host::tensor_io::{self, Container};
+use host::files::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
+use host::files::scan::Source;
+use host::files::tensor;
+use host::files::tensor_io::{self, Container};
 use proptest::prelude::*;
 
 /// Parses `text` as an `.npy` header, asserts that the work stayed within the bound,
@@ -48,7 +49,9 @@ fn parse_and_scan(container: Container, bytes: &[u8]) -> Result<usize, String> {
         match &t.deflated {
             None => count(0, &bytes[t.data.clone()]).unwrap(),
             Some(deflated) => {
-                if let Err(message) = host::npz::inflate(Source::Bytes(bytes), deflated, t.data.clone(), 4096, count) {
+                if let Err(message) =
+                    host::files::npz::inflate(Source::Bytes(bytes), deflated, t.data.clone(), 4096, count)
+                {
                     assert!(!message.is_empty() && !message.contains('\n'), "bad message {message:?}");
                 }
             }
@@ -384,7 +387,7 @@ fn npz_member_headers_are_parsed_like_npy_files() {
     let npy = npy_bytes(1, structured, 24);
     for method in [common::ZipMethod::Stored, common::ZipMethod::Deflated] {
         let tensors = tensor_io::parse(Container::Npz, &in_npz(&npy, method)).unwrap();
-        assert_eq!(tensors[0].element, tensor_io::Element::Unsupported("structured dtype"), "{method:?}");
+        assert_eq!(tensors[0].element, tensor::TensorElement::Unsupported("structured dtype"), "{method:?}");
         assert_eq!(tensors[0].dtype, "[('a', '<f4'), ('b', '<i4')]");
     }
 }

@@ -1,9 +1,9 @@
 //! The embedded PTX, checked with the real CUDA tools: it assembles for every supported
 //! architecture, is self-contained, uses registers only, the SASS report covers every
 //! variant, every timing kernel's chain loop holds its variant's work, every bandwidth
-//! kernel's loop has the coalesced shape (`host::sass::bandwidth`, which fails on the
+//! kernel's loop has the coalesced shape (`host::cuda_tools::sass::bandwidth`, which fails on the
 //! layout before issue 10), and no kernel hides a float → integer conversion its source
-//! did not ask for (the guards of `host::guards`, which fail on commit 846e06b's
+//! did not ask for (the guards of `host::cuda_tools::guards`, which fail on commit 846e06b's
 //! kernels).
 //!
 //! Tests that need `ptxas`/`cuobjdump` print `skipped: <reason>` and pass when the tools
@@ -13,12 +13,12 @@
 mod common;
 mod expected_kernels;
 
-use host::guards;
-use host::ptx::{self, PTX};
-use host::sass::{self, Cost, Kernel, bandwidth, chain::ChainVerdict};
-use host::skip::require_or_skip;
-use host::table::{VARIANTS, Variant};
-use host::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
+use host::cuda_tools::guards;
+use host::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};
+use host::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
+use host::gpu::ptx::{self, PTX};
+use host::support::skip::require_or_skip;
+use host::verify::table::{VARIANTS, Variant};
 use shared::KernelKind;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -35,8 +35,8 @@ fn all_variants() -> Vec<&'static Variant> {
 
 /// The SASS report of every variant on every architecture, made once for the tests
 /// that read it (assembling for seven architectures takes a while).
-fn all_costs(tools: &CudaTools) -> &'static [Cost] {
-    static COSTS: OnceLock<Vec<Cost>> = OnceLock::new();
+fn all_costs(tools: &CudaTools) -> &'static [SassCost] {
+    static COSTS: OnceLock<Vec<SassCost>> = OnceLock::new();
     COSTS.get_or_init(|| sass::cost_report(tools, PTX, &all_variants(), &ARCHS).unwrap_or_else(|e| panic!("{e}")))
 }
 
@@ -62,7 +62,7 @@ fn the_ptx_declares_nothing_external_and_calls_only_what_it_defines() {
 #[test]
 fn every_tool_is_found_and_runs() {
     for tool in Tool::ALL {
-        let Some(path) = require_or_skip(REQUIRE_CUDA_TOOLS, host::tools::find(tool)) else { return };
+        let Some(path) = require_or_skip(REQUIRE_CUDA_TOOLS, host::cuda_tools::tools::find(tool)) else { return };
         let output = Command::new(&path).arg("--version").output();
         let ran = output.as_ref().is_ok_and(|o| o.status.success());
         assert!(ran, "{tool} at {} does not run: {output:?}", path.display());
@@ -75,7 +75,7 @@ fn the_ptx_assembles_for_every_architecture() {
     for arch in ARCHS {
         match tools.assemble(PTX, arch) {
             Ok(assembled) => {
-                let functions = host::tools::resource_usage(&assembled.ptxas_log).len();
+                let functions = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log).len();
                 println!("{arch}: assembled ({functions} functions)");
             }
             Err(e) => panic!("the PTX does not assemble for {arch}: {e}"),
@@ -89,7 +89,7 @@ fn no_function_has_a_stack_frame_or_spills() {
     let entries = ptx::entry_names(PTX);
     for arch in ARCHS {
         let assembled = tools.assemble(PTX, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        let usage = host::tools::resource_usage(&assembled.ptxas_log);
+        let usage = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log);
         for entry in &entries {
             assert!(usage.iter().any(|f| f.function == *entry), "{arch}: ptxas -v says nothing about {entry}");
         }
@@ -133,7 +133,7 @@ fn every_timing_kernel_holds_its_variants_work_in_its_chain_loop() {
     let Some(tools) = tools() else { return };
     let mut missing = Vec::new();
     for cost in all_costs(&tools) {
-        let variant = host::table::find(cost.variant).expect("a variant of the table");
+        let variant = host::verify::table::find(cost.variant).expect("a variant of the table");
         let constant = host::bench::is_constant(variant);
         let chain = &cost.chain;
         match &chain.chain {
@@ -184,7 +184,7 @@ fn the_sass_command_without_tools_exits_2_with_one_line_saying_what_to_run() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("not found") && stderr.contains(host::tools::INSTALL_COMMAND), "{stderr}");
+    assert!(stderr.contains("not found") && stderr.contains(host::cuda_tools::tools::INSTALL_COMMAND), "{stderr}");
     assert!(output.stdout.is_empty());
 }
 
@@ -218,7 +218,7 @@ fn the_sass_command_prints_json_for_one_architecture() {
 }
 
 /// The f32 → UNORM kernels of commit 846e06b, which returned 255 for every input on an
-/// H200 (see `host::guards`), and the minimal reproducer of the ptxas behaviour.
+/// H200 (see `host::cuda_tools::guards`), and the minimal reproducer of the ptxas behaviour.
 const PTX_846E06B: &str = include_str!("fixtures/ptx_846e06b_f32_to_unorm.ptx");
 const REPRODUCER: &str = include_str!("../../scripts/repro/narrow-store-of-float.ptx");
 
@@ -278,7 +278,7 @@ fn listing(tools: &CudaTools, ptx: &str, arch: &str) -> Vec<Kernel> {
 const PTX_6148EC3: &str = include_str!("fixtures/ptx_6148ec3_wide.ptx");
 
 /// Every `Stream` and `CountNonfinite` kernel of every variant, on every architecture:
-/// the loop has the shape `host::sass::bandwidth` checks (one 4- or 8-byte load and one
+/// the loop has the shape `host::cuda_tools::sass::bandwidth` checks (one 4- or 8-byte load and one
 /// 16-byte store per lane per step; one 16-byte load and no store), and nothing else
 /// loops over more than one element per lane. The sm_90 figures are printed (`cargo
 /// test -- --nocapture`): what the README's table shows. The same check fails on the

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{DTYPES, Expected, ZipMethod, bitexact, path_arg};
-use host::scan::BLOCK_BYTES;
+use host::files::scan::BLOCK_BYTES;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -229,7 +229,7 @@ struct Member {
 /// two inflate chunks long), 2-D big-endian, integer, empty.
 fn npz_members() -> Vec<Member> {
     let f32_ = &DTYPES[2];
-    let chunk_elements = host::npz::INFLATE_CHUNK_BYTES / 4;
+    let chunk_elements = host::files::npz::INFLATE_CHUNK_BYTES / 4;
     let n = 2 * chunk_elements + 77;
     let positions =
         [5, BLOCK_BYTES / 4 - 1, chunk_elements - 1, chunk_elements, chunk_elements + 1, 2 * chunk_elements, n - 1];
@@ -337,10 +337,10 @@ fn broken_npz_files_are_refused_with_one_line() {
 /// archive. Through a memory map it was death by SIGBUS.
 #[test]
 fn an_npz_truncated_during_a_scan_is_an_error_naming_it() {
-    use host::backend::Cpu;
-    use host::progress::Progress;
-    use host::scan_report::Report;
-    use host::tensor_io::TensorFile;
+    use host::files::backend::CpuBackend;
+    use host::files::scan_report::Report;
+    use host::files::tensor_io::TensorFile;
+    use host::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     // Random values, so that the compressed data is long too.
     let values = common::elements(&DTYPES[2], 1 << 16, &[], 5);
@@ -355,7 +355,7 @@ fn an_npz_truncated_during_a_scan_is_an_error_naming_it() {
         assert_eq!(tensor.deflated.is_some(), method == ZipMethod::Deflated);
         let new_len = ((read.start + read.end) / 2) as u64;
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(new_len).unwrap();
-        let error = Report::scan(&files, &Cpu, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+        let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
         let expected = format!(
             "{}: tensor 'a': file shrank while being read (now {new_len} bytes, {} needed): truncated by another program?",
             path.display(),

@@ -120,6 +120,31 @@ pub enum Domain {
     Sampled(Format),
 }
 
+impl Domain {
+    /// Width in bits of an input: `bits` for an exhaustive domain, the format's width
+    /// for a sampled one.
+    #[inline]
+    pub const fn input_bits(self) -> u32 {
+        match self {
+            Domain::Exhaustive { bits } => bits,
+            Domain::Sampled(format) => format.bits(),
+        }
+    }
+
+    /// The bits an input may have set: the low [`Domain::input_bits`].
+    #[inline]
+    pub const fn input_mask(self) -> u64 {
+        u64::MAX >> (u64::BITS - self.input_bits())
+    }
+
+    /// Whether `input` fits the domain's width (an n-bit value for an n-bit domain, any
+    /// encoding of the format for a sampled one).
+    #[inline]
+    pub const fn contains(self, input: u64) -> bool {
+        input & !self.input_mask() == 0
+    }
+}
+
 impl Family {
     /// The inputs this family's variants are checked on.
     ///

@@ -1,11 +1,11 @@
 //! Every variant of the table, on every input of its family's domain, against the
-//! independent exact reference in `host::reference`, bit for bit.
+//! independent exact reference in `host::verify::reference`, bit for bit.
 
 use approx::ulps_eq;
-use host::cpu::{self, Verification};
-use host::domain;
-use host::reference::{self, FpClass, binary16_class};
-use host::table::{VARIANTS, Variant, families, find};
+use host::verify::cpu::{self, Verification};
+use host::verify::domain;
+use host::verify::reference::{self, FpClass, binary16_class};
+use host::verify::table::{VARIANTS, Variant, families, find};
 use shared::{Claim, Family, Format};
 use std::sync::LazyLock;
 

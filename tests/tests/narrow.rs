@@ -1,10 +1,10 @@
 //! f32 → binary16 / bfloat16 / FP8 E4M3 / FP8 E5M2 (round to nearest, ties to even) on
 //! every one of the 2^32 inputs, and the widening conversions back on every encoding,
-//! against `host::reference`'s integer arithmetic on the fields; then the `half` and
+//! against `host::verify::reference`'s integer arithmetic on the fields; then the `half` and
 //! `float8` crates on the same inputs, their differences counted.
 
 use conformance::check_all;
-use host::reference::{self, NarrowFormat, Rounded};
+use host::verify::reference::{self, NarrowFormat, Rounded};
 use shared::narrow::Overflow;
 use shared::{bfloat16, binary16, fp8};
 

@@ -10,10 +10,15 @@
 //!
 //! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
 //! library before cudarc can panic, and every failure is a [`GpuError`].
+//!
+//! Owns: the CUDA context, device buffers, the embedded PTX ([`ptx`]) and every kernel
+//! launch (the `unsafe` ones stay in `raw`). Uses: [`crate::support`] only; it knows
+//! kernels by their `shared` types, never the variant table.
 
+pub mod ptx;
 mod raw;
 
-use crate::table::Element;
+use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
 use shared::{KernelKind, KernelName, Primitive, Stored, kind};
@@ -176,8 +181,8 @@ impl Gpu {
         }
         let ctx = CudaContext::new(ordinal).map_err(driver(format!("creating a context on device {ordinal}")))?;
         let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::PTX))
-            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::ptx::PTX) })?;
+            .load_module(cudarc::nvrtc::Ptx::from_src(crate::gpu::ptx::PTX))
+            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::gpu::ptx::PTX) })?;
         let attribute = |a| ctx.attribute(a).map_err(driver("reading device attributes"));
         let info = DeviceInfo {
             ordinal,
@@ -414,7 +419,7 @@ pub fn open_or_skip() -> Option<Gpu> {
         Err(e) => Err(format!("no CUDA device ({e})")),
         Ok(gpu) => Ok(gpu),
     };
-    crate::skip::require_or_skip("REQUIRE_GPU", opened)
+    crate::support::skip::require_or_skip("REQUIRE_GPU", opened)
 }
 
 /// The input bits a conformance or length check feeds element `i`.
@@ -452,9 +457,9 @@ where
     P::In: Element,
     Bits<P>: Element,
 {
-    let input: Vec<P::In> = crate::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
+    let input: Vec<P::In> = crate::support::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
     let output = gpu.map_host::<P>(&input)?;
-    let (mismatches, first) = crate::parallel::count_where(len, |i| {
+    let (mismatches, first) = crate::support::parallel::count_where(len, |i| {
         let cpu = P::apply(input[i]).to_stored();
         (cpu != output[i]).then(|| GpuMismatch {
             index: i as u64,
@@ -465,3 +470,84 @@ where
     });
     Ok(GpuCheck { elements: len as u64, mismatches, first_mismatch: first })
 }
+
+/// A device buffer of one of the [`Element`] types, for code that meets kernels of every
+/// input width (the variant table's type-erased bandwidth kernels).
+pub enum DeviceElements {
+    /// `u8` elements.
+    U8(CudaSlice<u8>),
+    /// `u16` elements.
+    U16(CudaSlice<u16>),
+    /// `u32` elements.
+    U32(CudaSlice<u32>),
+    /// `u64` elements.
+    U64(CudaSlice<u64>),
+}
+
+impl DeviceElements {
+    /// `len` elements of type `T`, element `i` the low bits of `input_at(i)`, made on
+    /// all cores and uploaded.
+    pub fn upload<T: BufferElement>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
+        let host: Vec<T> = crate::support::parallel::map_indices(len, |i| T::from_u64(input_at(i as u64)));
+        Ok(T::into_elements(gpu.upload(&host)?))
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceElements::U8(b) => b.len(),
+            DeviceElements::U16(b) => b.len(),
+            DeviceElements::U32(b) => b.len(),
+            DeviceElements::U64(b) => b.len(),
+        }
+    }
+
+    /// `true` for no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Width of an element in bits.
+    pub fn bits(&self) -> u32 {
+        match self {
+            DeviceElements::U8(_) => 8,
+            DeviceElements::U16(_) => 16,
+            DeviceElements::U32(_) => 32,
+            DeviceElements::U64(_) => 64,
+        }
+    }
+
+    /// The buffer as `T`s, or a [`GpuError::Length`] for `kernel` saying that it holds
+    /// another type.
+    pub fn typed<T: BufferElement>(&self, kernel: KernelName) -> Result<&CudaSlice<T>, GpuError> {
+        T::of_elements(self).ok_or_else(|| GpuError::Length {
+            kernel: kernel.to_string(),
+            detail: format!("input holds {}-bit elements, the kernel reads {}-bit ones", self.bits(), T::BITS),
+        })
+    }
+}
+
+/// An [`Element`] type a [`DeviceElements`] holds: how to wrap and unwrap its buffer.
+pub trait BufferElement: Element {
+    /// `buffer` as a [`DeviceElements`].
+    fn into_elements(buffer: CudaSlice<Self>) -> DeviceElements;
+    /// The buffer of `elements`, if it holds elements of this type.
+    fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<Self>>;
+}
+
+macro_rules! buffer_element {
+    ($($t:ty: $variant:ident)*) => {$(
+        impl BufferElement for $t {
+            fn into_elements(buffer: CudaSlice<$t>) -> DeviceElements {
+                DeviceElements::$variant(buffer)
+            }
+            fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<$t>> {
+                match elements {
+                    DeviceElements::$variant(buffer) => Some(buffer),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+buffer_element!(u8: U8 u16: U16 u32: U32 u64: U64);

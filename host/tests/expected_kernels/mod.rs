@@ -1,10 +1,10 @@
 //! The kernel entry points the embedded PTX must have: for every variant of the table,
-//! one per kind of kernel its entry has ([`host::table::Variant::kernels`], from
+//! one per kind of kernel its entry has ([`host::verify::table::Variant::kernels`], from
 //! `shared::Primitive::KINDS`), named as `shared::KernelName` says. `kernels-gpu`
 //! generates its entry points from the same kinds, so a kind it stops emitting, or emits
 //! for a variant whose entry does not list it, is a difference here.
 
-use host::table::{VARIANTS, Variant};
+use host::verify::table::{VARIANTS, Variant};
 use shared::KernelKind;
 use std::collections::BTreeSet;
 
@@ -22,7 +22,7 @@ pub fn names_checked_against_the_ptx() -> BTreeSet<String> {
         assert!(VARIANTS.iter().any(|v| v.has(kind)), "no variant of the table has a {kind:?} kernel");
     }
     let expected = names();
-    let entries = host::ptx::entry_names(host::ptx::PTX);
+    let entries = host::gpu::ptx::entry_names(host::gpu::ptx::PTX);
     let found: BTreeSet<String> = entries.iter().map(|e| e.to_string()).collect();
     assert_eq!(found.len(), entries.len(), "an entry point is defined twice: {entries:?}");
     let missing: Vec<&String> = expected.difference(&found).collect();

@@ -1,0 +1,594 @@
+//! Tensor containers: `.npy`, `.npz` and `.safetensors` headers parsed from a file read
+//! on demand, tensor data read the same way (a deflated `.npz` member's inflated as it
+//! is read), and f32 tensors written atomically, streamed a chunk at a time.
+//!
+//! `.npy` headers, of files and of `.npz` members alike, are parsed by [`npy_header`]
+//! (linear time whatever the bytes); `.npz` archives by [`crate::files::npz`]; `.safetensors`
+//! headers by the format's own crate, after this module has bounded the header size (so
+//! that a hostile length field cannot make it allocate gigabytes) and before it checks
+//! that no tensor name appears twice. Every tensor's bytes must lie inside the file (or
+//! its inflated member). Every function returns a one-line message instead of panicking,
+//! whatever the bytes.
+//!
+//! Files are read with positioned reads (`pread`), not memory-mapped: a mapped file that
+//! another program truncates kills the reader with SIGBUS, which no sound Rust can
+//! catch, whereas a short read is an error like any other.
+
+use crate::files::npy_header;
+use crate::files::npz;
+use crate::files::scan::{Endian, FloatFormat, Source};
+use crate::files::tensor::{BOOL, INTEGER, TensorElement, TensorEntry, element_count, io_message, parse_npy};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Largest `.safetensors` JSON header accepted, in bytes. The format allows 100 MB; 2 MiB
+/// is about 20,000 tensors, far more than real checkpoint files hold (a few hundred to
+/// a few thousand), and keeps the parsed header and the report well under `scan`'s
+/// 64 MiB heap budget (`tests/heap_bound.rs` measures the peak at this limit).
+///
+/// Parse time, measured on adversarial headers (release build, a loaded 2-core machine):
+/// `serde_json` is one recursive-descent pass and refuses nesting over 128 at once; the
+/// crate then sorts the tensors by offset (n log n) and fills hash maps. The costliest
+/// families (tens of thousands of tensors, a shape of a million dimensions, a million
+/// metadata keys, an unknown key holding 30-deep arrays) took 12 to 40 ns per byte at
+/// 64 KiB and 35 to 130 ns at 16 MiB: 256 times the size, 3 to 9 times the cost per byte
+/// (the sort's log factor and cache misses; quadratic work would be 256 times). At this
+/// limit the worst took 0.3 s.
+pub const MAX_SAFETENSORS_HEADER: u64 = 2 << 20;
+/// `.safetensors` files start with the header length as a little-endian u64.
+const SAFETENSORS_LEN_BYTES: usize = 8;
+/// Bytes read from the start of a file to parse its header: the longest header either
+/// container accepts, with its length field.
+const HEAD_BYTES: u64 = SAFETENSORS_LEN_BYTES as u64 + MAX_SAFETENSORS_HEADER;
+const _: () = assert!(HEAD_BYTES >= npy_header::MAX_NPY_HEAD_BYTES);
+/// The `.safetensors` header key that holds string metadata, not a tensor.
+const SAFETENSORS_METADATA_KEY: &str = "__metadata__";
+
+/// The container formats `scan` reads (all three) and `normalize` writes (`.npy` and
+/// `.safetensors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Container {
+    /// NumPy's `.npy`: one array.
+    Npy,
+    /// NumPy's `.npz`: a zip archive of `.npy` members, stored or deflated.
+    Npz,
+    /// Hugging Face's `.safetensors`: named tensors after a JSON header.
+    Safetensors,
+}
+
+impl Container {
+    /// The container named by `path`'s extension (`.npy`, `.npz`, `.safetensors`), if any.
+    pub fn from_extension(path: &Path) -> Option<Container> {
+        match path.extension()?.to_str()? {
+            "npy" => Some(Container::Npy),
+            "npz" => Some(Container::Npz),
+            "safetensors" => Some(Container::Safetensors),
+            _ => None,
+        }
+    }
+
+    /// The container an output path names: `.npy` or `.safetensors` (`.npz` is read only).
+    pub fn of_output(path: &Path) -> Option<Container> {
+        Container::from_extension(path).filter(|&container| container != Container::Npz)
+    }
+
+    /// The container of an input file: by extension, else by content: NumPy's magic, a
+    /// zip archive's, or a safetensors header (see [`looks_like_safetensors`]).
+    pub fn detect(path: &Path, bytes: &[u8]) -> Result<Container, String> {
+        match Container::from_extension(path) {
+            Some(container) => Ok(container),
+            None if bytes.starts_with(npy_header::NPY_MAGIC) => Ok(Container::Npy),
+            None if npz::MAGIC.iter().any(|magic| bytes.starts_with(magic)) => Ok(Container::Npz),
+            None if looks_like_safetensors(bytes) => Ok(Container::Safetensors),
+            None => Err("unknown file type (expected a .npy, .npz or .safetensors file)".into()),
+        }
+    }
+}
+
+/// `true` if `bytes` start like a `.safetensors` file: a little-endian header length
+/// that fits the file and [`MAX_SAFETENSORS_HEADER`], then a JSON object's `{` (the
+/// `safetensors` crate refuses a header that starts with anything else). Neither NumPy's
+/// magic nor a zip archive's can pass: both would claim a header of terabytes.
+pub fn looks_like_safetensors(bytes: &[u8]) -> bool {
+    let Some((length_field, rest)) = bytes.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
+        return false;
+    };
+    let header_len = u64::from_le_bytes(*length_field);
+    header_len >= 2 && header_len <= MAX_SAFETENSORS_HEADER.min(rest.len() as u64) && rest.first() == Some(&b'{')
+}
+
+/// A tensor file whose header has been parsed. It holds no open file descriptor (so
+/// that any number of files can be checked before any is scanned); [`TensorFile::reader`]
+/// opens it again to read the data.
+pub struct TensorFile {
+    /// The path as given.
+    pub path: PathBuf,
+    /// The container format.
+    pub container: Container,
+    /// The tensors, in file order.
+    pub tensors: Vec<TensorEntry>,
+    /// Device and inode of the file whose header was parsed.
+    identity: (u64, u64),
+}
+
+impl TensorFile {
+    /// Opens `path` and parses its header: the start of the file, or an `.npz` archive's
+    /// central directory and its members' headers. Errors are one line, prefixed with
+    /// the path.
+    ///
+    /// Guarantees on success: every tensor's `data` range lies inside the file as it was
+    /// when opened (or inside its inflated member), and its length matches shape ×
+    /// element size. Nothing of the data is read (but the first bytes of each `.npz`
+    /// member, which hold its header).
+    pub fn open(path: &Path) -> Result<TensorFile, String> {
+        use std::os::unix::fs::MetadataExt;
+        let fail = |message: String| format!("{}: {}", path.display(), one_line(message));
+        check_regular_file(path).map_err(fail)?;
+        let file = File::open(path).map_err(|e| fail(io_message(&e)))?;
+        let metadata = file.metadata().map_err(|e| fail(io_message(&e)))?;
+        if metadata.len() == 0 {
+            return Err(fail("empty file".into()));
+        }
+        let mut head = vec![0; metadata.len().min(HEAD_BYTES) as usize];
+        file.read_exact_at(&mut head, 0).map_err(|e| fail(read_error(&file, &e, head.len() as u64)))?;
+        let container = Container::detect(path, &head).map_err(fail)?;
+        let read = |offset: u64, buf: &mut [u8]| {
+            file.read_exact_at(buf, offset).map_err(|e| read_error(&file, &e, offset + buf.len() as u64))
+        };
+        let whole = Source::Read { len: metadata.len() as usize, read: &read };
+        let tensors = parse_file(container, &head, whole).map_err(fail)?;
+        Ok(TensorFile { path: path.to_path_buf(), container, tensors, identity: (metadata.dev(), metadata.ino()) })
+    }
+
+    /// Opens the file again to read its tensors' data. It must still be the file whose
+    /// header was parsed (not one renamed over it since). Errors are one line, prefixed
+    /// with the path.
+    pub fn reader(&self) -> Result<TensorReader, String> {
+        use std::os::unix::fs::MetadataExt;
+        let fail = |message: String| format!("{}: {message}", self.path.display());
+        let file = File::open(&self.path)
+            .map_err(|e| fail(format!("cannot open again after its header was read: {}", io_message(&e))))?;
+        let metadata = file.metadata().map_err(|e| fail(io_message(&e)))?;
+        if (metadata.dev(), metadata.ino()) != self.identity {
+            return Err(fail("replaced by another file after its header was read".into()));
+        }
+        Ok(TensorReader { file })
+    }
+}
+
+/// A [`TensorFile`] open for reading its data.
+pub struct TensorReader {
+    file: File,
+}
+
+impl TensorReader {
+    /// Calls `use_chunk(first_byte, source)` on the bytes of `tensor` (one of the file's
+    /// tensors) in order, `first_byte` counted from the start of its data: once, with a
+    /// source that reads them from the file on demand, for data in the file; and
+    /// `chunk_bytes` at a time in memory (the last chunk shorter) for a deflated `.npz`
+    /// member, which is inflated as it goes and whose length and CRC-32 are checked at
+    /// its end. `chunk_bytes` should be a multiple of the element size, so that every
+    /// chunk holds whole elements.
+    ///
+    /// A file that has shrunk since its header was read is an error (one line, without
+    /// the file name); one rewritten in place meanwhile gives whatever the bytes are now,
+    /// as for any reader racing a writer.
+    pub fn for_each_chunk(
+        &self,
+        tensor: &TensorEntry,
+        chunk_bytes: usize,
+        mut use_chunk: impl FnMut(u64, Source<'_>) -> Result<(), String>,
+    ) -> Result<(), String> {
+        match &tensor.deflated {
+            None => {
+                let start = tensor.data.start as u64;
+                let read = |offset: u64, buf: &mut [u8]| self.read_at(start + offset, buf, tensor.data.end as u64);
+                use_chunk(0, Source::Read { len: tensor.data.len(), read: &read })
+            }
+            Some(deflated) => {
+                let end = deflated.compressed.end;
+                let read = |offset: u64, buf: &mut [u8]| self.read_at(offset, buf, end as u64);
+                let archive = Source::Read { len: end, read: &read };
+                npz::inflate(archive, deflated, tensor.data.clone(), chunk_bytes, |first_byte, bytes| {
+                    use_chunk(first_byte, Source::Bytes(bytes))
+                })
+            }
+        }
+    }
+
+    /// Fills `buf` with the file's bytes from `offset` on; `needed`, the length the file
+    /// must have for the read at hand, is named if it has shrunk.
+    fn read_at(&self, offset: u64, buf: &mut [u8], needed: u64) -> Result<(), String> {
+        self.file.read_exact_at(buf, offset).map_err(|e| read_error(&self.file, &e, needed))
+    }
+}
+
+/// A failed read as one line: a read past the end means the file shrank after it was
+/// opened (another program truncated or rewrote it).
+fn read_error(file: &File, error: &std::io::Error, needed: u64) -> String {
+    if error.kind() == std::io::ErrorKind::UnexpectedEof {
+        let now = file.metadata().map_or_else(|e| io_message(&e), |m| format!("{} bytes", m.len()));
+        format!("file shrank while being read (now {now}, {needed} needed): truncated by another program?")
+    } else {
+        format!("read failed: {}", io_message(error))
+    }
+}
+
+/// Parses the header of a whole file held in `bytes` as `container` and returns its
+/// tensors: what [`TensorFile::open`] does with a file of these bytes.
+///
+/// Never panics, whatever the bytes; on success every tensor's `data` lies inside
+/// `bytes` (or inside its inflated `.npz` member) and the other guarantees of
+/// [`TensorFile::open`] hold.
+pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
+    parse_file(container, &bytes[..bytes.len().min(HEAD_BYTES as usize)], Source::Bytes(bytes))
+}
+
+/// Parses the header of `file` as `container`: `.npy` and `.safetensors` from `head`,
+/// its first `min(len, HEAD_BYTES)` bytes; `.npz` by reading the archive where its
+/// records are.
+fn parse_file(container: Container, head: &[u8], file: Source<'_>) -> Result<Vec<TensorEntry>, String> {
+    match container {
+        Container::Npy => parse_npy(head, file.len() as u64).map(|t| vec![t]),
+        Container::Npz => npz::parse(file),
+        Container::Safetensors => parse_safetensors(head, file.len() as u64),
+    }
+}
+
+/// Parses a `.safetensors` header: the `safetensors` crate is fed only the JSON header
+/// bytes, after its length has been checked against [`MAX_SAFETENSORS_HEADER`] and the
+/// file size; no name may appear twice, and the data the header describes must cover
+/// the rest of the file exactly.
+pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>, String> {
+    let Some((length_field, rest)) = head.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
+        return Err(format!("truncated: {file_len} bytes, shorter than the 8-byte header length"));
+    };
+    let header_len = u64::from_le_bytes(*length_field);
+    if header_len > MAX_SAFETENSORS_HEADER {
+        return Err(format!("oversized header: {header_len} bytes (limit {MAX_SAFETENSORS_HEADER})"));
+    }
+    let after_length = file_len.saturating_sub(SAFETENSORS_LEN_BYTES as u64);
+    let Some(header) = rest.get(..header_len as usize).filter(|_| header_len <= after_length) else {
+        return Err(format!("truncated header: claims {header_len} bytes, file holds {after_length} after the length"));
+    };
+    // Before the crate, which keeps the last of two entries of one name and may then
+    // report the other's offsets as invalid instead.
+    if let Some(name) = duplicate_key(header) {
+        return Err(format!("tensor name '{name}' appears twice in the header"));
+    }
+    let metadata: safetensors::tensor::Metadata = serde_json::from_slice(header).map_err(safetensors_header_error)?;
+    let data_start = SAFETENSORS_LEN_BYTES + header.len();
+    let data_len = metadata.data_len();
+    let file_data_len = after_length - header_len;
+    if data_len as u64 > file_data_len {
+        return Err(format!(
+            "header claims {data_len} data bytes, the file holds only {file_data_len} after the header"
+        ));
+    }
+    if (data_len as u64) < file_data_len {
+        return Err(format!("{} bytes after the last tensor belong to no tensor", file_data_len - data_len as u64));
+    }
+    metadata
+        .offset_keys()
+        .into_iter()
+        .map(|name| {
+            let info = metadata.info(&name).ok_or_else(|| format!("tensor '{name}' vanished from the header"))?;
+            let (element, bits) = (safetensors_element(info.dtype), info.dtype.bitsize() as u64);
+            let shape: Vec<u64> = info.shape.iter().map(|&d| d as u64).collect();
+            let (start, end) = info.data_offsets;
+            let elements = element_count(&name, &shape)?;
+            // The crate has checked this too; it is what makes `data` safe to scan.
+            let size_matches = matches!(
+                (end.checked_sub(start), elements.checked_mul(bits)),
+                (Some(bytes), Some(bits)) if bytes as u128 * 8 == u128::from(bits)
+            );
+            if !size_matches || end > data_len {
+                return Err(format!("tensor '{name}': data_offsets do not match its shape and dtype"));
+            }
+            Ok(TensorEntry {
+                dtype: format!("{:?}", info.dtype),
+                element,
+                shape,
+                elements,
+                data: data_start + start..data_start + end,
+                deflated: None,
+                fortran_order: false,
+                name,
+            })
+        })
+        .collect()
+}
+
+/// The first key of the JSON object `header` that appears twice, if any (`None` also
+/// for a header that is not a JSON object: the crate then says why). serde's maps (the
+/// crate's and `serde_json::Value`'s alike) keep the last of duplicate keys without a
+/// word, so the keys are listed by a visitor of their own.
+///
+/// One pass of `serde_json` (recursive descent, no backtracking, at most 128 levels
+/// deep) that skips every value, and one hash-set insertion per key.
+fn duplicate_key(header: &[u8]) -> Option<String> {
+    struct FirstDuplicate;
+    impl<'de> serde::de::Visitor<'de> for FirstDuplicate {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                if seen.contains(&key) {
+                    return Ok(Some(key));
+                }
+                seen.insert(key);
+            }
+            Ok(None)
+        }
+    }
+    use serde::Deserializer;
+    serde_json::Deserializer::from_slice(header).deserialize_map(FirstDuplicate).ok().flatten()
+}
+
+/// A header the crate rejects, as one line; an unknown dtype is named as such.
+fn safetensors_header_error(error: serde_json::Error) -> String {
+    let message = error.to_string();
+    match message.strip_prefix("unknown variant ") {
+        // "unknown variant `F7`, expected one of `BOOL`, ... at line 1 column 40"
+        Some(rest) => format!("unknown dtype {} in header", rest.split(',').next().unwrap_or(rest)),
+        None => format!("invalid header: {message}"),
+    }
+}
+
+/// How a safetensors dtype is checked. E8M0 (whose 0xFF is NaN, but which has no sign
+/// bit for `shared`'s classification to work on) and dtypes newer than the crate are
+/// [`TensorElement::Unsupported`].
+fn safetensors_element(dtype: safetensors::Dtype) -> TensorElement {
+    use safetensors::Dtype as D;
+    let float = |format: FloatFormat| TensorElement::Float(format, Endian::Little);
+    match dtype {
+        D::F16 => float(FloatFormat::Binary16),
+        D::BF16 => float(FloatFormat::Bfloat16),
+        D::F32 => float(FloatFormat::Binary32),
+        D::F64 => float(FloatFormat::Binary64),
+        D::F8_E4M3 => float(FloatFormat::Fp8E4m3),
+        D::F8_E5M2 => float(FloatFormat::Fp8E5m2),
+        D::F8_E4M3FNUZ => float(FloatFormat::Fp8E4m3Fnuz),
+        D::F8_E5M2FNUZ => float(FloatFormat::Fp8E5m2Fnuz),
+        D::C64 => TensorElement::Complex(FloatFormat::Binary32, Endian::Little),
+        D::BOOL => TensorElement::AlwaysFinite(BOOL),
+        D::U8 | D::I8 | D::U16 | D::I16 | D::U32 | D::I32 | D::U64 | D::I64 => TensorElement::AlwaysFinite(INTEGER),
+        D::F4 | D::F6_E2M3 | D::F6_E3M2 => TensorElement::AlwaysFinite("MX format without NaN or infinity"),
+        D::F8_E8M0 => TensorElement::Unsupported("E8M0 is not supported"),
+        _ => TensorElement::Unsupported("dtype not supported"),
+    }
+}
+
+/// `Ok` if `path` names an existing regular file (or a link to one); else why not, as a
+/// short phrase ("no such file or directory", "is a directory").
+pub fn check_regular_file(path: &Path) -> Result<(), String> {
+    let metadata = std::fs::metadata(path).map_err(|e| io_message(&e))?;
+    if metadata.is_dir() {
+        Err("is a directory".into())
+    } else if !metadata.is_file() {
+        Err("not a regular file".into())
+    } else {
+        Ok(())
+    }
+}
+
+/// `message` on one line: line breaks (which some decoders' messages contain) become
+/// "; ".
+pub fn one_line(message: impl std::fmt::Display) -> String {
+    message.to_string().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+}
+
+/// Checks, before any work, that `output` may be written: its extension names a
+/// container, it is not `input` (same file after resolving links), and it does not exist
+/// unless `force`. Returns the container; errors are one line naming the file.
+pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, String> {
+    let fail = |message: &str| Err(format!("{}: {message}", output.display()));
+    let same = matches!((output.canonicalize(), input.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    if same {
+        return fail("is the input file; choose another output path");
+    }
+    let Some(container) = Container::of_output(output) else {
+        return fail("unknown output extension (expected .npy or .safetensors)");
+    };
+    if output.exists() {
+        if output.is_dir() {
+            return fail("is a directory");
+        }
+        if !force {
+            return fail("already exists (use --force to replace it)");
+        }
+    }
+    Ok(container)
+}
+
+/// Values per chunk when a tensor is written: 4 MiB of f32, so that writing holds a few
+/// MiB however large the tensor is.
+pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
+
+/// A tensor's values in flat order, produced a chunk at a time, so that writing one
+/// never needs them all in memory.
+pub trait F32Source {
+    /// How many values there are.
+    fn elements(&self) -> u64;
+    /// Writes values `start .. start + out.len()` into `out` (a range within
+    /// [`F32Source::elements`]).
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), String>;
+}
+
+impl F32Source for [f32] {
+    fn elements(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), String> {
+        let values = usize::try_from(start).ok().and_then(|start| self.get(start..start + out.len()));
+        out.copy_from_slice(values.ok_or_else(|| format!("values {start}.. are out of range"))?);
+        Ok(())
+    }
+}
+
+/// Writes the f32 tensor `data` of `shape` to `out`: [`write_f32_from`] of a slice.
+pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), String> {
+    write_f32_from(out, name, shape, data, force)
+}
+
+/// Writes an f32 tensor of `shape` to `out` as the container its extension names:
+/// [`stage_f32`], then [`StagedOutput::commit`].
+pub fn write_f32_from(
+    out: &Path,
+    name: &str,
+    shape: &[u64],
+    data: &(impl F32Source + ?Sized),
+    force: bool,
+) -> Result<(), String> {
+    stage_f32(out, name, shape, data, force)?.commit()
+}
+
+/// Writes an f32 tensor of `shape`, for `out`, as the container its extension names,
+/// under the tensor name `name` for `.safetensors` (any name but the format's reserved
+/// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time, into
+/// a temporary file in `out`'s directory, synced; `out` itself is not touched until
+/// [`StagedOutput::commit`].
+///
+/// Permissions, as other tools give them: a new output gets the mode `open(..., 0666)`
+/// gives under the umask (so `0644` under the usual `022`), like a shell's `>` or `cp`
+/// to a new file; with `force`, a replaced file's permission bits are kept, like `cp`
+/// onto an existing file (`install`, by contrast, sets `0755` or its `-m`). The owner is
+/// whoever runs the command, as with any replace-by-rename.
+///
+/// On any error the temporary file is removed and `out` is left as it was; so is it if
+/// the result is dropped without being committed.
+pub fn stage_f32(
+    out: &Path,
+    name: &str,
+    shape: &[u64],
+    data: &(impl F32Source + ?Sized),
+    force: bool,
+) -> Result<StagedOutput, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let fail = |message: String| format!("{}: {}", out.display(), one_line(message));
+    let container = Container::of_output(out)
+        .ok_or_else(|| fail("unknown output extension (expected .npy or .safetensors)".into()))?;
+    if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
+        return Err(fail(format!("shape {shape:?} does not hold {} values", data.elements())));
+    }
+    if container == Container::Safetensors && name == SAFETENSORS_METADATA_KEY {
+        // The crate would write it, but every reader takes that key for the metadata map.
+        return Err(fail(format!("tensor name '{name}' is reserved by the format")));
+    }
+    let directory = match out.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let replaced_mode = match std::fs::metadata(out) {
+        Ok(metadata) if force && metadata.is_file() => Some(metadata.permissions().mode() & 0o777),
+        _ => None,
+    };
+    // The kernel applies the umask to the mode asked for here; a replaced file's mode is
+    // then set exactly, before any data is written.
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".bitexact-")
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
+        .tempfile_in(directory)
+        .map_err(|e| fail(format!("cannot create a temporary file in {}: {}", directory.display(), io_message(&e))))?;
+    if let Some(mode) = replaced_mode {
+        temporary
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| fail(format!("cannot set the mode of the temporary file: {}", io_message(&e))))?;
+    }
+    let mut writer = BufWriter::with_capacity(1 << 20, temporary.as_file_mut());
+    match container {
+        Container::Npy => write_npy(&mut writer, shape, data),
+        Container::Safetensors => write_safetensors(&mut writer, name, shape, data),
+        Container::Npz => Err("cannot write .npz".into()),
+    }
+    .and_then(|()| writer.into_inner().map(drop).map_err(|e| io_message(e.error())))
+    .and_then(|()| temporary.as_file().sync_all().map_err(|e| io_message(&e)))
+    .map_err(|e| fail(format!("write failed: {e}")))?;
+    Ok(StagedOutput { temporary, out: out.to_path_buf(), force })
+}
+
+/// An output written in full to a temporary file, not yet in place. Dropping it removes
+/// the temporary file and leaves the output path as it was.
+pub struct StagedOutput {
+    temporary: tempfile::NamedTempFile,
+    out: PathBuf,
+    force: bool,
+}
+
+impl StagedOutput {
+    /// Renames the temporary file onto the output path. Without `force`, an existing
+    /// output is never replaced (the rename itself refuses, so a file created meanwhile
+    /// is not clobbered either). On error the temporary file is removed.
+    pub fn commit(self) -> Result<(), String> {
+        let fail = |message: String| format!("{}: {message}", self.out.display());
+        let persisted =
+            if self.force { self.temporary.persist(&self.out) } else { self.temporary.persist_noclobber(&self.out) };
+        persisted.map(drop).map_err(|e| {
+            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                fail("already exists (use --force to replace it)".into())
+            } else {
+                fail(format!("cannot rename the temporary file into place: {}", io_message(&e.error)))
+            }
+        })
+    }
+}
+
+/// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order.
+fn for_each_chunk(
+    data: &(impl F32Source + ?Sized),
+    mut write: impl FnMut(&[f32]) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut chunk = vec![0.0f32; WRITE_CHUNK_ELEMENTS.min(data.elements() as usize)];
+    let mut start = 0;
+    while start < data.elements() {
+        let len = chunk.len().min((data.elements() - start) as usize);
+        data.fill(start, &mut chunk[..len])?;
+        write(&chunk[..len])?;
+        start += len as u64;
+    }
+    Ok(())
+}
+
+fn write_npy(out: &mut impl Write, shape: &[u64], data: &(impl F32Source + ?Sized)) -> Result<(), String> {
+    use npyz::WriterBuilder;
+    let mut writer =
+        npyz::WriteOptions::new().default_dtype().shape(shape).writer(out).begin_nd().map_err(|e| io_message(&e))?;
+    for_each_chunk(data, |chunk| writer.extend(chunk.iter().copied()).map_err(|e| io_message(&e)))?;
+    writer.finish().map_err(|e| io_message(&e))
+}
+
+/// Writes what `safetensors::serialize` writes for one F32 tensor (a test compares the
+/// bytes), without building the whole file in memory as it does: the length, the JSON
+/// header padded with spaces to a multiple of 8 bytes, then the little-endian values.
+fn write_safetensors(
+    out: &mut impl Write,
+    name: &str,
+    shape: &[u64],
+    data: &(impl F32Source + ?Sized),
+) -> Result<(), String> {
+    const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian f32");
+    /// One tensor's header entry, its fields in the crate's order.
+    #[derive(serde::Serialize)]
+    struct Info<'a> {
+        dtype: &'static str,
+        shape: &'a [u64],
+        data_offsets: [u64; 2],
+    }
+    let info = Info { dtype: "F32", shape, data_offsets: [0, data.elements() * 4] };
+    let mut header = serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)]))
+        .map_err(|e| format!("invalid header: {e}"))?;
+    header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');
+    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(|e| io_message(&e))?;
+    out.write_all(&header).map_err(|e| io_message(&e))?;
+    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)).map_err(|e| io_message(&e)))
+}
