@@ -83,6 +83,13 @@ fn a_device_buffer_is_reused_across_calls() {
     // A length mismatch is a typed error, not a launch.
     let mut short = gpu.zeros::<u32>(10).expect("alloc");
     assert!(matches!(gpu.map::<unorm8_series>(&input, &mut short), Err(GpuError::Length { .. })));
+    // So is a copy's, with its own variant.
+    let copy_error = |r: Result<(), GpuError>| match r {
+        Err(GpuError::CopyLength { from, into, .. }) => Some((from, into)),
+        _ => None,
+    };
+    assert_eq!(copy_error(gpu.copy(&output, &mut short)), Some((bytes.len(), 10)));
+    assert_eq!(copy_error(gpu.download_into(&short, &mut [0u32; 11])), Some((10, 11)));
 }
 
 #[test]

@@ -121,31 +121,76 @@ pub struct Figures {
 /// An application costs at least one instruction, so no variant can exceed this.
 pub const MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE: f64 = 4.0 * 32.0;
 
+/// Why figures cannot be right ([`check_figures`]). `Display` is the reason the
+/// report prints after `invalid: `.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ImpossibleFigures {
+    /// A figure is NaN or infinite.
+    NotFinite {
+        /// Which figure: `latency`, `throughput` or `ops/SM/cycle`.
+        figure: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// Under one cycle per step of a dependent chain.
+    LatencyUnderOneCycle {
+        /// Cycles per step.
+        cycles: f64,
+    },
+    /// The throughput (or the applications per SM per cycle) is zero or negative.
+    ThroughputNotPositive {
+        /// Applications per second, in 10^9.
+        gops: f64,
+    },
+    /// More applications per SM per cycle than [`MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE`].
+    OverIssueRate {
+        /// Applications per SM per cycle.
+        ops_per_sm_per_cycle: f64,
+    },
+}
+
+impl fmt::Display for ImpossibleFigures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ImpossibleFigures::NotFinite { figure, value } => write!(f, "{figure} is {value}, not a finite number"),
+            ImpossibleFigures::LatencyUnderOneCycle { cycles } => {
+                write!(f, "latency {cycles:.2} cycles per step is under 1 cycle")
+            }
+            ImpossibleFigures::ThroughputNotPositive { gops } => {
+                write!(f, "throughput {gops:.1} Gop/s is not positive")
+            }
+            ImpossibleFigures::OverIssueRate { ops_per_sm_per_cycle } => write!(
+                f,
+                "{ops_per_sm_per_cycle:.1} applications per SM per cycle exceed the \
+                 {MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE} instructions an SM can issue"
+            ),
+        }
+    }
+}
+
 /// Why `figures` cannot be right, if they cannot: a figure that is not a finite positive
 /// number, a latency under one cycle per step (a dependent instruction takes at least
 /// one), or more applications per SM per cycle than
 /// [`MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE`]. Such figures come from a chain the
-/// compiler folded away, not from a fast function.
-pub fn check_figures(figures: &Figures) -> Result<(), String> {
+/// compiler folded away, not from a fast function. The first reason found, in that order.
+pub fn check_figures(figures: &Figures) -> Result<(), ImpossibleFigures> {
     let Figures { latency_cycles, throughput_gops, ops_per_sm_per_cycle } = *figures;
-    for (what, value) in
+    for (figure, value) in
         [("latency", latency_cycles), ("throughput", throughput_gops), ("ops/SM/cycle", ops_per_sm_per_cycle)]
     {
         if !value.is_finite() {
-            return Err(format!("{what} is {value}, not a finite number"));
+            return Err(ImpossibleFigures::NotFinite { figure, value });
         }
     }
     if latency_cycles < 1.0 {
-        return Err(format!("latency {latency_cycles:.2} cycles per step is under 1 cycle"));
+        return Err(ImpossibleFigures::LatencyUnderOneCycle { cycles: latency_cycles });
     }
     if throughput_gops <= 0.0 || ops_per_sm_per_cycle <= 0.0 {
-        return Err(format!("throughput {throughput_gops:.1} Gop/s is not positive"));
+        return Err(ImpossibleFigures::ThroughputNotPositive { gops: throughput_gops });
     }
     if ops_per_sm_per_cycle > MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE {
-        return Err(format!(
-            "{ops_per_sm_per_cycle:.1} applications per SM per cycle exceed the \
-             {MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE} instructions an SM can issue"
-        ));
+        return Err(ImpossibleFigures::OverIssueRate { ops_per_sm_per_cycle });
     }
     Ok(())
 }
@@ -156,7 +201,7 @@ pub enum TimingStatus {
     /// Measured, and possible.
     Valid,
     /// Measured, and impossible: why ([`check_figures`]).
-    Invalid(String),
+    Invalid(ImpossibleFigures),
     /// Not measured: the function is constant ([`is_constant`]).
     Constant,
 }
@@ -510,35 +555,46 @@ mod tests {
         assert_eq!(check_figures(&figures(1.0, 1.0, MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE)), Ok(()));
     }
 
+    /// The reason `check_figures` gives, as the report prints it.
+    fn why(latency_cycles: f64, throughput_gops: f64, ops_per_sm_per_cycle: f64) -> Option<String> {
+        check_figures(&figures(latency_cycles, throughput_gops, ops_per_sm_per_cycle)).err().map(|e| e.to_string())
+    }
+
     #[test]
     fn impossible_figures_say_why() {
         // The folded chains of commit 846e06b on an H200: -0.0 cycles, and 2,312
         // applications per SM per cycle (about 600,000 Gop/s).
         assert_eq!(
             check_figures(&figures(-0.0, 3000.0, 10.0)),
-            Err("latency -0.00 cycles per step is under 1 cycle".into())
+            Err(ImpossibleFigures::LatencyUnderOneCycle { cycles: -0.0 })
         );
-        assert_eq!(
-            check_figures(&figures(0.0, 3000.0, 10.0)),
-            Err("latency 0.00 cycles per step is under 1 cycle".into())
-        );
-        assert_eq!(
-            check_figures(&figures(0.99, 3000.0, 10.0)),
-            Err("latency 0.99 cycles per step is under 1 cycle".into())
-        );
+        assert_eq!(why(-0.0, 3000.0, 10.0).as_deref(), Some("latency -0.00 cycles per step is under 1 cycle"));
+        assert_eq!(why(0.0, 3000.0, 10.0).as_deref(), Some("latency 0.00 cycles per step is under 1 cycle"));
+        assert_eq!(why(0.99, 3000.0, 10.0).as_deref(), Some("latency 0.99 cycles per step is under 1 cycle"));
         assert_eq!(
             check_figures(&figures(20.0, 600_000.0, 2312.4)),
-            Err("2312.4 applications per SM per cycle exceed the 128 instructions an SM can issue".into())
+            Err(ImpossibleFigures::OverIssueRate { ops_per_sm_per_cycle: 2312.4 })
+        );
+        assert_eq!(
+            why(20.0, 600_000.0, 2312.4).as_deref(),
+            Some("2312.4 applications per SM per cycle exceed the 128 instructions an SM can issue")
         );
         assert!(check_figures(&figures(20.0, 3000.0, 128.01)).is_err());
         assert_eq!(
             check_figures(&figures(20.0, f64::INFINITY, 10.0)),
-            Err("throughput is inf, not a finite number".into())
+            Err(ImpossibleFigures::NotFinite { figure: "throughput", value: f64::INFINITY })
         );
-        assert_eq!(check_figures(&figures(f64::NAN, 3000.0, 10.0)), Err("latency is NaN, not a finite number".into()));
-        assert!(check_figures(&figures(20.0, 3000.0, f64::NEG_INFINITY)).is_err());
-        assert_eq!(check_figures(&figures(20.0, -5.0, -0.1)), Err("throughput -5.0 Gop/s is not positive".into()));
-        assert!(check_figures(&figures(20.0, 0.0, 0.0)).is_err());
+        assert_eq!(why(20.0, f64::INFINITY, 10.0).as_deref(), Some("throughput is inf, not a finite number"));
+        assert_eq!(why(f64::NAN, 3000.0, 10.0).as_deref(), Some("latency is NaN, not a finite number"));
+        assert!(matches!(
+            check_figures(&figures(20.0, 3000.0, f64::NEG_INFINITY)),
+            Err(ImpossibleFigures::NotFinite { figure: "ops/SM/cycle", .. })
+        ));
+        assert_eq!(why(20.0, -5.0, -0.1).as_deref(), Some("throughput -5.0 Gop/s is not positive"));
+        assert_eq!(
+            check_figures(&figures(20.0, 0.0, 0.0)),
+            Err(ImpossibleFigures::ThroughputNotPositive { gops: 0.0 })
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `bitexact bench`: GPU bandwidth and per-element timing.
 
+use super::error::CliError;
 use host::bench::{self, BenchConfig, BenchReport, TimingStatus};
 use host::gpu::Gpu;
 use host::support::output::{self, OutputFormat, Table};
@@ -32,13 +33,13 @@ pub struct BenchArgs {
 
 /// Runs the benchmarks and prints the report. Exits 1, after printing everything, if a
 /// timing row is invalid (one line on stderr names them).
-pub fn run(args: &BenchArgs) -> Result<ExitCode, String> {
+pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if args.mib == 0 || args.reps == 0 {
-        return Err("--mib and --reps must be at least 1".into());
+        return Err(CliError::Usage("--mib and --reps must be at least 1".into()));
     }
-    let gpu = Gpu::open(args.gpu).map_err(|e| format!("bench needs a GPU: {e}"))?;
+    let gpu = Gpu::open(args.gpu).map_err(|source| CliError::NeedsGpu { command: "bench", source })?;
     let config = BenchConfig {
-        bytes: args.mib.checked_mul(1 << 20).ok_or("--mib is too large")?,
+        bytes: args.mib.checked_mul(1 << 20).ok_or_else(|| CliError::Usage("--mib is too large".into()))?,
         reps: args.reps,
         only: args.only.clone(),
         ..BenchConfig::default()
@@ -49,9 +50,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, String> {
             let _ = writeln!(std::io::stderr(), "bench: {what}");
         }
     };
-    let report = bench::run(&gpu, &config, &progress).map_err(|e| e.to_string())?;
+    let report = bench::run(&gpu, &config, &progress)?;
     if let Some(path) = &args.json_out {
-        std::fs::write(path, output::json(&report)).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(path, output::json(&report))
+            .map_err(|source| CliError::WriteFile { path: path.clone(), source })?;
     }
     if args.format == OutputFormat::Json {
         output::write_stdout(&output::json(&report))?;

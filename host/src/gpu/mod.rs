@@ -90,6 +90,25 @@ pub enum GpuError {
         /// What was wrong.
         detail: String,
     },
+    /// A copy between buffers of different lengths.
+    CopyLength {
+        /// Which copy.
+        copy: DeviceCopy,
+        /// Elements in the source.
+        from: usize,
+        /// Elements in the destination.
+        into: usize,
+    },
+}
+
+/// A copy out of a device buffer, as [`GpuError::CopyLength`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceCopy {
+    /// Device to host ([`Gpu::download_into`]).
+    ToHost,
+    /// Device to device ([`Gpu::copy`]).
+    ToDevice,
 }
 
 impl std::fmt::Display for GpuError {
@@ -108,11 +127,24 @@ impl std::fmt::Display for GpuError {
             GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             GpuError::WrongResult { kernel, detail } => write!(f, "kernel {kernel} computed a wrong result: {detail}"),
             GpuError::Length { kernel, detail } => write!(f, "kernel {kernel}: {detail}"),
+            GpuError::CopyLength { copy: DeviceCopy::ToHost, from, into } => {
+                write!(f, "kernel memcpy_dtoh: copying {from} elements into {into}")
+            }
+            GpuError::CopyLength { copy: DeviceCopy::ToDevice, from, into } => {
+                write!(f, "kernel memcpy_dtod: copy of {from} elements into {into}")
+            }
         }
     }
 }
 
-impl std::error::Error for GpuError {}
+impl std::error::Error for GpuError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GpuError::Driver { source, .. } | GpuError::Launch { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 impl GpuError {
     /// `true` when the error means "there is no GPU here" rather than a failure on one.
@@ -271,8 +303,7 @@ impl Gpu {
     /// Copies a device buffer into `out` (equal lengths).
     pub fn download_into<T: DeviceRepr>(&self, buffer: &CudaSlice<T>, out: &mut [T]) -> Result<(), GpuError> {
         if buffer.len() != out.len() {
-            let detail = format!("copying {} elements into {}", buffer.len(), out.len());
-            return Err(GpuError::Length { kernel: "memcpy_dtoh".into(), detail });
+            return Err(GpuError::CopyLength { copy: DeviceCopy::ToHost, from: buffer.len(), into: out.len() });
         }
         self.stream.memcpy_dtoh(buffer, out).map_err(driver("copying results to the host"))?;
         self.stream.synchronize().map_err(driver("copying results to the host"))
@@ -401,8 +432,7 @@ impl Gpu {
     /// Queues a device-to-device copy of `src` into `dst` (equal lengths).
     pub fn copy<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), GpuError> {
         if src.len() != dst.len() {
-            let detail = format!("copy of {} elements into {}", src.len(), dst.len());
-            return Err(GpuError::Length { kernel: "memcpy_dtod".into(), detail });
+            return Err(GpuError::CopyLength { copy: DeviceCopy::ToDevice, from: src.len(), into: dst.len() });
         }
         self.stream.memcpy_dtod(src, dst).map_err(driver("copying device to device"))
     }
@@ -415,11 +445,23 @@ impl Gpu {
 pub fn open_or_skip() -> Option<Gpu> {
     let opened = match Gpu::open(0) {
         Err(e) if !e.is_unavailable() => panic!("the GPU is present but unusable: {e}"),
-        Err(GpuError::NoDriver) => Err("no CUDA driver".to_string()),
-        Err(e) => Err(format!("no CUDA device ({e})")),
+        Err(e) => Err(NoGpu(e)),
         Ok(gpu) => Ok(gpu),
     };
     crate::support::skip::require_or_skip("REQUIRE_GPU", opened)
+}
+
+/// Why [`open_or_skip`] skips: an unavailable-GPU error, shown short
+/// (`no CUDA driver`, `no CUDA device (…)`).
+struct NoGpu(GpuError);
+
+impl std::fmt::Display for NoGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            GpuError::NoDriver => f.write_str("no CUDA driver"),
+            e => write!(f, "no CUDA device ({e})"),
+        }
+    }
 }
 
 /// The input bits a conformance or length check feeds element `i`.

@@ -322,8 +322,9 @@ pub fn selected(only: Option<&str>) -> Result<Vec<&'static Variant>, NoVariantMa
     Ok(selected)
 }
 
-/// `--only` selected no variant.
+/// `--only` selected no variant: the patterns given.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NoVariantMatches(pub String);
 
 impl core::fmt::Display for NoVariantMatches {

@@ -68,6 +68,7 @@ pub struct ChainLoop {
 
 /// Why a timing kernel has no loop that holds the work.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NoChain {
     /// The kernel has no loop at all.
     NoLoop,
@@ -102,7 +103,30 @@ pub enum ChainVerdict {
     /// accesses and control flow): the function is constant, there is nothing to time.
     Constant,
     /// At least one timing kernel does not time the work; why, per kernel.
-    Missing(String),
+    Missing(MissingChain),
+}
+
+/// Which timing kernels of a variant do not time its work, and why: at least one of the
+/// two is `Some`. `Display`: `latency: <why>; throughput: <why>`, the kernels that miss.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingChain {
+    /// Why the latency kernel does not, if it does not.
+    pub latency: Option<NoChain>,
+    /// Why the throughput kernel does not, if it does not.
+    pub throughput: Option<NoChain>,
+}
+
+impl fmt::Display for MissingChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut separator = "";
+        for (kind, why) in [("latency", &self.latency), ("throughput", &self.throughput)] {
+            if let Some(why) = why {
+                write!(f, "{separator}{kind}: {why}")?;
+                separator = "; ";
+            }
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for ChainVerdict {
@@ -147,11 +171,13 @@ pub fn check(variant: &Kernel, skeleton: &Kernel, latency: &Kernel, throughput: 
     let chain = if work.is_empty() {
         ChainVerdict::Constant
     } else {
-        let missing: Vec<String> = [("latency", &latency), ("throughput", &throughput)]
-            .into_iter()
-            .filter_map(|(kind, found)| found.as_ref().err().map(|why| format!("{kind}: {why}")))
-            .collect();
-        if missing.is_empty() { ChainVerdict::HoldsWork } else { ChainVerdict::Missing(missing.join("; ")) }
+        let missing =
+            MissingChain { latency: latency.as_ref().err().cloned(), throughput: throughput.as_ref().err().cloned() };
+        if missing.latency.is_none() && missing.throughput.is_none() {
+            ChainVerdict::HoldsWork
+        } else {
+            ChainVerdict::Missing(missing)
+        }
     };
     let field = |found: &Result<ChainLoop, NoChain>, get: fn(&ChainLoop) -> usize| found.as_ref().ok().map(get);
     ChainCheck {
@@ -601,11 +627,15 @@ mod tests {
         assert_eq!((f64_finite.latency_loop_instructions, f64_finite.throughput_loop_instructions), (None, None));
         assert_eq!(
             f64_finite.chain,
-            ChainVerdict::Missing(
-                "latency: only a remainder loop (at most 7 steps per launch) holds the work: the unrolled chain was \
-                 folded away; throughput: no loop: the chain was folded away"
-                    .into()
-            )
+            ChainVerdict::Missing(MissingChain {
+                latency: Some(NoChain::OnlyRemainder { max_trips: 7 }),
+                throughput: Some(NoChain::NoLoop)
+            })
+        );
+        assert_eq!(
+            f64_finite.chain.to_string(),
+            "MISSING: latency: only a remainder loop (at most 7 steps per launch) holds the work: the unrolled chain \
+             was folded away; throughput: no loop: the chain was folded away"
         );
     }
 }
