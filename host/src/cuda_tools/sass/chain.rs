@@ -354,7 +354,7 @@ fn remainder_mask(instructions: &[Instruction], first: usize, last: usize) -> Op
 }
 
 /// The operands of `instruction`, after its predicate and opcode, split at commas.
-fn operands(instruction: &Instruction) -> Vec<&str> {
+pub(super) fn operands(instruction: &Instruction) -> Vec<&str> {
     let text = instruction.text.trim_start();
     let text = if text.starts_with('@') { text.split_once(char::is_whitespace).map_or("", |(_, r)| r) } else { text };
     let rest = text.trim_start().strip_prefix(instruction.opcode.as_str()).unwrap_or("");
@@ -362,7 +362,7 @@ fn operands(instruction: &Instruction) -> Vec<&str> {
 }
 
 /// A branch's target: its last operand, if the opcode is a `BRA` form.
-fn branch_target(instruction: &Instruction) -> Option<u64> {
+pub(super) fn branch_target(instruction: &Instruction) -> Option<u64> {
     if !instruction.opcode.starts_with("BRA") {
         return None;
     }
@@ -375,7 +375,7 @@ fn hex(operand: &str) -> Option<u64> {
 }
 
 /// `P0`, `!UP1`, `@!P2` → the predicate's name (`PT` is no predicate).
-fn predicate(token: &str) -> Option<&str> {
+pub(super) fn predicate(token: &str) -> Option<&str> {
     let name = token.trim_start_matches(['@', '!']);
     let digits = name.strip_prefix("UP").or_else(|| name.strip_prefix('P'))?;
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(name)
