@@ -5,7 +5,7 @@
 //! * the baseline (`sm_75`): `kernels.ptx`, every software kernel and the `Hardware`
 //!   kernels whose instruction the baseline has;
 //! * each newer target: `kernels_sm_XX.ptx`, only the `Hardware` kernels whose
-//!   instruction's target (`shared::hardware::Instruction::target`) it is, built with
+//!   instruction's target (`shared::hardware::Conversion::target`) it is, built with
 //!   `--cfg bitexact_hardware_only`.
 //!
 //! Which hardware kernels go where comes from the variant table (`shared` is a
@@ -18,7 +18,7 @@
 //! (and the PTX version of a newer module) go through RUSTFLAGS so the build-std crates
 //! (`core`, `compiler_builtins`) get them too.
 
-use shared::hardware::{BASELINE, Instruction, PtxTarget, TARGETS};
+use shared::hardware::{BASELINE, Conversion, PtxTarget, TARGETS};
 use shared::{Family, KernelKind, Primitive};
 use std::env;
 use std::fmt::Write as _;
@@ -61,7 +61,7 @@ fn hardware_kernels(target: PtxTarget) -> Vec<&'static str> {
         .iter()
         .filter(|(_, _, kinds)| kinds.contains(&KernelKind::Hardware))
         .filter(|(name, family, _)| {
-            let instruction = Instruction::of(*family);
+            let instruction = Conversion::of(*family);
             assert!(instruction.is_some(), "{name} lists Hardware but its family {family} has no instruction");
             instruction.is_some_and(|i| i.target() == target)
         })

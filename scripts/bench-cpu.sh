@@ -9,6 +9,9 @@
 # `a.astype(np.float32) / np.float32(255)` on uint8 for normalize. Prints bytes/s and
 # the ratios ours/memcpy and ours/numpy (single-threaded, and all cores for ours).
 # NumPy is pip-installed into target/bench-venv if the system python3 lacks it.
+# Then the f32 <-> binary16 / bfloat16 / FP8 conversions next to the `half` and `float8`
+# crates (tests/benches/narrow_vs_crates.rs): ns/element, one thread, 16 Mi inputs, best
+# of BENCH_REPS, and the outputs compared bit for bit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -79,3 +82,7 @@ print()
 print("memcpy copies the bytes the operation touches at its wider end: N for scan (reads N),")
 print("4N for normalize (writes 4N bytes of f32). numpy runs on one thread.")
 EOF
+
+echo
+echo "== conversions next to half and float8 (cargo bench -p conformance --bench narrow_vs_crates)"
+cargo bench --quiet -p conformance --bench narrow_vs_crates -- --reps "$REPS"

@@ -1,33 +1,24 @@
-//! Host side of bitexact: the runtime variant table, each family's checked inputs
-//! ([`domain`]), the independent exact reference, CPU verification and timing, the
-//! UNORM/SNORM scheme finder ([`search`]), the GPU layer ([`gpu`]) and benchmarks, the
-//! CUDA tools and the SASS cost report, tensor scanning and image normalising on real
-//! files ([`scan`], [`scan_inputs`], [`tensor_io`], [`npz`], [`normalize`]), and the
-//! `bitexact` command-line tool.
+//! Host side of bitexact, one folder per product:
 //!
-//! Everything is driven by `shared::for_each_variant!` through [`table::VARIANTS`].
+//! | module | owns | may use |
+//! |---|---|---|
+//! | [`support`] | element types, rayon loops, progress bars, visible skips, output tables | nothing |
+//! | [`gpu`] | the GPU runtime: context, buffers, typed kernel launches, the embedded PTX | support |
+//! | [`verify`] | the variant table, domains, the exact reference, the CPU proofs | support, gpu |
+//! | [`bench`] | GPU benchmarks: bandwidth, latency, throughput, their validity | support, gpu, verify |
+//! | [`cuda_tools`] | ptxas/cuobjdump, the SASS cost report, the PTX/SASS guards | support, gpu, verify |
+//! | [`search`] | the UNORM/SNORM scheme finder | support, verify |
+//! | [`files`] | `scan` and `normalize`: tensor containers, images, backends | support, gpu |
+//!
+//! The `bitexact` binary's `cli` module sits on top and maps errors to exit codes.
+//! Everything about variants is driven by `shared::for_each_variant!` through
+//! [`verify::table::VARIANTS`]. ARCHITECTURE.md follows one variant through all of it.
 #![deny(unsafe_code)]
 
-pub mod backend;
 pub mod bench;
-pub mod cpu;
-pub mod domain;
+pub mod cuda_tools;
+pub mod files;
 pub mod gpu;
-pub mod guards;
-pub mod normalize;
-pub mod npy_header;
-pub mod npz;
-pub mod parallel;
-pub mod progress;
-pub mod ptx;
-pub mod reference;
-pub mod report;
-pub mod sass;
-pub mod scan;
-pub mod scan_inputs;
-pub mod scan_report;
 pub mod search;
-pub mod skip;
-pub mod table;
-pub mod tensor_io;
-pub mod tools;
+pub mod support;
+pub mod verify;

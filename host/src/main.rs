@@ -3,13 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-mod cmd_bench;
-mod cmd_normalize;
-mod cmd_ptx;
-mod cmd_sass;
-mod cmd_scan;
-mod cmd_search;
-mod cmd_verify;
+mod cli;
 
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
 /// proven equal on every input.
@@ -32,39 +26,39 @@ struct Cli {
 enum Command {
     /// Check every variant on every input of its domain against the exact reference,
     /// and time it on the CPU (the default).
-    Verify(cmd_verify::Args),
+    Verify(cli::verify::VerifyArgs),
     /// Benchmark the kernels on a GPU: bandwidth against a same-run device copy, and
     /// per-variant latency and throughput.
-    Bench(cmd_bench::Args),
+    Bench(cli::bench::BenchArgs),
     /// Print the embedded PTX (what the GPU runs), or with --list its kernel names.
-    Ptx(cmd_ptx::Args),
+    Ptx(cli::ptx::PtxArgs),
     /// Report the SASS instructions each variant adds to its kernel, per architecture.
     ///
     /// Assembles the embedded PTX with ptxas for each architecture, disassembles it with
     /// cuobjdump, and subtracts each kernel's load/index/store skeleton; then finds the
     /// chain loop of each latency and throughput kernel and checks that it holds that
     /// work. Needs ptxas and cuobjdump: scripts/install-cuda-tools.sh installs them.
-    Sass(cmd_sass::Args),
+    Sass(cli::sass::SassArgs),
     /// Find, for each denominator 2^k - 1, the cheapest division-free scheme that is
     /// correctly rounded on every code of both conversions that divide by it, UNORMk and
     /// SNORM(k+1) → f32 (proven by exhaustion against the exact rational reference);
     /// `--emit-rust` writes the library's table.
-    Search(cmd_search::Args),
+    Search(cli::search::SearchArgs),
     /// Count NaN and ±inf per tensor in .npy / .npz / .safetensors files, directories and
     /// sharded checkpoints; exit 0 if all are finite, 1 if any is not, 2 on error, 3 if
     /// none is found but some tensor could not be scanned.
-    Scan(cmd_scan::Args),
+    Scan(cli::scan::ScanArgs),
     /// Convert an 8- or 16-bit image to an f32 tensor in [0, 1], correctly rounded
     /// (.npy or .safetensors).
-    Normalize(cmd_normalize::Args),
+    Normalize(cli::normalize::NormalizeArgs),
 }
 
 /// `verify`'s options at their defaults, as its own parser gives them.
-fn default_verify_args() -> cmd_verify::Args {
+fn default_verify_args() -> cli::verify::VerifyArgs {
     #[derive(Parser)]
     struct Defaults {
         #[command(flatten)]
-        args: cmd_verify::Args,
+        args: cli::verify::VerifyArgs,
     }
     Defaults::parse_from(["bitexact verify"]).args
 }
@@ -76,21 +70,23 @@ fn main() -> ExitCode {
         eprintln!("bitexact: cannot start the worker threads: {error}");
         return ExitCode::from(2);
     }
-    let result = match cli.command {
-        None => cmd_verify::run(&default_verify_args()),
-        Some(Command::Verify(args)) => cmd_verify::run(&args),
-        Some(Command::Bench(args)) => cmd_bench::run(&args),
-        Some(Command::Ptx(args)) => cmd_ptx::run(&args),
-        Some(Command::Sass(args)) => cmd_sass::run(&args),
-        Some(Command::Search(args)) => cmd_search::run(&args),
-        Some(Command::Scan(args)) => cmd_scan::run(&args),
-        Some(Command::Normalize(args)) => cmd_normalize::run(&args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(message) => {
-            eprintln!("bitexact: {message}");
-            ExitCode::from(2)
-        }
+    match cli.command {
+        None => finish(cli::verify::run(&default_verify_args())),
+        Some(Command::Verify(args)) => finish(cli::verify::run(&args)),
+        Some(Command::Bench(args)) => finish(cli::bench::run(&args)),
+        Some(Command::Ptx(args)) => finish(cli::ptx::run(&args)),
+        Some(Command::Sass(args)) => finish(cli::sass::run(&args)),
+        Some(Command::Search(args)) => finish(cli::search::run(&args)),
+        Some(Command::Scan(args)) => finish(cli::scan::run(&args)),
+        Some(Command::Normalize(args)) => finish(cli::normalize::run(&args)),
     }
+}
+
+/// A command's exit status; on an error, `bitexact: <its one line>` on stderr and
+/// status 2 (whatever the command's error type: [`cli::error::CliError`], or text).
+fn finish<E: std::fmt::Display>(result: Result<ExitCode, E>) -> ExitCode {
+    result.unwrap_or_else(|error| {
+        eprintln!("bitexact: {error}");
+        ExitCode::from(2)
+    })
 }

@@ -249,7 +249,7 @@ fn normalize_writes_npy_and_safetensors() {
     let values: Vec<f32> = file.into_vec().unwrap();
     for (i, &sample) in raw.iter().enumerate() {
         let (pixel, c) = (i / 4, i % 4);
-        let want = host::reference::div_to_f32(u64::from(sample), 65535).unwrap();
+        let want = host::verify::reference::div_to_f32(u64::from(sample), 65535).unwrap();
         assert_eq!(values[c * 6 + pixel].to_bits(), want.to_bits(), "sample {i}");
     }
 

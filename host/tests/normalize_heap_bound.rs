@@ -9,9 +9,9 @@
 mod common;
 
 use common::alloc_counter::{Counting, peak_growth};
-use host::backend::Cpu;
-use host::normalize::{Image, Layout};
-use host::tensor_io;
+use host::files::backend::CpuBackend;
+use host::files::normalize::{ChannelLayout, Image};
+use host::files::tensor_io;
 use image::{ImageBuffer, Rgba};
 
 #[global_allocator]
@@ -27,12 +27,14 @@ fn normalize_heap_stays_near_the_decoded_image() {
     drop(image);
     let samples = (side * side * 4) as usize;
 
-    for (name, layout) in [("hwc.npy", Layout::Hwc), ("chw.npy", Layout::Chw), ("chw.safetensors", Layout::Chw)] {
+    for (name, layout) in
+        [("hwc.npy", ChannelLayout::Hwc), ("chw.npy", ChannelLayout::Chw), ("chw.safetensors", ChannelLayout::Chw)]
+    {
         let out = dir.path().join(name);
         let peak = peak_growth(|| {
             let image = Image::decode(&png).unwrap();
             let shape = image.shape(layout);
-            tensor_io::write_f32_from(&out, "image", &shape, &image.normalized(layout, &Cpu), false).unwrap();
+            tensor_io::write_f32_from(&out, "image", &shape, &image.normalized(layout, &CpuBackend), false).unwrap();
         });
         assert_eq!(std::fs::metadata(&out).unwrap().len() as usize / 4 / samples, 1, "{name}: a whole f32 tensor");
         eprintln!("{name}: {} MiB of samples, peak heap growth {} MiB", samples >> 20, peak >> 20);

@@ -1,9 +1,11 @@
 //! The embedded PTX modules, checked with the real CUDA tools: each assembles for every
 //! supported architecture from its target on (and a newer target's module for no older
 //! one), is self-contained, uses registers only, the SASS report covers every variant and
-//! every hardware kernel, every timing kernel's chain loop holds its variant's work, and
-//! no kernel hides a float → integer conversion its source did not ask for (the guards
-//! of `host::guards`, which fail on commit 846e06b's kernels).
+//! every hardware kernel, every timing kernel's chain loop holds its variant's work, every
+//! bandwidth kernel's loop has the coalesced shape (`host::cuda_tools::sass::bandwidth`,
+//! which fails on the layout before issue 10), and no kernel hides a float → integer
+//! conversion its source did not ask for (the guards of `host::cuda_tools::guards`, which
+//! fail on commit 846e06b's kernels).
 //!
 //! Tests that need `ptxas`/`cuobjdump` print `skipped: <reason>` and pass when the tools
 //! are missing, or fail when `REQUIRE_CUDA_TOOLS=1` (as CI sets after running
@@ -12,12 +14,13 @@
 mod common;
 mod expected_kernels;
 
-use host::guards;
-use host::ptx::{self, MODULES, Module, PTX};
-use host::sass::{self, Cost, chain::ChainVerdict};
-use host::skip::require_or_skip;
-use host::table::{VARIANTS, Variant};
-use host::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
+use host::cuda_tools::guards;
+use host::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};
+use host::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
+use host::gpu::ptx::{self, MODULES, Module, PTX};
+use host::support::skip::require_or_skip;
+use host::verify::table::{VARIANTS, Variant};
+use shared::KernelKind;
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -33,8 +36,8 @@ fn all_variants() -> Vec<&'static Variant> {
 
 /// The SASS report of every variant on every architecture, made once for the tests
 /// that read it (assembling for seven architectures takes a while).
-fn all_costs(tools: &CudaTools) -> &'static [Cost] {
-    static COSTS: OnceLock<Vec<Cost>> = OnceLock::new();
+fn all_costs(tools: &CudaTools) -> &'static [SassCost] {
+    static COSTS: OnceLock<Vec<SassCost>> = OnceLock::new();
     COSTS.get_or_init(|| sass::cost_report(tools, MODULES, &all_variants(), &ARCHS).unwrap_or_else(|e| panic!("{e}")))
 }
 
@@ -83,7 +86,7 @@ fn the_ptx_declares_nothing_external_and_calls_only_what_it_defines() {
 #[test]
 fn every_tool_is_found_and_runs() {
     for tool in Tool::ALL {
-        let Some(path) = require_or_skip(REQUIRE_CUDA_TOOLS, host::tools::find(tool)) else { return };
+        let Some(path) = require_or_skip(REQUIRE_CUDA_TOOLS, host::cuda_tools::tools::find(tool)) else { return };
         let output = Command::new(&path).arg("--version").output();
         let ran = output.as_ref().is_ok_and(|o| o.status.success());
         assert!(ran, "{tool} at {} does not run: {output:?}", path.display());
@@ -97,7 +100,7 @@ fn the_ptx_assembles_for_every_architecture() {
         for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
             match tools.assemble(module.ptx, arch) {
                 Ok(assembled) => {
-                    let functions = host::tools::resource_usage(&assembled.ptxas_log).len();
+                    let functions = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log).len();
                     println!("module {} on {arch}: assembled ({functions} functions)", module.target);
                 }
                 Err(e) => panic!("the {} module does not assemble for {arch}: {e}", module.target),
@@ -125,7 +128,7 @@ fn no_function_has_a_stack_frame_or_spills() {
         let entries = ptx::entry_names(module.ptx);
         for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
             let assembled = tools.assemble(module.ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-            let usage = host::tools::resource_usage(&assembled.ptxas_log);
+            let usage = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log);
             for entry in &entries {
                 assert!(usage.iter().any(|f| f.function == *entry), "{arch}: ptxas -v says nothing about {entry}");
             }
@@ -149,7 +152,7 @@ fn the_sass_report_covers_every_variant_on_every_architecture() {
             assert!(w.skeleton_instructions > 0, "{arch} {}: empty skeleton", v.name);
             assert_eq!(w.work_instructions, w.variant_instructions as i64 - w.skeleton_instructions as i64);
             assert_eq!(w.work_instructions, w.work_opcodes.len() as i64 - w.skeleton_only_opcodes.len() as i64);
-            assert_eq!(cost.hardware.is_some(), v.has(shared::KernelKind::Hardware), "{arch} {}", v.name);
+            assert_eq!(cost.hardware.is_some(), v.has(KernelKind::Hardware), "{arch} {}", v.name);
             if let Some(hardware) = &cost.hardware {
                 let module = MODULES.iter().find(|m| m.target.to_string() == hardware.target).expect("a module");
                 assert_eq!(hardware.work.is_some(), module.assembles_for(arch), "{arch} {}: {hardware:?}", v.name);
@@ -180,7 +183,7 @@ fn every_timing_kernel_holds_its_variants_work_in_its_chain_loop() {
     let Some(tools) = tools() else { return };
     let mut missing = Vec::new();
     for cost in all_costs(&tools) {
-        let variant = host::table::find(cost.variant).expect("a variant of the table");
+        let variant = host::verify::table::find(cost.variant).expect("a variant of the table");
         let constant = host::bench::is_constant(variant);
         let chain = &cost.chain;
         match &chain.chain {
@@ -246,7 +249,7 @@ fn the_sass_command_without_tools_exits_2_with_one_line_saying_what_to_run() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("not found") && stderr.contains(host::tools::INSTALL_COMMAND), "{stderr}");
+    assert!(stderr.contains("not found") && stderr.contains(host::cuda_tools::tools::INSTALL_COMMAND), "{stderr}");
     assert!(output.stdout.is_empty());
 }
 
@@ -277,7 +280,7 @@ fn the_sass_command_prints_json_for_one_architecture() {
             assert!(row[field].is_u64() || row[field].is_null(), "{field}: {row}");
         }
         let hardware = &row["hardware"];
-        assert_eq!(hardware.is_object(), v.has(shared::KernelKind::Hardware), "{row}");
+        assert_eq!(hardware.is_object(), v.has(KernelKind::Hardware), "{row}");
         if hardware.is_object() {
             assert!(hardware["instruction"].as_str().is_some_and(|i| i.starts_with("cvt.")), "{row}");
             assert!(hardware["work"].is_object() || hardware["work"].is_null(), "{row}");
@@ -286,7 +289,7 @@ fn the_sass_command_prints_json_for_one_architecture() {
 }
 
 /// The f32 → UNORM kernels of commit 846e06b, which returned 255 for every input on an
-/// H200 (see `host::guards`), and the minimal reproducer of the ptxas behaviour.
+/// H200 (see `host::cuda_tools::guards`), and the minimal reproducer of the ptxas behaviour.
 const PTX_846E06B: &str = include_str!("fixtures/ptx_846e06b_f32_to_unorm.ptx");
 const REPRODUCER: &str = include_str!("../../scripts/repro/narrow-store-of-float.ptx");
 
@@ -300,6 +303,21 @@ fn no_kernel_stores_a_float_register_narrow() {
         MODULES.iter().flat_map(|m| guards::narrow_float_stores(m.ptx)).collect();
     let lines: Vec<String> = found.iter().map(ToString::to_string).collect();
     assert!(lines.is_empty(), "ptxas turns these stores into float → integer conversions:\n{}", lines.join("\n"));
+    // The check reads every kernel, the stream kernels with 8- and 16-bit results
+    // included: their vector loop packs four results into one 32- or 64-bit store, but
+    // their scalar pass stores one result at a time, a narrow store the check examined.
+    let kernels = guards::ptx_kernels(PTX);
+    let narrowing: Vec<&Variant> =
+        VARIANTS.iter().filter(|v| v.has(KernelKind::Stream) && v.output_bits < 32).collect();
+    assert!(!narrowing.is_empty(), "no stream kernel with narrow results in the table");
+    for v in narrowing {
+        let name = v.kernel(KernelKind::Stream).expect("has a stream kernel").to_string();
+        let kernel = kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("no {name} in the PTX"));
+        let width = format!(".b{}", v.output_bits);
+        let narrow_stores =
+            kernel.instructions.iter().filter(|i| i.opcode.starts_with("st.") && i.opcode.ends_with(&width));
+        assert_eq!(narrow_stores.count(), 1, "{name}: one {}-bit store (the scalar pass)", v.output_bits);
+    }
     // The same check fails on the kernels that were wrong on the GPU, and on the reproducer.
     assert_eq!(kernels_with_narrow_float_stores(PTX_846E06B), ["f32_to_unorm8", "f32_to_unorm16"]);
     assert_eq!(kernels_with_narrow_float_stores(REPRODUCER), ["store_low_byte_of_float_bits"]);
@@ -335,4 +353,86 @@ fn the_sass_converts_float_to_integer_only_where_the_source_asks() {
         }
     }
     assert!(old.iter().all(|line| !line.contains("mul_add_half")), "{old:#?}");
+}
+
+/// The parsed SASS of `ptx` for `arch`.
+fn listing(tools: &CudaTools, ptx: &str, arch: &str) -> Vec<Kernel> {
+    let assembled = tools.assemble(ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+    sass::parse_listing(&tools.disassemble(&assembled).unwrap_or_else(|e| panic!("{arch}: {e}")))
+}
+
+/// The bandwidth kernels of issue 10 before the coalesced layout (commit 6148ec3): two
+/// UNORM8 → f32 kernels of 16 codes in and four 16-byte stores out per lane, and the
+/// binary16 count kernel, whose 16-byte loads were already contiguous across a warp.
+const PTX_6148EC3: &str = include_str!("fixtures/ptx_6148ec3_wide.ptx");
+
+/// Every `Stream` and `CountNonfinite` kernel of every variant, on every architecture:
+/// the loop has the shape `host::cuda_tools::sass::bandwidth` checks (one load of four
+/// inputs and one store of their four results per lane per step, e.g. `LDG.E` +
+/// `STG.E.128` for UNORM8 → f32, `LDG.E.128` + `STG.E` for f32 → UNORM8; one 16-byte
+/// load and no store), and nothing else
+/// loops over more than one element per lane. The sm_90 figures are printed (`cargo
+/// test -- --nocapture`): what the README's table shows. The same check fails on the
+/// stream kernels of commit 6148ec3, on every architecture.
+#[test]
+fn every_bandwidth_kernel_loop_has_the_coalesced_shape_on_every_architecture() {
+    let Some(tools) = tools() else { return };
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for arch in ARCHS {
+        let kernels = listing(&tools, PTX, arch);
+        for v in VARIANTS {
+            for kind in [KernelKind::Stream, KernelKind::CountNonfinite] {
+                let Some(name) = v.kernel(kind) else { continue };
+                let name = name.to_string();
+                let kernel = kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{arch}: no {name}"));
+                let bytes = v.input_bits / 8;
+                let found = match kind {
+                    KernelKind::Stream => bandwidth::stream_loop(kernel, bytes, v.output_bits / 8),
+                    _ => bandwidth::count_loop(kernel, bytes),
+                };
+                checked += 1;
+                match found {
+                    Ok(found) if arch == "sm_90" => println!(
+                        "| `{name}` | {} | {} | {} | {} | {} / {} = {:.2} |",
+                        found.load_summary(),
+                        found.store_summary(),
+                        found.elements_per_step,
+                        found.instructions,
+                        found.fast_path_instructions,
+                        found.elements_per_step,
+                        found.instructions_per_element()
+                    ),
+                    Ok(_) => {}
+                    Err(e) => wrong.push(format!("{arch} {e}")),
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "bandwidth kernels without the coalesced shape:\n{}", wrong.join("\n"));
+    assert!(checked > 0, "no bandwidth kernel in the table");
+    // The layout before issue 10 fails the same check on every architecture, for both
+    // stream kernels, and only them.
+    for arch in ARCHS {
+        let old = listing(&tools, PTX_6148EC3, arch);
+        let kernel = |name: &str| old.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{arch}: no {name}"));
+        for name in ["unorm8_times3_int_wide", "unorm8_mul_recip_wide"] {
+            let error = bandwidth::stream_loop(kernel(name), 1, 4).expect_err("the 16-in/64-out layout");
+            assert!(error.why.contains("stores [STG.E.128"), "{arch}: {error}");
+            if arch == "sm_90" {
+                println!("6148ec3 {error}");
+            }
+        }
+        let old_count = shared::KernelName::of::<shared::variants::f16_finite_exp_mask>(KernelKind::CountNonfinite);
+        let count = bandwidth::count_loop(kernel(&old_count.to_string()), 2)
+            .unwrap_or_else(|e| panic!("{arch}: the old count kernel was coalesced already: {e}"));
+        if arch == "sm_90" {
+            let (fast, elements) = (count.fast_path_instructions, count.elements_per_step);
+            println!(
+                "6148ec3 {}: {} per lane, {fast} / {elements} instructions per element",
+                count.kernel,
+                count.load_summary()
+            );
+        }
+    }
 }

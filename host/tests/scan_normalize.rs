@@ -5,11 +5,11 @@
 mod common;
 
 use common::{DTYPES, Rng};
-use host::backend::Cpu;
-use host::normalize::{Image, Layout};
-use host::reference::div_to_f32;
-use host::scan::BLOCK_BYTES;
-use host::tensor_io;
+use host::files::backend::CpuBackend;
+use host::files::normalize::{ChannelLayout, Image};
+use host::files::scan::BLOCK_BYTES;
+use host::files::tensor_io;
+use host::verify::reference::div_to_f32;
 use image::{ImageBuffer, Luma, LumaA, Rgb, Rgba};
 use std::path::Path;
 
@@ -65,9 +65,9 @@ fn safetensors_counts_and_first_index_in_every_float_dtype() {
 /// it killed the process with SIGBUS.
 #[test]
 fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
-    use host::progress::Progress;
-    use host::scan_report::Report;
-    use host::tensor_io::TensorFile;
+    use host::files::scan_report::Report;
+    use host::files::tensor_io::TensorFile;
+    use host::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shrinking.safetensors");
     let elements = 3 * BLOCK_BYTES / 4 + 5;
@@ -77,7 +77,7 @@ fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
     // Inside the last block, at a block boundary, inside the header.
     for new_len in [data_start + 2 * BLOCK_BYTES as u64 + 3, data_start + BLOCK_BYTES as u64, 10] {
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(new_len).unwrap();
-        let error = Report::scan(&files, &Cpu, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+        let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err().to_string();
         let expected = format!(
             "{}: tensor 'x': file shrank while being read (now {new_len} bytes, {} needed): truncated by another program?",
             path.display(),
@@ -91,9 +91,9 @@ fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
 /// is an error naming it, never a scan of bytes the header does not describe.
 #[test]
 fn a_file_replaced_or_removed_after_its_header_was_read_is_an_error() {
-    use host::progress::Progress;
-    use host::scan_report::Report;
-    use host::tensor_io::TensorFile;
+    use host::files::scan_report::Report;
+    use host::files::tensor_io::TensorFile;
+    use host::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("model.safetensors");
     let other = dir.path().join("other.safetensors");
@@ -104,10 +104,10 @@ fn a_file_replaced_or_removed_after_its_header_was_read_is_an_error() {
     let files = [TensorFile::open(&path).unwrap()];
     write(&other, f32::NAN.to_le_bytes().to_vec());
     std::fs::rename(&other, &path).unwrap();
-    let error = Report::scan(&files, &Cpu, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+    let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err().to_string();
     assert_eq!(error, format!("{}: replaced by another file after its header was read", path.display()));
     std::fs::remove_file(&path).unwrap();
-    let error = Report::scan(&files, &Cpu, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+    let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err().to_string();
     assert_eq!(
         error,
         format!("{}: cannot open again after its header was read: no such file or directory", path.display())
@@ -170,14 +170,14 @@ fn reference(x: u64, den: u64) -> f32 {
 
 /// Compares `out` (in `layout`) with the reference of every sample of `samples`
 /// (interleaved, `channels` per pixel of a `width`-wide image).
-fn assert_exact(out: &[f32], samples: &[u64], channels: usize, width: usize, layout: Layout, den: u64) {
+fn assert_exact(out: &[f32], samples: &[u64], channels: usize, width: usize, layout: ChannelLayout, den: u64) {
     let pixels = samples.len() / channels;
     assert_eq!(out.len(), samples.len());
     for (i, &s) in samples.iter().enumerate() {
         let (pixel, c) = (i / channels, i % channels);
         let at = match layout {
-            Layout::Hwc => i,
-            Layout::Chw => c * pixels + pixel,
+            ChannelLayout::Hwc => i,
+            ChannelLayout::Chw => c * pixels + pixel,
         };
         assert_eq!(
             out[at].to_bits(),
@@ -195,11 +195,11 @@ fn assert_exact(out: &[f32], samples: &[u64], channels: usize, width: usize, lay
 fn check_image(path: &Path, samples: &[u64], channels: u8, width: u32, height: u32, den: u64) {
     let image = Image::decode(path).unwrap();
     assert_eq!((image.channels, image.width, image.height), (channels, width, height));
-    for layout in [Layout::Hwc, Layout::Chw] {
+    for layout in [ChannelLayout::Hwc, ChannelLayout::Chw] {
         let (h, w, c) = (u64::from(height), u64::from(width), u64::from(channels));
-        let shape = if layout == Layout::Hwc { vec![h, w, c] } else { vec![c, h, w] };
+        let shape = if layout == ChannelLayout::Hwc { vec![h, w, c] } else { vec![c, h, w] };
         assert_eq!(image.shape(layout), shape);
-        let out = image.to_f32(layout, &Cpu).unwrap();
+        let out = image.to_f32(layout, &CpuBackend).unwrap();
         assert_exact(&out, samples, usize::from(channels), width as usize, layout, den);
     }
 }
@@ -302,12 +302,12 @@ fn written_outputs_are_atomic_and_never_clobber() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.npy");
     std::fs::write(&out, b"keep me").unwrap();
-    let err = tensor_io::write_f32(&out, "image", &[1], &[0.5], false).unwrap_err();
+    let err = tensor_io::write_f32(&out, "image", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("already exists"), "{err}");
     assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
     tensor_io::write_f32(&out, "image", &[1], &[0.5], true).unwrap();
     assert_ne!(std::fs::read(&out).unwrap(), b"keep me");
-    let err = tensor_io::write_f32(&dir.path().join("t.png"), "image", &[1], &[0.5], false).unwrap_err();
+    let err = tensor_io::write_f32(&dir.path().join("t.png"), "image", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("unknown output extension"), "{err}");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, [std::ffi::OsString::from("t.npy")], "no temporary file may be left behind");
@@ -317,7 +317,7 @@ fn written_outputs_are_atomic_and_never_clobber() {
 fn the_reserved_safetensors_key_is_refused_as_a_tensor_name() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.safetensors");
-    let err = tensor_io::write_f32(&out, "__metadata__", &[1], &[0.5], false).unwrap_err();
+    let err = tensor_io::write_f32(&out, "__metadata__", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("reserved"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing may be written");
     tensor_io::write_f32(&dir.path().join("t.npy"), "__metadata__", &[1], &[0.5], false).unwrap();
@@ -327,12 +327,12 @@ fn the_reserved_safetensors_key_is_refused_as_a_tensor_name() {
 fn conversion_kernels_match_the_reference_on_every_input() {
     let bytes: Vec<u8> = (0..=255).collect();
     let mut out = vec![0.0; 256];
-    host::normalize::unorm8_to_f32(&bytes, &mut out);
-    assert_exact(&out, &(0..256).collect::<Vec<_>>(), 1, 256, Layout::Hwc, 255);
+    host::files::backend::map_slice::<host::files::backend::Unorm8Primitive>(&bytes, &mut out);
+    assert_exact(&out, &(0..256).collect::<Vec<_>>(), 1, 256, ChannelLayout::Hwc, 255);
     let words: Vec<u16> = (0..=65535).collect();
     let mut out = vec![0.0; 65536];
-    host::normalize::unorm16_to_f32(&words, &mut out);
-    assert_exact(&out, &(0..65536).collect::<Vec<_>>(), 1, 256, Layout::Hwc, 65535);
+    host::files::backend::map_slice::<host::files::backend::Unorm16Primitive>(&words, &mut out);
+    assert_exact(&out, &(0..65536).collect::<Vec<_>>(), 1, 256, ChannelLayout::Hwc, 65535);
 }
 
 #[test]
@@ -343,9 +343,9 @@ fn normalized_chunks_of_any_size_and_start_match_the_whole() {
     let raw: Vec<u8> = random_samples((w * h * 3) as usize, 255, 21).iter().map(|&s| s as u8).collect();
     ImageBuffer::<Rgb<u8>, _>::from_raw(w, h, raw).unwrap().save(&path).unwrap();
     let image = Image::decode(&path).unwrap();
-    for layout in [Layout::Hwc, Layout::Chw] {
-        let whole = image.to_f32(layout, &Cpu).unwrap();
-        let source = image.normalized(layout, &Cpu);
+    for layout in [ChannelLayout::Hwc, ChannelLayout::Chw] {
+        let whole = image.to_f32(layout, &CpuBackend).unwrap();
+        let source = image.normalized(layout, &CpuBackend);
         // Chunks that start and end inside planes, across plane boundaries, one sample.
         for chunk in [1, 5, 90, 91, 92, 200, whole.len()] {
             let mut pieces = Vec::new();
@@ -395,6 +395,7 @@ fn written_safetensors_are_what_the_crate_writes_and_large_tensors_stream() {
         };
         assert_eq!(bits(&back), bits(&values), "{name}");
     }
-    let err = tensor_io::write_f32(&dir.path().join("wrong.npy"), "x", &[2, 2], &[0.5; 3], false).unwrap_err();
+    let err =
+        tensor_io::write_f32(&dir.path().join("wrong.npy"), "x", &[2, 2], &[0.5; 3], false).unwrap_err().to_string();
     assert!(err.contains("does not hold 3 values"), "{err}");
 }

@@ -1,4 +1,4 @@
-//! The GPU's own conversion instructions ([`shared::hardware::Instruction`]) as inline
+//! The GPU's own conversion instructions ([`shared::hardware::Conversion`]) as inline
 //! PTX, for the `Hardware` kernels (nvptx64 only).
 //!
 //! Every result leaves the `asm!` block through an integer instruction (`cvt.u32.u16`)
@@ -9,7 +9,7 @@
 //! it can be inlined any number of times.
 
 use core::arch::asm;
-use shared::hardware::Instruction;
+use shared::hardware::Conversion;
 
 /// f32 bits → the 16-bit result of `cvt.$mode.$ty.f32`, zero-extended.
 macro_rules! f32_to_16_bits {
@@ -89,17 +89,17 @@ macro_rules! widen_fp8 {
 /// zero-extended. Only the arm of `instruction` is compiled into a kernel (it is a
 /// constant there), so a module holds only the instructions its target has.
 #[inline(always)]
-pub fn convert(instruction: Instruction, x: u32) -> u32 {
+pub fn convert(instruction: Conversion, x: u32) -> u32 {
     match instruction {
-        Instruction::F32ToF16 => f32_to_16_bits!(x, "cvt.rn.f16.f32"),
-        Instruction::F32ToF16Satfinite => f32_to_16_bits!(x, "cvt.rn.satfinite.f16.f32"),
-        Instruction::F32ToBf16 => f32_to_16_bits!(x, "cvt.rn.bf16.f32"),
-        Instruction::F32ToBf16Satfinite => f32_to_16_bits!(x, "cvt.rn.satfinite.bf16.f32"),
-        Instruction::F32ToE4m3Satfinite => f32_to_fp8!(x, "cvt.rn.satfinite.e4m3x2.f32"),
-        Instruction::F32ToE5m2Satfinite => f32_to_fp8!(x, "cvt.rn.satfinite.e5m2x2.f32"),
-        Instruction::F16ToF32 => widen_16_bits!(x, "cvt.f32.f16"),
-        Instruction::Bf16ToF32 => widen_16_bits!(x, "cvt.f32.bf16"),
-        Instruction::E4m3ToF32 => widen_fp8!(x, "cvt.rn.f16x2.e4m3x2"),
-        Instruction::E5m2ToF32 => widen_fp8!(x, "cvt.rn.f16x2.e5m2x2"),
+        Conversion::F32ToF16 => f32_to_16_bits!(x, "cvt.rn.f16.f32"),
+        Conversion::F32ToF16Satfinite => f32_to_16_bits!(x, "cvt.rn.satfinite.f16.f32"),
+        Conversion::F32ToBf16 => f32_to_16_bits!(x, "cvt.rn.bf16.f32"),
+        Conversion::F32ToBf16Satfinite => f32_to_16_bits!(x, "cvt.rn.satfinite.bf16.f32"),
+        Conversion::F32ToE4m3Satfinite => f32_to_fp8!(x, "cvt.rn.satfinite.e4m3x2.f32"),
+        Conversion::F32ToE5m2Satfinite => f32_to_fp8!(x, "cvt.rn.satfinite.e5m2x2.f32"),
+        Conversion::F16ToF32 => widen_16_bits!(x, "cvt.f32.f16"),
+        Conversion::Bf16ToF32 => widen_16_bits!(x, "cvt.f32.bf16"),
+        Conversion::E4m3ToF32 => widen_fp8!(x, "cvt.rn.f16x2.e4m3x2"),
+        Conversion::E5m2ToF32 => widen_fp8!(x, "cvt.rn.f16x2.e5m2x2"),
     }
 }

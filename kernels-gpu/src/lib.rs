@@ -10,10 +10,12 @@
 //! (`shared::KernelKind`, whose docs give each kind's signature), named `V` followed by
 //! the kind's suffix (`shared::kernel_suffix!`): every variant has `Map` (conformance),
 //! `Skeleton` (the same loop with no computation, for the SASS report), `Latency` and
-//! `Throughput` (timing chains); the UNORM8 → f32 variants also `Wide`, the binary16
-//! finiteness variants also `CountNonfinite` (16 bytes per thread per step, for the
-//! bandwidth benchmarks); the conversions the GPU has an instruction for also
-//! `Hardware` (the instruction itself, as inline PTX).
+//! `Throughput` (timing chains); the UNORM/SNORM → f32 variants of 8- and 16-bit
+//! inputs also `Stream`, the finiteness variants of every scanned format also
+//! `CountNonfinite` (coalesced bandwidth kernels, for the benchmarks and the GPU
+//! backend of `scan` and `normalize`).
+//! The conversions the GPU has an instruction for also have `Hardware` (the instruction
+//! itself, as inline PTX).
 //!
 //! `host/build.rs` builds this crate once per PTX target of `shared::hardware::TARGETS`:
 //! the baseline (`sm_75`) with every software kernel and the hardware kernels it can

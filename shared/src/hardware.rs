@@ -7,7 +7,7 @@
 //! instructions need newer targets than the baseline PTX (`.target sm_75`) for bfloat16
 //! and FP8, and `ptxas` rejects a whole module that uses an instruction its target lacks,
 //! so `host/build.rs` builds one PTX module per entry of [`TARGETS`] and puts each
-//! hardware kernel in the module of its instruction's [`Instruction::target`]; the host
+//! hardware kernel in the module of its instruction's [`Conversion::target`]; the host
 //! loads a module only on a device that can run it.
 
 use crate::narrow::Overflow;
@@ -56,7 +56,7 @@ pub const TARGETS: [PtxTarget; 3] = [BASELINE, PtxTarget { sm: 80, ptx: 81 }, Pt
 /// result differs from the family's (the canonical NaN 0x7FFF for binary16 and bfloat16,
 /// where the family keeps the payload).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Instruction {
+pub enum Conversion {
     /// `cvt.rn.f16.f32`.
     F32ToF16,
     /// `cvt.rn.satfinite.f16.f32`.
@@ -80,38 +80,38 @@ pub enum Instruction {
     E5m2ToF32,
 }
 
-impl Instruction {
+impl Conversion {
     /// Every instruction.
-    pub const ALL: [Instruction; 10] = [
-        Instruction::F32ToF16,
-        Instruction::F32ToF16Satfinite,
-        Instruction::F32ToBf16,
-        Instruction::F32ToBf16Satfinite,
-        Instruction::F32ToE4m3Satfinite,
-        Instruction::F32ToE5m2Satfinite,
-        Instruction::F16ToF32,
-        Instruction::Bf16ToF32,
-        Instruction::E4m3ToF32,
-        Instruction::E5m2ToF32,
+    pub const ALL: [Conversion; 10] = [
+        Conversion::F32ToF16,
+        Conversion::F32ToF16Satfinite,
+        Conversion::F32ToBf16,
+        Conversion::F32ToBf16Satfinite,
+        Conversion::F32ToE4m3Satfinite,
+        Conversion::F32ToE5m2Satfinite,
+        Conversion::F16ToF32,
+        Conversion::Bf16ToF32,
+        Conversion::E4m3ToF32,
+        Conversion::E5m2ToF32,
     ];
 
     /// The instruction that computes `family`, if the GPU has one. (The OCP
     /// non-saturating FP8 modes have none: the hardware only saturates.)
     #[inline]
-    pub const fn of(family: Family) -> Option<Instruction> {
+    pub const fn of(family: Family) -> Option<Conversion> {
         use Format::{Bfloat16, Binary16, Fp8E4m3, Fp8E5m2};
         use Overflow::{SatFinite, Standard};
         match family {
-            Family::F32ToNarrow { format: Binary16, overflow: Standard } => Some(Instruction::F32ToF16),
-            Family::F32ToNarrow { format: Binary16, overflow: SatFinite } => Some(Instruction::F32ToF16Satfinite),
-            Family::F32ToNarrow { format: Bfloat16, overflow: Standard } => Some(Instruction::F32ToBf16),
-            Family::F32ToNarrow { format: Bfloat16, overflow: SatFinite } => Some(Instruction::F32ToBf16Satfinite),
-            Family::F32ToNarrow { format: Fp8E4m3, overflow: SatFinite } => Some(Instruction::F32ToE4m3Satfinite),
-            Family::F32ToNarrow { format: Fp8E5m2, overflow: SatFinite } => Some(Instruction::F32ToE5m2Satfinite),
-            Family::NarrowToF32 { format: Binary16 } => Some(Instruction::F16ToF32),
-            Family::NarrowToF32 { format: Bfloat16 } => Some(Instruction::Bf16ToF32),
-            Family::NarrowToF32 { format: Fp8E4m3 } => Some(Instruction::E4m3ToF32),
-            Family::NarrowToF32 { format: Fp8E5m2 } => Some(Instruction::E5m2ToF32),
+            Family::F32ToNarrow { format: Binary16, overflow: Standard } => Some(Conversion::F32ToF16),
+            Family::F32ToNarrow { format: Binary16, overflow: SatFinite } => Some(Conversion::F32ToF16Satfinite),
+            Family::F32ToNarrow { format: Bfloat16, overflow: Standard } => Some(Conversion::F32ToBf16),
+            Family::F32ToNarrow { format: Bfloat16, overflow: SatFinite } => Some(Conversion::F32ToBf16Satfinite),
+            Family::F32ToNarrow { format: Fp8E4m3, overflow: SatFinite } => Some(Conversion::F32ToE4m3Satfinite),
+            Family::F32ToNarrow { format: Fp8E5m2, overflow: SatFinite } => Some(Conversion::F32ToE5m2Satfinite),
+            Family::NarrowToF32 { format: Binary16 } => Some(Conversion::F16ToF32),
+            Family::NarrowToF32 { format: Bfloat16 } => Some(Conversion::Bf16ToF32),
+            Family::NarrowToF32 { format: Fp8E4m3 } => Some(Conversion::E4m3ToF32),
+            Family::NarrowToF32 { format: Fp8E5m2 } => Some(Conversion::E5m2ToF32),
             _ => None,
         }
     }
@@ -120,16 +120,16 @@ impl Instruction {
     #[inline]
     pub const fn ptx(self) -> &'static str {
         match self {
-            Instruction::F32ToF16 => "cvt.rn.f16.f32",
-            Instruction::F32ToF16Satfinite => "cvt.rn.satfinite.f16.f32",
-            Instruction::F32ToBf16 => "cvt.rn.bf16.f32",
-            Instruction::F32ToBf16Satfinite => "cvt.rn.satfinite.bf16.f32",
-            Instruction::F32ToE4m3Satfinite => "cvt.rn.satfinite.e4m3x2.f32",
-            Instruction::F32ToE5m2Satfinite => "cvt.rn.satfinite.e5m2x2.f32",
-            Instruction::F16ToF32 => "cvt.f32.f16",
-            Instruction::Bf16ToF32 => "cvt.f32.bf16",
-            Instruction::E4m3ToF32 => "cvt.rn.f16x2.e4m3x2 + cvt.f32.f16",
-            Instruction::E5m2ToF32 => "cvt.rn.f16x2.e5m2x2 + cvt.f32.f16",
+            Conversion::F32ToF16 => "cvt.rn.f16.f32",
+            Conversion::F32ToF16Satfinite => "cvt.rn.satfinite.f16.f32",
+            Conversion::F32ToBf16 => "cvt.rn.bf16.f32",
+            Conversion::F32ToBf16Satfinite => "cvt.rn.satfinite.bf16.f32",
+            Conversion::F32ToE4m3Satfinite => "cvt.rn.satfinite.e4m3x2.f32",
+            Conversion::F32ToE5m2Satfinite => "cvt.rn.satfinite.e5m2x2.f32",
+            Conversion::F16ToF32 => "cvt.f32.f16",
+            Conversion::Bf16ToF32 => "cvt.f32.bf16",
+            Conversion::E4m3ToF32 => "cvt.rn.f16x2.e4m3x2 + cvt.f32.f16",
+            Conversion::E5m2ToF32 => "cvt.rn.f16x2.e5m2x2 + cvt.f32.f16",
         }
     }
 
@@ -140,21 +140,21 @@ impl Instruction {
     #[inline]
     pub const fn needs(self) -> PtxTarget {
         let (sm, ptx) = match self {
-            Instruction::F32ToF16 | Instruction::F16ToF32 => (BASELINE.sm, BASELINE.ptx),
-            Instruction::F32ToF16Satfinite => (BASELINE.sm, 81),
-            Instruction::F32ToBf16 => (80, 70),
-            Instruction::Bf16ToF32 => (80, 71),
-            Instruction::F32ToBf16Satfinite => (80, 81),
-            Instruction::F32ToE4m3Satfinite
-            | Instruction::F32ToE5m2Satfinite
-            | Instruction::E4m3ToF32
-            | Instruction::E5m2ToF32 => (89, 81),
+            Conversion::F32ToF16 | Conversion::F16ToF32 => (BASELINE.sm, BASELINE.ptx),
+            Conversion::F32ToF16Satfinite => (BASELINE.sm, 81),
+            Conversion::F32ToBf16 => (80, 70),
+            Conversion::Bf16ToF32 => (80, 71),
+            Conversion::F32ToBf16Satfinite => (80, 81),
+            Conversion::F32ToE4m3Satfinite
+            | Conversion::F32ToE5m2Satfinite
+            | Conversion::E4m3ToF32
+            | Conversion::E5m2ToF32 => (89, 81),
         };
         PtxTarget { sm, ptx }
     }
 
     /// The target of the module its hardware kernels are built into: the first of
-    /// [`TARGETS`] that [covers](PtxTarget::covers) what it [needs](Instruction::needs).
+    /// [`TARGETS`] that [covers](PtxTarget::covers) what it [needs](Conversion::needs).
     #[inline]
     pub const fn target(self) -> PtxTarget {
         let mut i = 0;
@@ -177,28 +177,28 @@ mod tests {
     fn targets_are_ordered_and_every_instruction_has_a_module() {
         assert_eq!(TARGETS[0], BASELINE);
         assert!(TARGETS.windows(2).all(|w| w[0].sm < w[1].sm && w[0].ptx <= w[1].ptx), "{TARGETS:?}");
-        for instruction in Instruction::ALL {
+        for instruction in Conversion::ALL {
             let (needs, target) = (instruction.needs(), instruction.target());
             assert!(target.covers(needs), "{instruction:?}: {target:?} does not cover {needs:?}");
             // The oldest such module: no earlier target covers it.
             let earlier = TARGETS.iter().take_while(|t| **t != target);
             assert!(earlier.clone().all(|t| !t.covers(needs)), "{instruction:?}");
         }
-        assert_eq!(Instruction::F32ToF16.target(), BASELINE);
-        assert_eq!(Instruction::F32ToF16Satfinite.target(), PtxTarget { sm: 80, ptx: 81 });
-        assert_eq!(Instruction::E4m3ToF32.target().sm, 89);
+        assert_eq!(Conversion::F32ToF16.target(), BASELINE);
+        assert_eq!(Conversion::F32ToF16Satfinite.target(), PtxTarget { sm: 80, ptx: 81 });
+        assert_eq!(Conversion::E4m3ToF32.target().sm, 89);
     }
 
     #[test]
     fn only_the_non_saturating_fp8_conversions_lack_an_instruction() {
         for format in [Format::Binary16, Format::Bfloat16, Format::Fp8E4m3, Format::Fp8E5m2] {
-            assert!(Instruction::of(Family::NarrowToF32 { format }).is_some(), "{format:?}");
+            assert!(Conversion::of(Family::NarrowToF32 { format }).is_some(), "{format:?}");
             let saturating = Family::F32ToNarrow { format, overflow: Overflow::SatFinite };
-            assert!(Instruction::of(saturating).is_some(), "{format:?}");
+            assert!(Conversion::of(saturating).is_some(), "{format:?}");
             let standard = Family::F32ToNarrow { format, overflow: Overflow::Standard };
             let is_fp8 = format.bits() == 8;
-            assert_eq!(Instruction::of(standard).is_none(), is_fp8, "{format:?}");
+            assert_eq!(Conversion::of(standard).is_none(), is_fp8, "{format:?}");
         }
-        assert_eq!(Instruction::of(Family::IsNan(Format::Binary16)), None);
+        assert_eq!(Conversion::of(Family::IsNan(Format::Binary16)), None);
     }
 }

@@ -3,8 +3,8 @@
 //! the reference on their whole domains in `exhaustive_cpu.rs`.)
 
 use conformance::check_all;
-use host::reference::{self, div_to_f32, f32_to_unorm_exact};
-use host::table::VARIANTS;
+use host::verify::reference::{self, div_to_f32, f32_to_unorm_exact};
+use host::verify::table::VARIANTS;
 use shared::Family;
 
 /// `f` scaled by 2^64 as an exact integer, for `f` in `[2^-40, 2]` or zero.

@@ -4,7 +4,7 @@
 //! UNORM8 results reproduced.
 
 use host::search::{self, Kind, SchemeFamily};
-use host::table::find;
+use host::verify::table::find;
 use shared::scheme::Scheme;
 use shared::schemes;
 use std::sync::LazyLock;
@@ -76,13 +76,13 @@ fn the_finder_has_a_scheme_for_every_denominator_and_it_is_the_cheapest_exact_on
         assert!(prover.is_exact(best.scheme));
         for r in &found.families {
             if let Some(scheme) = r.exact {
-                assert!(search::Cost::of(scheme).key() >= best.cost.key(), "{:?} beats the answer", r.family);
+                assert!(search::SchemeCost::of(scheme).key() >= best.cost.key(), "{:?} beats the answer", r.family);
             }
         }
         // Every cheaper candidate of every family really is wrong somewhere.
         for family in SchemeFamily::ALL {
             for scheme in family.candidates(found.denominator) {
-                if search::Cost::of(scheme).key() < best.cost.key() {
+                if search::SchemeCost::of(scheme).key() < best.cost.key() {
                     assert!(!prover.is_exact(scheme), "{}", search::formula(scheme));
                 }
             }
@@ -94,7 +94,7 @@ fn the_finder_has_a_scheme_for_every_denominator_and_it_is_the_cheapest_exact_on
 fn the_finder_reproduces_the_published_unorm8_results() {
     let d255 = FOUND.iter().find(|f| f.denominator == 255).expect("d = 255 searched");
     // x * fl(1/255) is wrong, on as many inputs as the table's variant is.
-    let mul_recip = host::cpu::verify(find("unorm8_mul_recip").expect("in the table"));
+    let mul_recip = host::verify::cpu::verify(find("unorm8_mul_recip").expect("in the table"));
     let unorm8 = d255.naive_wrong.iter().find(|u| u.kind == Kind::Unorm).expect("UNORM8 divides by 255");
     assert!(unorm8.wrong > 0);
     assert_eq!(unorm8.wrong, mul_recip.mismatches);

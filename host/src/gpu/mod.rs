@@ -1,25 +1,28 @@
 //! A small safe GPU layer over cudarc's driver API (loaded at run time, so nothing here
 //! needs CUDA to build): open a device, load the embedded PTX once, run any variant of
-//! the table over host slices or device buffers.
+//! the table over host slices or device buffers; the hardware conversion kernels from
+//! the newer targets' modules where the device can run them.
 //!
 //! Kernels are launched through one typed method per kind of kernel
 //! ([`shared::KernelKind`]), bound by that kind's trait: [`Gpu::map`] needs
-//! `P: kind::Map`, [`Gpu::map_wide`] `P: kind::Wide`, and so on. The table implements a
+//! `P: kind::Map`, [`Gpu::map_stream`] `P: kind::Stream`, and so on. The table implements a
 //! kind's trait only for the variants that have the kernel, so the method's signature is
 //! the kernel's; no safe function launches a kernel by name (that stays in `raw`).
 //!
 //! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
 //! library before cudarc can panic, and every failure is a [`GpuError`].
+//!
+//! Owns: the CUDA context, device buffers, the embedded PTX ([`ptx`]) and every kernel
+//! launch (the `unsafe` ones stay in `raw`). Uses: [`crate::support`] only; it knows
+//! kernels by their `shared` types, never the variant table.
 
+pub mod ptx;
 mod raw;
-mod three_way;
 
-pub use three_way::{Difference, Disagreement, ThreeWay, three_way};
-
-use crate::table::Element;
-use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError};
+use crate::support::element::Element;
+use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
-use shared::hardware::{Instruction, PtxTarget};
+use shared::hardware::{Conversion, PtxTarget};
 use shared::{KernelKind, KernelName, Primitive, Stored, kind};
 use std::sync::Arc;
 
@@ -89,6 +92,15 @@ pub enum GpuError {
         /// What was wrong.
         detail: String,
     },
+    /// A copy between buffers of different lengths.
+    CopyLength {
+        /// Which copy.
+        copy: DeviceCopy,
+        /// Elements in the source.
+        from: usize,
+        /// Elements in the destination.
+        into: usize,
+    },
     /// The kernel is in a PTX module this device cannot run (its target is newer than
     /// the device) or whose load failed: a hardware kernel of an instruction the device
     /// lacks. Tests report it as a skip.
@@ -98,6 +110,16 @@ pub enum GpuError {
         /// Why, e.g. `needs sm_89; device 0 is sm_80`.
         reason: String,
     },
+}
+
+/// A copy out of a device buffer, as [`GpuError::CopyLength`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceCopy {
+    /// Device to host ([`Gpu::download_into`]).
+    ToHost,
+    /// Device to device ([`Gpu::copy`]).
+    ToDevice,
 }
 
 impl std::fmt::Display for GpuError {
@@ -117,11 +139,24 @@ impl std::fmt::Display for GpuError {
             GpuError::WrongResult { kernel, detail } => write!(f, "kernel {kernel} computed a wrong result: {detail}"),
             GpuError::Length { kernel, detail } => write!(f, "kernel {kernel}: {detail}"),
             GpuError::NeedsTarget { kernel, reason } => write!(f, "kernel {kernel}: {reason}"),
+            GpuError::CopyLength { copy: DeviceCopy::ToHost, from, into } => {
+                write!(f, "kernel memcpy_dtoh: copying {from} elements into {into}")
+            }
+            GpuError::CopyLength { copy: DeviceCopy::ToDevice, from, into } => {
+                write!(f, "kernel memcpy_dtod: copy of {from} elements into {into}")
+            }
         }
     }
 }
 
-impl std::error::Error for GpuError {}
+impl std::error::Error for GpuError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GpuError::Driver { source, .. } | GpuError::Launch { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 impl GpuError {
     /// `true` when the error means "there is no GPU here" rather than a failure on one.
@@ -178,9 +213,9 @@ pub struct NonFinite {
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    /// The baseline module ([`crate::ptx::PTX`]).
+    /// The baseline module ([`ptx::PTX`]).
     module: Arc<CudaModule>,
-    /// The newer modules ([`crate::ptx::MODULES`] after the first): loaded, or why not.
+    /// The newer modules ([`ptx::MODULES`] after the first): loaded, or why not.
     newer: Vec<(PtxTarget, Result<Arc<CudaModule>, String>)>,
     info: DeviceInfo,
 }
@@ -200,8 +235,8 @@ impl Gpu {
         }
         let ctx = CudaContext::new(ordinal).map_err(driver(format!("creating a context on device {ordinal}")))?;
         let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::PTX))
-            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::ptx::PTX) })?;
+            .load_module(cudarc::nvrtc::Ptx::from_src(crate::gpu::ptx::PTX))
+            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::gpu::ptx::PTX) })?;
         let attribute = |a| ctx.attribute(a).map_err(driver("reading device attributes"));
         let info = DeviceInfo {
             ordinal,
@@ -211,7 +246,7 @@ impl Gpu {
             clock_khz: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
             memory_bytes: ctx.total_mem().map_err(driver("reading the memory size"))?,
         };
-        let newer = crate::ptx::MODULES[1..]
+        let newer = ptx::MODULES[1..]
             .iter()
             .map(|m| {
                 let loaded = runs_target(&info, m.target).and_then(|()| {
@@ -229,8 +264,13 @@ impl Gpu {
     /// The loaded module that holds kernel `name` (whose variant's family has the
     /// conversion `instruction`, if any), or why this device has none
     /// ([`GpuError::NeedsTarget`]).
-    fn module_for(&self, name: KernelName, instruction: Option<Instruction>) -> Result<&Arc<CudaModule>, GpuError> {
-        let target = crate::ptx::module_of(name, instruction).target;
+    fn module_for(&self, name: KernelName, instruction: Option<Conversion>) -> Result<&Arc<CudaModule>, GpuError> {
+        self.loaded(name, ptx::module_of(name, instruction).target)
+    }
+
+    /// The loaded module of PTX target `target`, or why this device has none, for kernel
+    /// `name` ([`GpuError::NeedsTarget`]).
+    fn loaded(&self, name: KernelName, target: PtxTarget) -> Result<&Arc<CudaModule>, GpuError> {
         match self.newer.iter().find(|(t, _)| *t == target) {
             None => Ok(&self.module),
             Some((_, Ok(module))) => Ok(module),
@@ -265,8 +305,10 @@ impl Gpu {
     /// kernel from its target's module ([`GpuError::NeedsTarget`] if this device cannot
     /// run that module).
     pub fn load(&self, name: KernelName) -> Result<(), GpuError> {
-        let instruction = crate::table::find(name.variant).and_then(|v| Instruction::of(v.family));
-        raw::load(self.module_for(name, instruction)?, name)
+        let Some(module) = ptx::module_holding(name) else {
+            return Err(GpuError::KernelMissing { name: name.to_string() });
+        };
+        raw::load(self.loaded(name, module.target)?, name)
     }
 
     /// A grid-stride launch for `work` items: enough blocks to fill the device, at
@@ -324,8 +366,7 @@ impl Gpu {
     /// Copies a device buffer into `out` (equal lengths).
     pub fn download_into<T: DeviceRepr>(&self, buffer: &CudaSlice<T>, out: &mut [T]) -> Result<(), GpuError> {
         if buffer.len() != out.len() {
-            let detail = format!("copying {} elements into {}", buffer.len(), out.len());
-            return Err(GpuError::Length { kernel: "memcpy_dtoh".into(), detail });
+            return Err(GpuError::CopyLength { copy: DeviceCopy::ToHost, from: buffer.len(), into: out.len() });
         }
         self.stream.memcpy_dtoh(buffer, out).map_err(driver("copying results to the host"))?;
         self.stream.synchronize().map_err(driver("copying results to the host"))
@@ -353,20 +394,39 @@ impl Gpu {
         self.wait(KernelName::of::<P>(KernelKind::Map))
     }
 
-    /// [`Gpu::map`] through `P`'s [`KernelKind::Wide`] kernel (UNORM8 → f32, 16 bytes
-    /// per thread per step); waits for it.
-    pub fn map_wide<P: kind::Wide>(&self, input: &CudaSlice<u8>, output: &mut CudaSlice<u32>) -> Result<(), GpuError> {
-        self.launch_wide::<P>(input, output)?;
-        self.wait(KernelName::of::<P>(KernelKind::Wide))
+    /// [`Gpu::map`] through `P`'s [`KernelKind::Stream`] kernel (per lane per step one
+    /// load of four inputs and one store of their four stored results: 4, 8 or 16 bytes
+    /// each); waits for it. Views, so that a test can start either buffer off its
+    /// alignment (the kernel then takes its scalar pass). `input` and `output` have equal
+    /// lengths.
+    pub fn map_stream<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::Stream,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        self.launch_stream::<P>(input, output)?;
+        self.wait(KernelName::of::<P>(KernelKind::Stream))
     }
 
-    /// Queues `P`'s [`KernelKind::Wide`] kernel (see [`Gpu::map_wide`]); does not wait.
-    pub fn launch_wide<P: kind::Wide>(
+    /// Queues `P`'s [`KernelKind::Stream`] kernel (see [`Gpu::map_stream`]); does not
+    /// wait.
+    pub fn launch_stream<P>(
         &self,
-        input: &CudaSlice<u8>,
-        output: &mut CudaSlice<u32>,
-    ) -> Result<(), GpuError> {
-        raw::launch_wide::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 16), input, output)
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::Stream,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let config = self.elementwise_config(input.len(), kind::STREAM_LANE_ELEMENTS);
+        raw::launch_stream::<P>(&self.stream, &self.module, config, input, output)
     }
 
     /// `output[i]` = the GPU's own conversion instruction for `P`'s family applied to
@@ -380,7 +440,7 @@ impl Gpu {
         Bits<P>: DeviceRepr,
     {
         let name = KernelName::of::<P>(KernelKind::Hardware);
-        let module = self.module_for(name, Instruction::of(P::FAMILY))?;
+        let module = self.module_for(name, Conversion::of(P::FAMILY))?;
         raw::launch_hardware::<P>(&self.stream, module, self.elementwise_config(input.len(), 1), input, output)?;
         self.wait(name)
     }
@@ -398,9 +458,15 @@ impl Gpu {
         self.download(&device_output)
     }
 
-    /// Counts the non-finite binary16 values in `input` with `P`'s
-    /// [`KernelKind::CountNonfinite`] kernel (16-byte loads), and finds the first one.
-    pub fn count_nonfinite<P: kind::CountNonfinite>(&self, input: &CudaSlice<u16>) -> Result<NonFinite, GpuError> {
+    /// Counts the non-finite values in `input` with `P`'s [`KernelKind::CountNonfinite`]
+    /// kernel (one 16-byte load per lane per step), and finds the first one (its index
+    /// in `input`). A view, so that a test can start it off a 16-byte boundary (the
+    /// kernel then takes its head pass).
+    pub fn count_nonfinite<P>(&self, input: &CudaView<'_, P::In>) -> Result<NonFinite, GpuError>
+    where
+        P: kind::CountNonfinite,
+        P::In: DeviceRepr,
+    {
         let name = KernelName::of::<P>(KernelKind::CountNonfinite);
         let mut result = self.upload(&[0u64, u64::MAX])?;
         self.launch_count::<P>(input, &mut result)?;
@@ -414,12 +480,13 @@ impl Gpu {
 
     /// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into
     /// `result` (2 elements: count, first index); does not wait.
-    pub fn launch_count<P: kind::CountNonfinite>(
-        &self,
-        input: &CudaSlice<u16>,
-        result: &mut CudaSlice<u64>,
-    ) -> Result<(), GpuError> {
-        raw::launch_count::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 8), input, result)
+    pub fn launch_count<P>(&self, input: &CudaView<'_, P::In>, result: &mut CudaSlice<u64>) -> Result<(), GpuError>
+    where
+        P: kind::CountNonfinite,
+        P::In: DeviceRepr,
+    {
+        let config = self.elementwise_config(input.len(), kind::count_lane_elements::<P::In>());
+        raw::launch_count::<P>(&self.stream, &self.module, config, input, result)
     }
 
     /// Runs `P`'s [`KernelKind::Latency`] kernel on one thread: a dependent chain of
@@ -451,8 +518,7 @@ impl Gpu {
     /// Queues a device-to-device copy of `src` into `dst` (equal lengths).
     pub fn copy<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), GpuError> {
         if src.len() != dst.len() {
-            let detail = format!("copy of {} elements into {}", src.len(), dst.len());
-            return Err(GpuError::Length { kernel: "memcpy_dtod".into(), detail });
+            return Err(GpuError::CopyLength { copy: DeviceCopy::ToDevice, from: src.len(), into: dst.len() });
         }
         self.stream.memcpy_dtod(src, dst).map_err(driver("copying device to device"))
     }
@@ -475,11 +541,23 @@ pub fn runs_target(info: &DeviceInfo, target: PtxTarget) -> Result<(), String> {
 pub fn open_or_skip() -> Option<Gpu> {
     let opened = match Gpu::open(0) {
         Err(e) if !e.is_unavailable() => panic!("the GPU is present but unusable: {e}"),
-        Err(GpuError::NoDriver) => Err("no CUDA driver".to_string()),
-        Err(e) => Err(format!("no CUDA device ({e})")),
+        Err(e) => Err(NoGpu(e)),
         Ok(gpu) => Ok(gpu),
     };
-    crate::skip::require_or_skip("REQUIRE_GPU", opened)
+    crate::support::skip::require_or_skip("REQUIRE_GPU", opened)
+}
+
+/// Why [`open_or_skip`] skips: an unavailable-GPU error, shown short
+/// (`no CUDA driver`, `no CUDA device (…)`).
+struct NoGpu(GpuError);
+
+impl std::fmt::Display for NoGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            GpuError::NoDriver => f.write_str("no CUDA driver"),
+            e => write!(f, "no CUDA device ({e})"),
+        }
+    }
 }
 
 /// The input bits a conformance or length check feeds element `i`.
@@ -517,9 +595,9 @@ where
     P::In: Element,
     Bits<P>: Element,
 {
-    let input: Vec<P::In> = crate::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
+    let input: Vec<P::In> = crate::support::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
     let output = gpu.map_host::<P>(&input)?;
-    let (mismatches, first) = crate::parallel::count_where(len, |i| {
+    let (mismatches, first) = crate::support::parallel::count_where(len, |i| {
         let cpu = P::apply(input[i]).to_stored();
         (cpu != output[i]).then(|| GpuMismatch {
             index: i as u64,
@@ -530,6 +608,161 @@ where
     });
     Ok(GpuCheck { elements: len as u64, mismatches, first_mismatch: first })
 }
+
+/// A device buffer of one of the [`Element`] types, for code that meets kernels of every
+/// input width (the variant table's type-erased bandwidth kernels).
+pub enum DeviceElements {
+    /// `u8` elements.
+    U8(CudaSlice<u8>),
+    /// `u16` elements.
+    U16(CudaSlice<u16>),
+    /// `u32` elements.
+    U32(CudaSlice<u32>),
+    /// `u64` elements.
+    U64(CudaSlice<u64>),
+}
+
+impl DeviceElements {
+    /// `len` elements of type `T`, element `i` the low bits of `input_at(i)`, made on
+    /// all cores and uploaded.
+    pub fn upload<T: BufferElement>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
+        let host: Vec<T> = crate::support::parallel::map_indices(len, |i| T::from_u64(input_at(i as u64)));
+        Ok(T::into_elements(gpu.upload(&host)?))
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceElements::U8(b) => b.len(),
+            DeviceElements::U16(b) => b.len(),
+            DeviceElements::U32(b) => b.len(),
+            DeviceElements::U64(b) => b.len(),
+        }
+    }
+
+    /// `true` for no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Width of an element in bits.
+    pub fn bits(&self) -> u32 {
+        match self {
+            DeviceElements::U8(_) => 8,
+            DeviceElements::U16(_) => 16,
+            DeviceElements::U32(_) => 32,
+            DeviceElements::U64(_) => 64,
+        }
+    }
+
+    /// The buffer as `T`s, or a [`GpuError::Length`] for `kernel` saying that it holds
+    /// another type.
+    pub fn typed<T: BufferElement>(&self, kernel: KernelName) -> Result<&CudaSlice<T>, GpuError> {
+        let bits = self.bits();
+        T::of_elements(self).ok_or_else(|| GpuError::Length {
+            kernel: kernel.to_string(),
+            detail: format!("input holds {bits}-bit elements, the kernel reads {}-bit ones", T::BITS),
+        })
+    }
+
+    /// `len` zeroed elements of type `T` on the device.
+    pub fn zeros<T: BufferElement>(gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError> {
+        Ok(T::into_elements(gpu.zeros::<T>(len)?))
+    }
+
+    /// The buffer as `T`s to write, or a [`GpuError::Length`] for `kernel` saying that it
+    /// holds another type.
+    pub fn typed_mut<T: BufferElement>(&mut self, kernel: KernelName) -> Result<&mut CudaSlice<T>, GpuError> {
+        let bits = self.bits();
+        T::of_elements_mut(self).ok_or_else(|| GpuError::Length {
+            kernel: kernel.to_string(),
+            detail: format!("output holds {bits}-bit elements, the kernel writes {}-bit ones", T::BITS),
+        })
+    }
+
+    /// The elements, copied to the host.
+    pub fn download(&self, gpu: &Gpu) -> Result<HostElements, GpuError> {
+        Ok(match self {
+            DeviceElements::U8(b) => HostElements::U8(gpu.download(b)?),
+            DeviceElements::U16(b) => HostElements::U16(gpu.download(b)?),
+            DeviceElements::U32(b) => HostElements::U32(gpu.download(b)?),
+            DeviceElements::U64(b) => HostElements::U64(gpu.download(b)?),
+        })
+    }
+}
+
+/// A [`DeviceElements`] copied to the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostElements {
+    /// `u8` elements.
+    U8(Vec<u8>),
+    /// `u16` elements.
+    U16(Vec<u16>),
+    /// `u32` elements.
+    U32(Vec<u32>),
+    /// `u64` elements.
+    U64(Vec<u64>),
+}
+
+impl HostElements {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            HostElements::U8(v) => v.len(),
+            HostElements::U16(v) => v.len(),
+            HostElements::U32(v) => v.len(),
+            HostElements::U64(v) => v.len(),
+        }
+    }
+
+    /// `true` for no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` zero-extended to 64 bits, `None` past the end.
+    pub fn get(&self, i: usize) -> Option<u64> {
+        match self {
+            HostElements::U8(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U16(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U32(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U64(v) => v.get(i).copied(),
+        }
+    }
+}
+
+/// An [`Element`] type a [`DeviceElements`] holds: how to wrap and unwrap its buffer.
+pub trait BufferElement: Element {
+    /// `buffer` as a [`DeviceElements`].
+    fn into_elements(buffer: CudaSlice<Self>) -> DeviceElements;
+    /// The buffer of `elements`, if it holds elements of this type.
+    fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<Self>>;
+    /// The same, to write.
+    fn of_elements_mut(elements: &mut DeviceElements) -> Option<&mut CudaSlice<Self>>;
+}
+
+macro_rules! buffer_element {
+    ($($t:ty: $variant:ident)*) => {$(
+        impl BufferElement for $t {
+            fn into_elements(buffer: CudaSlice<$t>) -> DeviceElements {
+                DeviceElements::$variant(buffer)
+            }
+            fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<$t>> {
+                match elements {
+                    DeviceElements::$variant(buffer) => Some(buffer),
+                    _ => None,
+                }
+            }
+            fn of_elements_mut(elements: &mut DeviceElements) -> Option<&mut CudaSlice<$t>> {
+                match elements {
+                    DeviceElements::$variant(buffer) => Some(buffer),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+buffer_element!(u8: U8 u16: U16 u32: U32 u64: U64);
 
 #[cfg(test)]
 mod tests {

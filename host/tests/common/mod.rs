@@ -6,11 +6,11 @@
 
 pub mod alloc_counter;
 
-use host::backend::Cpu;
-use host::progress::Progress;
-use host::scan::Counts;
-use host::scan_report::{self, Report};
-use host::tensor_io::TensorFile;
+use host::files::backend::CpuBackend;
+use host::files::scan::Counts;
+use host::files::scan_report::{self, Report};
+use host::files::tensor_io::TensorFile;
+use host::support::progress::Progress;
 use std::path::Path;
 use std::process::Command;
 
@@ -371,8 +371,9 @@ pub fn npy_bytes(version: u8, header: &str, data_len: usize) -> Vec<u8> {
 /// Scans `path` through the library on the CPU backend and hands the report to
 /// `use_report`.
 pub fn with_scan<R>(path: &Path, use_report: impl FnOnce(&Report<'_>) -> R) -> Result<R, String> {
-    let files = [TensorFile::open(path)?];
-    let report = Report::scan(&files, &Cpu, &Progress::new(scan_report::bytes_to_scan(&files[0]), "test"))?;
+    let files = [TensorFile::open(path).map_err(|e| e.to_string())?];
+    let report = Report::scan(&files, &CpuBackend, &Progress::new(scan_report::bytes_to_scan(&files[0]), "test"))
+        .map_err(|e| e.to_string())?;
     Ok(use_report(&report))
 }
 

@@ -1,0 +1,218 @@
+//! `bitexact bench`: GPU bandwidth and per-element timing.
+
+use super::error::CliError;
+use host::bench::{self, BenchConfig, BenchReport, TimingStatus};
+use host::gpu::Gpu;
+use host::support::output::{self, OutputFormat, Table};
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+/// Options of `bitexact bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+    /// Input size of each throughput kernel, in MiB (the targets are stated for >= 1024).
+    #[arg(long, default_value_t = 1024)]
+    mib: usize,
+    /// Timed repetitions per figure; the median is reported.
+    #[arg(long, default_value_t = 10)]
+    reps: usize,
+    #[arg(long, help = host::verify::table::ONLY_HELP)]
+    only: Option<String>,
+    /// Also write the JSON report to this file (whatever --format says).
+    #[arg(long, value_name = "FILE")]
+    json_out: Option<std::path::PathBuf>,
+    /// The GPU to run on: its CUDA device ordinal. (`--device` on scan and normalize
+    /// chooses a backend, auto|cpu|gpu; bench always runs on a GPU.)
+    #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
+    gpu: usize,
+}
+
+/// Runs the benchmarks and prints the report. Exits 1, after printing everything, if a
+/// timing row is invalid (one line on stderr names them).
+pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
+    if args.mib == 0 || args.reps == 0 {
+        return Err(CliError::Usage("--mib and --reps must be at least 1".into()));
+    }
+    let gpu = Gpu::open(args.gpu).map_err(|source| CliError::NeedsGpu { command: "bench", source })?;
+    let config = BenchConfig {
+        bytes: args.mib.checked_mul(1 << 20).ok_or_else(|| CliError::Usage("--mib is too large".into()))?,
+        reps: args.reps,
+        only: args.only.clone(),
+        ..BenchConfig::default()
+    };
+    let show_progress = std::io::stderr().is_terminal() || args.format != OutputFormat::Json;
+    let progress = |what: &str| {
+        if show_progress {
+            let _ = writeln!(std::io::stderr(), "bench: {what}");
+        }
+    };
+    let report = bench::run(&gpu, &config, &progress)?;
+    if let Some(path) = &args.json_out {
+        std::fs::write(path, output::json(&report))
+            .map_err(|source| CliError::WriteFile { path: path.clone(), source })?;
+    }
+    if args.format == OutputFormat::Json {
+        output::write_stdout(&output::json(&report))?;
+    } else {
+        output::write_stdout(&text(&report, &config, args.format == OutputFormat::Markdown))?;
+    }
+    let invalid = report.invalid_variants();
+    if invalid.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("bitexact: bench: physically impossible timing (a folded chain?) for {}", invalid.join(", "));
+    Ok(ExitCode::from(1))
+}
+
+/// The report as aligned text or Markdown tables.
+fn text(report: &BenchReport, config: &BenchConfig, markdown: bool) -> String {
+    let mut out = String::new();
+    let d = &report.device;
+    let _ = writeln!(
+        out,
+        "device {}: {} (sm_{}{}, {} SMs, rated {} MHz, {:.1} GiB); {} MiB inputs, median of {} runs\n",
+        d.ordinal,
+        d.name,
+        d.compute_capability.0,
+        d.compute_capability.1,
+        d.multiprocessors,
+        d.clock_khz / 1000,
+        d.memory_bytes as f64 / f64::from(1 << 30),
+        config.bytes >> 20,
+        config.reps
+    );
+    let mut table = Table::new([
+        "kernel",
+        "bytes moved",
+        "ms",
+        "GB/s",
+        "copy GB/s",
+        "% of copy",
+        "exact / inexact time",
+        "checked",
+    ]);
+    for r in &report.bandwidth {
+        let versus = match &r.inexact_baseline {
+            Some(b) => format!("{:.2} (vs {}, {:.3} ms)", b.exact_over_inexact_time, b.kernel, b.median_ms),
+            None => "-".to_string(),
+        };
+        table.row([
+            r.kernel.clone(),
+            r.bytes_moved.to_string(),
+            format!("{:.3}", r.median_ms),
+            format!("{:.0}", r.gb_per_s),
+            format!("{:.0}", r.copy_gb_per_s),
+            format!("{:.1}", r.percent_of_copy),
+            versus,
+            r.checked.clone(),
+        ]);
+    }
+    let _ = write!(out, "{}", table.render(markdown));
+    let _ = writeln!(
+        out,
+        "\n(bytes moved = read + written; copy = device-to-device copy moving the same bytes, same run; \
+         exact / inexact time = this exact conversion's median time over that of the inexact form users run \
+         today, x * fl(1/(2^n - 1)), same input, same run)\n"
+    );
+    let mut table = Table::new(["variant", "latency cycles", "throughput Gop/s", "ops/SM/cycle"]);
+    for r in &report.per_element {
+        match r.figures {
+            Some(f) if r.status == TimingStatus::Valid => table.row([
+                r.variant.to_string(),
+                format!("{:.1}", f.latency_cycles),
+                format!("{:.0}", f.throughput_gops),
+                format!("{:.1}", f.ops_per_sm_per_cycle),
+            ]),
+            _ => table.row([r.variant.to_string(), r.status.to_string(), String::new(), String::new()]),
+        }
+    }
+    let _ = write!(out, "{}", table.render(markdown));
+    let _ = writeln!(
+        out,
+        "\n(latency: dependent chain, one application + its feedback (an XOR, for non-bool results a multiply and \
+         shift too) per step; ops/SM/cycle at the rated clock; invalid: impossible figures, under 1 cycle or over \
+         {} per SM per cycle; n/a: constant function, proven on the CPU, not timed)",
+        bench::MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use host::bench::{BandwidthRow, Baseline, Figures, TimingRow};
+    use host::gpu::DeviceInfo;
+
+    #[test]
+    fn invalid_and_constant_rows_print_their_status_and_conversions_their_inexact_ratio() {
+        let stream = |variant| shared::KernelName { variant, kind: shared::KernelKind::Stream }.to_string();
+        let (exact_kernel, inexact_kernel) = (stream("unorm8_times3_int"), stream("unorm8_mul_recip"));
+        let figures = Figures { latency_cycles: 18.1, throughput_gops: 2534.0, ops_per_sm_per_cycle: 9.7 };
+        let report = BenchReport {
+            device: DeviceInfo {
+                ordinal: 0,
+                name: "NVIDIA H200".into(),
+                compute_capability: (9, 0),
+                multiprocessors: 132,
+                clock_khz: 1_980_000,
+                memory_bytes: 1 << 30,
+            },
+            bytes: 1 << 20,
+            reps: 1,
+            bandwidth: vec![
+                BandwidthRow {
+                    kernel: exact_kernel.clone(),
+                    bytes_moved: 5 << 20,
+                    median_ms: 0.0025,
+                    gb_per_s: 2097.2,
+                    copy_gb_per_s: 2500.0,
+                    percent_of_copy: 83.9,
+                    checked: "all 1048576 outputs == CPU".into(),
+                    inexact_baseline: Some(Baseline {
+                        kernel: inexact_kernel.clone(),
+                        median_ms: 0.002,
+                        gb_per_s: 2621.4,
+                        exact_over_inexact_time: 1.25,
+                    }),
+                },
+                BandwidthRow {
+                    kernel: inexact_kernel.clone(),
+                    bytes_moved: 5 << 20,
+                    median_ms: 0.002,
+                    gb_per_s: 2621.4,
+                    copy_gb_per_s: 2500.0,
+                    percent_of_copy: 104.9,
+                    checked: "all 1048576 outputs == CPU".into(),
+                    inexact_baseline: None,
+                },
+            ],
+            per_element: vec![
+                TimingRow::measured("f16_is_nan", figures),
+                TimingRow::measured("f32_is_finite", Figures { latency_cycles: -0.0, ..figures }),
+                TimingRow::constant("e4m3_is_infinite"),
+            ],
+        };
+        let config = BenchConfig { bytes: 1 << 20, reps: 1, ..BenchConfig::default() };
+        for markdown in [false, true] {
+            let text = text(&report, &config, markdown);
+            let line = |name: &str| text.lines().find(|l| l.contains(name)).unwrap_or_else(|| panic!("{name}: {text}"));
+            assert!(line("f16_is_nan").contains("18.1") && line("f16_is_nan").contains("2534"), "{text}");
+            let invalid = line("f32_is_finite");
+            assert!(invalid.contains("invalid: latency -0.00 cycles per step is under 1 cycle"), "{text}");
+            assert!(!invalid.contains("600") && !invalid.contains("2534"), "{text}");
+            assert!(line("e4m3_is_infinite").contains("n/a: constant function"), "{text}");
+            // An exact conversion shows its time over the inexact baseline's, and which.
+            let exact = line(&exact_kernel);
+            assert!(exact.contains(&format!("1.25 (vs {inexact_kernel}, 0.002 ms)")), "{text}");
+            let baseline = text
+                .lines()
+                .find(|l| l.trim_start_matches(['|', ' ']).starts_with(&inexact_kernel))
+                .unwrap_or_else(|| panic!("no baseline row: {text}"));
+            assert!(baseline.contains(" - ") && !baseline.contains("(vs"), "{text}");
+        }
+    }
+}

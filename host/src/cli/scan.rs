@@ -1,0 +1,62 @@
+//! `bitexact scan`: count NaN and infinities in .npy / .npz / .safetensors files.
+
+use super::error::CliError;
+use host::files::backend::{self, Device};
+use host::files::scan_inputs;
+use host::files::scan_report::{self, Report};
+use host::files::tensor_io::TensorFile;
+use host::support::output::{self, OutputFormat};
+use host::support::progress::Progress;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit status when nothing non-finite was found but some tensor could not be scanned.
+const EXIT_NOT_ALL_SCANNED: u8 = 3;
+
+/// Options of `bitexact scan`.
+#[derive(clap::Args)]
+pub struct ScanArgs {
+    /// Files to scan: .npy, .npz or .safetensors (recognised by content whatever the
+    /// extension); directories, walked for such files; a sharded checkpoint's
+    /// model.safetensors.index.json, for all its shards, with the index's tensor names
+    /// checked. Binary16, bfloat16, binary32, binary64, FP8 E4M3/E5M2 and their FNUZ
+    /// variants, and complex tensors are scanned; integer tensors are listed, not scanned.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// Where to scan: `auto` uses the GPU when one is usable, else the CPU.
+    #[arg(long, value_enum, default_value_t = Device::Auto)]
+    pub device: Device,
+}
+
+/// Exit 0 when every value is finite, 1 when any is not, 3 when none is found but some
+/// tensor could not be scanned (its dtype or storage is not supported); `Err` (exit 2) on
+/// any bad input, reported before anything is scanned, or on a file that shrinks while
+/// it is scanned.
+pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
+    let backend = backend::select(args.device)?;
+    let inputs = scan_inputs::expand(&args.files)?;
+    let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
+    for index in &inputs.indexes {
+        for warning in scan_inputs::check_index(index, &files)? {
+            eprintln!("bitexact: warning: {warning}");
+        }
+    }
+    let progress = Progress::new(files.iter().map(scan_report::bytes_to_scan).sum(), "scan");
+    let report = Report::scan(&files, backend.as_ref(), &progress)?;
+    progress.finish();
+    if args.format == OutputFormat::Json {
+        output::write_stdout_with(|out| report.write_json(out))?;
+    } else {
+        output::write_stdout(&report.render(args.format == OutputFormat::Markdown))?;
+    }
+    Ok(if report.total.first_non_finite.is_some() {
+        ExitCode::FAILURE
+    } else if report.total.not_scanned > 0 {
+        ExitCode::from(EXIT_NOT_ALL_SCANNED)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

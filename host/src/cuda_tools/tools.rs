@@ -1,0 +1,404 @@
+//! The CUDA command-line tools (`ptxas`, `cuobjdump`, `nvdisasm`): finding them without
+//! a CUDA install, assembling PTX to a cubin and disassembling it to SASS.
+//!
+//! `scripts/install-cuda-tools.sh` puts pinned copies from PyPI into `.cuda-tools/` at
+//! the workspace root; [`find`] looks there among other places.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Environment variable naming a folder that holds the tools (directly, in `bin/`, or
+/// anywhere below it in a `bin/` folder, as the PyPI wheels lay them out). When set, it
+/// is the only place looked in, so it can also hide the tools; the install script then
+/// installs there.
+pub const TOOLS_DIR_VAR: &str = "BITEXACT_CUDA_TOOLS";
+
+/// Environment switch that makes tests needing the tools fail instead of skipping; see
+/// [`crate::support::skip`].
+pub const REQUIRE_CUDA_TOOLS: &str = "REQUIRE_CUDA_TOOLS";
+
+/// What to run to get the tools.
+pub const INSTALL_COMMAND: &str = "scripts/install-cuda-tools.sh";
+
+/// The project-local install folder, relative to the workspace root.
+const LOCAL_DIR: &str = ".cuda-tools";
+
+/// How deep below a tools folder [`find`] looks for `bin/<tool>`
+/// (`.cuda-tools/nvidia/cuda_nvcc/bin/ptxas` is at depth 3).
+const SEARCH_DEPTH: usize = 5;
+
+/// The architectures the pinned `ptxas` (CUDA 12.9) assembles for, oldest first: the
+/// default of the SASS report and what the tests assemble for.
+pub const ARCHS: [&str; 7] = ["sm_75", "sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"];
+
+/// One of the CUDA command-line tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tool {
+    /// PTX assembler.
+    Ptxas,
+    /// cubin/fatbin dumper (SASS listings).
+    Cuobjdump,
+    /// cubin disassembler.
+    Nvdisasm,
+}
+
+impl Tool {
+    /// Every tool.
+    pub const ALL: [Tool; 3] = [Tool::Ptxas, Tool::Cuobjdump, Tool::Nvdisasm];
+
+    /// The executable's file name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Tool::Ptxas => "ptxas",
+            Tool::Cuobjdump => "cuobjdump",
+            Tool::Nvdisasm => "nvdisasm",
+        }
+    }
+}
+
+impl fmt::Display for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a tool could not be found or did not do its job. `Display` is one line a user can
+/// act on.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The tool is in none of the places looked in.
+    NotFound {
+        /// The missing tool.
+        tool: Tool,
+        /// `$BITEXACT_CUDA_TOOLS`, when it was set (then the only place looked in).
+        override_dir: Option<PathBuf>,
+    },
+    /// An architecture name that is not of the form `sm_NN` (with an optional letter).
+    BadArch(String),
+    /// A file or process operation failed.
+    Io {
+        /// What was being done.
+        action: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The tool ran and reported failure.
+    Failed {
+        /// The tool and its arguments, as run.
+        command: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
+        /// Everything it wrote to stderr.
+        stderr: String,
+    },
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolError::NotFound { tool, override_dir: Some(dir) } => write!(
+                f,
+                "{tool} not found in ${TOOLS_DIR_VAR} ({}): point it at the folder {INSTALL_COMMAND} fills, or unset it",
+                dir.display()
+            ),
+            ToolError::NotFound { tool, override_dir: None } => {
+                write!(f, "{tool} not found (looked in {LOCAL_DIR}/, PATH, $CUDA_HOME/bin): run {INSTALL_COMMAND}")
+            }
+            ToolError::BadArch(arch) => {
+                write!(f, "bad architecture {arch:?}: expected a name like sm_90 (known: {})", ARCHS.join(", "))
+            }
+            ToolError::Io { action, source } => write!(f, "{action}: {source}"),
+            ToolError::Failed { command, status, stderr } => {
+                let first_line = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+                let first_line = first_line.split_whitespace().collect::<Vec<_>>().join(" ");
+                write!(f, "`{command}` failed ({status}): {first_line}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ToolError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ToolError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The path of an executable `tool`, looked for in this order:
+/// 1. `$BITEXACT_CUDA_TOOLS` if set, and then nowhere else ([`TOOLS_DIR_VAR`]);
+/// 2. `.cuda-tools/` in this workspace's root (known at compile time), then in the current
+///    directory and each of its ancestors;
+/// 3. each folder of `PATH`;
+/// 4. `$CUDA_HOME/bin`.
+///
+/// Inside a tools folder the tool may sit directly, in `bin/`, or in any `bin/` folder up
+/// to a few levels down (where the PyPI wheels put it). The error names what to run.
+pub fn find(tool: Tool) -> Result<PathBuf, ToolError> {
+    if let Some(dir) = std::env::var_os(TOOLS_DIR_VAR).filter(|d| !d.is_empty()).map(PathBuf::from) {
+        return find_below(&dir, tool.name(), SEARCH_DEPTH)
+            .ok_or(ToolError::NotFound { tool, override_dir: Some(dir) });
+    }
+    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR")).parent();
+    let current_dir = std::env::current_dir().ok();
+    let local_dirs =
+        workspace_root.into_iter().chain(current_dir.iter().flat_map(|d| d.ancestors())).map(|d| d.join(LOCAL_DIR));
+    let path_dirs = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
+    let cuda_home = std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("bin"));
+    local_dirs
+        .filter_map(|dir| find_below(&dir, tool.name(), SEARCH_DEPTH))
+        .chain(path_dirs.iter().chain(&cuda_home).map(|dir| dir.join(tool.name())).filter(|p| is_executable(p)))
+        .next()
+        .ok_or(ToolError::NotFound { tool, override_dir: None })
+}
+
+/// `dir/name`, else the first `bin/name` (in sorted order, breadth first) at most `depth`
+/// folders below `dir`, if it is an executable file.
+fn find_below(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    let mut level = vec![dir.to_path_buf()];
+    for _ in 0..=depth {
+        for folder in &level {
+            let candidate = folder.join(name);
+            let in_bin = folder == dir || folder.file_name().is_some_and(|f| f == "bin");
+            if in_bin && is_executable(&candidate) {
+                return Some(candidate);
+            }
+        }
+        level = level.iter().flat_map(|folder| subfolders(folder)).collect();
+    }
+    None
+}
+
+/// The subfolders of `dir`, sorted; none if it cannot be read.
+fn subfolders(dir: &Path) -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
+        .unwrap_or_default();
+    folders.sort();
+    folders
+}
+
+fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
+}
+
+/// The tools the PTX checks and the SASS report need, both found.
+#[derive(Clone, Debug)]
+pub struct CudaTools {
+    /// `ptxas`.
+    pub ptxas: PathBuf,
+    /// `cuobjdump`.
+    pub cuobjdump: PathBuf,
+}
+
+/// PTX assembled for one architecture: the cubin lives in a temporary folder that is
+/// removed when this is dropped.
+pub struct Assembled {
+    /// The architecture, e.g. `sm_90`.
+    pub arch: String,
+    /// What `ptxas -v` printed: per-function resource usage, see [`resource_usage`].
+    pub ptxas_log: String,
+    cubin: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl CudaTools {
+    /// Finds `ptxas` and `cuobjdump` with [`find`]; the error names the first one missing.
+    pub fn find() -> Result<CudaTools, ToolError> {
+        Ok(CudaTools { ptxas: find(Tool::Ptxas)?, cuobjdump: find(Tool::Cuobjdump)? })
+    }
+
+    /// Assembles `ptx` with `ptxas -v -arch=<arch>` in a fresh temporary folder.
+    /// Fails on a malformed `arch` (before running anything) or if ptxas fails.
+    pub fn assemble(&self, ptx: &str, arch: &str) -> Result<Assembled, ToolError> {
+        check_arch(arch)?;
+        let dir = tempfile::Builder::new()
+            .prefix("bitexact-ptxas-")
+            .tempdir()
+            .map_err(|source| ToolError::Io { action: "creating a temporary folder".into(), source })?;
+        let ptx_file = dir.path().join("kernels.ptx");
+        let cubin = dir.path().join(format!("kernels.{arch}.cubin"));
+        std::fs::write(&ptx_file, ptx)
+            .map_err(|source| ToolError::Io { action: format!("writing {}", ptx_file.display()), source })?;
+        let mut command = Command::new(&self.ptxas);
+        command.arg("-v").arg(format!("-arch={arch}")).arg(&ptx_file).arg("-o").arg(&cubin);
+        let output = run(command)?;
+        // ptxas prints its `-v` report on stderr; keep both streams.
+        let ptxas_log = output.stdout + &output.stderr;
+        Ok(Assembled { arch: arch.to_string(), ptxas_log, cubin, _dir: dir })
+    }
+
+    /// The SASS listing of an assembled cubin (`cuobjdump -sass`), see
+    /// [`crate::cuda_tools::sass::parse_listing`].
+    pub fn disassemble(&self, assembled: &Assembled) -> Result<String, ToolError> {
+        let mut command = Command::new(&self.cuobjdump);
+        command.arg("-sass").arg(&assembled.cubin);
+        // cuobjdump 13.x warns on stderr about a 12.x cubin's ELF layout; harmless.
+        Ok(run(command)?.stdout)
+    }
+}
+
+/// Accepts `sm_` followed by digits and an optional lowercase letter suffix (`sm_90a`);
+/// whether ptxas knows the architecture is for ptxas to say.
+pub fn check_arch(arch: &str) -> Result<(), ToolError> {
+    let number = arch.strip_prefix("sm_").unwrap_or("");
+    let digits = number.trim_end_matches(|c: char| c.is_ascii_lowercase());
+    let well_formed =
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && number.len() - digits.len() <= 1;
+    if well_formed { Ok(()) } else { Err(ToolError::BadArch(arch.to_string())) }
+}
+
+/// A tool's captured output.
+struct Captured {
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `command` to completion; an error if it cannot start or exits unsuccessfully.
+fn run(mut command: Command) -> Result<Captured, ToolError> {
+    // Tools by name and files by file name: the full paths are long and temporary.
+    let shown = std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|a| Path::new(a).file_name().unwrap_or(a).to_string_lossy())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let output = command.output().map_err(|source| ToolError::Io { action: format!("running {shown}"), source })?;
+    let captured = Captured {
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    };
+    if output.status.success() {
+        Ok(captured)
+    } else {
+        Err(ToolError::Failed { command: shown, status: output.status, stderr: captured.stderr })
+    }
+}
+
+/// Local-memory use of one function, from `ptxas -v`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionResources {
+    /// The function (a kernel or a `.func`).
+    pub function: String,
+    /// Bytes of stack frame (local memory).
+    pub stack_frame_bytes: u64,
+    /// Bytes of register spill stores.
+    pub spill_store_bytes: u64,
+    /// Bytes of register spill loads.
+    pub spill_load_bytes: u64,
+}
+
+impl FunctionResources {
+    /// No stack frame and no spills: the function uses registers only.
+    pub fn registers_only(&self) -> bool {
+        self.stack_frame_bytes == 0 && self.spill_store_bytes == 0 && self.spill_load_bytes == 0
+    }
+}
+
+/// Every function in a `ptxas -v` log, in log order: the line after
+/// `Function properties for NAME` reads
+/// `N bytes stack frame, N bytes spill stores, N bytes spill loads`.
+/// A function whose properties line does not read so is returned with `u64::MAX` in the
+/// fields that could not be read, so a check for zero fails on it.
+pub fn resource_usage(ptxas_log: &str) -> Vec<FunctionResources> {
+    let mut lines = ptxas_log.lines();
+    let mut functions = Vec::new();
+    while let Some(line) = lines.next() {
+        let Some((_, name)) = line.split_once("Function properties for ") else { continue };
+        let properties = lines.next().unwrap_or("");
+        let bytes_of = |what: &str| {
+            properties
+                .split(',')
+                .find_map(|part| part.trim().strip_suffix(what)?.strip_suffix(" bytes ")?.parse().ok())
+                .unwrap_or(u64::MAX)
+        };
+        functions.push(FunctionResources {
+            function: name.trim().to_string(),
+            stack_frame_bytes: bytes_of("stack frame"),
+            spill_store_bytes: bytes_of("spill stores"),
+            spill_load_bytes: bytes_of("spill loads"),
+        });
+    }
+    functions
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_usage_reads_every_function() {
+        let log = "ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'a' for 'sm_90'
+ptxas info    : Function properties for a
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 18 registers, used 0 barriers
+ptxas info    : Function properties for b
+    16 bytes stack frame, 4 bytes spill stores, 8 bytes spill loads
+ptxas info    : Function properties for c
+    garbled
+";
+        let found = resource_usage(log);
+        let fields: Vec<(&str, u64, u64, u64)> = found
+            .iter()
+            .map(|f| (f.function.as_str(), f.stack_frame_bytes, f.spill_store_bytes, f.spill_load_bytes))
+            .collect();
+        assert_eq!(fields, [("a", 0, 0, 0), ("b", 16, 4, 8), ("c", u64::MAX, u64::MAX, u64::MAX)]);
+        assert!(found[0].registers_only());
+        assert!(!found[1].registers_only() && !found[2].registers_only());
+    }
+
+    #[test]
+    fn arch_names_are_checked_before_anything_runs() {
+        for good in ARCHS.into_iter().chain(["sm_90a", "sm_100f"]) {
+            assert!(check_arch(good).is_ok(), "{good}");
+        }
+        for bad in ["", "sm_", "sm90", "90", "sm_9x0", "sm_90ab", "-o", "sm_90 -v", "compute_90"] {
+            assert!(matches!(check_arch(bad), Err(ToolError::BadArch(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn find_below_looks_in_bin_folders_only() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let nested = dir.path().join("nvidia/cuda_nvcc/bin");
+        let stray = dir.path().join("nvidia/lib");
+        std::fs::create_dir_all(&nested).expect("create bin");
+        std::fs::create_dir_all(&stray).expect("create lib");
+        for folder in [&nested, &stray] {
+            make_executable(&folder.join("ptxas"));
+        }
+        assert_eq!(find_below(dir.path(), "ptxas", SEARCH_DEPTH), Some(nested.join("ptxas")));
+        assert_eq!(find_below(dir.path(), "ptxas", 2), None, "bin/ is 3 levels down");
+        assert_eq!(find_below(dir.path(), "nvdisasm", SEARCH_DEPTH), None);
+        make_executable(&dir.path().join("ptxas"));
+        assert_eq!(find_below(dir.path(), "ptxas", SEARCH_DEPTH), Some(dir.path().join("ptxas")));
+    }
+
+    fn make_executable(path: &Path) {
+        std::fs::write(path, "#!/bin/sh\n").expect("write");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+    }
+
+    #[test]
+    fn not_found_says_what_to_run() {
+        let message = ToolError::NotFound { tool: Tool::Ptxas, override_dir: None }.to_string();
+        assert!(message.starts_with("ptxas not found") && message.ends_with(INSTALL_COMMAND), "{message}");
+        assert!(!message.contains('\n'));
+    }
+}

@@ -1,0 +1,289 @@
+//! Decoded UNORM images → f32 tensors in [0, 1], correctly rounded.
+//!
+//! Each sample width is converted by the one primitive [`crate::files::backend`] binds
+//! to it (`Unorm8Primitive`, `Unorm16Primitive`), on whichever backend runs; both are
+//! proven equal to the correctly rounded `x / 255` and `x / 65535` on every input by
+//! verify.
+//!
+//! The f32 tensor is never held whole: [`Normalized`] converts the samples a chunk at a
+//! time, in the output's layout, as the writer asks for them, so that memory holds the
+//! decoded image (a quarter of the f32 tensor for 8-bit samples) and a few MiB more.
+
+use crate::files::backend::Backend;
+use crate::files::message::{io_message, one_line};
+use crate::files::tensor_io::{F32Source, RegularFileError, check_regular_file};
+use std::borrow::Cow;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// Why an image cannot be decoded into UNORM samples: the file and what went wrong.
+/// Displayed as `path: what`, on one line.
+#[derive(Debug)]
+pub struct ImageDecodeError {
+    /// The image file, as given.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: ImageDecodeErrorKind,
+}
+
+/// What went wrong decoding an image: see [`ImageDecodeError`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ImageDecodeErrorKind {
+    /// The path is missing or not a regular file.
+    NotRegular(RegularFileError),
+    /// Opening it, or reading its start to guess the format, failed.
+    Io(std::io::Error),
+    /// The decoder refused it.
+    Decode(image::ImageError),
+    /// Its samples are not unsigned 8- or 16-bit integers.
+    NotUnorm(image::ExtendedColorType),
+    /// It has no pixels.
+    NoPixels {
+        /// Columns.
+        width: u32,
+        /// Rows.
+        height: u32,
+    },
+}
+
+impl std::fmt::Display for ImageDecodeErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImageDecodeErrorKind::NotRegular(error) => error.fmt(f),
+            ImageDecodeErrorKind::Io(error) => f.write_str(&io_message(error)),
+            ImageDecodeErrorKind::Decode(image::ImageError::IoError(error)) => {
+                write!(f, "cannot decode image: {}", io_message(error))
+            }
+            ImageDecodeErrorKind::Decode(error) => write!(f, "cannot decode image: {error}"),
+            ImageDecodeErrorKind::NotUnorm(color) => f.write_str(&not_unorm(*color)),
+            ImageDecodeErrorKind::NoPixels { width, height } => write!(f, "image has no pixels ({width}×{height})"),
+        }
+    }
+}
+
+impl std::fmt::Display for ImageDecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+    }
+}
+
+impl std::error::Error for ImageDecodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ImageDecodeErrorKind::NotRegular(error) => Some(error),
+            ImageDecodeErrorKind::Io(error) => Some(error),
+            ImageDecodeErrorKind::Decode(error) => Some(error),
+            ImageDecodeErrorKind::NotUnorm(_) | ImageDecodeErrorKind::NoPixels { .. } => None,
+        }
+    }
+}
+
+/// Why samples could not be converted: see [`Normalized`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NormalizeError {
+    /// Samples asked for beyond the image's.
+    OutOfRange {
+        /// The first sample asked for.
+        start: u64,
+    },
+    /// The backend failed.
+    Backend(String),
+}
+
+impl std::fmt::Display for NormalizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NormalizeError::OutOfRange { start } => write!(f, "samples {start}.. are out of range"),
+            NormalizeError::Backend(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for NormalizeError {}
+
+/// Axis order of the output tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChannelLayout {
+    /// `[height, width, channels]`: the decoder's interleaved order.
+    Hwc,
+    /// `[channels, height, width]`: one plane per channel.
+    Chw,
+}
+
+impl ChannelLayout {
+    /// `HWC` or `CHW`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ChannelLayout::Hwc => "HWC",
+            ChannelLayout::Chw => "CHW",
+        }
+    }
+}
+
+/// Samples as decoded, interleaved (HWC) or planar (CHW).
+pub enum Samples {
+    /// 8-bit UNORM samples.
+    Unorm8(Vec<u8>),
+    /// 16-bit UNORM samples.
+    Unorm16(Vec<u16>),
+}
+
+/// A decoded image: its samples and dimensions.
+pub struct Image {
+    /// Rows.
+    pub height: u32,
+    /// Columns.
+    pub width: u32,
+    /// Samples per pixel as decoded: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA.
+    pub channels: u8,
+    /// Interleaved samples, `height * width * channels` of them.
+    pub samples: Samples,
+}
+
+impl Image {
+    /// Decodes `path` with the `image` crate (format guessed from the content), keeping
+    /// the decoded channel count and bit depth. Errors name the file.
+    pub fn decode(path: &Path) -> Result<Image, ImageDecodeError> {
+        let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
+        check_regular_file(path).map_err(|e| fail(ImageDecodeErrorKind::NotRegular(e)))?;
+        let decoded = image::ImageReader::open(path)
+            .and_then(|reader| reader.with_guessed_format())
+            .map_err(|e| fail(ImageDecodeErrorKind::Io(e)))?
+            .decode()
+            .map_err(|e| fail(decode_error(e)))?;
+        let (width, height) = (decoded.width(), decoded.height());
+        use image::DynamicImage as D;
+        let (channels, samples) = match decoded {
+            D::ImageLuma8(b) => (1, Samples::Unorm8(b.into_raw())),
+            D::ImageLumaA8(b) => (2, Samples::Unorm8(b.into_raw())),
+            D::ImageRgb8(b) => (3, Samples::Unorm8(b.into_raw())),
+            D::ImageRgba8(b) => (4, Samples::Unorm8(b.into_raw())),
+            D::ImageLuma16(b) => (1, Samples::Unorm16(b.into_raw())),
+            D::ImageLumaA16(b) => (2, Samples::Unorm16(b.into_raw())),
+            D::ImageRgb16(b) => (3, Samples::Unorm16(b.into_raw())),
+            D::ImageRgba16(b) => (4, Samples::Unorm16(b.into_raw())),
+            other => return Err(fail(ImageDecodeErrorKind::NotUnorm(other.color().into()))),
+        };
+        let image = Image { height, width, channels, samples };
+        if image.sample_count() == 0 {
+            return Err(fail(ImageDecodeErrorKind::NoPixels { width, height }));
+        }
+        Ok(image)
+    }
+
+    /// `height * width * channels`.
+    pub fn sample_count(&self) -> usize {
+        self.height as usize * self.width as usize * usize::from(self.channels)
+    }
+
+    /// Bits per sample: 8 or 16.
+    pub fn bits(&self) -> u32 {
+        match self.samples {
+            Samples::Unorm8(_) => 8,
+            Samples::Unorm16(_) => 16,
+        }
+    }
+
+    /// The output shape for `layout`: `[H, W, C]` or `[C, H, W]`.
+    pub fn shape(&self, layout: ChannelLayout) -> Vec<u64> {
+        let (h, w, c) = (u64::from(self.height), u64::from(self.width), u64::from(self.channels));
+        match layout {
+            ChannelLayout::Hwc => vec![h, w, c],
+            ChannelLayout::Chw => vec![c, h, w],
+        }
+    }
+
+    /// The samples converted to f32 in `layout` on `backend`, a chunk at a time: value
+    /// `i` is the correctly rounded `s / 255` (8-bit) or `s / 65535` (16-bit) of the
+    /// sample that lands at flat index `i` of [`Image::shape`].
+    pub fn normalized<'a>(&'a self, layout: ChannelLayout, backend: &'a dyn Backend) -> Normalized<'a> {
+        Normalized { image: self, layout, backend }
+    }
+
+    /// All of [`Image::normalized`] at once, in one vector.
+    pub fn to_f32(&self, layout: ChannelLayout, backend: &dyn Backend) -> Result<Vec<f32>, NormalizeError> {
+        let mut out = vec![0.0f32; self.sample_count()];
+        self.normalized(layout, backend).fill(0, &mut out)?;
+        Ok(out)
+    }
+}
+
+/// A decoder's error: a pixel format it has no decoding for is refused the way a
+/// decoded one that is not UNORM is ([`ImageDecodeErrorKind::NotUnorm`]).
+fn decode_error(error: image::ImageError) -> ImageDecodeErrorKind {
+    use image::error::{ImageError, UnsupportedErrorKind};
+    match &error {
+        ImageError::Unsupported(e) => match e.kind() {
+            UnsupportedErrorKind::Color(color) => ImageDecodeErrorKind::NotUnorm(color),
+            _ => ImageDecodeErrorKind::Decode(error),
+        },
+        _ => ImageDecodeErrorKind::Decode(error),
+    }
+}
+
+/// Why an image of `color` is refused, and what it is.
+fn not_unorm(color: image::ExtendedColorType) -> String {
+    use image::ExtendedColorType as C;
+    let what = match color {
+        C::Rgb32F => "32-bit float RGB pixels".to_string(),
+        C::Rgba32F => "32-bit float RGBA pixels".to_string(),
+        C::Unknown(bits) => {
+            format!("{bits}-bit pixels of a kind its decoder does not support (float or 32-bit integer samples?)")
+        }
+        other => format!("{other:?} pixels"),
+    };
+    format!("only UNORM8 and UNORM16 images are accepted (unsigned 8- or 16-bit samples); this one has {what}")
+}
+
+/// An image's samples as f32 in [0, 1], in a layout, converted on a backend as they are
+/// asked for: see [`Image::normalized`].
+pub struct Normalized<'a> {
+    image: &'a Image,
+    layout: ChannelLayout,
+    backend: &'a dyn Backend,
+}
+
+impl F32Source for Normalized<'_> {
+    type Error = NormalizeError;
+
+    fn elements(&self) -> u64 {
+        self.image.sample_count() as u64
+    }
+
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), NormalizeError> {
+        let range = usize::try_from(start).ok().and_then(|start| Some(start..start.checked_add(out.len())?));
+        let range = range.filter(|r| r.end <= self.image.sample_count());
+        let range = range.ok_or(NormalizeError::OutOfRange { start })?;
+        let channels = usize::from(self.image.channels);
+        match &self.image.samples {
+            Samples::Unorm8(s) => self.backend.unorm8_to_f32(&in_layout(s, channels, self.layout, range), out),
+            Samples::Unorm16(s) => self.backend.unorm16_to_f32(&in_layout(s, channels, self.layout, range), out),
+        }
+        .map_err(NormalizeError::Backend)
+    }
+}
+
+/// Flat indices `range` of the output order for `layout`, taken from interleaved
+/// `samples` with `channels` per pixel: a slice for HWC, a copy for CHW, gathered one
+/// plane's run at a time (the reordering is done on the narrow samples, so that the
+/// conversion itself always runs over contiguous memory). `range` lies within `samples`.
+fn in_layout<T: Copy>(samples: &[T], channels: usize, layout: ChannelLayout, range: Range<usize>) -> Cow<'_, [T]> {
+    match layout {
+        ChannelLayout::Hwc => samples[range].into(),
+        ChannelLayout::Chw => {
+            let pixels = samples.len() / channels;
+            let mut gathered = Vec::with_capacity(range.len());
+            let mut at = range.start;
+            while at < range.end {
+                let (channel, pixel) = (at / pixels, at % pixels);
+                let run = (pixels - pixel).min(range.end - at);
+                gathered.extend(samples[pixel * channels + channel..].iter().step_by(channels).take(run).copied());
+                at += run;
+            }
+            gathered.into()
+        }
+    }
+}

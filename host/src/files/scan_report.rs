@@ -1,0 +1,368 @@
+//! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
+
+use crate::files::backend::Backend;
+use crate::files::npz::{self, InflateError};
+use crate::files::scan::{Counts, Endian, FloatFormat};
+use crate::files::tensor::{TensorElement, TensorEntry};
+use crate::files::tensor_io::{Container, TensorFile, TensorFileError, TensorReader};
+use crate::support::output::{Table, count_of};
+use crate::support::progress::Progress;
+use std::path::PathBuf;
+
+/// Why a scan stopped: a file could not be read again, or a tensor could not be
+/// scanned. Displayed on one line, naming the file (and the tensor).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// The file could not be opened again (or was replaced) after its header was read.
+    File(TensorFileError),
+    /// A tensor could not be scanned.
+    Tensor {
+        /// The file, as given.
+        path: PathBuf,
+        /// The tensor's name.
+        tensor: String,
+        /// Why.
+        error: TensorScanError,
+    },
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScanError::File(error) => error.fmt(f),
+            ScanError::Tensor { path, tensor, error } => write!(f, "{}: tensor '{tensor}': {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ScanError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ScanError::File(error) => Some(error),
+            ScanError::Tensor { error, .. } => Some(error),
+        }
+    }
+}
+
+impl From<TensorFileError> for ScanError {
+    fn from(error: TensorFileError) -> ScanError {
+        ScanError::File(error)
+    }
+}
+
+/// Why one tensor could not be scanned.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TensorScanError {
+    /// The backend failed, or a read of the file it was counting did (the file shrank).
+    Backend(String),
+    /// A deflated `.npz` member does not inflate to what the archive says, or a read of
+    /// it failed.
+    Inflate(InflateError),
+}
+
+impl std::fmt::Display for TensorScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TensorScanError::Backend(message) => f.write_str(message),
+            TensorScanError::Inflate(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for TensorScanError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TensorScanError::Backend(_) => None,
+            TensorScanError::Inflate(error) => Some(error),
+        }
+    }
+}
+
+impl From<InflateError> for TensorScanError {
+    fn from(error: InflateError) -> TensorScanError {
+        TensorScanError::Inflate(error)
+    }
+}
+
+/// The result of scanning one tensor (borrowing names and shapes from the file's
+/// tensor list, so that a report costs little more than that list).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TensorReport<'a> {
+    /// Tensor name (`array` for a `.npy` file).
+    pub name: &'a str,
+    /// The dtype as the container spells it.
+    pub dtype: &'a str,
+    /// The format it was checked as; `None` when not scanned.
+    pub format: Option<FloatFormat>,
+    /// Stored shape.
+    pub shape: &'a [u64],
+    /// Number of elements.
+    pub elements: u64,
+    /// Why the tensor was not scanned, if it was not: its dtype has no NaN or infinity,
+    /// or (with `unsupported`) it is not supported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<&'static str>,
+    /// `true` for a tensor that may hold NaN or infinities but could not be scanned:
+    /// the run is then not `all_finite`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unsupported: bool,
+    /// `true` for complex numbers: counts are of real and imaginary parts, and
+    /// `first_non_finite` is an index of parts (element `i`'s are `2i` and `2i + 1`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub complex: bool,
+    /// `true` for a Fortran-ordered `.npy` array: `first_non_finite` is then an index in
+    /// storage (column-major) order.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub fortran_order: bool,
+    /// What was found.
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// The result of scanning one file.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FileReport<'a> {
+    /// The path as given.
+    pub file: String,
+    /// Its container format.
+    pub container: Container,
+    /// One entry per tensor, in file order.
+    pub tensors: Vec<TensorReport<'a>>,
+}
+
+/// Scans every tensor of `file` on `backend`, advancing `progress` by the bytes scanned.
+///
+/// Errors (from reading: the file was replaced or shrank since its header was read, or
+/// a compressed `.npz` member does not inflate to what the archive says; or from the
+/// backend) name the file, and the tensor if there is one.
+pub fn scan_file<'a>(
+    file: &'a TensorFile,
+    backend: &dyn Backend,
+    progress: &Progress,
+) -> Result<FileReport<'a>, ScanError> {
+    // Opened at the first tensor to read: a file of integer tensors is not reopened.
+    let reader = std::cell::OnceCell::new();
+    let tensors = file
+        .tensors
+        .iter()
+        .map(|tensor| {
+            let (format, skipped, counts) = match tensor.element {
+                TensorElement::Float(format, endian) | TensorElement::Complex(format, endian) => {
+                    let reader = match reader.get() {
+                        Some(reader) => reader,
+                        None => {
+                            let opened = file.reader()?;
+                            reader.get_or_init(|| opened)
+                        }
+                    };
+                    let counts = scan_tensor(reader, tensor, format, endian, backend, progress).map_err(|error| {
+                        ScanError::Tensor { path: file.path.clone(), tensor: tensor.name.clone(), error }
+                    })?;
+                    (Some(format), None, counts)
+                }
+                TensorElement::AlwaysFinite(why) | TensorElement::Unsupported(why) => {
+                    (None, Some(why), Counts::default())
+                }
+            };
+            Ok(TensorReport {
+                name: &tensor.name,
+                dtype: &tensor.dtype,
+                format,
+                shape: &tensor.shape,
+                elements: tensor.elements,
+                skipped,
+                unsupported: matches!(tensor.element, TensorElement::Unsupported(_)),
+                complex: matches!(tensor.element, TensorElement::Complex(..)),
+                fortran_order: tensor.fortran_order,
+                counts,
+            })
+        })
+        .collect::<Result<_, ScanError>>()?;
+    Ok(FileReport { file: file.path.display().to_string(), container: file.container, tensors })
+}
+
+/// Counts the non-finite values of `tensor` as `format`: read in blocks on all cores
+/// when its data lies in the file, inflated a chunk at a time when it comes from a
+/// deflated `.npz` member.
+fn scan_tensor(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    format: FloatFormat,
+    endian: Endian,
+    backend: &dyn Backend,
+    progress: &Progress,
+) -> Result<Counts, TensorScanError> {
+    let mut counts = Counts::default();
+    reader.for_each_chunk(tensor, npz::INFLATE_CHUNK_BYTES, |first_byte, source| {
+        let found = backend
+            .count_non_finite(format, endian, source, &|done| progress.advance(done))
+            .map_err(TensorScanError::Backend)?;
+        counts = counts.merged(found.shifted(first_byte / format.bytes() as u64));
+        Ok::<(), TensorScanError>(())
+    })?;
+    Ok(counts)
+}
+
+/// Bytes that [`scan_file`] will scan in `file` (the data of its floating-point tensors).
+pub fn bytes_to_scan(file: &TensorFile) -> u64 {
+    file.tensors.iter().filter(|t| t.element.scanned_as().is_some()).map(|t| t.data.len() as u64).sum()
+}
+
+/// How an index of a scanned tensor reads in a report: the index, with the complex
+/// element and part it falls on, or a note that it counts in column-major order.
+fn index_text(tensor: &TensorReport<'_>, index: u64) -> String {
+    let part = if index.is_multiple_of(2) { "real" } else { "imag" };
+    match (tensor.complex, tensor.fortran_order) {
+        (true, false) => format!("{index} (element {}, {part})", index / 2),
+        (true, true) => format!("{index} (element {}, {part}, column-major)", index / 2),
+        (false, true) => format!("{index} (column-major)"),
+        (false, false) => index.to_string(),
+    }
+}
+
+/// Where the first non-finite value of the whole run is.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Location {
+    /// The file as given.
+    pub file: String,
+    /// The tensor.
+    pub tensor: String,
+    /// Flat index within the tensor, in storage order (of parts, for complex tensors).
+    pub index: u64,
+    /// The index as the table prints it (with its complex element and part).
+    #[serde(skip)]
+    pub index_text: String,
+}
+
+/// Totals over every file.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Total {
+    /// Files scanned.
+    pub files: usize,
+    /// Tensors listed (scanned or not).
+    pub tensors: usize,
+    /// Elements of every tensor listed.
+    pub elements: u64,
+    /// NaNs.
+    pub nan: u64,
+    /// +infinities.
+    pub pos_inf: u64,
+    /// -infinities.
+    pub neg_inf: u64,
+    /// The first non-finite value, in the order files and tensors are listed.
+    pub first_non_finite: Option<Location>,
+    /// Tensors that may hold NaN or infinities but could not be scanned.
+    pub not_scanned: usize,
+}
+
+/// The report of one `scan` run.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Report<'a> {
+    /// Where the scan ran.
+    pub device: String,
+    /// One entry per file, in the order given.
+    pub files: Vec<FileReport<'a>>,
+    /// Totals.
+    pub total: Total,
+    /// `true` iff every tensor was scanned or cannot hold NaN or infinities, and no NaN
+    /// or infinity was found.
+    pub all_finite: bool,
+}
+
+impl<'a> Report<'a> {
+    /// Scans every tensor of every file on `backend`. Errors name the file and tensor.
+    pub fn scan(files: &'a [TensorFile], backend: &dyn Backend, progress: &Progress) -> Result<Report<'a>, ScanError> {
+        let files: Vec<FileReport<'a>> =
+            files.iter().map(|file| scan_file(file, backend, progress)).collect::<Result<_, _>>()?;
+        let total = total(&files);
+        let all_finite = total.first_non_finite.is_none() && total.not_scanned == 0;
+        Ok(Report { device: backend.name(), files, total, all_finite })
+    }
+
+    /// Writes the report as pretty JSON, streamed (a report may list tens of thousands
+    /// of tensors), newline-terminated.
+    pub fn write_json(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut out, self)?;
+        writeln!(out)
+    }
+
+    /// The report as an aligned table (or Markdown) followed by a one-line verdict.
+    pub fn render(&self, markdown: bool) -> String {
+        render(self, markdown)
+    }
+}
+
+fn total(reports: &[FileReport<'_>]) -> Total {
+    let tensors = || reports.iter().flat_map(|f| f.tensors.iter().map(move |t| (f, t)));
+    let counts =
+        tensors().fold(Counts::default(), |sum, (_, t)| Counts { first_non_finite: None, ..sum.merged(t.counts) });
+    let first_non_finite = tensors().find_map(|(f, t)| {
+        t.counts.first_non_finite.map(|index| Location {
+            file: f.file.clone(),
+            tensor: t.name.to_string(),
+            index,
+            index_text: index_text(t, index),
+        })
+    });
+    Total {
+        files: reports.len(),
+        tensors: tensors().count(),
+        elements: tensors().map(|(_, t)| t.elements).sum(),
+        nan: counts.nan,
+        pos_inf: counts.pos_inf,
+        neg_inf: counts.neg_inf,
+        first_non_finite,
+        not_scanned: tensors().filter(|(_, t)| t.unsupported).count(),
+    }
+}
+
+fn render(report: &Report<'_>, markdown: bool) -> String {
+    let mut table = Table::new(["file", "tensor", "dtype", "shape", "elements", "nan", "+inf", "-inf", "first"]);
+    for file in &report.files {
+        for t in &file.tensors {
+            let count = |n: u64| if t.skipped.is_some() { "-".to_string() } else { n.to_string() };
+            let first = match (t.skipped, t.counts.first_non_finite) {
+                (Some(why), _) => format!("not scanned: {why}"),
+                (None, Some(index)) => index_text(t, index),
+                (None, None) => "-".into(),
+            };
+            table.row([
+                file.file.clone(),
+                t.name.to_string(),
+                t.dtype.to_string(),
+                format!("{:?}", t.shape),
+                t.elements.to_string(),
+                count(t.counts.nan),
+                count(t.counts.pos_inf),
+                count(t.counts.neg_inf),
+                first,
+            ]);
+        }
+    }
+    let total = &report.total;
+    let not_scanned = format!("{} not scanned (unsupported)", count_of(total.not_scanned as u64, "tensor"));
+    let verdict = match (&total.first_non_finite, total.not_scanned) {
+        (None, 0) => "all finite".to_string(),
+        (None, _) => format!("no NaN or infinity in what was scanned, but {not_scanned}"),
+        (Some(at), n) => format!(
+            "{} NaN, {} +inf, {} -inf; first at {} tensor '{}' index {}{}",
+            total.nan,
+            total.pos_inf,
+            total.neg_inf,
+            at.file,
+            at.tensor,
+            at.index_text,
+            if n == 0 { String::new() } else { format!("; {not_scanned}") }
+        ),
+    };
+    format!(
+        "{}\n{}, {}, {}, on {}: {verdict}\n",
+        table.render(markdown),
+        count_of(total.files as u64, "file"),
+        count_of(total.tensors as u64, "tensor"),
+        count_of(total.elements, "element"),
+        report.device
+    )
+}

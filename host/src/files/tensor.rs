@@ -1,0 +1,242 @@
+//! One tensor of a container as the scanner sees it ([`TensorEntry`]: where its bytes
+//! are, [`TensorElement`]: how they are checked), and the `.npy` header parsed into one;
+//! used by every container reader ([`crate::files::tensor_io`], [`crate::files::npz`]).
+
+use crate::files::npy_header::{self, Descr, NpyHeaderError};
+use crate::files::scan::{Endian, FloatFormat};
+use std::ops::Range;
+
+/// How the elements of a tensor are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorElement {
+    /// A floating-point format with NaN and/or infinities: scanned.
+    Float(FloatFormat, Endian),
+    /// Complex numbers of two parts of a floating-point format, real then imaginary:
+    /// scanned as `2 × elements` parts, so counts are of parts and indices are of parts
+    /// in storage order (element `i`'s real part is `2i`, its imaginary part `2i + 1`),
+    /// as in NumPy's `a.view(np.float32)`.
+    Complex(FloatFormat, Endian),
+    /// A type with no NaN or infinity encodings (integers, booleans, FP4/FP6): finite by
+    /// construction, not scanned. The string says why.
+    AlwaysFinite(&'static str),
+    /// A type or storage that may hold NaN or infinities but that `scan` cannot read
+    /// (E8M0, long double, structured, an `.npz` member compressed with another method):
+    /// listed as not scanned, and the run cannot report "all finite". The string says why.
+    Unsupported(&'static str),
+}
+
+impl TensorElement {
+    /// The format and byte order the tensor's bytes are scanned as, if they are.
+    pub fn scanned_as(self) -> Option<(FloatFormat, Endian)> {
+        match self {
+            TensorElement::Float(format, endian) | TensorElement::Complex(format, endian) => Some((format, endian)),
+            TensorElement::AlwaysFinite(_) | TensorElement::Unsupported(_) => None,
+        }
+    }
+
+    /// Values per element: 2 for complex, else 1.
+    pub fn parts(self) -> u64 {
+        if matches!(self, TensorElement::Complex(..)) { 2 } else { 1 }
+    }
+}
+
+/// Why an integer tensor is not scanned.
+pub(crate) const INTEGER: &str = "integer dtype";
+/// Why a boolean tensor is not scanned.
+pub(crate) const BOOL: &str = "bool dtype";
+
+/// One tensor of a container: where its bytes are and how to read them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorEntry {
+    /// Name in the container (`.npy` files hold one unnamed array, called `array`).
+    pub name: String,
+    /// The dtype as the container spells it (`F16`, `<f4`, ...).
+    pub dtype: String,
+    /// How elements are checked.
+    pub element: TensorElement,
+    /// Shape as stored.
+    pub shape: Vec<u64>,
+    /// Number of elements (the product of `shape`; 0 for an empty tensor).
+    pub elements: u64,
+    /// Byte range of the data within the file (within the inflated member when
+    /// `deflated` is set); its length is `elements` times the element size (in bits,
+    /// over 8, for sub-byte dtypes), and it lies inside the file (the member). Empty, and
+    /// not read, for an [`TensorElement::Unsupported`] tensor whose element size is unknown.
+    pub data: Range<usize>,
+    /// For a deflated `.npz` member: where its compressed bytes are; the data is then
+    /// inflated as it is scanned, a chunk at a time (see [`TensorReader::for_each_chunk`]).
+    pub deflated: Option<Deflated>,
+    /// `true` for a Fortran-ordered `.npy` array: element indices are then in storage
+    /// (column-major) order.
+    pub fortran_order: bool,
+}
+
+/// Where a deflated member's compressed bytes are, and what inflating them must give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deflated {
+    /// The compressed bytes, within the archive.
+    pub compressed: Range<usize>,
+    /// The member's inflated length, from the central directory.
+    pub inflated_len: u64,
+    /// The CRC-32 of the inflated member, from the central directory.
+    pub crc32: u32,
+}
+
+/// Why an `.npy` file (or `.npz` member) is refused by [`parse_npy`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NpyError {
+    /// The header is refused.
+    Header(NpyHeaderError),
+    /// `'descr'` is a string NumPy does not read as a dtype.
+    NotNumpyType {
+        /// `'descr'` as written.
+        descr: String,
+    },
+    /// The shape's element count overflows.
+    Shape(ShapeOverflow),
+    /// The data the header describes runs past the end of the file.
+    DataBeyondEnd {
+        /// Elements the header claims.
+        elements: u64,
+        /// Bytes per element.
+        item_size: u64,
+        /// Bytes in the file after the header.
+        available: u64,
+    },
+}
+
+impl std::fmt::Display for NpyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NpyError::Header(error) => error.fmt(f),
+            NpyError::NotNumpyType { descr } => write!(f, "dtype {descr:?} is not a NumPy type string"),
+            NpyError::Shape(error) => error.fmt(f),
+            NpyError::DataBeyondEnd { elements, item_size, available } => write!(
+                f,
+                "header claims {elements} × {item_size} data bytes, the file holds only {available} after the header"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NpyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NpyError::Header(error) => Some(error),
+            NpyError::Shape(error) => Some(error),
+            NpyError::NotNumpyType { .. } | NpyError::DataBeyondEnd { .. } => None,
+        }
+    }
+}
+
+impl From<NpyHeaderError> for NpyError {
+    fn from(error: NpyHeaderError) -> NpyError {
+        NpyError::Header(error)
+    }
+}
+
+impl From<ShapeOverflow> for NpyError {
+    fn from(error: ShapeOverflow) -> NpyError {
+        NpyError::Shape(error)
+    }
+}
+
+/// A tensor whose shape's element count does not fit in a `u64`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShapeOverflow {
+    /// The tensor's name.
+    pub tensor: String,
+    /// Its shape.
+    pub shape: Vec<u64>,
+}
+
+impl std::fmt::Display for ShapeOverflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tensor '{}': shape {:?} overflows", self.tensor, self.shape)
+    }
+}
+
+impl std::error::Error for ShapeOverflow {}
+
+/// Parses an `.npy` header with [`npy_header`] (linear time whatever the bytes), the
+/// dtype string with npyz's `TypeStr`. `head` is the start of a file of `file_len`
+/// bytes: all of it, or at least [`npy_header::MAX_NPY_HEAD_BYTES`]. The file is an
+/// `.npy` file, or an `.npz` member (a deflated one's data is inflated only when it is
+/// scanned).
+pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, NpyError> {
+    let (header, data_start) = npy_header::read(head)?;
+    let (dtype, element, item_size) = match header.descr {
+        Descr::Plain(descr) => {
+            let type_str: npyz::TypeStr = descr.parse().map_err(|_| NpyError::NotNumpyType { descr: descr.clone() })?;
+            // `None` for pickled objects, whose size only unpickling tells: nothing is read then.
+            let item_size = type_str.num_bytes().map_or(0, |n| n as u64);
+            (type_str.to_string(), npy_element(&type_str), item_size)
+        }
+        // Its item size is not worked out: its data is not read.
+        Descr::Structured(text) => (text, TensorElement::Unsupported("structured dtype"), 0),
+    };
+    let elements = element_count("array", &header.shape)?;
+    let after_header = file_len.saturating_sub(data_start as u64);
+    let data_len = elements.checked_mul(item_size).filter(|&n| n <= after_header).ok_or(NpyError::DataBeyondEnd {
+        elements,
+        item_size,
+        available: after_header,
+    })?;
+    Ok(TensorEntry {
+        name: "array".into(),
+        dtype,
+        element,
+        shape: header.shape,
+        elements,
+        data: data_start..data_start + data_len as usize,
+        deflated: None,
+        fortran_order: header.fortran_order,
+    })
+}
+
+/// How a plain npy dtype is checked: floats of 2, 4 or 8 bytes and complex numbers of
+/// two 4- or 8-byte parts are scanned; integers, booleans, strings and dates have no NaN;
+/// long double, raw bytes and pickled objects are [`TensorElement::Unsupported`].
+fn npy_element(type_str: &npyz::TypeStr) -> TensorElement {
+    use npyz::{Endianness, TypeChar};
+    let endian = match type_str.endianness() {
+        Endianness::Big => Endian::Big,
+        Endianness::Little | Endianness::Irrelevant => Endian::Little,
+    };
+    let float_of = |bytes: u64| match bytes {
+        2 => Some(FloatFormat::Binary16),
+        4 => Some(FloatFormat::Binary32),
+        8 => Some(FloatFormat::Binary64),
+        _ => None,
+    };
+    match type_str.type_char() {
+        TypeChar::Bool => TensorElement::AlwaysFinite(BOOL),
+        TypeChar::Int | TypeChar::Uint => TensorElement::AlwaysFinite(INTEGER),
+        TypeChar::Float => match float_of(type_str.size_field()) {
+            Some(format) => TensorElement::Float(format, endian),
+            None => TensorElement::Unsupported("extended-precision float is not supported"),
+        },
+        TypeChar::Complex => match float_of(type_str.size_field() / 2) {
+            Some(format) if format != FloatFormat::Binary16 => TensorElement::Complex(format, endian),
+            _ => TensorElement::Unsupported("extended-precision complex is not supported"),
+        },
+        TypeChar::ByteStr | TypeChar::UnicodeStr | TypeChar::DateTime | TypeChar::TimeDelta => {
+            TensorElement::AlwaysFinite("not a floating-point dtype")
+        }
+        TypeChar::Object => TensorElement::Unsupported("pickled objects are not read"),
+        TypeChar::RawData => TensorElement::Unsupported("raw bytes of unknown type"),
+        _ => TensorElement::Unsupported("dtype not supported"),
+    }
+}
+
+/// The product of `shape` (0 for an empty tensor), refusing overflow.
+pub(crate) fn element_count(name: &str, shape: &[u64]) -> Result<u64, ShapeOverflow> {
+    if shape.contains(&0) {
+        return Ok(0);
+    }
+    shape
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| ShapeOverflow { tensor: name.to_string(), shape: shape.to_vec() })
+}

@@ -1,0 +1,417 @@
+//! `shared`'s f32 ↔ binary16 / bfloat16 / FP8 conversions next to the `half` and
+//! `float8` crates on the CPU, in one run: time per element (one thread, best of N
+//! passes) and the outputs compared bit for bit
+//! (`cargo bench -p conformance --bench narrow_vs_crates`).
+//!
+//! Options: `--mi N` (elements per buffer in Mi, default 16), `--reps N` (best of,
+//! default 5), `--format json` (JSON on stdout instead of the table). Run without
+//! `--bench` (as `cargo test --benches` does) it is a smoke run: 4096 elements, one pass.
+//!
+//! Narrowings run on one buffer of f32 bit patterns drawn uniformly over all 2^32 with a
+//! fixed seed; the outputs of the timed passes are compared. Widenings are timed on a
+//! buffer of random encodings and compared on every encoding (2^16 or 2^8). A difference
+//! is explained when the input is NaN and both outputs are NaNs (another NaN encoding),
+//! or, for FP8 in `Overflow::Standard` mode, when the input overflows (ours gives what
+//! it gives for ±inf, `float8` saturates to what our `SatFinite` gives, as
+//! `tests/tests/narrow.rs` proves on every f32). Any other difference is unexplained and
+//! makes the run exit 1.
+
+use shared::narrow::Overflow;
+use shared::{bfloat16, binary16, fp8};
+use std::hint::black_box;
+use std::time::Instant;
+
+struct Options {
+    elements: usize,
+    reps: usize,
+    json: bool,
+}
+
+fn options() -> Result<Options, String> {
+    let mut options = Options { elements: 16 << 20, reps: 5, json: false };
+    let mut bench = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut number = |name: &str| {
+            args.next()
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|&n| n > 0)
+                .ok_or(format!("{name} takes a number > 0"))
+        };
+        match arg.as_str() {
+            "--mi" => options.elements = number("--mi")? << 20,
+            "--reps" => options.reps = number("--reps")?,
+            "--format" => match args.next().as_deref() {
+                Some("json") => options.json = true,
+                Some("table") => options.json = false,
+                _ => return Err("--format takes table or json".into()),
+            },
+            "--bench" => bench = true,
+            _ => {} // what cargo or libtest pass
+        }
+    }
+    if !bench {
+        options.elements = 4096;
+        options.reps = 1;
+    }
+    Ok(options)
+}
+
+/// `n` pseudo-random words (xorshift64, fixed seed).
+fn random_words(n: usize) -> Vec<u64> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        })
+        .collect()
+}
+
+/// Time per element, in ns, of one pass of `f` over `input` into `out`.
+fn time<I: Copy, O>(input: &[I], out: &mut [O], f: impl Fn(I) -> O) -> f64 {
+    let start = Instant::now();
+    for (o, &x) in out.iter_mut().zip(black_box(input)) {
+        *o = f(x);
+    }
+    black_box(&mut *out);
+    start.elapsed().as_secs_f64() * 1e9 / input.len() as f64
+}
+
+/// Why two outputs for one input differ.
+#[derive(Clone, Copy, PartialEq)]
+enum Why {
+    /// NaN in, a NaN out on both sides, other bits.
+    NanEncoding,
+    /// Overflow in OCP's non-saturating mode: `float8` saturates.
+    Saturates,
+    Unexplained,
+}
+
+#[derive(Default)]
+struct Counts {
+    compared: usize,
+    nan_encoding: usize,
+    saturates: usize,
+    unexplained: usize,
+    example: Option<String>,
+}
+
+fn count<I: Copy + std::fmt::LowerHex, O: Copy + PartialEq + std::fmt::LowerHex>(
+    inputs: impl Iterator<Item = (I, O, O)>,
+    why: impl Fn(I, O, O) -> Why,
+) -> Counts {
+    let mut counts = Counts::default();
+    for (x, ours, theirs) in inputs {
+        counts.compared += 1;
+        if ours == theirs {
+            continue;
+        }
+        match why(x, ours, theirs) {
+            Why::NanEncoding => counts.nan_encoding += 1,
+            Why::Saturates => counts.saturates += 1,
+            Why::Unexplained => {
+                counts.unexplained += 1;
+                counts.example.get_or_insert_with(|| format!("input {x:#x}: ours {ours:#x}, theirs {theirs:#x}"));
+            }
+        }
+    }
+    counts
+}
+
+struct Row {
+    conversion: &'static str,
+    theirs: &'static str,
+    ours_ns: f64,
+    theirs_ns: f64,
+    counts: Counts,
+}
+
+/// Times `ours` and `theirs` on `input` (the same number of passes, interleaved so that
+/// a slow moment of the machine hits both) and compares the outputs of the timed passes.
+fn narrowing<O: Copy + Default + PartialEq + std::fmt::LowerHex>(
+    options: &Options,
+    (conversion, theirs_name): (&'static str, &'static str),
+    input: &[u32],
+    ours: impl Fn(u32) -> O,
+    theirs: impl Fn(u32) -> O,
+    why: impl Fn(u32, O, O) -> Why,
+) -> Row {
+    let (mut a, mut b) = (vec![O::default(); input.len()], vec![O::default(); input.len()]);
+    let (mut ours_ns, mut theirs_ns) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..options.reps {
+        ours_ns = ours_ns.min(time(input, &mut a, &ours));
+        theirs_ns = theirs_ns.min(time(input, &mut b, &theirs));
+    }
+    let counts = count(input.iter().zip(&a).zip(&b).map(|((&x, &a), &b)| (x, a, b)), why);
+    Row { conversion, theirs: theirs_name, ours_ns, theirs_ns, counts }
+}
+
+/// Times the widenings on `input` (random encodings) and compares them on every encoding
+/// in `every`.
+fn widening<I: Copy + std::fmt::LowerHex>(
+    options: &Options,
+    (conversion, theirs_name): (&'static str, &'static str),
+    input: &[I],
+    every: impl Iterator<Item = I>,
+    ours: impl Fn(I) -> u32,
+    theirs: impl Fn(I) -> u32,
+    is_nan: impl Fn(I) -> bool,
+) -> Row {
+    let mut out = vec![0u32; input.len()];
+    let (mut ours_ns, mut theirs_ns) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..options.reps {
+        ours_ns = ours_ns.min(time(input, &mut out, &ours));
+        theirs_ns = theirs_ns.min(time(input, &mut out, &theirs));
+    }
+    let counts = count(every.map(|x| (x, ours(x), theirs(x))), |x, a, b| {
+        if is_nan(x) && f32::from_bits(a).is_nan() && f32::from_bits(b).is_nan() {
+            Why::NanEncoding
+        } else {
+            Why::Unexplained
+        }
+    });
+    Row { conversion, theirs: theirs_name, ours_ns, theirs_ns, counts }
+}
+
+/// binary16 both ways against half's slice conversions (`convert_from_f32_slice`,
+/// `convert_to_f32_slice`: eight at a time with F16C where half uses it), with the rules
+/// of [`narrowing`] and [`widening`].
+fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
+    use half::slice::HalfFloatSliceExt;
+    let per_element = |start: Instant| start.elapsed().as_secs_f64() * 1e9 / f32s.len() as f64;
+    let floats: Vec<f32> = f32s.iter().map(|&x| f32::from_bits(x)).collect();
+    let halves: Vec<half::f16> = u16s.iter().map(|&b| half::f16::from_bits(b)).collect();
+    let (mut narrow, mut f16s) = (vec![0u16; f32s.len()], vec![half::f16::ZERO; f32s.len()]);
+    let (mut wide, mut wide_floats) = (vec![0u32; f32s.len()], vec![0f32; f32s.len()]);
+    let mut ns = [f64::INFINITY; 4];
+    for _ in 0..options.reps {
+        ns[0] = ns[0].min(time(f32s, &mut narrow, binary16::from_f32_bits));
+        let start = Instant::now();
+        f16s.convert_from_f32_slice(black_box(&floats));
+        black_box(&mut f16s);
+        ns[1] = ns[1].min(per_element(start));
+        ns[2] = ns[2].min(time(u16s, &mut wide, binary16::to_f32_bits));
+        let start = Instant::now();
+        black_box(&halves[..]).convert_to_f32_slice(&mut wide_floats);
+        black_box(&mut wide_floats);
+        ns[3] = ns[3].min(per_element(start));
+    }
+    let nan16 = |v: u16| v & 0x7FFF > 0x7C00;
+    let narrowed = count(f32s.iter().zip(&narrow).zip(&f16s).map(|((&x, &a), b)| (x, a, b.to_bits())), |x, a, b| {
+        if is_nan_f32(x) && nan16(a) && nan16(b) { Why::NanEncoding } else { Why::Unexplained }
+    });
+    // Widening: every encoding, as in `widening`.
+    let every: Vec<half::f16> = (0..=u16::MAX).map(half::f16::from_bits).collect();
+    let mut every_wide = vec![0f32; every.len()];
+    every.convert_to_f32_slice(&mut every_wide);
+    let widened = count(
+        (0..=u16::MAX).map(|b| (b, binary16::to_f32_bits(b), every_wide[usize::from(b)].to_bits())),
+        |b, a, c| {
+            if nan16(b) && is_nan_f32(a) && is_nan_f32(c) { Why::NanEncoding } else { Why::Unexplained }
+        },
+    );
+    [
+        Row {
+            conversion: "f32 → binary16",
+            theirs: "half convert_from_f32_slice",
+            ours_ns: ns[0],
+            theirs_ns: ns[1],
+            counts: narrowed,
+        },
+        Row {
+            conversion: "binary16 → f32",
+            theirs: "half convert_to_f32_slice",
+            ours_ns: ns[2],
+            theirs_ns: ns[3],
+            counts: widened,
+        },
+    ]
+}
+
+fn is_nan_f32(x: u32) -> bool {
+    x & 0x7FFF_FFFF > 0x7F80_0000
+}
+
+fn main() {
+    let options = match options() {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("narrow_vs_crates: {message}");
+            std::process::exit(2);
+        }
+    };
+    let n = options.elements;
+    let words = random_words(n);
+    let f32s: Vec<u32> = words.iter().map(|&w| (w >> 32) as u32).collect();
+    let u16s: Vec<u16> = words.iter().map(|&w| w as u16).collect();
+    let u8s: Vec<u8> = words.iter().map(|&w| (w >> 16) as u8).collect();
+    drop(words);
+
+    let f16 = |x: u32| half::f16::from_f32(f32::from_bits(x)).to_bits();
+    let bf16 = |x: u32| half::bf16::from_f32(f32::from_bits(x)).to_bits();
+    let nan_encoding16 = |max_non_nan: u16| {
+        move |x: u32, a: u16, b: u16| {
+            let nan = |v: u16| v & 0x7FFF > max_non_nan;
+            if is_nan_f32(x) && nan(a) && nan(b) { Why::NanEncoding } else { Why::Unexplained }
+        }
+    };
+    // FP8: NaN out on both sides for a NaN in, or (Standard mode) an overflow that float8
+    // saturates: ours is what ±inf gives, theirs what our SatFinite mode gives.
+    let fp8_why = |ours: fn(u32, Overflow) -> u8, is_nan: fn(u8) -> bool, overflow: Overflow| {
+        move |x: u32, a: u8, b: u8| {
+            if is_nan_f32(x) {
+                if is_nan(a) && is_nan(b) { Why::NanEncoding } else { Why::Unexplained }
+            } else if overflow == Overflow::Standard
+                && a == ours((x & 0x8000_0000) | 0x7F80_0000, Overflow::Standard)
+                && b == ours(x, Overflow::SatFinite)
+            {
+                Why::Saturates
+            } else {
+                Why::Unexplained
+            }
+        }
+    };
+    let e4m3 = |x: u32| float8::F8E4M3::from_f32(f32::from_bits(x)).to_bits();
+    let e5m2 = |x: u32| float8::F8E5M2::from_f32(f32::from_bits(x)).to_bits();
+
+    let mut rows = vec![
+        narrowing(
+            &options,
+            ("f32 → binary16", "half f16::from_f32"),
+            &f32s,
+            binary16::from_f32_bits,
+            f16,
+            nan_encoding16(0x7C00),
+        ),
+        narrowing(
+            &options,
+            ("f32 → bfloat16", "half bf16::from_f32"),
+            &f32s,
+            bfloat16::from_f32_bits,
+            bf16,
+            nan_encoding16(0x7F80),
+        ),
+    ];
+    for (name, overflow) in [("f32 → E4M3 satfinite", Overflow::SatFinite), ("f32 → E4M3 standard", Overflow::Standard)]
+    {
+        let why = fp8_why(fp8::e4m3::from_f32_bits, fp8::e4m3::is_nan, overflow);
+        let ours = |x| fp8::e4m3::from_f32_bits(x, overflow);
+        rows.push(narrowing(&options, (name, "float8 F8E4M3::from_f32"), &f32s, ours, e4m3, why));
+    }
+    for (name, overflow) in [("f32 → E5M2 satfinite", Overflow::SatFinite), ("f32 → E5M2 standard", Overflow::Standard)]
+    {
+        let why = fp8_why(fp8::e5m2::from_f32_bits, fp8::e5m2::is_nan, overflow);
+        let ours = |x| fp8::e5m2::from_f32_bits(x, overflow);
+        rows.push(narrowing(&options, (name, "float8 F8E5M2::from_f32"), &f32s, ours, e5m2, why));
+    }
+    rows.push(widening(
+        &options,
+        ("binary16 → f32", "half f16::to_f32"),
+        &u16s,
+        0..=u16::MAX,
+        binary16::to_f32_bits,
+        |b| half::f16::from_bits(b).to_f32().to_bits(),
+        |b| b & 0x7FFF > 0x7C00,
+    ));
+    rows.push(widening(
+        &options,
+        ("bfloat16 → f32", "half bf16::to_f32"),
+        &u16s,
+        0..=u16::MAX,
+        bfloat16::to_f32_bits,
+        |b| half::bf16::from_bits(b).to_f32().to_bits(),
+        |b| b & 0x7FFF > 0x7F80,
+    ));
+    rows.push(widening(
+        &options,
+        ("E4M3 → f32", "float8 F8E4M3::to_f32"),
+        &u8s,
+        0..=u8::MAX,
+        fp8::e4m3::to_f32_bits,
+        |b| float8::F8E4M3::from_bits(b).to_f32().to_bits(),
+        fp8::e4m3::is_nan,
+    ));
+    rows.push(widening(
+        &options,
+        ("E5M2 → f32", "float8 F8E5M2::to_f32"),
+        &u8s,
+        0..=u8::MAX,
+        fp8::e5m2::to_f32_bits,
+        |b| float8::F8E5M2::from_bits(b).to_f32().to_bits(),
+        fp8::e5m2::is_nan,
+    ));
+    rows.extend(half_slices(&options, &f32s, &u16s));
+
+    // half's own F16C path: compiled in with `-C target-feature=+f16c`, else detected at
+    // run time on each call (half's `std` feature, on by default).
+    let f16c = if cfg!(target_feature = "f16c") {
+        "F16C, compiled in"
+    } else if std::arch::is_x86_feature_detected!("f16c") {
+        "F16C, detected at run time on each call"
+    } else {
+        "software (no F16C on this CPU)"
+    };
+
+    if options.json {
+        let rows: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "conversion": r.conversion, "theirs": r.theirs,
+                    "ours_ns_per_element": r.ours_ns, "theirs_ns_per_element": r.theirs_ns,
+                    "ours_over_theirs": r.ours_ns / r.theirs_ns,
+                    "compared": r.counts.compared, "nan_encoding_differs": r.counts.nan_encoding,
+                    "float8_saturates": r.counts.saturates, "unexplained": r.counts.unexplained,
+                })
+            })
+            .collect();
+        let json = serde_json::json!({
+            "elements": n, "reps": options.reps, "threads": 1, "half_f16_path": f16c, "rows": rows,
+        });
+        println!("{json}");
+    } else {
+        let smoke = if n < 1 << 20 { " (smoke run: the times mean nothing)" } else { "" };
+        println!("narrow_vs_crates: {n} elements per buffer, best of {}, one thread{smoke}", options.reps);
+        println!("half f16 conversions: {f16c}; half bf16 and float8: software");
+        println!(
+            "{:<21} {:>8} {:<28} {:>9} {:>11} {:>9} {:>11}  differences explained",
+            "conversion", "ours ns", "theirs", "theirs ns", "ours/theirs", "compared", "unexplained"
+        );
+        for r in &rows {
+            let c = &r.counts;
+            let mut why = Vec::new();
+            if c.nan_encoding > 0 {
+                why.push(format!("{} NaN in: both NaN, other bits", c.nan_encoding));
+            }
+            if c.saturates > 0 {
+                why.push(format!("{} overflowing: float8 saturates", c.saturates));
+            }
+            println!(
+                "{:<21} {:>8.3} {:<28} {:>9.3} {:>11.2} {:>9} {:>11}  {}",
+                r.conversion,
+                r.ours_ns,
+                r.theirs,
+                r.theirs_ns,
+                r.ours_ns / r.theirs_ns,
+                c.compared,
+                c.unexplained,
+                if why.is_empty() { "none".into() } else { why.join("; ") },
+            );
+        }
+        println!(
+            "ns: per element. ours/theirs: time ratio (below 1: ours faster). Narrowings compared on the timed \
+             buffer, widenings on every encoding."
+        );
+    }
+    let unexplained: Vec<_> = rows
+        .iter()
+        .filter_map(|r| r.counts.example.as_ref().map(|e| format!("{} vs {}: {e}", r.conversion, r.theirs)))
+        .collect();
+    if !unexplained.is_empty() {
+        eprintln!("narrow_vs_crates: unexplained differences: {}", unexplained.join("; "));
+        std::process::exit(1);
+    }
+}
