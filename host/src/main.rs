@@ -70,21 +70,23 @@ fn main() -> ExitCode {
         eprintln!("bitexact: cannot start the worker threads: {error}");
         return ExitCode::from(2);
     }
-    let result = match cli.command {
-        None => cli::verify::run(&default_verify_args()),
-        Some(Command::Verify(args)) => cli::verify::run(&args),
-        Some(Command::Bench(args)) => cli::bench::run(&args),
-        Some(Command::Ptx(args)) => cli::ptx::run(&args),
-        Some(Command::Sass(args)) => cli::sass::run(&args),
-        Some(Command::Search(args)) => cli::search::run(&args),
-        Some(Command::Scan(args)) => cli::scan::run(&args),
-        Some(Command::Normalize(args)) => cli::normalize::run(&args),
-    };
-    match result {
-        Ok(code) => code,
-        Err(message) => {
-            eprintln!("bitexact: {message}");
-            ExitCode::from(2)
-        }
+    match cli.command {
+        None => finish(cli::verify::run(&default_verify_args())),
+        Some(Command::Verify(args)) => finish(cli::verify::run(&args)),
+        Some(Command::Bench(args)) => finish(cli::bench::run(&args)),
+        Some(Command::Ptx(args)) => finish(cli::ptx::run(&args)),
+        Some(Command::Sass(args)) => finish(cli::sass::run(&args)),
+        Some(Command::Search(args)) => finish(cli::search::run(&args)),
+        Some(Command::Scan(args)) => finish(cli::scan::run(&args)),
+        Some(Command::Normalize(args)) => finish(cli::normalize::run(&args)),
     }
+}
+
+/// A command's exit status; on an error, `bitexact: <its one line>` on stderr and
+/// status 2 (whatever the command's error type: [`cli::error::CliError`], or text).
+fn finish<E: std::fmt::Display>(result: Result<ExitCode, E>) -> ExitCode {
+    result.unwrap_or_else(|error| {
+        eprintln!("bitexact: {error}");
+        ExitCode::from(2)
+    })
 }

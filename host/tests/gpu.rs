@@ -83,24 +83,45 @@ fn a_device_buffer_is_reused_across_calls() {
     // A length mismatch is a typed error, not a launch.
     let mut short = gpu.zeros::<u32>(10).expect("alloc");
     assert!(matches!(gpu.map::<unorm8_series>(&input, &mut short), Err(GpuError::Length { .. })));
+    // So is a copy's, with its own variant.
+    let copy_error = |r: Result<(), GpuError>| match r {
+        Err(GpuError::CopyLength { from, into, .. }) => Some((from, into)),
+        _ => None,
+    };
+    assert_eq!(copy_error(gpu.copy(&output, &mut short)), Some((bytes.len(), 10)));
+    assert_eq!(copy_error(gpu.download_into(&short, &mut [0u32; 11])), Some((10, 11)));
 }
 
 #[test]
-fn wide_unorm8_kernels_match_the_cpu() {
+fn stream_kernels_match_the_cpu_at_every_alignment_and_tail() {
     let Some(gpu) = gpu::open_or_skip() else { return };
-    // Not a multiple of 16, so the scalar tail runs too.
-    let bytes: Vec<u8> = (0..(1u64 << 20) + 13).map(|i| scrambled(i) as u8).collect();
-    let input = gpu.upload(&bytes).expect("upload");
-    let mut output = gpu.zeros::<u32>(bytes.len()).expect("alloc");
+    // Not a multiple of 4, so the scalar tail runs too; starting at 1..3 puts the input
+    // off its 4- or 8-byte alignment and the output off 16 bytes (the scalar pass for
+    // everything).
+    let len = (1usize << 20) + 13;
+    let mut output = gpu.zeros::<u32>(len).expect("alloc");
     for v in VARIANTS {
-        let Some(kernel) = v.ops.wide() else { continue };
-        let name = v.kernel(KernelKind::Wide).expect("a variant with a Wide kernel names it");
-        kernel.run(&gpu, &input, &mut output).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let got = gpu.download(&output).expect("download");
-        for (i, (&x, &bits)) in bytes.iter().zip(&got).enumerate() {
-            let cpu = v.ops.eval(u64::from(x));
-            assert_eq!(u64::from(bits), cpu, "{name} at {i}: input {x}, gpu {bits:#x}, cpu {cpu:#x}");
+        let Some(kernel) = v.ops.stream() else { continue };
+        let name = v.kernel(KernelKind::Stream).expect("a variant with a Stream kernel names it");
+        let input = kernel.upload(&gpu, len, &scrambled).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mask = u64::MAX >> (64 - v.input_bits);
+        // 0 and 4 keep both buffers aligned (vector loop, then a tail of 1 or 2).
+        for from in [0, 1, 2, 3, 4, len - 3, len] {
+            kernel.run(&gpu, &input, from, &mut output).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let got = gpu.download(&output).expect("download");
+            for (i, &bits) in got.iter().enumerate().skip(from) {
+                let x = scrambled(i as u64) & mask;
+                let cpu = v.ops.eval(x);
+                assert_eq!(
+                    u64::from(bits),
+                    cpu,
+                    "{name} from {from}, at {i}: input {x:#x}, gpu {bits:#x}, cpu {cpu:#x}"
+                );
+            }
         }
+        // An input of another width is a typed error, not a launch.
+        let other = host::gpu::DeviceElements::upload::<u64>(&gpu, 4, &scrambled).expect("upload");
+        assert!(matches!(kernel.run(&gpu, &other, 0, &mut output), Err(GpuError::Length { .. })), "{name}");
     }
 }
 
@@ -108,23 +129,35 @@ fn wide_unorm8_kernels_match_the_cpu() {
 fn nonfinite_count_kernels_find_every_injected_value() {
     let Some(gpu) = gpu::open_or_skip() else { return };
     let len = (1usize << 20) + 5; // a scalar tail after the 16-byte chunks
-    let finite = |i: usize| (scrambled(i as u64) as u16) & 0x7BFF; // exponent never all ones
-    let mut halves: Vec<u16> = (0..len).map(finite).collect();
-    let injected = [(4097, 0x7C00), (5000, 0xFC00), (70_001, 0x7E00), (len - 1, 0xFFFF), (len - 3, 0x7C01)];
-    for &(i, bits) in &injected {
-        halves[i] = bits;
-    }
-    let input = gpu.upload(&halves).expect("upload");
     for v in VARIANTS {
         let Some(kernel) = v.ops.count_nonfinite() else { continue };
-        let got = kernel.count(&gpu, &input).unwrap_or_else(|e| panic!("{}: {e}", v.name));
-        // What the variant itself says, element by element on the CPU.
-        let flagged: Vec<usize> = (0..len).filter(|&i| v.ops.eval(u64::from(halves[i])) == 0).collect();
-        assert_eq!(got.count, flagged.len() as u64, "{}: count", v.name);
-        assert_eq!(got.first, flagged.first().map(|&i| i as u64), "{}: first index", v.name);
-        if v.claim == Claim::Exact {
-            assert_eq!(got.count, injected.len() as u64, "{}: exact variants find all five", v.name);
-            assert_eq!(got.first, Some(4097), "{}", v.name);
+        let shared::Family::IsFinite(format) = v.family else { panic!("{}: a count kernel of {}", v.name, v.family) };
+        // Finite values by the reference, then non-finite ones at chosen places: in the
+        // first 16 bytes (the head when starting off a boundary), in the middle, and in
+        // the tail.
+        let specials = host::bench::non_finite_encodings(format);
+        let mask = u64::MAX >> (64 - v.input_bits);
+        let finite = |i: u64| {
+            let bits = scrambled(i) & mask;
+            if host::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
+        };
+        let injected = [3, 4097, 5000, 70_001, len - 3, len - 1];
+        let input_at = |i: u64| match injected.iter().position(|&j| j as u64 == i) {
+            Some(k) => specials[k % specials.len()],
+            None => finite(i),
+        };
+        let input = kernel.upload(&gpu, len, &input_at).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+        for from in [0, 1, 2, 3, 5, 9, len - 2, len] {
+            let got = kernel.count(&gpu, &input, from).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+            // What the variant itself says, element by element on the CPU.
+            let flagged: Vec<u64> =
+                (from..len).filter(|&i| v.ops.eval(input_at(i as u64)) == 0).map(|i| (i - from) as u64).collect();
+            assert_eq!(got.count, flagged.len() as u64, "{} from {from}: count", v.name);
+            assert_eq!(got.first, flagged.first().copied(), "{} from {from}: first index", v.name);
+            if v.claim == Claim::Exact {
+                let expected: Vec<u64> = injected.iter().filter(|&&i| i >= from).map(|&i| (i - from) as u64).collect();
+                assert_eq!(flagged, expected, "{} from {from}: exact variants find exactly the injected", v.name);
+            }
         }
     }
 }
@@ -142,29 +175,47 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     use host::files::scan::{Endian, FloatFormat, Source};
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
-    // Over one GPU chunk, with NaN/inf in the first and last chunk, at odd offsets.
-    let len = backend::GPU_CHUNK_BYTES / 2 + 12_345;
-    let mut halves: Vec<u16> = (0..len).map(|i| (scrambled(i as u64) as u16) & 0x7BFF).collect();
-    for (i, bits) in [(777, 0xFC00), (1000, 0x7E01), (len - 2, 0x7C00)] {
-        halves[i] = bits;
-    }
-    let bytes: Vec<u8> = bytemuck::cast_slice(&halves).to_vec();
     let no_progress = |_: u64| {};
-    // A misaligned view too: the data of a tensor need not start on an even address.
-    let mut shifted = vec![0u8];
-    shifted.extend_from_slice(&bytes);
-    // And read on demand, as `scan` reads files.
-    let read = |offset: u64, buf: &mut [u8]| {
-        let offset = offset as usize;
-        buf.copy_from_slice(&bytes[offset..offset + buf.len()]);
-        Ok(())
-    };
-    for data in [Source::Bytes(&bytes), Source::Bytes(&shifted[1..]), Source::Read { len: bytes.len(), read: &read }] {
-        let on_gpu = gpu.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("gpu");
-        let on_cpu =
-            CpuBackend.count_non_finite(FloatFormat::Binary16, Endian::Little, data, &no_progress).expect("cpu");
-        assert_eq!(on_gpu, on_cpu);
-        assert_eq!(on_gpu.first_non_finite, Some(777));
+    for &format in FloatFormat::ALL {
+        let shared_format = *shared::Format::ALL.iter().find(|f| f.name() == format.name()).expect("same names");
+        let size = format.bytes();
+        // Over one GPU chunk, finite by the reference, with non-finite values in the
+        // first and last chunk, and a trailing partial element (ignored on both sides;
+        // a byte is a whole element of the FP8 formats).
+        let len = backend::GPU_CHUNK_BYTES / size + 12_345;
+        let specials = host::bench::non_finite_encodings(shared_format);
+        let mask = u64::MAX >> (64 - 8 * size);
+        let mut bytes = Vec::with_capacity(len * size + 1);
+        for i in 0..len {
+            let bits = match [777, 1000, len - 2].iter().position(|&j| j == i) {
+                Some(k) => specials[k % specials.len()],
+                None => {
+                    let bits = scrambled(i as u64) & mask;
+                    if host::verify::reference::class(shared_format, bits).is_finite() { bits } else { 0 }
+                }
+            };
+            bytes.extend_from_slice(&bits.to_le_bytes()[..size]);
+        }
+        if size > 1 {
+            bytes.push(0xFF);
+        }
+        // A misaligned view too: the data of a tensor need not start on an aligned address.
+        let mut shifted = vec![0u8];
+        shifted.extend_from_slice(&bytes);
+        // And read on demand, as `scan` reads files.
+        let read = |offset: u64, buf: &mut [u8]| {
+            let offset = offset as usize;
+            buf.copy_from_slice(&bytes[offset..offset + buf.len()]);
+            Ok(())
+        };
+        let sources =
+            [Source::Bytes(&bytes), Source::Bytes(&shifted[1..]), Source::Read { len: bytes.len(), read: &read }];
+        for data in sources {
+            let on_gpu = gpu.count_non_finite(format, Endian::Little, data, &no_progress).expect("gpu");
+            let on_cpu = CpuBackend.count_non_finite(format, Endian::Little, data, &no_progress).expect("cpu");
+            assert_eq!(on_gpu, on_cpu, "{}", format.name());
+            assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (3, Some(777)), "{}", format.name());
+        }
     }
     let bytes8: Vec<u8> = (0..3_000_001u64).map(|i| scrambled(i) as u8).collect();
     let (mut a, mut b) = (vec![0f32; bytes8.len()], vec![0f32; bytes8.len()]);
@@ -186,7 +237,7 @@ fn every_kernel_in_the_ptx_loads() {
         gpu.load(name).unwrap_or_else(|e| panic!("{e}"));
     }
     // A kind the table does not give a variant is not in the PTX.
-    let not_built = KernelName::of::<shared::variants::f16_is_nan>(KernelKind::Wide);
+    let not_built = KernelName::of::<shared::variants::f16_is_nan>(KernelKind::Stream);
     assert!(matches!(gpu.load(not_built), Err(GpuError::KernelMissing { .. })));
 }
 

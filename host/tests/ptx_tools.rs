@@ -1,8 +1,10 @@
 //! The embedded PTX, checked with the real CUDA tools: it assembles for every supported
 //! architecture, is self-contained, uses registers only, the SASS report covers every
-//! variant, every timing kernel's chain loop holds its variant's work, and no kernel
-//! hides a float → integer conversion its source did not ask for (the guards of
-//! `host::cuda_tools::guards`, which fail on commit 846e06b's kernels).
+//! variant, every timing kernel's chain loop holds its variant's work, every bandwidth
+//! kernel's loop has the coalesced shape (`host::cuda_tools::sass::bandwidth`, which fails on the
+//! layout before issue 10), and no kernel hides a float → integer conversion its source
+//! did not ask for (the guards of `host::cuda_tools::guards`, which fail on commit 846e06b's
+//! kernels).
 //!
 //! Tests that need `ptxas`/`cuobjdump` print `skipped: <reason>` and pass when the tools
 //! are missing, or fail when `REQUIRE_CUDA_TOOLS=1` (as CI sets after running
@@ -12,11 +14,12 @@ mod common;
 mod expected_kernels;
 
 use host::cuda_tools::guards;
-use host::cuda_tools::sass::{self, SassCost, chain::ChainVerdict};
+use host::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};
 use host::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
 use host::gpu::ptx::{self, PTX};
 use host::support::skip::require_or_skip;
 use host::verify::table::{VARIANTS, Variant};
+use shared::KernelKind;
 use std::process::Command;
 use std::sync::OnceLock;
 
@@ -261,4 +264,84 @@ fn the_sass_converts_float_to_integer_only_where_the_source_asks() {
         }
     }
     assert!(old.iter().all(|line| !line.contains("mul_add_half")), "{old:#?}");
+}
+
+/// The parsed SASS of `ptx` for `arch`.
+fn listing(tools: &CudaTools, ptx: &str, arch: &str) -> Vec<Kernel> {
+    let assembled = tools.assemble(ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+    sass::parse_listing(&tools.disassemble(&assembled).unwrap_or_else(|e| panic!("{arch}: {e}")))
+}
+
+/// The bandwidth kernels of issue 10 before the coalesced layout (commit 6148ec3): two
+/// UNORM8 → f32 kernels of 16 codes in and four 16-byte stores out per lane, and the
+/// binary16 count kernel, whose 16-byte loads were already contiguous across a warp.
+const PTX_6148EC3: &str = include_str!("fixtures/ptx_6148ec3_wide.ptx");
+
+/// Every `Stream` and `CountNonfinite` kernel of every variant, on every architecture:
+/// the loop has the shape `host::cuda_tools::sass::bandwidth` checks (one 4- or 8-byte load and one
+/// 16-byte store per lane per step; one 16-byte load and no store), and nothing else
+/// loops over more than one element per lane. The sm_90 figures are printed (`cargo
+/// test -- --nocapture`): what the README's table shows. The same check fails on the
+/// stream kernels of commit 6148ec3, on every architecture.
+#[test]
+fn every_bandwidth_kernel_loop_has_the_coalesced_shape_on_every_architecture() {
+    let Some(tools) = tools() else { return };
+    let mut wrong = Vec::new();
+    let mut checked = 0;
+    for arch in ARCHS {
+        let kernels = listing(&tools, PTX, arch);
+        for v in VARIANTS {
+            for kind in [KernelKind::Stream, KernelKind::CountNonfinite] {
+                let Some(name) = v.kernel(kind) else { continue };
+                let name = name.to_string();
+                let kernel = kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{arch}: no {name}"));
+                let bytes = v.input_bits / 8;
+                let found = match kind {
+                    KernelKind::Stream => bandwidth::stream_loop(kernel, bytes),
+                    _ => bandwidth::count_loop(kernel, bytes),
+                };
+                checked += 1;
+                match found {
+                    Ok(found) if arch == "sm_90" => println!(
+                        "| `{name}` | {} | {} | {} | {} | {} / {} = {:.2} |",
+                        found.load_summary(),
+                        found.store_summary(),
+                        found.elements_per_step,
+                        found.instructions,
+                        found.fast_path_instructions,
+                        found.elements_per_step,
+                        found.instructions_per_element()
+                    ),
+                    Ok(_) => {}
+                    Err(e) => wrong.push(format!("{arch} {e}")),
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "bandwidth kernels without the coalesced shape:\n{}", wrong.join("\n"));
+    assert!(checked > 0, "no bandwidth kernel in the table");
+    // The layout before issue 10 fails the same check on every architecture, for both
+    // stream kernels, and only them.
+    for arch in ARCHS {
+        let old = listing(&tools, PTX_6148EC3, arch);
+        let kernel = |name: &str| old.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{arch}: no {name}"));
+        for name in ["unorm8_times3_int_wide", "unorm8_mul_recip_wide"] {
+            let error = bandwidth::stream_loop(kernel(name), 1).expect_err("the 16-in/64-out layout");
+            assert!(error.why.contains("stores [STG.E.128"), "{arch}: {error}");
+            if arch == "sm_90" {
+                println!("6148ec3 {error}");
+            }
+        }
+        let old_count = shared::KernelName::of::<shared::variants::f16_finite_exp_mask>(KernelKind::CountNonfinite);
+        let count = bandwidth::count_loop(kernel(&old_count.to_string()), 2)
+            .unwrap_or_else(|e| panic!("{arch}: the old count kernel was coalesced already: {e}"));
+        if arch == "sm_90" {
+            let (fast, elements) = (count.fast_path_instructions, count.elements_per_step);
+            println!(
+                "6148ec3 {}: {} per lane, {fast} / {elements} instructions per element",
+                count.kernel,
+                count.load_summary()
+            );
+        }
+    }
 }

@@ -162,72 +162,176 @@ where
     unsafe { out.add(thread as usize).write(folded) };
 }
 
-/// Sixteen bytes: the unit of the wide kernels' loads and stores.
+/// Sixteen aligned bytes: one lane's store in a [`stream`] kernel, one lane's load in a
+/// [`count_nonfinite`] kernel (`ld.global.v4.u32` / `st.global.v4.u32`).
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Chunk([u32; 4]);
 
-/// Whether `p` is aligned for [`Chunk`] accesses.
+/// Whether `p` is aligned for `T` accesses.
 #[inline(always)]
-fn chunk_aligned<T>(p: *const T) -> bool {
-    p.addr() % core::mem::align_of::<Chunk>() == 0
+fn aligned_for<T, U>(p: *const U) -> bool {
+    p.addr() % core::mem::align_of::<T>() == 0
 }
 
-/// UNORM8 → f32 over a buffer, 16 input bytes (one load) and 64 output bytes (four
-/// stores) per thread per step; a scalar grid-stride pass does the last `n % 16`
-/// elements, or all of them if a pointer is not 16-byte aligned.
+/// A [`kind::StreamElement`] as the stream kernels read it: four consecutive elements
+/// in one aligned load of `Quad` (4 bytes of `u8`, 8 of `u16`).
+trait StreamLoad: kind::StreamElement {
+    /// Four elements' worth of bytes, aligned to its size.
+    type Quad: Copy;
+    /// The four elements of `quad`, lowest address first.
+    fn split(quad: Self::Quad) -> [Self; 4];
+}
+
+impl StreamLoad for u8 {
+    type Quad = u32;
+    #[inline(always)]
+    fn split(quad: u32) -> [u8; 4] {
+        quad.to_le_bytes()
+    }
+}
+
+impl StreamLoad for u16 {
+    type Quad = u64;
+    #[inline(always)]
+    fn split(quad: u64) -> [u16; 4] {
+        [quad as u16, (quad >> 16) as u16, (quad >> 32) as u16, (quad >> 48) as u16]
+    }
+}
+
+/// `In` → f32 over a buffer, coalesced ([`shared::KernelKind::Stream`]): grid-stride
+/// step `v` of a lane loads inputs `4v..4v+4` in one 4- or 8-byte load and stores
+/// their results in one 16-byte store, so consecutive lanes touch consecutive pieces
+/// of both buffers. A scalar pass ([`map`]) does the last `n % 4` elements, or all of
+/// them if `input` is not aligned for the load or `output` not to 16 bytes.
 ///
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
-unsafe fn unorm8_wide<P: kind::Wide>(input: *const u8, output: *mut u32, n: u64) {
-    let chunks = if chunk_aligned(input) && chunk_aligned(output) { n / 16 } else { 0 };
-    let (input_chunks, output_chunks) = (input.cast::<Chunk>(), output.cast::<Chunk>());
-    // SAFETY: chunk `c < n / 16` covers input bytes 16c..16c+16 and outputs 16c..16c+16,
-    // all below `n`, and both pointers are 16-byte aligned.
-    grid_stride(chunks, |c| unsafe {
-        let words = input_chunks.add(c).read().0;
-        for (w, word) in words.into_iter().enumerate() {
-            let values = word.to_le_bytes().map(|byte| P::apply(byte).to_stored());
-            output_chunks.add(4 * c + w).write(Chunk(values));
-        }
+unsafe fn stream<P>(input: *const P::In, output: *mut u32, n: u64)
+where
+    P: kind::Stream,
+    P::In: StreamLoad,
+{
+    let lane = kind::STREAM_LANE_ELEMENTS;
+    let vectors = if aligned_for::<<P::In as StreamLoad>::Quad, _>(input) && aligned_for::<Chunk, _>(output) {
+        n / lane
+    } else {
+        0
+    };
+    let (quads, chunks) = (input.cast::<<P::In as StreamLoad>::Quad>(), output.cast::<Chunk>());
+    // SAFETY: step `v < n / 4` covers elements 4v..4v+4 of both buffers, all below `n`;
+    // both pointers are aligned for these accesses (checked above).
+    grid_stride(vectors, |v| unsafe {
+        let values = P::In::split(quads.add(v).read()).map(|x| P::apply(x).to_stored());
+        chunks.add(v).write(Chunk(values));
     });
-    let done = chunks * 16;
-    // SAFETY: `done + i < n`.
-    unsafe { map::<P>(input.add(done as usize), output.add(done as usize), n - done) };
+    let done = (vectors * lane) as usize;
+    // SAFETY: `done <= n`, and `map` touches elements `done + i` for `i < n - done`.
+    unsafe { map::<P>(input.add(done), output.add(done), n - done as u64) };
 }
 
-/// Counts the non-finite binary16 values of a buffer and finds the first one's index:
-/// adds the count to `result[0]` and lowers `result[1]` to the index (the host sets
-/// them to 0 and `u64::MAX` first). Reads 16 bytes (8 halves) per thread per step; a
-/// scalar pass does the last `n % 8` elements, or all if `input` is not 16-byte aligned.
+/// A [`kind::CountElement`] as the count kernels read it: the elements of a 16-byte
+/// [`Chunk`], lowest address first.
+trait ChunkLoad: kind::CountElement {
+    /// Calls `f(k, element k)` for each element of `chunk`.
+    fn each(chunk: Chunk, f: impl FnMut(u32, Self));
+}
+
+// Index loops over constant ranges, not iterator adapters over arrays: LLVM unrolls
+// these fully, where a `zip` of an array's `into_iter` was left as a loop over a copy of
+// the chunk in local memory.
+impl ChunkLoad for u8 {
+    #[inline(always)]
+    fn each(chunk: Chunk, mut f: impl FnMut(u32, u8)) {
+        for k in 0..16 {
+            f(k, (chunk.0[k as usize / 4] >> (8 * (k % 4))) as u8);
+        }
+    }
+}
+
+impl ChunkLoad for u16 {
+    #[inline(always)]
+    fn each(chunk: Chunk, mut f: impl FnMut(u32, u16)) {
+        for k in 0..8 {
+            f(k, (chunk.0[k as usize / 2] >> (16 * (k % 2))) as u16);
+        }
+    }
+}
+
+impl ChunkLoad for u32 {
+    #[inline(always)]
+    fn each(chunk: Chunk, mut f: impl FnMut(u32, u32)) {
+        for k in 0..4 {
+            f(k, chunk.0[k as usize]);
+        }
+    }
+}
+
+impl ChunkLoad for u64 {
+    #[inline(always)]
+    fn each(chunk: Chunk, mut f: impl FnMut(u32, u64)) {
+        for k in 0..2 {
+            let (low, high) = (chunk.0[2 * k as usize], chunk.0[2 * k as usize + 1]);
+            f(k, u64::from(high) << 32 | u64::from(low));
+        }
+    }
+}
+
+/// Counts the non-finite values of a buffer and finds the first one's index
+/// ([`shared::KernelKind::CountNonfinite`]): adds the count to `result[0]` and lowers
+/// `result[1]` to the index (the host sets them to 0 and `u64::MAX` first).
+///
+/// The elements from the first 16-byte boundary on are read one aligned 16-byte
+/// [`Chunk`] per lane per grid-stride step, consecutive lanes on consecutive chunks;
+/// a chunk is tested with one branch-free OR of `!is_finite` over its elements, and
+/// only a chunk holding a non-finite value is counted and searched. The fewer than
+/// `16 / size` elements before that boundary and after the last whole chunk are done
+/// one per lane in a second grid-stride pass.
 ///
 /// # Safety
-/// `input` must be a valid device pointer to `n` elements, `result` to 2 `u64`s.
+/// `input` must be a valid device pointer to `n` elements, aligned for its type, and
+/// `result` to 2 `u64`s.
 #[inline(always)]
-unsafe fn count_nonfinite<P: kind::CountNonfinite>(input: *const u16, n: u64, result: *mut u64) {
-    let chunks = if chunk_aligned(input) { n / 8 } else { 0 };
-    let input_chunks = input.cast::<Chunk>();
+unsafe fn count_nonfinite<P>(input: *const P::In, n: u64, result: *mut u64)
+where
+    P: kind::CountNonfinite,
+    P::In: ChunkLoad,
+{
+    let size = size_of::<P::In>();
+    let per_chunk = kind::count_lane_elements::<P::In>();
+    // Elements before the first 16-byte boundary (0 if aligned); `input` is aligned for
+    // its type, so the boundary falls on an element.
+    let head = ((input.addr().wrapping_neg() % align_of::<Chunk>()) / size) as u64;
+    let head = head.min(n);
+    let chunks = (n - head) / per_chunk;
+    let tail_start = head + chunks * per_chunk;
     let (mut count, mut first) = (0u64, u64::MAX);
-    // SAFETY: chunk `c < n / 8` covers elements 8c..8c+8, below `n`; aligned.
-    grid_stride(chunks, |c| unsafe {
-        let words = input_chunks.add(c).read().0;
-        let mut nonfinite = 0u32; // bit k: element 8c + k is not finite
-        for (w, word) in words.into_iter().enumerate() {
-            let (low, high) = (word as u16, (word >> 16) as u16);
-            nonfinite |= (u32::from(!P::apply(low)) | u32::from(!P::apply(high)) << 1) << (2 * w);
-        }
-        count += u64::from(nonfinite.count_ones());
-        if nonfinite != 0 {
-            first = first.min(8 * c as u64 + u64::from(nonfinite.trailing_zeros()));
+    // SAFETY: `head` elements from `input` end on a 16-byte boundary (or `head == n`
+    // and there are no chunks); chunk `c < chunks` covers elements
+    // `head + per_chunk * c ..+ per_chunk`, all below `n`.
+    let chunk_base = unsafe { input.add(head as usize) }.cast::<Chunk>();
+    grid_stride(chunks, |c| {
+        // SAFETY: see above.
+        let chunk = unsafe { chunk_base.add(c).read() };
+        let mut any = false;
+        P::In::each(chunk, |_, x| any |= !P::apply(x));
+        if any {
+            let mut nonfinite = 0u32; // bit k: element k of the chunk is not finite
+            P::In::each(chunk, |k, x| nonfinite |= u32::from(!P::apply(x)) << k);
+            count += u64::from(nonfinite.count_ones());
+            first = first.min(head + per_chunk * c as u64 + u64::from(nonfinite.trailing_zeros()));
         }
     });
-    let done = chunks * 8;
-    // SAFETY: `i < n - done`, so `done + i < n`.
-    grid_stride(n - done, |i| unsafe {
-        if !P::apply(input.add(done as usize + i).read()) {
+    // The head and the tail, one element per lane: `i < head` is element `i`, the rest
+    // element `tail_start + (i - head)`.
+    let scalar = head + (n - tail_start);
+    grid_stride(scalar, |i| {
+        let index = if (i as u64) < head { i as u64 } else { tail_start + (i as u64 - head) };
+        // SAFETY: `index < head <= n` or `tail_start <= index < n`.
+        if !P::apply(unsafe { input.add(index as usize).read() }) {
             count += 1;
-            first = first.min(done + i as u64);
+            first = first.min(index);
         }
     });
     if count != 0 {
@@ -301,7 +405,7 @@ impl FromMixed for u64 {
 /// (a [`shared::KernelKind`] variant name), named `$variant` followed by the kind's
 /// suffix, with the kind's signature, forwarding its arguments to the kind's function
 /// for the variant's marker type. The kind's trait bound on that function
-/// (`kind::Wide`, ...) holds only if the table gives the variant that kind.
+/// (`kind::Stream`, ...) holds only if the table gives the variant that kind.
 macro_rules! entry {
     ($variant:ident, Map) => {
         entry!(@ $variant, Map, map, (input: *const In<V>, output: *mut Bits<V>, n: u64));
@@ -315,11 +419,11 @@ macro_rules! entry {
     ($variant:ident, Throughput) => {
         entry!(@ $variant, Throughput, throughput, (seed: u64, iterations: u32, out: *mut u64));
     };
-    ($variant:ident, Wide) => {
-        entry!(@ $variant, Wide, unorm8_wide, (input: *const u8, output: *mut u32, n: u64));
+    ($variant:ident, Stream) => {
+        entry!(@ $variant, Stream, stream, (input: *const In<V>, output: *mut u32, n: u64));
     };
     ($variant:ident, CountNonfinite) => {
-        entry!(@ $variant, CountNonfinite, count_nonfinite, (input: *const u16, n: u64, result: *mut u64));
+        entry!(@ $variant, CountNonfinite, count_nonfinite, (input: *const In<V>, n: u64, result: *mut u64));
     };
     (@ $variant:ident, $kind:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
         const _: () = {

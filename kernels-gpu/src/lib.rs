@@ -10,9 +10,10 @@
 //! (`shared::KernelKind`, whose docs give each kind's signature), named `V` followed by
 //! the kind's suffix (`shared::kernel_suffix!`): every variant has `Map` (conformance),
 //! `Skeleton` (the same loop with no computation, for the SASS report), `Latency` and
-//! `Throughput` (timing chains); the UNORM8 → f32 variants also `Wide`, the binary16
-//! finiteness variants also `CountNonfinite` (16 bytes per thread per step, for the
-//! bandwidth benchmarks).
+//! `Throughput` (timing chains); the UNORM/SNORM → f32 variants of 8- and 16-bit
+//! inputs also `Stream`, the finiteness variants of every scanned format also
+//! `CountNonfinite` (coalesced bandwidth kernels, for the benchmarks and the GPU
+//! backend of `scan` and `normalize`).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, link_llvm_intrinsics))]
 // `link_llvm_intrinsics` is how the cycle counter (%clock64) is read; core::arch::nvptx has no wrapper.

@@ -8,12 +8,16 @@
 //! (`Map`, `Skeleton`, `Latency`, `Throughput`, which the macro adds) and the ones the
 //! entry lists. For each, the table
 //! implements the kind's trait of this module for the variant's marker type, so
-//! `P: kind::Wide` is a proof that `P`'s `Wide` kernel exists and takes what its
+//! `P: kind::Stream` is a proof that `P`'s `Stream` kernel exists and takes what its
 //! signature says; an entry that lists a kind its types cannot have does not compile.
+//!
+//! The two bandwidth kinds are generic over the element width, within the widths their
+//! coalesced layout serves ([`StreamElement`], [`CountElement`]): see each kind's
+//! documentation for what one lane's load and store instructions touch.
 
 use crate::Primitive;
 
-/// The name suffix of a kernel kind, as a literal: `kernel_suffix!(Wide)` is `"_wide"`.
+/// The name suffix of a kernel kind, as a literal: `kernel_suffix!(Stream)` is `"_stream"`.
 ///
 /// The one place the suffixes are written. A macro, so that `kernels-gpu` can build an
 /// entry point's name with `concat!` (`#[export_name]` needs a literal);
@@ -32,8 +36,8 @@ macro_rules! kernel_suffix {
     (Throughput) => {
         "_throughput"
     };
-    (Wide) => {
-        "_wide"
+    (Stream) => {
+        "_stream"
     };
     (CountNonfinite) => {
         "_count_nonfinite"
@@ -81,17 +85,29 @@ kernel_kinds! {
     /// `(seed: u64, iterations: u32, out: *mut u64)`: every thread runs four
     /// independent chains and writes their combined final value to `out[thread]`.
     Throughput,
-    /// `(input: *const u8, output: *mut u32, n: u64)`: [`KernelKind::Map`] for a UNORM8
-    /// → f32 variant, 16 input bytes per thread per step (bandwidth benchmark).
-    Wide,
-    /// `(input: *const u16, n: u64, result: *mut u64)`: for a binary16 finiteness
-    /// variant, adds the count of non-finite inputs to `result[0]` and lowers
-    /// `result[1]` to the first one's index; 16 bytes per thread per step.
+    /// `(input: *const In, output: *mut u32, n: u64)`: [`KernelKind::Map`] for an
+    /// `In` → f32 variant ([`Stream`]: `In` is `u8` or `u16`), coalesced: per
+    /// grid-stride step each lane loads [`STREAM_LANE_ELEMENTS`] consecutive inputs in
+    /// one load (4 or 8 bytes) and stores their four f32 results in one 16-byte store,
+    /// the lanes of a warp on consecutive pieces, so that a warp's load covers 128 or 256
+    /// contiguous bytes and its store 512. A scalar pass ([`KernelKind::Map`]'s loop)
+    /// does the last `n % 4` elements, or all of them if a pointer is misaligned for
+    /// those accesses (bandwidth benchmark, GPU backend of `normalize`).
+    Stream,
+    /// `(input: *const In, n: u64, result: *mut u64)`: for a finiteness variant
+    /// ([`CountNonfinite`]: `In` is `u8`, `u16`, `u32` or `u64`), adds the count of
+    /// non-finite inputs to `result[0]` and lowers `result[1]` to the first one's index.
+    /// Coalesced: per grid-stride step each lane loads one aligned 16-byte piece
+    /// ([`count_lane_elements`] elements), the lanes of a warp on consecutive pieces
+    /// (512 contiguous bytes per warp load); the elements before the first 16-byte
+    /// boundary and after the last are done one per lane. Nothing is stored until the
+    /// end: one pair of atomics per thread that found a non-finite value (bandwidth
+    /// benchmark, GPU backend of `scan`).
     CountNonfinite,
 }
 
 /// The name of one kernel: its variant's name followed by its kind's suffix
-/// (`Display` writes it, e.g. `unorm8_series_wide`).
+/// (`Display` writes it, e.g. `unorm8_series_stream`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct KernelName {
     /// The variant's name ([`Primitive::NAME`]).
@@ -127,9 +143,47 @@ pub trait Latency: Primitive {}
 /// `P` has a [`KernelKind::Throughput`] kernel (every variant does).
 pub trait Throughput: Primitive {}
 
-/// `P` has a [`KernelKind::Wide`] kernel, which only a `u8` → `f32` function can have.
-pub trait Wide: Primitive<In = u8, Out = f32> {}
+/// `P` has a [`KernelKind::Stream`] kernel, which only a function from a
+/// [`StreamElement`] (`u8`, `u16`) to `f32` can have.
+pub trait Stream: Primitive<In: StreamElement, Out = f32> {}
 
-/// `P` has a [`KernelKind::CountNonfinite`] kernel, which only a `u16` → `bool`
-/// (binary16 is-finite) function can have.
-pub trait CountNonfinite: Primitive<In = u16, Out = bool> {}
+/// `P` has a [`KernelKind::CountNonfinite`] kernel, which only a function from a
+/// [`CountElement`] (`u8`, `u16`, `u32`, `u64`) to `bool` (an is-finite) can have.
+pub trait CountNonfinite: Primitive<In: CountElement, Out = bool> {}
+
+/// Inputs per lane per grid-stride step of a [`KernelKind::Stream`] kernel: one
+/// 16-byte store of f32 results.
+pub const STREAM_LANE_ELEMENTS: u64 = 4;
+
+/// Bytes one lane loads per grid-stride step of a [`KernelKind::CountNonfinite`]
+/// kernel.
+pub const COUNT_LANE_BYTES: u64 = 16;
+
+/// Inputs per lane per grid-stride step of a [`KernelKind::CountNonfinite`] kernel over
+/// elements of `T`: `16 / size_of::<T>()`.
+#[inline]
+pub const fn count_lane_elements<T: CountElement>() -> u64 {
+    COUNT_LANE_BYTES / size_of::<T>() as u64
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u8 {}
+    impl Sealed for u16 {}
+    impl Sealed for u32 {}
+    impl Sealed for u64 {}
+}
+
+/// An input element type of [`KernelKind::Stream`] kernels: four of them are one
+/// aligned 4- or 8-byte load.
+pub trait StreamElement: Copy + sealed::Sealed {}
+impl StreamElement for u8 {}
+impl StreamElement for u16 {}
+
+/// An input element type of [`KernelKind::CountNonfinite`] kernels: a whole number of
+/// them fills a 16-byte load.
+pub trait CountElement: Copy + sealed::Sealed {}
+impl CountElement for u8 {}
+impl CountElement for u16 {}
+impl CountElement for u32 {}
+impl CountElement for u64 {}

@@ -300,7 +300,7 @@ pub trait Primitive {
 ///
 /// `[Kind, ...]` lists the kinds of GPU kernel the variant has ([`crate::KernelKind`]
 /// variant names, matched as `[$($kind:ident),*]`). An entry writes only its extra
-/// kinds (`[Wide]`, `[CountNonfinite]` or `[]`); callbacks receive them after the four
+/// kinds (`[Stream]`, `[CountNonfinite]` or `[]`); callbacks receive them after the four
 /// every variant has: `[Map, Skeleton, Latency, Throughput, Wide]`. The marker type
 /// implements each kind's trait of [`crate::kind`], whose bounds reject a kind the
 /// variant's types cannot have.
@@ -321,31 +321,31 @@ macro_rules! for_each_variant {
             { f16_is_nan, IsNan(Binary16), u16 => bool, $crate::binary16::is_nan, Exact, [], "(b & ABS) > INF" }
             { f16_is_infinite, IsInfinite(Binary16), u16 => bool, $crate::binary16::is_infinite, Exact, [], "(b & ABS) == INF" }
             { f16_classify, Classify(Binary16), u16 => $crate::Class, $crate::binary16::classify, Exact, [], "count of class boundaries reached by b & ABS" }
-            { bf16_is_finite, IsFinite(Bfloat16), u16 => bool, $crate::bfloat16::is_finite, Exact, [], "exponent field not all ones" }
+            { bf16_is_finite, IsFinite(Bfloat16), u16 => bool, $crate::bfloat16::is_finite, Exact, [CountNonfinite], "exponent field not all ones" }
             { bf16_is_nan, IsNan(Bfloat16), u16 => bool, $crate::bfloat16::is_nan, Exact, [], "(b & ABS) > INF" }
             { bf16_is_infinite, IsInfinite(Bfloat16), u16 => bool, $crate::bfloat16::is_infinite, Exact, [], "(b & ABS) == INF" }
             { bf16_classify, Classify(Bfloat16), u16 => $crate::Class, $crate::bfloat16::classify, Exact, [], "count of class boundaries reached by b & ABS" }
-            { f32_is_finite, IsFinite(Binary32), u32 => bool, $crate::binary32::is_finite, Exact, [], "exponent field not all ones" }
+            { f32_is_finite, IsFinite(Binary32), u32 => bool, $crate::binary32::is_finite, Exact, [CountNonfinite], "exponent field not all ones" }
             { f32_is_nan, IsNan(Binary32), u32 => bool, $crate::binary32::is_nan, Exact, [], "(b & ABS) > INF" }
             { f32_is_infinite, IsInfinite(Binary32), u32 => bool, $crate::binary32::is_infinite, Exact, [], "(b & ABS) == INF" }
             { f32_classify, Classify(Binary32), u32 => $crate::Class, $crate::binary32::classify, Exact, [], "count of class boundaries reached by b & ABS" }
-            { f64_is_finite, IsFinite(Binary64), u64 => bool, $crate::binary64::is_finite, Exact, [], "exponent field not all ones" }
+            { f64_is_finite, IsFinite(Binary64), u64 => bool, $crate::binary64::is_finite, Exact, [CountNonfinite], "exponent field not all ones" }
             { f64_is_nan, IsNan(Binary64), u64 => bool, $crate::binary64::is_nan, Exact, [], "(b & ABS) > INF" }
             { f64_is_infinite, IsInfinite(Binary64), u64 => bool, $crate::binary64::is_infinite, Exact, [], "(b & ABS) == INF" }
             { f64_classify, Classify(Binary64), u64 => $crate::Class, $crate::binary64::classify, Exact, [], "count of class boundaries reached by b & ABS" }
-            { e4m3_is_finite, IsFinite(Fp8E4m3), u8 => bool, $crate::fp8::e4m3::is_finite, Exact, [], "(b & 0x7F) != 0x7F" }
+            { e4m3_is_finite, IsFinite(Fp8E4m3), u8 => bool, $crate::fp8::e4m3::is_finite, Exact, [CountNonfinite], "(b & 0x7F) != 0x7F" }
             { e4m3_is_nan, IsNan(Fp8E4m3), u8 => bool, $crate::fp8::e4m3::is_nan, Exact, [], "(b & 0x7F) == 0x7F" }
             { e4m3_is_infinite, IsInfinite(Fp8E4m3), u8 => bool, $crate::fp8::e4m3::is_infinite, Exact, [], "false: E4M3 has no infinities" }
             { e4m3_classify, Classify(Fp8E4m3), u8 => $crate::Class, $crate::fp8::e4m3::classify, Exact, [], "count of class boundaries reached by b & ABS" }
-            { e5m2_is_finite, IsFinite(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_finite, Exact, [], "exponent field not all ones" }
+            { e5m2_is_finite, IsFinite(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_finite, Exact, [CountNonfinite], "exponent field not all ones" }
             { e5m2_is_nan, IsNan(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_nan, Exact, [], "(b & ABS) > INF" }
             { e5m2_is_infinite, IsInfinite(Fp8E5m2), u8 => bool, $crate::fp8::e5m2::is_infinite, Exact, [], "(b & ABS) == INF" }
             { e5m2_classify, Classify(Fp8E5m2), u8 => $crate::Class, $crate::fp8::e5m2::classify, Exact, [], "count of class boundaries reached by b & ABS" }
-            { e4m3fnuz_is_finite, IsFinite(Fp8E4m3Fnuz), u8 => bool, $crate::fp8::e4m3fnuz::is_finite, Exact, [], "b != 0x80" }
+            { e4m3fnuz_is_finite, IsFinite(Fp8E4m3Fnuz), u8 => bool, $crate::fp8::e4m3fnuz::is_finite, Exact, [CountNonfinite], "b != 0x80" }
             { e4m3fnuz_is_nan, IsNan(Fp8E4m3Fnuz), u8 => bool, $crate::fp8::e4m3fnuz::is_nan, Exact, [], "b == 0x80" }
             { e4m3fnuz_is_infinite, IsInfinite(Fp8E4m3Fnuz), u8 => bool, $crate::fp8::e4m3fnuz::is_infinite, Exact, [], "false: FNUZ has no infinities" }
             { e4m3fnuz_classify, Classify(Fp8E4m3Fnuz), u8 => $crate::Class, $crate::fp8::e4m3fnuz::classify, Exact, [], "count of class boundaries reached by b & ABS, + 4 for 0x80" }
-            { e5m2fnuz_is_finite, IsFinite(Fp8E5m2Fnuz), u8 => bool, $crate::fp8::e5m2fnuz::is_finite, Exact, [], "b != 0x80" }
+            { e5m2fnuz_is_finite, IsFinite(Fp8E5m2Fnuz), u8 => bool, $crate::fp8::e5m2fnuz::is_finite, Exact, [CountNonfinite], "b != 0x80" }
             { e5m2fnuz_is_nan, IsNan(Fp8E5m2Fnuz), u8 => bool, $crate::fp8::e5m2fnuz::is_nan, Exact, [], "b == 0x80" }
             { e5m2fnuz_is_infinite, IsInfinite(Fp8E5m2Fnuz), u8 => bool, $crate::fp8::e5m2fnuz::is_infinite, Exact, [], "false: FNUZ has no infinities" }
             { e5m2fnuz_classify, Classify(Fp8E5m2Fnuz), u8 => $crate::Class, $crate::fp8::e5m2fnuz::classify, Exact, [], "count of class boundaries reached by b & ABS, + 4 for 0x80" }
@@ -357,14 +357,15 @@ macro_rules! for_each_variant {
             { e4m3x4_finite_lanes, PackedIsFinite(Fp8E4m3), u32 => u32, $crate::packed::e4m3x4_is_finite_lanes, Exact, [], "4 lanes: one scalar is_finite per lane" }
             { e5m2x4_finite_swar, PackedIsFinite(Fp8E5m2), u32 => u32, $crate::packed::e5m2x4_is_finite_swar, Exact, [], "4 lanes: ((!w & P) + LOW) & TOP, spread to lanes by a multiply" }
             { e5m2x4_finite_lanes, PackedIsFinite(Fp8E5m2), u32 => u32, $crate::packed::e5m2x4_is_finite_lanes, Exact, [], "4 lanes: one scalar is_finite per lane" }
-            { unorm8_div_ieee, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::div_ieee, Exact, [Wide], "x as f32 / 255.0 (IEEE division, reference form)" }
-            { unorm8_via_f64, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::via_f64, Exact, [Wide], "(x as f64 * (1.0/255.0)) as f32" }
-            { unorm8_mul_recip, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::mul_recip, OneUlp, [Wide], "x as f32 * fl(1/255) (common shortcut, inexact)" }
-            { unorm8_series, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::series, Exact, [Wide], "t*k0 + t*k1, k0=(1+2^8+2^16)/2^24, k1=k0/2^24" }
-            { unorm8_series_fma, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::series_fma, Exact, [Wide], "fma(t, k0, t*k1)" }
-            { unorm8_times3_float, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::times3_float, Exact, [Wide], "(t * 3.0) * fl(1/765)" }
-            { unorm8_times3_int, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::times3_int, Exact, [Wide], "((x * 3) as f32) * fl(1/765)" }
-            { unorm16_div_ieee, UnormToF32 { bits: 16 }, u16 => f32, $crate::unorm16::div_ieee, Exact, [], "x as f32 / 65535.0 (IEEE division, reference form)" }
+            { unorm8_div_ieee, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::div_ieee, Exact, [Stream], "x as f32 / 255.0 (IEEE division, reference form)" }
+            { unorm8_via_f64, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::via_f64, Exact, [Stream], "(x as f64 * (1.0/255.0)) as f32" }
+            { unorm8_mul_recip, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::mul_recip, OneUlp, [Stream], "x as f32 * fl(1/255) (common shortcut, inexact)" }
+            { unorm8_series, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::series, Exact, [Stream], "t*k0 + t*k1, k0=(1+2^8+2^16)/2^24, k1=k0/2^24" }
+            { unorm8_series_fma, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::series_fma, Exact, [Stream], "fma(t, k0, t*k1)" }
+            { unorm8_times3_float, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::times3_float, Exact, [Stream], "(t * 3.0) * fl(1/765)" }
+            { unorm8_times3_int, UnormToF32 { bits: 8 }, u8 => f32, $crate::unorm8::times3_int, Exact, [Stream], "((x * 3) as f32) * fl(1/765)" }
+            { unorm16_div_ieee, UnormToF32 { bits: 16 }, u16 => f32, $crate::unorm16::div_ieee, Exact, [Stream], "x as f32 / 65535.0 (IEEE division, reference form)" }
+            { unorm16_mul_recip, UnormToF32 { bits: 16 }, u16 => f32, $crate::unorm16::mul_recip, OneUlp, [Stream], "x as f32 * fl(1/65535) (common shortcut, inexact)" }
             { unorm1_to_f32, UnormToF32 { bits: 1 }, u16 => f32, $crate::norm::unorm_to_f32::<1>, Exact, [], "low 1 bits / 1, scheme from schemes.rs" }
             { unorm2_to_f32, UnormToF32 { bits: 2 }, u16 => f32, $crate::norm::unorm_to_f32::<2>, Exact, [], "low 2 bits / 3, scheme from schemes.rs" }
             { unorm3_to_f32, UnormToF32 { bits: 3 }, u16 => f32, $crate::norm::unorm_to_f32::<3>, Exact, [], "low 3 bits / 7, scheme from schemes.rs" }
@@ -372,7 +373,7 @@ macro_rules! for_each_variant {
             { unorm5_to_f32, UnormToF32 { bits: 5 }, u16 => f32, $crate::norm::unorm_to_f32::<5>, Exact, [], "low 5 bits / 31, scheme from schemes.rs" }
             { unorm6_to_f32, UnormToF32 { bits: 6 }, u16 => f32, $crate::norm::unorm_to_f32::<6>, Exact, [], "low 6 bits / 63, scheme from schemes.rs" }
             { unorm7_to_f32, UnormToF32 { bits: 7 }, u16 => f32, $crate::norm::unorm_to_f32::<7>, Exact, [], "low 7 bits / 127, scheme from schemes.rs" }
-            { unorm8_to_f32, UnormToF32 { bits: 8 }, u16 => f32, $crate::norm::unorm_to_f32::<8>, Exact, [], "low 8 bits / 255, scheme from schemes.rs" }
+            { unorm8_to_f32, UnormToF32 { bits: 8 }, u16 => f32, $crate::norm::unorm_to_f32::<8>, Exact, [Stream], "low 8 bits / 255, scheme from schemes.rs" }
             { unorm9_to_f32, UnormToF32 { bits: 9 }, u16 => f32, $crate::norm::unorm_to_f32::<9>, Exact, [], "low 9 bits / 511, scheme from schemes.rs" }
             { unorm10_to_f32, UnormToF32 { bits: 10 }, u16 => f32, $crate::norm::unorm_to_f32::<10>, Exact, [], "low 10 bits / 1023, scheme from schemes.rs" }
             { unorm11_to_f32, UnormToF32 { bits: 11 }, u16 => f32, $crate::norm::unorm_to_f32::<11>, Exact, [], "low 11 bits / 2047, scheme from schemes.rs" }
@@ -380,7 +381,7 @@ macro_rules! for_each_variant {
             { unorm13_to_f32, UnormToF32 { bits: 13 }, u16 => f32, $crate::norm::unorm_to_f32::<13>, Exact, [], "low 13 bits / 8191, scheme from schemes.rs" }
             { unorm14_to_f32, UnormToF32 { bits: 14 }, u16 => f32, $crate::norm::unorm_to_f32::<14>, Exact, [], "low 14 bits / 16383, scheme from schemes.rs" }
             { unorm15_to_f32, UnormToF32 { bits: 15 }, u16 => f32, $crate::norm::unorm_to_f32::<15>, Exact, [], "low 15 bits / 32767, scheme from schemes.rs" }
-            { unorm16_to_f32, UnormToF32 { bits: 16 }, u16 => f32, $crate::norm::unorm_to_f32::<16>, Exact, [], "low 16 bits / 65535, scheme from schemes.rs" }
+            { unorm16_to_f32, UnormToF32 { bits: 16 }, u16 => f32, $crate::norm::unorm_to_f32::<16>, Exact, [Stream], "low 16 bits / 65535, scheme from schemes.rs" }
             { unorm8_to_f16_via_f32, UnormToF16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_f16_via_f32, Exact, [], "binary16 of fl32(x/255) (two roundings, never wrong for 255)" }
             { unorm8_to_f16_odd, UnormToF16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_f16_odd, Exact, [], "binary16 of fl32(x/255) rounded to odd by the sign of fma(-q, 255, x)" }
             { unorm8_to_bf16_via_f32, UnormToBf16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_bf16_via_f32, Exact, [], "bfloat16 of fl32(x/255) (two roundings, never wrong for 255)" }
@@ -395,7 +396,7 @@ macro_rules! for_each_variant {
             { snorm5_to_f32, SnormToF32 { bits: 5 }, u16 => f32, $crate::norm::snorm_to_f32::<5>, Exact, [], "max(low 5 bits signed / 15, -1), scheme from schemes.rs" }
             { snorm6_to_f32, SnormToF32 { bits: 6 }, u16 => f32, $crate::norm::snorm_to_f32::<6>, Exact, [], "max(low 6 bits signed / 31, -1), scheme from schemes.rs" }
             { snorm7_to_f32, SnormToF32 { bits: 7 }, u16 => f32, $crate::norm::snorm_to_f32::<7>, Exact, [], "max(low 7 bits signed / 63, -1), scheme from schemes.rs" }
-            { snorm8_to_f32, SnormToF32 { bits: 8 }, u16 => f32, $crate::norm::snorm_to_f32::<8>, Exact, [], "max(low 8 bits signed / 127, -1), scheme from schemes.rs" }
+            { snorm8_to_f32, SnormToF32 { bits: 8 }, u16 => f32, $crate::norm::snorm_to_f32::<8>, Exact, [Stream], "max(low 8 bits signed / 127, -1), scheme from schemes.rs" }
             { snorm9_to_f32, SnormToF32 { bits: 9 }, u16 => f32, $crate::norm::snorm_to_f32::<9>, Exact, [], "max(low 9 bits signed / 255, -1), scheme from schemes.rs" }
             { snorm10_to_f32, SnormToF32 { bits: 10 }, u16 => f32, $crate::norm::snorm_to_f32::<10>, Exact, [], "max(low 10 bits signed / 511, -1), scheme from schemes.rs" }
             { snorm11_to_f32, SnormToF32 { bits: 11 }, u16 => f32, $crate::norm::snorm_to_f32::<11>, Exact, [], "max(low 11 bits signed / 1023, -1), scheme from schemes.rs" }
@@ -403,7 +404,7 @@ macro_rules! for_each_variant {
             { snorm13_to_f32, SnormToF32 { bits: 13 }, u16 => f32, $crate::norm::snorm_to_f32::<13>, Exact, [], "max(low 13 bits signed / 4095, -1), scheme from schemes.rs" }
             { snorm14_to_f32, SnormToF32 { bits: 14 }, u16 => f32, $crate::norm::snorm_to_f32::<14>, Exact, [], "max(low 14 bits signed / 8191, -1), scheme from schemes.rs" }
             { snorm15_to_f32, SnormToF32 { bits: 15 }, u16 => f32, $crate::norm::snorm_to_f32::<15>, Exact, [], "max(low 15 bits signed / 16383, -1), scheme from schemes.rs" }
-            { snorm16_to_f32, SnormToF32 { bits: 16 }, u16 => f32, $crate::norm::snorm_to_f32::<16>, Exact, [], "max(low 16 bits signed / 32767, -1), scheme from schemes.rs" }
+            { snorm16_to_f32, SnormToF32 { bits: 16 }, u16 => f32, $crate::norm::snorm_to_f32::<16>, Exact, [Stream], "max(low 16 bits signed / 32767, -1), scheme from schemes.rs" }
             { f32_to_unorm8, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8, Exact, [], "fma(clamp(c), 255, 2^23 + 2) bits - 0x4B000002" }
             { f32_to_unorm8_mul_add_half, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8_mul_add_half, OneUlp, [], "(clamp(c) * 255.0 + 0.5) as u8 (common form, inexact)" }
             { f32_to_unorm16, F32ToUnorm { bits: 16 }, u32 => u16, $crate::norm::f32_to_unorm16, Exact, [], "fma(clamp(c), 65535, 2^23 + 2) bits - 0x4B000002" }

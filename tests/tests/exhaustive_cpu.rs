@@ -82,7 +82,13 @@ fn every_family_has_an_exact_variant_and_every_variant_is_tested() {
     let non_exact: Vec<&str> = VARIANTS.iter().filter(|v| v.claim != Claim::Exact).map(|v| v.name).collect();
     assert_eq!(
         non_exact,
-        ["f16_finite_unordered_lt_inf", "unorm8_mul_recip", "unorm16_to_f16_via_f32", "f32_to_unorm8_mul_add_half"]
+        [
+            "f16_finite_unordered_lt_inf",
+            "unorm8_mul_recip",
+            "unorm16_mul_recip",
+            "unorm16_to_f16_via_f32",
+            "f32_to_unorm8_mul_add_half"
+        ]
     );
 }
 
@@ -115,29 +121,44 @@ fn f32_to_unorm8_mul_add_half_is_one_code_off_where_the_reference_says() {
     println!("(c * 255 + 0.5) as u8 is one code off on {} of 2^32 inputs", report.mismatches);
 }
 
-#[test]
-fn mul_recip_is_one_ulp_off_exactly_where_the_reference_says() {
-    let v = variant("unorm8_mul_recip");
+/// `x * fl(1 / (2^n - 1))` for the variant `name` is wrong exactly on the inputs where
+/// the reference says so, and there by exactly one ULP; returns those inputs.
+fn recip_is_one_ulp_off_exactly_where_the_reference_says(name: &str, bits: u32, f: fn(u64) -> f32) -> Vec<u64> {
+    let v = variant(name);
     // The wrong inputs are derived from the reference, never listed by hand.
     let wrong = Verification::all_mismatching_inputs(v);
-    assert!(!wrong.is_empty(), "x * fl(1/255) was expected to be inexact somewhere");
-    for x in 0..=255u8 {
-        let got = shared::unorm8::mul_recip(x);
-        let exact = reference::div_to_f32(u64::from(x), 255).unwrap();
-        if wrong.contains(&u64::from(x)) {
-            assert!(!ulps_eq!(got, exact, epsilon = 0.0, max_ulps = 0), "x={x}: listed wrong but equal");
+    assert!(!wrong.is_empty(), "{name} was expected to be inexact somewhere");
+    for x in 0..1u64 << bits {
+        let got = f(x);
+        let exact = reference::div_to_f32(x, (1 << bits) - 1).unwrap();
+        if wrong.contains(&x) {
+            assert!(!ulps_eq!(got, exact, epsilon = 0.0, max_ulps = 0), "{name} x={x}: listed wrong but equal");
             assert!(
                 ulps_eq!(got, exact, epsilon = 0.0, max_ulps = 1),
-                "x={x}: {got:e} vs {exact:e} more than 1 ULP apart"
+                "{name} x={x}: {got:e} vs {exact:e} more than 1 ULP apart"
             );
         } else {
-            assert_eq!(got.to_bits(), exact.to_bits(), "x={x}");
+            assert_eq!(got.to_bits(), exact.to_bits(), "{name} x={x}");
         }
     }
-    let report = report("unorm8_mul_recip");
+    // This variant's own verification (not the whole table's, so that the test runs alone).
+    let report = cpu::verify(v);
+    assert!(report.claim_holds(Claim::OneUlp), "{name}: {report:?}");
     assert_eq!(report.mismatches as usize, wrong.len());
     assert_eq!(report.max_ulp, Some(1));
+    wrong
+}
+
+#[test]
+fn mul_recip_is_one_ulp_off_exactly_where_the_reference_says() {
+    let wrong = recip_is_one_ulp_off_exactly_where_the_reference_says("unorm8_mul_recip", 8, |x| {
+        shared::unorm8::mul_recip(x as u8)
+    });
     println!("x * fl(1/255) is 1 ULP off on {} of 256 inputs: {wrong:?}", wrong.len());
+    let wrong = recip_is_one_ulp_off_exactly_where_the_reference_says("unorm16_mul_recip", 16, |x| {
+        shared::unorm16::mul_recip(x as u16)
+    });
+    println!("x * fl(1/65535) is 1 ULP off on {} of 65536 inputs", wrong.len());
 }
 
 #[test]

@@ -14,7 +14,8 @@
 use crate::gpu::{DeviceInfo, Gpu, GpuError};
 use crate::verify::table::{VARIANTS, Variant};
 use cudarc::driver::LaunchConfig;
-use shared::{Claim, KernelKind, KernelName};
+use shared::{Claim, Family, Format, KernelKind, KernelName};
+use std::collections::HashMap;
 use std::fmt;
 
 /// What to run.
@@ -64,6 +65,42 @@ pub struct BandwidthRow {
     pub percent_of_copy: f64,
     /// What was checked about the kernel's output in this run.
     pub checked: String,
+    /// For an exact conversion kernel, the same-run figure of the inexact form users
+    /// run today ([`inexact_baseline`]); `None` for other kernels, and for families
+    /// without such a form.
+    pub inexact_baseline: Option<Baseline>,
+}
+
+/// The inexact kernel an exact conversion kernel is compared with, as measured in the
+/// same run over the same input.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Baseline {
+    /// Its kernel's name.
+    pub kernel: String,
+    /// Its median device time per run.
+    pub median_ms: f64,
+    /// Its GB/s (the same bytes moved).
+    pub gb_per_s: f64,
+    /// The exact kernel's median time over the baseline's: what exactness costs.
+    pub exact_over_inexact_time: f64,
+}
+
+/// The variant whose [`KernelKind::Stream`] kernel is the inexact baseline of `exact`'s:
+/// for an exact UNORM/SNORM → f32 variant with a stream kernel, the variant of the same
+/// family and input width that claims [`Claim::OneUlp`] and has one (the common
+/// `x * fl(1/(2^n - 1))` shortcut: `unorm8_mul_recip` for UNORM8 codes in bytes), if
+/// the table has it.
+pub fn inexact_baseline(exact: &Variant) -> Option<&'static Variant> {
+    let conversion = matches!(exact.family, Family::UnormToF32 { .. } | Family::SnormToF32 { .. });
+    if !conversion || exact.claim != Claim::Exact || !exact.has(KernelKind::Stream) {
+        return None;
+    }
+    VARIANTS.iter().find(|b| {
+        b.family == exact.family
+            && b.input_bits == exact.input_bits
+            && b.claim == Claim::OneUlp
+            && b.has(KernelKind::Stream)
+    })
 }
 
 /// Latency and throughput of one variant's per-element function, as measured.
@@ -84,31 +121,76 @@ pub struct Figures {
 /// An application costs at least one instruction, so no variant can exceed this.
 pub const MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE: f64 = 4.0 * 32.0;
 
+/// Why figures cannot be right ([`check_figures`]). `Display` is the reason the
+/// report prints after `invalid: `.
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ImpossibleFigures {
+    /// A figure is NaN or infinite.
+    NotFinite {
+        /// Which figure: `latency`, `throughput` or `ops/SM/cycle`.
+        figure: &'static str,
+        /// Its value.
+        value: f64,
+    },
+    /// Under one cycle per step of a dependent chain.
+    LatencyUnderOneCycle {
+        /// Cycles per step.
+        cycles: f64,
+    },
+    /// The throughput (or the applications per SM per cycle) is zero or negative.
+    ThroughputNotPositive {
+        /// Applications per second, in 10^9.
+        gops: f64,
+    },
+    /// More applications per SM per cycle than [`MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE`].
+    OverIssueRate {
+        /// Applications per SM per cycle.
+        ops_per_sm_per_cycle: f64,
+    },
+}
+
+impl fmt::Display for ImpossibleFigures {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            ImpossibleFigures::NotFinite { figure, value } => write!(f, "{figure} is {value}, not a finite number"),
+            ImpossibleFigures::LatencyUnderOneCycle { cycles } => {
+                write!(f, "latency {cycles:.2} cycles per step is under 1 cycle")
+            }
+            ImpossibleFigures::ThroughputNotPositive { gops } => {
+                write!(f, "throughput {gops:.1} Gop/s is not positive")
+            }
+            ImpossibleFigures::OverIssueRate { ops_per_sm_per_cycle } => write!(
+                f,
+                "{ops_per_sm_per_cycle:.1} applications per SM per cycle exceed the \
+                 {MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE} instructions an SM can issue"
+            ),
+        }
+    }
+}
+
 /// Why `figures` cannot be right, if they cannot: a figure that is not a finite positive
 /// number, a latency under one cycle per step (a dependent instruction takes at least
 /// one), or more applications per SM per cycle than
 /// [`MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE`]. Such figures come from a chain the
-/// compiler folded away, not from a fast function.
-pub fn check_figures(figures: &Figures) -> Result<(), String> {
+/// compiler folded away, not from a fast function. The first reason found, in that order.
+pub fn check_figures(figures: &Figures) -> Result<(), ImpossibleFigures> {
     let Figures { latency_cycles, throughput_gops, ops_per_sm_per_cycle } = *figures;
-    for (what, value) in
+    for (figure, value) in
         [("latency", latency_cycles), ("throughput", throughput_gops), ("ops/SM/cycle", ops_per_sm_per_cycle)]
     {
         if !value.is_finite() {
-            return Err(format!("{what} is {value}, not a finite number"));
+            return Err(ImpossibleFigures::NotFinite { figure, value });
         }
     }
     if latency_cycles < 1.0 {
-        return Err(format!("latency {latency_cycles:.2} cycles per step is under 1 cycle"));
+        return Err(ImpossibleFigures::LatencyUnderOneCycle { cycles: latency_cycles });
     }
     if throughput_gops <= 0.0 || ops_per_sm_per_cycle <= 0.0 {
-        return Err(format!("throughput {throughput_gops:.1} Gop/s is not positive"));
+        return Err(ImpossibleFigures::ThroughputNotPositive { gops: throughput_gops });
     }
     if ops_per_sm_per_cycle > MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE {
-        return Err(format!(
-            "{ops_per_sm_per_cycle:.1} applications per SM per cycle exceed the \
-             {MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE} instructions an SM can issue"
-        ));
+        return Err(ImpossibleFigures::OverIssueRate { ops_per_sm_per_cycle });
     }
     Ok(())
 }
@@ -119,7 +201,7 @@ pub enum TimingStatus {
     /// Measured, and possible.
     Valid,
     /// Measured, and impossible: why ([`check_figures`]).
-    Invalid(String),
+    Invalid(ImpossibleFigures),
     /// Not measured: the function is constant ([`is_constant`]).
     Constant,
 }
@@ -212,23 +294,40 @@ fn median(mut times: Vec<f64>) -> f64 {
     times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
-/// Fills `len` elements with a fixed scramble (never zeros: zeros can run faster).
-fn scramble<T: crate::support::element::Element>(len: usize) -> Vec<T> {
-    crate::support::parallel::map_indices(len, |i| T::from_u64((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24))
+/// Input bits of element `i` of the bandwidth benchmarks: a fixed scramble (never all
+/// zeros: zeros can run faster), truncated to the element width by the upload.
+fn scramble(i: u64) -> u64 {
+    i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24
 }
 
-/// Median GB/s of a device copy that moves `bytes_moved` bytes (half read, half written).
-fn copy_gb_per_s(gpu: &Gpu, config: &BenchConfig, bytes_moved: u64) -> Result<f64, GpuError> {
+/// Median GB/s of a device copy that moves `bytes_moved` bytes (half read, half
+/// written), measured once per size per run.
+fn copy_gb_per_s(
+    gpu: &Gpu,
+    config: &BenchConfig,
+    bytes_moved: u64,
+    measured: &mut HashMap<u64, f64>,
+) -> Result<f64, GpuError> {
+    if let Some(&gb_per_s) = measured.get(&bytes_moved) {
+        return Ok(gb_per_s);
+    }
     let half = (bytes_moved / 2) as usize;
-    let src = gpu.upload(&scramble::<u8>(half))?;
+    let src = gpu.upload(&crate::support::parallel::map_indices(half, |i| scramble(i as u64) as u8))?;
     let mut dst = gpu.zeros::<u8>(half)?;
     let ms = median(gpu.time_ms(config.warmup, config.reps, || gpu.copy(&src, &mut dst))?);
-    Ok(bytes_moved as f64 / (ms * 1e6))
+    let gb_per_s = bytes_moved as f64 / (ms * 1e6);
+    measured.insert(bytes_moved, gb_per_s);
+    Ok(gb_per_s)
+}
+
+/// Whether `config` selects `v`.
+fn is_selected(config: &BenchConfig, v: &Variant) -> bool {
+    config.only.as_deref().is_none_or(|s| v.matches(s))
 }
 
 /// The selected variants, in table order.
 fn selected(config: &BenchConfig) -> impl Iterator<Item = &'static Variant> + '_ {
-    VARIANTS.iter().filter(move |v| config.only.as_deref().is_none_or(|s| v.matches(s)))
+    VARIANTS.iter().filter(move |v| is_selected(config, v))
 }
 
 fn row(kernel: String, bytes_moved: u64, ms: f64, copy: f64, checked: String) -> BandwidthRow {
@@ -241,33 +340,77 @@ fn row(kernel: String, bytes_moved: u64, ms: f64, copy: f64, checked: String) ->
         copy_gb_per_s: copy,
         percent_of_copy: 100.0 * gb_per_s / copy,
         checked,
+        inexact_baseline: None,
     }
 }
 
-/// Binary16 non-finite counting over `bytes` of halves with a few NaN/inf injected.
-fn bench_count(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Vec<BandwidthRow>, GpuError> {
-    let len = config.bytes / 2;
-    let mut halves: Vec<u16> = scramble::<u16>(len).into_iter().map(|h| h & 0x7BFF).collect();
-    let injected = [len / 3, len / 2, len - 1];
-    for (&i, bits) in injected.iter().zip([0x7C00u16, 0xFE00, 0xFC00]) {
-        halves[i] = bits;
+/// Encodings of `format` that are not finite, by the independent reference
+/// (`host::reference`): from the candidates ±(exponent all ones, mantissa zero),
+/// ±(all ones), the quiet NaN and the sign bit alone, those it classifies as NaN or
+/// infinite (FNUZ formats: only the sign bit alone).
+pub fn non_finite_encodings(format: Format) -> Vec<u64> {
+    let layout = crate::verify::reference::layout(format);
+    let (e, m) = (layout.exponent_bits, layout.mantissa_bits);
+    let sign = 1u64 << (e + m);
+    let top = ((1u64 << e) - 1) << m;
+    let mantissa = (1u64 << m) - 1;
+    let candidates = [top, sign | top, top | mantissa, sign | top | mantissa, top | 1 << (m - 1), sign];
+    let mut found: Vec<u64> = Vec::new();
+    for c in candidates {
+        if !crate::verify::reference::class(format, c).is_finite() && !found.contains(&c) {
+            found.push(c);
+        }
     }
-    let input = gpu.upload(&halves)?;
-    let mut scratch = gpu.zeros::<u64>(2)?;
-    let bytes_moved = (len * 2) as u64;
-    let copy = copy_gb_per_s(gpu, config, bytes_moved)?;
+    found
+}
+
+/// The input of a count benchmark over `len` elements of `format`: element `i` is the
+/// scramble, or zero where that is not finite (by the reference), except at
+/// `injected`, which get the non-finite encodings of `format` in turn.
+fn count_input(format: Format, injected: [u64; 3]) -> impl Fn(u64) -> u64 + Sync {
+    let specials = non_finite_encodings(format);
+    let mask = u64::MAX >> (64 - format.bits());
+    move |i| match injected.iter().position(|&j| j == i) {
+        Some(k) => specials[k % specials.len()],
+        None => {
+            let bits = scramble(i) & mask;
+            if crate::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
+        }
+    }
+}
+
+/// Non-finite counting over `bytes` of each format's elements, with three non-finite
+/// values injected: every selected variant with a count kernel, each checked in the
+/// same run (exact ones must find the three and the first).
+fn bench_count(
+    gpu: &Gpu,
+    config: &BenchConfig,
+    copies: &mut HashMap<u64, f64>,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<BandwidthRow>, GpuError> {
     let mut rows = Vec::new();
+    // The input of the last format, reused by the next variant of the same format.
+    let mut input: Option<(Format, crate::gpu::DeviceElements)> = None;
+    let mut scratch = gpu.zeros::<u64>(2)?;
     for v in selected(config) {
         let Some(kernel) = v.ops.count_nonfinite() else { continue };
+        let Family::IsFinite(format) = v.family else { continue };
+        let len = config.bytes / (format.bits() / 8) as usize;
+        let injected = [len / 3, len / 2, len.saturating_sub(1)].map(|i| i as u64);
+        let elements = match input.take() {
+            Some((f, elements)) if f == format => elements,
+            _ => kernel.upload(gpu, len, &count_input(format, injected))?,
+        };
         let name = KernelName { variant: v.name, kind: KernelKind::CountNonfinite }.to_string();
         progress(&name);
+        let bytes_moved = (len * (format.bits() / 8) as usize) as u64;
+        let copy = copy_gb_per_s(gpu, config, bytes_moved, copies)?;
         // Timed runs accumulate into a scratch result nobody reads, so nothing but the
         // kernel sits between the events; the check below is a separate, fresh run.
-        let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut scratch))?);
-        let found = kernel.count(gpu, &input)?;
+        let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &elements, &mut scratch))?);
+        let found = kernel.count(gpu, &elements, 0)?;
         let checked = if v.claim == Claim::Exact {
-            let ok = found.count == injected.len() as u64 && found.first == Some(injected[0] as u64);
-            if !ok {
+            if found.count != injected.len() as u64 || found.first != Some(injected[0]) {
                 let detail = format!("found {found:?}, injected at {injected:?}");
                 return Err(GpuError::WrongResult { kernel: name, detail });
             }
@@ -276,36 +419,73 @@ fn bench_count(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Resu
             format!("count {} (claim: {})", found.count, v.claim.name())
         };
         rows.push(row(name, bytes_moved, ms, copy, checked));
+        input = Some((format, elements));
     }
     Ok(rows)
 }
 
-/// UNORM8 → f32 over `bytes` input bytes (4 × as many written).
-fn bench_unorm8(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Vec<BandwidthRow>, GpuError> {
-    let len = config.bytes;
-    let bytes = scramble::<u8>(len);
-    let input = gpu.upload(&bytes)?;
-    let mut output = gpu.zeros::<u32>(len)?;
-    let bytes_moved = (len * 5) as u64;
-    let copy = copy_gb_per_s(gpu, config, bytes_moved)?;
-    let mut rows = Vec::new();
-    for v in selected(config) {
-        let Some(kernel) = v.ops.wide() else { continue };
-        let name = KernelName { variant: v.name, kind: KernelKind::Wide }.to_string();
-        progress(&name);
-        let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut output))?);
-        let got = gpu.download(&output)?;
-        // Every element against the same function on the CPU, on all cores.
-        let (wrong, first) = crate::support::parallel::count_where(len, |i| {
-            (u64::from(got[i]) != v.ops.eval(u64::from(bytes[i]))).then_some(i)
-        });
-        if let Some(i) = first {
-            let detail = format!("{wrong} outputs differ from the CPU, first at {i}");
-            return Err(GpuError::WrongResult { kernel: name, detail });
+/// Conversions to f32 over `bytes` input bytes of each input width: every selected
+/// variant with a stream kernel, and the inexact baseline of each exact one
+/// ([`inexact_baseline`]), every output checked against the same function on the CPU
+/// in the same run; then each exact row gets its baseline's figures.
+fn bench_stream(
+    gpu: &Gpu,
+    config: &BenchConfig,
+    copies: &mut HashMap<u64, f64>,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<BandwidthRow>, GpuError> {
+    let wanted = |v: &Variant| {
+        is_selected(config, v)
+            || VARIANTS.iter().any(|e| is_selected(config, e) && inexact_baseline(e).is_some_and(|b| b.name == v.name))
+    };
+    let chosen: Vec<&'static Variant> = VARIANTS.iter().filter(|v| v.has(KernelKind::Stream) && wanted(v)).collect();
+    let mut measured: Vec<(&'static Variant, BandwidthRow)> = Vec::new();
+    for bits in [8, 16] {
+        let group: Vec<&'static Variant> = chosen.iter().copied().filter(|v| v.input_bits == bits).collect();
+        let Some(first) = group.first().and_then(|v| v.ops.stream()) else { continue };
+        let size = (bits / 8) as usize;
+        let len = config.bytes / size;
+        let input = first.upload(gpu, len, &scramble)?;
+        let mut output = gpu.zeros::<u32>(len)?;
+        let bytes_moved = (len * (size + 4)) as u64;
+        let copy = copy_gb_per_s(gpu, config, bytes_moved, copies)?;
+        for v in group {
+            let Some(kernel) = v.ops.stream() else { continue };
+            let name = KernelName { variant: v.name, kind: KernelKind::Stream }.to_string();
+            progress(&name);
+            let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut output))?);
+            let got = gpu.download(&output)?;
+            // Every element against the same function on the CPU, on all cores.
+            let mask = u64::MAX >> (64 - bits);
+            let (wrong, first_wrong) = crate::support::parallel::count_where(len, |i| {
+                (u64::from(got[i]) != v.ops.eval(scramble(i as u64) & mask)).then_some(i)
+            });
+            if let Some(i) = first_wrong {
+                let detail = format!("{wrong} outputs differ from the CPU, first at {i}");
+                return Err(GpuError::WrongResult { kernel: name, detail });
+            }
+            measured.push((v, row(name, bytes_moved, ms, copy, format!("all {len} outputs == CPU"))));
         }
-        rows.push(row(name, bytes_moved, ms, copy, format!("all {len} outputs == CPU")));
     }
-    Ok(rows)
+    let baselines: Vec<Option<Baseline>> = measured
+        .iter()
+        .map(|(v, exact)| {
+            let base = inexact_baseline(v)?;
+            let (_, b) = measured.iter().find(|(m, _)| m.name == base.name)?;
+            Some(Baseline {
+                kernel: b.kernel.clone(),
+                median_ms: b.median_ms,
+                gb_per_s: b.gb_per_s,
+                exact_over_inexact_time: exact.median_ms / b.median_ms,
+            })
+        })
+        .collect();
+    Ok(measured
+        .into_iter()
+        .zip(baselines)
+        .filter(|((v, _), _)| is_selected(config, v))
+        .map(|((_, row), baseline)| BandwidthRow { inexact_baseline: baseline, ..row })
+        .collect())
 }
 
 /// Latency and throughput of every selected variant that is not constant.
@@ -351,8 +531,9 @@ fn bench_per_element(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -
 
 /// Runs every benchmark; `progress` is told what starts next.
 pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<BenchReport, GpuError> {
-    let mut bandwidth = bench_count(gpu, config, progress)?;
-    bandwidth.extend(bench_unorm8(gpu, config, progress)?);
+    let mut copies = HashMap::new();
+    let mut bandwidth = bench_count(gpu, config, &mut copies, progress)?;
+    bandwidth.extend(bench_stream(gpu, config, &mut copies, progress)?);
     let per_element = bench_per_element(gpu, config, progress)?;
     Ok(BenchReport { device: gpu.info().clone(), bytes: config.bytes, reps: config.reps, bandwidth, per_element })
 }
@@ -374,35 +555,46 @@ mod tests {
         assert_eq!(check_figures(&figures(1.0, 1.0, MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE)), Ok(()));
     }
 
+    /// The reason `check_figures` gives, as the report prints it.
+    fn why(latency_cycles: f64, throughput_gops: f64, ops_per_sm_per_cycle: f64) -> Option<String> {
+        check_figures(&figures(latency_cycles, throughput_gops, ops_per_sm_per_cycle)).err().map(|e| e.to_string())
+    }
+
     #[test]
     fn impossible_figures_say_why() {
         // The folded chains of commit 846e06b on an H200: -0.0 cycles, and 2,312
         // applications per SM per cycle (about 600,000 Gop/s).
         assert_eq!(
             check_figures(&figures(-0.0, 3000.0, 10.0)),
-            Err("latency -0.00 cycles per step is under 1 cycle".into())
+            Err(ImpossibleFigures::LatencyUnderOneCycle { cycles: -0.0 })
         );
-        assert_eq!(
-            check_figures(&figures(0.0, 3000.0, 10.0)),
-            Err("latency 0.00 cycles per step is under 1 cycle".into())
-        );
-        assert_eq!(
-            check_figures(&figures(0.99, 3000.0, 10.0)),
-            Err("latency 0.99 cycles per step is under 1 cycle".into())
-        );
+        assert_eq!(why(-0.0, 3000.0, 10.0).as_deref(), Some("latency -0.00 cycles per step is under 1 cycle"));
+        assert_eq!(why(0.0, 3000.0, 10.0).as_deref(), Some("latency 0.00 cycles per step is under 1 cycle"));
+        assert_eq!(why(0.99, 3000.0, 10.0).as_deref(), Some("latency 0.99 cycles per step is under 1 cycle"));
         assert_eq!(
             check_figures(&figures(20.0, 600_000.0, 2312.4)),
-            Err("2312.4 applications per SM per cycle exceed the 128 instructions an SM can issue".into())
+            Err(ImpossibleFigures::OverIssueRate { ops_per_sm_per_cycle: 2312.4 })
+        );
+        assert_eq!(
+            why(20.0, 600_000.0, 2312.4).as_deref(),
+            Some("2312.4 applications per SM per cycle exceed the 128 instructions an SM can issue")
         );
         assert!(check_figures(&figures(20.0, 3000.0, 128.01)).is_err());
         assert_eq!(
             check_figures(&figures(20.0, f64::INFINITY, 10.0)),
-            Err("throughput is inf, not a finite number".into())
+            Err(ImpossibleFigures::NotFinite { figure: "throughput", value: f64::INFINITY })
         );
-        assert_eq!(check_figures(&figures(f64::NAN, 3000.0, 10.0)), Err("latency is NaN, not a finite number".into()));
-        assert!(check_figures(&figures(20.0, 3000.0, f64::NEG_INFINITY)).is_err());
-        assert_eq!(check_figures(&figures(20.0, -5.0, -0.1)), Err("throughput -5.0 Gop/s is not positive".into()));
-        assert!(check_figures(&figures(20.0, 0.0, 0.0)).is_err());
+        assert_eq!(why(20.0, f64::INFINITY, 10.0).as_deref(), Some("throughput is inf, not a finite number"));
+        assert_eq!(why(f64::NAN, 3000.0, 10.0).as_deref(), Some("latency is NaN, not a finite number"));
+        assert!(matches!(
+            check_figures(&figures(20.0, 3000.0, f64::NEG_INFINITY)),
+            Err(ImpossibleFigures::NotFinite { figure: "ops/SM/cycle", .. })
+        ));
+        assert_eq!(why(20.0, -5.0, -0.1).as_deref(), Some("throughput -5.0 Gop/s is not positive"));
+        assert_eq!(
+            check_figures(&figures(20.0, 0.0, 0.0)),
+            Err(ImpossibleFigures::ThroughputNotPositive { gops: 0.0 })
+        );
     }
 
     #[test]
@@ -445,6 +637,44 @@ mod tests {
             .collect();
         assert_eq!(expected.len(), 3);
         assert_eq!(constant, expected);
+    }
+
+    #[test]
+    fn exact_conversions_are_compared_with_the_one_ulp_shortcut_of_their_family_and_width() {
+        let baseline =
+            |name: &str| inexact_baseline(crate::verify::table::find(name).expect("in the table")).map(|b| b.name);
+        for v in VARIANTS.iter().filter(|v| v.has(KernelKind::Stream)) {
+            let Some(b) = inexact_baseline(v) else { continue };
+            assert_eq!((b.family, b.input_bits, b.claim), (v.family, v.input_bits, Claim::OneUlp), "{}", v.name);
+            assert_eq!(v.claim, Claim::Exact, "{}", v.name);
+        }
+        assert_eq!(baseline("unorm8_times3_int"), Some("unorm8_mul_recip"));
+        assert_eq!(baseline("unorm16_div_ieee"), Some("unorm16_mul_recip"));
+        // No baseline for the baseline itself, nor where the table has no shortcut of the
+        // same input width (UNORM8 codes in 16-bit words, SNORM).
+        for name in ["unorm8_mul_recip", "unorm8_to_f32", "snorm8_to_f32", "f16_finite_exp_mask"] {
+            assert_eq!(baseline(name), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn injected_encodings_are_non_finite_and_the_rest_of_a_count_input_is_finite() {
+        use crate::verify::reference::{FpClass, class};
+        for format in Format::ALL {
+            let specials = non_finite_encodings(format);
+            assert!(!specials.is_empty(), "{}", format.name());
+            assert!(specials.iter().all(|&b| !class(format, b).is_finite()), "{}: {specials:x?}", format.name());
+            // Formats with infinities get both among the first three injected.
+            let infinities = specials.iter().take(3).filter(|&&b| class(format, b) == FpClass::Infinite).count();
+            let has_infinities =
+                (0..1u64 << format.bits().min(16)).any(|b| class(format, b) == FpClass::Infinite) || format.bits() > 16;
+            assert_eq!(infinities, if has_infinities { 2 } else { 0 }, "{}: {specials:x?}", format.name());
+            let injected = [5, 77, 1000];
+            let input = count_input(format, injected);
+            for i in 0..4096 {
+                assert_eq!(class(format, input(i)).is_finite(), !injected.contains(&i), "{} at {i}", format.name());
+            }
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `bitexact bench`: GPU bandwidth and per-element timing.
 
+use super::error::CliError;
 use host::bench::{self, BenchConfig, BenchReport, TimingStatus};
 use host::gpu::Gpu;
 use host::support::output::{self, OutputFormat, Table};
@@ -32,13 +33,13 @@ pub struct BenchArgs {
 
 /// Runs the benchmarks and prints the report. Exits 1, after printing everything, if a
 /// timing row is invalid (one line on stderr names them).
-pub fn run(args: &BenchArgs) -> Result<ExitCode, String> {
+pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if args.mib == 0 || args.reps == 0 {
-        return Err("--mib and --reps must be at least 1".into());
+        return Err(CliError::Usage("--mib and --reps must be at least 1".into()));
     }
-    let gpu = Gpu::open(args.gpu).map_err(|e| format!("bench needs a GPU: {e}"))?;
+    let gpu = Gpu::open(args.gpu).map_err(|source| CliError::NeedsGpu { command: "bench", source })?;
     let config = BenchConfig {
-        bytes: args.mib.checked_mul(1 << 20).ok_or("--mib is too large")?,
+        bytes: args.mib.checked_mul(1 << 20).ok_or_else(|| CliError::Usage("--mib is too large".into()))?,
         reps: args.reps,
         only: args.only.clone(),
         ..BenchConfig::default()
@@ -49,9 +50,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, String> {
             let _ = writeln!(std::io::stderr(), "bench: {what}");
         }
     };
-    let report = bench::run(&gpu, &config, &progress).map_err(|e| e.to_string())?;
+    let report = bench::run(&gpu, &config, &progress)?;
     if let Some(path) = &args.json_out {
-        std::fs::write(path, output::json(&report)).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(path, output::json(&report))
+            .map_err(|source| CliError::WriteFile { path: path.clone(), source })?;
     }
     if args.format == OutputFormat::Json {
         output::write_stdout(&output::json(&report))?;
@@ -83,8 +85,21 @@ fn text(report: &BenchReport, config: &BenchConfig, markdown: bool) -> String {
         config.bytes >> 20,
         config.reps
     );
-    let mut table = Table::new(["kernel", "bytes moved", "ms", "GB/s", "copy GB/s", "% of copy", "checked"]);
+    let mut table = Table::new([
+        "kernel",
+        "bytes moved",
+        "ms",
+        "GB/s",
+        "copy GB/s",
+        "% of copy",
+        "exact / inexact time",
+        "checked",
+    ]);
     for r in &report.bandwidth {
+        let versus = match &r.inexact_baseline {
+            Some(b) => format!("{:.2} (vs {}, {:.3} ms)", b.exact_over_inexact_time, b.kernel, b.median_ms),
+            None => "-".to_string(),
+        };
         table.row([
             r.kernel.clone(),
             r.bytes_moved.to_string(),
@@ -92,13 +107,16 @@ fn text(report: &BenchReport, config: &BenchConfig, markdown: bool) -> String {
             format!("{:.0}", r.gb_per_s),
             format!("{:.0}", r.copy_gb_per_s),
             format!("{:.1}", r.percent_of_copy),
+            versus,
             r.checked.clone(),
         ]);
     }
     let _ = write!(out, "{}", table.render(markdown));
     let _ = writeln!(
         out,
-        "\n(bytes moved = read + written; copy = device-to-device copy moving the same bytes, same run)\n"
+        "\n(bytes moved = read + written; copy = device-to-device copy moving the same bytes, same run; \
+         exact / inexact time = this exact conversion's median time over that of the inexact form users run \
+         today, x * fl(1/(2^n - 1)), same input, same run)\n"
     );
     let mut table = Table::new(["variant", "latency cycles", "throughput Gop/s", "ops/SM/cycle"]);
     for r in &report.per_element {
@@ -126,11 +144,13 @@ fn text(report: &BenchReport, config: &BenchConfig, markdown: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use host::bench::{Figures, TimingRow};
+    use host::bench::{BandwidthRow, Baseline, Figures, TimingRow};
     use host::gpu::DeviceInfo;
 
     #[test]
-    fn invalid_and_constant_rows_print_their_status_instead_of_numbers() {
+    fn invalid_and_constant_rows_print_their_status_and_conversions_their_inexact_ratio() {
+        let stream = |variant| shared::KernelName { variant, kind: shared::KernelKind::Stream }.to_string();
+        let (exact_kernel, inexact_kernel) = (stream("unorm8_times3_int"), stream("unorm8_mul_recip"));
         let figures = Figures { latency_cycles: 18.1, throughput_gops: 2534.0, ops_per_sm_per_cycle: 9.7 };
         let report = BenchReport {
             device: DeviceInfo {
@@ -143,7 +163,33 @@ mod tests {
             },
             bytes: 1 << 20,
             reps: 1,
-            bandwidth: Vec::new(),
+            bandwidth: vec![
+                BandwidthRow {
+                    kernel: exact_kernel.clone(),
+                    bytes_moved: 5 << 20,
+                    median_ms: 0.0025,
+                    gb_per_s: 2097.2,
+                    copy_gb_per_s: 2500.0,
+                    percent_of_copy: 83.9,
+                    checked: "all 1048576 outputs == CPU".into(),
+                    inexact_baseline: Some(Baseline {
+                        kernel: inexact_kernel.clone(),
+                        median_ms: 0.002,
+                        gb_per_s: 2621.4,
+                        exact_over_inexact_time: 1.25,
+                    }),
+                },
+                BandwidthRow {
+                    kernel: inexact_kernel.clone(),
+                    bytes_moved: 5 << 20,
+                    median_ms: 0.002,
+                    gb_per_s: 2621.4,
+                    copy_gb_per_s: 2500.0,
+                    percent_of_copy: 104.9,
+                    checked: "all 1048576 outputs == CPU".into(),
+                    inexact_baseline: None,
+                },
+            ],
             per_element: vec![
                 TimingRow::measured("f16_is_nan", figures),
                 TimingRow::measured("f32_is_finite", Figures { latency_cycles: -0.0, ..figures }),
@@ -159,6 +205,14 @@ mod tests {
             assert!(invalid.contains("invalid: latency -0.00 cycles per step is under 1 cycle"), "{text}");
             assert!(!invalid.contains("600") && !invalid.contains("2534"), "{text}");
             assert!(line("e4m3_is_infinite").contains("n/a: constant function"), "{text}");
+            // An exact conversion shows its time over the inexact baseline's, and which.
+            let exact = line(&exact_kernel);
+            assert!(exact.contains(&format!("1.25 (vs {inexact_kernel}, 0.002 ms)")), "{text}");
+            let baseline = text
+                .lines()
+                .find(|l| l.trim_start_matches(['|', ' ']).starts_with(&inexact_kernel))
+                .unwrap_or_else(|| panic!("no baseline row: {text}"));
+            assert!(baseline.contains(" - ") && !baseline.contains("(vs"), "{text}");
         }
     }
 }

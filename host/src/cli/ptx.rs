@@ -1,5 +1,6 @@
 //! `bitexact ptx`: the embedded PTX.
 
+use super::error::CliError;
 use host::gpu::ptx::{self, PTX};
 use host::support::output::write_stdout;
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ pub struct PtxArgs {
 }
 
 /// Prints the PTX that `bitexact` embeds (and loads on the GPU), or its entry names.
-pub fn run(args: &PtxArgs) -> Result<ExitCode, String> {
+pub fn run(args: &PtxArgs) -> Result<ExitCode, CliError> {
     if args.list {
         write_stdout(&ptx::entry_names(PTX).iter().map(|name| format!("{name}\n")).collect::<String>())?;
     } else {

@@ -1,5 +1,6 @@
 //! `bitexact sass`: the SASS cost of each variant, per architecture.
 
+use super::error::CliError;
 use host::cuda_tools::sass::{self, SassCost};
 use host::cuda_tools::tools::{ARCHS, CudaTools};
 use host::gpu::ptx::PTX;
@@ -26,12 +27,11 @@ pub struct SassArgs {
 /// Assembles the embedded PTX for each architecture and prints, per variant, the
 /// instructions its kernel has beyond its load/index/store skeleton, and whether its
 /// timing kernels' chain loops hold that work.
-pub fn run(args: &SassArgs) -> Result<ExitCode, String> {
-    let selected: Vec<&'static Variant> =
-        host::verify::table::selected(args.only.as_deref()).map_err(|e| e.to_string())?;
-    let tools = CudaTools::find().map_err(|e| e.to_string())?;
+pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
+    let selected: Vec<&'static Variant> = host::verify::table::selected(args.only.as_deref())?;
+    let tools = CudaTools::find()?;
     let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
-    let costs = sass::cost_report(&tools, PTX, &selected, &archs).map_err(|e| e.to_string())?;
+    let costs = sass::cost_report(&tools, PTX, &selected, &archs)?;
     let text = if args.format == OutputFormat::Json {
         output::json(&costs)
     } else {

@@ -1,6 +1,7 @@
 //! `bitexact search`: find, per denominator `2^k - 1`, the cheapest division-free f32
 //! scheme that is correctly rounded on every code of UNORMk and SNORM(k+1).
 
+use super::error::CliError;
 use host::search::{self, Found, Kind, SchemeFamily};
 use host::support::output::{self, OutputFormat, Table};
 use std::collections::BTreeSet;
@@ -32,10 +33,12 @@ pub struct SearchArgs {
 
 /// Parses `N`, `A..B`, `A..=B` (both inclusive) and comma lists of those, each width in
 /// `allowed`.
-fn parse_widths(text: &str, kind: Kind) -> Result<Vec<u32>, String> {
+fn parse_widths(text: &str, kind: Kind) -> Result<Vec<u32>, CliError> {
     let allowed = kind.widths();
-    let number = |s: &str| -> Result<u32, String> {
-        s.trim().parse::<u32>().map_err(|_| format!("--{}: {s:?} is not a width", kind.label().to_lowercase()))
+    let number = |s: &str| -> Result<u32, CliError> {
+        s.trim()
+            .parse::<u32>()
+            .map_err(|_| CliError::Usage(format!("--{}: {s:?} is not a width", kind.label().to_lowercase())))
     };
     let mut widths = Vec::new();
     for part in text.split(',') {
@@ -44,13 +47,13 @@ fn parse_widths(text: &str, kind: Kind) -> Result<Vec<u32>, String> {
             None => number(part)?..=number(part)?,
         };
         if range.is_empty() || !allowed.contains(range.start()) || !allowed.contains(range.end()) {
-            return Err(format!(
+            return Err(CliError::Usage(format!(
                 "--{} {part}: {} widths go from {} to {}",
                 kind.label().to_lowercase(),
                 kind.label(),
                 allowed.start(),
                 allowed.end()
-            ));
+            )));
         }
         for width in range {
             if !widths.contains(&width) {
@@ -61,7 +64,7 @@ fn parse_widths(text: &str, kind: Kind) -> Result<Vec<u32>, String> {
     Ok(widths)
 }
 
-pub fn run(args: &SearchArgs) -> Result<ExitCode, String> {
+pub fn run(args: &SearchArgs) -> Result<ExitCode, CliError> {
     let denominator_bits: Vec<u32> = match (&args.unorm, &args.snorm) {
         (None, None) => search::DENOMINATOR_BITS.collect(),
         (unorm, snorm) => {

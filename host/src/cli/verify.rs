@@ -1,5 +1,6 @@
 //! `bitexact verify`: the main job.
 
+use super::error::CliError;
 use host::support::output::{self, OutputFormat, Table};
 use host::verify::cpu::{self, Verification, VerifyProgress};
 use host::verify::table::Variant;
@@ -61,8 +62,8 @@ fn progress_reporter() -> impl Fn(VerifyProgress) + Sync {
     }
 }
 
-pub fn run(args: &VerifyArgs) -> Result<ExitCode, String> {
-    let selected: Vec<&Variant> = host::verify::table::selected(args.only.as_deref()).map_err(|e| e.to_string())?;
+pub fn run(args: &VerifyArgs) -> Result<ExitCode, CliError> {
+    let selected: Vec<&Variant> = host::verify::table::selected(args.only.as_deref())?;
     let verifications = cpu::verify_all(&selected, &progress_reporter());
     let rows: Vec<Row> = selected
         .iter()

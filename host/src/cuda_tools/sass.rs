@@ -10,6 +10,7 @@
 //! [`Throughput`](KernelKind::Throughput)): that their chain loop holds that work, see
 //! [`chain`].
 
+pub mod bandwidth;
 pub mod chain;
 
 use crate::cuda_tools::tools::{CudaTools, ToolError, check_arch};

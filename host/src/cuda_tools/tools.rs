@@ -89,8 +89,8 @@ pub enum ToolError {
     Failed {
         /// The tool and its arguments, as run.
         command: String,
-        /// Its exit status, as text.
-        status: String,
+        /// Its exit status.
+        status: std::process::ExitStatus,
         /// Everything it wrote to stderr.
         stderr: String,
     },
@@ -282,7 +282,7 @@ fn run(mut command: Command) -> Result<Captured, ToolError> {
     if output.status.success() {
         Ok(captured)
     } else {
-        Err(ToolError::Failed { command: shown, status: output.status.to_string(), stderr: captured.stderr })
+        Err(ToolError::Failed { command: shown, status: output.status, stderr: captured.stderr })
     }
 }
 

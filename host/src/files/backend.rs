@@ -101,20 +101,52 @@ fn convert_parallel<S: Sync, D: Send>(src: &[S], dst: &mut [D], kernel: fn(&[S],
 /// the file size (the host copies a chunk only when it is misaligned for its type).
 pub const GPU_CHUNK_BYTES: usize = 16 << 20;
 
-/// The GPU backend: binary16 scans with the 16-bytes-per-thread count kernel of
-/// `f16_finite_exp_mask` (the same `shared::binary16::is_finite` the CPU scan uses),
-/// and both conversions with the kernels of the very functions the CPU path uses. A
-/// chunk in which the GPU finds non-finite values is classified (NaN / ±inf) by the CPU,
-/// which must find the same count. Other formats and big-endian data go to [`CpuBackend`].
+/// A computation over the count kernel's variant of a format: see [`with_count_variant`].
+pub trait WithCountVariant {
+    /// What it gives.
+    type Output;
+    /// Runs it with the variant `P`.
+    fn call<P>(self) -> Self::Output
+    where
+        P: shared::kind::CountNonfinite + Sync,
+        P::In: crate::gpu::BufferElement;
+}
+
+/// `with.call::<P>()` for the is-finite variant `P` whose
+/// [`CountNonfinite`](shared::KernelKind::CountNonfinite) kernel the GPU backend runs
+/// over `format`: for every format, the variant of the very `shared` function
+/// [`FloatFormat::count`] classifies with (the unit tests check that they agree on
+/// every encoding of 8 and 16 bits and on a sample of the wider ones).
+pub fn with_count_variant<W: WithCountVariant>(format: FloatFormat, with: W) -> W::Output {
+    use shared::variants::*;
+    match format {
+        FloatFormat::Binary16 => with.call::<f16_finite_exp_mask>(),
+        FloatFormat::Bfloat16 => with.call::<bf16_is_finite>(),
+        FloatFormat::Binary32 => with.call::<f32_is_finite>(),
+        FloatFormat::Binary64 => with.call::<f64_is_finite>(),
+        FloatFormat::Fp8E4m3 => with.call::<e4m3_is_finite>(),
+        FloatFormat::Fp8E5m2 => with.call::<e5m2_is_finite>(),
+        FloatFormat::Fp8E4m3Fnuz => with.call::<e4m3fnuz_is_finite>(),
+        FloatFormat::Fp8E5m2Fnuz => with.call::<e5m2fnuz_is_finite>(),
+    }
+}
+
+/// The GPU backend: scans of every format with the coalesced count kernel of the
+/// format's is-finite variant ([`with_count_variant`]: the same `shared` function the
+/// CPU scan uses), and both conversions with the stream kernels of the primitives
+/// every backend runs ([`Unorm8Primitive`], [`Unorm16Primitive`]). A chunk in which the GPU finds non-finite values is classified
+/// (NaN / ±inf) by the CPU, which must find the same count. Big-endian data goes to
+/// [`CpuBackend`].
 pub struct GpuBackend {
     gpu: crate::gpu::Gpu,
 }
 
 impl GpuBackend {
-    /// `f(src[i])` for the GPU kernel of `P` over `src` into `dst`, in chunks.
+    /// `f(src[i])` for the [`KernelKind::Stream`](shared::KernelKind::Stream) kernel of
+    /// `P` over `src` into `dst`, in chunks.
     fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), String>
     where
-        P: shared::kind::Map<Out = f32>,
+        P: shared::kind::Stream,
         P::In: cudarc::driver::DeviceRepr + bytemuck::Pod,
     {
         let dst: &mut [u32] = bytemuck::cast_slice_mut(dst);
@@ -122,17 +154,66 @@ impl GpuBackend {
         for (src, dst) in src.chunks(per_chunk).zip(dst.chunks_mut(per_chunk)) {
             let input = self.gpu.upload(src).map_err(|e| e.to_string())?;
             let mut output = self.gpu.zeros::<u32>(src.len()).map_err(|e| e.to_string())?;
-            self.gpu.map::<P>(&input, &mut output).map_err(|e| e.to_string())?;
+            self.gpu.map_stream::<P>(&input.as_view(), &mut output.as_view_mut()).map_err(|e| e.to_string())?;
             self.gpu.download_into(&output, dst).map_err(|e| e.to_string())?;
         }
         Ok(())
     }
 }
 
+/// [`Backend::count_non_finite`] on the GPU for little-endian data of one format.
+struct GpuCount<'a> {
+    gpu: &'a crate::gpu::Gpu,
+    format: FloatFormat,
+    data: Source<'a>,
+    progress: &'a (dyn Fn(u64) + Sync),
+}
+
+impl WithCountVariant for GpuCount<'_> {
+    type Output = Result<Counts, String>;
+
+    fn call<P>(self) -> Result<Counts, String>
+    where
+        P: shared::kind::CountNonfinite + Sync,
+        P::In: crate::gpu::BufferElement,
+    {
+        let GpuCount { gpu, format, data, progress } = self;
+        let size = size_of::<P::In>();
+        // Whole elements per chunk; a trailing partial element is ignored, as on the CPU.
+        let chunk_bytes = GPU_CHUNK_BYTES / size * size;
+        let whole = data.len() / size * size;
+        let mut total = Counts::default();
+        let mut buffer = Vec::new();
+        for start in (0..whole).step_by(chunk_bytes) {
+            let bytes = data.get(start..(start + chunk_bytes).min(whole), &mut buffer)?;
+            let first_index = (start / size) as u64;
+            let elements: std::borrow::Cow<[P::In]> = match bytemuck::try_cast_slice(bytes) {
+                Ok(aligned) => aligned.into(),
+                Err(_) => bytemuck::pod_collect_to_vec(bytes).into(),
+            };
+            let input = gpu.upload(&elements).map_err(|e| e.to_string())?;
+            let found = gpu.count_nonfinite::<P>(&input.as_view()).map_err(|e| e.to_string())?;
+            if found.count > 0 {
+                let counts = format.count(Endian::Little, bytes, first_index);
+                if counts.non_finite() != found.count || counts.first_non_finite != found.first.map(|i| i + first_index)
+                {
+                    return Err(format!("GPU and CPU disagree on a chunk: gpu {found:?}, cpu {counts:?}"));
+                }
+                total = total.merged(counts);
+            }
+            progress(bytes.len() as u64);
+        }
+        if whole < data.len() {
+            progress((data.len() - whole) as u64);
+        }
+        Ok(total)
+    }
+}
+
 impl Backend for GpuBackend {
     fn name(&self) -> String {
         let info = self.gpu.info();
-        format!("gpu {}: {} (binary16 scans and conversions; other formats on the cpu)", info.ordinal, info.name)
+        format!("gpu {}: {} (big-endian scans on the cpu)", info.ordinal, info.name)
     }
 
     fn count_non_finite(
@@ -142,33 +223,10 @@ impl Backend for GpuBackend {
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, String> {
-        if format != FloatFormat::Binary16 || endian != Endian::Little {
+        if endian != Endian::Little {
             return CpuBackend.count_non_finite(format, endian, data, progress);
         }
-        let mut total = Counts::default();
-        let mut buffer = Vec::new();
-        for start in (0..data.len()).step_by(GPU_CHUNK_BYTES) {
-            let bytes = data.get(start..(start + GPU_CHUNK_BYTES).min(data.len()), &mut buffer)?;
-            let first_byte = start as u64;
-            let halves: std::borrow::Cow<[u16]> = match bytemuck::try_cast_slice(bytes) {
-                Ok(aligned) => aligned.into(),
-                Err(_) => bytemuck::pod_collect_to_vec(bytes).into(),
-            };
-            let input = self.gpu.upload(&halves).map_err(|e| e.to_string())?;
-            let found =
-                self.gpu.count_nonfinite::<shared::variants::f16_finite_exp_mask>(&input).map_err(|e| e.to_string())?;
-            if found.count > 0 {
-                let counts = format.count(endian, bytes, first_byte / 2);
-                if counts.non_finite() != found.count
-                    || counts.first_non_finite != found.first.map(|i| i + first_byte / 2)
-                {
-                    return Err(format!("GPU and CPU disagree on a chunk: gpu {found:?}, cpu {counts:?}"));
-                }
-                total = total.merged(counts);
-            }
-            progress(bytes.len() as u64);
-        }
-        Ok(total)
+        with_count_variant(format, GpuCount { gpu: &self.gpu, format, data, progress })
     }
 
     fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
@@ -193,5 +251,55 @@ pub fn select(device: Device) -> Result<Box<dyn Backend>, String> {
         Device::Cpu => Ok(Box::new(CpuBackend)),
         Device::Gpu => gpu_backend().map_err(|e| format!("--device gpu: {e}")),
         Device::Auto => Ok(gpu_backend().unwrap_or_else(|_| Box::new(CpuBackend))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::support::element::Element;
+
+    /// Whether `P` and [`FloatFormat::count`] agree on the encoding `bits`.
+    struct AgreesOn {
+        format: FloatFormat,
+        bits: u64,
+    }
+
+    impl WithCountVariant for AgreesOn {
+        type Output = (shared::Family, bool);
+
+        fn call<P>(self) -> (shared::Family, bool)
+        where
+            P: shared::kind::CountNonfinite + Sync,
+            P::In: crate::gpu::BufferElement,
+        {
+            let bytes = &self.bits.to_le_bytes()[..self.format.bytes()];
+            let cpu_finite = self.format.count(Endian::Little, bytes, 0).non_finite() == 0;
+            (P::FAMILY, P::apply(P::In::from_u64(self.bits)) == cpu_finite)
+        }
+    }
+
+    #[test]
+    fn the_gpu_count_kernel_of_every_format_agrees_with_the_cpu_scan() {
+        for &format in FloatFormat::ALL {
+            let width = format.bytes() * 8;
+            // Every encoding up to 16 bits; for binary32 and binary64 every exponent
+            // field with both signs and a spread of mantissas.
+            let inputs: Vec<u64> = if width <= 16 {
+                (0..1u64 << width).collect()
+            } else {
+                let mantissa_bits = if width == 32 { 23 } else { 52 };
+                let mantissas =
+                    [0, 1, 2, (1 << (mantissa_bits - 1)) - 1, 1 << (mantissa_bits - 1), (1 << mantissa_bits) - 1];
+                (0..1u64 << (width - mantissa_bits))
+                    .flat_map(|top| mantissas.map(|m| top << mantissa_bits | m))
+                    .collect()
+            };
+            for &bits in &inputs {
+                let (family, agrees) = with_count_variant(format, AgreesOn { format, bits });
+                assert!(agrees, "the {family} kernel and the CPU scan disagree on {bits:#x}");
+                assert_eq!(family.to_string(), format!("{}_is_finite", format.name()));
+            }
+        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! Kernels are launched through one typed method per kind of kernel
 //! ([`shared::KernelKind`]), bound by that kind's trait: [`Gpu::map`] needs
-//! `P: kind::Map`, [`Gpu::map_wide`] `P: kind::Wide`, and so on. The table implements a
+//! `P: kind::Map`, [`Gpu::map_stream`] `P: kind::Stream`, and so on. The table implements a
 //! kind's trait only for the variants that have the kernel, so the method's signature is
 //! the kernel's; no safe function launches a kernel by name (that stays in `raw`).
 //!
@@ -19,7 +19,7 @@ pub mod ptx;
 mod raw;
 
 use crate::support::element::Element;
-use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, DeviceRepr, DriverError};
+use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
 use shared::{KernelKind, KernelName, Primitive, Stored, kind};
 use std::sync::Arc;
@@ -90,6 +90,25 @@ pub enum GpuError {
         /// What was wrong.
         detail: String,
     },
+    /// A copy between buffers of different lengths.
+    CopyLength {
+        /// Which copy.
+        copy: DeviceCopy,
+        /// Elements in the source.
+        from: usize,
+        /// Elements in the destination.
+        into: usize,
+    },
+}
+
+/// A copy out of a device buffer, as [`GpuError::CopyLength`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceCopy {
+    /// Device to host ([`Gpu::download_into`]).
+    ToHost,
+    /// Device to device ([`Gpu::copy`]).
+    ToDevice,
 }
 
 impl std::fmt::Display for GpuError {
@@ -108,11 +127,24 @@ impl std::fmt::Display for GpuError {
             GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             GpuError::WrongResult { kernel, detail } => write!(f, "kernel {kernel} computed a wrong result: {detail}"),
             GpuError::Length { kernel, detail } => write!(f, "kernel {kernel}: {detail}"),
+            GpuError::CopyLength { copy: DeviceCopy::ToHost, from, into } => {
+                write!(f, "kernel memcpy_dtoh: copying {from} elements into {into}")
+            }
+            GpuError::CopyLength { copy: DeviceCopy::ToDevice, from, into } => {
+                write!(f, "kernel memcpy_dtod: copy of {from} elements into {into}")
+            }
         }
     }
 }
 
-impl std::error::Error for GpuError {}
+impl std::error::Error for GpuError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GpuError::Driver { source, .. } | GpuError::Launch { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 impl GpuError {
     /// `true` when the error means "there is no GPU here" rather than a failure on one.
@@ -271,8 +303,7 @@ impl Gpu {
     /// Copies a device buffer into `out` (equal lengths).
     pub fn download_into<T: DeviceRepr>(&self, buffer: &CudaSlice<T>, out: &mut [T]) -> Result<(), GpuError> {
         if buffer.len() != out.len() {
-            let detail = format!("copying {} elements into {}", buffer.len(), out.len());
-            return Err(GpuError::Length { kernel: "memcpy_dtoh".into(), detail });
+            return Err(GpuError::CopyLength { copy: DeviceCopy::ToHost, from: buffer.len(), into: out.len() });
         }
         self.stream.memcpy_dtoh(buffer, out).map_err(driver("copying results to the host"))?;
         self.stream.synchronize().map_err(driver("copying results to the host"))
@@ -300,20 +331,32 @@ impl Gpu {
         self.wait(KernelName::of::<P>(KernelKind::Map))
     }
 
-    /// [`Gpu::map`] through `P`'s [`KernelKind::Wide`] kernel (UNORM8 → f32, 16 bytes
-    /// per thread per step); waits for it.
-    pub fn map_wide<P: kind::Wide>(&self, input: &CudaSlice<u8>, output: &mut CudaSlice<u32>) -> Result<(), GpuError> {
-        self.launch_wide::<P>(input, output)?;
-        self.wait(KernelName::of::<P>(KernelKind::Wide))
+    /// [`Gpu::map`] through `P`'s [`KernelKind::Stream`] kernel (`In` → f32, one 4- or
+    /// 8-byte load and one 16-byte store per lane per step); waits for it. Views, so
+    /// that a test can start either buffer off its alignment (the kernel then takes its
+    /// scalar pass). `input` and `output` have equal lengths.
+    pub fn map_stream<P>(&self, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, u32>) -> Result<(), GpuError>
+    where
+        P: kind::Stream,
+        P::In: DeviceRepr,
+    {
+        self.launch_stream::<P>(input, output)?;
+        self.wait(KernelName::of::<P>(KernelKind::Stream))
     }
 
-    /// Queues `P`'s [`KernelKind::Wide`] kernel (see [`Gpu::map_wide`]); does not wait.
-    pub fn launch_wide<P: kind::Wide>(
+    /// Queues `P`'s [`KernelKind::Stream`] kernel (see [`Gpu::map_stream`]); does not
+    /// wait.
+    pub fn launch_stream<P>(
         &self,
-        input: &CudaSlice<u8>,
-        output: &mut CudaSlice<u32>,
-    ) -> Result<(), GpuError> {
-        raw::launch_wide::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 16), input, output)
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, u32>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::Stream,
+        P::In: DeviceRepr,
+    {
+        let config = self.elementwise_config(input.len(), kind::STREAM_LANE_ELEMENTS);
+        raw::launch_stream::<P>(&self.stream, &self.module, config, input, output)
     }
 
     /// Runs `P` over a host slice and returns the stored results.
@@ -329,9 +372,15 @@ impl Gpu {
         self.download(&device_output)
     }
 
-    /// Counts the non-finite binary16 values in `input` with `P`'s
-    /// [`KernelKind::CountNonfinite`] kernel (16-byte loads), and finds the first one.
-    pub fn count_nonfinite<P: kind::CountNonfinite>(&self, input: &CudaSlice<u16>) -> Result<NonFinite, GpuError> {
+    /// Counts the non-finite values in `input` with `P`'s [`KernelKind::CountNonfinite`]
+    /// kernel (one 16-byte load per lane per step), and finds the first one (its index
+    /// in `input`). A view, so that a test can start it off a 16-byte boundary (the
+    /// kernel then takes its head pass).
+    pub fn count_nonfinite<P>(&self, input: &CudaView<'_, P::In>) -> Result<NonFinite, GpuError>
+    where
+        P: kind::CountNonfinite,
+        P::In: DeviceRepr,
+    {
         let name = KernelName::of::<P>(KernelKind::CountNonfinite);
         let mut result = self.upload(&[0u64, u64::MAX])?;
         self.launch_count::<P>(input, &mut result)?;
@@ -345,12 +394,13 @@ impl Gpu {
 
     /// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into
     /// `result` (2 elements: count, first index); does not wait.
-    pub fn launch_count<P: kind::CountNonfinite>(
-        &self,
-        input: &CudaSlice<u16>,
-        result: &mut CudaSlice<u64>,
-    ) -> Result<(), GpuError> {
-        raw::launch_count::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 8), input, result)
+    pub fn launch_count<P>(&self, input: &CudaView<'_, P::In>, result: &mut CudaSlice<u64>) -> Result<(), GpuError>
+    where
+        P: kind::CountNonfinite,
+        P::In: DeviceRepr,
+    {
+        let config = self.elementwise_config(input.len(), kind::count_lane_elements::<P::In>());
+        raw::launch_count::<P>(&self.stream, &self.module, config, input, result)
     }
 
     /// Runs `P`'s [`KernelKind::Latency`] kernel on one thread: a dependent chain of
@@ -382,8 +432,7 @@ impl Gpu {
     /// Queues a device-to-device copy of `src` into `dst` (equal lengths).
     pub fn copy<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), GpuError> {
         if src.len() != dst.len() {
-            let detail = format!("copy of {} elements into {}", src.len(), dst.len());
-            return Err(GpuError::Length { kernel: "memcpy_dtod".into(), detail });
+            return Err(GpuError::CopyLength { copy: DeviceCopy::ToDevice, from: src.len(), into: dst.len() });
         }
         self.stream.memcpy_dtod(src, dst).map_err(driver("copying device to device"))
     }
@@ -396,11 +445,23 @@ impl Gpu {
 pub fn open_or_skip() -> Option<Gpu> {
     let opened = match Gpu::open(0) {
         Err(e) if !e.is_unavailable() => panic!("the GPU is present but unusable: {e}"),
-        Err(GpuError::NoDriver) => Err("no CUDA driver".to_string()),
-        Err(e) => Err(format!("no CUDA device ({e})")),
+        Err(e) => Err(NoGpu(e)),
         Ok(gpu) => Ok(gpu),
     };
     crate::support::skip::require_or_skip("REQUIRE_GPU", opened)
+}
+
+/// Why [`open_or_skip`] skips: an unavailable-GPU error, shown short
+/// (`no CUDA driver`, `no CUDA device (…)`).
+struct NoGpu(GpuError);
+
+impl std::fmt::Display for NoGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            GpuError::NoDriver => f.write_str("no CUDA driver"),
+            e => write!(f, "no CUDA device ({e})"),
+        }
+    }
 }
 
 /// The input bits a conformance or length check feeds element `i`.
@@ -451,3 +512,84 @@ where
     });
     Ok(GpuCheck { elements: len as u64, mismatches, first_mismatch: first })
 }
+
+/// A device buffer of one of the [`Element`] types, for code that meets kernels of every
+/// input width (the variant table's type-erased bandwidth kernels).
+pub enum DeviceElements {
+    /// `u8` elements.
+    U8(CudaSlice<u8>),
+    /// `u16` elements.
+    U16(CudaSlice<u16>),
+    /// `u32` elements.
+    U32(CudaSlice<u32>),
+    /// `u64` elements.
+    U64(CudaSlice<u64>),
+}
+
+impl DeviceElements {
+    /// `len` elements of type `T`, element `i` the low bits of `input_at(i)`, made on
+    /// all cores and uploaded.
+    pub fn upload<T: BufferElement>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
+        let host: Vec<T> = crate::support::parallel::map_indices(len, |i| T::from_u64(input_at(i as u64)));
+        Ok(T::into_elements(gpu.upload(&host)?))
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceElements::U8(b) => b.len(),
+            DeviceElements::U16(b) => b.len(),
+            DeviceElements::U32(b) => b.len(),
+            DeviceElements::U64(b) => b.len(),
+        }
+    }
+
+    /// `true` for no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Width of an element in bits.
+    pub fn bits(&self) -> u32 {
+        match self {
+            DeviceElements::U8(_) => 8,
+            DeviceElements::U16(_) => 16,
+            DeviceElements::U32(_) => 32,
+            DeviceElements::U64(_) => 64,
+        }
+    }
+
+    /// The buffer as `T`s, or a [`GpuError::Length`] for `kernel` saying that it holds
+    /// another type.
+    pub fn typed<T: BufferElement>(&self, kernel: KernelName) -> Result<&CudaSlice<T>, GpuError> {
+        T::of_elements(self).ok_or_else(|| GpuError::Length {
+            kernel: kernel.to_string(),
+            detail: format!("input holds {}-bit elements, the kernel reads {}-bit ones", self.bits(), T::BITS),
+        })
+    }
+}
+
+/// An [`Element`] type a [`DeviceElements`] holds: how to wrap and unwrap its buffer.
+pub trait BufferElement: Element {
+    /// `buffer` as a [`DeviceElements`].
+    fn into_elements(buffer: CudaSlice<Self>) -> DeviceElements;
+    /// The buffer of `elements`, if it holds elements of this type.
+    fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<Self>>;
+}
+
+macro_rules! buffer_element {
+    ($($t:ty: $variant:ident)*) => {$(
+        impl BufferElement for $t {
+            fn into_elements(buffer: CudaSlice<$t>) -> DeviceElements {
+                DeviceElements::$variant(buffer)
+            }
+            fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<$t>> {
+                match elements {
+                    DeviceElements::$variant(buffer) => Some(buffer),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+buffer_element!(u8: U8 u16: U16 u32: U32 u64: U64);

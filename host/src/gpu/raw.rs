@@ -2,16 +2,17 @@
 //! JIT log. Each block states why its arguments match the kernel's signature.
 //!
 //! Kernels are launched only through the typed functions here, one per
-//! [`KernelKind`]: `launch_wide::<P>` needs `P: kind::Wide`, which `shared`'s table
-//! implements exactly for the variants whose entry lists `Wide`, the same entries for
+//! [`KernelKind`]: `launch_stream::<P>` needs `P: kind::Stream`, which `shared`'s table
+//! implements exactly for the variants whose entry lists `Stream`, the same entries for
 //! which `kernels-gpu` emits that kernel, under the name [`KernelName::of`] gives
-//! and with the signature [`KernelKind::Wide`] documents. Looking a kernel up by name and
+//! and with the signature [`KernelKind::Stream`] documents. Looking a kernel up by name and
 //! launching it with arguments of one's choosing stays private to this module.
 #![allow(unsafe_code)]
 
 use super::{Bits, GpuError};
 use cudarc::driver::sys::{self, CUjit_option};
-use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 use shared::{KernelKind, KernelName, kind};
 use std::sync::Arc;
 
@@ -55,17 +56,32 @@ where
     unsafe { launch_elementwise(stream, module, KernelName::of::<P>(KernelKind::Map), config, input, output) }
 }
 
-/// Queues `P`'s [`KernelKind::Wide`] kernel over `input` → `output` (equal lengths).
-pub fn launch_wide<P: kind::Wide>(
+/// Queues `P`'s [`KernelKind::Stream`] kernel over `input` → `output` (equal lengths).
+pub fn launch_stream<P>(
     stream: &CudaStream,
     module: &Arc<CudaModule>,
     config: LaunchConfig,
-    input: &CudaSlice<u8>,
-    output: &mut CudaSlice<u32>,
-) -> Result<(), GpuError> {
-    // SAFETY: `P: kind::Wide`, so this is kernels-gpu's `unorm8_wide::<P>`, whose
-    // signature is `(*const u8, *mut u32, u64)`.
-    unsafe { launch_elementwise(stream, module, KernelName::of::<P>(KernelKind::Wide), config, input, output) }
+    input: &CudaView<'_, P::In>,
+    output: &mut CudaViewMut<'_, u32>,
+) -> Result<(), GpuError>
+where
+    P: kind::Stream,
+    P::In: DeviceRepr,
+{
+    let name = KernelName::of::<P>(KernelKind::Stream);
+    if input.len() != output.len() {
+        return Err(length_error(name, format!("input has {} elements but output {}", input.len(), output.len())));
+    }
+    let kernel = function(module, name)?;
+    let n = input.len() as u64;
+    let mut launch = stream.launch_builder(&kernel);
+    launch.arg(input).arg(output).arg(&n);
+    // SAFETY: `P: kind::Stream`, so this is kernels-gpu's `stream::<P>`, whose signature
+    // is `(*const P::In, *mut u32, u64)`; the views are live device memory of `n`
+    // elements of those types each (checked above), aligned for them (views of
+    // allocations, at whole elements), and the kernel accesses only elements below `n`
+    // (a misaligned start for its vector accesses sends it down its scalar pass).
+    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 
 /// Checks that `input` and `output` have equal lengths and queues kernel `name` with
@@ -97,13 +113,17 @@ unsafe fn launch_elementwise<I: DeviceRepr, O: DeviceRepr>(
 
 /// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into
 /// `result` (at least 2 elements: count, first index).
-pub fn launch_count<P: kind::CountNonfinite>(
+pub fn launch_count<P>(
     stream: &CudaStream,
     module: &Arc<CudaModule>,
     config: LaunchConfig,
-    input: &CudaSlice<u16>,
+    input: &CudaView<'_, P::In>,
     result: &mut CudaSlice<u64>,
-) -> Result<(), GpuError> {
+) -> Result<(), GpuError>
+where
+    P: kind::CountNonfinite,
+    P::In: DeviceRepr,
+{
     let name = KernelName::of::<P>(KernelKind::CountNonfinite);
     if result.len() < 2 {
         return Err(length_error(name, "result needs 2 elements".into()));
@@ -113,8 +133,9 @@ pub fn launch_count<P: kind::CountNonfinite>(
     let mut launch = stream.launch_builder(&kernel);
     launch.arg(input).arg(&n).arg(result);
     // SAFETY: `P: kind::CountNonfinite`, so this is kernels-gpu's `count_nonfinite::<P>`,
-    // whose signature is `(*const u16, u64, *mut u64)`; it reads the `n` elements of
-    // `input` and updates `result[0]` and `result[1]`, which exist (checked above).
+    // whose signature is `(*const P::In, u64, *mut u64)`; it reads the `n` elements of
+    // `input` (a live view, aligned for `P::In`: a view of an allocation at a whole
+    // element) and updates `result[0]` and `result[1]`, which exist (checked above).
     unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 

@@ -487,12 +487,44 @@ pub fn conversions(k: u32) -> String {
     uses(k).into_iter().map(|(kind, bits)| format!("{}{bits}", kind.label())).collect::<Vec<_>>().join(", ")
 }
 
+/// Why [`emit_rust`] cannot write `shared/src/schemes.rs`. `Display` is one line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EmitError {
+    /// The answers are not those for every denominator, in order (a partial search).
+    NotEveryDenominator,
+    /// No scheme tried is exact for one denominator.
+    NoExactScheme {
+        /// `2^bits - 1`.
+        denominator: u32,
+        /// k: the denominator is `2^k - 1`.
+        bits: u32,
+    },
+}
+
+impl std::fmt::Display for EmitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EmitError::NotEveryDenominator => {
+                f.write_str("--emit-rust needs every denominator: leave out --unorm and --snorm")
+            }
+            EmitError::NoExactScheme { denominator, bits } => write!(
+                f,
+                "no division-free scheme tried is exact for d = {denominator} ({}): schemes.rs cannot be written",
+                conversions(*bits)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for EmitError {}
+
 /// The text of `shared/src/schemes.rs` for `found`, which must be the answers for every
 /// denominator in the order of [`DENOMINATOR_BITS`] (as [`search_every_denominator`]
-/// gives them).
-pub fn emit_rust(found: &[Found]) -> Result<String, String> {
+/// gives them), each with an exact scheme.
+pub fn emit_rust(found: &[Found]) -> Result<String, EmitError> {
     if !found.iter().map(|f| f.bits).eq(DENOMINATOR_BITS) {
-        return Err("--emit-rust needs every denominator: leave out --unorm and --snorm".into());
+        return Err(EmitError::NotEveryDenominator);
     }
     let mut text = String::from(
         "//! Division-free UNORM / SNORM → f32 schemes, one per denominator `d = 2^k - 1`: for\n\
@@ -519,13 +551,7 @@ pub fn emit_rust(found: &[Found]) -> Result<String, String> {
         DENOMINATOR_BITS.count()
     );
     for f in found {
-        let best = f.best.ok_or_else(|| {
-            format!(
-                "no division-free scheme tried is exact for d = {} ({}): schemes.rs cannot be written",
-                f.denominator,
-                conversions(f.bits)
-            )
-        })?;
+        let best = f.best.ok_or(EmitError::NoExactScheme { denominator: f.denominator, bits: f.bits })?;
         text += &format!(
             "    // k = {}, d = {} ({}): {} ({})\n    {},\n",
             f.bits,
@@ -587,6 +613,26 @@ mod tests {
         assert_eq!(hex_f32(f32::from_bits(0x3F80_0001)), "0x1.000002p+0");
         assert_eq!(hex_f32(f32::from_bits(0x3FFF_FFFF)), "0x1.fffffep+0");
         assert_eq!(hex_f32(f32::MAX), "0x1.fffffep+127");
+    }
+
+    #[test]
+    fn emit_rust_refuses_a_partial_search_and_a_denominator_without_a_scheme() {
+        let unsolved = |k: u32| Found {
+            bits: k,
+            denominator: denominator(k),
+            naive_wrong: Vec::new(),
+            best: None,
+            smallest_m: None,
+            families: Vec::new(),
+        };
+        let every: Vec<Found> = DENOMINATOR_BITS.map(unsolved).collect();
+        assert_eq!(emit_rust(&every[1..]), Err(EmitError::NotEveryDenominator));
+        let k = *DENOMINATOR_BITS.start();
+        let error = emit_rust(&every).expect_err("no scheme for any denominator");
+        assert_eq!(error, EmitError::NoExactScheme { denominator: denominator(k), bits: k });
+        let message = error.to_string();
+        assert!(message.starts_with(&format!("no division-free scheme tried is exact for d = {} (", denominator(k))));
+        assert!(message.ends_with("): schemes.rs cannot be written"), "{message}");
     }
 
     #[test]

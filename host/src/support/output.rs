@@ -68,20 +68,52 @@ pub fn json<T: Serialize>(value: &T) -> String {
     text
 }
 
+/// Stdout could not be written. `Display` is the one line the CLI prints.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum OutputError {
+    /// Writing or flushing stdout failed, other than by a reader that closed the pipe.
+    Stdout(std::io::Error),
+}
+
+impl std::fmt::Display for OutputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OutputError::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for OutputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OutputError::Stdout(e) => Some(e),
+        }
+    }
+}
+
+/// The one-line message, for command code that still builds its errors as text.
+impl From<OutputError> for String {
+    fn from(e: OutputError) -> String {
+        e.to_string()
+    }
+}
+
 /// Writes `text` to stdout. A reader that closed the pipe early (`bitexact ptx | head`)
-/// is not an error, since it read all it wanted; any other write error is returned as
-/// one line.
-pub fn write_stdout(text: &str) -> Result<(), String> {
+/// is not an error, since it read all it wanted; any other write error is returned.
+pub fn write_stdout(text: &str) -> Result<(), OutputError> {
     write_stdout_with(|out| out.write_all(text.as_bytes()))
 }
 
 /// Streams what `write` produces to stdout through one buffer (a long report costs a
 /// few large writes, not one per line); write errors as in [`write_stdout`].
-pub fn write_stdout_with(write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), String> {
+pub fn write_stdout_with(
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), OutputError> {
     use std::io::Write;
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match write(&mut stdout).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("cannot write to stdout: {e}")),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(OutputError::Stdout(e)),
         _ => Ok(()),
     }
 }

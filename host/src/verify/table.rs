@@ -1,10 +1,21 @@
 //! The runtime variant table, built from `shared::for_each_variant!`.
 
-use crate::gpu::{DeviceBuffer, Gpu, GpuCheck, GpuError, InputAt, NonFinite};
+use crate::gpu::{BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuCheck, GpuError, InputAt, NonFinite};
 use crate::support::element::Element;
 use core::marker::PhantomData;
 use cudarc::driver::LaunchConfig;
 use shared::{Claim, Family, KernelKind, KernelName, Primitive, Stored, kind};
+
+/// `from..` of a buffer of `len` elements, or a [`GpuError::Length`] for `kernel`.
+fn checked_start(kernel: KernelName, from: usize, len: usize) -> Result<usize, GpuError> {
+    if from > len {
+        return Err(GpuError::Length {
+            kernel: kernel.to_string(),
+            detail: format!("start {from} past {len} elements"),
+        });
+    }
+    Ok(from)
+}
 
 /// The operations every variant supports, type-erased so one table holds them all.
 pub trait VariantOps: BandwidthKernels + Sync {
@@ -42,8 +53,8 @@ pub trait VariantOps: BandwidthKernels + Sync {
 /// the kinds the variant's table entry lists (the runtime table implements this for
 /// each [`Ops`] from its entry).
 pub trait BandwidthKernels {
-    /// The variant's [`KernelKind::Wide`] kernel, if it has one.
-    fn wide(&self) -> Option<&dyn WideKernel> {
+    /// The variant's [`KernelKind::Stream`] kernel, if it has one.
+    fn stream(&self) -> Option<&dyn StreamKernel> {
         None
     }
     /// The variant's [`KernelKind::CountNonfinite`] kernel, if it has one.
@@ -52,21 +63,39 @@ pub trait BandwidthKernels {
     }
 }
 
-/// A variant's [`KernelKind::Wide`] kernel (UNORM8 → f32, 16 bytes per thread per step).
-pub trait WideKernel: Sync {
-    /// [`Gpu::map_wide`]: runs it over `input` → `output` (equal lengths) and waits.
-    fn run(&self, gpu: &Gpu, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError>;
-    /// [`Gpu::launch_wide`]: queues it; does not wait.
-    fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError>;
+/// A variant's [`KernelKind::Stream`] kernel (`In` → f32, `In` of 8 or 16 bits; one
+/// 4- or 8-byte load and one 16-byte store per lane per step).
+pub trait StreamKernel: Sync {
+    /// `len` inputs of the kernel's input type, element `i` the low bits of
+    /// `input_at(i)`, on the device.
+    fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError>;
+    /// [`Gpu::map_stream`] over elements `from..` of `input` → `output` (equal lengths;
+    /// `from > 0` starts both off their alignment, for the scalar pass) and waits.
+    /// Fails with [`GpuError::Length`] if `input` holds another element type.
+    fn run(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceElements,
+        from: usize,
+        output: &mut DeviceBuffer<u32>,
+    ) -> Result<(), GpuError>;
+    /// [`Gpu::launch_stream`] over all of `input` → `output`: queues it; does not wait.
+    fn launch(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError>;
 }
 
-/// A variant's [`KernelKind::CountNonfinite`] kernel (binary16, 16 bytes per thread per
-/// step).
+/// A variant's [`KernelKind::CountNonfinite`] kernel (inputs of 8 to 64 bits, one
+/// 16-byte load per lane per step).
 pub trait CountNonfiniteKernel: Sync {
-    /// [`Gpu::count_nonfinite`]: counts the non-finite values of `input`, finds the first.
-    fn count(&self, gpu: &Gpu, input: &DeviceBuffer<u16>) -> Result<NonFinite, GpuError>;
-    /// [`Gpu::launch_count`]: queues it, accumulating into `result`; does not wait.
-    fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u16>, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
+    /// `len` inputs of the kernel's input type, element `i` the low bits of
+    /// `input_at(i)`, on the device.
+    fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError>;
+    /// [`Gpu::count_nonfinite`] over elements `from..` of `input` (`from > 0` starts off
+    /// a 16-byte boundary, for the head pass); indices count from `from`. Fails with
+    /// [`GpuError::Length`] if `input` holds another element type.
+    fn count(&self, gpu: &Gpu, input: &DeviceElements, from: usize) -> Result<NonFinite, GpuError>;
+    /// [`Gpu::launch_count`] over all of `input`: queues it, accumulating into `result`;
+    /// does not wait.
+    fn launch(&self, gpu: &Gpu, input: &DeviceElements, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
 }
 
 /// [`VariantOps`] for one [`Primitive`], monomorphised so the CPU loop inlines it.
@@ -107,23 +136,53 @@ where
     }
 }
 
-impl<P: kind::Wide + Sync> WideKernel for Ops<P> {
-    fn run(&self, gpu: &Gpu, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError> {
-        gpu.map_wide::<P>(input, output)
+impl<P> StreamKernel for Ops<P>
+where
+    P: kind::Stream + Sync,
+    P::In: BufferElement,
+{
+    fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
+        DeviceElements::upload::<P::In>(gpu, len, input_at)
     }
 
-    fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u8>, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError> {
-        gpu.launch_wide::<P>(input, output)
+    fn run(
+        &self,
+        gpu: &Gpu,
+        input: &DeviceElements,
+        from: usize,
+        output: &mut DeviceBuffer<u32>,
+    ) -> Result<(), GpuError> {
+        let name = KernelName::of::<P>(KernelKind::Stream);
+        let input = input.typed::<P::In>(name)?;
+        let from = checked_start(name, from, input.len().min(output.len()))?;
+        gpu.map_stream::<P>(&input.slice(from..), &mut output.slice_mut(from..))
+    }
+
+    fn launch(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError> {
+        let input = input.typed::<P::In>(KernelName::of::<P>(KernelKind::Stream))?;
+        gpu.launch_stream::<P>(&input.as_view(), &mut output.as_view_mut())
     }
 }
 
-impl<P: kind::CountNonfinite + Sync> CountNonfiniteKernel for Ops<P> {
-    fn count(&self, gpu: &Gpu, input: &DeviceBuffer<u16>) -> Result<NonFinite, GpuError> {
-        gpu.count_nonfinite::<P>(input)
+impl<P> CountNonfiniteKernel for Ops<P>
+where
+    P: kind::CountNonfinite + Sync,
+    P::In: BufferElement,
+{
+    fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
+        DeviceElements::upload::<P::In>(gpu, len, input_at)
     }
 
-    fn launch(&self, gpu: &Gpu, input: &DeviceBuffer<u16>, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError> {
-        gpu.launch_count::<P>(input, result)
+    fn count(&self, gpu: &Gpu, input: &DeviceElements, from: usize) -> Result<NonFinite, GpuError> {
+        let name = KernelName::of::<P>(KernelKind::CountNonfinite);
+        let input = input.typed::<P::In>(name)?;
+        let from = checked_start(name, from, input.len())?;
+        gpu.count_nonfinite::<P>(&input.slice(from..))
+    }
+
+    fn launch(&self, gpu: &Gpu, input: &DeviceElements, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError> {
+        let input = input.typed::<P::In>(KernelName::of::<P>(KernelKind::CountNonfinite))?;
+        gpu.launch_count::<P>(&input.as_view(), result)
     }
 }
 
@@ -131,8 +190,8 @@ impl<P: kind::CountNonfinite + Sync> CountNonfiniteKernel for Ops<P> {
 /// some variants have; nothing for the kinds every variant has. No catch-all: a new
 /// kind must be placed here.
 macro_rules! bandwidth_kernel {
-    (Wide) => {
-        fn wide(&self) -> Option<&dyn WideKernel> {
+    (Stream) => {
+        fn stream(&self) -> Option<&dyn StreamKernel> {
             Some(self)
         }
     };
@@ -158,6 +217,8 @@ pub struct Variant {
     pub claim: Claim,
     /// The formula, in one line.
     pub description: &'static str,
+    /// Width in bits of the input element.
+    pub input_bits: u32,
     /// Width in bits of the stored result.
     pub output_bits: u32,
     /// The kinds of GPU kernel it has, as its table entry states them.
@@ -203,6 +264,7 @@ macro_rules! runtime_table {
                 family: <shared::variants::$name as Primitive>::FAMILY,
                 claim: <shared::variants::$name as Primitive>::CLAIM,
                 description: <shared::variants::$name as Primitive>::DESCRIPTION,
+                input_bits: <$in as Element>::BITS,
                 output_bits: <<$out as Stored>::Bits as Element>::BITS,
                 kinds: <shared::variants::$name as Primitive>::KINDS,
                 ops: &Ops::<shared::variants::$name>(PhantomData),
@@ -260,8 +322,9 @@ pub fn selected(only: Option<&str>) -> Result<Vec<&'static Variant>, NoVariantMa
     Ok(selected)
 }
 
-/// `--only` selected no variant.
+/// `--only` selected no variant: the patterns given.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NoVariantMatches(pub String);
 
 impl core::fmt::Display for NoVariantMatches {
@@ -302,7 +365,7 @@ mod tests {
     #[test]
     fn a_variant_hands_out_the_bandwidth_kernels_its_entry_lists() {
         for v in VARIANTS {
-            assert_eq!(v.ops.wide().is_some(), v.has(KernelKind::Wide), "{}", v.name);
+            assert_eq!(v.ops.stream().is_some(), v.has(KernelKind::Stream), "{}", v.name);
             assert_eq!(v.ops.count_nonfinite().is_some(), v.has(KernelKind::CountNonfinite), "{}", v.name);
         }
     }
@@ -312,8 +375,8 @@ mod tests {
         let v = find("unorm8_series").expect("in the table");
         let kinds: Vec<KernelKind> = v.kernels().map(|k| k.kind).collect();
         use KernelKind::*;
-        assert_eq!(kinds, [Map, Skeleton, Latency, Throughput, Wide]);
-        assert_eq!(v.kernel(Wide), Some(KernelName { variant: "unorm8_series", kind: Wide }));
+        assert_eq!(kinds, [Map, Skeleton, Latency, Throughput, Stream]);
+        assert_eq!(v.kernel(Stream), Some(KernelName { variant: "unorm8_series", kind: Stream }));
         assert_eq!(v.kernel(KernelKind::CountNonfinite), None);
     }
 }

@@ -68,6 +68,7 @@ pub struct ChainLoop {
 
 /// Why a timing kernel has no loop that holds the work.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NoChain {
     /// The kernel has no loop at all.
     NoLoop,
@@ -102,7 +103,30 @@ pub enum ChainVerdict {
     /// accesses and control flow): the function is constant, there is nothing to time.
     Constant,
     /// At least one timing kernel does not time the work; why, per kernel.
-    Missing(String),
+    Missing(MissingChain),
+}
+
+/// Which timing kernels of a variant do not time its work, and why: at least one of the
+/// two is `Some`. `Display`: `latency: <why>; throughput: <why>`, the kernels that miss.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingChain {
+    /// Why the latency kernel does not, if it does not.
+    pub latency: Option<NoChain>,
+    /// Why the throughput kernel does not, if it does not.
+    pub throughput: Option<NoChain>,
+}
+
+impl fmt::Display for MissingChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut separator = "";
+        for (kind, why) in [("latency", &self.latency), ("throughput", &self.throughput)] {
+            if let Some(why) = why {
+                write!(f, "{separator}{kind}: {why}")?;
+                separator = "; ";
+            }
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for ChainVerdict {
@@ -147,11 +171,13 @@ pub fn check(variant: &Kernel, skeleton: &Kernel, latency: &Kernel, throughput: 
     let chain = if work.is_empty() {
         ChainVerdict::Constant
     } else {
-        let missing: Vec<String> = [("latency", &latency), ("throughput", &throughput)]
-            .into_iter()
-            .filter_map(|(kind, found)| found.as_ref().err().map(|why| format!("{kind}: {why}")))
-            .collect();
-        if missing.is_empty() { ChainVerdict::HoldsWork } else { ChainVerdict::Missing(missing.join("; ")) }
+        let missing =
+            MissingChain { latency: latency.as_ref().err().cloned(), throughput: throughput.as_ref().err().cloned() };
+        if missing.latency.is_none() && missing.throughput.is_none() {
+            ChainVerdict::HoldsWork
+        } else {
+            ChainVerdict::Missing(missing)
+        }
     };
     let field = |found: &Result<ChainLoop, NoChain>, get: fn(&ChainLoop) -> usize| found.as_ref().ok().map(get);
     ChainCheck {
@@ -328,7 +354,7 @@ fn remainder_mask(instructions: &[Instruction], first: usize, last: usize) -> Op
 }
 
 /// The operands of `instruction`, after its predicate and opcode, split at commas.
-fn operands(instruction: &Instruction) -> Vec<&str> {
+pub(super) fn operands(instruction: &Instruction) -> Vec<&str> {
     let text = instruction.text.trim_start();
     let text = if text.starts_with('@') { text.split_once(char::is_whitespace).map_or("", |(_, r)| r) } else { text };
     let rest = text.trim_start().strip_prefix(instruction.opcode.as_str()).unwrap_or("");
@@ -336,7 +362,7 @@ fn operands(instruction: &Instruction) -> Vec<&str> {
 }
 
 /// A branch's target: its last operand, if the opcode is a `BRA` form.
-fn branch_target(instruction: &Instruction) -> Option<u64> {
+pub(super) fn branch_target(instruction: &Instruction) -> Option<u64> {
     if !instruction.opcode.starts_with("BRA") {
         return None;
     }
@@ -349,7 +375,7 @@ fn hex(operand: &str) -> Option<u64> {
 }
 
 /// `P0`, `!UP1`, `@!P2` → the predicate's name (`PT` is no predicate).
-fn predicate(token: &str) -> Option<&str> {
+pub(super) fn predicate(token: &str) -> Option<&str> {
     let name = token.trim_start_matches(['@', '!']);
     let digits = name.strip_prefix("UP").or_else(|| name.strip_prefix('P'))?;
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then_some(name)
@@ -601,11 +627,15 @@ mod tests {
         assert_eq!((f64_finite.latency_loop_instructions, f64_finite.throughput_loop_instructions), (None, None));
         assert_eq!(
             f64_finite.chain,
-            ChainVerdict::Missing(
-                "latency: only a remainder loop (at most 7 steps per launch) holds the work: the unrolled chain was \
-                 folded away; throughput: no loop: the chain was folded away"
-                    .into()
-            )
+            ChainVerdict::Missing(MissingChain {
+                latency: Some(NoChain::OnlyRemainder { max_trips: 7 }),
+                throughput: Some(NoChain::NoLoop)
+            })
+        );
+        assert_eq!(
+            f64_finite.chain.to_string(),
+            "MISSING: latency: only a remainder loop (at most 7 steps per launch) holds the work: the unrolled chain \
+             was folded away; throughput: no loop: the chain was folded away"
         );
     }
 }
