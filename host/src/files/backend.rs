@@ -217,7 +217,7 @@ impl GpuBackend {
     /// `P` over `src` into `dst`, in chunks.
     fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), String>
     where
-        P: shared::kind::Stream,
+        P: shared::kind::Stream<Out = f32>,
         P::In: cudarc::driver::DeviceRepr + bytemuck::Pod,
     {
         let dst: &mut [u32] = bytemuck::cast_slice_mut(dst);
