@@ -275,6 +275,24 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     gpu.unorm16_to_f32(&words, &mut a).expect("gpu");
     CpuBackend.unorm16_to_f32(&words, &mut b).expect("cpu");
     assert_eq!(first_difference(&a, &b), None, "UNORM16: (index, gpu bits, cpu bits)");
+    // The binary16 / bfloat16 outputs, through the map kernels of their primitives.
+    type Convert<'a, T> = &'a dyn Fn(&dyn Backend, &[T], &mut [u16]) -> Result<(), String>;
+    let to_f16_8: Convert<u8> = &|b, s, d| b.unorm8_to_f16(s, d);
+    let to_bf16_8: Convert<u8> = &|b, s, d| b.unorm8_to_bf16(s, d);
+    for (name, convert) in [("UNORM8 -> f16", to_f16_8), ("UNORM8 -> bf16", to_bf16_8)] {
+        let (mut a, mut b) = (vec![0u16; bytes8.len()], vec![0u16; bytes8.len()]);
+        convert(gpu.as_ref(), &bytes8, &mut a).expect("gpu");
+        convert(&CpuBackend, &bytes8, &mut b).expect("cpu");
+        assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
+    }
+    let to_f16_16: Convert<u16> = &|b, s, d| b.unorm16_to_f16(s, d);
+    let to_bf16_16: Convert<u16> = &|b, s, d| b.unorm16_to_bf16(s, d);
+    for (name, convert) in [("UNORM16 -> f16", to_f16_16), ("UNORM16 -> bf16", to_bf16_16)] {
+        let (mut a, mut b) = (vec![0u16; words.len()], vec![0u16; words.len()]);
+        convert(gpu.as_ref(), &words, &mut a).expect("gpu");
+        convert(&CpuBackend, &words, &mut b).expect("cpu");
+        assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
+    }
 }
 
 #[test]

@@ -2,14 +2,17 @@
 //! [`gpu_backend`].
 //!
 //! A backend gets raw buffers and must give bit for bit what the CPU gives: counts
-//! equal to [`FloatFormat::count`], and f32 outputs equal to [`map_slice`] of the one
-//! primitive bound to each sample width ([`Unorm8Primitive`], [`Unorm16Primitive`]),
-//! which every backend runs: the CPU as Rust, the GPU as that primitive's kernel. A
-//! device backend may hand any part it has no kernel for to [`CpuBackend`].
+//! equal to [`FloatFormat::count`], and converted samples equal to [`map_slice`] (f32)
+//! or [`map_bits`] (binary16 / bfloat16 bits) of the one primitive bound to each sample
+//! width and output type ([`Unorm8Primitive`], [`Unorm16Primitive`],
+//! [`Unorm8ToF16Primitive`], [`Unorm16ToF16Primitive`], [`Unorm8ToBf16Primitive`],
+//! [`Unorm16ToBf16Primitive`]), which every backend runs: the CPU as Rust, the GPU as that
+//! primitive's kernel. A device backend may hand any part it has no kernel for to
+//! [`CpuBackend`].
 
 use crate::files::scan::{self, Counts, Endian, FloatFormat, Source};
 use rayon::prelude::*;
-use shared::Primitive;
+use shared::{Primitive, Stored};
 
 /// The primitive `normalize` runs on 8-bit samples, on every backend: `x / 255`
 /// correctly rounded (the ×3 form, proven exact on all 256 codes by verify).
@@ -19,6 +22,26 @@ pub type Unorm8Primitive = shared::variants::unorm8_times3_int;
 /// correctly rounded (IEEE division, proven exact on all 65,536 codes by verify).
 pub type Unorm16Primitive = shared::variants::unorm16_div_ieee;
 
+/// The primitive `normalize --dtype f16` runs on 8-bit samples, on every backend:
+/// `x / 255` correctly rounded to binary16, by rounding to odd at f32 precision (exact by
+/// construction, and proven on all 256 codes by verify).
+pub type Unorm8ToF16Primitive = shared::variants::unorm8_to_f16_odd;
+
+/// The primitive `normalize --dtype f16` runs on 16-bit samples: `x / 65535` correctly
+/// rounded to binary16 by rounding to odd (proven on all 65,536 codes; the form through
+/// f32 is one ULP off on two of them).
+pub type Unorm16ToF16Primitive = shared::variants::unorm16_to_f16_odd;
+
+/// The primitive `normalize --dtype bf16` runs on 8-bit samples: `x / 255` correctly
+/// rounded to bfloat16, through the exact f32 quotient (two roundings that are never
+/// wrong for 255: proven on all 256 codes; the cheapest exact form on the CPU).
+pub type Unorm8ToBf16Primitive = shared::variants::unorm8_to_bf16_via_f32;
+
+/// The primitive `normalize --dtype bf16` runs on 16-bit samples: `x / 65535` correctly
+/// rounded to bfloat16, through the exact f32 quotient (never wrong for 65535: proven on
+/// all 65,536 codes).
+pub type Unorm16ToBf16Primitive = shared::variants::unorm16_to_bf16_via_f32;
+
 /// `dst[i] = P(src[i])` over `min(src.len(), dst.len())` elements on the calling
 /// thread, exactly as `P` computes it; the loop vectorises for the conversions above.
 pub fn map_slice<P: Primitive<Out = f32>>(src: &[P::In], dst: &mut [f32]) {
@@ -26,6 +49,17 @@ pub fn map_slice<P: Primitive<Out = f32>>(src: &[P::In], dst: &mut [f32]) {
         *d = P::apply(s);
     }
 }
+
+/// `dst[i]` = the stored bits of `P(src[i])` over `min(src.len(), dst.len())` elements
+/// on the calling thread, exactly as `P` computes them (for the 16-bit float outputs).
+pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [Bits<P>]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = P::apply(s).to_stored();
+    }
+}
+
+/// The stored bits of `P`'s result.
+type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
 
 /// The `--device` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -59,6 +93,22 @@ pub trait Backend: Sync {
 
     /// `dst[i] = src[i] / 65535`, correctly rounded. `dst.len() == src.len()`.
     fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String>;
+
+    /// `dst[i]` = the binary16 bits of `src[i] / 255`, correctly rounded.
+    /// `dst.len() == src.len()`.
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String>;
+
+    /// `dst[i]` = the binary16 bits of `src[i] / 65535`, correctly rounded (subnormal for
+    /// codes 1..=3). `dst.len() == src.len()`.
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String>;
+
+    /// `dst[i]` = the bfloat16 bits of `src[i] / 255`, correctly rounded.
+    /// `dst.len() == src.len()`.
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String>;
+
+    /// `dst[i]` = the bfloat16 bits of `src[i] / 65535`, correctly rounded.
+    /// `dst.len() == src.len()`.
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String>;
 }
 
 /// The CPU backend: every core of the global rayon pool, in blocks of
@@ -87,6 +137,26 @@ impl Backend for CpuBackend {
 
     fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String> {
         convert_parallel(src, dst, map_slice::<Unorm16Primitive>);
+        Ok(())
+    }
+
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+        convert_parallel(src, dst, map_bits::<Unorm8ToF16Primitive>);
+        Ok(())
+    }
+
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+        convert_parallel(src, dst, map_bits::<Unorm16ToF16Primitive>);
+        Ok(())
+    }
+
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+        convert_parallel(src, dst, map_bits::<Unorm8ToBf16Primitive>);
+        Ok(())
+    }
+
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+        convert_parallel(src, dst, map_bits::<Unorm16ToBf16Primitive>);
         Ok(())
     }
 }
@@ -133,10 +203,11 @@ pub fn with_count_variant<W: WithCountVariant>(format: FloatFormat, with: W) -> 
 
 /// The GPU backend: scans of every format with the coalesced count kernel of the
 /// format's is-finite variant ([`with_count_variant`]: the same `shared` function the
-/// CPU scan uses), and both conversions with the stream kernels of the primitives
-/// every backend runs ([`Unorm8Primitive`], [`Unorm16Primitive`]). A chunk in which the GPU finds non-finite values is classified
-/// (NaN / ±inf) by the CPU, which must find the same count. Big-endian data goes to
-/// [`CpuBackend`].
+/// CPU scan uses), the f32 conversions with the stream kernels of the primitives every
+/// backend runs ([`Unorm8Primitive`], [`Unorm16Primitive`]), and the binary16 / bfloat16
+/// ones with the map kernels of theirs ([`Unorm8ToF16Primitive`], ...). A chunk in which
+/// the GPU finds non-finite values is classified (NaN / ±inf) by the CPU, which must find
+/// the same count. Big-endian data goes to [`CpuBackend`].
 pub struct GpuBackend {
     gpu: crate::gpu::Gpu,
 }
@@ -155,6 +226,24 @@ impl GpuBackend {
             let input = self.gpu.upload(src).map_err(|e| e.to_string())?;
             let mut output = self.gpu.zeros::<u32>(src.len()).map_err(|e| e.to_string())?;
             self.gpu.map_stream::<P>(&input.as_view(), &mut output.as_view_mut()).map_err(|e| e.to_string())?;
+            self.gpu.download_into(&output, dst).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// The stored bits of `f(src[i])` for the [`KernelKind::Map`](shared::KernelKind::Map)
+    /// kernel of `P` over `src` into `dst`, in chunks (the 16-bit float outputs).
+    fn convert_bits<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), String>
+    where
+        P: shared::kind::Map,
+        P::In: cudarc::driver::DeviceRepr,
+        Bits<P>: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
+    {
+        let per_chunk = GPU_CHUNK_BYTES / size_of::<P::In>();
+        for (src, dst) in src.chunks(per_chunk).zip(dst.chunks_mut(per_chunk)) {
+            let input = self.gpu.upload(src).map_err(|e| e.to_string())?;
+            let mut output = self.gpu.zeros::<Bits<P>>(src.len()).map_err(|e| e.to_string())?;
+            self.gpu.map::<P>(&input, &mut output).map_err(|e| e.to_string())?;
             self.gpu.download_into(&output, dst).map_err(|e| e.to_string())?;
         }
         Ok(())
@@ -235,6 +324,22 @@ impl Backend for GpuBackend {
 
     fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String> {
         self.convert::<Unorm16Primitive>(src, dst)
+    }
+
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+        self.convert_bits::<Unorm8ToF16Primitive>(src, dst)
+    }
+
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+        self.convert_bits::<Unorm16ToF16Primitive>(src, dst)
+    }
+
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+        self.convert_bits::<Unorm8ToBf16Primitive>(src, dst)
+    }
+
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+        self.convert_bits::<Unorm16ToBf16Primitive>(src, dst)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Tensor containers: `.npy`, `.npz` and `.safetensors` headers parsed from a file read
 //! on demand, tensor data read the same way (a deflated `.npz` member's inflated as it
-//! is read), and f32 tensors written atomically, streamed a chunk at a time.
+//! is read), and f32 / binary16 / bfloat16 tensors written atomically, streamed a chunk
+//! at a time.
 //!
 //! `.npy` headers, of files and of `.npz` members alike, are parsed by [`npy_header`]
 //! (linear time whatever the bytes); `.npz` archives by [`crate::files::npz`]; `.safetensors`
@@ -713,6 +714,11 @@ pub enum TensorWriteErrorKind {
         /// Values given.
         values: u64,
     },
+    /// `.npy` cannot hold values of this type: NumPy has no bfloat16.
+    NoNpyDtype {
+        /// The values' type.
+        dtype: Dtype,
+    },
     /// The tensor name is one the format reserves.
     ReservedName {
         /// The name.
@@ -749,6 +755,12 @@ impl std::fmt::Display for TensorWriteErrorKind {
             TensorWriteErrorKind::ShapeMismatch { shape, values } => {
                 write!(f, "shape {shape:?} does not hold {values} values")
             }
+            TensorWriteErrorKind::NoNpyDtype { dtype } => write!(
+                f,
+                ".npy cannot hold --dtype {} (NumPy has no such dtype); write a .safetensors output instead, \
+                 or use --dtype f16 or f32",
+                dtype.name()
+            ),
             TensorWriteErrorKind::ReservedName { name } => write!(f, "tensor name '{name}' is reserved by the format"),
             TensorWriteErrorKind::CreateTemporary { directory, error } => {
                 write!(f, "cannot create a temporary file in {}: {}", directory.display(), io_message(error))
@@ -809,20 +821,118 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
     Ok(container)
 }
 
+/// Checks, before any work, that `container` can hold values of `dtype` (`.npy` cannot
+/// hold bfloat16: NumPy has no such dtype); the error names `output`.
+pub fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<(), TensorWriteError> {
+    if dtype.npy_descr().is_none() && container == Container::Npy {
+        return Err(TensorWriteError { path: output.to_path_buf(), kind: TensorWriteErrorKind::NoNpyDtype { dtype } });
+    }
+    Ok(())
+}
+
 /// Values per chunk when a tensor is written: 4 MiB of f32, so that writing holds a few
 /// MiB however large the tensor is.
 pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
 
+/// The element type of a written tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// IEEE 754 binary32: `.npy` `<f4`, `.safetensors` `F32`.
+    F32,
+    /// IEEE 754 binary16: `.npy` `<f2`, `.safetensors` `F16`.
+    F16,
+    /// bfloat16: `.safetensors` `BF16`; NumPy has no such dtype, so no `.npy`.
+    Bf16,
+}
+
+impl Dtype {
+    /// `f32`, `f16` or `bf16`, as `--dtype` and the reports spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+        }
+    }
+
+    /// Bytes per value.
+    pub const fn bytes(self) -> u64 {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F16 | Dtype::Bf16 => 2,
+        }
+    }
+
+    /// The `.safetensors` dtype string.
+    pub const fn safetensors_name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "F32",
+            Dtype::F16 => "F16",
+            Dtype::Bf16 => "BF16",
+        }
+    }
+
+    /// The `.npy` type string (little-endian), or `None` where NumPy has no dtype.
+    pub const fn npy_descr(self) -> Option<&'static str> {
+        match self {
+            Dtype::F32 => Some("<f4"),
+            Dtype::F16 => Some("<f2"),
+            Dtype::Bf16 => None,
+        }
+    }
+}
+
+/// A [`Dtype`] as a type, so that a [`TensorSource`]'s values have the right width by
+/// construction: [`AsF32`], [`AsF16`], [`AsBf16`].
+pub trait DtypeOf {
+    /// The dtype.
+    const DTYPE: Dtype;
+    /// How one value is held in memory: the f32 itself, or the 16 bits of a binary16 or
+    /// bfloat16 encoding.
+    type Stored: bytemuck::Pod + Default + Send + Sync;
+}
+
+/// f32 values, held as `f32`.
+#[derive(Clone, Copy, Debug)]
+pub enum AsF32 {}
+/// binary16 values, held as their `u16` encodings.
+#[derive(Clone, Copy, Debug)]
+pub enum AsF16 {}
+/// bfloat16 values, held as their `u16` encodings.
+#[derive(Clone, Copy, Debug)]
+pub enum AsBf16 {}
+
+impl DtypeOf for AsF32 {
+    const DTYPE: Dtype = Dtype::F32;
+    type Stored = f32;
+}
+
+impl DtypeOf for AsF16 {
+    const DTYPE: Dtype = Dtype::F16;
+    type Stored = u16;
+}
+
+impl DtypeOf for AsBf16 {
+    const DTYPE: Dtype = Dtype::Bf16;
+    type Stored = u16;
+}
+
+/// The stored form of the values of a [`TensorSource`].
+pub type StoredOf<S> = <<S as TensorSource>::Dtype as DtypeOf>::Stored;
+
 /// A tensor's values in flat order, produced a chunk at a time, so that writing one
 /// never needs them all in memory.
-pub trait F32Source {
+pub trait TensorSource {
+    /// The values' type.
+    type Dtype: DtypeOf;
     /// Why values cannot be produced.
     type Error: std::error::Error + Send + Sync + 'static;
     /// How many values there are.
     fn elements(&self) -> u64;
     /// Writes values `start .. start + out.len()` into `out` (a range within
-    /// [`F32Source::elements`]).
-    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), Self::Error>;
+    /// [`TensorSource::elements`]).
+    fn fill(&self, start: u64, out: &mut [StoredOf<Self>]) -> Result<(), Self::Error>;
 }
 
 /// Values asked for beyond the end of a slice of them.
@@ -840,7 +950,8 @@ impl std::fmt::Display for ValuesOutOfRange {
 
 impl std::error::Error for ValuesOutOfRange {}
 
-impl F32Source for [f32] {
+impl TensorSource for [f32] {
+    type Dtype = AsF32;
     type Error = ValuesOutOfRange;
 
     fn elements(&self) -> u64 {
@@ -854,24 +965,26 @@ impl F32Source for [f32] {
     }
 }
 
-/// Writes the f32 tensor `data` of `shape` to `out`: [`write_f32_from`] of a slice.
+/// Writes the f32 tensor `data` of `shape` to `out`: [`write_from`] of a slice.
 pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), TensorWriteError> {
-    write_f32_from(out, name, shape, data, force)
+    write_from(out, name, shape, data, force)
 }
 
-/// Writes an f32 tensor of `shape` to `out` as the container its extension names:
-/// [`stage_f32`], then [`StagedOutput::commit`].
-pub fn write_f32_from(
+/// Writes a tensor of `shape` to `out` as the container its extension names: [`stage`],
+/// then [`StagedOutput::commit`].
+pub fn write_from(
     out: &Path,
     name: &str,
     shape: &[u64],
-    data: &(impl F32Source + ?Sized),
+    data: &(impl TensorSource + ?Sized),
     force: bool,
 ) -> Result<(), TensorWriteError> {
-    stage_f32(out, name, shape, data, force)?.commit()
+    stage(out, name, shape, data, force)?.commit()
 }
 
-/// Writes an f32 tensor of `shape`, for `out`, as the container its extension names,
+/// Writes a tensor of `shape` with the values' dtype (`.npy`: `<f4` or `<f2`;
+/// `.safetensors`: `F32`, `F16` or `BF16`; `.npy` refuses bfloat16, see [`check_dtype`]),
+/// for `out`, as the container its extension names,
 /// under the tensor name `name` for `.safetensors` (any name but the format's reserved
 /// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time, into
 /// a temporary file in `out`'s directory, synced; `out` itself is not touched until
@@ -885,16 +998,17 @@ pub fn write_f32_from(
 ///
 /// On any error the temporary file is removed and `out` is left as it was; so is it if
 /// the result is dropped without being committed.
-pub fn stage_f32(
+pub fn stage<S: TensorSource + ?Sized>(
     out: &Path,
     name: &str,
     shape: &[u64],
-    data: &(impl F32Source + ?Sized),
+    data: &S,
     force: bool,
 ) -> Result<StagedOutput, TensorWriteError> {
     use std::os::unix::fs::PermissionsExt;
     let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
     let container = Container::of_output(out).ok_or_else(|| fail(TensorWriteErrorKind::UnknownExtension))?;
+    check_dtype(out, container, S::Dtype::DTYPE)?;
     if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
         return Err(fail(TensorWriteErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }));
     }
@@ -964,11 +1078,11 @@ impl StagedOutput {
 }
 
 /// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order.
-fn for_each_chunk(
-    data: &(impl F32Source + ?Sized),
-    mut write: impl FnMut(&[f32]) -> std::io::Result<()>,
+fn for_each_chunk<S: TensorSource + ?Sized>(
+    data: &S,
+    mut write: impl FnMut(&[StoredOf<S>]) -> std::io::Result<()>,
 ) -> Result<(), TensorWriteErrorKind> {
-    let mut chunk = vec![0.0f32; WRITE_CHUNK_ELEMENTS.min(data.elements() as usize)];
+    let mut chunk = vec![StoredOf::<S>::default(); WRITE_CHUNK_ELEMENTS.min(data.elements() as usize)];
     let mut start = 0;
     while start < data.elements() {
         let len = chunk.len().min((data.elements() - start) as usize);
@@ -979,32 +1093,52 @@ fn for_each_chunk(
     Ok(())
 }
 
-fn write_npy(
+/// Writes `data` as a `.npy` array of `shape`, with `npyz` (`<f4` for f32, `<f2` for
+/// binary16); bfloat16, which NumPy lacks, is refused.
+fn write_npy<S: TensorSource + ?Sized>(
     out: &mut impl Write,
     shape: &[u64],
-    data: &(impl F32Source + ?Sized),
+    data: &S,
+) -> Result<(), TensorWriteErrorKind> {
+    match S::Dtype::DTYPE {
+        Dtype::F32 => write_npy_as(out, shape, data, |chunk| bytemuck::cast_slice::<_, f32>(chunk).to_vec()),
+        Dtype::F16 => write_npy_as(out, shape, data, |chunk| {
+            bytemuck::cast_slice::<_, u16>(chunk).iter().map(|&bits| half::f16::from_bits(bits)).collect()
+        }),
+        dtype @ Dtype::Bf16 => Err(TensorWriteErrorKind::NoNpyDtype { dtype }),
+    }
+}
+
+/// [`write_npy`] with the values of each chunk made `T`s (whose `npyz` dtype the header
+/// gets) by `values`.
+fn write_npy_as<S: TensorSource + ?Sized, T: npyz::AutoSerialize>(
+    out: &mut impl Write,
+    shape: &[u64],
+    data: &S,
+    values: impl Fn(&[StoredOf<S>]) -> Vec<T>,
 ) -> Result<(), TensorWriteErrorKind> {
     use npyz::WriterBuilder;
-    let mut writer = npyz::WriteOptions::new()
+    let mut writer = npyz::WriteOptions::<T>::new()
         .default_dtype()
         .shape(shape)
         .writer(out)
         .begin_nd()
         .map_err(TensorWriteErrorKind::Write)?;
-    for_each_chunk(data, |chunk| writer.extend(chunk.iter().copied()))?;
+    for_each_chunk(data, |chunk| writer.extend(values(chunk)))?;
     writer.finish().map_err(TensorWriteErrorKind::Write)
 }
 
-/// Writes what `safetensors::serialize` writes for one F32 tensor (a test compares the
-/// bytes), without building the whole file in memory as it does: the length, the JSON
-/// header padded with spaces to a multiple of 8 bytes, then the little-endian values.
-fn write_safetensors(
+/// Writes what `safetensors::serialize` writes for one F32, F16 or BF16 tensor (a test
+/// compares the bytes), without building the whole file in memory as it does: the
+/// length, the JSON header padded with spaces to a multiple of 8 bytes, then the
+/// little-endian values.
+fn write_safetensors<S: TensorSource + ?Sized>(
     out: &mut impl Write,
     name: &str,
     shape: &[u64],
-    data: &(impl F32Source + ?Sized),
+    data: &S,
 ) -> Result<(), TensorWriteErrorKind> {
-    const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian f32");
+    const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian values");
     /// One tensor's header entry, its fields in the crate's order.
     #[derive(serde::Serialize)]
     struct Info<'a> {
@@ -1012,7 +1146,8 @@ fn write_safetensors(
         shape: &'a [u64],
         data_offsets: [u64; 2],
     }
-    let info = Info { dtype: "F32", shape, data_offsets: [0, data.elements() * 4] };
+    let dtype = S::Dtype::DTYPE;
+    let info = Info { dtype: dtype.safetensors_name(), shape, data_offsets: [0, data.elements() * dtype.bytes()] };
     let mut header =
         serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)])).map_err(TensorWriteErrorKind::Header)?;
     header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');
