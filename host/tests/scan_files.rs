@@ -355,7 +355,7 @@ fn an_npz_truncated_during_a_scan_is_an_error_naming_it() {
         assert_eq!(tensor.deflated.is_some(), method == ZipMethod::Deflated);
         let new_len = ((read.start + read.end) / 2) as u64;
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(new_len).unwrap();
-        let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+        let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err().to_string();
         let expected = format!(
             "{}: tensor 'a': file shrank while being read (now {new_len} bytes, {} needed): truncated by another program?",
             path.display(),
@@ -503,4 +503,47 @@ fn an_index_that_does_not_match_its_shards() {
     let twice = dir.path().join("twice.json");
     std::fs::write(&twice, br#"{"weight_map": {"a": "s.safetensors", "a": "t.safetensors"}}"#).unwrap();
     assert_refused(&bitexact(&["scan", path_arg(&twice)]), &twice, "'a' is listed twice");
+}
+
+/// Errors are typed: a caller tells what went wrong by matching, not by reading the
+/// message, through every layer (tensor file → container → archive → member → `.npy`
+/// → header → syntax), and reaches the I/O error underneath through `source()`.
+#[test]
+fn errors_are_typed_through_every_layer_and_keep_their_sources() {
+    use host::files::npy_header::{NpyHeaderError, NpyHeaderKey, NpySyntaxError};
+    use host::files::npz::{NpzError, NpzMemberError};
+    use host::files::tensor::NpyError;
+    use host::files::tensor_io::{ContainerError, RegularFileError, TensorFile, TensorFileErrorKind};
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.npy");
+    let Err(error) = TensorFile::open(&missing) else { panic!("a missing file opened") };
+    assert!(
+        matches!(&error.kind, TensorFileErrorKind::NotRegular(RegularFileError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound),
+        "{error:?}"
+    );
+    let io =
+        std::error::Error::source(&error).and_then(|e| e.source()).and_then(|e| e.downcast_ref::<std::io::Error>());
+    assert_eq!(io.map(std::io::Error::kind), Some(std::io::ErrorKind::NotFound), "{error:?}");
+    assert_eq!(error.to_string(), format!("{}: no such file or directory", missing.display()));
+    for method in [ZipMethod::Stored, ZipMethod::Deflated] {
+        let path = dir.path().join(format!("{method:?}.npz"));
+        let member = common::npy_bytes(1, "{'descr': '<f4', 'shape': (1,)}", 4);
+        common::write_npz(&path, &[("a.npy", member)], method);
+        let Err(error) = TensorFile::open(&path) else { panic!("{method:?}: a header without 'fortran_order' opened") };
+        match &error.kind {
+            TensorFileErrorKind::Container(ContainerError::Npz(NpzError::Member {
+                name,
+                error:
+                    NpzMemberError::Npy(NpyError::Header(NpyHeaderError::Invalid(NpySyntaxError::MissingKey(
+                        NpyHeaderKey::FortranOrder,
+                    )))),
+            })) => assert_eq!(name, "a.npy"),
+            _ => panic!("{method:?}: {error:?}"),
+        }
+        assert_eq!(
+            error.to_string(),
+            format!("{}: member 'a.npy': invalid header: no 'fortran_order' key", path.display()),
+            "{method:?}"
+        );
+    }
 }

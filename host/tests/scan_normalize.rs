@@ -77,7 +77,7 @@ fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
     // Inside the last block, at a block boundary, inside the header.
     for new_len in [data_start + 2 * BLOCK_BYTES as u64 + 3, data_start + BLOCK_BYTES as u64, 10] {
         std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(new_len).unwrap();
-        let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+        let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err().to_string();
         let expected = format!(
             "{}: tensor 'x': file shrank while being read (now {new_len} bytes, {} needed): truncated by another program?",
             path.display(),
@@ -104,10 +104,10 @@ fn a_file_replaced_or_removed_after_its_header_was_read_is_an_error() {
     let files = [TensorFile::open(&path).unwrap()];
     write(&other, f32::NAN.to_le_bytes().to_vec());
     std::fs::rename(&other, &path).unwrap();
-    let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+    let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err().to_string();
     assert_eq!(error, format!("{}: replaced by another file after its header was read", path.display()));
     std::fs::remove_file(&path).unwrap();
-    let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err();
+    let error = Report::scan(&files, &CpuBackend, &Progress::new(0, "test")).map(|_| ()).unwrap_err().to_string();
     assert_eq!(
         error,
         format!("{}: cannot open again after its header was read: no such file or directory", path.display())
@@ -302,12 +302,12 @@ fn written_outputs_are_atomic_and_never_clobber() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.npy");
     std::fs::write(&out, b"keep me").unwrap();
-    let err = tensor_io::write_f32(&out, "image", &[1], &[0.5], false).unwrap_err();
+    let err = tensor_io::write_f32(&out, "image", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("already exists"), "{err}");
     assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
     tensor_io::write_f32(&out, "image", &[1], &[0.5], true).unwrap();
     assert_ne!(std::fs::read(&out).unwrap(), b"keep me");
-    let err = tensor_io::write_f32(&dir.path().join("t.png"), "image", &[1], &[0.5], false).unwrap_err();
+    let err = tensor_io::write_f32(&dir.path().join("t.png"), "image", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("unknown output extension"), "{err}");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, [std::ffi::OsString::from("t.npy")], "no temporary file may be left behind");
@@ -317,7 +317,7 @@ fn written_outputs_are_atomic_and_never_clobber() {
 fn the_reserved_safetensors_key_is_refused_as_a_tensor_name() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.safetensors");
-    let err = tensor_io::write_f32(&out, "__metadata__", &[1], &[0.5], false).unwrap_err();
+    let err = tensor_io::write_f32(&out, "__metadata__", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("reserved"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing may be written");
     tensor_io::write_f32(&dir.path().join("t.npy"), "__metadata__", &[1], &[0.5], false).unwrap();
@@ -395,6 +395,7 @@ fn written_safetensors_are_what_the_crate_writes_and_large_tensors_stream() {
         };
         assert_eq!(bits(&back), bits(&values), "{name}");
     }
-    let err = tensor_io::write_f32(&dir.path().join("wrong.npy"), "x", &[2, 2], &[0.5; 3], false).unwrap_err();
+    let err =
+        tensor_io::write_f32(&dir.path().join("wrong.npy"), "x", &[2, 2], &[0.5; 3], false).unwrap_err().to_string();
     assert!(err.contains("does not hold 3 values"), "{err}");
 }

@@ -4,6 +4,10 @@
 
 use host::cuda_tools::sass::SassError;
 use host::cuda_tools::tools::ToolError;
+use host::files::normalize::ImageDecodeError;
+use host::files::scan_inputs::ScanInputError;
+use host::files::scan_report::ScanError;
+use host::files::tensor_io::{TensorFileError, TensorWriteError};
 use host::gpu::GpuError;
 use host::search::EmitError;
 use host::support::output::OutputError;
@@ -36,6 +40,16 @@ pub enum CliError {
     Emit(EmitError),
     /// Stdout could not be written.
     Output(OutputError),
+    /// `scan`'s arguments (directories, indexes) could not be turned into files.
+    ScanInput(ScanInputError),
+    /// A tensor file could not be opened, or its header is refused.
+    TensorFile(TensorFileError),
+    /// A scan stopped.
+    Scan(ScanError),
+    /// `normalize`'s image could not be decoded.
+    Image(ImageDecodeError),
+    /// `normalize`'s output could not be written.
+    TensorWrite(TensorWriteError),
     /// A file named by an option could not be written: `<path>: <why>`.
     WriteFile {
         /// The file.
@@ -58,6 +72,11 @@ impl fmt::Display for CliError {
             CliError::Sass(e) => e.fmt(f),
             CliError::Emit(e) => e.fmt(f),
             CliError::Output(e) => e.fmt(f),
+            CliError::ScanInput(e) => e.fmt(f),
+            CliError::TensorFile(e) => e.fmt(f),
+            CliError::Scan(e) => e.fmt(f),
+            CliError::Image(e) => e.fmt(f),
+            CliError::TensorWrite(e) => e.fmt(f),
             CliError::WriteFile { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -72,6 +91,11 @@ impl std::error::Error for CliError {
             CliError::Sass(e) => Some(e),
             CliError::Emit(e) => Some(e),
             CliError::Output(e) => Some(e),
+            CliError::ScanInput(e) => Some(e),
+            CliError::TensorFile(e) => Some(e),
+            CliError::Scan(e) => Some(e),
+            CliError::Image(e) => Some(e),
+            CliError::TensorWrite(e) => Some(e),
             CliError::WriteFile { source, .. } => Some(source),
             CliError::Usage(_) | CliError::Message(_) => None,
         }
@@ -96,6 +120,11 @@ from! {
     SassError => Sass,
     EmitError => Emit,
     OutputError => Output,
+    ScanInputError => ScanInput,
+    TensorFileError => TensorFile,
+    ScanError => Scan,
+    ImageDecodeError => Image,
+    TensorWriteError => TensorWrite,
     String => Message,
 }
 
@@ -114,6 +143,11 @@ mod tests {
             (CliError::NeedsGpu { command: "bench", source: gpu() }, format!("bench needs a GPU: {}", gpu())),
             (gpu().into(), gpu().to_string()),
             (EmitError::NotEveryDenominator.into(), EmitError::NotEveryDenominator.to_string()),
+            (
+                TensorFileError { path: "a.npy".into(), kind: host::files::tensor_io::TensorFileErrorKind::Replaced }
+                    .into(),
+                "a.npy: replaced by another file after its header was read".into(),
+            ),
             (
                 CliError::WriteFile {
                     path: "out.json".into(),

@@ -1,5 +1,6 @@
 //! `bitexact normalize`: an image → an f32 tensor in [0, 1], correctly rounded.
 
+use super::error::CliError;
 use clap::builder::TypedValueParser as _;
 use host::files::backend::{self, Device};
 use host::files::normalize::{ChannelLayout, Image};
@@ -65,7 +66,7 @@ struct Summary {
 /// a stdout that cannot be written fails the run with nothing changed; a reader that
 /// closed the pipe early is not an error (as for `scan`). A summary followed by an error
 /// means the final rename failed.
-pub fn run(args: &NormalizeArgs) -> Result<ExitCode, String> {
+pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
     let container = tensor_io::check_output(&args.output, &args.image, args.force)?;
     let backend = backend::select(args.device)?;
     let image = Image::decode(&args.image)?;

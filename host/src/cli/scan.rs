@@ -1,5 +1,6 @@
 //! `bitexact scan`: count NaN and infinities in .npy / .npz / .safetensors files.
 
+use super::error::CliError;
 use host::files::backend::{self, Device};
 use host::files::scan_inputs;
 use host::files::scan_report::{self, Report};
@@ -34,7 +35,7 @@ pub struct ScanArgs {
 /// tensor could not be scanned (its dtype or storage is not supported); `Err` (exit 2) on
 /// any bad input, reported before anything is scanned, or on a file that shrinks while
 /// it is scanned.
-pub fn run(args: &ScanArgs) -> Result<ExitCode, String> {
+pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
     let backend = backend::select(args.device)?;
     let inputs = scan_inputs::expand(&args.files)?;
     let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;

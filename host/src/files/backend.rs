@@ -77,7 +77,7 @@ impl Backend for CpuBackend {
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, String> {
-        scan::count_parallel(format, endian, data, progress)
+        scan::count_parallel(format, endian, data, progress).map_err(|e| e.to_string())
     }
 
     fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
@@ -185,7 +185,7 @@ impl WithCountVariant for GpuCount<'_> {
         let mut total = Counts::default();
         let mut buffer = Vec::new();
         for start in (0..whole).step_by(chunk_bytes) {
-            let bytes = data.get(start..(start + chunk_bytes).min(whole), &mut buffer)?;
+            let bytes = data.get(start..(start + chunk_bytes).min(whole), &mut buffer).map_err(|e| e.to_string())?;
             let first_index = (start / size) as u64;
             let elements: std::borrow::Cow<[P::In]> = match bytemuck::try_cast_slice(bytes) {
                 Ok(aligned) => aligned.into(),

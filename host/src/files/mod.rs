@@ -8,11 +8,15 @@
 //!   checkpoints), [`scan_report`] (per-file results and their rendering).
 //! - Normalizing: [`normalize`] (decode and convert a chunk at a time).
 //! - [`backend`]: where the work runs, the CPU or the GPU.
+//! - Errors: each module's own `#[non_exhaustive]` types, rendered as one line through
+//!   [`message`]; each layer's wraps the one below (`From`), with the path where there
+//!   is one.
 //!
 //! Owns: bytes on disk and what they mean. Uses: [`crate::support`] and
 //! [`crate::gpu`] (through [`backend`] only).
 
 pub mod backend;
+pub mod message;
 pub mod normalize;
 pub mod npy_header;
 pub mod npz;

@@ -10,11 +10,98 @@
 //! decoded image (a quarter of the f32 tensor for 8-bit samples) and a few MiB more.
 
 use crate::files::backend::Backend;
-use crate::files::tensor::io_message;
-use crate::files::tensor_io::{F32Source, check_regular_file, one_line};
+use crate::files::message::{io_message, one_line};
+use crate::files::tensor_io::{F32Source, RegularFileError, check_regular_file};
 use std::borrow::Cow;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Why an image cannot be decoded into UNORM samples: the file and what went wrong.
+/// Displayed as `path: what`, on one line.
+#[derive(Debug)]
+pub struct ImageDecodeError {
+    /// The image file, as given.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: ImageDecodeErrorKind,
+}
+
+/// What went wrong decoding an image: see [`ImageDecodeError`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ImageDecodeErrorKind {
+    /// The path is missing or not a regular file.
+    NotRegular(RegularFileError),
+    /// Opening it, or reading its start to guess the format, failed.
+    Io(std::io::Error),
+    /// The decoder refused it.
+    Decode(image::ImageError),
+    /// Its samples are not unsigned 8- or 16-bit integers.
+    NotUnorm(image::ExtendedColorType),
+    /// It has no pixels.
+    NoPixels {
+        /// Columns.
+        width: u32,
+        /// Rows.
+        height: u32,
+    },
+}
+
+impl std::fmt::Display for ImageDecodeErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ImageDecodeErrorKind::NotRegular(error) => error.fmt(f),
+            ImageDecodeErrorKind::Io(error) => f.write_str(&io_message(error)),
+            ImageDecodeErrorKind::Decode(image::ImageError::IoError(error)) => {
+                write!(f, "cannot decode image: {}", io_message(error))
+            }
+            ImageDecodeErrorKind::Decode(error) => write!(f, "cannot decode image: {error}"),
+            ImageDecodeErrorKind::NotUnorm(color) => f.write_str(&not_unorm(*color)),
+            ImageDecodeErrorKind::NoPixels { width, height } => write!(f, "image has no pixels ({width}×{height})"),
+        }
+    }
+}
+
+impl std::fmt::Display for ImageDecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+    }
+}
+
+impl std::error::Error for ImageDecodeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ImageDecodeErrorKind::NotRegular(error) => Some(error),
+            ImageDecodeErrorKind::Io(error) => Some(error),
+            ImageDecodeErrorKind::Decode(error) => Some(error),
+            ImageDecodeErrorKind::NotUnorm(_) | ImageDecodeErrorKind::NoPixels { .. } => None,
+        }
+    }
+}
+
+/// Why samples could not be converted: see [`Normalized`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NormalizeError {
+    /// Samples asked for beyond the image's.
+    OutOfRange {
+        /// The first sample asked for.
+        start: u64,
+    },
+    /// The backend failed.
+    Backend(String),
+}
+
+impl std::fmt::Display for NormalizeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NormalizeError::OutOfRange { start } => write!(f, "samples {start}.. are out of range"),
+            NormalizeError::Backend(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for NormalizeError {}
 
 /// Axis order of the output tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -58,13 +145,13 @@ pub struct Image {
 
 impl Image {
     /// Decodes `path` with the `image` crate (format guessed from the content), keeping
-    /// the decoded channel count and bit depth. Errors are one line naming the file.
-    pub fn decode(path: &Path) -> Result<Image, String> {
-        let fail = |message: String| format!("{}: {}", path.display(), one_line(message));
-        check_regular_file(path).map_err(fail)?;
+    /// the decoded channel count and bit depth. Errors name the file.
+    pub fn decode(path: &Path) -> Result<Image, ImageDecodeError> {
+        let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
+        check_regular_file(path).map_err(|e| fail(ImageDecodeErrorKind::NotRegular(e)))?;
         let decoded = image::ImageReader::open(path)
             .and_then(|reader| reader.with_guessed_format())
-            .map_err(|e| fail(io_message(&e)))?
+            .map_err(|e| fail(ImageDecodeErrorKind::Io(e)))?
             .decode()
             .map_err(|e| fail(decode_error(e)))?;
         let (width, height) = (decoded.width(), decoded.height());
@@ -78,11 +165,11 @@ impl Image {
             D::ImageLumaA16(b) => (2, Samples::Unorm16(b.into_raw())),
             D::ImageRgb16(b) => (3, Samples::Unorm16(b.into_raw())),
             D::ImageRgba16(b) => (4, Samples::Unorm16(b.into_raw())),
-            other => return Err(fail(not_unorm(other.color().into()))),
+            other => return Err(fail(ImageDecodeErrorKind::NotUnorm(other.color().into()))),
         };
         let image = Image { height, width, channels, samples };
         if image.sample_count() == 0 {
-            return Err(fail(format!("image has no pixels ({width}×{height})")));
+            return Err(fail(ImageDecodeErrorKind::NoPixels { width, height }));
         }
         Ok(image)
     }
@@ -117,24 +204,23 @@ impl Image {
     }
 
     /// All of [`Image::normalized`] at once, in one vector.
-    pub fn to_f32(&self, layout: ChannelLayout, backend: &dyn Backend) -> Result<Vec<f32>, String> {
+    pub fn to_f32(&self, layout: ChannelLayout, backend: &dyn Backend) -> Result<Vec<f32>, NormalizeError> {
         let mut out = vec![0.0f32; self.sample_count()];
         self.normalized(layout, backend).fill(0, &mut out)?;
         Ok(out)
     }
 }
 
-/// A decoder's error as one phrase: a pixel format it has no decoding for is said the
-/// way [`not_unorm`] says a decoded one that is not UNORM.
-fn decode_error(error: image::ImageError) -> String {
+/// A decoder's error: a pixel format it has no decoding for is refused the way a
+/// decoded one that is not UNORM is ([`ImageDecodeErrorKind::NotUnorm`]).
+fn decode_error(error: image::ImageError) -> ImageDecodeErrorKind {
     use image::error::{ImageError, UnsupportedErrorKind};
-    match error {
+    match &error {
         ImageError::Unsupported(e) => match e.kind() {
-            UnsupportedErrorKind::Color(color) => not_unorm(color),
-            _ => format!("cannot decode image: {e}"),
+            UnsupportedErrorKind::Color(color) => ImageDecodeErrorKind::NotUnorm(color),
+            _ => ImageDecodeErrorKind::Decode(error),
         },
-        ImageError::IoError(e) => format!("cannot decode image: {}", io_message(&e)),
-        e => format!("cannot decode image: {e}"),
+        _ => ImageDecodeErrorKind::Decode(error),
     }
 }
 
@@ -161,19 +247,22 @@ pub struct Normalized<'a> {
 }
 
 impl F32Source for Normalized<'_> {
+    type Error = NormalizeError;
+
     fn elements(&self) -> u64 {
         self.image.sample_count() as u64
     }
 
-    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), String> {
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), NormalizeError> {
         let range = usize::try_from(start).ok().and_then(|start| Some(start..start.checked_add(out.len())?));
         let range = range.filter(|r| r.end <= self.image.sample_count());
-        let range = range.ok_or_else(|| format!("samples {start}.. are out of range"))?;
+        let range = range.ok_or(NormalizeError::OutOfRange { start })?;
         let channels = usize::from(self.image.channels);
         match &self.image.samples {
             Samples::Unorm8(s) => self.backend.unorm8_to_f32(&in_layout(s, channels, self.layout, range), out),
             Samples::Unorm16(s) => self.backend.unorm16_to_f32(&in_layout(s, channels, self.layout, range), out),
         }
+        .map_err(NormalizeError::Backend)
     }
 }
 

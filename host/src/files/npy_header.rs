@@ -77,26 +77,220 @@ pub enum Descr {
 /// The result of parsing a header's text, and the work it took.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parsed {
-    /// The header, or why it is refused (one line, with the byte offset in the text).
-    pub header: Result<Header, String>,
+    /// The header, or why it is refused.
+    pub header: Result<Header, NpySyntaxError>,
     /// Bytes looked at: at most [`STEPS_PER_BYTE`] × (text length + 1).
     pub steps: u64,
 }
 
+/// The keys of an `.npy` header that are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NpyHeaderKey {
+    /// `'descr'`.
+    Descr,
+    /// `'fortran_order'`.
+    FortranOrder,
+    /// `'shape'`.
+    Shape,
+}
+
+impl NpyHeaderKey {
+    /// The key as written (`descr`, `fortran_order`, `shape`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            NpyHeaderKey::Descr => "descr",
+            NpyHeaderKey::FortranOrder => "fortran_order",
+            NpyHeaderKey::Shape => "shape",
+        }
+    }
+}
+
+/// Why a header's text is refused by [`parse`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NpySyntaxError {
+    /// The text breaks the accepted grammar at byte `at` (of the text).
+    At {
+        /// Byte offset in the header text.
+        at: usize,
+        /// What is wrong there.
+        problem: NpySyntaxProblem,
+    },
+    /// A known key is missing.
+    MissingKey(NpyHeaderKey),
+    /// A known key is given twice.
+    DuplicateKey(NpyHeaderKey),
+}
+
+impl std::fmt::Display for NpySyntaxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NpySyntaxError::At { at, problem } => write!(f, "{problem} at byte {at}"),
+            NpySyntaxError::MissingKey(key) => write!(f, "no '{}' key", key.name()),
+            NpySyntaxError::DuplicateKey(key) => write!(f, "duplicate key '{}'", key.name()),
+        }
+    }
+}
+
+impl std::error::Error for NpySyntaxError {}
+
+/// What is wrong at a byte of a header's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NpySyntaxProblem {
+    /// The text does not start with `{`.
+    ExpectedDict,
+    /// Something follows the dict's `}`.
+    TextAfterDict,
+    /// A dict key is not a plain quoted string.
+    ExpectedKey,
+    /// No `:` after a key of the header dict.
+    ExpectedColonAfterKey,
+    /// `'fortran_order'` is `None`.
+    FortranOrderNotBool,
+    /// `'descr'` is a string of bytes that are not UTF-8.
+    DescrNotUtf8,
+    /// `'descr'` is neither a string nor a list.
+    DescrKind,
+    /// `'shape'` is neither a tuple nor a list.
+    ShapeKind,
+    /// `'shape'` is `(n)`, an integer in parentheses.
+    ShapeParenthesisedInteger,
+    /// A dimension with a leading zero.
+    LeadingZero,
+    /// A dimension over `u64::MAX`.
+    DimensionOverflow,
+    /// A dimension that is not a non-negative decimal integer.
+    ExpectedDimension,
+    /// Brackets nested deeper than [`MAX_NPY_NESTING`].
+    TooDeep,
+    /// Neither `,` nor the closing bracket after an item.
+    ExpectedCommaOr(char),
+    /// No value where one must be.
+    ExpectedValue,
+    /// No `:` after a key of a nested dict.
+    ExpectedColonInDict,
+    /// No quote where a string must start.
+    ExpectedString,
+    /// A string not closed on its line.
+    UnterminatedString,
+    /// A backslash escape in a key or in `'descr'`.
+    EscapeInKey,
+    /// A sign not followed by a digit or `.`.
+    ExpectedNumber,
+    /// A word other than `True`, `False` and `None`.
+    ExpectedWord,
+}
+
+impl std::fmt::Display for NpySyntaxProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use NpySyntaxProblem as P;
+        let text = match self {
+            P::ExpectedDict => "expected a dict",
+            P::TextAfterDict => "unexpected text after the dict",
+            P::ExpectedKey => "expected a string key",
+            P::ExpectedColonAfterKey => "expected ':' after a key",
+            P::FortranOrderNotBool => "'fortran_order' must be True or False",
+            P::DescrNotUtf8 => "'descr' is not UTF-8",
+            P::DescrKind => "'descr' must be a string or a list",
+            P::ShapeKind => "'shape' must be a tuple of integers",
+            P::ShapeParenthesisedInteger => "'shape' must be a tuple of integers, not a parenthesised integer",
+            P::LeadingZero => "leading zero in a dimension",
+            P::DimensionOverflow => "dimension larger than 2^64 - 1",
+            P::ExpectedDimension => "expected a non-negative integer dimension",
+            P::TooDeep => return write!(f, "brackets nested deeper than {MAX_NPY_NESTING}"),
+            P::ExpectedCommaOr(close) => return write!(f, "expected ',' or '{close}'"),
+            P::ExpectedValue => "expected a value",
+            P::ExpectedColonInDict => "expected ':' in a dict",
+            P::ExpectedString => "expected a string",
+            P::UnterminatedString => "unterminated string",
+            P::EscapeInKey => "escape sequence in a key or in 'descr'",
+            P::ExpectedNumber => "expected a number",
+            P::ExpectedWord => "expected True, False or None",
+        };
+        f.write_str(text)
+    }
+}
+
+/// Why the start of an `.npy` file is refused by [`read`] or [`header_text`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NpyHeaderError {
+    /// The bytes do not start with [`NPY_MAGIC`].
+    WrongMagic,
+    /// A format version other than 1.0, 2.0 and 3.0.
+    UnsupportedVersion {
+        /// Major version.
+        major: u8,
+        /// Minor version.
+        minor: u8,
+    },
+    /// The bytes end before the header length field does.
+    NoLength {
+        /// Bytes available.
+        len: usize,
+    },
+    /// The length field exceeds [`MAX_NPY_HEADER`].
+    Oversized {
+        /// Bytes claimed.
+        len: u64,
+    },
+    /// The bytes end before the header text does.
+    Truncated {
+        /// Bytes of header text claimed.
+        claimed: u64,
+        /// Bytes available, the prefix included.
+        available: usize,
+    },
+    /// The header text is refused by [`parse`].
+    Invalid(NpySyntaxError),
+}
+
+impl std::fmt::Display for NpyHeaderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NpyHeaderError::WrongMagic => f.write_str("not an NPY file (wrong magic)"),
+            NpyHeaderError::UnsupportedVersion { major, minor } => write!(f, "unsupported NPY version {major}.{minor}"),
+            NpyHeaderError::NoLength { len } => write!(f, "truncated header: {len} bytes"),
+            NpyHeaderError::Oversized { len } => write!(f, "oversized header: {len} bytes (limit {MAX_NPY_HEADER})"),
+            NpyHeaderError::Truncated { claimed, available } => {
+                write!(f, "truncated header: claims {claimed} bytes, file holds {available}")
+            }
+            NpyHeaderError::Invalid(error) => write!(f, "invalid header: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for NpyHeaderError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NpyHeaderError::Invalid(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<NpySyntaxError> for NpyHeaderError {
+    fn from(error: NpySyntaxError) -> NpyHeaderError {
+        NpyHeaderError::Invalid(error)
+    }
+}
+
 /// Reads the header of an `.npy` file's `bytes` (the file, or a prefix holding at least
 /// its header): returns it and the offset where the data starts.
-pub fn read(bytes: &[u8]) -> Result<(Header, usize), String> {
+pub fn read(bytes: &[u8]) -> Result<(Header, usize), NpyHeaderError> {
     let text = header_text(bytes)?;
     let data_start = text.end;
-    let header = parse(&bytes[text]).header.map_err(|e| format!("invalid header: {e}"))?;
+    let header = parse(&bytes[text]).header?;
     Ok((header, data_start))
 }
 
 /// Where the header text of `bytes` lies, after checking the magic, the version and the
 /// length field against [`MAX_NPY_HEADER`] and the bytes available.
-pub fn header_text(bytes: &[u8]) -> Result<std::ops::Range<usize>, String> {
+pub fn header_text(bytes: &[u8]) -> Result<std::ops::Range<usize>, NpyHeaderError> {
     if !bytes.starts_with(NPY_MAGIC) {
-        return Err("not an NPY file (wrong magic)".into());
+        return Err(NpyHeaderError::WrongMagic);
     }
     // Version 1.0 has a u16 length at offset 8, versions 2.0 and 3.0 a u32.
     let (text_start, length) = match bytes.get(6..8) {
@@ -104,18 +298,18 @@ pub fn header_text(bytes: &[u8]) -> Result<std::ops::Range<usize>, String> {
         Some([2 | 3, 0]) => {
             (PREFIX_V2, bytes.get(8..PREFIX_V2).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))))
         }
-        Some(&[major, minor]) => return Err(format!("unsupported NPY version {major}.{minor}")),
+        Some(&[major, minor]) => return Err(NpyHeaderError::UnsupportedVersion { major, minor }),
         _ => (0, None),
     };
     let Some(length) = length else {
-        return Err(format!("truncated header: {} bytes", bytes.len()));
+        return Err(NpyHeaderError::NoLength { len: bytes.len() });
     };
     if length > MAX_NPY_HEADER {
-        return Err(format!("oversized header: {length} bytes (limit {MAX_NPY_HEADER})"));
+        return Err(NpyHeaderError::Oversized { len: length });
     }
     let end = text_start + length as usize;
     if end > bytes.len() {
-        return Err(format!("truncated header: claims {length} bytes, file holds {}", bytes.len()));
+        return Err(NpyHeaderError::Truncated { claimed: length, available: bytes.len() });
     }
     Ok(text_start..end)
 }
@@ -158,8 +352,9 @@ impl Parser<'_> {
         byte
     }
 
-    fn error(&self, message: impl std::fmt::Display) -> String {
-        format!("{message} at byte {}", self.pos)
+    /// `problem` at the current position.
+    fn error(&self, problem: NpySyntaxProblem) -> NpySyntaxError {
+        NpySyntaxError::At { at: self.pos, problem }
     }
 
     /// Python's whitespace between tokens (form feed included).
@@ -169,40 +364,41 @@ impl Parser<'_> {
         }
     }
 
-    fn header(&mut self) -> Result<Header, String> {
+    fn header(&mut self) -> Result<Header, NpySyntaxError> {
         self.skip_whitespace();
         if self.next() != Some(b'{') {
-            return Err(self.error("expected a dict"));
+            return Err(self.error(NpySyntaxProblem::ExpectedDict));
         }
         let mut fields = Fields::default();
         self.items(b'}', 1, |parser| parser.entry(&mut fields))?;
         self.skip_whitespace();
         if self.peek().is_some() {
-            return Err(self.error("unexpected text after the dict"));
+            return Err(self.error(NpySyntaxProblem::TextAfterDict));
         }
-        let missing = |key: &str| format!("no '{key}' key");
+        use NpySyntaxError::MissingKey;
         Ok(Header {
-            descr: fields.descr.ok_or_else(|| missing("descr"))?,
-            fortran_order: fields.fortran_order.ok_or_else(|| missing("fortran_order"))?,
-            shape: fields.shape.ok_or_else(|| missing("shape"))?,
+            descr: fields.descr.ok_or(MissingKey(NpyHeaderKey::Descr))?,
+            fortran_order: fields.fortran_order.ok_or(MissingKey(NpyHeaderKey::FortranOrder))?,
+            shape: fields.shape.ok_or(MissingKey(NpyHeaderKey::Shape))?,
         })
     }
 
     /// One `key: value` of the header dict.
-    fn entry(&mut self, fields: &mut Fields) -> Result<(), String> {
+    fn entry(&mut self, fields: &mut Fields) -> Result<(), NpySyntaxError> {
         let key_at = self.pos;
-        let key =
-            self.string(true).map_err(|e| if self.pos == key_at { self.error("expected a string key") } else { e })?;
+        let key = self
+            .string(true)
+            .map_err(|e| if self.pos == key_at { self.error(NpySyntaxProblem::ExpectedKey) } else { e })?;
         self.skip_whitespace();
         if self.next() != Some(b':') {
-            return Err(self.error("expected ':' after a key"));
+            return Err(self.error(NpySyntaxProblem::ExpectedColonAfterKey));
         }
         self.skip_whitespace();
-        let duplicate = |key: &str| format!("duplicate key '{key}'");
+        use NpySyntaxError::DuplicateKey;
         match key.as_slice() {
             b"descr" => {
                 if fields.descr.is_some() {
-                    return Err(duplicate("descr"));
+                    return Err(DuplicateKey(NpyHeaderKey::Descr));
                 }
                 fields.descr = Some(self.descr()?);
             }
@@ -210,16 +406,16 @@ impl Parser<'_> {
                 let value = match self.word()? {
                     Word::True => true,
                     Word::False => false,
-                    Word::None => return Err(self.error("'fortran_order' must be True or False")),
+                    Word::None => return Err(self.error(NpySyntaxProblem::FortranOrderNotBool)),
                 };
                 if fields.fortran_order.replace(value).is_some() {
-                    return Err(duplicate("fortran_order"));
+                    return Err(DuplicateKey(NpyHeaderKey::FortranOrder));
                 }
             }
             b"shape" => {
                 let shape = self.shape()?;
                 if fields.shape.replace(shape).is_some() {
-                    return Err(duplicate("shape"));
+                    return Err(DuplicateKey(NpyHeaderKey::Shape));
                 }
             }
             _ => self.value(2)?,
@@ -227,11 +423,11 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn descr(&mut self) -> Result<Descr, String> {
+    fn descr(&mut self) -> Result<Descr, NpySyntaxError> {
         match self.peek() {
             Some(b'\'' | b'"') => {
                 let bytes = self.string(true)?;
-                String::from_utf8(bytes).map(Descr::Plain).map_err(|_| self.error("'descr' is not UTF-8"))
+                String::from_utf8(bytes).map(Descr::Plain).map_err(|_| self.error(NpySyntaxProblem::DescrNotUtf8))
             }
             Some(b'[') => {
                 let start = self.pos;
@@ -239,16 +435,16 @@ impl Parser<'_> {
                 let text = String::from_utf8_lossy(&self.text[start..self.pos]);
                 Ok(Descr::Structured(text.split_ascii_whitespace().collect::<Vec<_>>().join(" ")))
             }
-            _ => Err(self.error("'descr' must be a string or a list")),
+            _ => Err(self.error(NpySyntaxProblem::DescrKind)),
         }
     }
 
     /// A tuple or list of dimensions. `(3)` is the integer 3 in Python, not a tuple.
-    fn shape(&mut self) -> Result<Vec<u64>, String> {
+    fn shape(&mut self) -> Result<Vec<u64>, NpySyntaxError> {
         let (open, close) = match self.peek() {
             Some(b'(') => (b'(', b')'),
             Some(b'[') => (b'[', b']'),
-            _ => return Err(self.error("'shape' must be a tuple of integers")),
+            _ => return Err(self.error(NpySyntaxProblem::ShapeKind)),
         };
         self.pos += 1;
         let mut shape = Vec::new();
@@ -260,27 +456,27 @@ impl Parser<'_> {
             Ok(())
         })?;
         if open == b'(' && shape.len() == 1 && !closed_after_comma {
-            return Err(self.error("'shape' must be a tuple of integers, not a parenthesised integer"));
+            return Err(self.error(NpySyntaxProblem::ShapeParenthesisedInteger));
         }
         Ok(shape)
     }
 
     /// A non-negative decimal integer that fits in a u64.
-    fn dimension(&mut self) -> Result<u64, String> {
+    fn dimension(&mut self) -> Result<u64, NpySyntaxError> {
         let start = self.pos;
         let mut value = 0u64;
         while let Some(digit @ b'0'..=b'9') = self.peek() {
             if self.pos == start + 1 && value == 0 {
-                return Err(self.error("leading zero in a dimension"));
+                return Err(self.error(NpySyntaxProblem::LeadingZero));
             }
             value = value
                 .checked_mul(10)
                 .and_then(|v| v.checked_add(u64::from(digit - b'0')))
-                .ok_or_else(|| self.error("dimension larger than 2^64 - 1"))?;
+                .ok_or_else(|| self.error(NpySyntaxProblem::DimensionOverflow))?;
             self.pos += 1;
         }
         if self.pos == start {
-            return Err(self.error("expected a non-negative integer dimension"));
+            return Err(self.error(NpySyntaxProblem::ExpectedDimension));
         }
         if let Some(b'L' | b'l') = self.peek() {
             self.pos += 1; // Python 2's long suffix, which NumPy's reader also accepts
@@ -294,10 +490,10 @@ impl Parser<'_> {
         &mut self,
         close: u8,
         depth: usize,
-        mut item: impl FnMut(&mut Self) -> Result<(), String>,
-    ) -> Result<(), String> {
+        mut item: impl FnMut(&mut Self) -> Result<(), NpySyntaxError>,
+    ) -> Result<(), NpySyntaxError> {
         if depth > MAX_NPY_NESTING {
-            return Err(self.error(format!("brackets nested deeper than {MAX_NPY_NESTING}")));
+            return Err(self.error(NpySyntaxProblem::TooDeep));
         }
         loop {
             self.skip_whitespace();
@@ -313,17 +509,17 @@ impl Parser<'_> {
     }
 
     /// After an item: `,` (returns `false`) or `close` (consumed; returns `true`).
-    fn end_of_item(&mut self, close: u8) -> Result<bool, String> {
+    fn end_of_item(&mut self, close: u8) -> Result<bool, NpySyntaxError> {
         self.skip_whitespace();
         match self.next() {
             Some(b',') => Ok(false),
             Some(b) if b == close => Ok(true),
-            _ => Err(self.error(format!("expected ',' or '{}'", close as char))),
+            _ => Err(self.error(NpySyntaxProblem::ExpectedCommaOr(close as char))),
         }
     }
 
     /// Skips one value nested at `depth` (the header dict is depth 1).
-    fn value(&mut self, depth: usize) -> Result<(), String> {
+    fn value(&mut self, depth: usize) -> Result<(), NpySyntaxError> {
         match self.peek() {
             Some(b'\'' | b'"') => self.string(false).map(drop),
             Some(b'(') => self.sequence(b')', depth),
@@ -331,21 +527,21 @@ impl Parser<'_> {
             Some(b'{') => self.dict_or_set(depth),
             Some(b'0'..=b'9' | b'.' | b'-' | b'+') => self.number(),
             Some(b'A'..=b'Z' | b'a'..=b'z') => self.word().map(drop),
-            _ => Err(self.error("expected a value")),
+            _ => Err(self.error(NpySyntaxProblem::ExpectedValue)),
         }
     }
 
-    fn sequence(&mut self, close: u8, depth: usize) -> Result<(), String> {
+    fn sequence(&mut self, close: u8, depth: usize) -> Result<(), NpySyntaxError> {
         self.pos += 1;
         self.items(close, depth, |parser| parser.value(depth + 1))
     }
 
     /// `{}` (a dict), `{k: v, ...}` or `{v, ...}`: which one is decided by what follows
     /// the first item, so nothing is parsed twice.
-    fn dict_or_set(&mut self, depth: usize) -> Result<(), String> {
+    fn dict_or_set(&mut self, depth: usize) -> Result<(), NpySyntaxError> {
         self.pos += 1;
         if depth > MAX_NPY_NESTING {
-            return Err(self.error(format!("brackets nested deeper than {MAX_NPY_NESTING}")));
+            return Err(self.error(NpySyntaxProblem::TooDeep));
         }
         self.skip_whitespace();
         if self.peek() == Some(b'}') {
@@ -358,7 +554,7 @@ impl Parser<'_> {
         let pair = |parser: &mut Self| {
             parser.skip_whitespace();
             if parser.next() != Some(b':') {
-                return Err(parser.error("expected ':' in a dict"));
+                return Err(parser.error(NpySyntaxProblem::ExpectedColonInDict));
             }
             parser.skip_whitespace();
             parser.value(depth + 1)
@@ -379,21 +575,21 @@ impl Parser<'_> {
     /// refused when the bytes are kept (keys and `descr` are compared as written, so an
     /// escape could make them mean one thing here and another to Python) and skipped
     /// otherwise.
-    fn string(&mut self, keep: bool) -> Result<Vec<u8>, String> {
+    fn string(&mut self, keep: bool) -> Result<Vec<u8>, NpySyntaxError> {
         let quote = match self.peek() {
             Some(q @ (b'\'' | b'"')) => q,
-            _ => return Err(self.error("expected a string")),
+            _ => return Err(self.error(NpySyntaxProblem::ExpectedString)),
         };
         self.pos += 1;
         let mut bytes = Vec::new();
         loop {
             match self.next() {
                 Some(b) if b == quote => return Ok(bytes),
-                None | Some(b'\n' | b'\r') => return Err(self.error("unterminated string")),
-                Some(b'\\') if keep => return Err(self.error("escape sequence in a key or in 'descr'")),
+                None | Some(b'\n' | b'\r') => return Err(self.error(NpySyntaxProblem::UnterminatedString)),
+                Some(b'\\') if keep => return Err(self.error(NpySyntaxProblem::EscapeInKey)),
                 Some(b'\\') => {
                     if self.next().is_none() {
-                        return Err(self.error("unterminated string"));
+                        return Err(self.error(NpySyntaxProblem::UnterminatedString));
                     }
                 }
                 Some(b) if keep => bytes.push(b),
@@ -404,12 +600,12 @@ impl Parser<'_> {
 
     /// A number token (int, float, with exponent), lenient on its exact form: only ever
     /// skipped.
-    fn number(&mut self) -> Result<(), String> {
+    fn number(&mut self) -> Result<(), NpySyntaxError> {
         if let Some(b'-' | b'+') = self.peek() {
             self.pos += 1;
         }
         if !matches!(self.peek(), Some(b'0'..=b'9' | b'.')) {
-            return Err(self.error("expected a number"));
+            return Err(self.error(NpySyntaxProblem::ExpectedNumber));
         }
         let mut previous = 0u8;
         loop {
@@ -423,7 +619,7 @@ impl Parser<'_> {
     }
 
     /// `True`, `False` or `None`.
-    fn word(&mut self) -> Result<Word, String> {
+    fn word(&mut self) -> Result<Word, NpySyntaxError> {
         let start = self.pos;
         while let Some(b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'_') = self.peek() {
             self.pos += 1;
@@ -434,7 +630,7 @@ impl Parser<'_> {
             b"None" => Ok(Word::None),
             _ => {
                 self.pos = start;
-                Err(self.error("expected True, False or None"))
+                Err(self.error(NpySyntaxProblem::ExpectedWord))
             }
         }
     }
@@ -450,7 +646,7 @@ enum Word {
 mod tests {
     use super::*;
 
-    fn header(text: &str) -> Result<Header, String> {
+    fn header(text: &str) -> Result<Header, NpySyntaxError> {
         parse(text.as_bytes()).header
     }
 
@@ -532,7 +728,7 @@ mod tests {
             ("{'x': -}", "expected a number"),
             ("{'x': ,}", "expected a value"),
         ] {
-            let error = header(text).expect_err(text);
+            let error = header(text).expect_err(text).to_string();
             assert!(error.contains(problem), "{text:?}: {error:?} should mention {problem:?}");
         }
         // Seven levels inside the dict are still accepted.
@@ -556,7 +752,7 @@ mod tests {
             (file([1, 0], &100u16.to_le_bytes(), text), "claims 100 bytes"),
             (file([2, 0], &(MAX_NPY_HEADER as u32 + 1).to_le_bytes(), b""), "oversized header"),
         ] {
-            let error = header_text(&bytes).expect_err(problem);
+            let error = header_text(&bytes).expect_err(problem).to_string();
             assert!(error.contains(problem), "{error:?} should mention {problem:?}");
         }
     }

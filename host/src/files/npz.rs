@@ -18,9 +18,10 @@
 //! compression methods and encrypted members are listed as not scanned; multi-volume
 //! archives are refused.
 
+use crate::files::message::io_message;
 use crate::files::npy_header;
-use crate::files::scan::Source;
-use crate::files::tensor::{self, Deflated, TensorElement, TensorEntry};
+use crate::files::scan::{Source, SourceReadError};
+use crate::files::tensor::{self, Deflated, NpyError, TensorElement, TensorEntry};
 use std::io::Read;
 use std::ops::Range;
 
@@ -47,6 +48,202 @@ const ENCRYPTED_FLAG: u16 = 1;
 
 /// Bytes handed on per call by [`inflate`] (a multiple of every element size).
 pub const INFLATE_CHUNK_BYTES: usize = 4 << 20;
+
+/// Why an archive is refused by [`parse`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NpzError {
+    /// No end of central directory record: not a zip archive.
+    NotZip,
+    /// An archive split over several files.
+    MultiVolume,
+    /// A ZIP64 locator that points to no ZIP64 end record.
+    Zip64EndMissing,
+    /// The central directory lies (in part) outside the file.
+    DirectoryOutside,
+    /// More members claimed than the central directory has room for.
+    TooManyMembers {
+        /// Members claimed.
+        count: u64,
+    },
+    /// A central directory header that does not parse.
+    MalformedDirectory,
+    /// A zip archive without a `.npy` member.
+    NoNpyMember,
+    /// A read of the archive failed.
+    Read(SourceReadError),
+    /// A member is refused.
+    Member {
+        /// The member's name, as stored (lossily decoded).
+        name: String,
+        /// Why.
+        error: NpzMemberError,
+    },
+}
+
+impl std::fmt::Display for NpzError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NpzError::NotZip => f.write_str("not a zip archive: no end of central directory record"),
+            NpzError::MultiVolume => f.write_str("multi-volume zip archive: not supported"),
+            NpzError::Zip64EndMissing => f.write_str("ZIP64 end of central directory record missing"),
+            NpzError::DirectoryOutside => f.write_str("central directory outside the file"),
+            NpzError::TooManyMembers { count } => {
+                write!(f, "{count} members claimed, more than the central directory can hold")
+            }
+            NpzError::MalformedDirectory => f.write_str("malformed central directory"),
+            NpzError::NoNpyMember => f.write_str("no .npy member: not an .npz archive"),
+            NpzError::Read(error) => error.fmt(f),
+            NpzError::Member { name, error } => write!(f, "member '{name}': {error}"),
+        }
+    }
+}
+
+impl std::error::Error for NpzError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NpzError::Read(error) => Some(error),
+            NpzError::Member { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<SourceReadError> for NpzError {
+    fn from(error: SourceReadError) -> NpzError {
+        NpzError::Read(error)
+    }
+}
+
+/// Why one member of an archive is refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum NpzMemberError {
+    /// Its local header's offset lies outside the file.
+    LocalHeaderOutside,
+    /// No local header signature where the central directory says.
+    NoLocalHeader,
+    /// The file ends inside the local header.
+    TruncatedLocalHeader,
+    /// The local header names another member than the central directory.
+    OtherName,
+    /// Its data runs past the end of the file.
+    DataBeyondEnd {
+        /// Bytes of (compressed) data claimed.
+        claimed: u64,
+    },
+    /// A stored member whose length and stored length differ.
+    StoredLengths {
+        /// Its length.
+        len: u64,
+        /// Its length in the file.
+        compressed_len: u64,
+    },
+    /// A read of the archive failed.
+    Read(SourceReadError),
+    /// Its start does not inflate.
+    Inflate(InflateError),
+    /// Its `.npy` header is refused.
+    Npy(NpyError),
+}
+
+impl std::fmt::Display for NpzMemberError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NpzMemberError::LocalHeaderOutside => f.write_str("local header outside the file"),
+            NpzMemberError::NoLocalHeader => f.write_str("no local header where the central directory says"),
+            NpzMemberError::TruncatedLocalHeader => f.write_str("truncated local header"),
+            NpzMemberError::OtherName => f.write_str("the local header names another member"),
+            NpzMemberError::DataBeyondEnd { claimed } => {
+                write!(f, "{claimed} bytes of data claimed, beyond the end of the file")
+            }
+            NpzMemberError::StoredLengths { len, compressed_len } => {
+                write!(f, "stored, but {len} bytes long and {compressed_len} bytes in the file")
+            }
+            NpzMemberError::Read(error) => error.fmt(f),
+            NpzMemberError::Inflate(error) => error.fmt(f),
+            NpzMemberError::Npy(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for NpzMemberError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NpzMemberError::Read(error) => Some(error),
+            NpzMemberError::Inflate(error) => Some(error),
+            NpzMemberError::Npy(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<SourceReadError> for NpzMemberError {
+    fn from(error: SourceReadError) -> NpzMemberError {
+        NpzMemberError::Read(error)
+    }
+}
+
+impl From<InflateError> for NpzMemberError {
+    fn from(error: InflateError) -> NpzMemberError {
+        NpzMemberError::Inflate(error)
+    }
+}
+
+impl From<NpyError> for NpzMemberError {
+    fn from(error: NpyError) -> NpzMemberError {
+        NpzMemberError::Npy(error)
+    }
+}
+
+/// Why a deflated member does not inflate to what the archive says.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum InflateError {
+    /// A read of the archive failed (the file shrank): said as the read said it.
+    Read(SourceReadError),
+    /// The compressed stream is corrupt.
+    Corrupt(std::io::Error),
+    /// The member inflates to another length than the central directory's.
+    Length {
+        /// Bytes inflated (at most one more than `expected`).
+        inflated: u64,
+        /// The central directory's length.
+        expected: u64,
+    },
+    /// The inflated bytes' CRC-32 is not the central directory's.
+    Crc {
+        /// CRC-32 of the inflated bytes.
+        crc: u32,
+        /// The central directory's.
+        expected: u32,
+    },
+}
+
+impl std::fmt::Display for InflateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InflateError::Read(error) => error.fmt(f),
+            InflateError::Corrupt(error) => write!(f, "cannot inflate: {}", io_message(error)),
+            InflateError::Length { inflated, expected } => {
+                write!(f, "inflates to {inflated} bytes, the archive says {expected}")
+            }
+            InflateError::Crc { crc, expected } => {
+                write!(f, "CRC-32 {crc:#010x} of the inflated data, the archive says {expected:#010x}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for InflateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            InflateError::Read(error) => Some(error),
+            InflateError::Corrupt(error) => Some(error),
+            InflateError::Length { .. } | InflateError::Crc { .. } => None,
+        }
+    }
+}
 
 /// One member, as the central directory describes it (its name borrowed from it).
 struct Member<'a> {
@@ -79,26 +276,26 @@ impl LittleEndian for [u8] {
 }
 
 /// Parses an `.npz` archive: one tensor per member, named as NumPy names it (the member's
-/// name without `.npy`). Never panics; errors are one line: the archive's format, or a
-/// read that failed.
-pub fn parse(archive: Source<'_>) -> Result<Vec<TensorEntry>, String> {
+/// name without `.npy`). Never panics; errors say what in the archive's format is
+/// wrong, or which read failed.
+pub fn parse(archive: Source<'_>) -> Result<Vec<TensorEntry>, NpzError> {
     let mut directory = Vec::new();
     let members = central_directory(archive, &mut directory)?;
     if !members.iter().any(|member| member.name.ends_with(b".npy")) {
-        return Err("no .npy member: not an .npz archive".into());
+        return Err(NpzError::NoNpyMember);
     }
     members
         .iter()
         .filter(|member| !member.name.ends_with(b"/"))
         .map(|member| {
-            let name = String::from_utf8_lossy(member.name);
-            member_tensor(archive, member).map_err(|e| format!("member '{name}': {e}"))
+            member_tensor(archive, member)
+                .map_err(|error| NpzError::Member { name: String::from_utf8_lossy(member.name).into_owned(), error })
         })
         .collect()
 }
 
 /// The tensor of one member: its `.npy` header parsed, its data located.
-fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<TensorEntry, String> {
+fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<TensorEntry, NpzMemberError> {
     let name = String::from_utf8_lossy(member.name);
     let Some(array) = name.strip_suffix(".npy") else {
         return Ok(not_scanned(&name, "not an .npy member"));
@@ -112,10 +309,7 @@ fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<TensorEntry
     let head_len = member.len.min(npy_header::MAX_NPY_HEAD_BYTES);
     let mut tensor = match member.method {
         STORED if member.len != member.compressed_len => {
-            return Err(format!(
-                "stored, but {} bytes long and {} bytes in the file",
-                member.len, member.compressed_len
-            ));
+            return Err(NpzMemberError::StoredLengths { len: member.len, compressed_len: member.compressed_len });
         }
         STORED => {
             let head = archive.get(data.start..data.start + head_len as usize, &mut head)?;
@@ -129,7 +323,7 @@ fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<TensorEntry
                 .read_to_end(&mut head)
                 .map_err(inflate_error)?;
             if (head.len() as u64) < head_len {
-                return Err(format!("inflates to {} bytes, the archive says {}", head.len(), member.len));
+                return Err(InflateError::Length { inflated: head.len() as u64, expected: member.len }.into());
             }
             let mut tensor = tensor::parse_npy(&head, member.len)?;
             tensor.deflated = Some(Deflated { compressed: data, inflated_len: member.len, crc32: member.crc32 });
@@ -156,16 +350,16 @@ fn not_scanned(name: &str, why: &'static str) -> TensorEntry {
 }
 
 /// The byte range of `member`'s (possibly compressed) data, after its local header.
-fn member_data(archive: Source<'_>, member: &Member<'_>) -> Result<Range<usize>, String> {
+fn member_data(archive: Source<'_>, member: &Member<'_>) -> Result<Range<usize>, NpzMemberError> {
     let start = usize::try_from(member.local_header).ok().filter(|&at| at < archive.len());
-    let start = start.ok_or("local header outside the file")?;
+    let start = start.ok_or(NpzMemberError::LocalHeaderOutside)?;
     let mut buffer = Vec::new();
     let local = archive.get(start..archive.len().min(start + LOCAL_HEADER_LEN), &mut buffer)?;
     if local.u32_at(0) != Some(LOCAL_HEADER) {
-        return Err("no local header where the central directory says".into());
+        return Err(NpzMemberError::NoLocalHeader);
     }
     let (Some(name_len), Some(extra_len)) = (local.u16_at(26), local.u16_at(28)) else {
-        return Err("truncated local header".into());
+        return Err(NpzMemberError::TruncatedLocalHeader);
     };
     let name_end = start + LOCAL_HEADER_LEN + usize::from(name_len);
     let name = if name_end <= archive.len() {
@@ -174,13 +368,13 @@ fn member_data(archive: Source<'_>, member: &Member<'_>) -> Result<Range<usize>,
         None
     };
     if name != Some(member.name) {
-        return Err("the local header names another member".into());
+        return Err(NpzMemberError::OtherName);
     }
     let data_start = name_end + usize::from(extra_len);
     let data_end = usize::try_from(member.compressed_len).ok().and_then(|len| data_start.checked_add(len));
     match data_end {
         Some(end) if end <= archive.len() => Ok(data_start..end),
-        _ => Err(format!("{} bytes of data claimed, beyond the end of the file", member.compressed_len)),
+        _ => Err(NpzMemberError::DataBeyondEnd { claimed: member.compressed_len }),
     }
 }
 
@@ -188,12 +382,12 @@ fn member_data(archive: Source<'_>, member: &Member<'_>) -> Result<Range<usize>,
 /// `buffer` (unless the archive is in memory), which the members' names borrow. It is
 /// read whole: its size is bounded by the file's, and the member list it describes
 /// takes about as much memory.
-fn central_directory<'b>(archive: Source<'b>, buffer: &'b mut Vec<u8>) -> Result<Vec<Member<'b>>, String> {
-    let (end, record) = find_end(archive)?.ok_or("not a zip archive: no end of central directory record")?;
+fn central_directory<'b>(archive: Source<'b>, buffer: &'b mut Vec<u8>) -> Result<Vec<Member<'b>>, NpzError> {
+    let (end, record) = find_end(archive)?.ok_or(NpzError::NotZip)?;
     let record = record.as_slice();
     let (this_disk, directory_disk) = (record.u16_at(4), record.u16_at(6));
     if this_disk != Some(0) || directory_disk != Some(0) {
-        return Err("multi-volume zip archive: not supported".into());
+        return Err(NpzError::MultiVolume);
     }
     let field = |at| record.u32_at(at).map(u64::from).unwrap_or_default();
     let (mut count, mut size, mut offset) = (u64::from(record.u16_at(10).unwrap_or_default()), field(12), field(16));
@@ -209,7 +403,7 @@ fn central_directory<'b>(archive: Source<'b>, buffer: &'b mut Vec<u8>) -> Result
                 None => &[],
             };
             if record.u32_at(0) != Some(ZIP64_END) {
-                return Err("ZIP64 end of central directory record missing".into());
+                return Err(NpzError::Zip64EndMissing);
             }
             (count, size, offset) = (
                 record.u64_at(32).unwrap_or_default(),
@@ -224,15 +418,15 @@ fn central_directory<'b>(archive: Source<'b>, buffer: &'b mut Vec<u8>) -> Result
         .zip(usize::try_from(size).ok())
         .and_then(|(offset, size)| Some(offset..offset.checked_add(size)?))
         .filter(|range| range.end <= directory_end)
-        .ok_or("central directory outside the file")?;
+        .ok_or(NpzError::DirectoryOutside)?;
     if count > (directory.len() / CENTRAL_HEADER_LEN) as u64 {
-        return Err(format!("{count} members claimed, more than the central directory can hold"));
+        return Err(NpzError::TooManyMembers { count });
     }
     let directory = archive.get(directory, buffer)?;
     let mut members = Vec::with_capacity(count as usize);
     let mut at = 0;
     for _ in 0..count {
-        let (member, len) = central_header(&directory[at..]).ok_or("malformed central directory")?;
+        let (member, len) = central_header(&directory[at..]).ok_or(NpzError::MalformedDirectory)?;
         members.push(member);
         at += len;
     }
@@ -242,7 +436,7 @@ fn central_directory<'b>(archive: Source<'b>, buffer: &'b mut Vec<u8>) -> Result
 /// The end of central directory record: where it starts, and its bytes. It is the last
 /// signature in the final 64 KiB + 22 bytes whose comment length reaches exactly the end
 /// of the file.
-fn find_end(archive: Source<'_>) -> Result<Option<(usize, Vec<u8>)>, String> {
+fn find_end(archive: Source<'_>) -> Result<Option<(usize, Vec<u8>)>, SourceReadError> {
     let Some(last) = archive.len().checked_sub(END_LEN) else {
         return Ok(None);
     };
@@ -311,14 +505,15 @@ fn zip64_extra(mut extra: &[u8]) -> Option<&[u8]> {
 /// on its bytes `data` (counted from the member's start), in order, `chunk_bytes` at a
 /// time; the rest of the member is inflated too, so that its length and CRC-32 can be
 /// checked against the central directory's. Memory: one chunk and the inflater's state.
-/// A failed read of the archive (a file that shrank) is said as the read said it.
-pub fn inflate(
+/// Errors: `use_chunk`'s, as it returned them, or an [`InflateError`] (a failed read of
+/// the archive, a file that shrank, as [`InflateError::Read`]).
+pub fn inflate<E: From<InflateError>>(
     archive: Source<'_>,
     deflated: &Deflated,
     data: Range<usize>,
     chunk_bytes: usize,
-    mut use_chunk: impl FnMut(u64, &[u8]) -> Result<(), String>,
-) -> Result<(), String> {
+    mut use_chunk: impl FnMut(u64, &[u8]) -> Result<(), E>,
+) -> Result<(), E> {
     // One byte more than the member should hold, to tell a longer stream.
     let mut inflater = CheckedReader {
         inner: flate2::read::DeflateDecoder::new(SourceReader::new(archive, deflated.compressed.clone()))
@@ -340,37 +535,26 @@ pub fn inflate(
     }
     std::io::copy(&mut inflater, &mut std::io::sink()).map_err(inflate_error)?;
     if inflater.len != deflated.inflated_len {
-        return Err(format!("inflates to {} bytes, the archive says {}", inflater.len, deflated.inflated_len));
+        return Err(InflateError::Length { inflated: inflater.len, expected: deflated.inflated_len }.into());
     }
     let crc = inflater.crc.finalize();
     if crc != deflated.crc32 {
-        return Err(format!("CRC-32 {crc:#010x} of the inflated data, the archive says {:#010x}", deflated.crc32));
+        return Err(InflateError::Crc { crc, expected: deflated.crc32 }.into());
     }
     Ok(())
 }
 
-/// An error met while inflating, as one line: the archive's own read error as it was
-/// said, anything else (a corrupt stream) as what the inflater says.
-fn inflate_error(error: std::io::Error) -> String {
-    match error.get_ref().and_then(|inner| inner.downcast_ref::<ReadFailed>()) {
-        Some(ReadFailed(message)) => message.clone(),
-        None => format!("cannot inflate: {}", tensor::io_message(&error)),
+/// An error met while inflating: the archive's own read error (carried through the
+/// inflater by [`SourceReader`]) as it was, anything else as a corrupt stream.
+fn inflate_error(error: std::io::Error) -> InflateError {
+    match error.downcast::<SourceReadError>() {
+        Ok(read) => InflateError::Read(read),
+        Err(error) => InflateError::Corrupt(error),
     }
 }
 
-/// A read of the archive that failed, carried through the inflater.
-#[derive(Debug)]
-struct ReadFailed(String);
-
-impl std::fmt::Display for ReadFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ReadFailed {}
-
-/// The bytes `range` of a [`Source`] (clipped to it) as a stream.
+/// The bytes `range` of a [`Source`] (clipped to it) as a stream; a failed read is an
+/// `io::Error` that carries the [`SourceReadError`].
 struct SourceReader<'a> {
     source: Source<'a>,
     at: usize,
@@ -387,7 +571,7 @@ impl<'a> SourceReader<'a> {
 impl Read for SourceReader<'_> {
     fn read(&mut self, buffer: &mut [u8]) -> std::io::Result<usize> {
         let len = buffer.len().min(self.end - self.at);
-        self.source.read_into(self.at, &mut buffer[..len]).map_err(|e| std::io::Error::other(ReadFailed(e)))?;
+        self.source.read_into(self.at, &mut buffer[..len]).map_err(std::io::Error::other)?;
         self.at += len;
         Ok(len)
     }

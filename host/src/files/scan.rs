@@ -9,6 +9,7 @@
 //! vector compares), and only a group that holds a non-finite value is counted in detail
 //! and searched for its first index. No per-element branch, no early exit.
 
+use crate::files::message::io_message;
 use rayon::prelude::*;
 use std::cell::RefCell;
 use std::ops::Range;
@@ -213,9 +214,46 @@ fn count_group<const N: usize, E: Encoding<N>, const BIG: bool>(group: &[[u8; N]
     counts
 }
 
-/// `read(offset, buf)`: fills `buf` with the bytes from `offset` on, or says in one line
-/// why it cannot.
-pub type ReadAt<'a> = dyn Fn(u64, &mut [u8]) -> Result<(), String> + Sync + 'a;
+/// `read(offset, buf)`: fills `buf` with the bytes from `offset` on, or says why it
+/// cannot.
+pub type ReadAt<'a> = dyn Fn(u64, &mut [u8]) -> Result<(), SourceReadError> + Sync + 'a;
+
+/// A read of a [`Source`] (a positioned read of a file) that failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SourceReadError {
+    /// The read went past the end: the file is shorter than when its header was read
+    /// (another program truncated or rewrote it).
+    Shrank {
+        /// The file's length now, or why it could not be had.
+        now: std::io::Result<u64>,
+        /// The length the read at hand needed.
+        needed: u64,
+    },
+    /// The read failed.
+    Failed(std::io::Error),
+}
+
+impl std::fmt::Display for SourceReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceReadError::Shrank { now, needed } => {
+                let now = now.as_ref().map_or_else(io_message, |len| format!("{len} bytes"));
+                write!(f, "file shrank while being read (now {now}, {needed} needed): truncated by another program?")
+            }
+            SourceReadError::Failed(error) => write!(f, "read failed: {}", io_message(error)),
+        }
+    }
+}
+
+impl std::error::Error for SourceReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SourceReadError::Shrank { now: Err(error), .. } | SourceReadError::Failed(error) => Some(error),
+            SourceReadError::Shrank { now: Ok(_), .. } => None,
+        }
+    }
+}
 
 /// The bytes to scan: in memory, or read on demand (a tensor in a file).
 #[derive(Clone, Copy)]
@@ -223,7 +261,7 @@ pub enum Source<'a> {
     /// Bytes in memory.
     Bytes(&'a [u8]),
     /// `len` bytes; `read(offset, buf)` fills `buf` with those from `offset` on, or says
-    /// in one line why it cannot (the file shrank, a read failed).
+    /// why it cannot (the file shrank, a read failed).
     Read {
         /// Number of bytes.
         len: usize,
@@ -247,7 +285,7 @@ impl<'a> Source<'a> {
     }
 
     /// The bytes `range` (inside `0..len()`): borrowed from memory, or read into `buffer`.
-    pub fn get<'b>(&self, range: Range<usize>, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], String>
+    pub fn get<'b>(&self, range: Range<usize>, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], SourceReadError>
     where
         'a: 'b,
     {
@@ -263,7 +301,7 @@ impl<'a> Source<'a> {
 
     /// Fills `buf` with the bytes from `offset` on (a range inside `0..len()`): copied
     /// from memory, or read.
-    pub fn read_into(&self, offset: usize, buf: &mut [u8]) -> Result<(), String> {
+    pub fn read_into(&self, offset: usize, buf: &mut [u8]) -> Result<(), SourceReadError> {
         match *self {
             Source::Bytes(bytes) => {
                 buf.copy_from_slice(&bytes[offset..offset + buf.len()]);
@@ -291,7 +329,7 @@ pub fn count_parallel(
     endian: Endian,
     source: Source<'_>,
     progress: &(dyn Fn(u64) + Sync),
-) -> Result<Counts, String> {
+) -> Result<Counts, SourceReadError> {
     let elements_per_block = (BLOCK_BYTES / format.bytes()) as u64;
     let len = source.len();
     (0..len.div_ceil(BLOCK_BYTES))

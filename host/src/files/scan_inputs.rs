@@ -6,8 +6,8 @@
 //! byte order of their names (depth first), an index's shards in byte order of their
 //! names.
 
-use crate::files::tensor::io_message;
-use crate::files::tensor_io::{TensorFile, check_regular_file, one_line};
+use crate::files::message::{io_message, one_line};
+use crate::files::tensor_io::{RegularFileError, TensorFile, check_regular_file};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -30,6 +30,129 @@ pub struct Index {
     pub weight_map: BTreeMap<String, PathBuf>,
 }
 
+/// Why what `scan` was given cannot be turned into files to scan: the path at fault and
+/// what is wrong. Displayed as `path: what`, on one line.
+#[derive(Debug)]
+pub struct ScanInputError {
+    /// The directory, index or shard at fault.
+    pub path: PathBuf,
+    /// What is wrong.
+    pub kind: ScanInputErrorKind,
+}
+
+/// What is wrong with an input: see [`ScanInputError`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ScanInputErrorKind {
+    /// A directory with no file `scan` reads under it.
+    EmptyDirectory,
+    /// Listing a directory, or reading an index, failed.
+    Io(std::io::Error),
+    /// An index that is missing or not a regular file.
+    NotRegular(RegularFileError),
+    /// An index over [`MAX_INDEX_BYTES`].
+    OversizedIndex {
+        /// Its length.
+        len: u64,
+    },
+    /// An index that is not JSON with a `weight_map` of strings.
+    InvalidIndex(serde_json::Error),
+    /// A shard named by a path that leaves the index's directory.
+    ShardNotAFileName {
+        /// The shard as the index names it.
+        shard: String,
+    },
+    /// A tensor listed twice in an index's `weight_map`.
+    ListedTwice {
+        /// The tensor.
+        tensor: String,
+    },
+    /// An index that names no tensor.
+    EmptyWeightMap,
+    /// A shard of the index that is not among the files opened.
+    ShardNotOpened {
+        /// The shard.
+        shard: PathBuf,
+    },
+    /// Tensors the index lists that their shards do not hold.
+    MissingTensors {
+        /// How many.
+        count: usize,
+        /// The first, in name order.
+        first: String,
+        /// Its shard.
+        shard: PathBuf,
+    },
+}
+
+impl std::fmt::Display for ScanInputErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use ScanInputErrorKind as K;
+        match self {
+            K::EmptyDirectory => f.write_str("no .npy, .npz or .safetensors file in this directory"),
+            K::Io(error) => f.write_str(&io_message(error)),
+            K::NotRegular(error) => error.fmt(f),
+            K::OversizedIndex { len } => write!(f, "oversized index: {len} bytes (limit {MAX_INDEX_BYTES})"),
+            K::InvalidIndex(error) => write!(f, "invalid index: {error}"),
+            K::ShardNotAFileName { shard } => {
+                write!(f, "shard '{shard}' is not a file name in the index's directory")
+            }
+            K::ListedTwice { tensor } => write!(f, "tensor '{tensor}' is listed twice in the weight_map"),
+            K::EmptyWeightMap => f.write_str("empty weight_map: the index names no tensor"),
+            K::ShardNotOpened { shard } => write!(f, "shard {} was not opened", shard.display()),
+            K::MissingTensors { count, first, shard } => write!(
+                f,
+                "tensors listed but missing from their shards: {count} (first: '{first}', not in {})",
+                shard.display()
+            ),
+        }
+    }
+}
+
+impl std::fmt::Display for ScanInputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+    }
+}
+
+impl std::error::Error for ScanInputError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ScanInputErrorKind::Io(error) => Some(error),
+            ScanInputErrorKind::NotRegular(error) => Some(error),
+            ScanInputErrorKind::InvalidIndex(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// A shard that holds tensors its index does not list there: scanned all the same, and
+/// said as a warning (`shard: tensors that index does not list in this shard: ...`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnlistedTensors {
+    /// The shard.
+    pub shard: PathBuf,
+    /// The index.
+    pub index: PathBuf,
+    /// How many tensors the index does not list in this shard.
+    pub count: usize,
+    /// The first of them, in name order.
+    pub first: String,
+}
+
+impl std::fmt::Display for UnlistedTensors {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: tensors that {} does not list in this shard: {} (first: '{}'); scanned all the same",
+            self.shard.display(),
+            self.index.display(),
+            self.count,
+            self.first
+        )
+    }
+}
+
 /// The files to scan, and the indexes to check them against.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Inputs {
@@ -43,15 +166,15 @@ pub struct Inputs {
 /// it (recursively; links to files are followed, links to directories are not, so a
 /// walk cannot loop), with its `*.safetensors.index.json` files read as indexes that
 /// stand for their shards; a `.json` file as an index; anything else as a file to scan.
-/// Errors are one line naming the path.
-pub fn expand(paths: &[PathBuf]) -> Result<Inputs, String> {
+/// Errors name the path.
+pub fn expand(paths: &[PathBuf]) -> Result<Inputs, ScanInputError> {
     let mut inputs = Inputs::default();
     for path in paths {
         if path.is_dir() {
             let before = inputs.files.len();
             walk(path, &mut inputs)?;
             if inputs.files.len() == before {
-                return Err(format!("{}: no .npy, .npz or .safetensors file in this directory", path.display()));
+                return Err(ScanInputError { path: path.clone(), kind: ScanInputErrorKind::EmptyDirectory });
             }
         } else if path.extension().is_some_and(|e| e == "json") {
             add_index(read_index(path)?, &mut inputs);
@@ -64,8 +187,8 @@ pub fn expand(paths: &[PathBuf]) -> Result<Inputs, String> {
 
 /// Adds the files under `directory` to `inputs`; an index found there replaces its
 /// shards, which are then listed where the index is.
-fn walk(directory: &Path, inputs: &mut Inputs) -> Result<(), String> {
-    let fail = |path: &Path, e: std::io::Error| format!("{}: {}", path.display(), io_message(&e));
+fn walk(directory: &Path, inputs: &mut Inputs) -> Result<(), ScanInputError> {
+    let fail = |path: &Path, e| ScanInputError { path: path.to_path_buf(), kind: ScanInputErrorKind::Io(e) };
     let mut entries: Vec<(PathBuf, bool)> = Vec::new();
     for entry in std::fs::read_dir(directory).map_err(|e| fail(directory, e))? {
         let entry = entry.map_err(|e| fail(directory, e))?;
@@ -77,7 +200,7 @@ fn walk(directory: &Path, inputs: &mut Inputs) -> Result<(), String> {
         .iter()
         .filter(|(path, is_dir)| !is_dir && path.to_str().is_some_and(|p| p.ends_with(INDEX_SUFFIX)))
         .map(|(path, _)| Ok((path.clone(), read_index(path)?)))
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, ScanInputError>>()?;
     let shards: HashSet<PathBuf> = indexes.values().flat_map(|index| index.weight_map.values().cloned()).collect();
     for (path, is_dir) in entries {
         if is_dir {
@@ -104,28 +227,29 @@ fn add_index(index: Index, inputs: &mut Inputs) {
 
 /// Reads a `model.safetensors.index.json`: a JSON object whose `weight_map` maps each
 /// tensor name to the name of the shard file that holds it, in the index's directory.
-pub fn read_index(path: &Path) -> Result<Index, String> {
-    let fail = |message: String| format!("{}: {}", path.display(), one_line(message));
-    check_regular_file(path).map_err(fail)?;
-    let len = std::fs::metadata(path).map_err(|e| fail(io_message(&e)))?.len();
+pub fn read_index(path: &Path) -> Result<Index, ScanInputError> {
+    use ScanInputErrorKind as K;
+    let fail = |kind: ScanInputErrorKind| ScanInputError { path: path.to_path_buf(), kind };
+    check_regular_file(path).map_err(|e| fail(K::NotRegular(e)))?;
+    let len = std::fs::metadata(path).map_err(|e| fail(K::Io(e)))?.len();
     if len > MAX_INDEX_BYTES {
-        return Err(fail(format!("oversized index: {len} bytes (limit {MAX_INDEX_BYTES})")));
+        return Err(fail(K::OversizedIndex { len }));
     }
-    let text = std::fs::read(path).map_err(|e| fail(io_message(&e)))?;
-    let parsed: IndexFile = serde_json::from_slice(&text).map_err(|e| fail(format!("invalid index: {e}")))?;
+    let text = std::fs::read(path).map_err(|e| fail(K::Io(e)))?;
+    let parsed: IndexFile = serde_json::from_slice(&text).map_err(|e| fail(K::InvalidIndex(e)))?;
     let directory = path.parent().unwrap_or(Path::new(""));
     let mut weight_map = BTreeMap::new();
     for (tensor, shard) in parsed.weight_map.0 {
         let relative = Path::new(&shard);
         if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
-            return Err(fail(format!("shard '{shard}' is not a file name in the index's directory")));
+            return Err(fail(K::ShardNotAFileName { shard }));
         }
         if weight_map.insert(tensor.clone(), directory.join(relative)).is_some() {
-            return Err(fail(format!("tensor '{tensor}' is listed twice in the weight_map")));
+            return Err(fail(K::ListedTwice { tensor }));
         }
     }
     if weight_map.is_empty() {
-        return Err(fail("empty weight_map: the index names no tensor".into()));
+        return Err(fail(K::EmptyWeightMap));
     }
     Ok(Index { path: path.to_path_buf(), weight_map })
 }
@@ -162,13 +286,14 @@ impl<'de> serde::Deserialize<'de> for Pairs {
 /// Checks the tensor names of an index's shards (opened among `files`) against the
 /// index. A tensor the index lists but its shard does not hold is an error (the
 /// checkpoint would not load as the index says); a tensor a shard holds but the index
-/// does not list (or lists in another shard) is a warning, one line per shard, and is
+/// does not list (or lists in another shard) is a warning, one per shard, and is
 /// scanned like any other. Returns the warnings.
-pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<String>, String> {
+pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<UnlistedTensors>, ScanInputError> {
+    let fail = |kind: ScanInputErrorKind| ScanInputError { path: index.path.clone(), kind };
     let mut names: BTreeMap<&Path, HashSet<&str>> = BTreeMap::new();
     for shard in index.weight_map.values() {
         let file = files.iter().find(|f| &f.path == shard);
-        let file = file.ok_or_else(|| format!("{}: shard {} was not opened", index.path.display(), shard.display()))?;
+        let file = file.ok_or_else(|| fail(ScanInputErrorKind::ShardNotOpened { shard: shard.clone() }))?;
         names.entry(shard).or_insert_with(|| file.tensors.iter().map(|t| t.name.as_str()).collect());
     }
     let missing: Vec<(&String, &PathBuf)> = index
@@ -176,13 +301,12 @@ pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<String>, S
         .iter()
         .filter(|(tensor, shard)| names.get(shard.as_path()).is_none_or(|held| !held.contains(tensor.as_str())))
         .collect();
-    if let Some((tensor, shard)) = missing.first() {
-        return Err(format!(
-            "{}: tensors listed but missing from their shards: {} (first: '{tensor}', not in {})",
-            index.path.display(),
-            missing.len(),
-            shard.display()
-        ));
+    if let Some(&(tensor, shard)) = missing.first() {
+        return Err(fail(ScanInputErrorKind::MissingTensors {
+            count: missing.len(),
+            first: tensor.clone(),
+            shard: shard.clone(),
+        }));
     }
     let mut warnings = Vec::new();
     for (shard, held) in &names {
@@ -190,12 +314,12 @@ pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<String>, S
             held.iter().copied().filter(|t| index.weight_map.get(*t).is_none_or(|s| s != shard)).collect();
         extra.sort_unstable();
         if let Some(first) = extra.first() {
-            warnings.push(format!(
-                "{}: tensors that {} does not list in this shard: {} (first: '{first}'); scanned all the same",
-                shard.display(),
-                index.path.display(),
-                extra.len()
-            ));
+            warnings.push(UnlistedTensors {
+                shard: shard.to_path_buf(),
+                index: index.path.clone(),
+                count: extra.len(),
+                first: first.to_string(),
+            });
         }
     }
     Ok(warnings)

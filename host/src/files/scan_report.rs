@@ -1,12 +1,90 @@
 //! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
 
 use crate::files::backend::Backend;
-use crate::files::npz;
+use crate::files::npz::{self, InflateError};
 use crate::files::scan::{Counts, Endian, FloatFormat};
 use crate::files::tensor::{TensorElement, TensorEntry};
-use crate::files::tensor_io::{Container, TensorFile, TensorReader};
+use crate::files::tensor_io::{Container, TensorFile, TensorFileError, TensorReader};
 use crate::support::output::{Table, count_of};
 use crate::support::progress::Progress;
+use std::path::PathBuf;
+
+/// Why a scan stopped: a file could not be read again, or a tensor could not be
+/// scanned. Displayed on one line, naming the file (and the tensor).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// The file could not be opened again (or was replaced) after its header was read.
+    File(TensorFileError),
+    /// A tensor could not be scanned.
+    Tensor {
+        /// The file, as given.
+        path: PathBuf,
+        /// The tensor's name.
+        tensor: String,
+        /// Why.
+        error: TensorScanError,
+    },
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScanError::File(error) => error.fmt(f),
+            ScanError::Tensor { path, tensor, error } => write!(f, "{}: tensor '{tensor}': {error}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ScanError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ScanError::File(error) => Some(error),
+            ScanError::Tensor { error, .. } => Some(error),
+        }
+    }
+}
+
+impl From<TensorFileError> for ScanError {
+    fn from(error: TensorFileError) -> ScanError {
+        ScanError::File(error)
+    }
+}
+
+/// Why one tensor could not be scanned.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TensorScanError {
+    /// The backend failed, or a read of the file it was counting did (the file shrank).
+    Backend(String),
+    /// A deflated `.npz` member does not inflate to what the archive says, or a read of
+    /// it failed.
+    Inflate(InflateError),
+}
+
+impl std::fmt::Display for TensorScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TensorScanError::Backend(message) => f.write_str(message),
+            TensorScanError::Inflate(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for TensorScanError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TensorScanError::Backend(_) => None,
+            TensorScanError::Inflate(error) => Some(error),
+        }
+    }
+}
+
+impl From<InflateError> for TensorScanError {
+    fn from(error: InflateError) -> TensorScanError {
+        TensorScanError::Inflate(error)
+    }
+}
 
 /// The result of scanning one tensor (borrowing names and shapes from the file's
 /// tensor list, so that a report costs little more than that list).
@@ -63,7 +141,7 @@ pub fn scan_file<'a>(
     file: &'a TensorFile,
     backend: &dyn Backend,
     progress: &Progress,
-) -> Result<FileReport<'a>, String> {
+) -> Result<FileReport<'a>, ScanError> {
     // Opened at the first tensor to read: a file of integer tensors is not reopened.
     let reader = std::cell::OnceCell::new();
     let tensors = file
@@ -79,8 +157,9 @@ pub fn scan_file<'a>(
                             reader.get_or_init(|| opened)
                         }
                     };
-                    let counts = scan_tensor(reader, tensor, format, endian, backend, progress)
-                        .map_err(|e| format!("{}: tensor '{}': {e}", file.path.display(), tensor.name))?;
+                    let counts = scan_tensor(reader, tensor, format, endian, backend, progress).map_err(|error| {
+                        ScanError::Tensor { path: file.path.clone(), tensor: tensor.name.clone(), error }
+                    })?;
                     (Some(format), None, counts)
                 }
                 TensorElement::AlwaysFinite(why) | TensorElement::Unsupported(why) => {
@@ -100,7 +179,7 @@ pub fn scan_file<'a>(
                 counts,
             })
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, ScanError>>()?;
     Ok(FileReport { file: file.path.display().to_string(), container: file.container, tensors })
 }
 
@@ -114,12 +193,14 @@ fn scan_tensor(
     endian: Endian,
     backend: &dyn Backend,
     progress: &Progress,
-) -> Result<Counts, String> {
+) -> Result<Counts, TensorScanError> {
     let mut counts = Counts::default();
     reader.for_each_chunk(tensor, npz::INFLATE_CHUNK_BYTES, |first_byte, source| {
-        let found = backend.count_non_finite(format, endian, source, &|done| progress.advance(done))?;
+        let found = backend
+            .count_non_finite(format, endian, source, &|done| progress.advance(done))
+            .map_err(TensorScanError::Backend)?;
         counts = counts.merged(found.shifted(first_byte / format.bytes() as u64));
-        Ok(())
+        Ok::<(), TensorScanError>(())
     })?;
     Ok(counts)
 }
@@ -192,7 +273,7 @@ pub struct Report<'a> {
 
 impl<'a> Report<'a> {
     /// Scans every tensor of every file on `backend`. Errors name the file and tensor.
-    pub fn scan(files: &'a [TensorFile], backend: &dyn Backend, progress: &Progress) -> Result<Report<'a>, String> {
+    pub fn scan(files: &'a [TensorFile], backend: &dyn Backend, progress: &Progress) -> Result<Report<'a>, ScanError> {
         let files: Vec<FileReport<'a>> =
             files.iter().map(|file| scan_file(file, backend, progress)).collect::<Result<_, _>>()?;
         let total = total(&files);

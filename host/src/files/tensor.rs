@@ -2,7 +2,7 @@
 //! are, [`TensorElement`]: how they are checked), and the `.npy` header parsed into one;
 //! used by every container reader ([`crate::files::tensor_io`], [`crate::files::npz`]).
 
-use crate::files::npy_header::{self, Descr};
+use crate::files::npy_header::{self, Descr, NpyHeaderError};
 use crate::files::scan::{Endian, FloatFormat};
 use std::ops::Range;
 
@@ -82,17 +82,93 @@ pub struct Deflated {
     pub crc32: u32,
 }
 
+/// Why an `.npy` file (or `.npz` member) is refused by [`parse_npy`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NpyError {
+    /// The header is refused.
+    Header(NpyHeaderError),
+    /// `'descr'` is a string NumPy does not read as a dtype.
+    NotNumpyType {
+        /// `'descr'` as written.
+        descr: String,
+    },
+    /// The shape's element count overflows.
+    Shape(ShapeOverflow),
+    /// The data the header describes runs past the end of the file.
+    DataBeyondEnd {
+        /// Elements the header claims.
+        elements: u64,
+        /// Bytes per element.
+        item_size: u64,
+        /// Bytes in the file after the header.
+        available: u64,
+    },
+}
+
+impl std::fmt::Display for NpyError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NpyError::Header(error) => error.fmt(f),
+            NpyError::NotNumpyType { descr } => write!(f, "dtype {descr:?} is not a NumPy type string"),
+            NpyError::Shape(error) => error.fmt(f),
+            NpyError::DataBeyondEnd { elements, item_size, available } => write!(
+                f,
+                "header claims {elements} × {item_size} data bytes, the file holds only {available} after the header"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NpyError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NpyError::Header(error) => Some(error),
+            NpyError::Shape(error) => Some(error),
+            NpyError::NotNumpyType { .. } | NpyError::DataBeyondEnd { .. } => None,
+        }
+    }
+}
+
+impl From<NpyHeaderError> for NpyError {
+    fn from(error: NpyHeaderError) -> NpyError {
+        NpyError::Header(error)
+    }
+}
+
+impl From<ShapeOverflow> for NpyError {
+    fn from(error: ShapeOverflow) -> NpyError {
+        NpyError::Shape(error)
+    }
+}
+
+/// A tensor whose shape's element count does not fit in a `u64`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShapeOverflow {
+    /// The tensor's name.
+    pub tensor: String,
+    /// Its shape.
+    pub shape: Vec<u64>,
+}
+
+impl std::fmt::Display for ShapeOverflow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "tensor '{}': shape {:?} overflows", self.tensor, self.shape)
+    }
+}
+
+impl std::error::Error for ShapeOverflow {}
+
 /// Parses an `.npy` header with [`npy_header`] (linear time whatever the bytes), the
 /// dtype string with npyz's `TypeStr`. `head` is the start of a file of `file_len`
 /// bytes: all of it, or at least [`npy_header::MAX_NPY_HEAD_BYTES`]. The file is an
 /// `.npy` file, or an `.npz` member (a deflated one's data is inflated only when it is
 /// scanned).
-pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, String> {
+pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, NpyError> {
     let (header, data_start) = npy_header::read(head)?;
     let (dtype, element, item_size) = match header.descr {
         Descr::Plain(descr) => {
-            let type_str: npyz::TypeStr =
-                descr.parse().map_err(|_| format!("dtype {descr:?} is not a NumPy type string"))?;
+            let type_str: npyz::TypeStr = descr.parse().map_err(|_| NpyError::NotNumpyType { descr: descr.clone() })?;
             // `None` for pickled objects, whose size only unpickling tells: nothing is read then.
             let item_size = type_str.num_bytes().map_or(0, |n| n as u64);
             (type_str.to_string(), npy_element(&type_str), item_size)
@@ -102,10 +178,10 @@ pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, String> {
     };
     let elements = element_count("array", &header.shape)?;
     let after_header = file_len.saturating_sub(data_start as u64);
-    let data_len = elements.checked_mul(item_size).filter(|&n| n <= after_header).ok_or_else(|| {
-        format!(
-            "header claims {elements} × {item_size} data bytes, the file holds only {after_header} after the header"
-        )
+    let data_len = elements.checked_mul(item_size).filter(|&n| n <= after_header).ok_or(NpyError::DataBeyondEnd {
+        elements,
+        item_size,
+        available: after_header,
     })?;
     Ok(TensorEntry {
         name: "array".into(),
@@ -155,21 +231,12 @@ fn npy_element(type_str: &npyz::TypeStr) -> TensorElement {
 }
 
 /// The product of `shape` (0 for an empty tensor), refusing overflow.
-pub(crate) fn element_count(name: &str, shape: &[u64]) -> Result<u64, String> {
+pub(crate) fn element_count(name: &str, shape: &[u64]) -> Result<u64, ShapeOverflow> {
     if shape.contains(&0) {
         return Ok(0);
     }
     shape
         .iter()
         .try_fold(1u64, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| format!("tensor '{name}': shape {shape:?} overflows"))
-}
-
-/// `error` as a short lowercase phrase ("no such file or directory").
-pub fn io_message(error: &std::io::Error) -> String {
-    let text = error.to_string();
-    // "No such file or directory (os error 2)" → "no such file or directory"
-    let text = text.split(" (os error").next().unwrap_or(&text);
-    let mut chars = text.chars();
-    chars.next().map_or_else(String::new, |c| c.to_lowercase().chain(chars).collect())
+        .ok_or_else(|| ShapeOverflow { tensor: name.to_string(), shape: shape.to_vec() })
 }

@@ -7,17 +7,20 @@
 //! headers by the format's own crate, after this module has bounded the header size (so
 //! that a hostile length field cannot make it allocate gigabytes) and before it checks
 //! that no tensor name appears twice. Every tensor's bytes must lie inside the file (or
-//! its inflated member). Every function returns a one-line message instead of panicking,
-//! whatever the bytes.
+//! its inflated member). Every function returns an error instead of panicking, whatever
+//! the bytes; every error's `Display` is one line.
 //!
 //! Files are read with positioned reads (`pread`), not memory-mapped: a mapped file that
 //! another program truncates kills the reader with SIGBUS, which no sound Rust can
 //! catch, whereas a short read is an error like any other.
 
+use crate::files::message::{io_message, one_line};
 use crate::files::npy_header;
-use crate::files::npz;
-use crate::files::scan::{Endian, FloatFormat, Source};
-use crate::files::tensor::{BOOL, INTEGER, TensorElement, TensorEntry, element_count, io_message, parse_npy};
+use crate::files::npz::{self, InflateError, NpzError};
+use crate::files::scan::{Endian, FloatFormat, Source, SourceReadError};
+use crate::files::tensor::{
+    BOOL, INTEGER, NpyError, ShapeOverflow, TensorElement, TensorEntry, element_count, parse_npy,
+};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -77,13 +80,248 @@ impl Container {
 
     /// The container of an input file: by extension, else by content: NumPy's magic, a
     /// zip archive's, or a safetensors header (see [`looks_like_safetensors`]).
-    pub fn detect(path: &Path, bytes: &[u8]) -> Result<Container, String> {
+    pub fn detect(path: &Path, bytes: &[u8]) -> Result<Container, UnknownContainer> {
         match Container::from_extension(path) {
             Some(container) => Ok(container),
             None if bytes.starts_with(npy_header::NPY_MAGIC) => Ok(Container::Npy),
             None if npz::MAGIC.iter().any(|magic| bytes.starts_with(magic)) => Ok(Container::Npz),
             None if looks_like_safetensors(bytes) => Ok(Container::Safetensors),
-            None => Err("unknown file type (expected a .npy, .npz or .safetensors file)".into()),
+            None => Err(UnknownContainer),
+        }
+    }
+}
+
+/// A file that is none of the containers, by extension or by content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownContainer;
+
+impl std::fmt::Display for UnknownContainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("unknown file type (expected a .npy, .npz or .safetensors file)")
+    }
+}
+
+impl std::error::Error for UnknownContainer {}
+
+/// Why a container's bytes are refused by [`parse`] (or [`TensorFile::open`]).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ContainerError {
+    /// An `.npy` file.
+    Npy(NpyError),
+    /// An `.npz` archive.
+    Npz(NpzError),
+    /// A `.safetensors` file.
+    Safetensors(SafetensorsError),
+}
+
+impl std::fmt::Display for ContainerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ContainerError::Npy(error) => error.fmt(f),
+            ContainerError::Npz(error) => error.fmt(f),
+            ContainerError::Safetensors(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ContainerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ContainerError::Npy(error) => Some(error),
+            ContainerError::Npz(error) => Some(error),
+            ContainerError::Safetensors(error) => Some(error),
+        }
+    }
+}
+
+impl From<NpyError> for ContainerError {
+    fn from(error: NpyError) -> ContainerError {
+        ContainerError::Npy(error)
+    }
+}
+
+impl From<NpzError> for ContainerError {
+    fn from(error: NpzError) -> ContainerError {
+        ContainerError::Npz(error)
+    }
+}
+
+impl From<SafetensorsError> for ContainerError {
+    fn from(error: SafetensorsError) -> ContainerError {
+        ContainerError::Safetensors(error)
+    }
+}
+
+/// Why a `.safetensors` header is refused by [`parse_safetensors`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SafetensorsError {
+    /// The file is shorter than the header length field.
+    NoLength {
+        /// The file's length.
+        file_len: u64,
+    },
+    /// The length field exceeds [`MAX_SAFETENSORS_HEADER`].
+    Oversized {
+        /// Bytes claimed.
+        len: u64,
+    },
+    /// The file ends before the header does.
+    Truncated {
+        /// Bytes of header claimed.
+        claimed: u64,
+        /// Bytes in the file after the length field.
+        available: u64,
+    },
+    /// A tensor name appears twice.
+    DuplicateName {
+        /// The name.
+        name: String,
+    },
+    /// A dtype the `safetensors` crate does not know.
+    UnknownDtype {
+        /// The dtype, quoted as the JSON parser quotes it.
+        dtype: String,
+    },
+    /// A header that is not what the format prescribes.
+    Invalid(serde_json::Error),
+    /// The tensors claim more data than the file holds.
+    DataBeyondEnd {
+        /// Bytes the header describes.
+        claimed: u64,
+        /// Bytes in the file after the header.
+        available: u64,
+    },
+    /// Bytes after the last tensor's data.
+    TrailingBytes {
+        /// How many.
+        count: u64,
+    },
+    /// A tensor listed by the crate but then not found in its own header.
+    Vanished {
+        /// The name.
+        name: String,
+    },
+    /// A tensor whose shape's element count overflows.
+    Shape(ShapeOverflow),
+    /// A tensor whose data offsets do not match its shape and dtype.
+    Offsets {
+        /// The name.
+        name: String,
+    },
+}
+
+impl std::fmt::Display for SafetensorsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SafetensorsError::NoLength { file_len } => {
+                write!(f, "truncated: {file_len} bytes, shorter than the 8-byte header length")
+            }
+            SafetensorsError::Oversized { len } => {
+                write!(f, "oversized header: {len} bytes (limit {MAX_SAFETENSORS_HEADER})")
+            }
+            SafetensorsError::Truncated { claimed, available } => {
+                write!(f, "truncated header: claims {claimed} bytes, file holds {available} after the length")
+            }
+            SafetensorsError::DuplicateName { name } => write!(f, "tensor name '{name}' appears twice in the header"),
+            SafetensorsError::UnknownDtype { dtype } => write!(f, "unknown dtype {dtype} in header"),
+            SafetensorsError::Invalid(error) => write!(f, "invalid header: {error}"),
+            SafetensorsError::DataBeyondEnd { claimed, available } => {
+                write!(f, "header claims {claimed} data bytes, the file holds only {available} after the header")
+            }
+            SafetensorsError::TrailingBytes { count } => {
+                write!(f, "{count} bytes after the last tensor belong to no tensor")
+            }
+            SafetensorsError::Vanished { name } => write!(f, "tensor '{name}' vanished from the header"),
+            SafetensorsError::Shape(error) => error.fmt(f),
+            SafetensorsError::Offsets { name } => {
+                write!(f, "tensor '{name}': data_offsets do not match its shape and dtype")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SafetensorsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SafetensorsError::Invalid(error) => Some(error),
+            SafetensorsError::Shape(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl From<ShapeOverflow> for SafetensorsError {
+    fn from(error: ShapeOverflow) -> SafetensorsError {
+        SafetensorsError::Shape(error)
+    }
+}
+
+/// Why a tensor file cannot be opened or read: the file's path and what went wrong.
+/// Displayed as `path: what`, on one line.
+#[derive(Debug)]
+pub struct TensorFileError {
+    /// The file, as given.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: TensorFileErrorKind,
+}
+
+/// What went wrong with a tensor file: see [`TensorFileError`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TensorFileErrorKind {
+    /// It is missing, or not a regular file.
+    NotRegular(RegularFileError),
+    /// Opening it or reading its metadata failed.
+    Io(std::io::Error),
+    /// It is empty.
+    Empty,
+    /// Reading its start failed.
+    Read(SourceReadError),
+    /// It is none of the containers.
+    Unknown(UnknownContainer),
+    /// Its container's bytes are refused.
+    Container(ContainerError),
+    /// Opening it again, to read its data, failed.
+    Reopen(std::io::Error),
+    /// Another file was renamed over it after its header was read.
+    Replaced,
+}
+
+impl std::fmt::Display for TensorFileErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TensorFileErrorKind::NotRegular(error) => error.fmt(f),
+            TensorFileErrorKind::Io(error) => f.write_str(&io_message(error)),
+            TensorFileErrorKind::Empty => f.write_str("empty file"),
+            TensorFileErrorKind::Read(error) => error.fmt(f),
+            TensorFileErrorKind::Unknown(error) => error.fmt(f),
+            TensorFileErrorKind::Container(error) => error.fmt(f),
+            TensorFileErrorKind::Reopen(error) => {
+                write!(f, "cannot open again after its header was read: {}", io_message(error))
+            }
+            TensorFileErrorKind::Replaced => f.write_str("replaced by another file after its header was read"),
+        }
+    }
+}
+
+impl std::fmt::Display for TensorFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+    }
+}
+
+impl std::error::Error for TensorFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            TensorFileErrorKind::NotRegular(error) => Some(error),
+            TensorFileErrorKind::Io(error) | TensorFileErrorKind::Reopen(error) => Some(error),
+            TensorFileErrorKind::Read(error) => Some(error),
+            TensorFileErrorKind::Unknown(error) => Some(error),
+            TensorFileErrorKind::Container(error) => Some(error),
+            TensorFileErrorKind::Empty | TensorFileErrorKind::Replaced => None,
         }
     }
 }
@@ -116,44 +354,42 @@ pub struct TensorFile {
 
 impl TensorFile {
     /// Opens `path` and parses its header: the start of the file, or an `.npz` archive's
-    /// central directory and its members' headers. Errors are one line, prefixed with
-    /// the path.
+    /// central directory and its members' headers. Errors name the path.
     ///
     /// Guarantees on success: every tensor's `data` range lies inside the file as it was
     /// when opened (or inside its inflated member), and its length matches shape ×
     /// element size. Nothing of the data is read (but the first bytes of each `.npz`
     /// member, which hold its header).
-    pub fn open(path: &Path) -> Result<TensorFile, String> {
+    pub fn open(path: &Path) -> Result<TensorFile, TensorFileError> {
         use std::os::unix::fs::MetadataExt;
-        let fail = |message: String| format!("{}: {}", path.display(), one_line(message));
-        check_regular_file(path).map_err(fail)?;
-        let file = File::open(path).map_err(|e| fail(io_message(&e)))?;
-        let metadata = file.metadata().map_err(|e| fail(io_message(&e)))?;
+        let fail = |kind: TensorFileErrorKind| TensorFileError { path: path.to_path_buf(), kind };
+        check_regular_file(path).map_err(|e| fail(TensorFileErrorKind::NotRegular(e)))?;
+        let file = File::open(path).map_err(|e| fail(TensorFileErrorKind::Io(e)))?;
+        let metadata = file.metadata().map_err(|e| fail(TensorFileErrorKind::Io(e)))?;
         if metadata.len() == 0 {
-            return Err(fail("empty file".into()));
+            return Err(fail(TensorFileErrorKind::Empty));
         }
         let mut head = vec![0; metadata.len().min(HEAD_BYTES) as usize];
-        file.read_exact_at(&mut head, 0).map_err(|e| fail(read_error(&file, &e, head.len() as u64)))?;
-        let container = Container::detect(path, &head).map_err(fail)?;
+        file.read_exact_at(&mut head, 0)
+            .map_err(|e| fail(TensorFileErrorKind::Read(read_error(&file, e, head.len() as u64))))?;
+        let container = Container::detect(path, &head).map_err(|e| fail(TensorFileErrorKind::Unknown(e)))?;
         let read = |offset: u64, buf: &mut [u8]| {
-            file.read_exact_at(buf, offset).map_err(|e| read_error(&file, &e, offset + buf.len() as u64))
+            file.read_exact_at(buf, offset).map_err(|e| read_error(&file, e, offset + buf.len() as u64))
         };
         let whole = Source::Read { len: metadata.len() as usize, read: &read };
-        let tensors = parse_file(container, &head, whole).map_err(fail)?;
+        let tensors = parse_file(container, &head, whole).map_err(|e| fail(TensorFileErrorKind::Container(e)))?;
         Ok(TensorFile { path: path.to_path_buf(), container, tensors, identity: (metadata.dev(), metadata.ino()) })
     }
 
     /// Opens the file again to read its tensors' data. It must still be the file whose
-    /// header was parsed (not one renamed over it since). Errors are one line, prefixed
-    /// with the path.
-    pub fn reader(&self) -> Result<TensorReader, String> {
+    /// header was parsed (not one renamed over it since). Errors name the path.
+    pub fn reader(&self) -> Result<TensorReader, TensorFileError> {
         use std::os::unix::fs::MetadataExt;
-        let fail = |message: String| format!("{}: {message}", self.path.display());
-        let file = File::open(&self.path)
-            .map_err(|e| fail(format!("cannot open again after its header was read: {}", io_message(&e))))?;
-        let metadata = file.metadata().map_err(|e| fail(io_message(&e)))?;
+        let fail = |kind: TensorFileErrorKind| TensorFileError { path: self.path.clone(), kind };
+        let file = File::open(&self.path).map_err(|e| fail(TensorFileErrorKind::Reopen(e)))?;
+        let metadata = file.metadata().map_err(|e| fail(TensorFileErrorKind::Io(e)))?;
         if (metadata.dev(), metadata.ino()) != self.identity {
-            return Err(fail("replaced by another file after its header was read".into()));
+            return Err(fail(TensorFileErrorKind::Replaced));
         }
         Ok(TensorReader { file })
     }
@@ -173,15 +409,16 @@ impl TensorReader {
     /// its end. `chunk_bytes` should be a multiple of the element size, so that every
     /// chunk holds whole elements.
     ///
-    /// A file that has shrunk since its header was read is an error (one line, without
-    /// the file name); one rewritten in place meanwhile gives whatever the bytes are now,
-    /// as for any reader racing a writer.
-    pub fn for_each_chunk(
+    /// Errors: `use_chunk`'s, as it returned them, or the inflater's. A file that has
+    /// shrunk since its header was read is an error ([`SourceReadError::Shrank`], from the
+    /// source handed to `use_chunk` or from the inflater); one rewritten in place
+    /// meanwhile gives whatever the bytes are now, as for any reader racing a writer.
+    pub fn for_each_chunk<E: From<InflateError>>(
         &self,
         tensor: &TensorEntry,
         chunk_bytes: usize,
-        mut use_chunk: impl FnMut(u64, Source<'_>) -> Result<(), String>,
-    ) -> Result<(), String> {
+        mut use_chunk: impl FnMut(u64, Source<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
         match &tensor.deflated {
             None => {
                 let start = tensor.data.start as u64;
@@ -201,19 +438,19 @@ impl TensorReader {
 
     /// Fills `buf` with the file's bytes from `offset` on; `needed`, the length the file
     /// must have for the read at hand, is named if it has shrunk.
-    fn read_at(&self, offset: u64, buf: &mut [u8], needed: u64) -> Result<(), String> {
-        self.file.read_exact_at(buf, offset).map_err(|e| read_error(&self.file, &e, needed))
+    fn read_at(&self, offset: u64, buf: &mut [u8], needed: u64) -> Result<(), SourceReadError> {
+        self.file.read_exact_at(buf, offset).map_err(|e| read_error(&self.file, e, needed))
     }
 }
 
-/// A failed read as one line: a read past the end means the file shrank after it was
-/// opened (another program truncated or rewrote it).
-fn read_error(file: &File, error: &std::io::Error, needed: u64) -> String {
+/// A failed read of `file`: a read past the end means the file shrank after it was
+/// opened (another program truncated or rewrote it); `needed` is the length the read
+/// needed.
+fn read_error(file: &File, error: std::io::Error, needed: u64) -> SourceReadError {
     if error.kind() == std::io::ErrorKind::UnexpectedEof {
-        let now = file.metadata().map_or_else(|e| io_message(&e), |m| format!("{} bytes", m.len()));
-        format!("file shrank while being read (now {now}, {needed} needed): truncated by another program?")
+        SourceReadError::Shrank { now: file.metadata().map(|m| m.len()), needed }
     } else {
-        format!("read failed: {}", io_message(error))
+        SourceReadError::Failed(error)
     }
 }
 
@@ -223,59 +460,96 @@ fn read_error(file: &File, error: &std::io::Error, needed: u64) -> String {
 /// Never panics, whatever the bytes; on success every tensor's `data` lies inside
 /// `bytes` (or inside its inflated `.npz` member) and the other guarantees of
 /// [`TensorFile::open`] hold.
-pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, String> {
+pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, ContainerError> {
     parse_file(container, &bytes[..bytes.len().min(HEAD_BYTES as usize)], Source::Bytes(bytes))
+}
+
+/// For the fuzz target (`fuzz/fuzz_targets/containers.rs`) and `tests/header_fuzz.rs`,
+/// which share it: [`parse`], with its guarantees asserted (a failed one panics). An
+/// error's message is one non-empty line; every tensor accepted lies inside `bytes` (or
+/// inflates from them), its data as long as its shape and dtype say; scanning it
+/// (inflating it, for a deflated member, where a failure must be a one-line error too)
+/// finds at most as many non-finite values as it has values.
+#[doc(hidden)]
+pub fn parse_checked(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, ContainerError> {
+    fn assert_one_line(error: &impl std::fmt::Display) {
+        let message = error.to_string();
+        assert!(!message.is_empty() && !message.contains('\n'), "bad message {message:?}");
+    }
+    let tensors = parse(container, bytes).inspect_err(assert_one_line)?;
+    for t in &tensors {
+        assert!(t.data.start <= t.data.end, "{t:?}");
+        assert!(t.deflated.is_some() || t.data.end <= bytes.len(), "{t:?} outside {} bytes", bytes.len());
+        let Some((format, endian)) = t.element.scanned_as() else { continue };
+        let values = t.elements * t.element.parts();
+        assert_eq!(t.data.len() as u64, values * format.bytes() as u64, "{t:?}");
+        let mut non_finite = 0;
+        match &t.deflated {
+            None => non_finite = format.count(endian, &bytes[t.data.clone()], 0).non_finite(),
+            Some(deflated) => {
+                let count = |_, data: &[u8]| {
+                    non_finite += format.count(endian, data, 0).non_finite();
+                    Ok::<(), InflateError>(())
+                };
+                if let Err(error) = npz::inflate(Source::Bytes(bytes), deflated, t.data.clone(), 4096, count) {
+                    assert_one_line(&error);
+                }
+            }
+        }
+        assert!(non_finite <= values, "{non_finite} non-finite of {values} values");
+    }
+    Ok(tensors)
 }
 
 /// Parses the header of `file` as `container`: `.npy` and `.safetensors` from `head`,
 /// its first `min(len, HEAD_BYTES)` bytes; `.npz` by reading the archive where its
 /// records are.
-fn parse_file(container: Container, head: &[u8], file: Source<'_>) -> Result<Vec<TensorEntry>, String> {
-    match container {
-        Container::Npy => parse_npy(head, file.len() as u64).map(|t| vec![t]),
-        Container::Npz => npz::parse(file),
-        Container::Safetensors => parse_safetensors(head, file.len() as u64),
-    }
+fn parse_file(container: Container, head: &[u8], file: Source<'_>) -> Result<Vec<TensorEntry>, ContainerError> {
+    Ok(match container {
+        Container::Npy => vec![parse_npy(head, file.len() as u64)?],
+        Container::Npz => npz::parse(file)?,
+        Container::Safetensors => parse_safetensors(head, file.len() as u64)?,
+    })
 }
 
 /// Parses a `.safetensors` header: the `safetensors` crate is fed only the JSON header
 /// bytes, after its length has been checked against [`MAX_SAFETENSORS_HEADER`] and the
 /// file size; no name may appear twice, and the data the header describes must cover
 /// the rest of the file exactly.
-pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>, String> {
+pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>, SafetensorsError> {
     let Some((length_field, rest)) = head.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
-        return Err(format!("truncated: {file_len} bytes, shorter than the 8-byte header length"));
+        return Err(SafetensorsError::NoLength { file_len });
     };
     let header_len = u64::from_le_bytes(*length_field);
     if header_len > MAX_SAFETENSORS_HEADER {
-        return Err(format!("oversized header: {header_len} bytes (limit {MAX_SAFETENSORS_HEADER})"));
+        return Err(SafetensorsError::Oversized { len: header_len });
     }
     let after_length = file_len.saturating_sub(SAFETENSORS_LEN_BYTES as u64);
     let Some(header) = rest.get(..header_len as usize).filter(|_| header_len <= after_length) else {
-        return Err(format!("truncated header: claims {header_len} bytes, file holds {after_length} after the length"));
+        return Err(SafetensorsError::Truncated { claimed: header_len, available: after_length });
     };
     // Before the crate, which keeps the last of two entries of one name and may then
     // report the other's offsets as invalid instead.
     if let Some(name) = duplicate_key(header) {
-        return Err(format!("tensor name '{name}' appears twice in the header"));
+        return Err(SafetensorsError::DuplicateName { name });
     }
     let metadata: safetensors::tensor::Metadata = serde_json::from_slice(header).map_err(safetensors_header_error)?;
     let data_start = SAFETENSORS_LEN_BYTES + header.len();
     let data_len = metadata.data_len();
     let file_data_len = after_length - header_len;
     if data_len as u64 > file_data_len {
-        return Err(format!(
-            "header claims {data_len} data bytes, the file holds only {file_data_len} after the header"
-        ));
+        return Err(SafetensorsError::DataBeyondEnd { claimed: data_len as u64, available: file_data_len });
     }
     if (data_len as u64) < file_data_len {
-        return Err(format!("{} bytes after the last tensor belong to no tensor", file_data_len - data_len as u64));
+        return Err(SafetensorsError::TrailingBytes { count: file_data_len - data_len as u64 });
     }
     metadata
         .offset_keys()
         .into_iter()
         .map(|name| {
-            let info = metadata.info(&name).ok_or_else(|| format!("tensor '{name}' vanished from the header"))?;
+            let Some(info) = metadata.info(&name) else {
+                return Err(SafetensorsError::Vanished { name });
+            };
             let (element, bits) = (safetensors_element(info.dtype), info.dtype.bitsize() as u64);
             let shape: Vec<u64> = info.shape.iter().map(|&d| d as u64).collect();
             let (start, end) = info.data_offsets;
@@ -286,7 +560,7 @@ pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>,
                 (Some(bytes), Some(bits)) if bytes as u128 * 8 == u128::from(bits)
             );
             if !size_matches || end > data_len {
-                return Err(format!("tensor '{name}': data_offsets do not match its shape and dtype"));
+                return Err(SafetensorsError::Offsets { name });
             }
             Ok(TensorEntry {
                 dtype: format!("{:?}", info.dtype),
@@ -332,13 +606,13 @@ fn duplicate_key(header: &[u8]) -> Option<String> {
     serde_json::Deserializer::from_slice(header).deserialize_map(FirstDuplicate).ok().flatten()
 }
 
-/// A header the crate rejects, as one line; an unknown dtype is named as such.
-fn safetensors_header_error(error: serde_json::Error) -> String {
+/// A header the crate rejects; an unknown dtype is named as such.
+fn safetensors_header_error(error: serde_json::Error) -> SafetensorsError {
     let message = error.to_string();
     match message.strip_prefix("unknown variant ") {
         // "unknown variant `F7`, expected one of `BOOL`, ... at line 1 column 40"
-        Some(rest) => format!("unknown dtype {} in header", rest.split(',').next().unwrap_or(rest)),
-        None => format!("invalid header: {message}"),
+        Some(rest) => SafetensorsError::UnknownDtype { dtype: rest.split(',').next().unwrap_or(rest).to_string() },
+        None => SafetensorsError::Invalid(error),
     }
 }
 
@@ -366,43 +640,170 @@ fn safetensors_element(dtype: safetensors::Dtype) -> TensorElement {
     }
 }
 
-/// `Ok` if `path` names an existing regular file (or a link to one); else why not, as a
-/// short phrase ("no such file or directory", "is a directory").
-pub fn check_regular_file(path: &Path) -> Result<(), String> {
-    let metadata = std::fs::metadata(path).map_err(|e| io_message(&e))?;
+/// Why a path given as an input file is not one; displayed as a short phrase ("no such
+/// file or directory", "is a directory").
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum RegularFileError {
+    /// Its metadata cannot be read (it does not exist, or may not be looked at).
+    Io(std::io::Error),
+    /// It is a directory.
+    IsDirectory,
+    /// It is neither a file nor a directory (a device, a pipe, a socket).
+    NotRegular,
+}
+
+impl std::fmt::Display for RegularFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RegularFileError::Io(error) => f.write_str(&io_message(error)),
+            RegularFileError::IsDirectory => f.write_str("is a directory"),
+            RegularFileError::NotRegular => f.write_str("not a regular file"),
+        }
+    }
+}
+
+impl std::error::Error for RegularFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RegularFileError::Io(error) => Some(error),
+            RegularFileError::IsDirectory | RegularFileError::NotRegular => None,
+        }
+    }
+}
+
+/// `Ok` if `path` names an existing regular file (or a link to one); else why not.
+pub fn check_regular_file(path: &Path) -> Result<(), RegularFileError> {
+    let metadata = std::fs::metadata(path).map_err(RegularFileError::Io)?;
     if metadata.is_dir() {
-        Err("is a directory".into())
+        Err(RegularFileError::IsDirectory)
     } else if !metadata.is_file() {
-        Err("not a regular file".into())
+        Err(RegularFileError::NotRegular)
     } else {
         Ok(())
     }
 }
 
-/// `message` on one line: line breaks (which some decoders' messages contain) become
-/// "; ".
-pub fn one_line(message: impl std::fmt::Display) -> String {
-    message.to_string().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
+/// Why an output cannot be written: the output path and what went wrong. Displayed as
+/// `path: what`, on one line.
+#[derive(Debug)]
+pub struct TensorWriteError {
+    /// The output path, as given.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: TensorWriteErrorKind,
+}
+
+/// What went wrong with an output: see [`TensorWriteError`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TensorWriteErrorKind {
+    /// The output is the input file.
+    IsInput,
+    /// Its extension names no container that can be written.
+    UnknownExtension,
+    /// It is a directory.
+    IsDirectory,
+    /// It exists, and replacing it was not asked for.
+    Exists,
+    /// The shape does not hold the number of values given.
+    ShapeMismatch {
+        /// The shape.
+        shape: Vec<u64>,
+        /// Values given.
+        values: u64,
+    },
+    /// The tensor name is one the format reserves.
+    ReservedName {
+        /// The name.
+        name: String,
+    },
+    /// The temporary file cannot be created.
+    CreateTemporary {
+        /// Where it was to be.
+        directory: PathBuf,
+        /// Why not.
+        error: std::io::Error,
+    },
+    /// The temporary file's mode cannot be set.
+    SetMode(std::io::Error),
+    /// Writing or syncing the temporary file failed.
+    Write(std::io::Error),
+    /// The values could not be produced (the source's own error).
+    Values(Box<dyn std::error::Error + Send + Sync>),
+    /// The `.safetensors` header cannot be serialised.
+    Header(serde_json::Error),
+    /// The temporary file cannot be renamed onto the output.
+    Rename(std::io::Error),
+}
+
+impl std::fmt::Display for TensorWriteErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TensorWriteErrorKind::IsInput => f.write_str("is the input file; choose another output path"),
+            TensorWriteErrorKind::UnknownExtension => {
+                f.write_str("unknown output extension (expected .npy or .safetensors)")
+            }
+            TensorWriteErrorKind::IsDirectory => f.write_str("is a directory"),
+            TensorWriteErrorKind::Exists => f.write_str("already exists (use --force to replace it)"),
+            TensorWriteErrorKind::ShapeMismatch { shape, values } => {
+                write!(f, "shape {shape:?} does not hold {values} values")
+            }
+            TensorWriteErrorKind::ReservedName { name } => write!(f, "tensor name '{name}' is reserved by the format"),
+            TensorWriteErrorKind::CreateTemporary { directory, error } => {
+                write!(f, "cannot create a temporary file in {}: {}", directory.display(), io_message(error))
+            }
+            TensorWriteErrorKind::SetMode(error) => {
+                write!(f, "cannot set the mode of the temporary file: {}", io_message(error))
+            }
+            TensorWriteErrorKind::Write(error) => write!(f, "write failed: {}", io_message(error)),
+            TensorWriteErrorKind::Values(error) => write!(f, "write failed: {error}"),
+            TensorWriteErrorKind::Header(error) => write!(f, "write failed: invalid header: {error}"),
+            TensorWriteErrorKind::Rename(error) => {
+                write!(f, "cannot rename the temporary file into place: {}", io_message(error))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TensorWriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+    }
+}
+
+impl std::error::Error for TensorWriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            TensorWriteErrorKind::CreateTemporary { error, .. }
+            | TensorWriteErrorKind::SetMode(error)
+            | TensorWriteErrorKind::Write(error)
+            | TensorWriteErrorKind::Rename(error) => Some(error),
+            TensorWriteErrorKind::Values(error) => Some(error.as_ref()),
+            TensorWriteErrorKind::Header(error) => Some(error),
+            _ => None,
+        }
+    }
 }
 
 /// Checks, before any work, that `output` may be written: its extension names a
 /// container, it is not `input` (same file after resolving links), and it does not exist
-/// unless `force`. Returns the container; errors are one line naming the file.
-pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, String> {
-    let fail = |message: &str| Err(format!("{}: {message}", output.display()));
+/// unless `force`. Returns the container; errors name the file.
+pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, TensorWriteError> {
+    let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
     let same = matches!((output.canonicalize(), input.canonicalize()), (Ok(a), Ok(b)) if a == b);
     if same {
-        return fail("is the input file; choose another output path");
+        return fail(TensorWriteErrorKind::IsInput);
     }
     let Some(container) = Container::of_output(output) else {
-        return fail("unknown output extension (expected .npy or .safetensors)");
+        return fail(TensorWriteErrorKind::UnknownExtension);
     };
     if output.exists() {
         if output.is_dir() {
-            return fail("is a directory");
+            return fail(TensorWriteErrorKind::IsDirectory);
         }
         if !force {
-            return fail("already exists (use --force to replace it)");
+            return fail(TensorWriteErrorKind::Exists);
         }
     }
     Ok(container)
@@ -415,27 +816,46 @@ pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
 /// A tensor's values in flat order, produced a chunk at a time, so that writing one
 /// never needs them all in memory.
 pub trait F32Source {
+    /// Why values cannot be produced.
+    type Error: std::error::Error + Send + Sync + 'static;
     /// How many values there are.
     fn elements(&self) -> u64;
     /// Writes values `start .. start + out.len()` into `out` (a range within
     /// [`F32Source::elements`]).
-    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), String>;
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), Self::Error>;
 }
 
+/// Values asked for beyond the end of a slice of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValuesOutOfRange {
+    /// The first value asked for.
+    pub start: u64,
+}
+
+impl std::fmt::Display for ValuesOutOfRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "values {}.. are out of range", self.start)
+    }
+}
+
+impl std::error::Error for ValuesOutOfRange {}
+
 impl F32Source for [f32] {
+    type Error = ValuesOutOfRange;
+
     fn elements(&self) -> u64 {
         self.len() as u64
     }
 
-    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), String> {
-        let values = usize::try_from(start).ok().and_then(|start| self.get(start..start + out.len()));
-        out.copy_from_slice(values.ok_or_else(|| format!("values {start}.. are out of range"))?);
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), ValuesOutOfRange> {
+        let values = usize::try_from(start).ok().and_then(|start| self.get(start..start.checked_add(out.len())?));
+        out.copy_from_slice(values.ok_or(ValuesOutOfRange { start })?);
         Ok(())
     }
 }
 
 /// Writes the f32 tensor `data` of `shape` to `out`: [`write_f32_from`] of a slice.
-pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), String> {
+pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), TensorWriteError> {
     write_f32_from(out, name, shape, data, force)
 }
 
@@ -447,7 +867,7 @@ pub fn write_f32_from(
     shape: &[u64],
     data: &(impl F32Source + ?Sized),
     force: bool,
-) -> Result<(), String> {
+) -> Result<(), TensorWriteError> {
     stage_f32(out, name, shape, data, force)?.commit()
 }
 
@@ -471,17 +891,16 @@ pub fn stage_f32(
     shape: &[u64],
     data: &(impl F32Source + ?Sized),
     force: bool,
-) -> Result<StagedOutput, String> {
+) -> Result<StagedOutput, TensorWriteError> {
     use std::os::unix::fs::PermissionsExt;
-    let fail = |message: String| format!("{}: {}", out.display(), one_line(message));
-    let container = Container::of_output(out)
-        .ok_or_else(|| fail("unknown output extension (expected .npy or .safetensors)".into()))?;
+    let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
+    let container = Container::of_output(out).ok_or_else(|| fail(TensorWriteErrorKind::UnknownExtension))?;
     if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
-        return Err(fail(format!("shape {shape:?} does not hold {} values", data.elements())));
+        return Err(fail(TensorWriteErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }));
     }
     if container == Container::Safetensors && name == SAFETENSORS_METADATA_KEY {
         // The crate would write it, but every reader takes that key for the metadata map.
-        return Err(fail(format!("tensor name '{name}' is reserved by the format")));
+        return Err(fail(TensorWriteErrorKind::ReservedName { name: name.to_string() }));
     }
     let directory = match out.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -498,22 +917,23 @@ pub fn stage_f32(
         .suffix(".tmp")
         .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
         .tempfile_in(directory)
-        .map_err(|e| fail(format!("cannot create a temporary file in {}: {}", directory.display(), io_message(&e))))?;
+        .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
     if let Some(mode) = replaced_mode {
         temporary
             .as_file()
             .set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(|e| fail(format!("cannot set the mode of the temporary file: {}", io_message(&e))))?;
+            .map_err(|e| fail(TensorWriteErrorKind::SetMode(e)))?;
     }
     let mut writer = BufWriter::with_capacity(1 << 20, temporary.as_file_mut());
     match container {
         Container::Npy => write_npy(&mut writer, shape, data),
         Container::Safetensors => write_safetensors(&mut writer, name, shape, data),
-        Container::Npz => Err("cannot write .npz".into()),
+        // `of_output` has refused it above.
+        Container::Npz => Err(TensorWriteErrorKind::UnknownExtension),
     }
-    .and_then(|()| writer.into_inner().map(drop).map_err(|e| io_message(e.error())))
-    .and_then(|()| temporary.as_file().sync_all().map_err(|e| io_message(&e)))
-    .map_err(|e| fail(format!("write failed: {e}")))?;
+    .and_then(|()| writer.into_inner().map(drop).map_err(|e| TensorWriteErrorKind::Write(e.into_error())))
+    .and_then(|()| temporary.as_file().sync_all().map_err(TensorWriteErrorKind::Write))
+    .map_err(fail)?;
     Ok(StagedOutput { temporary, out: out.to_path_buf(), force })
 }
 
@@ -529,16 +949,16 @@ impl StagedOutput {
     /// Renames the temporary file onto the output path. Without `force`, an existing
     /// output is never replaced (the rename itself refuses, so a file created meanwhile
     /// is not clobbered either). On error the temporary file is removed.
-    pub fn commit(self) -> Result<(), String> {
-        let fail = |message: String| format!("{}: {message}", self.out.display());
+    pub fn commit(self) -> Result<(), TensorWriteError> {
         let persisted =
             if self.force { self.temporary.persist(&self.out) } else { self.temporary.persist_noclobber(&self.out) };
         persisted.map(drop).map_err(|e| {
-            if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                fail("already exists (use --force to replace it)".into())
+            let kind = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                TensorWriteErrorKind::Exists
             } else {
-                fail(format!("cannot rename the temporary file into place: {}", io_message(&e.error)))
-            }
+                TensorWriteErrorKind::Rename(e.error)
+            };
+            TensorWriteError { path: self.out, kind }
         })
     }
 }
@@ -546,25 +966,33 @@ impl StagedOutput {
 /// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order.
 fn for_each_chunk(
     data: &(impl F32Source + ?Sized),
-    mut write: impl FnMut(&[f32]) -> Result<(), String>,
-) -> Result<(), String> {
+    mut write: impl FnMut(&[f32]) -> std::io::Result<()>,
+) -> Result<(), TensorWriteErrorKind> {
     let mut chunk = vec![0.0f32; WRITE_CHUNK_ELEMENTS.min(data.elements() as usize)];
     let mut start = 0;
     while start < data.elements() {
         let len = chunk.len().min((data.elements() - start) as usize);
-        data.fill(start, &mut chunk[..len])?;
-        write(&chunk[..len])?;
+        data.fill(start, &mut chunk[..len]).map_err(|e| TensorWriteErrorKind::Values(Box::new(e)))?;
+        write(&chunk[..len]).map_err(TensorWriteErrorKind::Write)?;
         start += len as u64;
     }
     Ok(())
 }
 
-fn write_npy(out: &mut impl Write, shape: &[u64], data: &(impl F32Source + ?Sized)) -> Result<(), String> {
+fn write_npy(
+    out: &mut impl Write,
+    shape: &[u64],
+    data: &(impl F32Source + ?Sized),
+) -> Result<(), TensorWriteErrorKind> {
     use npyz::WriterBuilder;
-    let mut writer =
-        npyz::WriteOptions::new().default_dtype().shape(shape).writer(out).begin_nd().map_err(|e| io_message(&e))?;
-    for_each_chunk(data, |chunk| writer.extend(chunk.iter().copied()).map_err(|e| io_message(&e)))?;
-    writer.finish().map_err(|e| io_message(&e))
+    let mut writer = npyz::WriteOptions::new()
+        .default_dtype()
+        .shape(shape)
+        .writer(out)
+        .begin_nd()
+        .map_err(TensorWriteErrorKind::Write)?;
+    for_each_chunk(data, |chunk| writer.extend(chunk.iter().copied()))?;
+    writer.finish().map_err(TensorWriteErrorKind::Write)
 }
 
 /// Writes what `safetensors::serialize` writes for one F32 tensor (a test compares the
@@ -575,7 +1003,7 @@ fn write_safetensors(
     name: &str,
     shape: &[u64],
     data: &(impl F32Source + ?Sized),
-) -> Result<(), String> {
+) -> Result<(), TensorWriteErrorKind> {
     const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian f32");
     /// One tensor's header entry, its fields in the crate's order.
     #[derive(serde::Serialize)]
@@ -585,10 +1013,10 @@ fn write_safetensors(
         data_offsets: [u64; 2],
     }
     let info = Info { dtype: "F32", shape, data_offsets: [0, data.elements() * 4] };
-    let mut header = serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)]))
-        .map_err(|e| format!("invalid header: {e}"))?;
+    let mut header =
+        serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)])).map_err(TensorWriteErrorKind::Header)?;
     header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');
-    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(|e| io_message(&e))?;
-    out.write_all(&header).map_err(|e| io_message(&e))?;
-    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)).map_err(|e| io_message(&e)))
+    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(TensorWriteErrorKind::Write)?;
+    out.write_all(&header).map_err(TensorWriteErrorKind::Write)?;
+    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)))
 }

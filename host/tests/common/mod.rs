@@ -371,8 +371,9 @@ pub fn npy_bytes(version: u8, header: &str, data_len: usize) -> Vec<u8> {
 /// Scans `path` through the library on the CPU backend and hands the report to
 /// `use_report`.
 pub fn with_scan<R>(path: &Path, use_report: impl FnOnce(&Report<'_>) -> R) -> Result<R, String> {
-    let files = [TensorFile::open(path)?];
-    let report = Report::scan(&files, &CpuBackend, &Progress::new(scan_report::bytes_to_scan(&files[0]), "test"))?;
+    let files = [TensorFile::open(path).map_err(|e| e.to_string())?];
+    let report = Report::scan(&files, &CpuBackend, &Progress::new(scan_report::bytes_to_scan(&files[0]), "test"))
+        .map_err(|e| e.to_string())?;
     Ok(use_report(&report))
 }
 
