@@ -171,7 +171,7 @@ fn first_difference(a: &[f32], b: &[f32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use host::files::backend::{self, Backend, CpuBackend};
+    use host::files::backend::{self, Backend, CpuBackend, GPU_CHUNK_BYTES};
     use host::files::scan::{Endian, FloatFormat, Source};
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
@@ -179,15 +179,17 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     for &format in FloatFormat::ALL {
         let shared_format = *shared::Format::ALL.iter().find(|f| f.name() == format.name()).expect("same names");
         let size = format.bytes();
-        // Over one GPU chunk, finite by the reference, with non-finite values in the
-        // first and last chunk, and a trailing partial element (ignored on both sides;
-        // a byte is a whole element of the FP8 formats).
-        let len = backend::GPU_CHUNK_BYTES / size + 12_345;
+        // Over three staging chunks and a ragged fourth, so that both lanes are used
+        // twice; finite by the reference, with non-finite values in the first, second
+        // and last chunk, and a trailing partial element (ignored on both sides; a byte
+        // is a whole element of the FP8 formats).
+        let chunk = GPU_CHUNK_BYTES / size;
+        let len = 3 * chunk + 12_345;
         let specials = host::bench::non_finite_encodings(shared_format);
         let mask = u64::MAX >> (64 - 8 * size);
         let mut bytes = Vec::with_capacity(len * size + 1);
         for i in 0..len {
-            let bits = match [777, 1000, len - 2].iter().position(|&j| j == i) {
+            let bits = match [777, chunk + 5, len - 2].iter().position(|&j| j == i) {
                 Some(k) => specials[k % specials.len()],
                 None => {
                     let bits = scrambled(i as u64) & mask;
@@ -216,17 +218,28 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
             assert_eq!(on_gpu, on_cpu, "{}", format.name());
             assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (3, Some(777)), "{}", format.name());
         }
+        // A tensor smaller than one chunk, after the big ones (the staging is reused).
+        let small = Source::Bytes(&bytes[..1000 * size + 1]);
+        let on_gpu = gpu.count_non_finite(format, Endian::Little, small, &no_progress).expect("gpu");
+        assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (1, Some(777)), "{}", format.name());
     }
-    let bytes8: Vec<u8> = (0..3_000_001u64).map(|i| scrambled(i) as u8).collect();
-    let (mut a, mut b) = (vec![0f32; bytes8.len()], vec![0f32; bytes8.len()]);
-    gpu.unorm8_to_f32(&bytes8, &mut a).expect("gpu");
-    CpuBackend.unorm8_to_f32(&bytes8, &mut b).expect("cpu");
-    assert_eq!(first_difference(&a, &b), None, "UNORM8: (index, gpu bits, cpu bits)");
-    let words: Vec<u16> = (0..=u16::MAX).collect();
-    let (mut a, mut b) = (vec![0f32; words.len()], vec![0f32; words.len()]);
-    gpu.unorm16_to_f32(&words, &mut a).expect("gpu");
-    CpuBackend.unorm16_to_f32(&words, &mut b).expect("cpu");
-    assert_eq!(first_difference(&a, &b), None, "UNORM16: (index, gpu bits, cpu bits)");
+    // Conversions: one call of several staging chunks (both lanes, each twice, a ragged
+    // last chunk), calls of the size `normalize` makes (cut in four chunks), and
+    // misaligned samples.
+    let bytes8: Vec<u8> = (0..3 * GPU_CHUNK_BYTES as u64 + 12_345).map(|i| scrambled(i) as u8).collect();
+    for samples in [&bytes8[..], &bytes8[1..], &bytes8[..1 << 20], &bytes8[7..3_000_008]] {
+        let (mut a, mut b) = (vec![0f32; samples.len()], vec![0f32; samples.len()]);
+        gpu.unorm8_to_f32(samples, &mut a).expect("gpu");
+        CpuBackend.unorm8_to_f32(samples, &mut b).expect("cpu");
+        assert_eq!(first_difference(&a, &b), None, "UNORM8 of {}: (index, gpu bits, cpu bits)", samples.len());
+    }
+    let words: Vec<u16> = (0..(3 << 20) + 5).map(|i: u32| scrambled(u64::from(i)) as u16).chain(0..=u16::MAX).collect();
+    for samples in [&words[..], &words[words.len() - 65_536..], &words[1..1 << 20]] {
+        let (mut a, mut b) = (vec![0f32; samples.len()], vec![0f32; samples.len()]);
+        gpu.unorm16_to_f32(samples, &mut a).expect("gpu");
+        CpuBackend.unorm16_to_f32(samples, &mut b).expect("cpu");
+        assert_eq!(first_difference(&a, &b), None, "UNORM16 of {}: (index, gpu bits, cpu bits)", samples.len());
+    }
 }
 
 #[test]

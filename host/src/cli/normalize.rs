@@ -8,6 +8,7 @@ use host::files::tensor_io::{self, Container};
 use host::support::output::{self, OutputFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// Options of `bitexact normalize`.
 #[derive(clap::Args)]
@@ -29,9 +30,15 @@ pub struct NormalizeArgs {
     /// Replace an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// Where to convert: `auto` uses the GPU when one is usable, else the CPU.
+    /// Where to convert: `auto` picks whichever of the CPU and the GPU is faster for the
+    /// job, timing both on its first slices when it is big enough (the summary says
+    /// which and why); the CPU when there is no usable GPU.
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
+    /// Print where the time went to stderr: one line per phase (decode, convert, write,
+    /// sync, rename) with milliseconds and GB/s.
+    #[arg(long)]
+    pub verbose: bool,
     /// Summary format: `table` (one line) or `json`.
     #[arg(
         long,
@@ -67,12 +74,18 @@ struct Summary {
 /// closed the pipe early is not an error (as for `scan`). A summary followed by an error
 /// means the final rename failed.
 pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
+    let began = Instant::now();
     let container = tensor_io::check_output(&args.output, &args.image, args.force)?;
-    let backend = backend::select(args.device)?;
+    let device = backend::select(args.device)?;
+    let decode_start = Instant::now();
     let image = Image::decode(&args.image)?;
+    let decoded = decode_start.elapsed();
+    let sample_bytes = image.sample_count() as u64 * u64::from(image.bits() / 8);
+    let backend = device.for_job(sample_bytes);
     let shape = image.shape(args.layout);
     let values = image.normalized(args.layout, backend.as_ref());
     let staged = tensor_io::stage_f32(&args.output, &args.name, &shape, &values, args.force)?;
+    let phases = staged.phases();
     let summary = Summary {
         output: args.output.display().to_string(),
         container,
@@ -100,6 +113,21 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
             summary.device
         ),
     })?;
+    let rename_start = Instant::now();
     staged.commit()?;
+    if args.verbose {
+        let file_bytes = std::fs::metadata(&args.image).map_or(0, |m| m.len());
+        let phase = |name: &str, time: Duration, bytes: u64, what: &str| {
+            let ms = time.as_secs_f64() * 1e3;
+            let gbps = if time.is_zero() { f64::INFINITY } else { bytes as f64 / time.as_secs_f64() / 1e9 };
+            eprintln!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({} MB {what})", bytes / 1_000_000);
+        };
+        phase("decode", decoded, sample_bytes, &format!("of samples from {} MB of file", file_bytes / 1_000_000));
+        phase("convert", phases.produce, phases.value_bytes, "of f32, overlapping the write");
+        phase("write", phases.write, phases.bytes, "to the page cache");
+        phase("sync", phases.sync, phases.bytes, "to disk");
+        phase("rename", rename_start.elapsed(), phases.bytes, "into place");
+        phase("total", began.elapsed(), phases.value_bytes, "of f32, end to end");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@
 //! time, in the output's layout, as the writer asks for them, so that memory holds the
 //! decoded image (a quarter of the f32 tensor for 8-bit samples) and a few MiB more.
 
-use crate::files::backend::Backend;
+use crate::files::backend::{Backend, BackendError};
 use crate::files::message::{io_message, one_line};
 use crate::files::tensor_io::{F32Source, RegularFileError, check_regular_file};
 use std::borrow::Cow;
@@ -89,19 +89,26 @@ pub enum NormalizeError {
         start: u64,
     },
     /// The backend failed.
-    Backend(String),
+    Backend(BackendError),
 }
 
 impl std::fmt::Display for NormalizeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NormalizeError::OutOfRange { start } => write!(f, "samples {start}.. are out of range"),
-            NormalizeError::Backend(message) => f.write_str(message),
+            NormalizeError::Backend(error) => error.fmt(f),
         }
     }
 }
 
-impl std::error::Error for NormalizeError {}
+impl std::error::Error for NormalizeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NormalizeError::Backend(error) => Some(error),
+            NormalizeError::OutOfRange { .. } => None,
+        }
+    }
+}
 
 /// Axis order of the output tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]

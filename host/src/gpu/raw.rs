@@ -10,8 +10,8 @@
 #![allow(unsafe_code)]
 
 use super::{Bits, GpuError};
-use cudarc::driver::sys::{self, CUjit_option};
 use crate::support::element::Element;
+use cudarc::driver::sys::{self, CUjit_option};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use cudarc::driver::{DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use shared::{KernelKind, KernelName, kind};

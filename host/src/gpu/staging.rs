@@ -131,13 +131,20 @@ impl Staging {
                 from: len,
                 into: in_capacity,
             })?;
-            let device_out = raw::words_as_mut::<O>(&mut lane.device_out, out_capacity).ok_or(
-                GpuError::CopyLength { copy: super::DeviceCopy::ToHost, from: out_capacity, into: out_capacity },
-            )?;
+            let device_out =
+                raw::words_as_mut::<O>(&mut lane.device_out, out_capacity).ok_or(GpuError::CopyLength {
+                    copy: super::DeviceCopy::ToHost,
+                    from: out_capacity,
+                    into: out_capacity,
+                })?;
             let out_len = queue(&lane.stream, &device_in, device_out)?;
             if out_len > out_capacity {
-                return Err(GpuError::CopyLength { copy: super::DeviceCopy::ToHost, from: out_len, into: out_capacity }
-                    .into());
+                return Err(GpuError::CopyLength {
+                    copy: super::DeviceCopy::ToHost,
+                    from: out_len,
+                    into: out_capacity,
+                }
+                .into());
             }
             let output: &mut [O] = bytemuck::cast_slice_mut(lane.host_out.as_mut_slice().map_err(pinned)?);
             let device_out = raw::words_as::<O>(&lane.device_out, out_len).ok_or(GpuError::CopyLength {
