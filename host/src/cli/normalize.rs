@@ -120,9 +120,10 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
         let phase = |name: &str, time: Duration, bytes: u64, what: &str| {
             let ms = time.as_secs_f64() * 1e3;
             let gbps = if time.is_zero() { f64::INFINITY } else { bytes as f64 / time.as_secs_f64() / 1e9 };
-            eprintln!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({} MB {what})", bytes / 1_000_000);
+            let mb = bytes as f64 / 1e6;
+            eprintln!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({mb:.1} MB {what})");
         };
-        phase("decode", decoded, sample_bytes, &format!("of samples from {} MB of file", file_bytes / 1_000_000));
+        phase("decode", decoded, sample_bytes, &format!("of samples from {:.1} MB of file", file_bytes as f64 / 1e6));
         phase("convert", phases.produce, phases.value_bytes, "of f32, overlapping the write");
         phase("write", phases.write, phases.bytes, "to the page cache");
         phase("sync", phases.sync, phases.bytes, "to disk");

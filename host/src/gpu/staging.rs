@@ -98,11 +98,11 @@ impl Staging {
         mut drain: impl FnMut(usize, &[I], &[O]) -> Result<(), E>,
     ) -> Result<(), E> {
         let pinned = |e| driver("waiting for a pinned buffer")(e);
-        // A run that stopped on an error may have left a chunk in flight.
+        // A run that stopped on an error may have left copies in flight: nothing touches
+        // a lane's buffers before its stream is idle.
         for lane in &mut self.lanes {
-            if lane.in_flight.take().is_some() {
-                lane.wait(kernel)?;
-            }
+            lane.in_flight = None;
+            lane.wait(kernel)?;
         }
         let in_capacity = self.input_bytes / size_of::<I>();
         let out_capacity = self.output_bytes / size_of::<O>();
