@@ -95,33 +95,33 @@ fn a_device_buffer_is_reused_across_calls() {
 #[test]
 fn stream_kernels_match_the_cpu_at_every_alignment_and_tail() {
     let Some(gpu) = gpu::open_or_skip() else { return };
-    // Not a multiple of 4, so the scalar tail runs too; starting at 1..3 puts the input
-    // off its 4- or 8-byte alignment and the output off 16 bytes (the scalar pass for
+    // Not a multiple of 4, so the scalar tail runs too; starting at 1..3 puts both
+    // buffers off the alignment of their four-element accesses (the scalar pass for
     // everything).
     let len = (1usize << 20) + 13;
-    let mut output = gpu.zeros::<u32>(len).expect("alloc");
     for v in VARIANTS {
         let Some(kernel) = v.ops.stream() else { continue };
         let name = v.kernel(KernelKind::Stream).expect("a variant with a Stream kernel names it");
         let input = kernel.upload(&gpu, len, &scrambled).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut output = kernel.output(&gpu, len).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(output.bits(), v.output_bits, "{name}");
         let mask = u64::MAX >> (64 - v.input_bits);
         // 0 and 4 keep both buffers aligned (vector loop, then a tail of 1 or 2).
         for from in [0, 1, 2, 3, 4, len - 3, len] {
             kernel.run(&gpu, &input, from, &mut output).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let got = gpu.download(&output).expect("download");
-            for (i, &bits) in got.iter().enumerate().skip(from) {
+            let got = output.download(&gpu).expect("download");
+            assert_eq!(got.len(), len, "{name}");
+            for i in from..len {
                 let x = scrambled(i as u64) & mask;
-                let cpu = v.ops.eval(x);
-                assert_eq!(
-                    u64::from(bits),
-                    cpu,
-                    "{name} from {from}, at {i}: input {x:#x}, gpu {bits:#x}, cpu {cpu:#x}"
-                );
+                let (bits, cpu) = (got.get(i).expect("in range"), v.ops.eval(x));
+                assert_eq!(bits, cpu, "{name} from {from}, at {i}: input {x:#x}, gpu {bits:#x}, cpu {cpu:#x}");
             }
         }
-        // An input of another width is a typed error, not a launch.
+        // An input or output of another width is a typed error, not a launch.
         let other = host::gpu::DeviceElements::upload::<u64>(&gpu, 4, &scrambled).expect("upload");
         assert!(matches!(kernel.run(&gpu, &other, 0, &mut output), Err(GpuError::Length { .. })), "{name}");
+        let mut other_out = host::gpu::DeviceElements::zeros::<u64>(&gpu, len).expect("alloc");
+        assert!(matches!(kernel.run(&gpu, &input, 0, &mut other_out), Err(GpuError::Length { .. })), "{name}");
     }
 }
 
@@ -240,6 +240,64 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
         CpuBackend.unorm16_to_f32(samples, &mut b).expect("cpu");
         assert_eq!(first_difference(&a, &b), None, "UNORM16 of {}: (index, gpu bits, cpu bits)", samples.len());
     }
+}
+
+/// The staging lanes directly: chunks of any length (none, one element, a full lane)
+/// come back in order, each with its own inputs and results, through one staging used
+/// by both kernels in turn.
+#[test]
+fn staged_chunks_come_back_in_order_whatever_their_lengths() {
+    use shared::Primitive;
+    type Convert = host::files::backend::Unorm8Primitive;
+    type Count = shared::variants::f16_finite_exp_mask;
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    let lane = 1 << 16;
+    let mut staging = gpu.staging(lane, 4 * lane).expect("staging");
+    let lengths = [lane, 0, 1, 7, lane - 1, 12_345, lane, 3];
+    let input_of = |i: usize, j: usize| scrambled((i * lane + j) as u64);
+    let mut seen = Vec::new();
+    gpu.stream_staged::<Convert, GpuError>(
+        &mut staging,
+        lengths.len(),
+        |i, input| {
+            for (j, x) in input[..lengths[i]].iter_mut().enumerate() {
+                *x = input_of(i, j) as u8;
+            }
+            Ok(lengths[i])
+        },
+        |i, input, output| {
+            assert_eq!((input.len(), output.len()), (lengths[i], lengths[i]), "chunk {i}");
+            for (j, (&x, &y)) in input.iter().zip(output).enumerate() {
+                assert_eq!(x, input_of(i, j) as u8, "chunk {i} input {j}");
+                assert_eq!(y, Convert::apply(x).to_bits(), "chunk {i} result {j}");
+            }
+            seen.push(i);
+            Ok(())
+        },
+    )
+    .expect("staged conversion");
+    assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>());
+    // Counts: a NaN (0x7E00) at element i of chunk i, where the chunk has one.
+    let mut found = Vec::new();
+    gpu.count_staged::<Count, GpuError>(
+        &mut staging,
+        lengths.len(),
+        |i, input| {
+            for (j, x) in input[..lengths[i] / 2].iter_mut().enumerate() {
+                *x = if j == i { 0x7E00 } else { input_of(i, j) as u16 & 0x3FFF };
+            }
+            Ok(lengths[i] / 2)
+        },
+        |i, input, nonfinite| {
+            assert_eq!(input.len(), lengths[i] / 2);
+            found.push((i, nonfinite.count, nonfinite.first));
+            Ok(())
+        },
+    )
+    .expect("staged count");
+    let expected: Vec<_> =
+        (0..lengths.len()).map(|i| if i < lengths[i] / 2 { (i, 1, Some(i as u64)) } else { (i, 0, None) }).collect();
+    assert_eq!(found, expected);
 }
 
 #[test]

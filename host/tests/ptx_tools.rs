@@ -231,6 +231,21 @@ fn no_kernel_stores_a_float_register_narrow() {
     let found = guards::narrow_float_stores(PTX);
     let lines: Vec<String> = found.iter().map(ToString::to_string).collect();
     assert!(lines.is_empty(), "ptxas turns these stores into float → integer conversions:\n{}", lines.join("\n"));
+    // The check reads every kernel, the stream kernels with 8- and 16-bit results
+    // included: their vector loop packs four results into one 32- or 64-bit store, but
+    // their scalar pass stores one result at a time, a narrow store the check examined.
+    let kernels = guards::ptx_kernels(PTX);
+    let narrowing: Vec<&Variant> =
+        VARIANTS.iter().filter(|v| v.has(KernelKind::Stream) && v.output_bits < 32).collect();
+    assert!(!narrowing.is_empty(), "no stream kernel with narrow results in the table");
+    for v in narrowing {
+        let name = v.kernel(KernelKind::Stream).expect("has a stream kernel").to_string();
+        let kernel = kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("no {name} in the PTX"));
+        let width = format!(".b{}", v.output_bits);
+        let narrow_stores =
+            kernel.instructions.iter().filter(|i| i.opcode.starts_with("st.") && i.opcode.ends_with(&width));
+        assert_eq!(narrow_stores.count(), 1, "{name}: one {}-bit store (the scalar pass)", v.output_bits);
+    }
     // The same check fails on the kernels that were wrong on the GPU, and on the reproducer.
     assert_eq!(kernels_with_narrow_float_stores(PTX_846E06B), ["f32_to_unorm8", "f32_to_unorm16"]);
     assert_eq!(kernels_with_narrow_float_stores(REPRODUCER), ["store_low_byte_of_float_bits"]);
@@ -278,8 +293,10 @@ fn listing(tools: &CudaTools, ptx: &str, arch: &str) -> Vec<Kernel> {
 const PTX_6148EC3: &str = include_str!("fixtures/ptx_6148ec3_wide.ptx");
 
 /// Every `Stream` and `CountNonfinite` kernel of every variant, on every architecture:
-/// the loop has the shape `host::cuda_tools::sass::bandwidth` checks (one 4- or 8-byte load and one
-/// 16-byte store per lane per step; one 16-byte load and no store), and nothing else
+/// the loop has the shape `host::cuda_tools::sass::bandwidth` checks (one load of four
+/// inputs and one store of their four results per lane per step, e.g. `LDG.E` +
+/// `STG.E.128` for UNORM8 → f32, `LDG.E.128` + `STG.E` for f32 → UNORM8; one 16-byte
+/// load and no store), and nothing else
 /// loops over more than one element per lane. The sm_90 figures are printed (`cargo
 /// test -- --nocapture`): what the README's table shows. The same check fails on the
 /// stream kernels of commit 6148ec3, on every architecture.
@@ -297,7 +314,7 @@ fn every_bandwidth_kernel_loop_has_the_coalesced_shape_on_every_architecture() {
                 let kernel = kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{arch}: no {name}"));
                 let bytes = v.input_bits / 8;
                 let found = match kind {
-                    KernelKind::Stream => bandwidth::stream_loop(kernel, bytes),
+                    KernelKind::Stream => bandwidth::stream_loop(kernel, bytes, v.output_bits / 8),
                     _ => bandwidth::count_loop(kernel, bytes),
                 };
                 checked += 1;
@@ -326,7 +343,7 @@ fn every_bandwidth_kernel_loop_has_the_coalesced_shape_on_every_architecture() {
         let old = listing(&tools, PTX_6148EC3, arch);
         let kernel = |name: &str| old.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{arch}: no {name}"));
         for name in ["unorm8_times3_int_wide", "unorm8_mul_recip_wide"] {
-            let error = bandwidth::stream_loop(kernel(name), 1).expect_err("the 16-in/64-out layout");
+            let error = bandwidth::stream_loop(kernel(name), 1, 4).expect_err("the 16-in/64-out layout");
             assert!(error.why.contains("stores [STG.E.128"), "{arch}: {error}");
             if arch == "sm_90" {
                 println!("6148ec3 {error}");

@@ -162,8 +162,8 @@ where
     unsafe { out.add(thread as usize).write(folded) };
 }
 
-/// Sixteen aligned bytes: one lane's store in a [`stream`] kernel, one lane's load in a
-/// [`count_nonfinite`] kernel (`ld.global.v4.u32` / `st.global.v4.u32`).
+/// Sixteen aligned bytes: one lane's 32-bit access in a [`stream`] kernel, one lane's
+/// load in a [`count_nonfinite`] kernel (`ld.global.v4.u32` / `st.global.v4.u32`).
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
 struct Chunk([u32; 4]);
@@ -174,57 +174,80 @@ fn aligned_for<T, U>(p: *const U) -> bool {
     p.addr() % core::mem::align_of::<T>() == 0
 }
 
-/// A [`kind::StreamElement`] as the stream kernels read it: four consecutive elements
-/// in one aligned load of `Quad` (4 bytes of `u8`, 8 of `u16`).
-trait StreamLoad: kind::StreamElement {
+/// A [`kind::StreamElement`] as the stream kernels access it: four consecutive
+/// elements in one aligned access of `Quad` (4 bytes of `u8`, 8 of `u16`, 16 of `u32`).
+trait StreamQuad: kind::StreamElement {
     /// Four elements' worth of bytes, aligned to its size.
     type Quad: Copy;
     /// The four elements of `quad`, lowest address first.
     fn split(quad: Self::Quad) -> [Self; 4];
+    /// The quad holding `elements`, lowest address first.
+    fn join(elements: [Self; 4]) -> Self::Quad;
 }
 
-impl StreamLoad for u8 {
+impl StreamQuad for u8 {
     type Quad = u32;
     #[inline(always)]
     fn split(quad: u32) -> [u8; 4] {
         quad.to_le_bytes()
     }
+    #[inline(always)]
+    fn join(elements: [u8; 4]) -> u32 {
+        u32::from_le_bytes(elements)
+    }
 }
 
-impl StreamLoad for u16 {
+impl StreamQuad for u16 {
     type Quad = u64;
     #[inline(always)]
     fn split(quad: u64) -> [u16; 4] {
         [quad as u16, (quad >> 16) as u16, (quad >> 32) as u16, (quad >> 48) as u16]
     }
+    #[inline(always)]
+    fn join([a, b, c, d]: [u16; 4]) -> u64 {
+        u64::from(a) | u64::from(b) << 16 | u64::from(c) << 32 | u64::from(d) << 48
+    }
 }
 
-/// `In` → f32 over a buffer, coalesced ([`shared::KernelKind::Stream`]): grid-stride
-/// step `v` of a lane loads inputs `4v..4v+4` in one 4- or 8-byte load and stores
-/// their results in one 16-byte store, so consecutive lanes touch consecutive pieces
-/// of both buffers. A scalar pass ([`map`]) does the last `n % 4` elements, or all of
-/// them if `input` is not aligned for the load or `output` not to 16 bytes.
+impl StreamQuad for u32 {
+    type Quad = Chunk;
+    #[inline(always)]
+    fn split(quad: Chunk) -> [u32; 4] {
+        quad.0
+    }
+    #[inline(always)]
+    fn join(elements: [u32; 4]) -> Chunk {
+        Chunk(elements)
+    }
+}
+
+/// [`map`] over a buffer, coalesced ([`shared::KernelKind::Stream`]): grid-stride step
+/// `v` of a lane loads inputs `4v..4v+4` in one access of four inputs and stores their
+/// results in one access of four stored results (a 4-, 8- or 16-byte
+/// [`StreamQuad::Quad`] each), so consecutive lanes touch consecutive pieces of both
+/// buffers. The results are packed into the quad by integer operations, so the vector
+/// loop has no narrow store. A scalar pass ([`map`]) does the last `n % 4` elements, or
+/// all of them if either pointer is not aligned for its quad.
 ///
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
-unsafe fn stream<P>(input: *const P::In, output: *mut u32, n: u64)
+unsafe fn stream<P>(input: *const P::In, output: *mut Bits<P>, n: u64)
 where
     P: kind::Stream,
-    P::In: StreamLoad,
+    P::In: StreamQuad,
+    Bits<P>: StreamQuad,
 {
+    type InQuad<P> = <<P as Primitive>::In as StreamQuad>::Quad;
+    type OutQuad<P> = <Bits<P> as StreamQuad>::Quad;
     let lane = kind::STREAM_LANE_ELEMENTS;
-    let vectors = if aligned_for::<<P::In as StreamLoad>::Quad, _>(input) && aligned_for::<Chunk, _>(output) {
-        n / lane
-    } else {
-        0
-    };
-    let (quads, chunks) = (input.cast::<<P::In as StreamLoad>::Quad>(), output.cast::<Chunk>());
+    let vectors = if aligned_for::<InQuad<P>, _>(input) && aligned_for::<OutQuad<P>, _>(output) { n / lane } else { 0 };
+    let (quads_in, quads_out) = (input.cast::<InQuad<P>>(), output.cast::<OutQuad<P>>());
     // SAFETY: step `v < n / 4` covers elements 4v..4v+4 of both buffers, all below `n`;
     // both pointers are aligned for these accesses (checked above).
     grid_stride(vectors, |v| unsafe {
-        let values = P::In::split(quads.add(v).read()).map(|x| P::apply(x).to_stored());
-        chunks.add(v).write(Chunk(values));
+        let values = P::In::split(quads_in.add(v).read()).map(|x| P::apply(x).to_stored());
+        quads_out.add(v).write(Bits::<P>::join(values));
     });
     let done = (vectors * lane) as usize;
     // SAFETY: `done <= n`, and `map` touches elements `done + i` for `i < n - done`.
@@ -420,7 +443,7 @@ macro_rules! entry {
         entry!(@ $variant, Throughput, throughput, (seed: u64, iterations: u32, out: *mut u64));
     };
     ($variant:ident, Stream) => {
-        entry!(@ $variant, Stream, stream, (input: *const In<V>, output: *mut u32, n: u64));
+        entry!(@ $variant, Stream, stream, (input: *const In<V>, output: *mut Bits<V>, n: u64));
     };
     ($variant:ident, CountNonfinite) => {
         entry!(@ $variant, CountNonfinite, count_nonfinite, (input: *const In<V>, n: u64, result: *mut u64));

@@ -15,7 +15,7 @@
 //! coalesced layout serves ([`StreamElement`], [`CountElement`]): see each kind's
 //! documentation for what one lane's load and store instructions touch.
 
-use crate::Primitive;
+use crate::{Primitive, Stored};
 
 /// The name suffix of a kernel kind, as a literal: `kernel_suffix!(Stream)` is `"_stream"`.
 ///
@@ -85,14 +85,17 @@ kernel_kinds! {
     /// `(seed: u64, iterations: u32, out: *mut u64)`: every thread runs four
     /// independent chains and writes their combined final value to `out[thread]`.
     Throughput,
-    /// `(input: *const In, output: *mut u32, n: u64)`: [`KernelKind::Map`] for an
-    /// `In` → f32 variant ([`Stream`]: `In` is `u8` or `u16`), coalesced: per
-    /// grid-stride step each lane loads [`STREAM_LANE_ELEMENTS`] consecutive inputs in
-    /// one load (4 or 8 bytes) and stores their four f32 results in one 16-byte store,
-    /// the lanes of a warp on consecutive pieces, so that a warp's load covers 128 or 256
-    /// contiguous bytes and its store 512. A scalar pass ([`KernelKind::Map`]'s loop)
-    /// does the last `n % 4` elements, or all of them if a pointer is misaligned for
-    /// those accesses (bandwidth benchmark, GPU backend of `normalize`).
+    /// `(input: *const In, output: *mut Bits, n: u64)`: [`KernelKind::Map`], coalesced,
+    /// for a variant whose input and stored output are [`StreamElement`]s (`u8`, `u16`,
+    /// `u32`; [`Stream`]): per grid-stride step each lane loads
+    /// [`STREAM_LANE_ELEMENTS`] consecutive inputs in one load of `4 · size_of::<In>()`
+    /// bytes and stores their four results in one store of `4 · size_of::<Bits>()`
+    /// bytes, the lanes of a warp on consecutive pieces, so that a warp's load covers
+    /// 128, 256 or 512 contiguous bytes and its store as many for its width (UNORM8 →
+    /// f32: 128 in, 512 out; f32 → binary16: 512 in, 256 out). A scalar pass
+    /// ([`KernelKind::Map`]'s loop) does the last `n % 4` elements, or all of them if a
+    /// pointer is misaligned for those accesses (bandwidth benchmark, GPU backend of
+    /// `normalize`).
     Stream,
     /// `(input: *const In, n: u64, result: *mut u64)`: for a finiteness variant
     /// ([`CountNonfinite`]: `In` is `u8`, `u16`, `u32` or `u64`), adds the count of
@@ -144,15 +147,16 @@ pub trait Latency: Primitive {}
 pub trait Throughput: Primitive {}
 
 /// `P` has a [`KernelKind::Stream`] kernel, which only a function from a
-/// [`StreamElement`] (`u8`, `u16`) to `f32` can have.
-pub trait Stream: Primitive<In: StreamElement, Out = f32> {}
+/// [`StreamElement`] (`u8`, `u16`, `u32`) to a result stored as one (`f32`, an integer
+/// code of 8 to 32 bits) can have.
+pub trait Stream: Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>> {}
 
 /// `P` has a [`KernelKind::CountNonfinite`] kernel, which only a function from a
 /// [`CountElement`] (`u8`, `u16`, `u32`, `u64`) to `bool` (an is-finite) can have.
 pub trait CountNonfinite: Primitive<In: CountElement, Out = bool> {}
 
-/// Inputs per lane per grid-stride step of a [`KernelKind::Stream`] kernel: one
-/// 16-byte store of f32 results.
+/// Inputs per lane per grid-stride step of a [`KernelKind::Stream`] kernel: one load
+/// of four inputs, one store of their four results.
 pub const STREAM_LANE_ELEMENTS: u64 = 4;
 
 /// Bytes one lane loads per grid-stride step of a [`KernelKind::CountNonfinite`]
@@ -174,11 +178,12 @@ mod sealed {
     impl Sealed for u64 {}
 }
 
-/// An input element type of [`KernelKind::Stream`] kernels: four of them are one
-/// aligned 4- or 8-byte load.
+/// An input or stored output element type of [`KernelKind::Stream`] kernels: four of
+/// them are one aligned 4-, 8- or 16-byte access.
 pub trait StreamElement: Copy + sealed::Sealed {}
 impl StreamElement for u8 {}
 impl StreamElement for u16 {}
+impl StreamElement for u32 {}
 
 /// An input element type of [`KernelKind::CountNonfinite`] kernels: a whole number of
 /// them fills a 16-byte load.

@@ -379,9 +379,9 @@ macro_rules! for_each_variant {
             { snorm14_to_f32, SnormToF32 { bits: 14 }, u16 => f32, $crate::norm::snorm_to_f32::<14>, Exact, [], "max(low 14 bits signed / 8191, -1), scheme from schemes.rs" }
             { snorm15_to_f32, SnormToF32 { bits: 15 }, u16 => f32, $crate::norm::snorm_to_f32::<15>, Exact, [], "max(low 15 bits signed / 16383, -1), scheme from schemes.rs" }
             { snorm16_to_f32, SnormToF32 { bits: 16 }, u16 => f32, $crate::norm::snorm_to_f32::<16>, Exact, [Stream], "max(low 16 bits signed / 32767, -1), scheme from schemes.rs" }
-            { f32_to_unorm8, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8, Exact, [], "fma(clamp(c), 255, 2^23 + 2) bits - 0x4B000002" }
+            { f32_to_unorm8, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8, Exact, [Stream], "fma(clamp(c), 255, 2^23 + 2) bits - 0x4B000002" }
             { f32_to_unorm8_mul_add_half, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8_mul_add_half, OneUlp, [], "(clamp(c) * 255.0 + 0.5) as u8 (common form, inexact)" }
-            { f32_to_unorm16, F32ToUnorm { bits: 16 }, u32 => u16, $crate::norm::f32_to_unorm16, Exact, [], "fma(clamp(c), 65535, 2^23 + 2) bits - 0x4B000002" }
+            { f32_to_unorm16, F32ToUnorm { bits: 16 }, u32 => u16, $crate::norm::f32_to_unorm16, Exact, [Stream], "fma(clamp(c), 65535, 2^23 + 2) bits - 0x4B000002" }
         }
     };
 }

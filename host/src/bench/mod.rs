@@ -424,10 +424,11 @@ fn bench_count(
     Ok(rows)
 }
 
-/// Conversions to f32 over `bytes` input bytes of each input width: every selected
-/// variant with a stream kernel, and the inexact baseline of each exact one
-/// ([`inexact_baseline`]), every output checked against the same function on the CPU
-/// in the same run; then each exact row gets its baseline's figures.
+/// Conversions over `bytes` input bytes of each pair of input and output widths (UNORM
+/// codes → f32, f32 → UNORM codes, ...): every selected variant with a stream kernel,
+/// and the inexact baseline of each exact one ([`inexact_baseline`]), every output
+/// checked against the same function on the CPU in the same run; then each exact row
+/// gets its baseline's figures.
 fn bench_stream(
     gpu: &Gpu,
     config: &BenchConfig,
@@ -439,26 +440,30 @@ fn bench_stream(
             || VARIANTS.iter().any(|e| is_selected(config, e) && inexact_baseline(e).is_some_and(|b| b.name == v.name))
     };
     let chosen: Vec<&'static Variant> = VARIANTS.iter().filter(|v| v.has(KernelKind::Stream) && wanted(v)).collect();
+    let mut widths: Vec<(u32, u32)> = chosen.iter().map(|v| (v.input_bits, v.output_bits)).collect();
+    widths.sort_unstable();
+    widths.dedup();
     let mut measured: Vec<(&'static Variant, BandwidthRow)> = Vec::new();
-    for bits in [8, 16] {
-        let group: Vec<&'static Variant> = chosen.iter().copied().filter(|v| v.input_bits == bits).collect();
+    for (in_bits, out_bits) in widths {
+        let group: Vec<&'static Variant> =
+            chosen.iter().copied().filter(|v| (v.input_bits, v.output_bits) == (in_bits, out_bits)).collect();
         let Some(first) = group.first().and_then(|v| v.ops.stream()) else { continue };
-        let size = (bits / 8) as usize;
-        let len = config.bytes / size;
+        let (in_size, out_size) = ((in_bits / 8) as usize, (out_bits / 8) as usize);
+        let len = config.bytes / in_size;
         let input = first.upload(gpu, len, &scramble)?;
-        let mut output = gpu.zeros::<u32>(len)?;
-        let bytes_moved = (len * (size + 4)) as u64;
+        let mut output = first.output(gpu, len)?;
+        let bytes_moved = (len * (in_size + out_size)) as u64;
         let copy = copy_gb_per_s(gpu, config, bytes_moved, copies)?;
         for v in group {
             let Some(kernel) = v.ops.stream() else { continue };
             let name = KernelName { variant: v.name, kind: KernelKind::Stream }.to_string();
             progress(&name);
             let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut output))?);
-            let got = gpu.download(&output)?;
+            let got = output.download(gpu)?;
             // Every element against the same function on the CPU, on all cores.
-            let mask = u64::MAX >> (64 - bits);
+            let mask = u64::MAX >> (64 - in_bits);
             let (wrong, first_wrong) = crate::support::parallel::count_where(len, |i| {
-                (u64::from(got[i]) != v.ops.eval(scramble(i as u64) & mask)).then_some(i)
+                (got.get(i) != Some(v.ops.eval(scramble(i as u64) & mask))).then_some(i)
             });
             if let Some(i) = first_wrong {
                 let detail = format!("{wrong} outputs differ from the CPU, first at {i}");

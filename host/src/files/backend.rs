@@ -267,7 +267,7 @@ impl GpuBackend {
     /// enough, so that copies and kernel overlap within one call.
     fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), BackendError>
     where
-        P: shared::kind::Stream,
+        P: shared::kind::Stream<Out = f32>,
         P::In: Element,
     {
         same_lengths(src.len(), dst.len())?;

@@ -335,14 +335,20 @@ impl Gpu {
         self.wait(KernelName::of::<P>(KernelKind::Map))
     }
 
-    /// [`Gpu::map`] through `P`'s [`KernelKind::Stream`] kernel (`In` → f32, one 4- or
-    /// 8-byte load and one 16-byte store per lane per step); waits for it. Views, so
-    /// that a test can start either buffer off its alignment (the kernel then takes its
-    /// scalar pass). `input` and `output` have equal lengths.
-    pub fn map_stream<P>(&self, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, u32>) -> Result<(), GpuError>
+    /// [`Gpu::map`] through `P`'s [`KernelKind::Stream`] kernel (per lane per step one
+    /// load of four inputs and one store of their four stored results: 4, 8 or 16 bytes
+    /// each); waits for it. Views, so that a test can start either buffer off its
+    /// alignment (the kernel then takes its scalar pass). `input` and `output` have equal
+    /// lengths.
+    pub fn map_stream<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<(), GpuError>
     where
         P: kind::Stream,
         P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
     {
         self.launch_stream::<P>(input, output)?;
         self.wait(KernelName::of::<P>(KernelKind::Stream))
@@ -353,11 +359,12 @@ impl Gpu {
     pub fn launch_stream<P>(
         &self,
         input: &CudaView<'_, P::In>,
-        output: &mut CudaViewMut<'_, u32>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
     ) -> Result<(), GpuError>
     where
         P: kind::Stream,
         P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
     {
         let config = self.elementwise_config(input.len(), kind::STREAM_LANE_ELEMENTS);
         raw::launch_stream::<P>(&self.stream, &self.module, config, input, output)
@@ -566,10 +573,76 @@ impl DeviceElements {
     /// The buffer as `T`s, or a [`GpuError::Length`] for `kernel` saying that it holds
     /// another type.
     pub fn typed<T: BufferElement>(&self, kernel: KernelName) -> Result<&CudaSlice<T>, GpuError> {
+        let bits = self.bits();
         T::of_elements(self).ok_or_else(|| GpuError::Length {
             kernel: kernel.to_string(),
-            detail: format!("input holds {}-bit elements, the kernel reads {}-bit ones", self.bits(), T::BITS),
+            detail: format!("input holds {bits}-bit elements, the kernel reads {}-bit ones", T::BITS),
         })
+    }
+
+    /// `len` zeroed elements of type `T` on the device.
+    pub fn zeros<T: BufferElement>(gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError> {
+        Ok(T::into_elements(gpu.zeros::<T>(len)?))
+    }
+
+    /// The buffer as `T`s to write, or a [`GpuError::Length`] for `kernel` saying that it
+    /// holds another type.
+    pub fn typed_mut<T: BufferElement>(&mut self, kernel: KernelName) -> Result<&mut CudaSlice<T>, GpuError> {
+        let bits = self.bits();
+        T::of_elements_mut(self).ok_or_else(|| GpuError::Length {
+            kernel: kernel.to_string(),
+            detail: format!("output holds {bits}-bit elements, the kernel writes {}-bit ones", T::BITS),
+        })
+    }
+
+    /// The elements, copied to the host.
+    pub fn download(&self, gpu: &Gpu) -> Result<HostElements, GpuError> {
+        Ok(match self {
+            DeviceElements::U8(b) => HostElements::U8(gpu.download(b)?),
+            DeviceElements::U16(b) => HostElements::U16(gpu.download(b)?),
+            DeviceElements::U32(b) => HostElements::U32(gpu.download(b)?),
+            DeviceElements::U64(b) => HostElements::U64(gpu.download(b)?),
+        })
+    }
+}
+
+/// A [`DeviceElements`] copied to the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostElements {
+    /// `u8` elements.
+    U8(Vec<u8>),
+    /// `u16` elements.
+    U16(Vec<u16>),
+    /// `u32` elements.
+    U32(Vec<u32>),
+    /// `u64` elements.
+    U64(Vec<u64>),
+}
+
+impl HostElements {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            HostElements::U8(v) => v.len(),
+            HostElements::U16(v) => v.len(),
+            HostElements::U32(v) => v.len(),
+            HostElements::U64(v) => v.len(),
+        }
+    }
+
+    /// `true` for no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` zero-extended to 64 bits, `None` past the end.
+    pub fn get(&self, i: usize) -> Option<u64> {
+        match self {
+            HostElements::U8(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U16(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U32(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U64(v) => v.get(i).copied(),
+        }
     }
 }
 
@@ -579,6 +652,8 @@ pub trait BufferElement: Element {
     fn into_elements(buffer: CudaSlice<Self>) -> DeviceElements;
     /// The buffer of `elements`, if it holds elements of this type.
     fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<Self>>;
+    /// The same, to write.
+    fn of_elements_mut(elements: &mut DeviceElements) -> Option<&mut CudaSlice<Self>>;
 }
 
 macro_rules! buffer_element {
@@ -588,6 +663,12 @@ macro_rules! buffer_element {
                 DeviceElements::$variant(buffer)
             }
             fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<$t>> {
+                match elements {
+                    DeviceElements::$variant(buffer) => Some(buffer),
+                    _ => None,
+                }
+            }
+            fn of_elements_mut(elements: &mut DeviceElements) -> Option<&mut CudaSlice<$t>> {
                 match elements {
                     DeviceElements::$variant(buffer) => Some(buffer),
                     _ => None,

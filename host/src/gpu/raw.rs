@@ -63,11 +63,12 @@ pub fn launch_stream<P>(
     module: &Arc<CudaModule>,
     config: LaunchConfig,
     input: &CudaView<'_, P::In>,
-    output: &mut CudaViewMut<'_, u32>,
+    output: &mut CudaViewMut<'_, Bits<P>>,
 ) -> Result<(), GpuError>
 where
     P: kind::Stream,
     P::In: DeviceRepr,
+    Bits<P>: DeviceRepr,
 {
     let name = KernelName::of::<P>(KernelKind::Stream);
     if input.len() != output.len() {
@@ -78,7 +79,7 @@ where
     let mut launch = stream.launch_builder(&kernel);
     launch.arg(input).arg(output).arg(&n);
     // SAFETY: `P: kind::Stream`, so this is kernels-gpu's `stream::<P>`, whose signature
-    // is `(*const P::In, *mut u32, u64)`; the views are live device memory of `n`
+    // is `(*const P::In, *mut Bits<P>, u64)`; the views are live device memory of `n`
     // elements of those types each (checked above), aligned for them (views of
     // allocations, at whole elements), and the kernel accesses only elements below `n`
     // (a misaligned start for its vector accesses sends it down its scalar pass).

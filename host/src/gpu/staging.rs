@@ -7,7 +7,7 @@
 //! The only `unsafe` (allocating pinned memory, viewing a device buffer as another
 //! integer type) stays in `raw`.
 
-use super::{Gpu, GpuError, NonFinite, alloc_error, driver, raw};
+use super::{Bits, Gpu, GpuError, NonFinite, alloc_error, driver, raw};
 use crate::support::element::Element;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PinnedHostSlice};
 use shared::{KernelKind, KernelName, kind};
@@ -175,10 +175,10 @@ impl Gpu {
     }
 
     /// `P`'s [`KernelKind::Stream`] kernel over `chunks` chunks staged through
-    /// `staging`, two in flight: `fill(i, input)` writes chunk `i`'s samples at the
-    /// start of `input` and returns how many (at most `staging.input_bytes() /
-    /// size_of::<P::In>()`, and `staging.output_bytes()` must hold 4 bytes for each);
-    /// `drain(i, input, output)` then gets the chunk's samples and the bits of their f32
+    /// `staging`, two in flight: `fill(i, input)` writes chunk `i`'s inputs at the start
+    /// of `input` and returns how many (at most `staging.input_bytes() /
+    /// size_of::<P::In>()`, and `staging.output_bytes()` must hold a stored result for
+    /// each); `drain(i, input, output)` then gets the chunk's inputs and their stored
     /// results, `output[j]` that of `input[j]`, chunks in order. The host fills chunk
     /// `i + 1` while chunk `i` is on the device.
     pub fn stream_staged<P, E>(
@@ -186,19 +186,20 @@ impl Gpu {
         staging: &mut Staging,
         chunks: usize,
         mut fill: impl FnMut(usize, &mut [P::In]) -> Result<usize, E>,
-        mut drain: impl FnMut(usize, &[P::In], &[u32]) -> Result<(), E>,
+        mut drain: impl FnMut(usize, &[P::In], &[Bits<P>]) -> Result<(), E>,
     ) -> Result<(), E>
     where
         P: kind::Stream,
         P::In: Element,
+        Bits<P>: Element,
         E: From<GpuError>,
     {
         let name = KernelName::of::<P>(KernelKind::Stream);
-        let queue = |stream: &Arc<CudaStream>, input: &CudaView<'_, P::In>, mut output: CudaViewMut<'_, u32>| {
+        let queue = |stream: &Arc<CudaStream>, input: &CudaView<'_, P::In>, mut output: CudaViewMut<'_, Bits<P>>| {
             let n = input.len();
             let mut output = output.try_slice_mut(..n).ok_or(GpuError::Length {
                 kernel: name.to_string(),
-                detail: format!("{n} samples do not fit the staging output"),
+                detail: format!("{n} results do not fit the staging output"),
             })?;
             let config = self.elementwise_config(n, kind::STREAM_LANE_ELEMENTS);
             raw::launch_stream::<P>(stream, &self.module, config, input, &mut output)?;

@@ -63,24 +63,22 @@ pub trait BandwidthKernels {
     }
 }
 
-/// A variant's [`KernelKind::Stream`] kernel (`In` → f32, `In` of 8 or 16 bits; one
-/// 4- or 8-byte load and one 16-byte store per lane per step).
+/// A variant's [`KernelKind::Stream`] kernel (inputs and stored results of 8, 16 or
+/// 32 bits; one load of four inputs and one store of their four results per lane per
+/// step).
 pub trait StreamKernel: Sync {
     /// `len` inputs of the kernel's input type, element `i` the low bits of
     /// `input_at(i)`, on the device.
     fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError>;
+    /// `len` zeroed outputs of the kernel's stored result type, on the device.
+    fn output(&self, gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError>;
     /// [`Gpu::map_stream`] over elements `from..` of `input` → `output` (equal lengths;
     /// `from > 0` starts both off their alignment, for the scalar pass) and waits.
-    /// Fails with [`GpuError::Length`] if `input` holds another element type.
-    fn run(
-        &self,
-        gpu: &Gpu,
-        input: &DeviceElements,
-        from: usize,
-        output: &mut DeviceBuffer<u32>,
-    ) -> Result<(), GpuError>;
+    /// Fails with [`GpuError::Length`] if `input` or `output` holds another element
+    /// type.
+    fn run(&self, gpu: &Gpu, input: &DeviceElements, from: usize, output: &mut DeviceElements) -> Result<(), GpuError>;
     /// [`Gpu::launch_stream`] over all of `input` → `output`: queues it; does not wait.
-    fn launch(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError>;
+    fn launch(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError>;
 }
 
 /// A variant's [`KernelKind::CountNonfinite`] kernel (inputs of 8 to 64 bits, one
@@ -140,26 +138,28 @@ impl<P> StreamKernel for Ops<P>
 where
     P: kind::Stream + Sync,
     P::In: BufferElement,
+    <P::Out as Stored>::Bits: BufferElement,
 {
     fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
         DeviceElements::upload::<P::In>(gpu, len, input_at)
     }
 
-    fn run(
-        &self,
-        gpu: &Gpu,
-        input: &DeviceElements,
-        from: usize,
-        output: &mut DeviceBuffer<u32>,
-    ) -> Result<(), GpuError> {
+    fn output(&self, gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError> {
+        DeviceElements::zeros::<<P::Out as Stored>::Bits>(gpu, len)
+    }
+
+    fn run(&self, gpu: &Gpu, input: &DeviceElements, from: usize, output: &mut DeviceElements) -> Result<(), GpuError> {
         let name = KernelName::of::<P>(KernelKind::Stream);
         let input = input.typed::<P::In>(name)?;
+        let output = output.typed_mut::<<P::Out as Stored>::Bits>(name)?;
         let from = checked_start(name, from, input.len().min(output.len()))?;
         gpu.map_stream::<P>(&input.slice(from..), &mut output.slice_mut(from..))
     }
 
-    fn launch(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceBuffer<u32>) -> Result<(), GpuError> {
-        let input = input.typed::<P::In>(KernelName::of::<P>(KernelKind::Stream))?;
+    fn launch(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError> {
+        let name = KernelName::of::<P>(KernelKind::Stream);
+        let input = input.typed::<P::In>(name)?;
+        let output = output.typed_mut::<<P::Out as Stored>::Bits>(name)?;
         gpu.launch_stream::<P>(&input.as_view(), &mut output.as_view_mut())
     }
 }

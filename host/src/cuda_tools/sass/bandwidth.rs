@@ -7,14 +7,17 @@
 //! contiguous depends only on each lane's piece being one access of the piece's width.
 //! That is what the SASS can show, and what [`stream_loop`] and [`count_loop`] check:
 //!
-//! * **Stream** (`In` → f32, four elements per lane per step): the loop that stores 16
-//!   bytes per lane holds exactly one global load, of `4 · size_of::<In>()` bytes
-//!   (`LDG.E` for UNORM8 codes, `LDG.E.64` for 16-bit codes), and exactly one global
-//!   store, `STG.E.128`: as many elements per load as per store. The layout before
-//!   issue 10 loaded 16 codes (`LDG.E.128`) and stored their 64 bytes of f32 in four
-//!   `STG.E.128`, so a warp's store touched 32 pieces at a 64-byte stride; it fails here.
-//!   Every other loop of the kernel is the scalar pass: at most one load of at most one
-//!   element and at most one 4-byte store.
+//! * **Stream** (`In` → `Out`, four elements per lane per step, each of 8, 16 or 32
+//!   bits): exactly one loop stores `4 · size_of::<Out>()` bytes per lane, and it holds
+//!   exactly one global load, of `4 · size_of::<In>()` bytes, and exactly one global
+//!   store: as many elements per load as per store (`LDG.E` + `STG.E.128` for UNORM8
+//!   codes → f32, `LDG.E.64` + `STG.E.128` for 16-bit codes, `LDG.E.128` + `STG.E.64`
+//!   for f32 → a 16-bit code, `LDG.E.128` + `STG.E` for f32 → an 8-bit code). The layout
+//!   before issue 10 loaded 16 codes (`LDG.E.128`) and stored their 64 bytes of f32 in
+//!   four `STG.E.128`, so a warp's store touched 32 pieces at a 64-byte stride; it fails
+//!   here. Every other loop of the kernel is the scalar pass: at most one load of at
+//!   most one input and at most one store of exactly one output (`STG.E.U8` for an 8-bit
+//!   result: the narrow store `host::cuda_tools::guards` watches).
 //! * **CountNonfinite** (`16 / size_of::<In>()` elements per lane per step): the loop
 //!   that loads the most bytes per step holds no store or atomic, and its loads read one
 //!   16-byte piece: one `LDG.E.128`, or, where the function reads only part of each
@@ -251,26 +254,28 @@ fn shapes(kernel: &Kernel) -> Vec<Shape> {
     loops(kernel).into_iter().map(|found| Shape::of(kernel, found)).collect()
 }
 
-/// Checks a [`Stream`](shared::KernelKind::Stream) kernel over `element_bytes`-byte
-/// inputs (see the module documentation) and returns its vector loop.
-pub fn stream_loop(kernel: &Kernel, element_bytes: u32) -> Result<BandwidthLoop, LayoutError> {
+/// Checks a [`Stream`](shared::KernelKind::Stream) kernel from `in_bytes`-byte inputs
+/// to `out_bytes`-byte stored results (see the module documentation) and returns its
+/// vector loop.
+pub fn stream_loop(kernel: &Kernel, in_bytes: u32, out_bytes: u32) -> Result<BandwidthLoop, LayoutError> {
     let fail = |why: String| LayoutError { kernel: kernel.name.clone(), why };
+    let (load_bytes, store_bytes) = (4 * in_bytes, 4 * out_bytes);
     let all = shapes(kernel);
-    let (vector, others): (Vec<&Shape>, Vec<&Shape>) = all.iter().partition(|s| s.stores.iter().any(|a| a.bytes == 16));
+    let (vector, others): (Vec<&Shape>, Vec<&Shape>) =
+        all.iter().partition(|s| s.stores.iter().any(|a| a.bytes == store_bytes));
     let [vector] = vector.as_slice() else {
-        return Err(fail(format!("{} loops store 16 bytes per lane, expected exactly one", vector.len())));
+        return Err(fail(format!("{} loops store {store_bytes} bytes per lane, expected exactly one", vector.len())));
     };
-    let load_bytes = 4 * element_bytes;
     let one_load = matches!(vector.loads.as_slice(), [load] if load.bytes == load_bytes);
-    let one_store = matches!(vector.stores.as_slice(), [store] if store.bytes == 16);
+    let one_store = matches!(vector.stores.as_slice(), [store] if store.bytes == store_bytes);
     if !(one_load && one_store) {
         return Err(fail(format!(
-            "the vector loop {}, expected one {load_bytes}-byte load and one 16-byte store per lane per \
-             step (4 elements each, so that a warp's accesses are contiguous)",
+            "the vector loop {}, expected one {load_bytes}-byte load and one {store_bytes}-byte store per lane \
+             per step (4 elements each, so that a warp's accesses are contiguous)",
             vector.accesses()
         )));
     }
-    if let Some(other) = others.iter().find(|s| !s.is_scalar(element_bytes, Some(4))) {
+    if let Some(other) = others.iter().find(|s| !s.is_scalar(in_bytes, Some(out_bytes))) {
         return Err(fail(format!("a loop other than the vector loop {}", other.accesses())));
     }
     Ok(BandwidthLoop {
@@ -389,12 +394,12 @@ mod tests {
 
     #[test]
     fn the_coalesced_stream_loop_passes_and_is_measured() {
-        let found = stream_loop(&kernel(NEW_STREAM), 1).expect("coalesced");
+        let found = stream_loop(&kernel(NEW_STREAM), 1, 4).expect("coalesced");
         assert_eq!((found.load_summary().as_str(), found.store_summary().as_str()), ("LDG.E", "STG.E.128"));
         assert_eq!((found.instructions, found.fast_path_instructions, found.elements_per_step), (7, 7, 4));
         assert_eq!(found.instructions_per_element(), 1.75);
         // The same loop over 16-bit codes must load 8 bytes.
-        let error = stream_loop(&kernel(NEW_STREAM), 2).expect_err("a 4-byte load of 16-bit codes");
+        let error = stream_loop(&kernel(NEW_STREAM), 2, 4).expect_err("a 4-byte load of 16-bit codes");
         assert!(error.why.contains("expected one 8-byte load"), "{error}");
     }
 
@@ -410,7 +415,7 @@ mod tests {
             "@!P0 BRA 0x0",
             "EXIT",
         ]);
-        let error = stream_loop(&old, 1).expect_err("the old layout");
+        let error = stream_loop(&old, 1, 4).expect_err("the old layout");
         assert_eq!(
             error.why,
             "the vector loop loads [LDG.E.128], stores [STG.E.128, STG.E.128, STG.E.128, STG.E.128], expected \
@@ -420,8 +425,44 @@ mod tests {
         // A scalar pass storing narrower than f32, or no vector loop at all, fails too.
         let mut narrow = NEW_STREAM.to_vec();
         narrow[9] = "STG.E.U8 desc[UR8][R4.64], R3";
-        assert!(stream_loop(&kernel(&narrow), 1).is_err());
-        assert!(stream_loop(&kernel(&NEW_STREAM[7..]), 1).is_err());
+        assert!(stream_loop(&kernel(&narrow), 1, 4).is_err());
+        assert!(stream_loop(&kernel(&NEW_STREAM[7..]), 1, 4).is_err());
+    }
+
+    /// The loop of `f32_to_unorm8_stream` (sm_90, shortened): one 16-byte load of four
+    /// f32, their four codes packed into one 4-byte store; then the scalar pass, whose
+    /// one-byte store is the narrow store the guards watch.
+    const NARROWING_STREAM: &[&str] = &[
+        "LDG.E.128 R4, desc[UR8][R4.64+-0x8]",
+        "FFMA R7, R7, R0, 8388610",
+        "PRMT R7, R6, 0x3340, R7",
+        "STG.E desc[UR8][R4.64], R7",
+        "@!P0 BRA 0x0",
+        "LDG.E R3, desc[UR8][R6.64]",
+        "FFMA R3, R3, R0, 8388610",
+        "STG.E.U8 desc[UR8][R4.64], R3",
+        "@P0 BRA 0x50",
+        "EXIT",
+    ];
+
+    #[test]
+    fn a_narrowing_stream_loop_loads_16_bytes_and_stores_four_packed_results() {
+        let found = stream_loop(&kernel(NARROWING_STREAM), 4, 1).expect("coalesced");
+        assert_eq!((found.load_summary().as_str(), found.store_summary().as_str()), ("LDG.E.128", "STG.E"));
+        assert_eq!((found.instructions, found.elements_per_step), (5, 4));
+        // Read as 16-bit results, the 4-byte store is no vector store: no loop stores 8.
+        let error = stream_loop(&kernel(NARROWING_STREAM), 4, 2).expect_err("no 8-byte store");
+        assert!(error.why.starts_with("0 loops store 8 bytes"), "{error}");
+        // Four byte stores per step instead of one packed store: no vector loop either.
+        let mut unpacked = NARROWING_STREAM.to_vec();
+        unpacked[3] = "STG.E.U8 desc[UR8][R4.64+0x3], R7";
+        unpacked.insert(3, "STG.E.U8 desc[UR8][R4.64+0x2], R6");
+        assert!(stream_loop(&kernel(&unpacked), 4, 1).is_err());
+        // A scalar pass that stores a whole word per element fails.
+        let mut wide_tail = NARROWING_STREAM.to_vec();
+        wide_tail[7] = "STG.E desc[UR8][R4.64], R3";
+        let error = stream_loop(&kernel(&wide_tail), 4, 1).expect_err("two 4-byte-store loops");
+        assert!(error.why.starts_with("2 loops store 4 bytes"), "{error}");
     }
 
     #[test]
