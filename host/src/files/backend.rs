@@ -183,12 +183,15 @@ fn copy_parallel<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
     convert_parallel(src, dst, |s, d| d.copy_from_slice(s));
 }
 
+/// Bytes per read when a staging chunk is filled: 16 reads in flight per chunk.
+const STAGING_READ_BYTES: usize = GPU_CHUNK_BYTES / 16;
+
 /// Fills `buf` with the bytes of `data` from `offset` on, in blocks of
-/// [`scan::BLOCK_BYTES`] on all cores (for a file, as many reads in flight).
+/// [`STAGING_READ_BYTES`] on all cores (for a file, as many reads in flight).
 fn read_parallel(data: Source<'_>, offset: usize, buf: &mut [u8]) -> Result<(), SourceReadError> {
-    buf.par_chunks_mut(scan::BLOCK_BYTES)
+    buf.par_chunks_mut(STAGING_READ_BYTES)
         .enumerate()
-        .try_for_each(|(n, block)| data.read_into(offset + n * scan::BLOCK_BYTES, block))
+        .try_for_each(|(n, block)| data.read_into(offset + n * STAGING_READ_BYTES, block))
 }
 
 /// Bytes of input each of the GPU backend's two staging lanes holds: the largest chunk
