@@ -261,6 +261,90 @@ fn normalize_writes_npy_and_safetensors() {
     assert_eq!(tensors.tensor("pixels").unwrap().shape(), [2, 3, 4]);
 }
 
+/// The first code whose value differs from the reference's, with both encodings.
+fn first_wrong(got: &[u16], want: &[u16]) -> Option<(usize, String, String)> {
+    assert_eq!(got.len(), want.len());
+    let i = got.iter().zip(want).position(|(g, w)| g != w)?;
+    Some((i, format!("{:#06x}", got[i]), format!("{:#06x}", want[i])))
+}
+
+/// The 16-bit values of a `.safetensors` output's one tensor, with its dtype and shape.
+fn safetensors_u16(path: &Path, name: &str) -> (safetensors::Dtype, Vec<usize>, Vec<u16>) {
+    let bytes = std::fs::read(path).unwrap();
+    let tensors = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let tensor = tensors.tensor(name).unwrap();
+    let values = tensor.data().as_chunks::<2>().0.iter().map(|&b| u16::from_le_bytes(b)).collect();
+    (tensor.dtype(), tensor.shape().to_vec(), values)
+}
+
+#[test]
+fn normalize_dtype_f16_and_bf16_are_correctly_rounded_on_every_code() {
+    use host::verify::reference::{BFLOAT16, BINARY16, unorm_to_narrow_bits};
+    let dir = tempfile::tempdir().unwrap();
+    // Every UNORM8 code in a 16×16 image, every UNORM16 code in a 256×256 one (codes
+    // 1..=3 are binary16 subnormals; 65455 and 65519 are where rounding through f32 fails).
+    let png8 = dir.path().join("all8.png");
+    ImageBuffer::<Luma<u8>, Vec<u8>>::from_raw(16, 16, (0..=255).collect()).unwrap().save(&png8).unwrap();
+    let png16 = dir.path().join("all16.png");
+    ImageBuffer::<Luma<u16>, Vec<u16>>::from_raw(256, 256, (0..=65535).collect()).unwrap().save(&png16).unwrap();
+    for (png, bits) in [(&png8, 8u32), (&png16, 16)] {
+        let side = 1usize << (bits / 2);
+        let expected = |format| -> Vec<u16> {
+            (0..1u64 << bits).map(|code| unorm_to_narrow_bits(format, bits, code) as u16).collect()
+        };
+        // .npy holds binary16 as `<f2`.
+        let npy = dir.path().join(format!("{bits}.npy"));
+        let output = bitexact(&["normalize", path_arg(png), "-o", path_arg(&npy), "--dtype", "f16"]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains(": f16 [") && stdout.contains(&format!("exact x/{}", (1u64 << bits) - 1)), "{stdout}");
+        let bytes = std::fs::read(&npy).unwrap();
+        let file = npyz::NpyFile::new(&bytes[..]).unwrap();
+        assert_eq!((file.shape(), file.dtype().descr()), (&[side as u64, side as u64, 1][..], "'<f2'".to_string()));
+        let values: Vec<u16> = file.into_vec::<half::f16>().unwrap().into_iter().map(half::f16::to_bits).collect();
+        assert_eq!(first_wrong(&values, &expected(BINARY16)), None, "UNORM{bits} -> f16 .npy: (code, got, want)");
+        // .safetensors holds F16 and BF16.
+        for (dtype, want_dtype, format) in
+            [("f16", safetensors::Dtype::F16, BINARY16), ("bf16", safetensors::Dtype::BF16, BFLOAT16)]
+        {
+            let st = dir.path().join(format!("{bits}_{dtype}.safetensors"));
+            let args = ["normalize", path_arg(png), "-o", path_arg(&st), "--dtype", dtype, "--format", "json"];
+            let output = bitexact(&args);
+            assert_eq!(output.status.code(), Some(0), "{output:?}");
+            let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(json["dtype"], dtype);
+            let (got_dtype, shape, values) = safetensors_u16(&st, "image");
+            assert_eq!((got_dtype, shape), (want_dtype, vec![side, side, 1]), "UNORM{bits} -> {dtype}");
+            let wrong = first_wrong(&values, &expected(format));
+            assert_eq!(wrong, None, "UNORM{bits} -> {dtype} .safetensors: (code, got, want)");
+        }
+    }
+}
+
+#[test]
+fn normalize_refuses_bf16_into_npy_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("grey.png");
+    grey_png(&png);
+    let out = dir.path().join("out.npy");
+    let output = bitexact(&["normalize", path_arg(&png), "-o", path_arg(&out), "--dtype", "bf16"]);
+    assert_fails(&output, &out, ".npy cannot hold --dtype bf16");
+    assert!(String::from_utf8_lossy(&output.stderr).contains(".safetensors"), "suggests .safetensors");
+    // Before any work: an input that is no image at all gets the same refusal.
+    let garbage = dir.path().join("garbage.png");
+    std::fs::write(&garbage, b"not an image").unwrap();
+    let output = bitexact(&["normalize", path_arg(&garbage), "-o", path_arg(&out), "--dtype", "bf16"]);
+    assert_fails(&output, &out, ".npy cannot hold --dtype bf16");
+    let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["garbage.png", "grey.png"], "no output and no temporary file");
+    // The default stays f32.
+    let output = bitexact(&["normalize", path_arg(&png), "-o", path_arg(&out)]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(npyz::NpyFile::new(&bytes[..]).unwrap().dtype().descr(), "'<f4'");
+}
+
 #[test]
 fn normalize_refuses_to_clobber_or_touch_the_input() {
     let dir = tempfile::tempdir().unwrap();

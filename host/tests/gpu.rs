@@ -171,7 +171,7 @@ fn first_difference(a: &[f32], b: &[f32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use host::files::backend::{self, Backend, CpuBackend, GPU_CHUNK_BYTES};
+    use host::files::backend::{self, Backend, BackendError, CpuBackend, GPU_CHUNK_BYTES};
     use host::files::scan::{Endian, FloatFormat, Source};
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
@@ -239,6 +239,27 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
         gpu.unorm16_to_f32(samples, &mut a).expect("gpu");
         CpuBackend.unorm16_to_f32(samples, &mut b).expect("cpu");
         assert_eq!(first_difference(&a, &b), None, "UNORM16 of {}: (index, gpu bits, cpu bits)", samples.len());
+    }
+    // The binary16 / bfloat16 outputs, through the map kernels of their primitives,
+    // staged the same way.
+    type Convert<'a, T> = &'a dyn Fn(&dyn Backend, &[T], &mut [u16]) -> Result<(), BackendError>;
+    let to_f16_8: Convert<u8> = &|b, s, d| b.unorm8_to_f16(s, d);
+    let to_bf16_8: Convert<u8> = &|b, s, d| b.unorm8_to_bf16(s, d);
+    for (name, convert) in [("UNORM8 -> f16", to_f16_8), ("UNORM8 -> bf16", to_bf16_8)] {
+        for samples in [&bytes8[..], &bytes8[7..3_000_008]] {
+            let (mut a, mut b) = (vec![0u16; samples.len()], vec![0u16; samples.len()]);
+            convert(gpu.as_ref(), samples, &mut a).expect("gpu");
+            convert(&CpuBackend, samples, &mut b).expect("cpu");
+            assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
+        }
+    }
+    let to_f16_16: Convert<u16> = &|b, s, d| b.unorm16_to_f16(s, d);
+    let to_bf16_16: Convert<u16> = &|b, s, d| b.unorm16_to_bf16(s, d);
+    for (name, convert) in [("UNORM16 -> f16", to_f16_16), ("UNORM16 -> bf16", to_bf16_16)] {
+        let (mut a, mut b) = (vec![0u16; words.len()], vec![0u16; words.len()]);
+        convert(gpu.as_ref(), &words, &mut a).expect("gpu");
+        convert(&CpuBackend, &words, &mut b).expect("cpu");
+        assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
     }
 }
 

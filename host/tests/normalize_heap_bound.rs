@@ -34,7 +34,7 @@ fn normalize_heap_stays_near_the_decoded_image() {
         let peak = peak_growth(|| {
             let image = Image::decode(&png).unwrap();
             let shape = image.shape(layout);
-            tensor_io::write_f32_from(&out, "image", &shape, &image.normalized(layout, &CpuBackend), false).unwrap();
+            tensor_io::write_from(&out, "image", &shape, &image.normalized(layout, &CpuBackend), false).unwrap();
         });
         assert_eq!(std::fs::metadata(&out).unwrap().len() as usize / 4 / samples, 1, "{name}: a whole f32 tensor");
         eprintln!("{name}: {} MiB of samples, peak heap growth {} MiB", samples >> 20, peak >> 20);

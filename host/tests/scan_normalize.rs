@@ -336,6 +336,30 @@ fn conversion_kernels_match_the_reference_on_every_input() {
 }
 
 #[test]
+fn the_16_bit_float_conversions_of_every_backend_entry_match_the_reference_on_every_code() {
+    use host::files::backend::Backend;
+    use host::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, unorm_to_narrow_bits};
+    let check = |format: NarrowFormat, bits: u32, out: &[u16], what: &str| {
+        for (code, &got) in out.iter().enumerate() {
+            let want = unorm_to_narrow_bits(format, bits, code as u64);
+            assert_eq!(u64::from(got), want, "{what}: code {code}: got {got:#06x}, want {want:#06x}");
+        }
+    };
+    let bytes: Vec<u8> = (0..=255).collect();
+    let mut out = vec![0u16; bytes.len()];
+    CpuBackend.unorm8_to_f16(&bytes, &mut out).unwrap();
+    check(BINARY16, 8, &out, "UNORM8 -> f16");
+    CpuBackend.unorm8_to_bf16(&bytes, &mut out).unwrap();
+    check(BFLOAT16, 8, &out, "UNORM8 -> bf16");
+    let words: Vec<u16> = (0..=65535).collect();
+    let mut out = vec![0u16; words.len()];
+    CpuBackend.unorm16_to_f16(&words, &mut out).unwrap();
+    check(BINARY16, 16, &out, "UNORM16 -> f16");
+    CpuBackend.unorm16_to_bf16(&words, &mut out).unwrap();
+    check(BFLOAT16, 16, &out, "UNORM16 -> bf16");
+}
+
+#[test]
 fn normalized_chunks_of_any_size_and_start_match_the_whole() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rgb.png");
@@ -351,13 +375,13 @@ fn normalized_chunks_of_any_size_and_start_match_the_whole() {
             let mut pieces = Vec::new();
             for start in (0..whole.len()).step_by(chunk) {
                 let mut out = vec![0.0; chunk.min(whole.len() - start)];
-                tensor_io::F32Source::fill(&source, start as u64, &mut out).unwrap();
+                tensor_io::TensorSource::fill(&source, start as u64, &mut out).unwrap();
                 pieces.extend(out);
             }
             assert_eq!(bits(&pieces), bits(&whole), "{layout:?}, chunks of {chunk}");
         }
         let mut past_the_end = vec![0.0; 2];
-        assert!(tensor_io::F32Source::fill(&source, whole.len() as u64 - 1, &mut past_the_end).is_err());
+        assert!(tensor_io::TensorSource::fill(&source, whole.len() as u64 - 1, &mut past_the_end).is_err());
     }
 }
 

@@ -32,6 +32,7 @@ pub mod schemes;
 mod table;
 pub mod unorm16;
 pub mod unorm8;
+pub mod unorm_narrow;
 
 pub use class::Class;
 pub use kind::{KernelKind, KernelName};

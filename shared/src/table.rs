@@ -89,6 +89,18 @@ pub enum Family {
         /// Code width n.
         bits: u32,
     },
+    /// UNORM code of `bits` bits (8 or 16) → `code / (2^bits - 1)` correctly rounded to
+    /// binary16 (round to nearest, ties to even, subnormals kept), stored as its bits.
+    UnormToF16 {
+        /// Code width n.
+        bits: u32,
+    },
+    /// UNORM code of `bits` bits (8 or 16) → `code / (2^bits - 1)` correctly rounded to
+    /// bfloat16 (round to nearest, ties to even), stored as its bits.
+    UnormToBf16 {
+        /// Code width n.
+        bits: u32,
+    },
     /// SNORM code of `bits` bits (2..=16, two's complement) →
     /// `max(code / (2^(bits-1) - 1), -1)` correctly rounded to f32, as D3D and Vulkan
     /// define it: the two most negative codes both give -1.0.
@@ -162,13 +174,17 @@ impl Family {
                 Domain::Exhaustive { bits: f.bits() }
             }
             Family::PackedIsFinite(_) | Family::F32ToUnorm { .. } => Domain::Exhaustive { bits: 32 },
-            Family::UnormToF32 { bits } | Family::SnormToF32 { bits } => Domain::Exhaustive { bits },
+            Family::UnormToF32 { bits }
+            | Family::UnormToF16 { bits }
+            | Family::UnormToBf16 { bits }
+            | Family::SnormToF32 { bits } => Domain::Exhaustive { bits },
         }
     }
 }
 
 /// The family's stable name, used in reports and JSON: `binary16_is_finite`,
-/// `fp8_e4m3_classify`, `binary16x2_is_finite` (packed), `unorm8_to_f32`,
+/// `fp8_e4m3_classify`, `binary16x2_is_finite` (packed), `unorm8_to_f32`, `unorm16_to_f16`,
+/// `unorm8_to_bf16`,
 /// `snorm16_to_f32`, `f32_to_unorm8`.
 impl core::fmt::Display for Family {
     #[inline]
@@ -180,6 +196,8 @@ impl core::fmt::Display for Family {
             Family::Classify(format) => write!(f, "{}_classify", format.name()),
             Family::PackedIsFinite(format) => write!(f, "{}x{}_is_finite", format.name(), 32 / format.bits()),
             Family::UnormToF32 { bits } => write!(f, "unorm{bits}_to_f32"),
+            Family::UnormToF16 { bits } => write!(f, "unorm{bits}_to_f16"),
+            Family::UnormToBf16 { bits } => write!(f, "unorm{bits}_to_bf16"),
             Family::SnormToF32 { bits } => write!(f, "snorm{bits}_to_f32"),
             Family::F32ToUnorm { bits } => write!(f, "f32_to_unorm{bits}"),
         }
@@ -364,6 +382,14 @@ macro_rules! for_each_variant {
             { unorm14_to_f32, UnormToF32 { bits: 14 }, u16 => f32, $crate::norm::unorm_to_f32::<14>, Exact, [], "low 14 bits / 16383, scheme from schemes.rs" }
             { unorm15_to_f32, UnormToF32 { bits: 15 }, u16 => f32, $crate::norm::unorm_to_f32::<15>, Exact, [], "low 15 bits / 32767, scheme from schemes.rs" }
             { unorm16_to_f32, UnormToF32 { bits: 16 }, u16 => f32, $crate::norm::unorm_to_f32::<16>, Exact, [Stream], "low 16 bits / 65535, scheme from schemes.rs" }
+            { unorm8_to_f16_via_f32, UnormToF16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_f16_via_f32, Exact, [], "binary16 of fl32(x/255) (two roundings, never wrong for 255)" }
+            { unorm8_to_f16_odd, UnormToF16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_f16_odd, Exact, [], "binary16 of fl32(x/255) rounded to odd by the sign of fma(-q, 255, x)" }
+            { unorm8_to_bf16_via_f32, UnormToBf16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_bf16_via_f32, Exact, [], "bfloat16 of fl32(x/255) (two roundings, never wrong for 255)" }
+            { unorm8_to_bf16_odd, UnormToBf16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_bf16_odd, Exact, [], "bfloat16 of fl32(x/255) rounded to odd by the sign of fma(-q, 255, x)" }
+            { unorm16_to_f16_via_f32, UnormToF16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_f16_via_f32, OneUlp, [], "binary16 of fl32(x/65535) (two roundings: 1 ULP off where fl32 lands on a midpoint)" }
+            { unorm16_to_f16_odd, UnormToF16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_f16_odd, Exact, [], "binary16 of fl32(x/65535) rounded to odd by the sign of fma(-q, 65535, x)" }
+            { unorm16_to_bf16_via_f32, UnormToBf16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_bf16_via_f32, Exact, [], "bfloat16 of fl32(x/65535) (two roundings, never wrong for 65535)" }
+            { unorm16_to_bf16_odd, UnormToBf16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_bf16_odd, Exact, [], "bfloat16 of fl32(x/65535) rounded to odd by the sign of fma(-q, 65535, x)" }
             { snorm2_to_f32, SnormToF32 { bits: 2 }, u16 => f32, $crate::norm::snorm_to_f32::<2>, Exact, [], "max(low 2 bits signed / 1, -1), scheme from schemes.rs" }
             { snorm3_to_f32, SnormToF32 { bits: 3 }, u16 => f32, $crate::norm::snorm_to_f32::<3>, Exact, [], "max(low 3 bits signed / 3, -1), scheme from schemes.rs" }
             { snorm4_to_f32, SnormToF32 { bits: 4 }, u16 => f32, $crate::norm::snorm_to_f32::<4>, Exact, [], "max(low 4 bits signed / 7, -1), scheme from schemes.rs" }

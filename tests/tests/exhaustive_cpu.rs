@@ -61,6 +61,8 @@ fn required_families() -> Vec<Family> {
         required.push(Family::PackedIsFinite(format));
     }
     required.extend((1..=16).map(|bits| Family::UnormToF32 { bits }));
+    required.extend([8, 16].map(|bits| Family::UnormToF16 { bits }));
+    required.extend([8, 16].map(|bits| Family::UnormToBf16 { bits }));
     required.extend((2..=16).map(|bits| Family::SnormToF32 { bits }));
     required.extend([8, 16].map(|bits| Family::F32ToUnorm { bits }));
     required
@@ -80,7 +82,13 @@ fn every_family_has_an_exact_variant_and_every_variant_is_tested() {
     let non_exact: Vec<&str> = VARIANTS.iter().filter(|v| v.claim != Claim::Exact).map(|v| v.name).collect();
     assert_eq!(
         non_exact,
-        ["f16_finite_unordered_lt_inf", "unorm8_mul_recip", "unorm16_mul_recip", "f32_to_unorm8_mul_add_half"]
+        [
+            "f16_finite_unordered_lt_inf",
+            "unorm8_mul_recip",
+            "unorm16_mul_recip",
+            "unorm16_to_f16_via_f32",
+            "f32_to_unorm8_mul_add_half"
+        ]
     );
 }
 
@@ -201,5 +209,23 @@ fn unorm8_named_edge_cases() {
     for v in VARIANTS.iter().filter(|v| v.family == Family::UnormToF32 { bits: 8 }) {
         assert_eq!(v.ops.eval(0), 0, "{}: 0 must give +0.0", v.name);
         assert_eq!(v.ops.eval(255), u64::from(1.0f32.to_bits()), "{}: 255 must give exactly 1.0", v.name);
+    }
+}
+
+#[test]
+fn unorm_to_16_bit_float_named_edge_cases() {
+    // 0 → +0, the largest code → 1.0 (0x3C00 binary16, 0x3F80 bfloat16), and UNORM16's
+    // code 1 → 1/65535 = 256.0039 binary16 subnormal units: encoding 0x0100.
+    for v in VARIANTS {
+        let (one, bits) = match v.family {
+            Family::UnormToF16 { bits } => (0x3C00, bits),
+            Family::UnormToBf16 { bits } => (0x3F80, bits),
+            _ => continue,
+        };
+        assert_eq!(v.ops.eval(0), 0, "{}: 0 must give +0", v.name);
+        assert_eq!(v.ops.eval((1 << bits) - 1), one, "{}: the largest code must give exactly 1.0", v.name);
+        if v.family == (Family::UnormToF16 { bits: 16 }) {
+            assert_eq!(v.ops.eval(1), 0x0100, "{}: 1/65535 is the subnormal 256 · 2^-24", v.name);
+        }
     }
 }

@@ -1,10 +1,12 @@
-//! `bitexact normalize`: an image → an f32 tensor in [0, 1], correctly rounded.
+//! `bitexact normalize`: an image → an f32, binary16 or bfloat16 tensor in [0, 1],
+//! correctly rounded straight to that type.
 
 use super::error::CliError;
 use clap::builder::TypedValueParser as _;
+use host::files::backend::Backend;
 use host::files::backend::{self, Device};
-use host::files::normalize::{ChannelLayout, Image};
-use host::files::tensor_io::{self, Container};
+use host::files::normalize::{ChannelLayout, Image, NormalizeTo};
+use host::files::tensor_io::{self, AsBf16, AsF16, AsF32, Container, Dtype, StagedOutput, TensorWriteError};
 use host::support::output::{self, OutputFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +23,11 @@ pub struct NormalizeArgs {
     /// --force keeps its permission bits, like `cp` onto an existing file.
     #[arg(short, long)]
     pub output: PathBuf,
+    /// Element type: every value is `x / 255` or `x / 65535` correctly rounded straight
+    /// to it (never through f32 first). `.npy` holds f32 and f16; bf16 needs
+    /// .safetensors (NumPy has no bfloat16).
+    #[arg(long, value_enum, default_value_t = Dtype::F32)]
+    pub dtype: Dtype,
     /// Axis order: `hwc` gives shape [H, W, C], `chw` gives [C, H, W].
     #[arg(long, value_enum, default_value_t = ChannelLayout::Hwc)]
     pub layout: ChannelLayout,
@@ -57,7 +64,7 @@ struct Summary {
     /// The tensor's name in a .safetensors output.
     #[serde(skip_serializing_if = "Option::is_none")]
     tensor: Option<String>,
-    dtype: &'static str,
+    dtype: Dtype,
     shape: Vec<u64>,
     layout: ChannelLayout,
     input: String,
@@ -76,6 +83,7 @@ struct Summary {
 pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
     let began = Instant::now();
     let container = tensor_io::check_output(&args.output, &args.image, args.force)?;
+    tensor_io::check_dtype(&args.output, container, args.dtype)?;
     let device = backend::select(args.device)?;
     let decode_start = Instant::now();
     let image = Image::decode(&args.image)?;
@@ -83,14 +91,17 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
     let sample_bytes = image.sample_count() as u64 * u64::from(image.bits() / 8);
     let backend = device.for_job(sample_bytes);
     let shape = image.shape(args.layout);
-    let values = image.normalized(args.layout, backend.as_ref());
-    let staged = tensor_io::stage_f32(&args.output, &args.name, &shape, &values, args.force)?;
+    let staged = match args.dtype {
+        Dtype::F32 => stage::<AsF32>(args, &image, &shape, backend.as_ref()),
+        Dtype::F16 => stage::<AsF16>(args, &image, &shape, backend.as_ref()),
+        Dtype::Bf16 => stage::<AsBf16>(args, &image, &shape, backend.as_ref()),
+    }?;
     let phases = staged.phases();
     let summary = Summary {
         output: args.output.display().to_string(),
         container,
         tensor: (container == Container::Safetensors).then(|| args.name.clone()),
-        dtype: "f32",
+        dtype: args.dtype,
         shape,
         layout: args.layout,
         input: args.image.display().to_string(),
@@ -102,8 +113,9 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
     output::write_stdout(&match args.format {
         OutputFormat::Json => output::json(&summary),
         OutputFormat::Table | OutputFormat::Markdown => format!(
-            "{}: f32 {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}\n",
+            "{}: {} {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}\n",
             summary.output,
+            summary.dtype.name(),
             summary.shape,
             args.layout.name(),
             summary.bits,
@@ -124,11 +136,22 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
             eprintln!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({mb:.1} MB {what})");
         };
         phase("decode", decoded, sample_bytes, &format!("of samples from {:.1} MB of file", file_bytes as f64 / 1e6));
-        phase("convert", phases.produce, phases.value_bytes, "of f32, overlapping the write");
+        let values = format!("of {}", args.dtype.name());
+        phase("convert", phases.produce, phases.value_bytes, &format!("{values}, overlapping the write"));
         phase("write", phases.write, phases.bytes, "to the page cache");
         phase("sync", phases.sync, phases.bytes, "to disk");
         phase("rename", rename_start.elapsed(), phases.bytes, "into place");
-        phase("total", began.elapsed(), phases.value_bytes, "of f32, end to end");
+        phase("total", began.elapsed(), phases.value_bytes, &format!("{values}, end to end"));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The image's values as `D`, written to a temporary file for `args.output`.
+fn stage<D: NormalizeTo>(
+    args: &NormalizeArgs,
+    image: &Image,
+    shape: &[u64],
+    backend: &dyn Backend,
+) -> Result<StagedOutput, TensorWriteError> {
+    tensor_io::stage(&args.output, &args.name, shape, &image.normalized_to::<D>(args.layout, backend), args.force)
 }

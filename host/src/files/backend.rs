@@ -3,10 +3,13 @@
 //! ([`AutoBackend`], the default: `--device auto`).
 //!
 //! A backend gets raw buffers and must give bit for bit what the CPU gives: counts
-//! equal to [`FloatFormat::count`], and f32 outputs equal to [`map_slice`] of the one
-//! primitive bound to each sample width ([`Unorm8Primitive`], [`Unorm16Primitive`]),
-//! which every backend runs: the CPU as Rust, the GPU as that primitive's kernel. A
-//! device backend may hand any part it has no kernel for to [`CpuBackend`].
+//! equal to [`FloatFormat::count`], and converted samples equal to [`map_slice`] (f32)
+//! or [`map_bits`] (binary16 / bfloat16 bits) of the one primitive bound to each sample
+//! width and output type ([`Unorm8Primitive`], [`Unorm16Primitive`],
+//! [`Unorm8ToF16Primitive`], [`Unorm16ToF16Primitive`], [`Unorm8ToBf16Primitive`],
+//! [`Unorm16ToBf16Primitive`]), which every backend runs: the CPU as Rust, the GPU as that
+//! primitive's kernel. A device backend may hand any part it has no kernel for to
+//! [`CpuBackend`].
 
 use crate::files::auto::{AutoChoice, AutoReason, AutoRule, GpuProbe, Measured, NextStep, Pick, next_step};
 use crate::files::scan::{self, Counts, Endian, FloatFormat, Source, SourceReadError};
@@ -14,7 +17,7 @@ use crate::gpu::staging::Staging;
 use crate::gpu::{Gpu, GpuError, NonFinite};
 use crate::support::element::Element;
 use rayon::prelude::*;
-use shared::Primitive;
+use shared::{Primitive, Stored};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
@@ -27,6 +30,26 @@ pub type Unorm8Primitive = shared::variants::unorm8_times3_int;
 /// correctly rounded (IEEE division, proven exact on all 65,536 codes by verify).
 pub type Unorm16Primitive = shared::variants::unorm16_div_ieee;
 
+/// The primitive `normalize --dtype f16` runs on 8-bit samples, on every backend:
+/// `x / 255` correctly rounded to binary16, by rounding to odd at f32 precision (exact by
+/// construction, and proven on all 256 codes by verify).
+pub type Unorm8ToF16Primitive = shared::variants::unorm8_to_f16_odd;
+
+/// The primitive `normalize --dtype f16` runs on 16-bit samples: `x / 65535` correctly
+/// rounded to binary16 by rounding to odd (proven on all 65,536 codes; the form through
+/// f32 is one ULP off on two of them).
+pub type Unorm16ToF16Primitive = shared::variants::unorm16_to_f16_odd;
+
+/// The primitive `normalize --dtype bf16` runs on 8-bit samples: `x / 255` correctly
+/// rounded to bfloat16, through the exact f32 quotient (two roundings that are never
+/// wrong for 255: proven on all 256 codes; the cheapest exact form on the CPU).
+pub type Unorm8ToBf16Primitive = shared::variants::unorm8_to_bf16_via_f32;
+
+/// The primitive `normalize --dtype bf16` runs on 16-bit samples: `x / 65535` correctly
+/// rounded to bfloat16, through the exact f32 quotient (never wrong for 65535: proven on
+/// all 65,536 codes).
+pub type Unorm16ToBf16Primitive = shared::variants::unorm16_to_bf16_via_f32;
+
 /// `dst[i] = P(src[i])` over `min(src.len(), dst.len())` elements on the calling
 /// thread, exactly as `P` computes it; the loop vectorises for the conversions above.
 pub fn map_slice<P: Primitive<Out = f32>>(src: &[P::In], dst: &mut [f32]) {
@@ -34,6 +57,17 @@ pub fn map_slice<P: Primitive<Out = f32>>(src: &[P::In], dst: &mut [f32]) {
         *d = P::apply(s);
     }
 }
+
+/// `dst[i]` = the stored bits of `P(src[i])` over `min(src.len(), dst.len())` elements
+/// on the calling thread, exactly as `P` computes them (for the 16-bit float outputs).
+pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [Bits<P>]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = P::apply(s).to_stored();
+    }
+}
+
+/// The stored bits of `P`'s result.
+type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
 
 /// The `--device` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -138,6 +172,22 @@ pub trait Backend: Send + Sync {
     /// `dst[i] = src[i] / 65535`, correctly rounded. `dst.len() == src.len()`, else
     /// [`BackendError::Lengths`].
     fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError>;
+
+    /// `dst[i]` = the binary16 bits of `src[i] / 255`, correctly rounded.
+    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError>;
+
+    /// `dst[i]` = the binary16 bits of `src[i] / 65535`, correctly rounded (subnormal for
+    /// codes 1..=3). `dst.len() == src.len()`, else [`BackendError::Lengths`].
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError>;
+
+    /// `dst[i]` = the bfloat16 bits of `src[i] / 255`, correctly rounded.
+    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError>;
+
+    /// `dst[i]` = the bfloat16 bits of `src[i] / 65535`, correctly rounded.
+    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError>;
 }
 
 /// The CPU backend: every core of the global rayon pool, in blocks of
@@ -168,6 +218,30 @@ impl Backend for CpuBackend {
     fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
         same_lengths(src.len(), dst.len())?;
         convert_parallel(src, dst, map_slice::<Unorm16Primitive>);
+        Ok(())
+    }
+
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        convert_parallel(src, dst, map_bits::<Unorm8ToF16Primitive>);
+        Ok(())
+    }
+
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        convert_parallel(src, dst, map_bits::<Unorm16ToF16Primitive>);
+        Ok(())
+    }
+
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        convert_parallel(src, dst, map_bits::<Unorm8ToBf16Primitive>);
+        Ok(())
+    }
+
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        convert_parallel(src, dst, map_bits::<Unorm16ToBf16Primitive>);
         Ok(())
     }
 }
@@ -294,6 +368,37 @@ impl GpuBackend {
             )
         })
     }
+
+    /// The stored bits of `f(src[i])` for the [`KernelKind::Map`](shared::KernelKind::Map)
+    /// kernel of `P` over `src` into `dst` (the 16-bit float outputs), staged as
+    /// [`GpuBackend::convert`] stages.
+    fn convert_bits<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), BackendError>
+    where
+        P: shared::kind::Map,
+        P::In: Element,
+        Bits<P>: Element,
+    {
+        same_lengths(src.len(), dst.len())?;
+        self.with_staging(|staging| {
+            let capacity =
+                (staging.input_bytes() / size_of::<P::In>()).min(staging.output_bytes() / size_of::<Bits<P>>());
+            let chunk = src.len().div_ceil(4).clamp(GPU_MIN_CHUNK_SAMPLES, capacity.max(1));
+            let piece = |i: usize| i * chunk..((i + 1) * chunk).min(src.len());
+            self.gpu.map_staged::<P, BackendError>(
+                staging,
+                src.len().div_ceil(chunk),
+                |i, input| {
+                    let samples = &src[piece(i)];
+                    copy_parallel(samples, &mut input[..samples.len()]);
+                    Ok(samples.len())
+                },
+                |i, _, output| {
+                    copy_parallel(output, &mut dst[piece(i)]);
+                    Ok(())
+                },
+            )
+        })
+    }
 }
 
 /// [`Backend::count_non_finite`] on the GPU for little-endian data of one format.
@@ -378,6 +483,22 @@ impl Backend for GpuBackend {
 
     fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
         self.convert::<Unorm16Primitive>(src, dst)
+    }
+
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        self.convert_bits::<Unorm8ToF16Primitive>(src, dst)
+    }
+
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        self.convert_bits::<Unorm16ToF16Primitive>(src, dst)
+    }
+
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        self.convert_bits::<Unorm8ToBf16Primitive>(src, dst)
+    }
+
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        self.convert_bits::<Unorm16ToBf16Primitive>(src, dst)
     }
 }
 
@@ -566,6 +687,32 @@ impl Backend for AutoBackend {
             backend.unorm16_to_f32(&src[range.clone()], &mut dst[range])
         })
     }
+
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len(), 1, |backend, range| backend.unorm8_to_f16(&src[range.clone()], &mut dst[range]))
+    }
+
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len() * 2, 2, |backend, range| {
+            let range = range.start / 2..range.end / 2;
+            backend.unorm16_to_f16(&src[range.clone()], &mut dst[range])
+        })
+    }
+
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len(), 1, |backend, range| backend.unorm8_to_bf16(&src[range.clone()], &mut dst[range]))
+    }
+
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len() * 2, 2, |backend, range| {
+            let range = range.start / 2..range.end / 2;
+            backend.unorm16_to_bf16(&src[range.clone()], &mut dst[range])
+        })
+    }
 }
 
 /// What `--device` leaves to be settled once the job is known: see [`select`].
@@ -657,6 +804,22 @@ mod tests {
 
         fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
             self.run(src.len() * 2, || CpuBackend.unorm16_to_f32(src, dst))
+        }
+
+        fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+            self.run(src.len(), || CpuBackend.unorm8_to_f16(src, dst))
+        }
+
+        fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+            self.run(src.len() * 2, || CpuBackend.unorm16_to_f16(src, dst))
+        }
+
+        fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+            self.run(src.len(), || CpuBackend.unorm8_to_bf16(src, dst))
+        }
+
+        fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+            self.run(src.len() * 2, || CpuBackend.unorm16_to_bf16(src, dst))
         }
     }
 

@@ -1,18 +1,23 @@
-//! Decoded UNORM images → f32 tensors in [0, 1], correctly rounded.
+//! Decoded UNORM images → f32, binary16 or bfloat16 tensors in [0, 1], correctly rounded
+//! straight to the output type (never rounded twice on the way).
 //!
-//! Each sample width is converted by the one primitive [`crate::files::backend`] binds
-//! to it (`Unorm8Primitive`, `Unorm16Primitive`), on whichever backend runs; both are
-//! proven equal to the correctly rounded `x / 255` and `x / 65535` on every input by
+//! Each sample width and output type is converted by the one primitive
+//! [`crate::files::backend`] binds to it (`Unorm8Primitive`, `Unorm16Primitive` for f32,
+//! `Unorm8ToF16Primitive`, ... for the 16-bit types), on whichever backend runs; each is
+//! proven equal to the correctly rounded `x / 255` or `x / 65535` on every input by
 //! verify.
 //!
-//! The f32 tensor is never held whole: [`Normalized`] converts the samples a chunk at a
+//! The tensor is never held whole: [`Normalized`] converts the samples a chunk at a
 //! time, in the output's layout, as the writer asks for them, so that memory holds the
 //! decoded image (a quarter of the f32 tensor for 8-bit samples) and a few MiB more.
 
 use crate::files::backend::{Backend, BackendError};
 use crate::files::message::{io_message, one_line};
-use crate::files::tensor_io::{F32Source, RegularFileError, check_regular_file};
+use crate::files::tensor_io::{
+    AsBf16, AsF16, AsF32, DtypeOf, RegularFileError, StoredOf, TensorSource, check_regular_file,
+};
 use std::borrow::Cow;
+use std::marker::PhantomData;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -206,8 +211,18 @@ impl Image {
     /// The samples converted to f32 in `layout` on `backend`, a chunk at a time: value
     /// `i` is the correctly rounded `s / 255` (8-bit) or `s / 65535` (16-bit) of the
     /// sample that lands at flat index `i` of [`Image::shape`].
-    pub fn normalized<'a>(&'a self, layout: ChannelLayout, backend: &'a dyn Backend) -> Normalized<'a> {
-        Normalized { image: self, layout, backend }
+    pub fn normalized<'a>(&'a self, layout: ChannelLayout, backend: &'a dyn Backend) -> Normalized<'a, AsF32> {
+        self.normalized_to(layout, backend)
+    }
+
+    /// [`Image::normalized`] with the values correctly rounded to `D` instead (f32,
+    /// binary16 or bfloat16), each straight from its sample.
+    pub fn normalized_to<'a, D: NormalizeTo>(
+        &'a self,
+        layout: ChannelLayout,
+        backend: &'a dyn Backend,
+    ) -> Normalized<'a, D> {
+        Normalized { image: self, layout, backend, dtype: PhantomData }
     }
 
     /// All of [`Image::normalized`] at once, in one vector.
@@ -245,29 +260,67 @@ fn not_unorm(color: image::ExtendedColorType) -> String {
     format!("only UNORM8 and UNORM16 images are accepted (unsigned 8- or 16-bit samples); this one has {what}")
 }
 
-/// An image's samples as f32 in [0, 1], in a layout, converted on a backend as they are
-/// asked for: see [`Image::normalized`].
-pub struct Normalized<'a> {
+/// An output type `normalize` can convert samples to: which of the backend's
+/// conversions fills it.
+pub trait NormalizeTo: DtypeOf + Sync {
+    /// `dst[i]` = `src[i] / 255` correctly rounded to this type, on `backend`.
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [Self::Stored]) -> Result<(), BackendError>;
+    /// `dst[i]` = `src[i] / 65535` correctly rounded to this type, on `backend`.
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [Self::Stored]) -> Result<(), BackendError>;
+}
+
+impl NormalizeTo for AsF32 {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
+        backend.unorm8_to_f32(src, dst)
+    }
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
+        backend.unorm16_to_f32(src, dst)
+    }
+}
+
+impl NormalizeTo for AsF16 {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        backend.unorm8_to_f16(src, dst)
+    }
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        backend.unorm16_to_f16(src, dst)
+    }
+}
+
+impl NormalizeTo for AsBf16 {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        backend.unorm8_to_bf16(src, dst)
+    }
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        backend.unorm16_to_bf16(src, dst)
+    }
+}
+
+/// An image's samples as values of `D` in [0, 1], in a layout, converted on a backend as
+/// they are asked for: see [`Image::normalized_to`].
+pub struct Normalized<'a, D> {
     image: &'a Image,
     layout: ChannelLayout,
     backend: &'a dyn Backend,
+    dtype: PhantomData<D>,
 }
 
-impl F32Source for Normalized<'_> {
+impl<D: NormalizeTo> TensorSource for Normalized<'_, D> {
+    type Dtype = D;
     type Error = NormalizeError;
 
     fn elements(&self) -> u64 {
         self.image.sample_count() as u64
     }
 
-    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), NormalizeError> {
+    fn fill(&self, start: u64, out: &mut [StoredOf<Self>]) -> Result<(), NormalizeError> {
         let range = usize::try_from(start).ok().and_then(|start| Some(start..start.checked_add(out.len())?));
         let range = range.filter(|r| r.end <= self.image.sample_count());
         let range = range.ok_or(NormalizeError::OutOfRange { start })?;
         let channels = usize::from(self.image.channels);
         match &self.image.samples {
-            Samples::Unorm8(s) => self.backend.unorm8_to_f32(&in_layout(s, channels, self.layout, range), out),
-            Samples::Unorm16(s) => self.backend.unorm16_to_f32(&in_layout(s, channels, self.layout, range), out),
+            Samples::Unorm8(s) => D::unorm8(self.backend, &in_layout(s, channels, self.layout, range), out),
+            Samples::Unorm16(s) => D::unorm16(self.backend, &in_layout(s, channels, self.layout, range), out),
         }
         .map_err(NormalizeError::Backend)
     }

@@ -1,6 +1,7 @@
 //! Tensor containers: `.npy`, `.npz` and `.safetensors` headers parsed from a file read
 //! on demand, tensor data read the same way (a deflated `.npz` member's inflated as it
-//! is read), and f32 tensors written atomically, streamed a chunk at a time.
+//! is read), and f32 / binary16 / bfloat16 tensors written atomically, streamed a chunk
+//! at a time.
 //!
 //! `.npy` headers, of files and of `.npz` members alike, are parsed by [`npy_header`]
 //! (linear time whatever the bytes); `.npz` archives by [`crate::files::npz`]; `.safetensors`
@@ -714,6 +715,11 @@ pub enum TensorWriteErrorKind {
         /// Values given.
         values: u64,
     },
+    /// `.npy` cannot hold values of this type: NumPy has no bfloat16.
+    NoNpyDtype {
+        /// The values' type.
+        dtype: Dtype,
+    },
     /// The tensor name is one the format reserves.
     ReservedName {
         /// The name.
@@ -750,6 +756,12 @@ impl std::fmt::Display for TensorWriteErrorKind {
             TensorWriteErrorKind::ShapeMismatch { shape, values } => {
                 write!(f, "shape {shape:?} does not hold {values} values")
             }
+            TensorWriteErrorKind::NoNpyDtype { dtype } => write!(
+                f,
+                ".npy cannot hold --dtype {} (NumPy has no such dtype); write a .safetensors output instead, \
+                 or use --dtype f16 or f32",
+                dtype.name()
+            ),
             TensorWriteErrorKind::ReservedName { name } => write!(f, "tensor name '{name}' is reserved by the format"),
             TensorWriteErrorKind::CreateTemporary { directory, error } => {
                 write!(f, "cannot create a temporary file in {}: {}", directory.display(), io_message(error))
@@ -810,21 +822,119 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
     Ok(container)
 }
 
+/// Checks, before any work, that `container` can hold values of `dtype` (`.npy` cannot
+/// hold bfloat16: NumPy has no such dtype); the error names `output`.
+pub fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<(), TensorWriteError> {
+    if dtype.npy_descr().is_none() && container == Container::Npy {
+        return Err(TensorWriteError { path: output.to_path_buf(), kind: TensorWriteErrorKind::NoNpyDtype { dtype } });
+    }
+    Ok(())
+}
+
 /// Values per chunk when a tensor is written: 4 MiB of f32, so that writing holds a few
 /// MiB however large the tensor is.
 pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
 
+/// The element type of a written tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// IEEE 754 binary32: `.npy` `<f4`, `.safetensors` `F32`.
+    F32,
+    /// IEEE 754 binary16: `.npy` `<f2`, `.safetensors` `F16`.
+    F16,
+    /// bfloat16: `.safetensors` `BF16`; NumPy has no such dtype, so no `.npy`.
+    Bf16,
+}
+
+impl Dtype {
+    /// `f32`, `f16` or `bf16`, as `--dtype` and the reports spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+        }
+    }
+
+    /// Bytes per value.
+    pub const fn bytes(self) -> u64 {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F16 | Dtype::Bf16 => 2,
+        }
+    }
+
+    /// The `.safetensors` dtype string.
+    pub const fn safetensors_name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "F32",
+            Dtype::F16 => "F16",
+            Dtype::Bf16 => "BF16",
+        }
+    }
+
+    /// The `.npy` type string (little-endian), or `None` where NumPy has no dtype.
+    pub const fn npy_descr(self) -> Option<&'static str> {
+        match self {
+            Dtype::F32 => Some("<f4"),
+            Dtype::F16 => Some("<f2"),
+            Dtype::Bf16 => None,
+        }
+    }
+}
+
+/// A [`Dtype`] as a type, so that a [`TensorSource`]'s values have the right width by
+/// construction: [`AsF32`], [`AsF16`], [`AsBf16`].
+pub trait DtypeOf {
+    /// The dtype.
+    const DTYPE: Dtype;
+    /// How one value is held in memory: the f32 itself, or the 16 bits of a binary16 or
+    /// bfloat16 encoding.
+    type Stored: bytemuck::Pod + Default + Send + Sync;
+}
+
+/// f32 values, held as `f32`.
+#[derive(Clone, Copy, Debug)]
+pub enum AsF32 {}
+/// binary16 values, held as their `u16` encodings.
+#[derive(Clone, Copy, Debug)]
+pub enum AsF16 {}
+/// bfloat16 values, held as their `u16` encodings.
+#[derive(Clone, Copy, Debug)]
+pub enum AsBf16 {}
+
+impl DtypeOf for AsF32 {
+    const DTYPE: Dtype = Dtype::F32;
+    type Stored = f32;
+}
+
+impl DtypeOf for AsF16 {
+    const DTYPE: Dtype = Dtype::F16;
+    type Stored = u16;
+}
+
+impl DtypeOf for AsBf16 {
+    const DTYPE: Dtype = Dtype::Bf16;
+    type Stored = u16;
+}
+
+/// The stored form of the values of a [`TensorSource`].
+pub type StoredOf<S> = <<S as TensorSource>::Dtype as DtypeOf>::Stored;
+
 /// A tensor's values in flat order, produced a chunk at a time, so that writing one
 /// never needs them all in memory. `Sync`: the next chunk is produced while the
 /// previous one is written, on another thread.
-pub trait F32Source: Sync {
+pub trait TensorSource: Sync {
+    /// The values' type.
+    type Dtype: DtypeOf;
     /// Why values cannot be produced.
     type Error: std::error::Error + Send + Sync + 'static;
     /// How many values there are.
     fn elements(&self) -> u64;
     /// Writes values `start .. start + out.len()` into `out` (a range within
-    /// [`F32Source::elements`]).
-    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), Self::Error>;
+    /// [`TensorSource::elements`]).
+    fn fill(&self, start: u64, out: &mut [StoredOf<Self>]) -> Result<(), Self::Error>;
 }
 
 /// Values asked for beyond the end of a slice of them.
@@ -842,7 +952,8 @@ impl std::fmt::Display for ValuesOutOfRange {
 
 impl std::error::Error for ValuesOutOfRange {}
 
-impl F32Source for [f32] {
+impl TensorSource for [f32] {
+    type Dtype = AsF32;
     type Error = ValuesOutOfRange;
 
     fn elements(&self) -> u64 {
@@ -856,24 +967,26 @@ impl F32Source for [f32] {
     }
 }
 
-/// Writes the f32 tensor `data` of `shape` to `out`: [`write_f32_from`] of a slice.
+/// Writes the f32 tensor `data` of `shape` to `out`: [`write_from`] of a slice.
 pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), TensorWriteError> {
-    write_f32_from(out, name, shape, data, force)
+    write_from(out, name, shape, data, force)
 }
 
-/// Writes an f32 tensor of `shape` to `out` as the container its extension names:
-/// [`stage_f32`], then [`StagedOutput::commit`].
-pub fn write_f32_from(
+/// Writes a tensor of `shape` to `out` as the container its extension names: [`stage`],
+/// then [`StagedOutput::commit`].
+pub fn write_from(
     out: &Path,
     name: &str,
     shape: &[u64],
-    data: &(impl F32Source + ?Sized),
+    data: &(impl TensorSource + ?Sized),
     force: bool,
 ) -> Result<(), TensorWriteError> {
-    stage_f32(out, name, shape, data, force)?.commit()
+    stage(out, name, shape, data, force)?.commit()
 }
 
-/// Writes an f32 tensor of `shape`, for `out`, as the container its extension names,
+/// Writes a tensor of `shape` with the values' dtype (`.npy`: `<f4` or `<f2`;
+/// `.safetensors`: `F32`, `F16` or `BF16`; `.npy` refuses bfloat16, see [`check_dtype`]),
+/// for `out`, as the container its extension names,
 /// under the tensor name `name` for `.safetensors` (any name but the format's reserved
 /// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time
 /// (the next chunk produced while the previous one is written, two chunks in memory),
@@ -888,16 +1001,17 @@ pub fn write_f32_from(
 ///
 /// On any error the temporary file is removed and `out` is left as it was; so is it if
 /// the result is dropped without being committed.
-pub fn stage_f32(
+pub fn stage<S: TensorSource + ?Sized>(
     out: &Path,
     name: &str,
     shape: &[u64],
-    data: &(impl F32Source + ?Sized),
+    data: &S,
     force: bool,
 ) -> Result<StagedOutput, TensorWriteError> {
     use std::os::unix::fs::PermissionsExt;
     let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
     let container = Container::of_output(out).ok_or_else(|| fail(TensorWriteErrorKind::UnknownExtension))?;
+    check_dtype(out, container, S::Dtype::DTYPE)?;
     if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
         return Err(fail(TensorWriteErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }));
     }
@@ -947,7 +1061,7 @@ pub fn stage_f32(
     Ok(StagedOutput { temporary, out: out.to_path_buf(), force, phases })
 }
 
-/// Where the time of [`stage_f32`] went. Producing and writing overlap: their sum may
+/// Where the time of [`stage`] went. Producing and writing overlap: their sum may
 /// exceed the time both took.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct WritePhases {
@@ -959,7 +1073,7 @@ pub struct WritePhases {
     pub sync: Duration,
     /// Bytes of the file.
     pub bytes: u64,
-    /// Bytes of values (4 per value).
+    /// Bytes of values (2 or 4 per value).
     pub value_bytes: u64,
 }
 
@@ -998,19 +1112,19 @@ impl StagedOutput {
 /// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order
 /// on a writer thread while this one produces the next chunk: two chunk buffers
 /// in all. Adds the time of each side to `phases`.
-fn for_each_chunk(
-    data: &(impl F32Source + ?Sized),
-    mut write: impl FnMut(&[f32]) -> std::io::Result<()> + Send,
+fn for_each_chunk<S: TensorSource + ?Sized>(
+    data: &S,
+    mut write: impl FnMut(&[StoredOf<S>]) -> std::io::Result<()> + Send,
     phases: &mut WritePhases,
 ) -> Result<(), TensorWriteErrorKind> {
     let total = data.elements();
     let chunk_len = WRITE_CHUNK_ELEMENTS.min(usize::try_from(total).unwrap_or(usize::MAX));
-    phases.value_bytes += total * 4;
+    phases.value_bytes += total * S::Dtype::DTYPE.bytes();
     std::thread::scope(|scope| {
         // Full chunks to the writer (one may wait while another is written), and
         // written ones back.
-        let (to_writer, full) = std::sync::mpsc::sync_channel::<(Vec<f32>, usize)>(1);
-        let (to_producer, spare) = std::sync::mpsc::channel::<Vec<f32>>();
+        let (to_writer, full) = std::sync::mpsc::sync_channel::<(Vec<StoredOf<S>>, usize)>(1);
+        let (to_producer, spare) = std::sync::mpsc::channel::<Vec<StoredOf<S>>>();
         let writer = scope.spawn(move || {
             let mut spent = Duration::ZERO;
             for (chunk, len) in full {
@@ -1029,7 +1143,7 @@ fn for_each_chunk(
                 Ok(chunk) => Some(chunk),
                 Err(_) if buffers < 2 => {
                     buffers += 1;
-                    Some(vec![0.0f32; chunk_len])
+                    Some(vec![StoredOf::<S>::default(); chunk_len])
                 }
                 // None: the writer stopped on an error, which its join gives.
                 Err(_) => spare.recv().ok(),
@@ -1083,28 +1197,34 @@ pub fn npy_header(descr: &str, shape: &[u64]) -> Vec<u8> {
     out
 }
 
-fn write_npy(
+/// Writes `data` as a `.npy` array of `shape` (`<f4` for f32, `<f2` for binary16): the
+/// header [`npy_header`] gives, then the values as they lie in memory; bfloat16, which
+/// NumPy lacks, is refused.
+fn write_npy<S: TensorSource + ?Sized>(
     out: &mut (impl Write + Send),
     shape: &[u64],
-    data: &(impl F32Source + ?Sized),
+    data: &S,
     phases: &mut WritePhases,
 ) -> Result<(), TensorWriteErrorKind> {
-    const _: () = assert!(cfg!(target_endian = "little"), "the header says little-endian f32");
-    out.write_all(&npy_header("<f4", shape)).map_err(TensorWriteErrorKind::Write)?;
+    const _: () = assert!(cfg!(target_endian = "little"), "the header says little-endian values");
+    let dtype = S::Dtype::DTYPE;
+    let descr = dtype.npy_descr().ok_or(TensorWriteErrorKind::NoNpyDtype { dtype })?;
+    out.write_all(&npy_header(descr, shape)).map_err(TensorWriteErrorKind::Write)?;
     for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)), phases)
 }
 
-/// Writes what `safetensors::serialize` writes for one F32 tensor (a test compares the
-/// bytes), without building the whole file in memory as it does: the length, the JSON
-/// header padded with spaces to a multiple of 8 bytes, then the little-endian values.
-fn write_safetensors(
+/// Writes what `safetensors::serialize` writes for one F32, F16 or BF16 tensor (a test
+/// compares the bytes), without building the whole file in memory as it does: the
+/// length, the JSON header padded with spaces to a multiple of 8 bytes, then the
+/// little-endian values.
+fn write_safetensors<S: TensorSource + ?Sized>(
     out: &mut (impl Write + Send),
     name: &str,
     shape: &[u64],
-    data: &(impl F32Source + ?Sized),
+    data: &S,
     phases: &mut WritePhases,
 ) -> Result<(), TensorWriteErrorKind> {
-    const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian f32");
+    const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian values");
     /// One tensor's header entry, its fields in the crate's order.
     #[derive(serde::Serialize)]
     struct Info<'a> {
@@ -1112,7 +1232,8 @@ fn write_safetensors(
         shape: &'a [u64],
         data_offsets: [u64; 2],
     }
-    let info = Info { dtype: "F32", shape, data_offsets: [0, data.elements() * 4] };
+    let dtype = S::Dtype::DTYPE;
+    let info = Info { dtype: dtype.safetensors_name(), shape, data_offsets: [0, data.elements() * dtype.bytes()] };
     let mut header =
         serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)])).map_err(TensorWriteErrorKind::Header)?;
     header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');

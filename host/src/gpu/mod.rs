@@ -331,7 +331,8 @@ impl Gpu {
         P::In: DeviceRepr,
         Bits<P>: DeviceRepr,
     {
-        raw::launch_map::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 1), input, output)?;
+        let config = self.elementwise_config(input.len(), 1);
+        raw::launch_map::<P>(&self.stream, &self.module, config, &input.as_view(), &mut output.as_view_mut())?;
         self.wait(KernelName::of::<P>(KernelKind::Map))
     }
 

@@ -44,8 +44,8 @@ pub fn launch_map<P>(
     stream: &CudaStream,
     module: &Arc<CudaModule>,
     config: LaunchConfig,
-    input: &CudaSlice<P::In>,
-    output: &mut CudaSlice<Bits<P>>,
+    input: &CudaView<'_, P::In>,
+    output: &mut CudaViewMut<'_, Bits<P>>,
 ) -> Result<(), GpuError>
 where
     P: kind::Map,
@@ -97,8 +97,8 @@ unsafe fn launch_elementwise<I: DeviceRepr, O: DeviceRepr>(
     module: &Arc<CudaModule>,
     name: KernelName,
     config: LaunchConfig,
-    input: &CudaSlice<I>,
-    output: &mut CudaSlice<O>,
+    input: &CudaView<'_, I>,
+    output: &mut CudaViewMut<'_, O>,
 ) -> Result<(), GpuError> {
     if input.len() != output.len() {
         return Err(length_error(name, format!("input has {} elements but output {}", input.len(), output.len())));
@@ -108,8 +108,9 @@ unsafe fn launch_elementwise<I: DeviceRepr, O: DeviceRepr>(
     let mut launch = stream.launch_builder(&kernel);
     launch.arg(input).arg(output).arg(&n);
     // SAFETY: the caller guarantees the signature `(*const I, *mut O, u64)`; the device
-    // pointers come from live `CudaSlice`s of element types I and O, both of `n`
-    // elements (checked above), and the kernel accesses only elements below `n`.
+    // pointers come from live views of element types I and O (at whole elements of
+    // their allocations, so aligned for them), both of `n` elements (checked above), and
+    // the kernel accesses only elements below `n`.
     unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 

@@ -1,4 +1,4 @@
-//! Host data streamed through a kernel with the host, the copy engines and the kernel
+//! Host data streamed through a kernel (stream, map or count) with the host, the copy engines and the kernel
 //! all busy at once: page-locked (pinned) staging buffers in two lanes, each with its
 //! own CUDA stream. While one lane's chunk is copied to the device, run through the
 //! kernel and copied back, the host fills the other lane's input (reads a file, copies
@@ -203,6 +203,34 @@ impl Gpu {
             })?;
             let config = self.elementwise_config(n, kind::STREAM_LANE_ELEMENTS);
             raw::launch_stream::<P>(stream, &self.module, config, input, &mut output)?;
+            Ok(n)
+        };
+        staging.run(name, chunks, &mut fill, queue, &mut drain)
+    }
+
+    /// [`Gpu::stream_staged`] with `P`'s [`KernelKind::Map`] kernel (one element per
+    /// thread per step), for the variants that have no stream kernel.
+    pub fn map_staged<P, E>(
+        &self,
+        staging: &mut Staging,
+        chunks: usize,
+        mut fill: impl FnMut(usize, &mut [P::In]) -> Result<usize, E>,
+        mut drain: impl FnMut(usize, &[P::In], &[Bits<P>]) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        P: kind::Map,
+        P::In: Element,
+        Bits<P>: Element,
+        E: From<GpuError>,
+    {
+        let name = KernelName::of::<P>(KernelKind::Map);
+        let queue = |stream: &Arc<CudaStream>, input: &CudaView<'_, P::In>, mut output: CudaViewMut<'_, Bits<P>>| {
+            let n = input.len();
+            let mut output = output.try_slice_mut(..n).ok_or(GpuError::Length {
+                kernel: name.to_string(),
+                detail: format!("{n} results do not fit the staging output"),
+            })?;
+            raw::launch_map::<P>(stream, &self.module, self.elementwise_config(n, 1), input, &mut output)?;
             Ok(n)
         };
         staging.run(name, chunks, &mut fill, queue, &mut drain)

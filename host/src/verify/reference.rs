@@ -308,6 +308,8 @@ pub enum OutputKind {
     LaneMask,
     /// The bits of an f32.
     F32,
+    /// The bits of a 16-bit floating-point format (binary16 or bfloat16).
+    Float16(Format),
     /// An unsigned integer code.
     UnormCode,
 }
@@ -319,6 +321,8 @@ pub const fn output_kind(family: Family) -> OutputKind {
         Family::Classify(_) => OutputKind::ClassCode,
         Family::PackedIsFinite(_) => OutputKind::LaneMask,
         Family::UnormToF32 { .. } | Family::SnormToF32 { .. } => OutputKind::F32,
+        Family::UnormToF16 { .. } => OutputKind::Float16(Format::Binary16),
+        Family::UnormToBf16 { .. } => OutputKind::Float16(Format::Bfloat16),
         Family::F32ToUnorm { .. } => OutputKind::UnormCode,
     }
 }
@@ -366,17 +370,20 @@ pub fn expected_many(family: Family, inputs: &[u64], out: &mut [u64]) {
         }
         Family::UnormToF32 { bits } => fill(inputs, out, |x| u64::from(unorm_to_f32_bits(bits, x))),
         Family::SnormToF32 { bits } => fill(inputs, out, |x| u64::from(snorm_to_f32_bits(bits, x))),
+        Family::UnormToF16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BINARY16, bits, x)),
+        Family::UnormToBf16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BFLOAT16, bits, x)),
         Family::F32ToUnorm { bits } => fill(inputs, out, |x| f32_to_unorm_exact(bits, x as u32).0),
     }
 }
 
-/// Distance between two stored results in units in the last place: for f32 results in
-/// f32 ULPs (0 when equal, `u64::MAX` when either is NaN), for UNORM codes in codes;
+/// Distance between two stored results in units in the last place: for f32, binary16
+/// and bfloat16 results in ULPs of their format (0 when equal, `u64::MAX` when either is NaN), for UNORM codes in codes;
 /// `None` for families whose results are not numbers (booleans, classes, masks).
 pub fn ulp_distance(family: Family, a: u64, b: u64) -> Option<u64> {
     match output_kind(family) {
         OutputKind::Bool | OutputKind::ClassCode | OutputKind::LaneMask => None,
         OutputKind::F32 => Some(f32_ulp_distance(a as u32, b as u32)),
+        OutputKind::Float16(format) => Some(float16_ulp_distance(format, a as u16, b as u16)),
         OutputKind::UnormCode => Some(a.abs_diff(b)),
     }
 }
@@ -475,7 +482,7 @@ pub fn round_f32_to(format: NarrowFormat, bits: u32) -> Rounded {
     // floor(log2 |x|), and the grid step 2^step of its binade (subnormal step below 2^(1 - bias)).
     let binade = 63 - significand.leading_zeros() as i32 + exponent;
     let step = binade.max(1 - bias) - man;
-    let (mut quotient, remainder_vs_half) = if exponent >= step {
+    let (quotient, remainder_vs_half) = if exponent >= step {
         (significand << (exponent - step), core::cmp::Ordering::Less)
     } else {
         let shift = (step - exponent) as u32;
@@ -491,8 +498,16 @@ pub fn round_f32_to(format: NarrowFormat, bits: u32) -> Rounded {
         core::cmp::Ordering::Equal => quotient % 2 == 1,
         core::cmp::Ordering::Less => false,
     };
-    quotient += u64::from(round_up);
-    let mut step = step;
+    encode_rounded(format, quotient + u64::from(round_up), step)
+}
+
+/// The [`Rounded`] of the magnitude `quotient · 2^step`, where `step` is the grid step of
+/// the binade (or the subnormal step) the value was rounded in and `quotient` the
+/// rounded count of steps (at most `2^(mantissa_bits + 1)`, which means the rounding
+/// carried into the next binade).
+fn encode_rounded(format: NarrowFormat, mut quotient: u64, mut step: i32) -> Rounded {
+    let man = format.mantissa_bits as i32;
+    let bias = (1i32 << (format.exponent_bits - 1)) - 1;
     if quotient == 1 << (man + 1) {
         // Rounded up into the next binade.
         quotient >>= 1;
@@ -512,4 +527,67 @@ pub fn round_f32_to(format: NarrowFormat, bits: u32) -> Rounded {
         let exponent_field = u64::try_from(step + man + bias).expect("a normal's biased exponent is positive");
         Rounded::Finite(exponent_field << man | (quotient - (1 << man)))
     }
+}
+
+/// `num / den` (`den > 0`, `num < 2^63`) rounded to nearest, ties to even, onto
+/// `format`'s grid, on integers: the binade `2^e <= num/den < 2^(e+1)` by exact
+/// comparison, its grid step `2^step` (the subnormal step below the smallest normal),
+/// the quotient `num / (den · 2^step)` and its remainder compared with half the divisor.
+/// Shares nothing with `shared`.
+pub fn div_to_narrow(format: NarrowFormat, num: u64, den: u64) -> Rounded {
+    assert!(den > 0 && num < 1 << 63, "div_to_narrow({num}, {den})");
+    if num == 0 {
+        return Rounded::Finite(0);
+    }
+    let man = format.mantissa_bits as i32;
+    let bias = (1i32 << (format.exponent_bits - 1)) - 1;
+    // num/den compared with 2^e, exactly: num · 2^-e against den, or num against den · 2^e.
+    let at_least = |e: i32| -> bool {
+        if e >= 0 { u128::from(num) >= u128::from(den) << e } else { u128::from(num) << -e >= u128::from(den) }
+    };
+    let mut binade = (64 - num.leading_zeros() as i32) - (64 - den.leading_zeros() as i32);
+    while !at_least(binade) {
+        binade -= 1;
+    }
+    while at_least(binade + 1) {
+        binade += 1;
+    }
+    let step = binade.max(1 - bias) - man;
+    // quotient = floor(num / (den · 2^step)); both sides scaled to integers.
+    let (n, d) = if step >= 0 {
+        (u128::from(num), u128::from(den) << step)
+    } else {
+        (u128::from(num) << -step, u128::from(den))
+    };
+    let (quotient, remainder) = (n / d, n % d);
+    let round_up = match (2 * remainder).cmp(&d) {
+        core::cmp::Ordering::Greater => true,
+        core::cmp::Ordering::Equal => quotient % 2 == 1,
+        core::cmp::Ordering::Less => false,
+    };
+    let quotient =
+        u64::try_from(quotient).expect("at most 2^(mantissa_bits + 1) steps in a binade") + u64::from(round_up);
+    encode_rounded(format, quotient, step)
+}
+
+/// The encoding of the UNORM `bits`-bit code `code` (`bits <= 32`) as `format`:
+/// `code / (2^bits - 1)` rounded to nearest, ties to even ([`div_to_narrow`]).
+pub fn unorm_to_narrow_bits(format: NarrowFormat, bits: u32, code: u64) -> u64 {
+    match div_to_narrow(format, code, (1u64 << bits) - 1) {
+        Rounded::Finite(encoding) => encoding,
+        Rounded::Overflow => unreachable!("a UNORM quotient is at most 1"),
+    }
+}
+
+/// Distance in ULPs between two encodings of a 16-bit floating-point `format`, counting
+/// across zero; `u64::MAX` if either is NaN.
+pub fn float16_ulp_distance(format: Format, a: u16, b: u16) -> u64 {
+    if class(format, u64::from(a)) == FpClass::Nan || class(format, u64::from(b)) == FpClass::Nan {
+        return u64::MAX;
+    }
+    let line = |bits: u16| -> i64 {
+        let magnitude = i64::from(bits & 0x7FFF);
+        if bits >> 15 == 1 { -magnitude } else { magnitude }
+    };
+    line(a).abs_diff(line(b))
 }
