@@ -228,7 +228,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     CpuBackend.unorm16_to_f32(&words, &mut b).expect("cpu");
     assert_eq!(first_difference(&a, &b), None, "UNORM16: (index, gpu bits, cpu bits)");
     // The binary16 / bfloat16 outputs, through the map kernels of their primitives.
-    type Convert<'a, T> = &'a dyn Fn(&dyn Backend, &[T], &mut [u16]) -> Result<(), String>;
+    type Convert<'a, T> = &'a dyn Fn(&dyn Backend, &[T], &mut [u16]) -> Result<(), host::files::backend::BackendError>;
     let to_f16_8: Convert<u8> = &|b, s, d| b.unorm8_to_f16(s, d);
     let to_bf16_8: Convert<u8> = &|b, s, d| b.unorm8_to_bf16(s, d);
     for (name, convert) in [("UNORM8 -> f16", to_f16_8), ("UNORM8 -> bf16", to_bf16_8)] {

@@ -10,7 +10,8 @@
 //! primitive's kernel. A device backend may hand any part it has no kernel for to
 //! [`CpuBackend`].
 
-use crate::files::scan::{self, Counts, Endian, FloatFormat, Source};
+use crate::files::scan::{self, Counts, Endian, FloatFormat, Source, SourceReadError};
+use crate::gpu::GpuError;
 use rayon::prelude::*;
 use shared::{Primitive, Stored};
 
@@ -72,6 +73,58 @@ pub enum Device {
     Gpu,
 }
 
+/// Why a backend could not do its work.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// The GPU failed (a copy, a launch, a result).
+    Gpu(GpuError),
+    /// `--device gpu` was asked for and no GPU could be opened.
+    NoGpu(GpuError),
+    /// The data could not be read.
+    Read(SourceReadError),
+    /// The GPU's count of a chunk differs from the CPU's classification of it.
+    Disagree {
+        /// What the GPU found, as text.
+        gpu: String,
+        /// What the CPU found, as text.
+        cpu: String,
+    },
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendError::Gpu(e) => write!(f, "{e}"),
+            BackendError::NoGpu(e) => write!(f, "--device gpu: {e}"),
+            BackendError::Read(e) => write!(f, "{e}"),
+            BackendError::Disagree { gpu, cpu } => write!(f, "GPU and CPU disagree on a chunk: gpu {gpu}, cpu {cpu}"),
+        }
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BackendError::Gpu(e) | BackendError::NoGpu(e) => Some(e),
+            BackendError::Read(e) => Some(e),
+            BackendError::Disagree { .. } => None,
+        }
+    }
+}
+
+impl From<GpuError> for BackendError {
+    fn from(e: GpuError) -> BackendError {
+        BackendError::Gpu(e)
+    }
+}
+
+impl From<SourceReadError> for BackendError {
+    fn from(e: SourceReadError) -> BackendError {
+        BackendError::Read(e)
+    }
+}
+
 /// A place to run `scan` and `normalize` on.
 pub trait Backend: Sync {
     /// What the reports print as the device (`cpu`, `gpu 0: ...`).
@@ -86,29 +139,29 @@ pub trait Backend: Sync {
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<Counts, String>;
+    ) -> Result<Counts, BackendError>;
 
     /// `dst[i] = src[i] / 255`, correctly rounded. `dst.len() == src.len()`.
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String>;
+    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError>;
 
     /// `dst[i] = src[i] / 65535`, correctly rounded. `dst.len() == src.len()`.
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String>;
+    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError>;
 
     /// `dst[i]` = the binary16 bits of `src[i] / 255`, correctly rounded.
     /// `dst.len() == src.len()`.
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String>;
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError>;
 
     /// `dst[i]` = the binary16 bits of `src[i] / 65535`, correctly rounded (subnormal for
     /// codes 1..=3). `dst.len() == src.len()`.
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String>;
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError>;
 
     /// `dst[i]` = the bfloat16 bits of `src[i] / 255`, correctly rounded.
     /// `dst.len() == src.len()`.
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String>;
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError>;
 
     /// `dst[i]` = the bfloat16 bits of `src[i] / 65535`, correctly rounded.
     /// `dst.len() == src.len()`.
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String>;
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError>;
 }
 
 /// The CPU backend: every core of the global rayon pool, in blocks of
@@ -126,36 +179,36 @@ impl Backend for CpuBackend {
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<Counts, String> {
-        scan::count_parallel(format, endian, data, progress).map_err(|e| e.to_string())
+    ) -> Result<Counts, BackendError> {
+        Ok(scan::count_parallel(format, endian, data, progress)?)
     }
 
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
         convert_parallel(src, dst, map_slice::<Unorm8Primitive>);
         Ok(())
     }
 
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
         convert_parallel(src, dst, map_slice::<Unorm16Primitive>);
         Ok(())
     }
 
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
         convert_parallel(src, dst, map_bits::<Unorm8ToF16Primitive>);
         Ok(())
     }
 
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
         convert_parallel(src, dst, map_bits::<Unorm16ToF16Primitive>);
         Ok(())
     }
 
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
         convert_parallel(src, dst, map_bits::<Unorm8ToBf16Primitive>);
         Ok(())
     }
 
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
         convert_parallel(src, dst, map_bits::<Unorm16ToBf16Primitive>);
         Ok(())
     }
@@ -215,7 +268,7 @@ pub struct GpuBackend {
 impl GpuBackend {
     /// `f(src[i])` for the [`KernelKind::Stream`](shared::KernelKind::Stream) kernel of
     /// `P` over `src` into `dst`, in chunks.
-    fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), String>
+    fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), BackendError>
     where
         P: shared::kind::Stream<Out = f32>,
         P::In: cudarc::driver::DeviceRepr + bytemuck::Pod,
@@ -223,17 +276,17 @@ impl GpuBackend {
         let dst: &mut [u32] = bytemuck::cast_slice_mut(dst);
         let per_chunk = GPU_CHUNK_BYTES / size_of::<P::In>();
         for (src, dst) in src.chunks(per_chunk).zip(dst.chunks_mut(per_chunk)) {
-            let input = self.gpu.upload(src).map_err(|e| e.to_string())?;
-            let mut output = self.gpu.zeros::<u32>(src.len()).map_err(|e| e.to_string())?;
-            self.gpu.map_stream::<P>(&input.as_view(), &mut output.as_view_mut()).map_err(|e| e.to_string())?;
-            self.gpu.download_into(&output, dst).map_err(|e| e.to_string())?;
+            let input = self.gpu.upload(src)?;
+            let mut output = self.gpu.zeros::<u32>(src.len())?;
+            self.gpu.map_stream::<P>(&input.as_view(), &mut output.as_view_mut())?;
+            self.gpu.download_into(&output, dst)?;
         }
         Ok(())
     }
 
     /// The stored bits of `f(src[i])` for the [`KernelKind::Map`](shared::KernelKind::Map)
     /// kernel of `P` over `src` into `dst`, in chunks (the 16-bit float outputs).
-    fn convert_bits<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), String>
+    fn convert_bits<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), BackendError>
     where
         P: shared::kind::Map,
         P::In: cudarc::driver::DeviceRepr,
@@ -241,10 +294,10 @@ impl GpuBackend {
     {
         let per_chunk = GPU_CHUNK_BYTES / size_of::<P::In>();
         for (src, dst) in src.chunks(per_chunk).zip(dst.chunks_mut(per_chunk)) {
-            let input = self.gpu.upload(src).map_err(|e| e.to_string())?;
-            let mut output = self.gpu.zeros::<Bits<P>>(src.len()).map_err(|e| e.to_string())?;
-            self.gpu.map::<P>(&input, &mut output).map_err(|e| e.to_string())?;
-            self.gpu.download_into(&output, dst).map_err(|e| e.to_string())?;
+            let input = self.gpu.upload(src)?;
+            let mut output = self.gpu.zeros::<Bits<P>>(src.len())?;
+            self.gpu.map::<P>(&input, &mut output)?;
+            self.gpu.download_into(&output, dst)?;
         }
         Ok(())
     }
@@ -259,9 +312,9 @@ struct GpuCount<'a> {
 }
 
 impl WithCountVariant for GpuCount<'_> {
-    type Output = Result<Counts, String>;
+    type Output = Result<Counts, BackendError>;
 
-    fn call<P>(self) -> Result<Counts, String>
+    fn call<P>(self) -> Result<Counts, BackendError>
     where
         P: shared::kind::CountNonfinite + Sync,
         P::In: crate::gpu::BufferElement,
@@ -274,19 +327,19 @@ impl WithCountVariant for GpuCount<'_> {
         let mut total = Counts::default();
         let mut buffer = Vec::new();
         for start in (0..whole).step_by(chunk_bytes) {
-            let bytes = data.get(start..(start + chunk_bytes).min(whole), &mut buffer).map_err(|e| e.to_string())?;
+            let bytes = data.get(start..(start + chunk_bytes).min(whole), &mut buffer)?;
             let first_index = (start / size) as u64;
             let elements: std::borrow::Cow<[P::In]> = match bytemuck::try_cast_slice(bytes) {
                 Ok(aligned) => aligned.into(),
                 Err(_) => bytemuck::pod_collect_to_vec(bytes).into(),
             };
-            let input = gpu.upload(&elements).map_err(|e| e.to_string())?;
-            let found = gpu.count_nonfinite::<P>(&input.as_view()).map_err(|e| e.to_string())?;
+            let input = gpu.upload(&elements)?;
+            let found = gpu.count_nonfinite::<P>(&input.as_view())?;
             if found.count > 0 {
                 let counts = format.count(Endian::Little, bytes, first_index);
                 if counts.non_finite() != found.count || counts.first_non_finite != found.first.map(|i| i + first_index)
                 {
-                    return Err(format!("GPU and CPU disagree on a chunk: gpu {found:?}, cpu {counts:?}"));
+                    return Err(BackendError::Disagree { gpu: format!("{found:?}"), cpu: format!("{counts:?}") });
                 }
                 total = total.merged(counts);
             }
@@ -311,50 +364,50 @@ impl Backend for GpuBackend {
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<Counts, String> {
+    ) -> Result<Counts, BackendError> {
         if endian != Endian::Little {
             return CpuBackend.count_non_finite(format, endian, data, progress);
         }
         with_count_variant(format, GpuCount { gpu: &self.gpu, format, data, progress })
     }
 
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
         self.convert::<Unorm8Primitive>(src, dst)
     }
 
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
         self.convert::<Unorm16Primitive>(src, dst)
     }
 
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
         self.convert_bits::<Unorm8ToF16Primitive>(src, dst)
     }
 
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
         self.convert_bits::<Unorm16ToF16Primitive>(src, dst)
     }
 
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
         self.convert_bits::<Unorm8ToBf16Primitive>(src, dst)
     }
 
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
         self.convert_bits::<Unorm16ToBf16Primitive>(src, dst)
     }
 }
 
 /// The GPU backend on device 0, or why there is none (no CUDA driver, no device, or
 /// a device that could not be opened).
-pub fn gpu_backend() -> Result<Box<dyn Backend>, String> {
-    crate::gpu::Gpu::open(0).map(|gpu| Box::new(GpuBackend { gpu }) as Box<dyn Backend>).map_err(|e| e.to_string())
+pub fn gpu_backend() -> Result<Box<dyn Backend>, GpuError> {
+    crate::gpu::Gpu::open(0).map(|gpu| Box::new(GpuBackend { gpu }) as Box<dyn Backend>)
 }
 
 /// The backend for `device`: `gpu` fails without a usable GPU, `auto` falls back to the
 /// CPU.
-pub fn select(device: Device) -> Result<Box<dyn Backend>, String> {
+pub fn select(device: Device) -> Result<Box<dyn Backend>, BackendError> {
     match device {
         Device::Cpu => Ok(Box::new(CpuBackend)),
-        Device::Gpu => gpu_backend().map_err(|e| format!("--device gpu: {e}")),
+        Device::Gpu => gpu_backend().map_err(BackendError::NoGpu),
         Device::Auto => Ok(gpu_backend().unwrap_or_else(|_| Box::new(CpuBackend))),
     }
 }

@@ -94,14 +94,14 @@ pub enum NormalizeError {
         start: u64,
     },
     /// The backend failed.
-    Backend(String),
+    Backend(crate::files::backend::BackendError),
 }
 
 impl std::fmt::Display for NormalizeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NormalizeError::OutOfRange { start } => write!(f, "samples {start}.. are out of range"),
-            NormalizeError::Backend(message) => f.write_str(message),
+            NormalizeError::Backend(error) => write!(f, "{error}"),
         }
     }
 }
@@ -257,34 +257,42 @@ fn not_unorm(color: image::ExtendedColorType) -> String {
 /// conversions fills it.
 pub trait NormalizeTo: DtypeOf {
     /// `dst[i]` = `src[i] / 255` correctly rounded to this type, on `backend`.
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [Self::Stored]) -> Result<(), String>;
+    fn unorm8(
+        backend: &dyn Backend,
+        src: &[u8],
+        dst: &mut [Self::Stored],
+    ) -> Result<(), crate::files::backend::BackendError>;
     /// `dst[i]` = `src[i] / 65535` correctly rounded to this type, on `backend`.
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [Self::Stored]) -> Result<(), String>;
+    fn unorm16(
+        backend: &dyn Backend,
+        src: &[u16],
+        dst: &mut [Self::Stored],
+    ) -> Result<(), crate::files::backend::BackendError>;
 }
 
 impl NormalizeTo for AsF32 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [f32]) -> Result<(), crate::files::backend::BackendError> {
         backend.unorm8_to_f32(src, dst)
     }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [f32]) -> Result<(), crate::files::backend::BackendError> {
         backend.unorm16_to_f32(src, dst)
     }
 }
 
 impl NormalizeTo for AsF16 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), crate::files::backend::BackendError> {
         backend.unorm8_to_f16(src, dst)
     }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), crate::files::backend::BackendError> {
         backend.unorm16_to_f16(src, dst)
     }
 }
 
 impl NormalizeTo for AsBf16 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), crate::files::backend::BackendError> {
         backend.unorm8_to_bf16(src, dst)
     }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), crate::files::backend::BackendError> {
         backend.unorm16_to_bf16(src, dst)
     }
 }
