@@ -90,7 +90,7 @@ pub enum BackendError {
     /// The GPU failed.
     Gpu(GpuError),
     /// `--device gpu` was asked for and there is no usable GPU.
-    GpuRequired(GpuError),
+    NoGpu(GpuError),
     /// The GPU found non-finite values in a chunk that the CPU counts differently.
     Disagree {
         /// What the GPU found, indices from the chunk's start.
@@ -112,7 +112,7 @@ impl std::fmt::Display for BackendError {
         match self {
             BackendError::Read(error) => error.fmt(f),
             BackendError::Gpu(error) => error.fmt(f),
-            BackendError::GpuRequired(error) => write!(f, "--device gpu: {error}"),
+            BackendError::NoGpu(error) => write!(f, "--device gpu: {error}"),
             BackendError::Disagree { gpu, cpu } => {
                 write!(f, "GPU and CPU disagree on a chunk: gpu {gpu:?}, cpu {cpu:?}")
             }
@@ -125,7 +125,7 @@ impl std::error::Error for BackendError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             BackendError::Read(error) => Some(error),
-            BackendError::Gpu(error) | BackendError::GpuRequired(error) => Some(error),
+            BackendError::Gpu(error) | BackendError::NoGpu(error) => Some(error),
             BackendError::Disagree { .. } | BackendError::Lengths { .. } => None,
         }
     }
@@ -726,13 +726,13 @@ pub enum DeviceChoice {
 }
 
 /// `--device`, before the job is known: `gpu` opens the GPU now and fails without a
-/// usable one ([`BackendError::GpuRequired`]); `cpu` and `auto` open nothing yet.
+/// usable one ([`BackendError::NoGpu`]); `cpu` and `auto` open nothing yet.
 pub fn select(device: Device) -> Result<DeviceChoice, BackendError> {
     match device {
         Device::Cpu => Ok(DeviceChoice::Cpu),
         Device::Gpu => match Gpu::open(0) {
             Ok(gpu) => Ok(DeviceChoice::Gpu(Box::new(GpuBackend::new(gpu)))),
-            Err(error) => Err(BackendError::GpuRequired(error)),
+            Err(error) => Err(BackendError::NoGpu(error)),
         },
         Device::Auto => Ok(DeviceChoice::Auto),
     }
