@@ -8,10 +8,15 @@
 # of the same size and content class: `np.isfinite(a).all()` on float16 for scan and
 # `a.astype(np.float32) / np.float32(255)` on uint8 for normalize. Prints bytes/s and
 # the ratios ours/memcpy and ours/numpy (single-threaded, and all cores for ours).
-# NumPy is pip-installed into target/bench-venv if the system python3 lacks it.
+# NumPy and Pillow are pip-installed into target/bench-venv if the system python3 lacks
+# them.
 # Then the f32 <-> binary16 / bfloat16 / FP8 conversions next to the `half` and `float8`
 # crates (tests/benches/narrow_vs_crates.rs): ns/element, one thread, 16 Mi inputs, best
 # of BENCH_REPS, and the outputs compared bit for bit.
+# Last, `scan` and `normalize` end to end (`bitexact bench-files`): a BENCH_MIB binary16
+# .npy and a 4096×4096 RGB PNG, --device cpu, gpu (skipped without one) and auto, the
+# phases of normalize, and the Pillow + NumPy route on the same image (its time, and how
+# many of its values differ from ours).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,15 +25,15 @@ REPS=${BENCH_REPS:-5}
 RESULTS="$PWD/target/bench-cpu.json"  # absolute: cargo runs benches in host/
 mkdir -p target  # for RESULTS, even when CARGO_TARGET_DIR puts the build elsewhere
 
-if python3 -c 'import numpy' 2>/dev/null; then
+if python3 -c 'import numpy, PIL' 2>/dev/null; then
     PYTHON=python3
 else
-    if [ ! -x target/bench-venv/bin/python ]; then
-        echo "== installing numpy into target/bench-venv"
+    if ! target/bench-venv/bin/python -c 'import numpy, PIL' 2>/dev/null; then
+        echo "== installing numpy and pillow into target/bench-venv"
         python3 -m venv target/bench-venv
-        target/bench-venv/bin/pip install --quiet numpy
+        target/bench-venv/bin/pip install --quiet numpy pillow
     fi
-    PYTHON=target/bench-venv/bin/python
+    PYTHON=$PWD/target/bench-venv/bin/python
 fi
 
 echo "== ours (cargo bench -p host --bench cpu_throughput)"
@@ -86,3 +91,7 @@ EOF
 echo
 echo "== conversions next to half and float8 (cargo bench -p conformance --bench narrow_vs_crates)"
 cargo bench --quiet -p conformance --bench narrow_vs_crates -- --reps "$REPS"
+
+echo
+echo "== scan and normalize end to end (bitexact bench-files)"
+cargo run --quiet --release -p host -- bench-files --mib "$MIB" --reps "$REPS" --python "$PYTHON"

@@ -30,6 +30,10 @@ enum Command {
     /// Benchmark the kernels on a GPU: bandwidth against a same-run device copy, and
     /// per-variant latency and throughput.
     Bench(cli::bench::BenchArgs),
+    /// Time `scan` and `normalize` end to end with --device cpu, gpu and auto on the same
+    /// generated files (and the Pillow + NumPy route on the same image, when Python has
+    /// them); the gpu rows are skipped, visibly, without a GPU.
+    BenchFiles(cli::bench_files::BenchFilesArgs),
     /// Print the embedded PTX (what the GPU runs), or with --list its kernel names.
     Ptx(cli::ptx::PtxArgs),
     /// Report the SASS instructions each variant adds to its kernel, per architecture.
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         None => finish(cli::verify::run(&default_verify_args())),
         Some(Command::Verify(args)) => finish(cli::verify::run(&args)),
         Some(Command::Bench(args)) => finish(cli::bench::run(&args)),
+        Some(Command::BenchFiles(args)) => finish(cli::bench_files::run(&args)),
         Some(Command::Ptx(args)) => finish(cli::ptx::run(&args)),
         Some(Command::Sass(args)) => finish(cli::sass::run(&args)),
         Some(Command::Search(args)) => finish(cli::search::run(&args)),

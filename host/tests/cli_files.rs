@@ -595,6 +595,61 @@ fn counts_of_one_are_singular() {
     assert!(stdout.ends_with("\n2 files, 2 tensors, 2 elements, on cpu (2 threads): all finite\n"), "{stdout}");
 }
 
+/// `--device auto` (the default) says what it ran on and why: a small job on the CPU,
+/// unmeasured, whether or not there is a GPU.
+#[test]
+fn auto_says_what_it_picked_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("small.npy");
+    common::write_npy(&path, &DTYPES[0], &[3], &[0, 0x7C00, 0], false);
+    let output =
+        common::bitexact_command().args(["scan", path_arg(&path)]).env("RAYON_NUM_THREADS", "1").output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            ", on cpu (1 thread) (auto: a job of 6 bytes, under 64.0 MiB: cpu without measuring): 0 NaN, 1 +inf"
+        ),
+        "{stdout}"
+    );
+    let png = dir.path().join("grey.png");
+    grey_png(&png);
+    let out = dir.path().join("out.npy");
+    let output = bitexact(&["normalize", path_arg(&png), "-o", path_arg(&out), "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let device = json["device"].as_str().unwrap();
+    assert!(
+        device.starts_with("cpu (")
+            && device.ends_with(" (auto: a job of 8 bytes, under 64.0 MiB: cpu without measuring)"),
+        "{device}"
+    );
+}
+
+/// `normalize --verbose`: one stderr line per phase, the output and summary as without.
+#[test]
+fn normalize_verbose_prints_its_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("grey.png");
+    grey_png(&png);
+    let (quiet, verbose) = (dir.path().join("quiet.npy"), dir.path().join("verbose.npy"));
+    let plain = bitexact(&["normalize", "--device", "cpu", path_arg(&png), "-o", path_arg(&quiet)]);
+    let output = bitexact(&["normalize", "--device", "cpu", "--verbose", path_arg(&png), "-o", path_arg(&verbose)]);
+    assert_eq!(output.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let phases: Vec<&str> = stderr
+        .lines()
+        .map(|l| l.strip_prefix("bitexact: normalize: ").unwrap_or(l).split(' ').next().unwrap())
+        .collect();
+    assert_eq!(phases, ["decode", "convert", "write", "sync", "rename", "total"], "{stderr}");
+    assert!(stderr.lines().all(|l| l.contains(" ms ") && l.contains(" GB/s (")), "{stderr}");
+    assert!(plain.stderr.is_empty());
+    assert_eq!(std::fs::read(&quiet).unwrap(), std::fs::read(&verbose).unwrap());
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout).replace("quiet.npy", ""),
+        String::from_utf8_lossy(&output.stdout).replace("verbose.npy", "")
+    );
+}
+
 /// A file its user cannot read: both commands say `permission denied`, the same way.
 /// normalize used to print `cannot read: Permission denied (os error 13)`. Run as
 /// `nobody` when the tests run as root (for whom every file is readable).

@@ -219,7 +219,7 @@ fn first_difference(a: &[f32], b: &[f32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use host::files::backend::{self, Backend, CpuBackend};
+    use host::files::backend::{self, Backend, BackendError, CpuBackend, GPU_CHUNK_BYTES};
     use host::files::scan::{Endian, FloatFormat, Source};
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
@@ -227,15 +227,17 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     for &format in FloatFormat::ALL {
         let shared_format = *shared::Format::ALL.iter().find(|f| f.name() == format.name()).expect("same names");
         let size = format.bytes();
-        // Over one GPU chunk, finite by the reference, with non-finite values in the
-        // first and last chunk, and a trailing partial element (ignored on both sides;
-        // a byte is a whole element of the FP8 formats).
-        let len = backend::GPU_CHUNK_BYTES / size + 12_345;
+        // Over three staging chunks and a ragged fourth, so that both lanes are used
+        // twice; finite by the reference, with non-finite values in the first, second
+        // and last chunk, and a trailing partial element (ignored on both sides; a byte
+        // is a whole element of the FP8 formats).
+        let chunk = GPU_CHUNK_BYTES / size;
+        let len = 3 * chunk + 12_345;
         let specials = host::bench::non_finite_encodings(shared_format);
         let mask = u64::MAX >> (64 - 8 * size);
         let mut bytes = Vec::with_capacity(len * size + 1);
         for i in 0..len {
-            let bits = match [777, 1000, len - 2].iter().position(|&j| j == i) {
+            let bits = match [777, chunk + 5, len - 2].iter().position(|&j| j == i) {
                 Some(k) => specials[k % specials.len()],
                 None => {
                     let bits = scrambled(i as u64) & mask;
@@ -264,26 +266,40 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
             assert_eq!(on_gpu, on_cpu, "{}", format.name());
             assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (3, Some(777)), "{}", format.name());
         }
+        // A tensor smaller than one chunk, after the big ones (the staging is reused).
+        let small = Source::Bytes(&bytes[..1000 * size + 1]);
+        let on_gpu = gpu.count_non_finite(format, Endian::Little, small, &no_progress).expect("gpu");
+        assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (1, Some(777)), "{}", format.name());
     }
-    let bytes8: Vec<u8> = (0..3_000_001u64).map(|i| scrambled(i) as u8).collect();
-    let (mut a, mut b) = (vec![0f32; bytes8.len()], vec![0f32; bytes8.len()]);
-    gpu.unorm8_to_f32(&bytes8, &mut a).expect("gpu");
-    CpuBackend.unorm8_to_f32(&bytes8, &mut b).expect("cpu");
-    assert_eq!(first_difference(&a, &b), None, "UNORM8: (index, gpu bits, cpu bits)");
-    let words: Vec<u16> = (0..=u16::MAX).collect();
-    let (mut a, mut b) = (vec![0f32; words.len()], vec![0f32; words.len()]);
-    gpu.unorm16_to_f32(&words, &mut a).expect("gpu");
-    CpuBackend.unorm16_to_f32(&words, &mut b).expect("cpu");
-    assert_eq!(first_difference(&a, &b), None, "UNORM16: (index, gpu bits, cpu bits)");
-    // The binary16 / bfloat16 outputs, through the map kernels of their primitives.
-    type Convert<'a, T> = &'a dyn Fn(&dyn Backend, &[T], &mut [u16]) -> Result<(), String>;
+    // Conversions: one call of several staging chunks (both lanes, each twice, a ragged
+    // last chunk), calls of the size `normalize` makes (cut in four chunks), and
+    // misaligned samples.
+    let bytes8: Vec<u8> = (0..3 * GPU_CHUNK_BYTES as u64 + 12_345).map(|i| scrambled(i) as u8).collect();
+    for samples in [&bytes8[..], &bytes8[1..], &bytes8[..1 << 20], &bytes8[7..3_000_008]] {
+        let (mut a, mut b) = (vec![0f32; samples.len()], vec![0f32; samples.len()]);
+        gpu.unorm8_to_f32(samples, &mut a).expect("gpu");
+        CpuBackend.unorm8_to_f32(samples, &mut b).expect("cpu");
+        assert_eq!(first_difference(&a, &b), None, "UNORM8 of {}: (index, gpu bits, cpu bits)", samples.len());
+    }
+    let words: Vec<u16> = (0..(3 << 20) + 5).map(|i: u32| scrambled(u64::from(i)) as u16).chain(0..=u16::MAX).collect();
+    for samples in [&words[..], &words[words.len() - 65_536..], &words[1..1 << 20]] {
+        let (mut a, mut b) = (vec![0f32; samples.len()], vec![0f32; samples.len()]);
+        gpu.unorm16_to_f32(samples, &mut a).expect("gpu");
+        CpuBackend.unorm16_to_f32(samples, &mut b).expect("cpu");
+        assert_eq!(first_difference(&a, &b), None, "UNORM16 of {}: (index, gpu bits, cpu bits)", samples.len());
+    }
+    // The binary16 / bfloat16 outputs, through the map kernels of their primitives,
+    // staged the same way.
+    type Convert<'a, T> = &'a dyn Fn(&dyn Backend, &[T], &mut [u16]) -> Result<(), BackendError>;
     let to_f16_8: Convert<u8> = &|b, s, d| b.unorm8_to_f16(s, d);
     let to_bf16_8: Convert<u8> = &|b, s, d| b.unorm8_to_bf16(s, d);
     for (name, convert) in [("UNORM8 -> f16", to_f16_8), ("UNORM8 -> bf16", to_bf16_8)] {
-        let (mut a, mut b) = (vec![0u16; bytes8.len()], vec![0u16; bytes8.len()]);
-        convert(gpu.as_ref(), &bytes8, &mut a).expect("gpu");
-        convert(&CpuBackend, &bytes8, &mut b).expect("cpu");
-        assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
+        for samples in [&bytes8[..], &bytes8[7..3_000_008]] {
+            let (mut a, mut b) = (vec![0u16; samples.len()], vec![0u16; samples.len()]);
+            convert(gpu.as_ref(), samples, &mut a).expect("gpu");
+            convert(&CpuBackend, samples, &mut b).expect("cpu");
+            assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
+        }
     }
     let to_f16_16: Convert<u16> = &|b, s, d| b.unorm16_to_f16(s, d);
     let to_bf16_16: Convert<u16> = &|b, s, d| b.unorm16_to_bf16(s, d);
@@ -293,6 +309,64 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
         convert(&CpuBackend, &words, &mut b).expect("cpu");
         assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
     }
+}
+
+/// The staging lanes directly: chunks of any length (none, one element, a full lane)
+/// come back in order, each with its own inputs and results, through one staging used
+/// by both kernels in turn.
+#[test]
+fn staged_chunks_come_back_in_order_whatever_their_lengths() {
+    use shared::Primitive;
+    type Convert = host::files::backend::Unorm8Primitive;
+    type Count = shared::variants::f16_finite_exp_mask;
+    let Some(gpu) = gpu::open_or_skip() else { return };
+    let lane = 1 << 16;
+    let mut staging = gpu.staging(lane, 4 * lane).expect("staging");
+    let lengths = [lane, 0, 1, 7, lane - 1, 12_345, lane, 3];
+    let input_of = |i: usize, j: usize| scrambled((i * lane + j) as u64);
+    let mut seen = Vec::new();
+    gpu.stream_staged::<Convert, GpuError>(
+        &mut staging,
+        lengths.len(),
+        |i, input| {
+            for (j, x) in input[..lengths[i]].iter_mut().enumerate() {
+                *x = input_of(i, j) as u8;
+            }
+            Ok(lengths[i])
+        },
+        |i, input, output| {
+            assert_eq!((input.len(), output.len()), (lengths[i], lengths[i]), "chunk {i}");
+            for (j, (&x, &y)) in input.iter().zip(output).enumerate() {
+                assert_eq!(x, input_of(i, j) as u8, "chunk {i} input {j}");
+                assert_eq!(y, Convert::apply(x).to_bits(), "chunk {i} result {j}");
+            }
+            seen.push(i);
+            Ok(())
+        },
+    )
+    .expect("staged conversion");
+    assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>());
+    // Counts: a NaN (0x7E00) at element i of chunk i, where the chunk has one.
+    let mut found = Vec::new();
+    gpu.count_staged::<Count, GpuError>(
+        &mut staging,
+        lengths.len(),
+        |i, input| {
+            for (j, x) in input[..lengths[i] / 2].iter_mut().enumerate() {
+                *x = if j == i { 0x7E00 } else { input_of(i, j) as u16 & 0x3FFF };
+            }
+            Ok(lengths[i] / 2)
+        },
+        |i, input, nonfinite| {
+            assert_eq!(input.len(), lengths[i] / 2);
+            found.push((i, nonfinite.count, nonfinite.first));
+            Ok(())
+        },
+    )
+    .expect("staged count");
+    let expected: Vec<_> =
+        (0..lengths.len()).map(|i| if i < lengths[i] / 2 { (i, 1, Some(i as u64)) } else { (i, 0, None) }).collect();
+    assert_eq!(found, expected);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 use host::cuda_tools::sass::SassError;
 use host::cuda_tools::tools::ToolError;
+use host::files::backend::BackendError;
 use host::files::normalize::ImageDecodeError;
 use host::files::scan_inputs::ScanInputError;
 use host::files::scan_report::ScanError;
@@ -50,6 +51,8 @@ pub enum CliError {
     Image(ImageDecodeError),
     /// `normalize`'s output could not be written.
     TensorWrite(TensorWriteError),
+    /// The backend could not be had (`--device gpu` without a GPU).
+    Backend(BackendError),
     /// A file named by an option could not be written: `<path>: <why>`.
     WriteFile {
         /// The file.
@@ -77,6 +80,7 @@ impl fmt::Display for CliError {
             CliError::Scan(e) => e.fmt(f),
             CliError::Image(e) => e.fmt(f),
             CliError::TensorWrite(e) => e.fmt(f),
+            CliError::Backend(e) => e.fmt(f),
             CliError::WriteFile { path, source } => write!(f, "{}: {source}", path.display()),
         }
     }
@@ -96,6 +100,7 @@ impl std::error::Error for CliError {
             CliError::Scan(e) => Some(e),
             CliError::Image(e) => Some(e),
             CliError::TensorWrite(e) => Some(e),
+            CliError::Backend(e) => Some(e),
             CliError::WriteFile { source, .. } => Some(source),
             CliError::Usage(_) | CliError::Message(_) => None,
         }
@@ -125,6 +130,7 @@ from! {
     ScanError => Scan,
     ImageDecodeError => Image,
     TensorWriteError => TensorWrite,
+    BackendError => Backend,
     String => Message,
 }
 

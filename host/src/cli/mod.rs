@@ -7,6 +7,7 @@
 //! it (it is part of the binary only).
 
 pub mod bench;
+pub mod bench_files;
 pub mod error;
 pub mod normalize;
 pub mod ptx;

@@ -10,6 +10,7 @@ use host::files::tensor_io::{self, AsBf16, AsF16, AsF32, Container, Dtype, Stage
 use host::support::output::{self, OutputFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 /// Options of `bitexact normalize`.
 #[derive(clap::Args)]
@@ -36,9 +37,15 @@ pub struct NormalizeArgs {
     /// Replace an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// Where to convert: `auto` uses the GPU when one is usable, else the CPU.
+    /// Where to convert: `auto` picks whichever of the CPU and the GPU is faster for the
+    /// job, timing both on its first slices when it is big enough (the summary says
+    /// which and why); the CPU when there is no usable GPU.
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
+    /// Print where the time went to stderr: one line per phase (decode, convert, write,
+    /// sync, rename) with milliseconds and GB/s.
+    #[arg(long)]
+    pub verbose: bool,
     /// Summary format: `table` (one line) or `json`.
     #[arg(
         long,
@@ -74,16 +81,22 @@ struct Summary {
 /// closed the pipe early is not an error (as for `scan`). A summary followed by an error
 /// means the final rename failed.
 pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
+    let began = Instant::now();
     let container = tensor_io::check_output(&args.output, &args.image, args.force)?;
     tensor_io::check_dtype(&args.output, container, args.dtype)?;
-    let backend = backend::select(args.device)?;
+    let device = backend::select(args.device)?;
+    let decode_start = Instant::now();
     let image = Image::decode(&args.image)?;
+    let decoded = decode_start.elapsed();
+    let sample_bytes = image.sample_count() as u64 * u64::from(image.bits() / 8);
+    let backend = device.for_job(sample_bytes);
     let shape = image.shape(args.layout);
     let staged = match args.dtype {
         Dtype::F32 => stage::<AsF32>(args, &image, &shape, backend.as_ref()),
         Dtype::F16 => stage::<AsF16>(args, &image, &shape, backend.as_ref()),
         Dtype::Bf16 => stage::<AsBf16>(args, &image, &shape, backend.as_ref()),
     }?;
+    let phases = staged.phases();
     let summary = Summary {
         output: args.output.display().to_string(),
         container,
@@ -112,7 +125,24 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
             summary.device
         ),
     })?;
+    let rename_start = Instant::now();
     staged.commit()?;
+    if args.verbose {
+        let file_bytes = std::fs::metadata(&args.image).map_or(0, |m| m.len());
+        let phase = |name: &str, time: Duration, bytes: u64, what: &str| {
+            let ms = time.as_secs_f64() * 1e3;
+            let gbps = if time.is_zero() { f64::INFINITY } else { bytes as f64 / time.as_secs_f64() / 1e9 };
+            let mb = bytes as f64 / 1e6;
+            eprintln!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({mb:.1} MB {what})");
+        };
+        phase("decode", decoded, sample_bytes, &format!("of samples from {:.1} MB of file", file_bytes as f64 / 1e6));
+        let values = format!("of {}", args.dtype.name());
+        phase("convert", phases.produce, phases.value_bytes, &format!("{values}, overlapping the write"));
+        phase("write", phases.write, phases.bytes, "to the page cache");
+        phase("sync", phases.sync, phases.bytes, "to disk");
+        phase("rename", rename_start.elapsed(), phases.bytes, "into place");
+        phase("total", began.elapsed(), phases.value_bytes, &format!("{values}, end to end"));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

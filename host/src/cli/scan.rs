@@ -26,7 +26,9 @@ pub struct ScanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
-    /// Where to scan: `auto` uses the GPU when one is usable, else the CPU.
+    /// Where to scan: `auto` picks whichever of the CPU and the GPU is faster for the
+    /// job, timing both on its first slices when it is big enough (the summary line
+    /// says which and why); the CPU when there is no usable GPU.
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
 }
@@ -36,7 +38,7 @@ pub struct ScanArgs {
 /// any bad input, reported before anything is scanned, or on a file that shrinks while
 /// it is scanned.
 pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
-    let backend = backend::select(args.device)?;
+    let device = backend::select(args.device)?;
     let inputs = scan_inputs::expand(&args.files)?;
     let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
     for index in &inputs.indexes {
@@ -44,7 +46,9 @@ pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
             eprintln!("bitexact: warning: {warning}");
         }
     }
-    let progress = Progress::new(files.iter().map(scan_report::bytes_to_scan).sum(), "scan");
+    let bytes = files.iter().map(scan_report::bytes_to_scan).sum();
+    let backend = device.for_job(bytes);
+    let progress = Progress::new(bytes, "scan");
     let report = Report::scan(&files, backend.as_ref(), &progress)?;
     progress.finish();
     if args.format == OutputFormat::Json {

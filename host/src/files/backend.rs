@@ -1,5 +1,6 @@
-//! Where `scan` and `normalize` do their work: the CPU (all cores), or the GPU through
-//! [`gpu_backend`].
+//! Where `scan` and `normalize` do their work: the CPU (all cores), the GPU
+//! ([`GpuBackend`]), or whichever of the two is faster for the job at hand
+//! ([`AutoBackend`], the default: `--device auto`).
 //!
 //! A backend gets raw buffers and must give bit for bit what the CPU gives: counts
 //! equal to [`FloatFormat::count`], and converted samples equal to [`map_slice`] (f32)
@@ -10,9 +11,16 @@
 //! primitive's kernel. A device backend may hand any part it has no kernel for to
 //! [`CpuBackend`].
 
-use crate::files::scan::{self, Counts, Endian, FloatFormat, Source};
+use crate::files::auto::{AutoChoice, AutoReason, AutoRule, GpuProbe, Measured, NextStep, Pick, next_step};
+use crate::files::scan::{self, Counts, Endian, FloatFormat, Source, SourceReadError};
+use crate::gpu::staging::Staging;
+use crate::gpu::{Gpu, GpuError, NonFinite};
+use crate::support::element::Element;
 use rayon::prelude::*;
 use shared::{Primitive, Stored};
+use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 /// The primitive `normalize` runs on 8-bit samples, on every backend: `x / 255`
 /// correctly rounded (the ×3 form, proven exact on all 256 codes by verify).
@@ -64,7 +72,8 @@ type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
 /// The `--device` choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Device {
-    /// The GPU when one is present and usable, else the CPU.
+    /// Whichever of the CPU and the GPU is faster for the job, measured on its first
+    /// slices ([`crate::files::auto`]); the CPU when there is no usable GPU.
     Auto,
     /// The CPU, all cores.
     Cpu,
@@ -72,9 +81,77 @@ pub enum Device {
     Gpu,
 }
 
+/// Why a backend could not do its work.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// Reading the data failed (the file shrank, a read failed).
+    Read(SourceReadError),
+    /// The GPU failed.
+    Gpu(GpuError),
+    /// `--device gpu` was asked for and there is no usable GPU.
+    NoGpu(GpuError),
+    /// The GPU found non-finite values in a chunk that the CPU counts differently.
+    Disagree {
+        /// What the GPU found, indices from the chunk's start.
+        gpu: NonFinite,
+        /// What the CPU found, indices from the data's start.
+        cpu: Counts,
+    },
+    /// A conversion was given buffers of different lengths.
+    Lengths {
+        /// Samples.
+        src: usize,
+        /// Outputs.
+        dst: usize,
+    },
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BackendError::Read(error) => error.fmt(f),
+            BackendError::Gpu(error) => error.fmt(f),
+            BackendError::NoGpu(error) => write!(f, "--device gpu: {error}"),
+            BackendError::Disagree { gpu, cpu } => {
+                write!(f, "GPU and CPU disagree on a chunk: gpu {gpu:?}, cpu {cpu:?}")
+            }
+            BackendError::Lengths { src, dst } => write!(f, "{src} samples cannot be converted into {dst} values"),
+        }
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            BackendError::Read(error) => Some(error),
+            BackendError::Gpu(error) | BackendError::NoGpu(error) => Some(error),
+            BackendError::Disagree { .. } | BackendError::Lengths { .. } => None,
+        }
+    }
+}
+
+impl From<SourceReadError> for BackendError {
+    fn from(error: SourceReadError) -> BackendError {
+        BackendError::Read(error)
+    }
+}
+
+impl From<GpuError> for BackendError {
+    fn from(error: GpuError) -> BackendError {
+        BackendError::Gpu(error)
+    }
+}
+
+/// `Ok` when a conversion's buffers have the same length.
+fn same_lengths(src: usize, dst: usize) -> Result<(), BackendError> {
+    if src == dst { Ok(()) } else { Err(BackendError::Lengths { src, dst }) }
+}
+
 /// A place to run `scan` and `normalize` on.
-pub trait Backend: Sync {
-    /// What the reports print as the device (`cpu`, `gpu 0: ...`).
+pub trait Backend: Send + Sync {
+    /// What the reports print as the device (`cpu (16 threads)`, `gpu 0: ...`; for
+    /// `auto`, the one picked and why).
     fn name(&self) -> String;
 
     /// Counts the non-finite elements of `data` (whole elements of `format`, stored in
@@ -86,29 +163,31 @@ pub trait Backend: Sync {
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<Counts, String>;
+    ) -> Result<Counts, BackendError>;
 
-    /// `dst[i] = src[i] / 255`, correctly rounded. `dst.len() == src.len()`.
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String>;
+    /// `dst[i] = src[i] / 255`, correctly rounded. `dst.len() == src.len()`, else
+    /// [`BackendError::Lengths`].
+    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError>;
 
-    /// `dst[i] = src[i] / 65535`, correctly rounded. `dst.len() == src.len()`.
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String>;
+    /// `dst[i] = src[i] / 65535`, correctly rounded. `dst.len() == src.len()`, else
+    /// [`BackendError::Lengths`].
+    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError>;
 
     /// `dst[i]` = the binary16 bits of `src[i] / 255`, correctly rounded.
-    /// `dst.len() == src.len()`.
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String>;
+    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError>;
 
     /// `dst[i]` = the binary16 bits of `src[i] / 65535`, correctly rounded (subnormal for
-    /// codes 1..=3). `dst.len() == src.len()`.
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String>;
+    /// codes 1..=3). `dst.len() == src.len()`, else [`BackendError::Lengths`].
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError>;
 
     /// `dst[i]` = the bfloat16 bits of `src[i] / 255`, correctly rounded.
-    /// `dst.len() == src.len()`.
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String>;
+    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError>;
 
     /// `dst[i]` = the bfloat16 bits of `src[i] / 65535`, correctly rounded.
-    /// `dst.len() == src.len()`.
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String>;
+    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError>;
 }
 
 /// The CPU backend: every core of the global rayon pool, in blocks of
@@ -126,36 +205,42 @@ impl Backend for CpuBackend {
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<Counts, String> {
-        scan::count_parallel(format, endian, data, progress).map_err(|e| e.to_string())
+    ) -> Result<Counts, BackendError> {
+        Ok(scan::count_parallel(format, endian, data, progress)?)
     }
 
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
         convert_parallel(src, dst, map_slice::<Unorm8Primitive>);
         Ok(())
     }
 
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
         convert_parallel(src, dst, map_slice::<Unorm16Primitive>);
         Ok(())
     }
 
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
         convert_parallel(src, dst, map_bits::<Unorm8ToF16Primitive>);
         Ok(())
     }
 
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
         convert_parallel(src, dst, map_bits::<Unorm16ToF16Primitive>);
         Ok(())
     }
 
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
         convert_parallel(src, dst, map_bits::<Unorm8ToBf16Primitive>);
         Ok(())
     }
 
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
         convert_parallel(src, dst, map_bits::<Unorm16ToBf16Primitive>);
         Ok(())
     }
@@ -167,9 +252,30 @@ fn convert_parallel<S: Sync, D: Send>(src: &[S], dst: &mut [D], kernel: fn(&[S],
     dst.par_chunks_mut(block).zip(src.par_chunks(block)).for_each(|(d, s)| kernel(s, d));
 }
 
-/// Bytes of input moved to the device per step: bounds host and device memory whatever
-/// the file size (the host copies a chunk only when it is misaligned for its type).
-pub const GPU_CHUNK_BYTES: usize = 16 << 20;
+/// `dst.copy_from_slice(src)` on all cores.
+fn copy_parallel<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
+    convert_parallel(src, dst, |s, d| d.copy_from_slice(s));
+}
+
+/// Bytes per read when a staging chunk is filled: 16 reads in flight per chunk.
+const STAGING_READ_BYTES: usize = GPU_CHUNK_BYTES / 16;
+
+/// Fills `buf` with the bytes of `data` from `offset` on, in blocks of
+/// [`STAGING_READ_BYTES`] on all cores (for a file, as many reads in flight).
+fn read_parallel(data: Source<'_>, offset: usize, buf: &mut [u8]) -> Result<(), SourceReadError> {
+    buf.par_chunks_mut(STAGING_READ_BYTES)
+        .enumerate()
+        .try_for_each(|(n, block)| data.read_into(offset + n * STAGING_READ_BYTES, block))
+}
+
+/// Bytes of input each of the GPU backend's two staging lanes holds: the largest chunk
+/// moved to the device in one step. Bounds host and device memory whatever the file
+/// size; small enough that a call gets several chunks in flight.
+pub const GPU_CHUNK_BYTES: usize = 4 << 20;
+
+/// The smallest chunk a conversion is cut into, in samples: a call of fewer than four
+/// times this many goes in fewer, bigger chunks.
+const GPU_MIN_CHUNK_SAMPLES: usize = 64 << 10;
 
 /// A computation over the count kernel's variant of a format: see [`with_count_variant`].
 pub trait WithCountVariant {
@@ -203,95 +309,148 @@ pub fn with_count_variant<W: WithCountVariant>(format: FloatFormat, with: W) -> 
 
 /// The GPU backend: scans of every format with the coalesced count kernel of the
 /// format's is-finite variant ([`with_count_variant`]: the same `shared` function the
-/// CPU scan uses), the f32 conversions with the stream kernels of the primitives every
-/// backend runs ([`Unorm8Primitive`], [`Unorm16Primitive`]), and the binary16 / bfloat16
-/// ones with the map kernels of theirs ([`Unorm8ToF16Primitive`], ...). A chunk in which
-/// the GPU finds non-finite values is classified (NaN / ±inf) by the CPU, which must find
-/// the same count. Big-endian data goes to [`CpuBackend`].
+/// CPU scan uses), and both conversions with the stream kernels of the primitives every
+/// backend runs ([`Unorm8Primitive`], [`Unorm16Primitive`]). Data goes through pinned
+/// staging buffers in two lanes ([`crate::gpu::staging`]): the host reads or copies
+/// chunk `i + 1` (on all cores) while chunk `i` is copied up, run and copied back. A chunk
+/// in which the GPU finds non-finite values is classified (NaN / ±inf) by the CPU, which
+/// must find the same count. Big-endian data goes to [`CpuBackend`].
 pub struct GpuBackend {
-    gpu: crate::gpu::Gpu,
+    gpu: Gpu,
+    /// Made at the first call, then reused.
+    staging: Mutex<Option<Staging>>,
 }
 
 impl GpuBackend {
+    /// The backend on `gpu`.
+    pub fn new(gpu: Gpu) -> GpuBackend {
+        GpuBackend { gpu, staging: Mutex::new(None) }
+    }
+
+    /// Runs `work` with the staging buffers, made if this is the first call:
+    /// [`GPU_CHUNK_BYTES`] of input and four times that of output (f32 results of 8-bit
+    /// samples) per lane.
+    fn with_staging<R>(&self, work: impl FnOnce(&mut Staging) -> Result<R, BackendError>) -> Result<R, BackendError> {
+        let mut staging = self.staging.lock().unwrap_or_else(PoisonError::into_inner);
+        let staging = match &mut *staging {
+            Some(staging) => staging,
+            empty => empty.insert(self.gpu.staging(GPU_CHUNK_BYTES, 4 * GPU_CHUNK_BYTES)?),
+        };
+        work(staging)
+    }
+
     /// `f(src[i])` for the [`KernelKind::Stream`](shared::KernelKind::Stream) kernel of
-    /// `P` over `src` into `dst`, in chunks.
-    fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), String>
+    /// `P` over `src` into `dst`, staged: at least four chunks when there are samples
+    /// enough, so that copies and kernel overlap within one call.
+    fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), BackendError>
     where
         P: shared::kind::Stream<Out = f32>,
-        P::In: cudarc::driver::DeviceRepr + bytemuck::Pod,
+        P::In: Element,
     {
+        same_lengths(src.len(), dst.len())?;
         let dst: &mut [u32] = bytemuck::cast_slice_mut(dst);
-        let per_chunk = GPU_CHUNK_BYTES / size_of::<P::In>();
-        for (src, dst) in src.chunks(per_chunk).zip(dst.chunks_mut(per_chunk)) {
-            let input = self.gpu.upload(src).map_err(|e| e.to_string())?;
-            let mut output = self.gpu.zeros::<u32>(src.len()).map_err(|e| e.to_string())?;
-            self.gpu.map_stream::<P>(&input.as_view(), &mut output.as_view_mut()).map_err(|e| e.to_string())?;
-            self.gpu.download_into(&output, dst).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        self.with_staging(|staging| {
+            let capacity = (staging.input_bytes() / size_of::<P::In>()).min(staging.output_bytes() / 4);
+            let chunk = src.len().div_ceil(4).clamp(GPU_MIN_CHUNK_SAMPLES, capacity.max(1));
+            let piece = |i: usize| i * chunk..((i + 1) * chunk).min(src.len());
+            self.gpu.stream_staged::<P, BackendError>(
+                staging,
+                src.len().div_ceil(chunk),
+                |i, input| {
+                    let samples = &src[piece(i)];
+                    copy_parallel(samples, &mut input[..samples.len()]);
+                    Ok(samples.len())
+                },
+                |i, _, output| {
+                    copy_parallel(output, &mut dst[piece(i)]);
+                    Ok(())
+                },
+            )
+        })
     }
 
     /// The stored bits of `f(src[i])` for the [`KernelKind::Map`](shared::KernelKind::Map)
-    /// kernel of `P` over `src` into `dst`, in chunks (the 16-bit float outputs).
-    fn convert_bits<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), String>
+    /// kernel of `P` over `src` into `dst` (the 16-bit float outputs), staged as
+    /// [`GpuBackend::convert`] stages.
+    fn convert_bits<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), BackendError>
     where
         P: shared::kind::Map,
-        P::In: cudarc::driver::DeviceRepr,
-        Bits<P>: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
+        P::In: Element,
+        Bits<P>: Element,
     {
-        let per_chunk = GPU_CHUNK_BYTES / size_of::<P::In>();
-        for (src, dst) in src.chunks(per_chunk).zip(dst.chunks_mut(per_chunk)) {
-            let input = self.gpu.upload(src).map_err(|e| e.to_string())?;
-            let mut output = self.gpu.zeros::<Bits<P>>(src.len()).map_err(|e| e.to_string())?;
-            self.gpu.map::<P>(&input, &mut output).map_err(|e| e.to_string())?;
-            self.gpu.download_into(&output, dst).map_err(|e| e.to_string())?;
-        }
-        Ok(())
+        same_lengths(src.len(), dst.len())?;
+        self.with_staging(|staging| {
+            let capacity =
+                (staging.input_bytes() / size_of::<P::In>()).min(staging.output_bytes() / size_of::<Bits<P>>());
+            let chunk = src.len().div_ceil(4).clamp(GPU_MIN_CHUNK_SAMPLES, capacity.max(1));
+            let piece = |i: usize| i * chunk..((i + 1) * chunk).min(src.len());
+            self.gpu.map_staged::<P, BackendError>(
+                staging,
+                src.len().div_ceil(chunk),
+                |i, input| {
+                    let samples = &src[piece(i)];
+                    copy_parallel(samples, &mut input[..samples.len()]);
+                    Ok(samples.len())
+                },
+                |i, _, output| {
+                    copy_parallel(output, &mut dst[piece(i)]);
+                    Ok(())
+                },
+            )
+        })
     }
 }
 
 /// [`Backend::count_non_finite`] on the GPU for little-endian data of one format.
 struct GpuCount<'a> {
-    gpu: &'a crate::gpu::Gpu,
+    backend: &'a GpuBackend,
     format: FloatFormat,
     data: Source<'a>,
     progress: &'a (dyn Fn(u64) + Sync),
 }
 
 impl WithCountVariant for GpuCount<'_> {
-    type Output = Result<Counts, String>;
+    type Output = Result<Counts, BackendError>;
 
-    fn call<P>(self) -> Result<Counts, String>
+    fn call<P>(self) -> Result<Counts, BackendError>
     where
         P: shared::kind::CountNonfinite + Sync,
         P::In: crate::gpu::BufferElement,
     {
-        let GpuCount { gpu, format, data, progress } = self;
+        let GpuCount { backend, format, data, progress } = self;
         let size = size_of::<P::In>();
         // Whole elements per chunk; a trailing partial element is ignored, as on the CPU.
-        let chunk_bytes = GPU_CHUNK_BYTES / size * size;
         let whole = data.len() / size * size;
         let mut total = Counts::default();
-        let mut buffer = Vec::new();
-        for start in (0..whole).step_by(chunk_bytes) {
-            let bytes = data.get(start..(start + chunk_bytes).min(whole), &mut buffer).map_err(|e| e.to_string())?;
-            let first_index = (start / size) as u64;
-            let elements: std::borrow::Cow<[P::In]> = match bytemuck::try_cast_slice(bytes) {
-                Ok(aligned) => aligned.into(),
-                Err(_) => bytemuck::pod_collect_to_vec(bytes).into(),
-            };
-            let input = gpu.upload(&elements).map_err(|e| e.to_string())?;
-            let found = gpu.count_nonfinite::<P>(&input.as_view()).map_err(|e| e.to_string())?;
-            if found.count > 0 {
-                let counts = format.count(Endian::Little, bytes, first_index);
-                if counts.non_finite() != found.count || counts.first_non_finite != found.first.map(|i| i + first_index)
-                {
-                    return Err(format!("GPU and CPU disagree on a chunk: gpu {found:?}, cpu {counts:?}"));
-                }
-                total = total.merged(counts);
-            }
-            progress(bytes.len() as u64);
-        }
+        backend.with_staging(|staging| {
+            let chunk_bytes = staging.input_bytes() / size * size;
+            let piece = |i: usize| i * chunk_bytes..((i + 1) * chunk_bytes).min(whole);
+            backend.gpu.count_staged::<P, BackendError>(
+                staging,
+                whole.div_ceil(chunk_bytes),
+                |i, input| {
+                    let bytes = piece(i);
+                    // Read into the pinned buffer: aligned, whatever the data's offset.
+                    read_parallel(data, bytes.start, &mut bytemuck::cast_slice_mut(input)[..bytes.len()])?;
+                    Ok(bytes.len() / size)
+                },
+                |i, input, found| {
+                    let bytes: &[u8] = bytemuck::cast_slice(input);
+                    let first_index = (piece(i).start / size) as u64;
+                    if found.count > 0 {
+                        let counts = format.count(Endian::Little, bytes, first_index);
+                        if counts.non_finite() != found.count
+                            || counts.first_non_finite != found.first.map(|i| i + first_index)
+                        {
+                            return Err(BackendError::Disagree { gpu: found, cpu: counts });
+                        }
+                        total = total.merged(counts);
+                    }
+                    progress(bytes.len() as u64);
+                    Ok(())
+                },
+            )
+        })?;
         if whole < data.len() {
             progress((data.len() - whole) as u64);
         }
@@ -311,51 +470,286 @@ impl Backend for GpuBackend {
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<Counts, String> {
+    ) -> Result<Counts, BackendError> {
         if endian != Endian::Little {
             return CpuBackend.count_non_finite(format, endian, data, progress);
         }
-        with_count_variant(format, GpuCount { gpu: &self.gpu, format, data, progress })
+        with_count_variant(format, GpuCount { backend: self, format, data, progress })
     }
 
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
         self.convert::<Unorm8Primitive>(src, dst)
     }
 
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
         self.convert::<Unorm16Primitive>(src, dst)
     }
 
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
         self.convert_bits::<Unorm8ToF16Primitive>(src, dst)
     }
 
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
         self.convert_bits::<Unorm16ToF16Primitive>(src, dst)
     }
 
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
         self.convert_bits::<Unorm8ToBf16Primitive>(src, dst)
     }
 
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
         self.convert_bits::<Unorm16ToBf16Primitive>(src, dst)
     }
 }
 
 /// The GPU backend on device 0, or why there is none (no CUDA driver, no device, or
 /// a device that could not be opened).
-pub fn gpu_backend() -> Result<Box<dyn Backend>, String> {
-    crate::gpu::Gpu::open(0).map(|gpu| Box::new(GpuBackend { gpu }) as Box<dyn Backend>).map_err(|e| e.to_string())
+pub fn gpu_backend() -> Result<Box<dyn Backend>, BackendError> {
+    Ok(Box::new(GpuBackend::new(Gpu::open(0)?)))
 }
 
-/// The backend for `device`: `gpu` fails without a usable GPU, `auto` falls back to the
-/// CPU.
-pub fn select(device: Device) -> Result<Box<dyn Backend>, String> {
+/// Opens the GPU backend when the auto rule asks for it (a test passes a stand-in).
+pub type GpuOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, BackendError> + Send>;
+
+/// `--device auto`: runs a job on the CPU or the GPU as [`crate::files::auto`]'s rule
+/// says, measuring both on the job's first slices when the job is big enough (every
+/// measured slice is real work, on the CPU or the GPU), and says in [`Backend::name`]
+/// which it picked and why. A GPU that fails while it is measured is dropped and its
+/// slice redone on the CPU.
+///
+/// The job is everything run through this backend, in call order: the rule sees the
+/// bytes of all calls together, whatever their number.
+pub struct AutoBackend {
+    rule: AutoRule,
+    job_bytes: u64,
+    cpu: Box<dyn Backend>,
+    state: Mutex<AutoState>,
+}
+
+/// What [`AutoBackend`] knows so far.
+struct AutoState {
+    measured: Measured,
+    opener: Option<GpuOpener>,
+    gpu: Option<Box<dyn Backend>>,
+    choice: Option<AutoChoice>,
+}
+
+impl AutoBackend {
+    /// A backend for a job of `job_bytes` bytes of input (what `scan` reads, the samples
+    /// `normalize` converts) that follows `rule` between `cpu` and the GPU `open_gpu`
+    /// gives, if the rule asks for it.
+    pub fn new(rule: AutoRule, job_bytes: u64, cpu: Box<dyn Backend>, open_gpu: GpuOpener) -> AutoBackend {
+        let state = AutoState { measured: Measured::START, opener: Some(open_gpu), gpu: None, choice: None };
+        AutoBackend { rule, job_bytes, cpu, state: Mutex::new(state) }
+    }
+
+    /// Runs `len` bytes of input through `run(backend, bytes)`, in the pieces the rule
+    /// asks for (each piece starts at a multiple of `unit`, the element size).
+    fn drive(
+        &self,
+        len: usize,
+        unit: usize,
+        mut run: impl FnMut(&dyn Backend, Range<usize>) -> Result<(), BackendError>,
+    ) -> Result<(), BackendError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = &mut *state;
+        let piece = |at: usize, bytes: u64| {
+            at..(at + usize::try_from(bytes).unwrap_or(usize::MAX).next_multiple_of(unit).max(unit)).min(len)
+        };
+        let mut at = 0;
+        while at < len {
+            let step = match &state.choice {
+                Some(choice) => NextStep::Decided(choice.clone()),
+                None => next_step(&self.rule, self.job_bytes, &state.measured),
+            };
+            match step {
+                NextStep::Decided(choice) => {
+                    let backend = match (choice.pick, &state.gpu) {
+                        (Pick::Gpu, Some(gpu)) => gpu.as_ref(),
+                        _ => self.cpu.as_ref(),
+                    };
+                    state.choice = Some(choice);
+                    return run(backend, at..len);
+                }
+                NextStep::TimeCpu(bytes) => {
+                    let range = piece(at, bytes);
+                    let start = Instant::now();
+                    run(self.cpu.as_ref(), range.clone())?;
+                    let m = &mut state.measured;
+                    m.cpu = m.cpu.plus(range.len() as u64, start.elapsed().as_secs_f64());
+                    m.done_bytes += range.len() as u64;
+                    at = range.end;
+                }
+                NextStep::OpenGpu => {
+                    let opened = state.opener.take().map(|open| open());
+                    state.measured.gpu = match opened {
+                        Some(Ok(gpu)) => {
+                            state.gpu = Some(gpu);
+                            GpuProbe::Opened
+                        }
+                        Some(Err(BackendError::Gpu(GpuError::NoDriver))) => {
+                            GpuProbe::Unavailable("no CUDA driver".into())
+                        }
+                        Some(Err(error)) => GpuProbe::Unavailable(error.to_string()),
+                        None => GpuProbe::Unavailable("it could not be opened".into()),
+                    };
+                }
+                NextStep::WarmGpu(bytes) | NextStep::TimeGpu(bytes) => {
+                    let Some(gpu) = state.gpu.as_deref() else {
+                        state.measured.gpu = GpuProbe::Unavailable("it could not be opened".into());
+                        continue;
+                    };
+                    let range = piece(at, bytes);
+                    let start = Instant::now();
+                    match run(gpu, range.clone()) {
+                        // The GPU failed: the CPU redoes the piece and the rest.
+                        Err(BackendError::Gpu(error)) => {
+                            state.gpu = None;
+                            state.measured.gpu = GpuProbe::Unavailable(format!("it failed: {error}"));
+                            continue;
+                        }
+                        result => result?,
+                    }
+                    let m = &mut state.measured;
+                    m.gpu = match (&m.gpu, matches!(step, NextStep::TimeGpu(_))) {
+                        (GpuProbe::Timed(rate), true) => {
+                            GpuProbe::Timed(rate.plus(range.len() as u64, start.elapsed().as_secs_f64()))
+                        }
+                        _ => GpuProbe::Timed(Default::default()),
+                    };
+                    m.done_bytes += range.len() as u64;
+                    at = range.end;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Backend for AutoBackend {
+    fn name(&self) -> String {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let choice = match &state.choice {
+            Some(choice) => choice.clone(),
+            None => match next_step(&self.rule, self.job_bytes, &state.measured) {
+                NextStep::Decided(choice) => choice,
+                _ => AutoChoice { pick: Pick::Cpu, reason: AutoReason::EndedWhileMeasuring },
+            },
+        };
+        let picked = match (choice.pick, &state.gpu) {
+            (Pick::Gpu, Some(gpu)) => gpu.name(),
+            _ => self.cpu.name(),
+        };
+        format!("{picked} ({choice})")
+    }
+
+    fn count_non_finite(
+        &self,
+        format: FloatFormat,
+        endian: Endian,
+        data: Source<'_>,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<Counts, BackendError> {
+        let size = format.bytes();
+        let mut total = Counts::default();
+        self.drive(data.len(), size, |backend, range| {
+            let first_index = (range.start / size) as u64;
+            let counts = match data {
+                Source::Bytes(bytes) => {
+                    backend.count_non_finite(format, endian, Source::Bytes(&bytes[range]), progress)
+                }
+                Source::Read { read, .. } => {
+                    let offset = range.start as u64;
+                    let read_piece = |at: u64, buf: &mut [u8]| read(offset + at, buf);
+                    backend.count_non_finite(
+                        format,
+                        endian,
+                        Source::Read { len: range.len(), read: &read_piece },
+                        progress,
+                    )
+                }
+            }?;
+            total = total.merged(counts.shifted(first_index));
+            Ok(())
+        })?;
+        Ok(total)
+    }
+
+    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len(), 1, |backend, range| backend.unorm8_to_f32(&src[range.clone()], &mut dst[range]))
+    }
+
+    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len() * 2, 2, |backend, range| {
+            let range = range.start / 2..range.end / 2;
+            backend.unorm16_to_f32(&src[range.clone()], &mut dst[range])
+        })
+    }
+
+    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len(), 1, |backend, range| backend.unorm8_to_f16(&src[range.clone()], &mut dst[range]))
+    }
+
+    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len() * 2, 2, |backend, range| {
+            let range = range.start / 2..range.end / 2;
+            backend.unorm16_to_f16(&src[range.clone()], &mut dst[range])
+        })
+    }
+
+    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len(), 1, |backend, range| backend.unorm8_to_bf16(&src[range.clone()], &mut dst[range]))
+    }
+
+    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        self.drive(src.len() * 2, 2, |backend, range| {
+            let range = range.start / 2..range.end / 2;
+            backend.unorm16_to_bf16(&src[range.clone()], &mut dst[range])
+        })
+    }
+}
+
+/// What `--device` leaves to be settled once the job is known: see [`select`].
+pub enum DeviceChoice {
+    /// The CPU.
+    Cpu,
+    /// The GPU, opened.
+    Gpu(Box<dyn Backend>),
+    /// [`AutoBackend`], for the job [`DeviceChoice::for_job`] is given.
+    Auto,
+}
+
+/// `--device`, before the job is known: `gpu` opens the GPU now and fails without a
+/// usable one ([`BackendError::NoGpu`]); `cpu` and `auto` open nothing yet.
+pub fn select(device: Device) -> Result<DeviceChoice, BackendError> {
     match device {
-        Device::Cpu => Ok(Box::new(CpuBackend)),
-        Device::Gpu => gpu_backend().map_err(|e| format!("--device gpu: {e}")),
-        Device::Auto => Ok(gpu_backend().unwrap_or_else(|_| Box::new(CpuBackend))),
+        Device::Cpu => Ok(DeviceChoice::Cpu),
+        Device::Gpu => match Gpu::open(0) {
+            Ok(gpu) => Ok(DeviceChoice::Gpu(Box::new(GpuBackend::new(gpu)))),
+            Err(error) => Err(BackendError::NoGpu(error)),
+        },
+        Device::Auto => Ok(DeviceChoice::Auto),
+    }
+}
+
+impl DeviceChoice {
+    /// The backend for a job of `job_bytes` bytes of input; for `auto`, an
+    /// [`AutoBackend`] with [`AutoRule::DEFAULT`] that opens the GPU only if the rule
+    /// asks for it.
+    pub fn for_job(self, job_bytes: u64) -> Box<dyn Backend> {
+        match self {
+            DeviceChoice::Cpu => Box::new(CpuBackend),
+            DeviceChoice::Gpu(backend) => backend,
+            DeviceChoice::Auto => {
+                Box::new(AutoBackend::new(AutoRule::DEFAULT, job_bytes, Box::new(CpuBackend), Box::new(gpu_backend)))
+            }
+        }
     }
 }
 
@@ -363,6 +757,208 @@ pub fn select(device: Device) -> Result<Box<dyn Backend>, String> {
 mod tests {
     use super::*;
     use crate::support::element::Element;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    /// A stand-in device: the CPU's work, then a sleep so that a call takes at least
+    /// `bytes / bytes_per_s` (or a GPU error, when `fails`); counts the bytes it ran.
+    struct Paced {
+        name: &'static str,
+        bytes_per_s: f64,
+        fails: bool,
+        ran: Arc<AtomicU64>,
+    }
+
+    impl Paced {
+        fn run<R>(&self, bytes: usize, work: impl FnOnce() -> Result<R, BackendError>) -> Result<R, BackendError> {
+            if self.fails {
+                return Err(GpuError::OutOfMemory { bytes }.into());
+            }
+            let start = Instant::now();
+            let result = work()?;
+            let due = std::time::Duration::from_secs_f64(bytes as f64 / self.bytes_per_s);
+            std::thread::sleep(due.saturating_sub(start.elapsed()));
+            self.ran.fetch_add(bytes as u64, Ordering::Relaxed);
+            Ok(result)
+        }
+    }
+
+    impl Backend for Paced {
+        fn name(&self) -> String {
+            self.name.into()
+        }
+
+        fn count_non_finite(
+            &self,
+            format: FloatFormat,
+            endian: Endian,
+            data: Source<'_>,
+            progress: &(dyn Fn(u64) + Sync),
+        ) -> Result<Counts, BackendError> {
+            self.run(data.len(), || CpuBackend.count_non_finite(format, endian, data, progress))
+        }
+
+        fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
+            self.run(src.len(), || CpuBackend.unorm8_to_f32(src, dst))
+        }
+
+        fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
+            self.run(src.len() * 2, || CpuBackend.unorm16_to_f32(src, dst))
+        }
+
+        fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+            self.run(src.len(), || CpuBackend.unorm8_to_f16(src, dst))
+        }
+
+        fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+            self.run(src.len() * 2, || CpuBackend.unorm16_to_f16(src, dst))
+        }
+
+        fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
+            self.run(src.len(), || CpuBackend.unorm8_to_bf16(src, dst))
+        }
+
+        fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
+            self.run(src.len() * 2, || CpuBackend.unorm16_to_bf16(src, dst))
+        }
+    }
+
+    /// A small rule, so that the tests run on small jobs.
+    const SMALL: AutoRule = AutoRule {
+        min_job_bytes: 1 << 20,
+        measure_bytes: 256 << 10,
+        warmup_bytes: 64 << 10,
+        gpu_start_s: 0.0,
+        gpu_margin: 1.1,
+    };
+
+    /// Fast: close to what the CPU does anyway. Slow: 256 KiB take 26 ms.
+    const FAST: f64 = 4e9;
+    const SLOW: f64 = 1e7;
+
+    struct Setup {
+        auto: AutoBackend,
+        cpu_ran: Arc<AtomicU64>,
+        gpu_ran: Arc<AtomicU64>,
+        opened: Arc<AtomicBool>,
+    }
+
+    /// An auto backend for a job of `job_bytes` between a CPU stand-in of `cpu` bytes/s
+    /// and a GPU stand-in of `gpu` bytes/s (`None`: no GPU; `Some(0.0)`: one that fails).
+    fn setup(rule: AutoRule, job_bytes: u64, cpu: f64, gpu: Option<f64>) -> Setup {
+        let (cpu_ran, gpu_ran, opened) = (Arc::default(), Arc::<AtomicU64>::default(), Arc::<AtomicBool>::default());
+        let cpu = Box::new(Paced { name: "cpu", bytes_per_s: cpu, fails: false, ran: Arc::clone(&cpu_ran) });
+        let (ran, was_opened) = (Arc::clone(&gpu_ran), Arc::clone(&opened));
+        let opener: GpuOpener = Box::new(move || {
+            was_opened.store(true, Ordering::Relaxed);
+            match gpu {
+                None => Err(GpuError::NoDriver.into()),
+                Some(rate) => {
+                    Ok(Box::new(Paced { name: "gpu", bytes_per_s: rate, fails: rate == 0.0, ran }) as Box<dyn Backend>)
+                }
+            }
+        });
+        Setup { auto: AutoBackend::new(rule, job_bytes, cpu, opener), cpu_ran, gpu_ran, opened }
+    }
+
+    /// Binary16 data of `len` bytes (a trailing partial element when odd), finite but
+    /// for a NaN, +inf and -inf at the given element indices.
+    fn halves(len: usize, specials: &[usize]) -> Vec<u8> {
+        let mut bytes: Vec<u8> = (0..len).map(|i| (i as u8) & 0x3B).collect();
+        for (&at, bits) in specials.iter().zip([0x7E01u16, 0x7C00, 0xFC00]) {
+            bytes[2 * at..2 * at + 2].copy_from_slice(&bits.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Counts of `bytes` by the auto backend, read on demand from an odd offset as
+    /// files are, and by the CPU backend.
+    fn both_counts(auto: &AutoBackend, bytes: &[u8]) -> (Counts, Counts) {
+        let read = |offset: u64, buf: &mut [u8]| {
+            buf.copy_from_slice(&bytes[offset as usize..offset as usize + buf.len()]);
+            Ok(())
+        };
+        let source = Source::Read { len: bytes.len(), read: &read };
+        let none = |_: u64| {};
+        let format = FloatFormat::Binary16;
+        let on_auto = auto.count_non_finite(format, Endian::Little, source, &none).expect("auto");
+        (on_auto, CpuBackend.count_non_finite(format, Endian::Little, Source::Bytes(bytes), &none).expect("cpu"))
+    }
+
+    #[test]
+    fn auto_on_a_tiny_job_is_the_cpu_without_measuring() {
+        let bytes = halves(1001, &[3, 400]);
+        let job = setup(SMALL, bytes.len() as u64, FAST, Some(FAST));
+        let (auto, cpu) = both_counts(&job.auto, &bytes);
+        assert_eq!(auto, cpu);
+        assert!(!job.opened.load(Ordering::Relaxed), "the GPU was opened for a tiny job");
+        assert_eq!(job.cpu_ran.load(Ordering::Relaxed), bytes.len() as u64);
+        assert_eq!(job.auto.name(), "cpu (auto: a job of 1001 bytes, under 1.0 MiB: cpu without measuring)");
+    }
+
+    #[test]
+    fn auto_without_a_gpu_is_the_cpu() {
+        let bytes = halves(3 << 20, &[5, 200_000, 1_500_000]);
+        let job = setup(SMALL, bytes.len() as u64, FAST, None);
+        let (auto, cpu) = both_counts(&job.auto, &bytes);
+        assert_eq!(auto, cpu);
+        assert!(job.opened.load(Ordering::Relaxed));
+        assert_eq!(job.cpu_ran.load(Ordering::Relaxed), bytes.len() as u64);
+        assert_eq!(job.auto.name(), "cpu (auto: no usable gpu (no CUDA driver))");
+    }
+
+    #[test]
+    fn auto_keeps_the_cpu_when_the_gpu_is_slower() {
+        let bytes = halves((3 << 20) + 1, &[1, 140_000, 1_400_000]);
+        let job = setup(SMALL, bytes.len() as u64, FAST, Some(SLOW));
+        let (auto, cpu) = both_counts(&job.auto, &bytes);
+        assert_eq!(auto, cpu);
+        // The GPU ran its warm-up and measured slices, nothing more.
+        assert_eq!(job.gpu_ran.load(Ordering::Relaxed), SMALL.warmup_bytes + SMALL.measure_bytes);
+        let name = job.auto.name();
+        assert!(
+            name.starts_with("cpu (auto: cpu ") && name.ends_with(", each timed on 256.0 KiB of this job)"),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn auto_moves_to_the_gpu_when_it_is_faster() {
+        // Conversions this time: the job spans several calls, as `normalize` makes them.
+        let samples: Vec<u8> = (0..(4 << 20) + 7).map(|i: u32| (i * 7) as u8).collect();
+        let job = setup(SMALL, samples.len() as u64, SLOW, Some(FAST));
+        let mut on_auto = vec![0f32; samples.len()];
+        for (src, dst) in samples.chunks(1 << 20).zip(on_auto.chunks_mut(1 << 20)) {
+            job.auto.unorm8_to_f32(src, dst).expect("auto");
+        }
+        let mut on_cpu = vec![0f32; samples.len()];
+        CpuBackend.unorm8_to_f32(&samples, &mut on_cpu).expect("cpu");
+        assert!(on_auto.iter().zip(&on_cpu).all(|(a, c)| a.to_bits() == c.to_bits()));
+        assert_eq!(job.cpu_ran.load(Ordering::Relaxed), SMALL.measure_bytes, "the CPU ran its measured slice only");
+        assert_eq!(job.gpu_ran.load(Ordering::Relaxed), samples.len() as u64 - SMALL.measure_bytes);
+        let name = job.auto.name();
+        assert!(name.starts_with("gpu (auto: cpu 0.0 GB/s vs gpu "), "{name}");
+    }
+
+    #[test]
+    fn auto_drops_a_gpu_that_fails_and_redoes_its_slice_on_the_cpu() {
+        let words: Vec<u16> = (0..(1 << 20) + 3).map(|i: u32| (i * 31) as u16).collect();
+        let job = setup(SMALL, words.len() as u64 * 2, FAST, Some(0.0));
+        let mut on_auto = vec![0f32; words.len()];
+        job.auto.unorm16_to_f32(&words, &mut on_auto).expect("auto");
+        let mut on_cpu = vec![0f32; words.len()];
+        CpuBackend.unorm16_to_f32(&words, &mut on_cpu).expect("cpu");
+        assert!(on_auto.iter().zip(&on_cpu).all(|(a, c)| a.to_bits() == c.to_bits()));
+        assert_eq!(job.cpu_ran.load(Ordering::Relaxed), words.len() as u64 * 2);
+        let name = job.auto.name();
+        assert!(name.starts_with("cpu (auto: no usable gpu (it failed: out of device memory"), "{name}");
+    }
+
+    #[test]
+    fn conversions_refuse_buffers_of_different_lengths() {
+        let error = CpuBackend.unorm8_to_f32(&[1, 2, 3], &mut [0.0; 2]).expect_err("3 into 2");
+        assert_eq!(error.to_string(), "3 samples cannot be converted into 2 values");
+    }
 
     /// Whether `P` and [`FloatFormat::count`] agree on the encoding `bits`.
     struct AgreesOn {

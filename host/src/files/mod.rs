@@ -7,7 +7,8 @@
 //! - Scanning: [`scan`] (the counting loops), [`scan_inputs`] (directories and sharded
 //!   checkpoints), [`scan_report`] (per-file results and their rendering).
 //! - Normalizing: [`normalize`] (decode and convert a chunk at a time).
-//! - [`backend`]: where the work runs, the CPU or the GPU.
+//! - [`backend`]: where the work runs, the CPU or the GPU; [`auto`]: the rule that picks
+//!   one for `--device auto`.
 //! - Errors: each module's own `#[non_exhaustive]` types, rendered as one line through
 //!   [`message`]; each layer's wraps the one below (`From`), with the path where there
 //!   is one.
@@ -15,6 +16,7 @@
 //! Owns: bytes on disk and what they mean. Uses: [`crate::support`] and
 //! [`crate::gpu`] (through [`backend`] only).
 
+pub mod auto;
 pub mod backend;
 pub mod message;
 pub mod normalize;

@@ -11,7 +11,7 @@
 //! time, in the output's layout, as the writer asks for them, so that memory holds the
 //! decoded image (a quarter of the f32 tensor for 8-bit samples) and a few MiB more.
 
-use crate::files::backend::Backend;
+use crate::files::backend::{Backend, BackendError};
 use crate::files::message::{io_message, one_line};
 use crate::files::tensor_io::{
     AsBf16, AsF16, AsF32, DtypeOf, RegularFileError, StoredOf, TensorSource, check_regular_file,
@@ -94,19 +94,26 @@ pub enum NormalizeError {
         start: u64,
     },
     /// The backend failed.
-    Backend(String),
+    Backend(BackendError),
 }
 
 impl std::fmt::Display for NormalizeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NormalizeError::OutOfRange { start } => write!(f, "samples {start}.. are out of range"),
-            NormalizeError::Backend(message) => f.write_str(message),
+            NormalizeError::Backend(error) => error.fmt(f),
         }
     }
 }
 
-impl std::error::Error for NormalizeError {}
+impl std::error::Error for NormalizeError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            NormalizeError::Backend(error) => Some(error),
+            NormalizeError::OutOfRange { .. } => None,
+        }
+    }
+}
 
 /// Axis order of the output tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -255,36 +262,36 @@ fn not_unorm(color: image::ExtendedColorType) -> String {
 
 /// An output type `normalize` can convert samples to: which of the backend's
 /// conversions fills it.
-pub trait NormalizeTo: DtypeOf {
+pub trait NormalizeTo: DtypeOf + Sync {
     /// `dst[i]` = `src[i] / 255` correctly rounded to this type, on `backend`.
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [Self::Stored]) -> Result<(), String>;
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [Self::Stored]) -> Result<(), BackendError>;
     /// `dst[i]` = `src[i] / 65535` correctly rounded to this type, on `backend`.
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [Self::Stored]) -> Result<(), String>;
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [Self::Stored]) -> Result<(), BackendError>;
 }
 
 impl NormalizeTo for AsF32 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
         backend.unorm8_to_f32(src, dst)
     }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [f32]) -> Result<(), String> {
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
         backend.unorm16_to_f32(src, dst)
     }
 }
 
 impl NormalizeTo for AsF16 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
         backend.unorm8_to_f16(src, dst)
     }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
         backend.unorm16_to_f16(src, dst)
     }
 }
 
 impl NormalizeTo for AsBf16 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
         backend.unorm8_to_bf16(src, dst)
     }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), String> {
+    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
         backend.unorm16_to_bf16(src, dst)
     }
 }

@@ -1,6 +1,6 @@
 //! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
 
-use crate::files::backend::Backend;
+use crate::files::backend::{Backend, BackendError};
 use crate::files::npz::{self, InflateError};
 use crate::files::scan::{Counts, Endian, FloatFormat};
 use crate::files::tensor::{TensorElement, TensorEntry};
@@ -56,7 +56,7 @@ impl From<TensorFileError> for ScanError {
 #[non_exhaustive]
 pub enum TensorScanError {
     /// The backend failed, or a read of the file it was counting did (the file shrank).
-    Backend(String),
+    Backend(BackendError),
     /// A deflated `.npz` member does not inflate to what the archive says, or a read of
     /// it failed.
     Inflate(InflateError),
@@ -65,7 +65,7 @@ pub enum TensorScanError {
 impl std::fmt::Display for TensorScanError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            TensorScanError::Backend(message) => f.write_str(message),
+            TensorScanError::Backend(error) => error.fmt(f),
             TensorScanError::Inflate(error) => error.fmt(f),
         }
     }
@@ -74,7 +74,7 @@ impl std::fmt::Display for TensorScanError {
 impl std::error::Error for TensorScanError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            TensorScanError::Backend(_) => None,
+            TensorScanError::Backend(error) => Some(error),
             TensorScanError::Inflate(error) => Some(error),
         }
     }

@@ -26,6 +26,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Largest `.safetensors` JSON header accepted, in bytes. The format allows 100 MB; 2 MiB
 /// is about 20,000 tensors, far more than real checkpoint files hold (a few hundred to
@@ -922,8 +923,9 @@ impl DtypeOf for AsBf16 {
 pub type StoredOf<S> = <<S as TensorSource>::Dtype as DtypeOf>::Stored;
 
 /// A tensor's values in flat order, produced a chunk at a time, so that writing one
-/// never needs them all in memory.
-pub trait TensorSource {
+/// never needs them all in memory. `Sync`: the next chunk is produced while the
+/// previous one is written, on another thread.
+pub trait TensorSource: Sync {
     /// The values' type.
     type Dtype: DtypeOf;
     /// Why values cannot be produced.
@@ -986,9 +988,10 @@ pub fn write_from(
 /// `.safetensors`: `F32`, `F16` or `BF16`; `.npy` refuses bfloat16, see [`check_dtype`]),
 /// for `out`, as the container its extension names,
 /// under the tensor name `name` for `.safetensors` (any name but the format's reserved
-/// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time, into
-/// a temporary file in `out`'s directory, synced; `out` itself is not touched until
-/// [`StagedOutput::commit`].
+/// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time
+/// (the next chunk produced while the previous one is written, two chunks in memory),
+/// into a temporary file in `out`'s directory, synced; `out` itself is not touched until
+/// [`StagedOutput::commit`]. [`StagedOutput::phases`] says where the time went.
 ///
 /// Permissions, as other tools give them: a new output gets the mode `open(..., 0666)`
 /// gives under the umask (so `0644` under the usual `022`), like a shell's `>` or `cp`
@@ -1038,17 +1041,40 @@ pub fn stage<S: TensorSource + ?Sized>(
             .set_permissions(std::fs::Permissions::from_mode(mode))
             .map_err(|e| fail(TensorWriteErrorKind::SetMode(e)))?;
     }
+    let mut phases = WritePhases::default();
     let mut writer = BufWriter::with_capacity(1 << 20, temporary.as_file_mut());
     match container {
-        Container::Npy => write_npy(&mut writer, shape, data),
-        Container::Safetensors => write_safetensors(&mut writer, name, shape, data),
+        Container::Npy => write_npy(&mut writer, shape, data, &mut phases),
+        Container::Safetensors => write_safetensors(&mut writer, name, shape, data, &mut phases),
         // `of_output` has refused it above.
         Container::Npz => Err(TensorWriteErrorKind::UnknownExtension),
     }
     .and_then(|()| writer.into_inner().map(drop).map_err(|e| TensorWriteErrorKind::Write(e.into_error())))
-    .and_then(|()| temporary.as_file().sync_all().map_err(TensorWriteErrorKind::Write))
+    .and_then(|()| {
+        let start = Instant::now();
+        temporary.as_file().sync_all().map_err(TensorWriteErrorKind::Write)?;
+        phases.sync = start.elapsed();
+        Ok(())
+    })
     .map_err(fail)?;
-    Ok(StagedOutput { temporary, out: out.to_path_buf(), force })
+    phases.bytes = temporary.as_file().metadata().map_or(0, |m| m.len());
+    Ok(StagedOutput { temporary, out: out.to_path_buf(), force, phases })
+}
+
+/// Where the time of [`stage`] went. Producing and writing overlap: their sum may
+/// exceed the time both took.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WritePhases {
+    /// Producing the values (the source's `fill`; for `normalize`, the conversion).
+    pub produce: Duration,
+    /// Writing the file (into the page cache), on the writer thread.
+    pub write: Duration,
+    /// Syncing it to disk.
+    pub sync: Duration,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Bytes of values (2 or 4 per value).
+    pub value_bytes: u64,
 }
 
 /// An output written in full to a temporary file, not yet in place. Dropping it removes
@@ -1057,9 +1083,15 @@ pub struct StagedOutput {
     temporary: tempfile::NamedTempFile,
     out: PathBuf,
     force: bool,
+    phases: WritePhases,
 }
 
 impl StagedOutput {
+    /// Where the time of writing it went.
+    pub fn phases(&self) -> WritePhases {
+        self.phases
+    }
+
     /// Renames the temporary file onto the output path. Without `force`, an existing
     /// output is never replaced (the rename itself refuses, so a file created meanwhile
     /// is not clobbered either). On error the temporary file is removed.
@@ -1077,55 +1109,108 @@ impl StagedOutput {
     }
 }
 
-/// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order.
+/// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order
+/// on a writer thread while this one produces the next chunk: two chunk buffers
+/// in all. Adds the time of each side to `phases`.
 fn for_each_chunk<S: TensorSource + ?Sized>(
     data: &S,
-    mut write: impl FnMut(&[StoredOf<S>]) -> std::io::Result<()>,
+    mut write: impl FnMut(&[StoredOf<S>]) -> std::io::Result<()> + Send,
+    phases: &mut WritePhases,
 ) -> Result<(), TensorWriteErrorKind> {
-    let mut chunk = vec![StoredOf::<S>::default(); WRITE_CHUNK_ELEMENTS.min(data.elements() as usize)];
-    let mut start = 0;
-    while start < data.elements() {
-        let len = chunk.len().min((data.elements() - start) as usize);
-        data.fill(start, &mut chunk[..len]).map_err(|e| TensorWriteErrorKind::Values(Box::new(e)))?;
-        write(&chunk[..len]).map_err(TensorWriteErrorKind::Write)?;
-        start += len as u64;
-    }
-    Ok(())
+    let total = data.elements();
+    let chunk_len = WRITE_CHUNK_ELEMENTS.min(usize::try_from(total).unwrap_or(usize::MAX));
+    phases.value_bytes += total * S::Dtype::DTYPE.bytes();
+    std::thread::scope(|scope| {
+        // Full chunks to the writer (one may wait while another is written), and
+        // written ones back.
+        let (to_writer, full) = std::sync::mpsc::sync_channel::<(Vec<StoredOf<S>>, usize)>(1);
+        let (to_producer, spare) = std::sync::mpsc::channel::<Vec<StoredOf<S>>>();
+        let writer = scope.spawn(move || {
+            let mut spent = Duration::ZERO;
+            for (chunk, len) in full {
+                let start = Instant::now();
+                write(&chunk[..len])?;
+                spent += start.elapsed();
+                // The producer may have stopped: then the buffer is not wanted.
+                let _ = to_producer.send(chunk);
+            }
+            Ok::<Duration, std::io::Error>(spent)
+        });
+        let mut produced = Ok(());
+        let (mut buffers, mut start) = (0, 0u64);
+        while start < total {
+            let chunk = match spare.try_recv() {
+                Ok(chunk) => Some(chunk),
+                Err(_) if buffers < 2 => {
+                    buffers += 1;
+                    Some(vec![StoredOf::<S>::default(); chunk_len])
+                }
+                // None: the writer stopped on an error, which its join gives.
+                Err(_) => spare.recv().ok(),
+            };
+            let Some(mut chunk) = chunk else { break };
+            let len = chunk_len.min((total - start) as usize);
+            let began = Instant::now();
+            if let Err(e) = data.fill(start, &mut chunk[..len]) {
+                produced = Err(TensorWriteErrorKind::Values(Box::new(e)));
+                break;
+            }
+            phases.produce += began.elapsed();
+            if to_writer.send((chunk, len)).is_err() {
+                break;
+            }
+            start += len as u64;
+        }
+        drop(to_writer);
+        let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        produced?;
+        phases.write += written.map_err(TensorWriteErrorKind::Write)?;
+        Ok(())
+    })
 }
 
-/// Writes `data` as a `.npy` array of `shape`, with `npyz` (`<f4` for f32, `<f2` for
-/// binary16); bfloat16, which NumPy lacks, is refused.
+/// The `.npy` header (format 1.0, or 2.0 for a dictionary longer than 65,535 bytes)
+/// of a C-ordered array of `shape` whose dtype is `descr` (`<f4`, `<f2`), as NumPy
+/// writes it: the dictionary padded with spaces and a newline so that the data starts
+/// at a multiple of 64 bytes.
+pub fn npy_header(descr: &str, shape: &[u64]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape = match dims.as_slice() {
+        [one] => format!("({one},)"),
+        dims => format!("({})", dims.join(", ")),
+    };
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let (version, len_bytes) = if dict.len() + 1 + 10 <= 65_535 { (1u8, 2) } else { (2u8, 4) };
+    let unpadded = 6 + 2 + len_bytes + dict.len() + 1;
+    let header_len = unpadded.next_multiple_of(64) - 6 - 2 - len_bytes;
+    let mut out = Vec::with_capacity(unpadded.next_multiple_of(64));
+    out.extend_from_slice(b"\x93NUMPY");
+    out.extend_from_slice(&[version, 0]);
+    if version == 1 {
+        out.extend_from_slice(&(header_len as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(&(header_len as u32).to_le_bytes());
+    }
+    out.extend_from_slice(dict.as_bytes());
+    out.resize(out.len() + header_len - dict.len() - 1, b' ');
+    out.push(b'\n');
+    out
+}
+
+/// Writes `data` as a `.npy` array of `shape` (`<f4` for f32, `<f2` for binary16): the
+/// header [`npy_header`] gives, then the values as they lie in memory; bfloat16, which
+/// NumPy lacks, is refused.
 fn write_npy<S: TensorSource + ?Sized>(
-    out: &mut impl Write,
+    out: &mut (impl Write + Send),
     shape: &[u64],
     data: &S,
+    phases: &mut WritePhases,
 ) -> Result<(), TensorWriteErrorKind> {
-    match S::Dtype::DTYPE {
-        Dtype::F32 => write_npy_as(out, shape, data, |chunk| bytemuck::cast_slice::<_, f32>(chunk).to_vec()),
-        Dtype::F16 => write_npy_as(out, shape, data, |chunk| {
-            bytemuck::cast_slice::<_, u16>(chunk).iter().map(|&bits| half::f16::from_bits(bits)).collect()
-        }),
-        dtype @ Dtype::Bf16 => Err(TensorWriteErrorKind::NoNpyDtype { dtype }),
-    }
-}
-
-/// [`write_npy`] with the values of each chunk made `T`s (whose `npyz` dtype the header
-/// gets) by `values`.
-fn write_npy_as<S: TensorSource + ?Sized, T: npyz::AutoSerialize>(
-    out: &mut impl Write,
-    shape: &[u64],
-    data: &S,
-    values: impl Fn(&[StoredOf<S>]) -> Vec<T>,
-) -> Result<(), TensorWriteErrorKind> {
-    use npyz::WriterBuilder;
-    let mut writer = npyz::WriteOptions::<T>::new()
-        .default_dtype()
-        .shape(shape)
-        .writer(out)
-        .begin_nd()
-        .map_err(TensorWriteErrorKind::Write)?;
-    for_each_chunk(data, |chunk| writer.extend(values(chunk)))?;
-    writer.finish().map_err(TensorWriteErrorKind::Write)
+    const _: () = assert!(cfg!(target_endian = "little"), "the header says little-endian values");
+    let dtype = S::Dtype::DTYPE;
+    let descr = dtype.npy_descr().ok_or(TensorWriteErrorKind::NoNpyDtype { dtype })?;
+    out.write_all(&npy_header(descr, shape)).map_err(TensorWriteErrorKind::Write)?;
+    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)), phases)
 }
 
 /// Writes what `safetensors::serialize` writes for one F32, F16 or BF16 tensor (a test
@@ -1133,10 +1218,11 @@ fn write_npy_as<S: TensorSource + ?Sized, T: npyz::AutoSerialize>(
 /// length, the JSON header padded with spaces to a multiple of 8 bytes, then the
 /// little-endian values.
 fn write_safetensors<S: TensorSource + ?Sized>(
-    out: &mut impl Write,
+    out: &mut (impl Write + Send),
     name: &str,
     shape: &[u64],
     data: &S,
+    phases: &mut WritePhases,
 ) -> Result<(), TensorWriteErrorKind> {
     const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian values");
     /// One tensor's header entry, its fields in the crate's order.
@@ -1153,5 +1239,34 @@ fn write_safetensors<S: TensorSource + ?Sized>(
     header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');
     out.write_all(&(header.len() as u64).to_le_bytes()).map_err(TensorWriteErrorKind::Write)?;
     out.write_all(&header).map_err(TensorWriteErrorKind::Write)?;
-    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)))
+    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)), phases)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_npy_header_reads_back_and_aligns_the_data_to_64_bytes() {
+        for shape in [vec![], vec![5], vec![4096, 4096, 3], vec![u64::from(u32::MAX); 20]] {
+            let header = npy_header("<f4", &shape);
+            assert_eq!(header.len() % 64, 0, "{shape:?}");
+            assert_eq!(header.last(), Some(&b'\n'));
+            let (read, data_start) = npy_header::read(&header).expect("our own header parses");
+            assert_eq!((read.shape, read.fortran_order, data_start), (shape.clone(), false, header.len()));
+            // And as NumPy's other readers see it.
+            if shape.len() < 3 {
+                let values = shape.iter().product::<u64>() as usize;
+                let mut file = header.clone();
+                file.extend((0..values).flat_map(|i| (i as f32).to_le_bytes()));
+                let npy = npyz::NpyFile::new(&file[..]).expect("npyz reads it");
+                assert_eq!(npy.shape(), &shape[..]);
+                assert_eq!(npy.into_vec::<f32>().expect("values").len(), values);
+            }
+        }
+        assert!(
+            npy_header("<f2", &[3])
+                .starts_with(b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }")
+        );
+    }
 }

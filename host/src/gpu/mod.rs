@@ -12,12 +12,16 @@
 //! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
 //! library before cudarc can panic, and every failure is a [`GpuError`].
 //!
+//! Host data too big to copy up whole goes through [`staging`]: pinned buffers in two
+//! lanes, so that reading, copies and kernels overlap.
+//!
 //! Owns: the CUDA context, device buffers, the embedded PTX ([`ptx`]) and every kernel
 //! launch (the `unsafe` ones stay in `raw`). Uses: [`crate::support`] only; it knows
 //! kernels by their `shared` types, never the variant table.
 
 pub mod ptx;
 mod raw;
+pub mod staging;
 
 use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
@@ -390,7 +394,8 @@ impl Gpu {
         P::In: DeviceRepr,
         Bits<P>: DeviceRepr,
     {
-        raw::launch_map::<P>(&self.stream, &self.module, self.elementwise_config(input.len(), 1), input, output)?;
+        let config = self.elementwise_config(input.len(), 1);
+        raw::launch_map::<P>(&self.stream, &self.module, config, &input.as_view(), &mut output.as_view_mut())?;
         self.wait(KernelName::of::<P>(KernelKind::Map))
     }
 
@@ -486,7 +491,7 @@ impl Gpu {
         P::In: DeviceRepr,
     {
         let config = self.elementwise_config(input.len(), kind::count_lane_elements::<P::In>());
-        raw::launch_count::<P>(&self.stream, &self.module, config, input, result)
+        raw::launch_count::<P>(&self.stream, &self.module, config, input, &mut result.as_view_mut())
     }
 
     /// Runs `P`'s [`KernelKind::Latency`] kernel on one thread: a dependent chain of

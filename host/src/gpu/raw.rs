@@ -10,9 +10,10 @@
 #![allow(unsafe_code)]
 
 use super::{Bits, GpuError};
+use crate::support::element::Element;
 use cudarc::driver::sys::{self, CUjit_option};
-use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
+use cudarc::driver::{DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use shared::{KernelKind, KernelName, kind};
 use std::sync::Arc;
 
@@ -43,8 +44,8 @@ pub fn launch_map<P>(
     stream: &CudaStream,
     module: &Arc<CudaModule>,
     config: LaunchConfig,
-    input: &CudaSlice<P::In>,
-    output: &mut CudaSlice<Bits<P>>,
+    input: &CudaView<'_, P::In>,
+    output: &mut CudaViewMut<'_, Bits<P>>,
 ) -> Result<(), GpuError>
 where
     P: kind::Map,
@@ -116,8 +117,8 @@ unsafe fn launch_elementwise<I: DeviceRepr, O: DeviceRepr>(
     module: &Arc<CudaModule>,
     name: KernelName,
     config: LaunchConfig,
-    input: &CudaSlice<I>,
-    output: &mut CudaSlice<O>,
+    input: &CudaView<'_, I>,
+    output: &mut CudaViewMut<'_, O>,
 ) -> Result<(), GpuError> {
     if input.len() != output.len() {
         return Err(length_error(name, format!("input has {} elements but output {}", input.len(), output.len())));
@@ -127,8 +128,9 @@ unsafe fn launch_elementwise<I: DeviceRepr, O: DeviceRepr>(
     let mut launch = stream.launch_builder(&kernel);
     launch.arg(input).arg(output).arg(&n);
     // SAFETY: the caller guarantees the signature `(*const I, *mut O, u64)`; the device
-    // pointers come from live `CudaSlice`s of element types I and O, both of `n`
-    // elements (checked above), and the kernel accesses only elements below `n`.
+    // pointers come from live views of element types I and O (at whole elements of
+    // their allocations, so aligned for them), both of `n` elements (checked above), and
+    // the kernel accesses only elements below `n`.
     unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 
@@ -139,7 +141,7 @@ pub fn launch_count<P>(
     module: &Arc<CudaModule>,
     config: LaunchConfig,
     input: &CudaView<'_, P::In>,
-    result: &mut CudaSlice<u64>,
+    result: &mut CudaViewMut<'_, u64>,
 ) -> Result<(), GpuError>
 where
     P: kind::CountNonfinite,
@@ -231,6 +233,37 @@ unsafe fn launch_timing(
     // SAFETY: the caller guarantees the signature `(u64, u32, *mut u64)` and that the
     // kernel writes only elements below `needed`, which `out` holds (checked above).
     unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+}
+
+/// `words` `u64`s of page-locked host memory (cacheable: the host reads it back as well
+/// as writing it), zeroed, for asynchronous copies. At least one word.
+pub fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, words: usize) -> Result<PinnedHostSlice<u64>, DriverError> {
+    let words = words.max(1);
+    // SAFETY: the allocation is uninitialised; nothing reads it before the write below
+    // zeroes all of it, through a raw pointer (no reference to uninitialised memory is
+    // made). Flags 0: plain page-locked memory, not write-combined.
+    let mut pinned = unsafe { ctx.alloc_pinned_with_flags::<u64>(words, 0) }?;
+    let start = pinned.as_mut_ptr()?;
+    // SAFETY: `start` points to `words` u64s just allocated (aligned: cudarc checks),
+    // owned by `pinned` and used by no copy yet.
+    unsafe { std::ptr::write_bytes(start, 0, words) };
+    Ok(pinned)
+}
+
+/// The first `len` elements of type `T` of a device buffer of words, or `None` when it
+/// holds fewer bytes.
+pub fn words_as<T: Element>(buffer: &CudaSlice<u64>, len: usize) -> Option<CudaView<'_, T>> {
+    // SAFETY: `T` is an `Element`, a plain integer (bytemuck::Pod): every bit pattern is
+    // a valid `T`; a `u64` allocation is aligned for it (alignment at most 8); cudarc
+    // checks that `len` elements fit in the buffer.
+    unsafe { buffer.transmute::<T>(len) }
+}
+
+/// [`words_as`], writable.
+pub fn words_as_mut<T: Element>(buffer: &mut CudaSlice<u64>, len: usize) -> Option<CudaViewMut<'_, T>> {
+    // SAFETY: as for `words_as`; the view borrows the buffer mutably, so it is the only
+    // access to it while it lives.
+    unsafe { buffer.transmute_mut::<T>(len) }
 }
 
 /// Loads `ptx` once more with the JIT's error log switched on and returns that log; the
