@@ -446,7 +446,7 @@ impl Gpu {
     {
         let name = KernelName::of::<P>(KernelKind::Hardware);
         let module = self.module_for(name, Conversion::of(P::FAMILY))?;
-        raw::launch_hardware::<P>(&self.stream, module, self.elementwise_config(input.len(), 1), input, output)?;
+        raw::launch_hardware::<P>(&self.stream, module, self.elementwise_config(input.len(), 1), &input.as_view(), &mut output.as_view_mut())?;
         self.wait(name)
     }
 

@@ -92,8 +92,8 @@ pub fn launch_hardware<P>(
     stream: &CudaStream,
     module: &Arc<CudaModule>,
     config: LaunchConfig,
-    input: &CudaSlice<P::In>,
-    output: &mut CudaSlice<Bits<P>>,
+    input: &CudaView<'_, P::In>,
+    output: &mut CudaViewMut<'_, Bits<P>>,
 ) -> Result<(), GpuError>
 where
     P: kind::Hardware,
