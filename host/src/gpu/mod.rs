@@ -112,9 +112,44 @@ pub enum GpuError {
         /// The kernel's name.
         kernel: String,
         /// Why, e.g. `needs sm_89; device 0 is sm_80`.
-        reason: String,
+        reason: ModuleUnavailable,
     },
 }
+
+/// Why a newer PTX module (a hardware conversion's target) is not loaded on a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModuleUnavailable {
+    /// The device's compute capability is below the module's target.
+    OlderDevice {
+        /// The module's target.
+        target: PtxTarget,
+        /// The device.
+        ordinal: usize,
+        /// The device's `sm_` number (major * 10 + minor).
+        sm: i32,
+    },
+    /// The driver refused the module; its JIT log.
+    Rejected {
+        /// The module's target.
+        target: PtxTarget,
+        /// What the JIT said.
+        log: String,
+    },
+}
+
+impl std::fmt::Display for ModuleUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModuleUnavailable::OlderDevice { target, ordinal, sm } => {
+                write!(f, "needs {target}; device {ordinal} is sm_{sm}")
+            }
+            ModuleUnavailable::Rejected { target, log } => write!(f, "the driver rejected the {target} module: {log}"),
+        }
+    }
+}
+
+impl std::error::Error for ModuleUnavailable {}
 
 /// A copy out of a device buffer, as [`GpuError::CopyLength`] names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,7 +255,7 @@ pub struct Gpu {
     /// The baseline module ([`ptx::PTX`]).
     module: Arc<CudaModule>,
     /// The newer modules ([`ptx::MODULES`] after the first): loaded, or why not.
-    newer: Vec<(PtxTarget, Result<Arc<CudaModule>, String>)>,
+    newer: Vec<(PtxTarget, Result<Arc<CudaModule>, ModuleUnavailable>)>,
     info: DeviceInfo,
 }
 
@@ -255,7 +290,7 @@ impl Gpu {
             .map(|m| {
                 let loaded = runs_target(&info, m.target).and_then(|()| {
                     ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx)).map_err(|_| {
-                        format!("the driver rejected the {} module: {}", m.target, raw::jit_error_log(m.ptx))
+                        ModuleUnavailable::Rejected { target: m.target, log: raw::jit_error_log(m.ptx) }
                     })
                 });
                 (m.target, loaded)
@@ -283,7 +318,7 @@ impl Gpu {
     }
 
     /// Whether this device runs the module of PTX target `target` (the baseline always).
-    pub fn runs(&self, target: PtxTarget) -> Result<(), String> {
+    pub fn runs(&self, target: PtxTarget) -> Result<(), ModuleUnavailable> {
         match self.newer.iter().find(|(t, _)| *t == target) {
             Some((_, Err(reason))) => Err(reason.clone()),
             _ => Ok(()),
@@ -531,11 +566,11 @@ impl Gpu {
 
 /// Whether the device `info` describes can run a module for `target`: its compute
 /// capability is at least the target's, or why not (`needs sm_89; device 0 is sm_80`).
-pub fn runs_target(info: &DeviceInfo, target: PtxTarget) -> Result<(), String> {
+pub fn runs_target(info: &DeviceInfo, target: PtxTarget) -> Result<(), ModuleUnavailable> {
     if u32::try_from(info.sm()).is_ok_and(|sm| sm >= target.sm) {
         Ok(())
     } else {
-        Err(format!("needs {target}; device {} is sm_{}", info.ordinal, info.sm()))
+        Err(ModuleUnavailable::OlderDevice { target, ordinal: info.ordinal, sm: info.sm() })
     }
 }
 
@@ -787,14 +822,16 @@ mod tests {
     #[test]
     fn a_module_runs_from_its_target_on_and_says_why_not_before() {
         let fp8 = PtxTarget { sm: 89, ptx: 81 };
-        assert_eq!(runs_target(&device(8, 0), fp8), Err("needs sm_89; device 0 is sm_80".to_string()));
-        assert_eq!(runs_target(&device(8, 6), fp8), Err("needs sm_89; device 0 is sm_86".to_string()));
+        let why = |d: &DeviceInfo| runs_target(d, fp8).map_err(|e| e.to_string());
+        assert_eq!(why(&device(8, 0)), Err("needs sm_89; device 0 is sm_80".to_string()));
+        assert_eq!(why(&device(8, 6)), Err("needs sm_89; device 0 is sm_86".to_string()));
         for (major, minor) in [(8, 9), (9, 0), (10, 0), (12, 0)] {
             assert_eq!(runs_target(&device(major, minor), fp8), Ok(()), "sm_{major}{minor}");
         }
         assert_eq!(device(12, 0).sm(), 120);
         let kernel = "f32_to_e4m3_satfinite_hw".to_string();
-        let error = GpuError::NeedsTarget { kernel, reason: "needs sm_89; device 0 is sm_80".into() };
+        let reason = runs_target(&device(8, 0), fp8).expect_err("sm_80 is older than sm_89");
+        let error = GpuError::NeedsTarget { kernel, reason };
         assert_eq!(error.to_string(), "kernel f32_to_e4m3_satfinite_hw: needs sm_89; device 0 is sm_80");
         assert!(!error.is_unavailable());
     }
