@@ -289,9 +289,8 @@ impl Gpu {
             .iter()
             .map(|m| {
                 let loaded = runs_target(&info, m.target).and_then(|()| {
-                    ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx)).map_err(|_| {
-                        ModuleUnavailable::Rejected { target: m.target, log: raw::jit_error_log(m.ptx) }
-                    })
+                    ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx))
+                        .map_err(|_| ModuleUnavailable::Rejected { target: m.target, log: raw::jit_error_log(m.ptx) })
                 });
                 (m.target, loaded)
             })
@@ -481,7 +480,13 @@ impl Gpu {
     {
         let name = KernelName::of::<P>(KernelKind::Hardware);
         let module = self.module_for(name, Conversion::of(P::FAMILY))?;
-        raw::launch_hardware::<P>(&self.stream, module, self.elementwise_config(input.len(), 1), &input.as_view(), &mut output.as_view_mut())?;
+        raw::launch_hardware::<P>(
+            &self.stream,
+            module,
+            self.elementwise_config(input.len(), 1),
+            &input.as_view(),
+            &mut output.as_view_mut(),
+        )?;
         self.wait(name)
     }
 
