@@ -19,8 +19,7 @@ use crate::files::backend::{Backend, BackendError};
 use crate::files::message::{io_message, one_line};
 use crate::files::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
 use crate::files::tensor_io::{
-    AsBf16, AsF16, AsF32, DtypeOf, RegularFileError, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS,
-    check_regular_file,
+    AsBf16, AsF16, AsF32, DtypeOf, RegularFileError, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS, check_regular_file,
 };
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -386,7 +385,9 @@ impl<D: NormalizeTo> TensorSource for Normalized<'_, D> {
                 return read.map_err(|error| match error {
                     NormalizeError::Stream(PngRowsError::Decode(error)) => {
                         let kind = match error {
-                            image::ImageError::IoError(e) => ImageDecodeErrorKind::Decode(image::ImageError::IoError(e)),
+                            image::ImageError::IoError(e) => {
+                                ImageDecodeErrorKind::Decode(image::ImageError::IoError(e))
+                            }
                             e => decode_error(e),
                         };
                         NormalizeError::Decode(ImageDecodeError { path: rows.path().to_path_buf(), kind })

@@ -176,8 +176,7 @@ impl PngRows {
             return Ok(PngOpen::NotPng);
         }
         file.rewind()?;
-        let mut decoder =
-            png::Decoder::new_with_limits(BufReader::new(file), png::Limits { bytes: PNG_ALLOC_LIMIT });
+        let mut decoder = png::Decoder::new_with_limits(BufReader::new(file), png::Limits { bytes: PNG_ALLOC_LIMIT });
         decoder.set_transformations(png::Transformations::EXPAND);
         decoder.set_ignore_text_chunk(true);
         decoder.set_ignore_iccp_chunk(true);
