@@ -327,26 +327,47 @@ struct Decoding {
     busy_ns: Arc<AtomicU64>,
 }
 
+/// The decoder's bands: the one being filled, and how far.
+struct Filling {
+    band: Option<Band>,
+    /// Samples in `band` so far.
+    filled: usize,
+    /// Samples in the bands handed over.
+    handed: u64,
+    /// Bands allocated.
+    bands: usize,
+    /// Time spent waiting for the reader (a band back, room in the queue).
+    idle: Duration,
+}
+
+/// The reader is gone: stop decoding.
+struct ReaderGone;
+
 impl Decoding {
     /// Decodes every row into bands, sending each full one to `to_reader` (the last
     /// once the image data has been read to its end), or the first error; stops early
     /// when the reader is gone.
     fn run(mut self, to_reader: &SyncSender<Result<Band, png::DecodingError>>, reused: &Receiver<Band>) {
         let started = Instant::now();
-        let mut idle = Duration::ZERO;
         let line = self.reader.output_line_size(self.reader.info().width).unwrap_or(0);
         let mut row = vec![0u8; line];
         let bytes_per_sample = (self.bits / 8) as usize;
-        let (mut bands, mut handed) = (0usize, 0u64);
-        let mut band: Option<Band> = None;
-        let mut filled = 0usize;
-        let busy_ns = Arc::clone(&self.busy_ns);
+        let mut at = Filling { band: None, filled: 0, handed: 0, bands: 0, idle: Duration::ZERO };
         let publish = |idle: Duration| {
             let busy = started.elapsed().saturating_sub(idle);
-            busy_ns.store(u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+            self.busy_ns.store(u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
         };
         loop {
-            match self.reader.read_row(&mut row) {
+            if self.next_band(&mut at, reused).is_err() {
+                return;
+            }
+            // An 8-bit row that fits in the band is decoded straight into it.
+            let direct = match &mut at.band {
+                Some(Band::Unorm8(v)) if at.filled + line <= v.len() => Some(&mut v[at.filled..at.filled + line]),
+                _ => None,
+            };
+            let is_direct = direct.is_some();
+            match self.reader.read_row(direct.unwrap_or(&mut row)) {
                 Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(error) => {
@@ -354,66 +375,88 @@ impl Decoding {
                     return;
                 }
             }
+            if is_direct {
+                at.filled += line;
+                if self.hand_over_if_full(&mut at, to_reader, &publish).is_err() {
+                    return;
+                }
+                continue;
+            }
             let mut src = &row[..];
             while !src.is_empty() {
-                let current = match &mut band {
-                    Some(current) => current,
-                    None => {
-                        let len = self.band_samples.min((self.samples - handed) as usize);
-                        let began = Instant::now();
-                        let reuse = match reused.try_recv() {
-                            Ok(spent) => Some(spent),
-                            Err(_) if bands < BANDS_AHEAD + 1 => None,
-                            Err(_) => match reused.recv() {
-                                Ok(spent) => Some(spent),
-                                // The reader is gone.
-                                Err(_) => return,
-                            },
-                        };
-                        idle += began.elapsed();
-                        bands += usize::from(reuse.is_none());
-                        band.insert(self.fresh(reuse, len))
-                    }
-                };
-                let n = (current.len() - filled).min(src.len() / bytes_per_sample);
+                if self.next_band(&mut at, reused).is_err() {
+                    return;
+                }
+                let Some(current) = &mut at.band else { break };
+                let n = (current.len() - at.filled).min(src.len() / bytes_per_sample);
+                if n == 0 {
+                    break; // rows past the last sample: `png` gives none
+                }
                 let (now, rest) = src.split_at(n * bytes_per_sample);
                 match current {
-                    Band::Unorm8(v) => v[filled..filled + n].copy_from_slice(now),
+                    Band::Unorm8(v) => v[at.filled..at.filled + n].copy_from_slice(now),
                     Band::Unorm16(v) => {
-                        for (out, be) in v[filled..filled + n].iter_mut().zip(now.as_chunks::<2>().0) {
+                        for (out, be) in v[at.filled..at.filled + n].iter_mut().zip(now.as_chunks::<2>().0) {
                             *out = u16::from_be_bytes(*be);
                         }
                     }
                 }
                 src = rest;
-                filled += n;
-                if filled == current.len() {
-                    handed += filled as u64;
-                    let full = band.take().expect("the band just filled");
-                    filled = 0;
-                    if handed == self.samples {
-                        // The last band: held until the rest of the image data is read.
-                        band = Some(full);
-                        break;
-                    }
-                    let began = Instant::now();
-                    let sent = to_reader.send(Ok(full));
-                    idle += began.elapsed();
-                    publish(idle);
-                    if sent.is_err() {
-                        return;
-                    }
+                at.filled += n;
+                if self.hand_over_if_full(&mut at, to_reader, &publish).is_err() {
+                    return;
                 }
             }
         }
-        publish(idle);
-        let last = match band {
-            Some(last) if handed == self.samples => Ok(last),
+        publish(at.idle);
+        let last = match at.band {
+            Some(last) if at.filled == last.len() && at.handed + at.filled as u64 == self.samples => Ok(last),
             // Rows that end before the image does: `png` reports that itself, so this
             // is not expected.
             _ => Err(png::DecodingError::IoError(std::io::ErrorKind::UnexpectedEof.into())),
         };
         let _ = to_reader.send(last);
+    }
+
+    /// Makes sure `at` has a band to fill while samples remain: a spent one back from
+    /// the reader, a new one while fewer than `BANDS_AHEAD + 1` exist, else waits.
+    fn next_band(&self, at: &mut Filling, reused: &Receiver<Band>) -> Result<(), ReaderGone> {
+        if at.band.is_some() || at.handed == self.samples {
+            return Ok(());
+        }
+        let len = self.band_samples.min((self.samples - at.handed) as usize);
+        let began = Instant::now();
+        let reuse = match reused.try_recv() {
+            Ok(spent) => Some(spent),
+            Err(_) if at.bands < BANDS_AHEAD + 1 => None,
+            Err(_) => Some(reused.recv().map_err(|_| ReaderGone)?),
+        };
+        at.idle += began.elapsed();
+        at.bands += usize::from(reuse.is_none());
+        at.band = Some(self.fresh(reuse, len));
+        at.filled = 0;
+        Ok(())
+    }
+
+    /// Sends `at`'s band to the reader once it is full, except the last, which is kept
+    /// until the image data has been read to its end.
+    fn hand_over_if_full(
+        &self,
+        at: &mut Filling,
+        to_reader: &SyncSender<Result<Band, png::DecodingError>>,
+        publish: &impl Fn(Duration),
+    ) -> Result<(), ReaderGone> {
+        let Some(band) = &at.band else { return Ok(()) };
+        if at.filled < band.len() || at.handed + at.filled as u64 == self.samples {
+            return Ok(());
+        }
+        at.handed += at.filled as u64;
+        let full = at.band.take().expect("a full band");
+        let began = Instant::now();
+        let sent = to_reader.send(Ok(full));
+        at.idle += began.elapsed();
+        publish(at.idle);
+        sent.map_err(|_| ReaderGone)
     }
 
     /// A band of `len` samples, reusing `spent`'s memory when there is one.
