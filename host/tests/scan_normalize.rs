@@ -494,7 +494,9 @@ fn streamed_png_samples_are_the_image_crates_for_every_kind_of_png() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h) = (13u32, 9u32);
     let palette: Vec<u8> = (0..16 * 3).map(|i| (i * 37 % 256) as u8).collect();
-    let kinds: [(C, B, Option<&[u8]>, Option<&[u8]>); 14] = [
+    /// Colour type, bit depth, palette, `tRNS`.
+    type Kind<'a> = (C, B, Option<&'a [u8]>, Option<&'a [u8]>);
+    let kinds: [Kind; 14] = [
         (C::Grayscale, B::One, None, None),
         (C::Grayscale, B::Two, None, None),
         (C::Grayscale, B::Four, None, None),
