@@ -1,10 +1,11 @@
-//! The embedded PTX, checked with the real CUDA tools: it assembles for every supported
-//! architecture, is self-contained, uses registers only, the SASS report covers every
-//! variant, every timing kernel's chain loop holds its variant's work, every bandwidth
-//! kernel's loop has the coalesced shape (`host::cuda_tools::sass::bandwidth`, which fails on the
-//! layout before issue 10), and no kernel hides a float → integer conversion its source
-//! did not ask for (the guards of `host::cuda_tools::guards`, which fail on commit 846e06b's
-//! kernels).
+//! The embedded PTX modules, checked with the real CUDA tools: each assembles for every
+//! supported architecture from its target on (and a newer target's module for no older
+//! one), is self-contained, uses registers only, the SASS report covers every variant and
+//! every hardware kernel, every timing kernel's chain loop holds its variant's work, every
+//! bandwidth kernel's loop has the coalesced shape (`host::cuda_tools::sass::bandwidth`,
+//! which fails on the layout before issue 10), and no kernel hides a float → integer
+//! conversion its source did not ask for (the guards of `host::cuda_tools::guards`, which
+//! fail on commit 846e06b's kernels).
 //!
 //! Tests that need `ptxas`/`cuobjdump` print `skipped: <reason>` and pass when the tools
 //! are missing, or fail when `REQUIRE_CUDA_TOOLS=1` (as CI sets after running
@@ -16,7 +17,7 @@ mod expected_kernels;
 use host::cuda_tools::guards;
 use host::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};
 use host::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
-use host::gpu::ptx::{self, PTX};
+use host::gpu::ptx::{self, MODULES, Module, PTX};
 use host::support::skip::require_or_skip;
 use host::verify::table::{VARIANTS, Variant};
 use shared::KernelKind;
@@ -37,7 +38,7 @@ fn all_variants() -> Vec<&'static Variant> {
 /// that read it (assembling for seven architectures takes a while).
 fn all_costs(tools: &CudaTools) -> &'static [SassCost] {
     static COSTS: OnceLock<Vec<SassCost>> = OnceLock::new();
-    COSTS.get_or_init(|| sass::cost_report(tools, PTX, &all_variants(), &ARCHS).unwrap_or_else(|e| panic!("{e}")))
+    COSTS.get_or_init(|| sass::cost_report(tools, MODULES, &all_variants(), &ARCHS).unwrap_or_else(|e| panic!("{e}")))
 }
 
 #[test]
@@ -47,14 +48,37 @@ fn the_ptx_entries_are_exactly_the_kernels_the_table_names() {
 }
 
 #[test]
+fn each_module_declares_its_target_and_ptx_version() {
+    for module in MODULES {
+        let (sm, version) = (module.target.sm, module.target.ptx);
+        let lines: Vec<&str> = module.ptx.lines().map(str::trim).collect();
+        assert!(lines.contains(&format!(".target sm_{sm}").as_str()), "module {}", module.target);
+        let wanted = format!(".version {}.{}", version / 10, version % 10);
+        assert!(lines.contains(&wanted.as_str()), "module {}: no `{wanted}`", module.target);
+        let entries = ptx::entry_names(module.ptx);
+        assert!(!entries.is_empty(), "module {} has no kernel", module.target);
+        if module.target != shared::hardware::BASELINE {
+            // The newer modules hold hardware kernels only.
+            assert!(entries.iter().all(|e| e.ends_with(shared::kernel_suffix!(Hardware))), "{entries:?}");
+        }
+    }
+}
+
+#[test]
 fn the_ptx_declares_nothing_external_and_calls_only_what_it_defines() {
-    assert_eq!(ptx::extern_declarations(PTX), Vec::<&str>::new(), "the PTX needs functions it does not define");
-    let defined = ptx::defined_functions(PTX);
-    for target in ptx::call_targets(PTX) {
-        assert!(defined.contains(&target), "call to {target}, which the PTX does not define (defined: {defined:?})");
-        let lower = target.to_lowercase();
-        for forbidden in ["panic", "fmt", "unwind", "format"] {
-            assert!(!lower.contains(forbidden), "a kernel calls {target}: a panic or formatting path survived");
+    for module in MODULES {
+        let ptx = module.ptx;
+        assert_eq!(ptx::extern_declarations(ptx), Vec::<&str>::new(), "the PTX needs functions it does not define");
+        let defined = ptx::defined_functions(ptx);
+        for target in ptx::call_targets(ptx) {
+            assert!(
+                defined.contains(&target),
+                "call to {target}, which the PTX does not define (defined: {defined:?})"
+            );
+            let lower = target.to_lowercase();
+            for forbidden in ["panic", "fmt", "unwind", "format"] {
+                assert!(!lower.contains(forbidden), "a kernel calls {target}: a panic or formatting path survived");
+            }
         }
     }
 }
@@ -72,29 +96,45 @@ fn every_tool_is_found_and_runs() {
 #[test]
 fn the_ptx_assembles_for_every_architecture() {
     let Some(tools) = tools() else { return };
-    for arch in ARCHS {
-        match tools.assemble(PTX, arch) {
-            Ok(assembled) => {
-                let functions = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log).len();
-                println!("{arch}: assembled ({functions} functions)");
+    for module in MODULES {
+        for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
+            match tools.assemble(module.ptx, arch) {
+                Ok(assembled) => {
+                    let functions = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log).len();
+                    println!("module {} on {arch}: assembled ({functions} functions)", module.target);
+                }
+                Err(e) => panic!("the {} module does not assemble for {arch}: {e}", module.target),
             }
-            Err(e) => panic!("the PTX does not assemble for {arch}: {e}"),
         }
+    }
+}
+
+/// Why the hardware kernels need their own modules: ptxas rejects each newer module for
+/// the architecture just below its target (its instructions do not exist there).
+#[test]
+fn a_newer_module_does_not_assemble_for_an_older_architecture() {
+    let Some(tools) = tools() else { return };
+    for module in &MODULES[1..] {
+        let older = ARCHS.into_iter().rev().find(|arch| !module.assembles_for(arch)).expect("an older architecture");
+        let rejected = tools.assemble(module.ptx, older);
+        assert!(rejected.is_err(), "the {} module assembles for {older}", module.target);
     }
 }
 
 #[test]
 fn no_function_has_a_stack_frame_or_spills() {
     let Some(tools) = tools() else { return };
-    let entries = ptx::entry_names(PTX);
-    for arch in ARCHS {
-        let assembled = tools.assemble(PTX, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        let usage = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log);
-        for entry in &entries {
-            assert!(usage.iter().any(|f| f.function == *entry), "{arch}: ptxas -v says nothing about {entry}");
-        }
-        for function in usage {
-            assert!(function.registers_only(), "{arch}: {function:?} uses local memory");
+    for module in MODULES {
+        let entries = ptx::entry_names(module.ptx);
+        for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
+            let assembled = tools.assemble(module.ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+            let usage = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log);
+            for entry in &entries {
+                assert!(usage.iter().any(|f| f.function == *entry), "{arch}: ptxas -v says nothing about {entry}");
+            }
+            for function in usage {
+                assert!(function.registers_only(), "{arch}: {function:?} uses local memory");
+            }
         }
     }
 }
@@ -112,6 +152,16 @@ fn the_sass_report_covers_every_variant_on_every_architecture() {
             assert!(w.skeleton_instructions > 0, "{arch} {}: empty skeleton", v.name);
             assert_eq!(w.work_instructions, w.variant_instructions as i64 - w.skeleton_instructions as i64);
             assert_eq!(w.work_instructions, w.work_opcodes.len() as i64 - w.skeleton_only_opcodes.len() as i64);
+            assert_eq!(cost.hardware.is_some(), v.has(KernelKind::Hardware), "{arch} {}", v.name);
+            if let Some(hardware) = &cost.hardware {
+                let module = MODULES.iter().find(|m| m.target.to_string() == hardware.target).expect("a module");
+                assert_eq!(hardware.work.is_some(), module.assembles_for(arch), "{arch} {}: {hardware:?}", v.name);
+                if let Some(hw) = &hardware.work {
+                    // One conversion instruction and no branch around it.
+                    assert!(hw.variant_instructions > 0 && hw.work_instructions >= 1, "{arch} {}: {hw:?}", v.name);
+                    assert!(!hw.work_opcodes.iter().any(|op| op == "BSSY"), "{arch} {}: {hw:?}", v.name);
+                }
+            }
             if w.work_instructions < 0 {
                 // Only a variant whose result does not depend on its input (E4M3 has no
                 // infinities) may be cheaper than the skeleton: its kernel skips the load.
@@ -178,6 +228,21 @@ fn the_ptx_command_prints_the_embedded_ptx_and_its_entries() {
 }
 
 #[test]
+fn the_ptx_command_prints_each_module() {
+    for module in MODULES {
+        let target = module.target.to_string();
+        let full = bitexact(&["ptx", "--target", &target], None);
+        assert!(full.status.success());
+        assert_eq!(String::from_utf8_lossy(&full.stdout), module.ptx);
+    }
+    let unknown = bitexact(&["ptx", "--target", "sm_86"], None);
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no PTX module for \"sm_86\"") && stderr.contains("sm_89"), "{stderr}");
+}
+
+#[test]
 fn the_sass_command_without_tools_exits_2_with_one_line_saying_what_to_run() {
     let empty = tempfile::tempdir().expect("temporary folder");
     let output = bitexact(&["sass"], Some(empty.path()));
@@ -214,6 +279,12 @@ fn the_sass_command_prints_json_for_one_architecture() {
         for field in ["latency_loop_instructions", "throughput_loop_applications"] {
             assert!(row[field].is_u64() || row[field].is_null(), "{field}: {row}");
         }
+        let hardware = &row["hardware"];
+        assert_eq!(hardware.is_object(), v.has(KernelKind::Hardware), "{row}");
+        if hardware.is_object() {
+            assert!(hardware["instruction"].as_str().is_some_and(|i| i.starts_with("cvt.")), "{row}");
+            assert!(hardware["work"].is_object() || hardware["work"].is_null(), "{row}");
+        }
     }
 }
 
@@ -228,7 +299,8 @@ fn kernels_with_narrow_float_stores(ptx: &str) -> Vec<String> {
 
 #[test]
 fn no_kernel_stores_a_float_register_narrow() {
-    let found = guards::narrow_float_stores(PTX);
+    let found: Vec<guards::NarrowFloatStore> =
+        MODULES.iter().flat_map(|m| guards::narrow_float_stores(m.ptx)).collect();
     let lines: Vec<String> = found.iter().map(ToString::to_string).collect();
     assert!(lines.is_empty(), "ptxas turns these stores into float → integer conversions:\n{}", lines.join("\n"));
     // The check reads every kernel, the stream kernels with 8- and 16-bit results
@@ -251,10 +323,12 @@ fn no_kernel_stores_a_float_register_narrow() {
     assert_eq!(kernels_with_narrow_float_stores(REPRODUCER), ["store_low_byte_of_float_bits"]);
 }
 
-/// Every `F2I*` of `ptx`'s SASS on every architecture outside kernels that ask for one.
-fn unrequested_conversions(tools: &CudaTools, ptx: &str) -> Vec<String> {
+/// Every `F2I*` of the module's SASS on every architecture it assembles for, outside
+/// kernels that ask for one.
+fn unrequested_conversions(tools: &CudaTools, module: &Module) -> Vec<String> {
     let mut found = Vec::new();
-    for arch in ARCHS {
+    let ptx = module.ptx;
+    for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
         let assembled = tools.assemble(ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
         let listing = tools.disassemble(&assembled).unwrap_or_else(|e| panic!("{arch}: {e}"));
         let kernels = sass::parse_listing(&listing);
@@ -267,11 +341,11 @@ fn unrequested_conversions(tools: &CudaTools, ptx: &str) -> Vec<String> {
 #[test]
 fn the_sass_converts_float_to_integer_only_where_the_source_asks() {
     let Some(tools) = tools() else { return };
-    let found = unrequested_conversions(&tools, PTX);
+    let found: Vec<String> = MODULES.iter().flat_map(|m| unrequested_conversions(&tools, m)).collect();
     assert!(found.is_empty(), "conversions nobody asked for:\n{}", found.join("\n"));
     // The same check fails on the kernels of 846e06b: both folded kernels, on every
     // architecture; `f32_to_unorm8_mul_add_half` converts on purpose and is not reported.
-    let old = unrequested_conversions(&tools, PTX_846E06B);
+    let old = unrequested_conversions(&tools, &Module { target: shared::hardware::BASELINE, ptx: PTX_846E06B });
     for arch in ARCHS {
         for kernel in ["f32_to_unorm8", "f32_to_unorm16"] {
             let prefix = format!("{arch} {kernel}:");

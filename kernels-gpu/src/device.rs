@@ -3,6 +3,9 @@
 //! Every kernel walks a grid-stride loop with 64-bit indices, so any `n` works, 0 and
 //! buffers over 2^32 elements included, whatever the launch size.
 
+// A hardware-only module (`--cfg bitexact_hardware_only`) uses none of the software kinds.
+#![cfg_attr(bitexact_hardware_only, allow(dead_code, unused_macros))]
+
 use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _thread_idx_x, trap};
 use core::ops::BitXor;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -367,6 +370,33 @@ where
     }
 }
 
+/// `output[i]` = the GPU's own conversion instruction for `P`'s family
+/// ([`shared::hardware::Conversion::of`]) applied to `input[i]`, for all `i < n`: the
+/// [`map`] loop with the instruction in place of `P::apply`. A variant whose family has
+/// no instruction cannot have this kernel: its instantiation does not compile.
+///
+/// # Safety
+/// As for [`map`].
+#[inline(always)]
+unsafe fn hardware_map<P>(input: *const P::In, output: *mut Bits<P>, n: u64)
+where
+    P: kind::Hardware,
+    u32: FromBits<P::In>,
+    Bits<P>: FromBits<u32>,
+{
+    let instruction = const {
+        match shared::hardware::Conversion::of(P::FAMILY) {
+            Some(instruction) => instruction,
+            None => panic!("a Hardware kernel for a family the GPU has no instruction for"),
+        }
+    };
+    // SAFETY: as for `map`.
+    grid_stride(n, |i| unsafe {
+        let x = u32::from_bits(input.add(i).read());
+        output.add(i).write(Bits::<P>::from_bits(crate::hardware::convert(instruction, x)));
+    });
+}
+
 /// A free integer cast, for [`skeleton`] and the timing chains.
 trait FromBits<I> {
     fn from_bits(x: I) -> Self;
@@ -448,6 +478,12 @@ macro_rules! entry {
     ($variant:ident, CountNonfinite) => {
         entry!(@ $variant, CountNonfinite, count_nonfinite, (input: *const In<V>, n: u64, result: *mut u64));
     };
+    // Not from the table's callback: each module builds the hardware kernels of its own
+    // target, which `hardware_kernels!` lists (see the end of this file).
+    ($variant:ident, Hardware) => {};
+    (@hardware $variant:ident) => {
+        entry!(@ $variant, Hardware, hardware_map, (input: *const In<V>, output: *mut Bits<V>, n: u64));
+    };
     (@ $variant:ident, $kind:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
         const _: () = {
             type V = shared::variants::$variant;
@@ -469,4 +505,18 @@ macro_rules! emit_kernels {
         entry!($name, $kind);
     )*)*};
 }
+// The hardware-only modules (newer targets) hold no software kernels.
+#[cfg(not(bitexact_hardware_only))]
 shared::for_each_variant!(emit_kernels);
+
+/// The `Hardware` kernels of the listed variants.
+macro_rules! hardware_kernels {
+    ($($variant:ident),* $(,)?) => {$(
+        entry!(@hardware $variant);
+    )*};
+}
+
+// `host/build.rs` writes, for the module it builds, `hardware_kernels!(...)` with the
+// variants whose entry lists `Hardware` and whose instruction's target
+// (`shared::hardware::Conversion::target`) is this module's.
+include!(env!("BITEXACT_HARDWARE_KERNELS"));

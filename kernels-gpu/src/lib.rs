@@ -14,10 +14,20 @@
 //! inputs also `Stream`, the finiteness variants of every scanned format also
 //! `CountNonfinite` (coalesced bandwidth kernels, for the benchmarks and the GPU
 //! backend of `scan` and `normalize`).
+//! The conversions the GPU has an instruction for also have `Hardware` (the instruction
+//! itself, as inline PTX).
+//!
+//! `host/build.rs` builds this crate once per PTX target of `shared::hardware::TARGETS`:
+//! the baseline (`sm_75`) with every software kernel and the hardware kernels it can
+//! hold, and each newer target with `--cfg bitexact_hardware_only` and only the hardware
+//! kernels of its instructions (`$BITEXACT_HARDWARE_KERNELS` names the file that lists
+//! them).
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, link_llvm_intrinsics))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, link_llvm_intrinsics, asm_experimental_arch))]
 // `link_llvm_intrinsics` is how the cycle counter (%clock64) is read; core::arch::nvptx has no wrapper.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
 #[cfg(target_arch = "nvptx64")]
 mod device;
+#[cfg(target_arch = "nvptx64")]
+mod hardware;

@@ -14,6 +14,8 @@
 // `(b & 0x7C00) != 0x7C00`) / is_infinite / is_nan / classify.
 crate::class::ieee_format!(u16, exponent_bits: 5, mantissa_bits: 10);
 
+use crate::narrow::Overflow;
+
 /// Finite iff the magnitude's encoding is below +inf's: `(b & 0x7FFF) < 0x7C00`. Exact:
 /// magnitude encodings are ordered like the magnitudes, and NaNs encode above +inf.
 #[inline]
@@ -68,17 +70,89 @@ pub const MAX_FINITE: u16 = 0b0_11110_1111111111;
 /// returns one canonical NaN, 0x7FFF).
 #[inline]
 pub const fn from_f32_bits(x: u32) -> u16 {
+    from_f32_bits_overflow(x, Overflow::Standard)
+}
+
+/// [`from_f32_bits`] with saturation: `|x| >= 65520` and ±inf give ±65504 (`0x7BFF`),
+/// what `cvt.rn.satfinite.f16.f32` computes for every non-NaN input. NaN as in
+/// [`from_f32_bits`]. Exact on every one of the 2^32 inputs.
+#[inline]
+pub const fn from_f32_bits_satfinite(x: u32) -> u16 {
+    from_f32_bits_overflow(x, Overflow::SatFinite)
+}
+
+/// f32 bits → binary16 bits, round to nearest, ties to even, with `overflow` deciding
+/// what a value past 65504 (after rounding) and ±inf give: ±inf ([`Overflow::Standard`])
+/// or ±65504 ([`Overflow::SatFinite`]). NaN as in [`from_f32_bits`].
+#[inline]
+pub const fn from_f32_bits_overflow(x: u32, overflow: Overflow) -> u16 {
     let sign = (x >> 16) as u16 & SIGN_MASK;
     let abs = x & 0x7FFF_FFFF;
     let magnitude = if abs > 0x7F80_0000 {
-        POS_INFINITY | QUIET_BIT | ((abs >> 13) as u16 & MAN_MASK)
-    } else if abs >= 0x7F80_0000 {
-        POS_INFINITY
+        nan_magnitude(abs)
     } else {
-        let rounded = crate::narrow::round_magnitude::<5, 10>(abs);
-        if rounded > MAX_FINITE as u32 { POS_INFINITY } else { rounded as u16 }
+        // +inf's encoding rounds past MAX_FINITE too: it overflows like a large finite.
+        finite_magnitude(crate::narrow::round_magnitude::<5, 10>(abs), overflow)
     };
     sign | magnitude
+}
+
+/// [`from_f32_bits`] with the rounding computed without a branch
+/// ([`crate::narrow::round_magnitude_branch_free`]) and the result selected: the same
+/// result on every input.
+#[inline]
+pub fn from_f32_bits_branch_free(x: u32) -> u16 {
+    narrow_branch_free(x, Overflow::Standard)
+}
+
+/// [`from_f32_bits_satfinite`] with the rounding computed without a branch and the
+/// result selected: the same result on every input.
+#[inline]
+pub fn from_f32_bits_satfinite_branch_free(x: u32) -> u16 {
+    narrow_branch_free(x, Overflow::SatFinite)
+}
+
+/// [`from_f32_bits_overflow`] with every input's rounding computed, NaN included (its
+/// `abs` is below 2^31 too), and the result selected.
+#[inline(always)]
+fn narrow_branch_free(x: u32, overflow: Overflow) -> u16 {
+    let sign = (x >> 16) as u16 & SIGN_MASK;
+    let abs = x & 0x7FFF_FFFF;
+    let rounded = finite_magnitude(crate::narrow::round_magnitude_branch_free::<5, 10>(abs), overflow);
+    sign | core::hint::select_unpredictable(abs > 0x7F80_0000, nan_magnitude(abs), rounded)
+}
+
+/// The magnitude a NaN with f32 magnitude bits `abs` gives: quiet, with the payload's
+/// top 9 bits.
+#[inline(always)]
+const fn nan_magnitude(abs: u32) -> u16 {
+    POS_INFINITY | QUIET_BIT | ((abs >> 13) as u16 & MAN_MASK)
+}
+
+/// The rounded magnitude encoding `rounded`, or what a value past the largest finite one
+/// gives with `overflow`.
+#[inline(always)]
+const fn finite_magnitude(rounded: u32, overflow: Overflow) -> u16 {
+    match overflow {
+        _ if rounded <= MAX_FINITE as u32 => rounded as u16,
+        Overflow::Standard => POS_INFINITY,
+        Overflow::SatFinite => MAX_FINITE,
+    }
+}
+
+/// binary16 bits → f32 bits without a branch: the finite encodings by one exact float
+/// multiply (the magnitude's bits shifted into the f32 field positions read `v · 2^-112`,
+/// which `2^112` scales back exactly, subnormals included since f32's range is wider),
+/// ±inf and NaN selected from the fields as in [`to_f32_bits`]. The same result as
+/// [`to_f32_bits`] on every encoding (IEEE multiply, subnormals kept).
+#[inline]
+pub fn to_f32_bits_scaled(b: u16) -> u32 {
+    let sign = ((b & SIGN_MASK) as u32) << 16;
+    let abs = (b & ABS_MASK) as u32;
+    // 2^112 = 2^(127 - 15): the difference of the exponent biases.
+    let finite = (f32::from_bits(abs << 13) * f32::from_bits((127 + 112) << 23)).to_bits();
+    let special = 0x7F80_0000 | ((abs & MAN_MASK as u32) << 13);
+    sign | if abs >= POS_INFINITY as u32 { special } else { finite }
 }
 
 /// binary16 bits → f32 bits. Exact for every encoding (every binary16 value is an f32):

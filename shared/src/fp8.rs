@@ -28,17 +28,64 @@ pub mod e5m2 {
     pub const fn from_f32_bits(x: u32, overflow: Overflow) -> u8 {
         let sign = (x >> 24) as u8 & SIGN_MASK;
         let abs = x & 0x7FFF_FFFF;
-        let magnitude = if abs > 0x7F80_0000 {
-            NAN_ABS
-        } else {
-            let rounded = round_magnitude::<5, 2>(abs);
-            match overflow {
-                _ if rounded <= MAX_FINITE as u32 => rounded as u8,
-                Overflow::Standard => POS_INFINITY,
-                Overflow::SatFinite => MAX_FINITE,
-            }
-        };
+        let magnitude =
+            if abs > 0x7F80_0000 { NAN_ABS } else { finite_magnitude(round_magnitude::<5, 2>(abs), overflow) };
         sign | magnitude
+    }
+
+    /// [`from_f32_bits`] with the rounding computed without a branch
+    /// ([`crate::narrow::round_magnitude_branch_free`]), NaN's included (its `abs` is
+    /// below 2^31 too), and the result selected: the same result on every input.
+    #[inline]
+    pub fn from_f32_bits_branch_free(x: u32, overflow: Overflow) -> u8 {
+        let sign = (x >> 24) as u8 & SIGN_MASK;
+        let abs = x & 0x7FFF_FFFF;
+        let rounded = finite_magnitude(crate::narrow::round_magnitude_branch_free::<5, 2>(abs), overflow);
+        sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
+    }
+
+    /// [`from_f32_bits_branch_free`] with [`Overflow::Standard`].
+    #[inline]
+    pub fn from_f32_bits_standard_branch_free(x: u32) -> u8 {
+        from_f32_bits_branch_free(x, Overflow::Standard)
+    }
+
+    /// [`from_f32_bits_branch_free`] with [`Overflow::SatFinite`].
+    #[inline]
+    pub fn from_f32_bits_satfinite_branch_free(x: u32) -> u8 {
+        from_f32_bits_branch_free(x, Overflow::SatFinite)
+    }
+
+    /// The rounded magnitude encoding `rounded`, or what a value past the largest finite
+    /// one gives with `overflow`.
+    #[inline(always)]
+    const fn finite_magnitude(rounded: u32, overflow: Overflow) -> u8 {
+        match overflow {
+            _ if rounded <= MAX_FINITE as u32 => rounded as u8,
+            Overflow::Standard => POS_INFINITY,
+            Overflow::SatFinite => MAX_FINITE,
+        }
+    }
+
+    /// [`from_f32_bits`] with [`Overflow::Standard`] (±inf past ±57344).
+    #[inline]
+    pub const fn from_f32_bits_standard(x: u32) -> u8 {
+        from_f32_bits(x, Overflow::Standard)
+    }
+
+    /// [`from_f32_bits`] with [`Overflow::SatFinite`] (±57344 past it), what
+    /// `cvt.rn.satfinite.e5m2x2.f32` computes for every non-NaN input.
+    #[inline]
+    pub const fn from_f32_bits_satfinite(x: u32) -> u8 {
+        from_f32_bits(x, Overflow::SatFinite)
+    }
+
+    /// E5M2 bits → f32 bits without a branch: [`crate::binary16::to_f32_bits_scaled`] of
+    /// `b << 8` (E5M2 is the top byte of a binary16). The same result as [`to_f32_bits`]
+    /// on every encoding.
+    #[inline]
+    pub fn to_f32_bits_scaled(b: u8) -> u32 {
+        crate::binary16::to_f32_bits_scaled((b as u16) << 8)
     }
 
     /// E5M2 bits → f32 bits. Exact for every encoding; NaN keeps its sign and payload.
@@ -53,6 +100,7 @@ pub mod e5m2 {
 /// all ones is an ordinary binade (up to ±448), and NaN is only S.1111.111.
 pub mod e4m3 {
     use crate::Class;
+    use crate::narrow::Overflow;
 
     /// The sign bit.
     pub const SIGN_MASK: u8 = 0b1_0000_000;
@@ -108,20 +156,79 @@ pub mod e4m3 {
     /// [`Overflow::SatFinite`]: they give ±448. NaN gives NaN (S.1111.111) with the
     /// input's sign in both modes. Signed zeros are kept.
     #[inline]
-    pub const fn from_f32_bits(x: u32, overflow: crate::narrow::Overflow) -> u8 {
+    pub const fn from_f32_bits(x: u32, overflow: Overflow) -> u8 {
         let sign = (x >> 24) as u8 & SIGN_MASK;
         let abs = x & 0x7FFF_FFFF;
         let magnitude = if abs > 0x7F80_0000 {
             NAN_ABS
         } else {
-            let rounded = crate::narrow::round_magnitude::<4, 3>(abs);
-            match overflow {
-                _ if rounded <= MAX_ABS as u32 => rounded as u8,
-                crate::narrow::Overflow::Standard => NAN_ABS,
-                crate::narrow::Overflow::SatFinite => MAX_ABS,
-            }
+            finite_magnitude(crate::narrow::round_magnitude::<4, 3>(abs), overflow)
         };
         sign | magnitude
+    }
+
+    /// [`from_f32_bits`] with the rounding computed without a branch
+    /// ([`crate::narrow::round_magnitude_branch_free`]), NaN's included (its `abs` is
+    /// below 2^31 too), and the result selected: the same result on every input.
+    #[inline]
+    pub fn from_f32_bits_branch_free(x: u32, overflow: Overflow) -> u8 {
+        let sign = (x >> 24) as u8 & SIGN_MASK;
+        let abs = x & 0x7FFF_FFFF;
+        let rounded = finite_magnitude(crate::narrow::round_magnitude_branch_free::<4, 3>(abs), overflow);
+        sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
+    }
+
+    /// [`from_f32_bits_branch_free`] with [`Overflow::Standard`].
+    #[inline]
+    pub fn from_f32_bits_standard_branch_free(x: u32) -> u8 {
+        from_f32_bits_branch_free(x, Overflow::Standard)
+    }
+
+    /// [`from_f32_bits_branch_free`] with [`Overflow::SatFinite`].
+    #[inline]
+    pub fn from_f32_bits_satfinite_branch_free(x: u32) -> u8 {
+        from_f32_bits_branch_free(x, Overflow::SatFinite)
+    }
+
+    /// The rounded magnitude encoding `rounded`, or what a value past the largest finite
+    /// one gives with `overflow`.
+    #[inline(always)]
+    const fn finite_magnitude(rounded: u32, overflow: Overflow) -> u8 {
+        match overflow {
+            _ if rounded <= MAX_ABS as u32 => rounded as u8,
+            Overflow::Standard => NAN_ABS,
+            Overflow::SatFinite => MAX_ABS,
+        }
+    }
+
+    /// [`from_f32_bits`] with [`Overflow::Standard`](crate::narrow::Overflow::Standard)
+    /// (NaN past ±448).
+    #[inline]
+    pub const fn from_f32_bits_standard(x: u32) -> u8 {
+        from_f32_bits(x, Overflow::Standard)
+    }
+
+    /// [`from_f32_bits`] with [`Overflow::SatFinite`](crate::narrow::Overflow::SatFinite)
+    /// (±448 past it), what `cvt.rn.satfinite.e4m3x2.f32` computes for every non-NaN
+    /// input.
+    #[inline]
+    pub const fn from_f32_bits_satfinite(x: u32) -> u8 {
+        from_f32_bits(x, Overflow::SatFinite)
+    }
+
+    /// E4M3 bits → f32 bits without a branch: the finite encodings by one exact float
+    /// multiply (the magnitude's bits shifted into the f32 field positions read
+    /// `v · 2^-120`, which `2^120` scales back exactly, subnormals included), the NaN
+    /// selected as in [`to_f32_bits`]. The same result as [`to_f32_bits`] on every
+    /// encoding (IEEE multiply, subnormals kept).
+    #[inline]
+    pub fn to_f32_bits_scaled(b: u8) -> u32 {
+        let sign = ((b & SIGN_MASK) as u32) << 24;
+        let abs = (b & ABS_MASK) as u32;
+        // 2^120 = 2^(127 - 7): the difference of the exponent biases.
+        let finite = (f32::from_bits(abs << 20) * f32::from_bits((127 + 120) << 23)).to_bits();
+        let nan = 0x7F80_0000 | ((abs & MAN_MASK as u32) << 20);
+        sign | if abs == NAN_ABS as u32 { nan } else { finite }
     }
 
     /// E4M3 bits → f32 bits. Exact for every encoding; NaN (S.1111.111) gives the f32

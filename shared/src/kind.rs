@@ -42,6 +42,9 @@ macro_rules! kernel_suffix {
     (CountNonfinite) => {
         "_count_nonfinite"
     };
+    (Hardware) => {
+        "_hw"
+    };
 }
 
 /// Defines [`KernelKind`] with the given variants, its [`KernelKind::ALL`] and its
@@ -107,6 +110,12 @@ kernel_kinds! {
     /// end: one pair of atomics per thread that found a non-finite value (bandwidth
     /// benchmark, GPU backend of `scan`).
     CountNonfinite,
+    /// The [`KernelKind::Map`] signature, `output[i]` computed by the GPU's own
+    /// conversion instruction for the variant's family ([`crate::hardware::Conversion`])
+    /// instead of by the variant's function: what the software form is checked against
+    /// on the GPU. Built into the PTX module of the oldest target that has the
+    /// instruction ([`crate::hardware::Conversion::target`]).
+    Hardware,
 }
 
 /// The name of one kernel: its variant's name followed by its kind's suffix
@@ -192,3 +201,8 @@ impl CountElement for u8 {}
 impl CountElement for u16 {}
 impl CountElement for u32 {}
 impl CountElement for u64 {}
+
+/// `P` has a [`KernelKind::Hardware`] kernel: its family has a conversion instruction
+/// ([`crate::hardware::Conversion::of`] is `Some`, which `kernels-gpu` asserts when it
+/// builds the kernel).
+pub trait Hardware: Primitive {}

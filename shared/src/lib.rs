@@ -23,6 +23,7 @@ pub mod binary32;
 pub mod binary64;
 mod class;
 pub mod fp8;
+pub mod hardware;
 pub mod kind;
 pub mod narrow;
 pub mod norm;

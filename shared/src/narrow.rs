@@ -51,6 +51,31 @@ pub const fn round_magnitude<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {
     }
 }
 
+/// [`round_magnitude`] without a branch: both roundings of the argument (normal range and
+/// below it) are computed for every input, each kept in range for any input (the
+/// normal one saturates at 0 below the normal range; the subnormal shift is clamped to
+/// `1..=31`), and the one for the input's range is selected. The same result as
+/// [`round_magnitude`] on every input, for the same `EXP`, `MAN` and `abs`; on a GPU a
+/// warp whose lanes mix normal and subnormal results then does not diverge.
+#[inline(always)]
+pub fn round_magnitude_branch_free<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {
+    let bias = (1 << (EXP - 1)) - 1;
+    let shift = 23 - MAN;
+    let biased = abs >> 23;
+    let min_normal = 128 - bias;
+    let normal = shift_right_to_even(abs.saturating_sub((127 - bias) << 23), shift);
+    // As in `round_magnitude`: an f32 subnormal has no implicit bit and the exponent of
+    // the smallest normal.
+    let significand = (abs & 0x007F_FFFF) | ((biased != 0) as u32) << 23;
+    let exponent = biased + (biased == 0) as u32;
+    let units_shift = (151 - bias - MAN).saturating_sub(exponent);
+    let units_shift = units_shift.clamp(1, 31);
+    let subnormal = shift_right_to_even(significand, units_shift);
+    // Marked unpredictable, so that LLVM keeps the select instead of turning it back into
+    // a branch around the subnormal rounding.
+    core::hint::select_unpredictable(biased >= min_normal, normal, subnormal)
+}
+
 /// What a narrowing conversion does with a finite value past the format's largest
 /// finite one (and with an infinite input).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

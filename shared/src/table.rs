@@ -115,6 +115,27 @@ pub enum Family {
         /// Code width n.
         bits: u32,
     },
+    /// f32 bits → the bits of `format` (binary16, bfloat16, FP8 E4M3 or E5M2), rounded to
+    /// nearest, ties to even, the sign kept (-0 included). `overflow` says what a value
+    /// past the format's largest finite one after rounding, and ±inf, give: ±inf (NaN for
+    /// E4M3, which has no infinity) or ± the largest finite value. NaN gives a quiet NaN
+    /// with the input's sign: for binary16 and bfloat16 with the top payload bits kept
+    /// (as x86 F16C and the `half` crate do; NVIDIA's `cvt` gives 0x7FFF instead), for
+    /// the FP8 formats the NaN with every mantissa bit set (S.1111.111, S.11111.11).
+    F32ToNarrow {
+        /// The target format.
+        format: Format,
+        /// What overflow gives.
+        overflow: crate::narrow::Overflow,
+    },
+    /// The bits of `format` (binary16, bfloat16, FP8 E4M3 or E5M2) → f32 bits. Exact for
+    /// every value (each is an f32); a NaN keeps its sign and its payload, which goes to
+    /// the top of the f32 mantissa (the E4M3 NaN S.1111.111 gives 0x7FF0_0000 with that
+    /// sign).
+    NarrowToF32 {
+        /// The source format.
+        format: Format,
+    },
 }
 
 /// The inputs a family is checked on.
@@ -173,7 +194,10 @@ impl Family {
             Family::IsFinite(f) | Family::IsNan(f) | Family::IsInfinite(f) | Family::Classify(f) => {
                 Domain::Exhaustive { bits: f.bits() }
             }
-            Family::PackedIsFinite(_) | Family::F32ToUnorm { .. } => Domain::Exhaustive { bits: 32 },
+            Family::PackedIsFinite(_) | Family::F32ToUnorm { .. } | Family::F32ToNarrow { .. } => {
+                Domain::Exhaustive { bits: 32 }
+            }
+            Family::NarrowToF32 { format } => Domain::Exhaustive { bits: format.bits() },
             Family::UnormToF32 { bits }
             | Family::UnormToF16 { bits }
             | Family::UnormToBf16 { bits }
@@ -184,8 +208,8 @@ impl Family {
 
 /// The family's stable name, used in reports and JSON: `binary16_is_finite`,
 /// `fp8_e4m3_classify`, `binary16x2_is_finite` (packed), `unorm8_to_f32`, `unorm16_to_f16`,
-/// `unorm8_to_bf16`,
-/// `snorm16_to_f32`, `f32_to_unorm8`.
+/// `unorm8_to_bf16`, `snorm16_to_f32`, `f32_to_unorm8`, `f32_to_binary16`,
+/// `f32_to_fp8_e4m3_satfinite`, `bfloat16_to_f32`.
 impl core::fmt::Display for Family {
     #[inline]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
@@ -200,6 +224,14 @@ impl core::fmt::Display for Family {
             Family::UnormToBf16 { bits } => write!(f, "unorm{bits}_to_bf16"),
             Family::SnormToF32 { bits } => write!(f, "snorm{bits}_to_f32"),
             Family::F32ToUnorm { bits } => write!(f, "f32_to_unorm{bits}"),
+            Family::F32ToNarrow { format, overflow } => {
+                let suffix = match overflow {
+                    crate::narrow::Overflow::Standard => "",
+                    crate::narrow::Overflow::SatFinite => "_satfinite",
+                };
+                write!(f, "f32_to_{}{suffix}", format.name())
+            }
+            Family::NarrowToF32 { format } => write!(f, "{}_to_f32", format.name()),
         }
     }
 }
@@ -294,9 +326,10 @@ pub trait Primitive {
 
 /// Expands `$callback! { ... }` once with the whole variant table, one braced entry per
 /// variant: `{ name, family, In => Out, function_path, Claim, [Kind, ...], "description" }`,
-/// where `family` is a [`Family`] expression written with the variants of [`Family`] and
-/// [`Format`] in scope (`IsFinite(Binary16)`, `UnormToF32 { bits: 8 }`): callbacks
-/// match it as `$family:expr`.
+/// where `family` is a [`Family`] expression written with the variants of [`Family`],
+/// [`Format`] and [`crate::narrow::Overflow`] in scope (`IsFinite(Binary16)`,
+/// `UnormToF32 { bits: 8 }`, `F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }`):
+/// callbacks match it as `$family:expr`.
 ///
 /// `[Kind, ...]` lists the kinds of GPU kernel the variant has ([`crate::KernelKind`]
 /// variant names, matched as `[$($kind:ident),*]`). An entry writes only its extra
@@ -408,6 +441,27 @@ macro_rules! for_each_variant {
             { f32_to_unorm8, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8, Exact, [Stream], "fma(clamp(c), 255, 2^23 + 2) bits - 0x4B000002" }
             { f32_to_unorm8_mul_add_half, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8_mul_add_half, OneUlp, [], "(clamp(c) * 255.0 + 0.5) as u8 (common form, inexact)" }
             { f32_to_unorm16, F32ToUnorm { bits: 16 }, u32 => u16, $crate::norm::f32_to_unorm16, Exact, [Stream], "fma(clamp(c), 65535, 2^23 + 2) bits - 0x4B000002" }
+            { f32_to_f16, F32ToNarrow { format: Binary16, overflow: Standard }, u32 => u16, $crate::binary16::from_f32_bits, Exact, [Hardware], "round_magnitude::<5, 10>(|x|) | sign, inf past 65504, quiet NaN keeping its payload" }
+            { f32_to_f16_satfinite, F32ToNarrow { format: Binary16, overflow: SatFinite }, u32 => u16, $crate::binary16::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<5, 10>(|x|) | sign, 65504 past it, quiet NaN keeping its payload" }
+            { f32_to_f16_branch_free, F32ToNarrow { format: Binary16, overflow: Standard }, u32 => u16, $crate::binary16::from_f32_bits_branch_free, Exact, [], "f32_to_f16 with both roundings (normal, subnormal) computed and one selected" }
+            { f32_to_f16_satfinite_branch_free, F32ToNarrow { format: Binary16, overflow: SatFinite }, u32 => u16, $crate::binary16::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_f16_satfinite with both roundings computed and one selected" }
+            { f32_to_bf16, F32ToNarrow { format: Bfloat16, overflow: Standard }, u32 => u16, $crate::bfloat16::from_f32_bits, Exact, [Hardware], "round_magnitude::<8, 7>(|x|) | sign (top half, rounded), quiet NaN keeping its payload" }
+            { f32_to_bf16_satfinite, F32ToNarrow { format: Bfloat16, overflow: SatFinite }, u32 => u16, $crate::bfloat16::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<8, 7>(|x|) | sign, largest finite past it, quiet NaN keeping its payload" }
+            { f32_to_e4m3, F32ToNarrow { format: Fp8E4m3, overflow: Standard }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_standard, Exact, [], "round_magnitude::<4, 3>(|x|) | sign, NaN past 448 (OCP non-saturating)" }
+            { f32_to_e4m3_satfinite, F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<4, 3>(|x|) | sign, 448 past it" }
+            { f32_to_e4m3_branch_free, F32ToNarrow { format: Fp8E4m3, overflow: Standard }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_standard_branch_free, Exact, [], "f32_to_e4m3 with both roundings computed and one selected" }
+            { f32_to_e4m3_satfinite_branch_free, F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_e4m3_satfinite with both roundings computed and one selected" }
+            { f32_to_e5m2, F32ToNarrow { format: Fp8E5m2, overflow: Standard }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_standard, Exact, [], "round_magnitude::<5, 2>(|x|) | sign, inf past 57344 (OCP non-saturating)" }
+            { f32_to_e5m2_satfinite, F32ToNarrow { format: Fp8E5m2, overflow: SatFinite }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<5, 2>(|x|) | sign, 57344 past it" }
+            { f32_to_e5m2_branch_free, F32ToNarrow { format: Fp8E5m2, overflow: Standard }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_standard_branch_free, Exact, [], "f32_to_e5m2 with both roundings computed and one selected" }
+            { f32_to_e5m2_satfinite_branch_free, F32ToNarrow { format: Fp8E5m2, overflow: SatFinite }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_e5m2_satfinite with both roundings computed and one selected" }
+            { f16_to_f32, NarrowToF32 { format: Binary16 }, u16 => u32, $crate::binary16::to_f32_bits, Exact, [Hardware], "widen_magnitude::<5, 10>(|b|) | sign, payload kept" }
+            { f16_to_f32_scaled, NarrowToF32 { format: Binary16 }, u16 => u32, $crate::binary16::to_f32_bits_scaled, Exact, [], "sign | (f32(|b| << 13) * 2^112, or inf/NaN selected)" }
+            { bf16_to_f32, NarrowToF32 { format: Bfloat16 }, u16 => u32, $crate::bfloat16::to_f32_bits, Exact, [Hardware], "b << 16" }
+            { e4m3_to_f32, NarrowToF32 { format: Fp8E4m3 }, u8 => u32, $crate::fp8::e4m3::to_f32_bits, Exact, [Hardware], "widen_magnitude::<4, 3>(|b|) | sign, S.1111.111 to NaN" }
+            { e4m3_to_f32_scaled, NarrowToF32 { format: Fp8E4m3 }, u8 => u32, $crate::fp8::e4m3::to_f32_bits_scaled, Exact, [], "sign | (f32(|b| << 20) * 2^120, or NaN selected)" }
+            { e5m2_to_f32, NarrowToF32 { format: Fp8E5m2 }, u8 => u32, $crate::fp8::e5m2::to_f32_bits, Exact, [Hardware], "binary16::to_f32_bits(b << 8)" }
+            { e5m2_to_f32_scaled, NarrowToF32 { format: Fp8E5m2 }, u8 => u32, $crate::fp8::e5m2::to_f32_bits_scaled, Exact, [], "binary16::to_f32_bits_scaled(b << 8)" }
         }
     };
 }
@@ -441,7 +495,7 @@ macro_rules! define_primitives {
             const NAME: &'static str = stringify!($name);
             const FAMILY: $crate::Family = {
                 #[allow(unused_imports)]
-                use $crate::{Family::*, Format::*};
+                use $crate::{Family::*, Format::*, narrow::Overflow::*};
                 $family
             };
             const CLAIM: $crate::Claim = $crate::Claim::$claim;

@@ -65,6 +65,12 @@ fn required_families() -> Vec<Family> {
     required.extend([8, 16].map(|bits| Family::UnormToBf16 { bits }));
     required.extend((2..=16).map(|bits| Family::SnormToF32 { bits }));
     required.extend([8, 16].map(|bits| Family::F32ToUnorm { bits }));
+    for format in [Format::Binary16, Format::Bfloat16, Format::Fp8E4m3, Format::Fp8E5m2] {
+        use shared::narrow::Overflow;
+        required.push(Family::F32ToNarrow { format, overflow: Overflow::Standard });
+        required.push(Family::F32ToNarrow { format, overflow: Overflow::SatFinite });
+        required.push(Family::NarrowToF32 { format });
+    }
     required
 }
 

@@ -3,7 +3,7 @@
 use super::error::CliError;
 use host::cuda_tools::sass::{self, SassCost};
 use host::cuda_tools::tools::{ARCHS, CudaTools};
-use host::gpu::ptx::PTX;
+use host::gpu::ptx::MODULES;
 use host::support::output::{self, OutputFormat, Table};
 use host::verify::table::Variant;
 use std::process::ExitCode;
@@ -31,7 +31,7 @@ pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
     let selected: Vec<&'static Variant> = host::verify::table::selected(args.only.as_deref())?;
     let tools = CudaTools::find()?;
     let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
-    let costs = sass::cost_report(&tools, PTX, &selected, &archs)?;
+    let costs = sass::cost_report(&tools, MODULES, &selected, &archs)?;
     let text = if args.format == OutputFormat::Json {
         output::json(&costs)
     } else {
@@ -40,7 +40,10 @@ pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
                work SASS: the variant's opcodes minus the skeleton's, as multisets, in program order.\n\
                latency loop, throughput loop: instructions of the timing kernel's chain loop / applications \
                of the function it holds (steps it unrolls; 4 chains in the throughput kernel) = instructions \
-               per application, loop control included; chain: whether both loops hold the work.\n"
+               per application, loop control included; chain: whether both loops hold the work.\n\
+               hardware: for a conversion the GPU has an instruction for, that instruction's kernel: its work \
+               over the same skeleton and its work SASS; n/a on architectures older than the instruction's \
+               PTX module.\n"
     };
     output::write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
@@ -58,6 +61,7 @@ fn table(costs: &[SassCost]) -> Table {
         "latency loop",
         "throughput loop",
         "chain",
+        "hardware",
     ]);
     for cost in costs {
         let (work, chain) = (&cost.work, &cost.chain);
@@ -72,9 +76,27 @@ fn table(costs: &[SassCost]) -> Table {
             per_application(chain.latency_loop_instructions, chain.latency_loop_applications),
             per_application(chain.throughput_loop_instructions, chain.throughput_loop_applications),
             chain.chain.to_string(),
+            hardware_cell(cost.hardware.as_ref()),
         ]);
     }
     table
+}
+
+/// `cvt.rn.f16.f32: 1 F2FP.F16.F32.PACK_AB`, `cvt.rn.satfinite.e4m3x2.f32: n/a (sm_89)`,
+/// or `-` for a variant without a hardware kernel.
+fn hardware_cell(hardware: Option<&sass::HardwareCost>) -> String {
+    match hardware {
+        None => "-".to_string(),
+        Some(h) => match &h.work {
+            None => format!("{}: n/a ({})", h.instruction, h.target),
+            Some(work) => format!(
+                "{}: {} {}",
+                h.instruction,
+                work.work_instructions,
+                opcode_list(&work.work_opcodes, &work.skeleton_only_opcodes)
+            ),
+        },
+    }
 }
 
 /// `35/8 = 4.4`: a chain loop's instructions, its applications, and their ratio.

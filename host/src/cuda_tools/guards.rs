@@ -370,6 +370,39 @@ $L__BB143_1:
 }
 ";
 
+    /// A hardware conversion kernel as `kernels-gpu` writes it (the `cvt`'s 16-bit result
+    /// handed to the narrow store through an integer `cvt.u32.u16` inside the inline
+    /// assembly), and one that stores the `cvt`'s register directly: a narrow store of a
+    /// float-written register, the pattern ptxas turned into a conversion in issue 9.
+    const HARDWARE: &str = "
+.visible .entry f32_to_e4m3_satfinite_hw()
+{
+	ld.global.b32 	%r6, [%rd13];
+	// begin inline asm
+	{ .reg .b16 %bx_h; cvt.rn.satfinite.e4m3x2.f32 %bx_h, %r6, %r6; cvt.u32.u16 %r5, %bx_h; }
+	// end inline asm
+	st.global.b8 	[%rd12], %r5;
+}
+.visible .entry stored_directly()
+{
+	ld.global.b32 	%r6, [%rd13];
+	cvt.rn.satfinite.e4m3x2.f32 %rs1, %r6, %r6;
+	st.global.b8 	[%rd12], %rs1;
+}
+";
+
+    #[test]
+    fn a_hardware_conversion_is_seen_inside_inline_assembly() {
+        let kernels = ptx_kernels(HARDWARE);
+        let opcodes: Vec<&str> = kernels[0].instructions.iter().map(|i| i.opcode.as_str()).collect();
+        assert_eq!(opcodes, ["ld.global.b32", "cvt.rn.satfinite.e4m3x2.f32", "cvt.u32.u16", "st.global.b8"]);
+        assert!(kernels[0].instructions[1].writes_float());
+        let found = narrow_float_stores(HARDWARE);
+        assert_eq!(found.iter().map(|f| f.kernel.as_str()).collect::<Vec<_>>(), ["stored_directly"]);
+        assert_eq!(found[0].writer, "cvt.rn.satfinite.e4m3x2.f32 %rs1, %r6, %r6");
+        assert!(kernels.iter().all(|k| !k.instructions.iter().any(PtxInstruction::is_float_to_int_conversion)));
+    }
+
     #[test]
     fn kernels_and_instructions_are_parsed() {
         let kernels = ptx_kernels(FOLDED);

@@ -8,13 +8,17 @@
 //!
 //! The report also checks the timing kernels ([`Latency`](KernelKind::Latency),
 //! [`Throughput`](KernelKind::Throughput)): that their chain loop holds that work, see
-//! [`chain`].
+//! [`chain`]. For a variant with a [`Hardware`](KernelKind::Hardware) kernel it gives the
+//! same work for that kernel (the GPU's own conversion instruction), on the
+//! architectures its module assembles for ([`HardwareCost`]).
 
 pub mod bandwidth;
 pub mod chain;
 
 use crate::cuda_tools::tools::{CudaTools, ToolError, check_arch};
+use crate::gpu::ptx::Module;
 use crate::verify::table::Variant;
+use shared::hardware::{Conversion, PtxTarget};
 use shared::{KernelKind, KernelName};
 use std::collections::HashMap;
 use std::fmt;
@@ -164,6 +168,21 @@ pub struct SassCost {
     /// Whether its timing kernels' chain loops hold that work.
     #[serde(flatten)]
     pub chain: chain::ChainCheck,
+    /// Its hardware kernel's work, for a variant that has one.
+    pub hardware: Option<HardwareCost>,
+}
+
+/// The work of a variant's [`Hardware`](KernelKind::Hardware) kernel on one
+/// architecture, over the same skeleton as the variant's own kernel.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct HardwareCost {
+    /// The instruction, as PTX (`cvt.rn.f16.f32`).
+    pub instruction: &'static str,
+    /// The target of the module that holds the kernel (`sm_89`).
+    pub target: String,
+    /// The work, or `None` on an architecture older than `target` (n/a: the
+    /// instruction does not exist there).
+    pub work: Option<Work>,
 }
 
 /// Why the SASS report could not be made.
@@ -205,14 +224,25 @@ impl From<ToolError> for SassError {
     }
 }
 
-/// Assembles `ptx` for each of `archs`, disassembles it, and returns the [`Work`] and the
-/// [`chain::ChainCheck`] of each of `variants` on each architecture, architecture by
-/// architecture in the given orders. Fails if an architecture name is malformed (before
-/// anything runs), a tool fails, or one of a variant's kernels (map, skeleton, latency,
-/// throughput) is missing from a listing.
+/// The kernel `name` of a listing for `arch`.
+fn find_kernel<'k>(kernels: &'k [Kernel], arch: &str, name: String) -> Result<&'k Kernel, SassError> {
+    kernels
+        .iter()
+        .find(|k| k.name == name)
+        .ok_or_else(|| SassError::MissingKernel { arch: arch.to_string(), kernel: name })
+}
+
+/// Assembles each PTX module of `modules` (the baseline first, then the newer targets'
+/// hardware modules, as [`crate::gpu::ptx::MODULES`]) for each of `archs` it assembles for,
+/// disassembles it, and returns the [`Work`] and the [`chain::ChainCheck`] of each of
+/// `variants` on each architecture, with its hardware kernel's work where it has one,
+/// architecture by architecture in the given orders. Fails if an architecture name is
+/// malformed (before anything runs), a tool fails, or one of a variant's kernels (map,
+/// skeleton, latency, throughput, and hardware where its module assembles) is missing
+/// from a listing.
 pub fn cost_report(
     tools: &CudaTools,
-    ptx: &str,
+    modules: &[Module],
     variants: &[&'static Variant],
     archs: &[&str],
 ) -> Result<Vec<SassCost>, SassError> {
@@ -221,18 +251,34 @@ pub fn cost_report(
     }
     let mut costs = Vec::with_capacity(variants.len() * archs.len());
     for &arch in archs {
-        let listing = tools.disassemble(&tools.assemble(ptx, arch)?)?;
-        let kernels = parse_listing(&listing);
-        for variant in variants {
-            let kernel = |kind| {
-                let name = KernelName { variant: variant.name, kind }.to_string();
-                kernels
-                    .iter()
-                    .find(|k| k.name == name)
-                    .ok_or_else(|| SassError::MissingKernel { arch: arch.to_string(), kernel: name })
+        // One listing per module, `None` for the modules newer than `arch`.
+        let mut listings: Vec<(PtxTarget, Option<Vec<Kernel>>)> = Vec::with_capacity(modules.len());
+        for module in modules {
+            let listing = if module.assembles_for(arch) {
+                Some(parse_listing(&tools.disassemble(&tools.assemble(module.ptx, arch)?)?))
+            } else {
+                None
             };
+            listings.push((module.target, listing));
+        }
+        let find = |kernels, name| find_kernel(kernels, arch, name);
+        let Some((_, Some(baseline))) = listings.first() else { continue };
+        for variant in variants {
+            let kernel = |kind| find(baseline, KernelName { variant: variant.name, kind }.to_string());
             let (map, skeleton) = (kernel(KernelKind::Map)?, kernel(KernelKind::Skeleton)?);
             let (latency, throughput) = (kernel(KernelKind::Latency)?, kernel(KernelKind::Throughput)?);
+            let hardware = match (variant.kernel(KernelKind::Hardware), Conversion::of(variant.family)) {
+                (Some(name), Some(instruction)) => {
+                    let target = crate::gpu::ptx::module_of(name, Some(instruction)).target;
+                    let listing = listings.iter().find(|(t, _)| *t == target).and_then(|(_, l)| l.as_ref());
+                    let work = match listing {
+                        Some(kernels) => Some(work(find(kernels, name.to_string())?, skeleton)),
+                        None => None,
+                    };
+                    Some(HardwareCost { instruction: instruction.ptx(), target: target.to_string(), work })
+                }
+                _ => None,
+            };
             costs.push(SassCost {
                 arch: arch.to_string(),
                 variant: variant.name,
@@ -240,6 +286,7 @@ pub fn cost_report(
                 claim: variant.claim.name(),
                 work: work(map, skeleton),
                 chain: chain::check(map, skeleton, latency, throughput),
+                hardware,
             });
         }
     }

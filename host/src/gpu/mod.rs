@@ -1,6 +1,7 @@
 //! A small safe GPU layer over cudarc's driver API (loaded at run time, so nothing here
 //! needs CUDA to build): open a device, load the embedded PTX once, run any variant of
-//! the table over host slices or device buffers.
+//! the table over host slices or device buffers; the hardware conversion kernels from
+//! the newer targets' modules where the device can run them.
 //!
 //! Kernels are launched through one typed method per kind of kernel
 //! ([`shared::KernelKind`]), bound by that kind's trait: [`Gpu::map`] needs
@@ -25,6 +26,7 @@ pub mod staging;
 use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
+use shared::hardware::{Conversion, PtxTarget};
 use shared::{KernelKind, KernelName, Primitive, Stored, kind};
 use std::sync::Arc;
 
@@ -103,7 +105,51 @@ pub enum GpuError {
         /// Elements in the destination.
         into: usize,
     },
+    /// The kernel is in a PTX module this device cannot run (its target is newer than
+    /// the device) or whose load failed: a hardware kernel of an instruction the device
+    /// lacks. Tests report it as a skip.
+    NeedsTarget {
+        /// The kernel's name.
+        kernel: String,
+        /// Why, e.g. `needs sm_89; device 0 is sm_80`.
+        reason: ModuleUnavailable,
+    },
 }
+
+/// Why a newer PTX module (a hardware conversion's target) is not loaded on a device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ModuleUnavailable {
+    /// The device's compute capability is below the module's target.
+    OlderDevice {
+        /// The module's target.
+        target: PtxTarget,
+        /// The device.
+        ordinal: usize,
+        /// The device's `sm_` number (major * 10 + minor).
+        sm: i32,
+    },
+    /// The driver refused the module; its JIT log.
+    Rejected {
+        /// The module's target.
+        target: PtxTarget,
+        /// What the JIT said.
+        log: String,
+    },
+}
+
+impl std::fmt::Display for ModuleUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModuleUnavailable::OlderDevice { target, ordinal, sm } => {
+                write!(f, "needs {target}; device {ordinal} is sm_{sm}")
+            }
+            ModuleUnavailable::Rejected { target, log } => write!(f, "the driver rejected the {target} module: {log}"),
+        }
+    }
+}
+
+impl std::error::Error for ModuleUnavailable {}
 
 /// A copy out of a device buffer, as [`GpuError::CopyLength`] names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +177,7 @@ impl std::fmt::Display for GpuError {
             GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             GpuError::WrongResult { kernel, detail } => write!(f, "kernel {kernel} computed a wrong result: {detail}"),
             GpuError::Length { kernel, detail } => write!(f, "kernel {kernel}: {detail}"),
+            GpuError::NeedsTarget { kernel, reason } => write!(f, "kernel {kernel}: {reason}"),
             GpuError::CopyLength { copy: DeviceCopy::ToHost, from, into } => {
                 write!(f, "kernel memcpy_dtoh: copying {from} elements into {into}")
             }
@@ -185,6 +232,13 @@ pub struct DeviceInfo {
     pub memory_bytes: usize,
 }
 
+impl DeviceInfo {
+    /// The compute capability as an `sm_XX` number: 90 for (9, 0), 120 for (12, 0).
+    pub fn sm(&self) -> i32 {
+        self.compute_capability.0 * 10 + self.compute_capability.1
+    }
+}
+
 /// Non-finite values found by a count kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct NonFinite {
@@ -198,7 +252,10 @@ pub struct NonFinite {
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    /// The baseline module ([`ptx::PTX`]).
     module: Arc<CudaModule>,
+    /// The newer modules ([`ptx::MODULES`] after the first): loaded, or why not.
+    newer: Vec<(PtxTarget, Result<Arc<CudaModule>, ModuleUnavailable>)>,
     info: DeviceInfo,
 }
 
@@ -228,8 +285,43 @@ impl Gpu {
             clock_khz: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
             memory_bytes: ctx.total_mem().map_err(driver("reading the memory size"))?,
         };
+        let newer = ptx::MODULES[1..]
+            .iter()
+            .map(|m| {
+                let loaded = runs_target(&info, m.target).and_then(|()| {
+                    ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx))
+                        .map_err(|_| ModuleUnavailable::Rejected { target: m.target, log: raw::jit_error_log(m.ptx) })
+                });
+                (m.target, loaded)
+            })
+            .collect();
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, info })
+        Ok(Gpu { ctx, stream, module, newer, info })
+    }
+
+    /// The loaded module that holds kernel `name` (whose variant's family has the
+    /// conversion `instruction`, if any), or why this device has none
+    /// ([`GpuError::NeedsTarget`]).
+    fn module_for(&self, name: KernelName, instruction: Option<Conversion>) -> Result<&Arc<CudaModule>, GpuError> {
+        self.loaded(name, ptx::module_of(name, instruction).target)
+    }
+
+    /// The loaded module of PTX target `target`, or why this device has none, for kernel
+    /// `name` ([`GpuError::NeedsTarget`]).
+    fn loaded(&self, name: KernelName, target: PtxTarget) -> Result<&Arc<CudaModule>, GpuError> {
+        match self.newer.iter().find(|(t, _)| *t == target) {
+            None => Ok(&self.module),
+            Some((_, Ok(module))) => Ok(module),
+            Some((_, Err(reason))) => Err(GpuError::NeedsTarget { kernel: name.to_string(), reason: reason.clone() }),
+        }
+    }
+
+    /// Whether this device runs the module of PTX target `target` (the baseline always).
+    pub fn runs(&self, target: PtxTarget) -> Result<(), ModuleUnavailable> {
+        match self.newer.iter().find(|(t, _)| *t == target) {
+            Some((_, Err(reason))) => Err(reason.clone()),
+            _ => Ok(()),
+        }
     }
 
     /// What the device is.
@@ -247,9 +339,14 @@ impl Gpu {
         &self.ctx
     }
 
-    /// Checks that the embedded PTX has the kernel `name` and that it loads.
+    /// Checks that the embedded PTX has the kernel `name` and that it loads; a hardware
+    /// kernel from its target's module ([`GpuError::NeedsTarget`] if this device cannot
+    /// run that module).
     pub fn load(&self, name: KernelName) -> Result<(), GpuError> {
-        raw::load(&self.module, name)
+        let Some(module) = ptx::module_holding(name) else {
+            return Err(GpuError::KernelMissing { name: name.to_string() });
+        };
+        raw::load(self.loaded(name, module.target)?, name)
     }
 
     /// A grid-stride launch for `work` items: enough blocks to fill the device, at
@@ -371,6 +468,28 @@ impl Gpu {
         raw::launch_stream::<P>(&self.stream, &self.module, config, input, output)
     }
 
+    /// `output[i]` = the GPU's own conversion instruction for `P`'s family applied to
+    /// `input[i]` (equal lengths), with `P`'s [`KernelKind::Hardware`] kernel, from the
+    /// module of the instruction's target; waits for it. [`GpuError::NeedsTarget`] on a
+    /// device that cannot run that module.
+    pub fn map_hardware<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
+    where
+        P: kind::Hardware,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let name = KernelName::of::<P>(KernelKind::Hardware);
+        let module = self.module_for(name, Conversion::of(P::FAMILY))?;
+        raw::launch_hardware::<P>(
+            &self.stream,
+            module,
+            self.elementwise_config(input.len(), 1),
+            &input.as_view(),
+            &mut output.as_view_mut(),
+        )?;
+        self.wait(name)
+    }
+
     /// Runs `P` over a host slice and returns the stored results.
     pub fn map_host<P>(&self, input: &[P::In]) -> Result<Vec<Bits<P>>, GpuError>
     where
@@ -447,6 +566,16 @@ impl Gpu {
             return Err(GpuError::CopyLength { copy: DeviceCopy::ToDevice, from: src.len(), into: dst.len() });
         }
         self.stream.memcpy_dtod(src, dst).map_err(driver("copying device to device"))
+    }
+}
+
+/// Whether the device `info` describes can run a module for `target`: its compute
+/// capability is at least the target's, or why not (`needs sm_89; device 0 is sm_80`).
+pub fn runs_target(info: &DeviceInfo, target: PtxTarget) -> Result<(), ModuleUnavailable> {
+    if u32::try_from(info.sm()).is_ok_and(|sm| sm >= target.sm) {
+        Ok(())
+    } else {
+        Err(ModuleUnavailable::OlderDevice { target, ordinal: info.ordinal, sm: info.sm() })
     }
 }
 
@@ -679,3 +808,36 @@ macro_rules! buffer_element {
     )*};
 }
 buffer_element!(u8: U8 u16: U16 u32: U32 u64: U64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(major: i32, minor: i32) -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            compute_capability: (major, minor),
+            multiprocessors: 1,
+            clock_khz: 1,
+            memory_bytes: 1,
+        }
+    }
+
+    #[test]
+    fn a_module_runs_from_its_target_on_and_says_why_not_before() {
+        let fp8 = PtxTarget { sm: 89, ptx: 81 };
+        let why = |d: &DeviceInfo| runs_target(d, fp8).map_err(|e| e.to_string());
+        assert_eq!(why(&device(8, 0)), Err("needs sm_89; device 0 is sm_80".to_string()));
+        assert_eq!(why(&device(8, 6)), Err("needs sm_89; device 0 is sm_86".to_string()));
+        for (major, minor) in [(8, 9), (9, 0), (10, 0), (12, 0)] {
+            assert_eq!(runs_target(&device(major, minor), fp8), Ok(()), "sm_{major}{minor}");
+        }
+        assert_eq!(device(12, 0).sm(), 120);
+        let kernel = "f32_to_e4m3_satfinite_hw".to_string();
+        let reason = runs_target(&device(8, 0), fp8).expect_err("sm_80 is older than sm_89");
+        let error = GpuError::NeedsTarget { kernel, reason };
+        assert_eq!(error.to_string(), "kernel f32_to_e4m3_satfinite_hw: needs sm_89; device 0 is sm_80");
+        assert!(!error.is_unavailable());
+    }
+}

@@ -86,6 +86,26 @@ where
     unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 
+/// Queues `P`'s [`KernelKind::Hardware`] kernel over `input` → `output` (equal lengths);
+/// `module` must be the module that holds it.
+pub fn launch_hardware<P>(
+    stream: &CudaStream,
+    module: &Arc<CudaModule>,
+    config: LaunchConfig,
+    input: &CudaView<'_, P::In>,
+    output: &mut CudaViewMut<'_, Bits<P>>,
+) -> Result<(), GpuError>
+where
+    P: kind::Hardware,
+    P::In: DeviceRepr,
+    Bits<P>: DeviceRepr,
+{
+    // SAFETY: `P: kind::Hardware`, so this is kernels-gpu's `hardware_map::<P>`, whose
+    // signature is `(*const P::In, *mut Bits<P>, u64)` (a kernel missing from `module`
+    // is an error, not a launch).
+    unsafe { launch_elementwise(stream, module, KernelName::of::<P>(KernelKind::Hardware), config, input, output) }
+}
+
 /// Checks that `input` and `output` have equal lengths and queues kernel `name` with
 /// `(input, output, n)`, `n` their length.
 ///

@@ -1,6 +1,7 @@
 //! The verification harness: the runtime variant table ([`table`], built from
 //! `shared::for_each_variant!`), each family's checked inputs ([`domain`]), the
-//! independent exact reference ([`reference`]), the exhaustive CPU check ([`cpu`]) and
+//! independent exact reference ([`reference`]), the exhaustive CPU check ([`cpu`]), the
+//! three-way check of a conversion against the GPU's own instruction ([`three_way`]) and
 //! CPU timing ([`timing`]).
 //!
 //! Owns: what each variant is, which inputs prove it, and what the right answer is.
@@ -11,4 +12,5 @@ pub mod cpu;
 pub mod domain;
 pub mod reference;
 pub mod table;
+pub mod three_way;
 pub mod timing;

@@ -11,6 +11,7 @@
 //!
 //! [`expected`] is the one entry point; [`expected_many`] is the same for a slice.
 
+use shared::narrow::Overflow;
 use shared::{Family, Format};
 
 /// IEEE 754 class of a value.
@@ -312,6 +313,8 @@ pub enum OutputKind {
     Float16(Format),
     /// An unsigned integer code.
     UnormCode,
+    /// The bits of a value of this narrow format.
+    Narrow(Format),
 }
 
 /// How `family`'s results are stored.
@@ -324,6 +327,8 @@ pub const fn output_kind(family: Family) -> OutputKind {
         Family::UnormToF16 { .. } => OutputKind::Float16(Format::Binary16),
         Family::UnormToBf16 { .. } => OutputKind::Float16(Format::Bfloat16),
         Family::F32ToUnorm { .. } => OutputKind::UnormCode,
+        Family::F32ToNarrow { format, .. } => OutputKind::Narrow(format),
+        Family::NarrowToF32 { .. } => OutputKind::F32,
     }
 }
 
@@ -373,6 +378,11 @@ pub fn expected_many(family: Family, inputs: &[u64], out: &mut [u64]) {
         Family::UnormToF16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BINARY16, bits, x)),
         Family::UnormToBf16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BFLOAT16, bits, x)),
         Family::F32ToUnorm { bits } => fill(inputs, out, |x| f32_to_unorm_exact(bits, x as u32).0),
+        Family::F32ToNarrow { format, overflow } => {
+            let conversion = NarrowConversion::new(format, overflow);
+            fill(inputs, out, |x| conversion.convert(x as u32))
+        }
+        Family::NarrowToF32 { format } => fill(inputs, out, |x| u64::from(narrow_to_f32_bits(format, x))),
     }
 }
 
@@ -385,7 +395,22 @@ pub fn ulp_distance(family: Family, a: u64, b: u64) -> Option<u64> {
         OutputKind::F32 => Some(f32_ulp_distance(a as u32, b as u32)),
         OutputKind::Float16(format) => Some(float16_ulp_distance(format, a as u16, b as u16)),
         OutputKind::UnormCode => Some(a.abs_diff(b)),
+        OutputKind::Narrow(format) => Some(narrow_ulp_distance(format, a, b)),
     }
+}
+
+/// Distance in ULPs between two encodings of the narrow `format`, counting across zero;
+/// `u64::MAX` if either is NaN.
+pub fn narrow_ulp_distance(format: Format, a: u64, b: u64) -> u64 {
+    if class(format, a) == FpClass::Nan || class(format, b) == FpClass::Nan {
+        return u64::MAX;
+    }
+    let sign = 1u64 << (format.bits() - 1);
+    let line = |bits: u64| -> i64 {
+        let magnitude = (bits & (sign - 1)) as i64;
+        if bits & sign != 0 { -magnitude } else { magnitude }
+    };
+    line(a).abs_diff(line(b))
 }
 
 /// Distance in ULPs between two f32 bit patterns, counting across zero (+0 and -0 are 0
@@ -526,6 +551,209 @@ fn encode_rounded(format: NarrowFormat, mut quotient: u64, mut step: i32) -> Rou
     } else {
         let exponent_field = u64::try_from(step + man + bias).expect("a normal's biased exponent is positive");
         Rounded::Finite(exponent_field << man | (quotient - (1 << man)))
+    }
+}
+
+/// The [`NarrowFormat`] of a format the narrowing conversions target (binary16,
+/// bfloat16, FP8 E4M3, FP8 E5M2), `None` for the others.
+pub const fn narrow_format(format: Format) -> Option<NarrowFormat> {
+    match format {
+        Format::Binary16 => Some(BINARY16),
+        Format::Bfloat16 => Some(BFLOAT16),
+        Format::Fp8E4m3 => Some(FP8_E4M3),
+        Format::Fp8E5m2 => Some(FP8_E5M2),
+        _ => None,
+    }
+}
+
+/// The exact f32 encoding of `significand · 2^exponent`.
+///
+/// Panics if that value is not an f32 (a caller bug: every value of the narrow formats
+/// is one).
+pub fn exact_f32_bits(significand: u64, exponent: i32) -> u32 {
+    if significand == 0 {
+        return 0;
+    }
+    let (significand, exponent) =
+        (significand >> significand.trailing_zeros(), exponent + significand.trailing_zeros() as i32);
+    let length = 64 - significand.leading_zeros() as i32;
+    // floor(log2) of the value.
+    let top = exponent + length - 1;
+    assert!(length <= 24 && top <= 127, "{significand} · 2^{exponent} is not an f32");
+    if top >= -126 {
+        // Normal: the leading one is implicit, the rest fills the fraction from the top.
+        let fraction = (significand << (24 - length)) as u32 & 0x007F_FFFF;
+        ((top + 127) as u32) << 23 | fraction
+    } else {
+        // Subnormal: the fraction counts units of 2^-149.
+        let shift = exponent + 149;
+        assert!(shift >= 0, "{significand} · 2^{exponent} is below the smallest f32 subnormal");
+        (significand << shift) as u32
+    }
+}
+
+/// The f32 encoding of the encoding `bits` of the narrow `format`, decoded field by
+/// field: the sign; a NaN's payload at the top of the f32 mantissa (what the
+/// [`Family::NarrowToF32`] family defines), ±inf; and a finite value
+/// `significand · 2^exponent` encoded exactly by [`exact_f32_bits`].
+///
+/// Panics if `format` is not a narrow format ([`narrow_format`]).
+pub fn narrow_to_f32_bits(format: Format, bits: u64) -> u32 {
+    let fields = layout(format);
+    let man = fields.mantissa_bits;
+    let narrow = narrow_format(format).unwrap_or_else(|| panic!("{} is not a narrowing target", format.name()));
+    let sign = ((bits >> (format.bits() - 1)) as u32 & 1) << 31;
+    let exponent_field = (bits >> man) & ((1 << fields.exponent_bits) - 1);
+    let mantissa = bits & ((1 << man) - 1);
+    let bias = (1i32 << (narrow.exponent_bits - 1)) - 1;
+    let magnitude = match class(format, bits) {
+        FpClass::Nan => 0x7F80_0000 | (mantissa as u32) << (23 - man),
+        FpClass::Infinite => 0x7F80_0000,
+        FpClass::Zero | FpClass::Subnormal => exact_f32_bits(mantissa, 1 - bias - man as i32),
+        FpClass::Normal => exact_f32_bits(mantissa | 1 << man, exponent_field as i32 - bias - man as i32),
+    };
+    sign | magnitude
+}
+
+/// One f32 → narrow conversion as its [`Family::F32ToNarrow`] family defines it, with the
+/// encodings that do not depend on the input worked out once.
+#[derive(Clone, Copy, Debug)]
+pub struct NarrowConversion {
+    format: NarrowFormat,
+    /// Width of the target in bits.
+    width: u32,
+    /// The magnitude encoding an overflow gives (±inf included).
+    overflowed: u64,
+    /// Whether a NaN keeps its top payload bits (binary16, bfloat16) or becomes the NaN
+    /// with every mantissa bit set (FP8).
+    nan_keeps_payload: bool,
+}
+
+impl NarrowConversion {
+    /// The conversion to `format` with `overflow`. What overflow gives, from the format's
+    /// specials ([`layout`]): [`Overflow::Standard`] gives infinity where the format has
+    /// one and its only NaN where it does not (E4M3); [`Overflow::SatFinite`] the largest
+    /// finite value, its encoding found by rounding that value ([`round_f32_to`]).
+    ///
+    /// Panics if `format` is not a narrow format ([`narrow_format`]).
+    pub fn new(format: Format, overflow: Overflow) -> NarrowConversion {
+        let narrow = narrow_format(format).unwrap_or_else(|| panic!("{} is not a narrowing target", format.name()));
+        let fields = layout(format);
+        let exponent_all_ones = ((1u64 << fields.exponent_bits) - 1) << fields.mantissa_bits;
+        let mantissa_all_ones = (1u64 << fields.mantissa_bits) - 1;
+        let overflowed = match (overflow, fields.specials) {
+            (Overflow::Standard, Specials::Ieee) => exponent_all_ones,
+            (Overflow::Standard, _) => exponent_all_ones | mantissa_all_ones,
+            (Overflow::SatFinite, _) => {
+                let (significand, exponent) = narrow.max_finite;
+                match round_f32_to(narrow, exact_f32_bits(significand, exponent)) {
+                    Rounded::Finite(code) => code,
+                    Rounded::Overflow => unreachable!("the largest finite value does not overflow"),
+                }
+            }
+        };
+        let nan_keeps_payload = matches!(format, Format::Binary16 | Format::Bfloat16);
+        NarrowConversion { format: narrow, width: format.bits(), overflowed, nan_keeps_payload }
+    }
+
+    /// The result's bits for the f32 bits `x`.
+    #[inline]
+    pub fn convert(&self, x: u32) -> u64 {
+        let sign = u64::from(x >> 31) << (self.width - 1);
+        let abs = x & 0x7FFF_FFFF;
+        let man = self.format.mantissa_bits;
+        let exponent_all_ones = ((1u64 << self.format.exponent_bits) - 1) << man;
+        let magnitude = if abs > 0x7F80_0000 {
+            if self.nan_keeps_payload {
+                // Quiet (the mantissa's top bit), with the payload's top bits below it.
+                exponent_all_ones | 1 << (man - 1) | u64::from(abs >> (23 - man)) & ((1 << man) - 1)
+            } else {
+                exponent_all_ones | ((1 << man) - 1)
+            }
+        } else if abs == 0x7F80_0000 {
+            self.overflowed
+        } else {
+            match round_f32_to(self.format, abs) {
+                Rounded::Finite(code) => code,
+                Rounded::Overflow => self.overflowed,
+            }
+        };
+        sign | magnitude
+    }
+}
+
+/// What kind of input a conversion between f32 and a narrow format got: where the GPU
+/// checks count the inputs on which two results differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputClass {
+    /// ±0.
+    Zero,
+    /// A subnormal input (narrow → f32), or a non-zero f32 whose result is subnormal or
+    /// zero (f32 → narrow: it underflows).
+    Subnormal,
+    /// Any other finite input whose result is finite.
+    Normal,
+    /// A finite f32 that rounds past the narrow format's largest finite value.
+    Overflow,
+    /// ±inf.
+    Infinite,
+    /// Any NaN.
+    Nan,
+}
+
+impl InputClass {
+    /// Every class, in this order.
+    pub const ALL: [InputClass; 6] = [
+        InputClass::Zero,
+        InputClass::Subnormal,
+        InputClass::Normal,
+        InputClass::Overflow,
+        InputClass::Infinite,
+        InputClass::Nan,
+    ];
+
+    /// Short stable name, for reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            InputClass::Zero => "zero",
+            InputClass::Subnormal => "subnormal",
+            InputClass::Normal => "normal",
+            InputClass::Overflow => "overflow",
+            InputClass::Infinite => "infinite",
+            InputClass::Nan => "nan",
+        }
+    }
+}
+
+/// The [`InputClass`] of `input` for `family`, a [`Family::F32ToNarrow`] or
+/// [`Family::NarrowToF32`] conversion: for f32 → narrow from the f32's fields and, for a
+/// finite non-zero input, where [`round_f32_to`] puts it; for narrow → f32 the class of
+/// the encoding.
+///
+/// Panics for other families (a caller bug).
+pub fn conversion_input_class(family: Family, input: u64) -> InputClass {
+    let from_class = |class: FpClass| match class {
+        FpClass::Zero => InputClass::Zero,
+        FpClass::Subnormal => InputClass::Subnormal,
+        FpClass::Normal => InputClass::Normal,
+        FpClass::Infinite => InputClass::Infinite,
+        FpClass::Nan => InputClass::Nan,
+    };
+    match family {
+        Family::F32ToNarrow { format, .. } => {
+            let narrow = narrow_format(format).unwrap_or_else(|| panic!("{family}: not a narrowing target"));
+            match class(Format::Binary32, input) {
+                FpClass::Subnormal | FpClass::Normal => match round_f32_to(narrow, input as u32 & 0x7FFF_FFFF) {
+                    Rounded::Overflow => InputClass::Overflow,
+                    Rounded::Finite(code) if code < 1 << narrow.mantissa_bits => InputClass::Subnormal,
+                    Rounded::Finite(_) => InputClass::Normal,
+                },
+                other => from_class(other),
+            }
+        }
+        Family::NarrowToF32 { format } => from_class(class(format, input)),
+        _ => panic!("{family} is not a conversion between f32 and a narrow format"),
     }
 }
 

@@ -2,6 +2,7 @@
 
 use crate::gpu::{BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuCheck, GpuError, InputAt, NonFinite};
 use crate::support::element::Element;
+use crate::verify::three_way::ThreeWay;
 use core::marker::PhantomData;
 use cudarc::driver::LaunchConfig;
 use shared::{Claim, Family, KernelKind, KernelName, Primitive, Stored, kind};
@@ -61,6 +62,10 @@ pub trait BandwidthKernels {
     fn count_nonfinite(&self) -> Option<&dyn CountNonfiniteKernel> {
         None
     }
+    /// The variant's [`KernelKind::Hardware`] kernel, if it has one.
+    fn hardware(&self) -> Option<&dyn HardwareKernel> {
+        None
+    }
 }
 
 /// A variant's [`KernelKind::Stream`] kernel (inputs and stored results of 8, 16 or
@@ -94,6 +99,14 @@ pub trait CountNonfiniteKernel: Sync {
     /// [`Gpu::launch_count`] over all of `input`: queues it, accumulating into `result`;
     /// does not wait.
     fn launch(&self, gpu: &Gpu, input: &DeviceElements, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
+}
+
+/// A variant's [`KernelKind::Hardware`] kernel: its family's conversion instruction
+/// ([`shared::hardware::Conversion`]) run on the GPU.
+pub trait HardwareKernel: Sync {
+    /// [`crate::verify::three_way::three_way`]: inputs `first .. first + len` of the variant's domain
+    /// through the variant's kernel, the hardware kernel and the CPU, compared.
+    fn three_way(&self, gpu: &Gpu, first: u64, len: usize) -> Result<ThreeWay, GpuError>;
 }
 
 /// [`VariantOps`] for one [`Primitive`], monomorphised so the CPU loop inlines it.
@@ -186,6 +199,17 @@ where
     }
 }
 
+impl<P> HardwareKernel for Ops<P>
+where
+    P: kind::Hardware + kind::Map + Sync,
+    P::In: Element,
+    <P::Out as Stored>::Bits: Element,
+{
+    fn three_way(&self, gpu: &Gpu, first: u64, len: usize) -> Result<ThreeWay, GpuError> {
+        crate::verify::three_way::three_way::<P>(gpu, first, len)
+    }
+}
+
 /// The [`BandwidthKernels`] method that hands out a kind's kernel, for the kinds only
 /// some variants have; nothing for the kinds every variant has. No catch-all: a new
 /// kind must be placed here.
@@ -197,6 +221,11 @@ macro_rules! bandwidth_kernel {
     };
     (CountNonfinite) => {
         fn count_nonfinite(&self) -> Option<&dyn CountNonfiniteKernel> {
+            Some(self)
+        }
+    };
+    (Hardware) => {
+        fn hardware(&self) -> Option<&dyn HardwareKernel> {
             Some(self)
         }
     };
@@ -367,6 +396,17 @@ mod tests {
         for v in VARIANTS {
             assert_eq!(v.ops.stream().is_some(), v.has(KernelKind::Stream), "{}", v.name);
             assert_eq!(v.ops.count_nonfinite().is_some(), v.has(KernelKind::CountNonfinite), "{}", v.name);
+            assert_eq!(v.ops.hardware().is_some(), v.has(KernelKind::Hardware), "{}", v.name);
+        }
+    }
+
+    #[test]
+    fn each_family_with_an_instruction_has_exactly_one_hardware_kernel() {
+        use shared::hardware::Conversion;
+        for family in families() {
+            let with_kernel = VARIANTS.iter().filter(|v| v.family == family && v.has(KernelKind::Hardware)).count();
+            let expected = usize::from(Conversion::of(family).is_some());
+            assert_eq!(with_kernel, expected, "{family}: {with_kernel} variants list Hardware");
         }
     }
 

@@ -1,11 +1,14 @@
-//! The kernel entry points the embedded PTX must have: for every variant of the table,
-//! one per kind of kernel its entry has ([`host::verify::table::Variant::kernels`], from
-//! `shared::Primitive::KINDS`), named as `shared::KernelName` says. `kernels-gpu`
-//! generates its entry points from the same kinds, so a kind it stops emitting, or emits
-//! for a variant whose entry does not list it, is a difference here.
+//! The kernel entry points the embedded PTX modules must have: for every variant of the
+//! table, one per kind of kernel its entry has ([`host::verify::table::Variant::kernels`], from
+//! `shared::Primitive::KINDS`), named as `shared::KernelName` says, each in the module
+//! [`host::gpu::ptx::module_of`] names (a `Hardware` kernel in its instruction's target's).
+//! `kernels-gpu` generates its entry points from the same kinds, so a kind it stops
+//! emitting, or emits for a variant whose entry does not list it, is a difference here.
 
+use host::gpu::ptx::{MODULES, module_of};
 use host::verify::table::{VARIANTS, Variant};
 use shared::KernelKind;
+use shared::hardware::Conversion;
 use std::collections::BTreeSet;
 
 /// Every kernel name the table calls for.
@@ -14,15 +17,23 @@ pub fn names() -> BTreeSet<String> {
 }
 
 /// [`names`], after checking that they are exactly the entry points of the embedded
-/// PTX (panics with the names missing on either side), and that every kind of kernel
-/// is among them (a kind the table stopped giving to any variant is dropped on both
-/// sides, so the comparison alone would not see it).
+/// PTX modules (panics with the names missing on either side), each in the module
+/// [`module_of`] names, and that every kind of kernel is among them (a kind the table
+/// stopped giving to any variant is dropped on both sides, so the comparison alone would
+/// not see it).
 pub fn names_checked_against_the_ptx() -> BTreeSet<String> {
     for &kind in KernelKind::ALL {
         assert!(VARIANTS.iter().any(|v| v.has(kind)), "no variant of the table has a {kind:?} kernel");
     }
+    for v in VARIANTS {
+        for name in v.kernels() {
+            let module = module_of(name, Conversion::of(v.family));
+            let entries = host::gpu::ptx::entry_names(module.ptx);
+            assert!(entries.contains(&name.to_string().as_str()), "{name} is not in the {} module", module.target);
+        }
+    }
     let expected = names();
-    let entries = host::gpu::ptx::entry_names(host::gpu::ptx::PTX);
+    let entries: Vec<&str> = MODULES.iter().flat_map(|m| host::gpu::ptx::entry_names(m.ptx)).collect();
     let found: BTreeSet<String> = entries.iter().map(|e| e.to_string()).collect();
     assert_eq!(found.len(), entries.len(), "an entry point is defined twice: {entries:?}");
     let missing: Vec<&String> = expected.difference(&found).collect();

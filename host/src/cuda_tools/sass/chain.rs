@@ -9,7 +9,8 @@
 //!    skeleton's (as in [`super::work`]) without memory accesses, moves and control flow
 //!    (how the map kernel loads, stores and loops, not the function), each reduced to
 //!    its [`chain_operation`]: the mnemonic without modifiers, uniform-datapath spellings
-//!    as the per-thread ones, and the integer adds (`IADD3`, `VIADD`, `IMAD.IADD`) as one.
+//!    as the per-thread ones, the integer adds (`IADD3`, `VIADD`, `IMAD.IADD`) as one,
+//!    and select and integer min/max (`SEL`, `VIMNMX`) as one.
 //!    Nothing left: the function is constant, there is nothing to time.
 //! 2. **Loops**: every backward branch closes one, from its target to it ([`loops`]). A
 //!    loop whose trip counter starts from `n & m`, `m = 2^k - 1 <= 255`, is the
@@ -236,7 +237,9 @@ pub fn loops(kernel: &Kernel) -> Vec<Loop> {
 /// The operation that the chain check compares, or `None` for what is not the work of
 /// a function: memory accesses, moves (`IMAD.MOV`, `HFMA2 R, -RZ, RZ, c`), control flow.
 /// Modifiers are dropped (`ISETP.NE.U32.AND` is `ISETP`), a uniform-datapath spelling is
-/// the per-thread one (`ULOP3` is `LOP3`), and the integer adds are `IADD`.
+/// the per-thread one (`ULOP3` is `LOP3`), the integer adds are `IADD`, and a select and
+/// an integer min/max are `SEL` (ptxas writes `x <= c ? x : c` as `SEL` after a compare in
+/// one kernel and as `VIMNMX` in another: the f32 → bfloat16 map kernel and its chain).
 pub fn chain_operation(instruction: &Instruction) -> Option<&str> {
     let opcode = instruction.opcode.as_str();
     let constant_move = opcode.starts_with("HFMA2") && operands(instruction).get(1..3) == Some(&["-RZ", "RZ"][..]);
@@ -250,6 +253,7 @@ pub fn chain_operation(instruction: &Instruction) -> Option<&str> {
     let mnemonic = mnemonic.strip_prefix('U').filter(|m| m.len() > 1).unwrap_or(mnemonic);
     match mnemonic {
         "IADD3" | "VIADD" | "IADD" => Some("IADD"),
+        "SEL" | "IMNMX" | "VIMNMX" => Some("SEL"),
         m if NOT_WORK.contains(&m) => None,
         m => Some(m),
     }
@@ -581,6 +585,8 @@ mod tests {
             ("IMAD.IADD R5, R4, 0x1, R3", Some("IADD")),
             ("IMAD.X R7, R7, 0x1, ~R5, P0", Some("IADD")),
             ("IMAD R5, R5, 0x3, RZ", Some("IMAD")),
+            ("@!P1 SEL R10, R10, 0x7f80, !P0", Some("SEL")),
+            ("@!P0 VIMNMX.U32 R5, R5, 0x7f800000, PT", Some("SEL")),
             ("F2IP.U8.F32.TRUNC.NTZ R7, R6", Some("F2IP")),
             ("HFMA2 R0, R1, R2, R3", Some("HFMA2")),
             ("HFMA2.MMA R4, -RZ, RZ, 3.748046875, 0", None),
