@@ -71,7 +71,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // num_threads(0) is rayon's default, which reads RAYON_NUM_THREADS.
     if let Err(error) = rayon::ThreadPoolBuilder::new().num_threads(cli.threads.unwrap_or(0)).build_global() {
-        eprintln!("bitexact: cannot start the worker threads: {error}");
+        crate::cli::say!("bitexact: cannot start the worker threads: {error}");
         return ExitCode::from(2);
     }
     match cli.command {
@@ -91,7 +91,7 @@ fn main() -> ExitCode {
 /// status 2 (whatever the command's error type: [`cli::error::CliError`], or text).
 fn finish<E: std::fmt::Display>(result: Result<ExitCode, E>) -> ExitCode {
     result.unwrap_or_else(|error| {
-        eprintln!("bitexact: {error}");
+        crate::cli::say!("bitexact: {error}");
         ExitCode::from(2)
     })
 }

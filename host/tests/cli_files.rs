@@ -774,3 +774,89 @@ fn run_with_stdout_closed(args: &[&str]) -> std::process::Output {
     drop(child.stdout.take());
     child.wait_with_output().unwrap()
 }
+
+#[test]
+fn a_palette_png_whose_plte_is_not_whole_entries_is_refused_in_one_line_in_both_layouts() {
+    // The png crate panics expanding such a palette; bitexact must refuse it first.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (width, height) = (4u32, 2u32);
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 3, 0, 0, 0]); // 8-bit palette, not interlaced
+    let rows: Vec<u8> =
+        (0..height).flat_map(|y| std::iter::once(0).chain((0..width).map(move |x| (x + y) as u8))).collect();
+    let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut zlib, &rows).unwrap();
+    let idat = zlib.finish().unwrap();
+    let whole: Vec<u8> = (0..30).collect(); // 10 entries
+    let (good, bad) = (d.join("good.png"), d.join("plte31.png"));
+    common::png_from_chunks(&good, &[(b"IHDR", &ihdr), (b"PLTE", &whole), (b"IDAT", &idat), (b"IEND", &[])]);
+    let mut odd = whole.clone();
+    odd.push(7); // 31 bytes
+    common::png_from_chunks(&bad, &[(b"IHDR", &ihdr), (b"PLTE", &odd), (b"IDAT", &idat), (b"IEND", &[])]);
+    for layout in ["hwc", "chw"] {
+        let out = d.join(format!("{layout}.npy"));
+        let output = bitexact(&["normalize", path_arg(&bad), "-o", path_arg(&out), "--layout", layout]);
+        assert_fails(&output, &bad, "cannot decode image: ");
+        assert!(String::from_utf8_lossy(&output.stderr).contains("PLTE chunk of 31 bytes"), "{output:?}");
+        // The same image with a whole palette converts: the check refuses only the bad one.
+        let output = bitexact(&["normalize", path_arg(&good), "-o", path_arg(&out), "--layout", layout]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        std::fs::remove_file(&out).unwrap();
+    }
+    let mut names: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["good.png", "plte31.png"], "no output and no temporary files");
+}
+
+#[test]
+fn a_png_cut_inside_its_header_reads_the_same_in_both_layouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let png = d.join("grey.png");
+    grey_png(&png);
+    let bytes = std::fs::read(&png).unwrap();
+    let cut = d.join("cut.png");
+    std::fs::write(&cut, &bytes[..20]).unwrap();
+    let mut lines = Vec::new();
+    for layout in ["hwc", "chw"] {
+        let out = d.join("out.npy");
+        let output = bitexact(&["normalize", path_arg(&cut), "-o", path_arg(&out), "--layout", layout]);
+        assert_fails(&output, &cut, "cannot decode image: ");
+        lines.push(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    assert_eq!(lines[0], lines[1], "the streamed and the whole-image path say the same");
+}
+
+#[test]
+fn a_dangling_symlink_as_output_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let png = d.join("grey.png");
+    grey_png(&png);
+    let link = d.join("link.npy");
+    std::os::unix::fs::symlink(d.join("nowhere.npy"), &link).unwrap();
+    let output = bitexact(&["normalize", path_arg(&png), "-o", path_arg(&link)]);
+    // assert_fails checks that stdout is empty: no summary of a conversion that ran.
+    assert_fails(&output, &link, "already exists");
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink(), "the link is left as it was");
+}
+
+#[test]
+fn an_unwritable_stderr_does_not_turn_an_error_into_a_panic() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        println!("skipped: no /dev/full on this system");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.png");
+    let out = dir.path().join("out.npy");
+    let output = common::bitexact_command()
+        .args(["normalize", path_arg(&missing), "-o", path_arg(&out)])
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "the error's status, not a panic's 101");
+}

@@ -288,6 +288,14 @@ fn main() {
         ),
         narrowing(
             &options,
+            ("f32 → binary16 branch-free", "half f16::from_f32"),
+            &f32s,
+            binary16::from_f32_bits_branch_free,
+            f16,
+            nan_encoding16(0x7C00),
+        ),
+        narrowing(
+            &options,
             ("f32 → bfloat16", "half bf16::from_f32"),
             &f32s,
             bfloat16::from_f32_bits,
@@ -301,11 +309,35 @@ fn main() {
         let ours = |x| fp8::e4m3::from_f32_bits(x, overflow);
         rows.push(narrowing(&options, (name, "float8 F8E4M3::from_f32"), &f32s, ours, e4m3, why));
     }
+    {
+        let why = fp8_why(fp8::e4m3::from_f32_bits, fp8::e4m3::is_nan, Overflow::SatFinite);
+        let (name, theirs) = ("f32 → E4M3 satfinite branch-free", "float8 F8E4M3::from_f32");
+        rows.push(narrowing(
+            &options,
+            (name, theirs),
+            &f32s,
+            fp8::e4m3::from_f32_bits_satfinite_branch_free,
+            e4m3,
+            why,
+        ));
+    }
     for (name, overflow) in [("f32 → E5M2 satfinite", Overflow::SatFinite), ("f32 → E5M2 standard", Overflow::Standard)]
     {
         let why = fp8_why(fp8::e5m2::from_f32_bits, fp8::e5m2::is_nan, overflow);
         let ours = |x| fp8::e5m2::from_f32_bits(x, overflow);
         rows.push(narrowing(&options, (name, "float8 F8E5M2::from_f32"), &f32s, ours, e5m2, why));
+    }
+    {
+        let why = fp8_why(fp8::e5m2::from_f32_bits, fp8::e5m2::is_nan, Overflow::SatFinite);
+        let (name, theirs) = ("f32 → E5M2 satfinite branch-free", "float8 F8E5M2::from_f32");
+        rows.push(narrowing(
+            &options,
+            (name, theirs),
+            &f32s,
+            fp8::e5m2::from_f32_bits_satfinite_branch_free,
+            e5m2,
+            why,
+        ));
     }
     rows.push(widening(
         &options,
@@ -313,6 +345,15 @@ fn main() {
         &u16s,
         0..=u16::MAX,
         binary16::to_f32_bits,
+        |b| half::f16::from_bits(b).to_f32().to_bits(),
+        |b| b & 0x7FFF > 0x7C00,
+    ));
+    rows.push(widening(
+        &options,
+        ("binary16 → f32 scaled", "half f16::to_f32"),
+        &u16s,
+        0..=u16::MAX,
+        binary16::to_f32_bits_scaled,
         |b| half::f16::from_bits(b).to_f32().to_bits(),
         |b| b & 0x7FFF > 0x7C00,
     ));
@@ -331,6 +372,15 @@ fn main() {
         &u8s,
         0..=u8::MAX,
         fp8::e4m3::to_f32_bits,
+        |b| float8::F8E4M3::from_bits(b).to_f32().to_bits(),
+        fp8::e4m3::is_nan,
+    ));
+    rows.push(widening(
+        &options,
+        ("E4M3 → f32 scaled", "float8 F8E4M3::to_f32"),
+        &u8s,
+        0..=u8::MAX,
+        fp8::e4m3::to_f32_bits_scaled,
         |b| float8::F8E4M3::from_bits(b).to_f32().to_bits(),
         fp8::e4m3::is_nan,
     ));

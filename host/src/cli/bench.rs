@@ -64,7 +64,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if invalid.is_empty() {
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!("bitexact: bench: physically impossible timing (a folded chain?) for {}", invalid.join(", "));
+    crate::cli::say!("bitexact: bench: physically impossible timing (a folded chain?) for {}", invalid.join(", "));
     Ok(ExitCode::from(1))
 }
 

@@ -267,11 +267,11 @@ pub fn run(args: &BenchFilesArgs) -> Result<ExitCode, CliError> {
     }
     let mut failed = false;
     if !differs.is_empty() {
-        eprintln!("bitexact: bench-files: output differs from --device cpu's: {}", differs.join(", "));
+        crate::cli::say!("bitexact: bench-files: output differs from --device cpu's: {}", differs.join(", "));
         failed = true;
     }
     if gpu_skipped.is_some() && std::env::var_os("REQUIRE_GPU").is_some_and(|v| v == "1") {
-        eprintln!("bitexact: bench-files: REQUIRE_GPU=1 and the gpu rows were skipped");
+        crate::cli::say!("bitexact: bench-files: REQUIRE_GPU=1 and the gpu rows were skipped");
         failed = true;
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })

@@ -6,6 +6,17 @@
 //! messages and exit codes. May use every library module; nothing in the library uses
 //! it (it is part of the binary only).
 
+/// `eprintln!` that cannot panic: the line goes to stderr, and is dropped if stderr
+/// cannot be written (`2>/dev/full`, a closed pipe), so that the exit status stays the
+/// command's own.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+pub(crate) use say;
+
 pub mod bench;
 pub mod bench_files;
 pub mod error;

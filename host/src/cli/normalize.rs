@@ -139,7 +139,7 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
             let ms = time.as_secs_f64() * 1e3;
             let gbps = if time.is_zero() { f64::INFINITY } else { bytes as f64 / time.as_secs_f64() / 1e9 };
             let mb = bytes as f64 / 1e6;
-            eprintln!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({mb:.1} MB {what})");
+            crate::cli::say!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({mb:.1} MB {what})");
         };
         let of_file = format!("of samples from {:.1} MB of file", file_bytes as f64 / 1e6);
         let values = format!("of {}", args.dtype.name());

@@ -43,7 +43,7 @@ pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
     let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
     for index in &inputs.indexes {
         for warning in scan_inputs::check_index(index, &files)? {
-            eprintln!("bitexact: warning: {warning}");
+            crate::cli::say!("bitexact: warning: {warning}");
         }
     }
     let bytes = files.iter().map(scan_report::bytes_to_scan).sum();

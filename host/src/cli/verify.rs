@@ -138,7 +138,7 @@ pub fn run(args: &VerifyArgs) -> Result<ExitCode, CliError> {
     if failed.is_empty() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("bitexact: claim broken by: {}", failed.join(", "));
+        crate::cli::say!("bitexact: claim broken by: {}", failed.join(", "));
         Ok(ExitCode::FAILURE)
     }
 }

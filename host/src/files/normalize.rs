@@ -17,7 +17,7 @@
 
 use crate::files::backend::{Backend, BackendError};
 use crate::files::message::{io_message, one_line};
-use crate::files::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
+use crate::files::png_rows::{PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, check_palette};
 use crate::files::tensor_io::{
     AsBf16, AsF16, AsF32, DtypeOf, RegularFileError, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS, check_regular_file,
 };
@@ -187,8 +187,8 @@ impl Image {
         let rows = match PngRows::open(path, WRITE_CHUNK_ELEMENTS) {
             Ok(PngOpen::Rows(rows)) => rows,
             Ok(PngOpen::Interlaced | PngOpen::NotPng) => return Image::decode(path),
-            Err(image::ImageError::IoError(e)) => return Err(fail(ImageDecodeErrorKind::Io(e))),
-            Err(e) => return Err(fail(decode_error(e))),
+            Err(PngOpenError::Open(e)) => return Err(fail(ImageDecodeErrorKind::Io(e))),
+            Err(PngOpenError::Decode(e)) => return Err(fail(decode_error(e))),
         };
         let (height, width, channels) = (rows.height, rows.width, rows.channels);
         if rows.samples() == 0 {
@@ -211,6 +211,11 @@ impl Image {
     pub fn decode(path: &Path) -> Result<Image, ImageDecodeError> {
         let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
         check_regular_file(path).map_err(|e| fail(ImageDecodeErrorKind::NotRegular(e)))?;
+        match check_palette(path) {
+            Ok(()) => {}
+            Err(PngOpenError::Open(e)) => return Err(fail(ImageDecodeErrorKind::Io(e))),
+            Err(PngOpenError::Decode(e)) => return Err(fail(decode_error(e))),
+        }
         let decoded = image::ImageReader::open(path)
             .and_then(|reader| reader.with_guessed_format())
             .map_err(|e| fail(ImageDecodeErrorKind::Io(e)))?

@@ -77,6 +77,80 @@ impl std::error::Error for PngRowsError {
     }
 }
 
+/// Why [`PngRows::open`] (or [`check_palette`]) could not start: the file could not be
+/// opened or read ([`PngOpenError::Open`], reported as the `image` crate's
+/// `ImageReader::open` errors are), or its header was refused by the decoder
+/// ([`PngOpenError::Decode`], as the `image` crate's decoding errors are).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PngOpenError {
+    /// Opening or reading the file's first bytes failed.
+    Open(std::io::Error),
+    /// The decoder refused the header (a truncated header included).
+    Decode(image::ImageError),
+}
+
+impl std::fmt::Display for PngOpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PngOpenError::Open(error) => write!(f, "{error}"),
+            PngOpenError::Decode(error) => write!(f, "cannot decode image: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for PngOpenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PngOpenError::Open(error) => Some(error),
+            PngOpenError::Decode(error) => Some(error),
+        }
+    }
+}
+
+/// Refuses, before any decoder sees it, a PNG whose `PLTE` chunk is not a whole number of
+/// 3-byte RGB entries: the `png` crate (0.18) panics expanding such a palette instead of
+/// returning an error. Walks the chunk headers up to the first `IDAT` (or the end),
+/// reading 8 bytes a chunk and seeking over the data; a file that is not a PNG passes.
+pub fn check_palette(path: &Path) -> Result<(), PngOpenError> {
+    let mut file = BufReader::new(File::open(path).map_err(PngOpenError::Open)?);
+    let mut head = [0u8; 8];
+    if read_up_to(&mut file, &mut head).map_err(PngOpenError::Open)? < 8 || head != PNG_SIGNATURE {
+        return Ok(());
+    }
+    loop {
+        if read_up_to(&mut file, &mut head).map_err(PngOpenError::Open)? < 8 {
+            return Ok(()); // truncated: the decoder says so
+        }
+        let length = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        match &head[4..] {
+            b"IDAT" | b"IEND" => return Ok(()),
+            b"PLTE" if length % 3 != 0 => {
+                let message = format!("PLTE chunk of {length} bytes is not a whole number of 3-byte RGB entries");
+                let error = image::error::DecodingError::new(image::ImageFormat::Png.into(), message);
+                return Err(PngOpenError::Decode(image::ImageError::Decoding(error)));
+            }
+            _ => {}
+        }
+        // The data and its 4-byte CRC.
+        file.seek_relative(i64::from(length) + 4).map_err(PngOpenError::Open)?;
+    }
+}
+
+/// Reads into `buf` until it is full or the file ends; how many bytes it got.
+fn read_up_to(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
 /// A `png` error as the `image` crate reports it, so that both paths say the same.
 fn image_error(error: png::DecodingError) -> image::ImageError {
     use image::error::{DecodingError, LimitError, LimitErrorKind, ParameterError, ParameterErrorKind};
@@ -168,19 +242,20 @@ impl PngRows {
     /// samples on a thread of its own, `band_samples` at a time (at least 1), at most
     /// a few bands ahead of the reader. Errors are the header's; later ones come from
     /// [`PngRows::read`].
-    pub fn open(path: &Path, band_samples: usize) -> Result<PngOpen, image::ImageError> {
-        let mut file = File::open(path)?;
+    pub fn open(path: &Path, band_samples: usize) -> Result<PngOpen, PngOpenError> {
+        let mut file = File::open(path).map_err(PngOpenError::Open)?;
         let mut signature = [0u8; 8];
-        let got = file.by_ref().take(8).read(&mut signature)?;
+        let got = file.by_ref().take(8).read(&mut signature).map_err(PngOpenError::Open)?;
         if got < 8 || signature != PNG_SIGNATURE {
             return Ok(PngOpen::NotPng);
         }
-        file.rewind()?;
+        check_palette(path)?;
+        file.rewind().map_err(PngOpenError::Open)?;
         let mut decoder = png::Decoder::new_with_limits(BufReader::new(file), png::Limits { bytes: PNG_ALLOC_LIMIT });
         decoder.set_transformations(png::Transformations::EXPAND);
         decoder.set_ignore_text_chunk(true);
         decoder.set_ignore_iccp_chunk(true);
-        let reader = decoder.read_info().map_err(image_error)?;
+        let reader = decoder.read_info().map_err(|e| PngOpenError::Decode(image_error(e)))?;
         if reader.info().interlaced {
             return Ok(PngOpen::Interlaced);
         }
@@ -202,7 +277,7 @@ impl PngRows {
         let decoder = std::thread::Builder::new()
             .name("png-rows".into())
             .spawn(move || decoding.run(&to_reader, &reused))
-            .map_err(image::ImageError::IoError)?;
+            .map_err(PngOpenError::Open)?;
         Ok(PngOpen::Rows(PngRows {
             path: path.to_path_buf(),
             height,

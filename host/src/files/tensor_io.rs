@@ -811,7 +811,9 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
     let Some(container) = Container::of_output(output) else {
         return fail(TensorWriteErrorKind::UnknownExtension);
     };
-    if output.exists() {
+    // `symlink_metadata`, not `exists`: a dangling symlink is there too (and the final
+    // no-clobber rename would refuse it after all the work).
+    if output.symlink_metadata().is_ok() {
         if output.is_dir() {
             return fail(TensorWriteErrorKind::IsDirectory);
         }

@@ -484,11 +484,16 @@ pub fn adam7_rgb_png(path: &Path, width: u32, height: u32, rgb: &[u8]) {
     ihdr.extend_from_slice(&width.to_be_bytes());
     ihdr.extend_from_slice(&height.to_be_bytes());
     ihdr.extend_from_slice(&[8, 2, 0, 0, 1]); // 8-bit, RGB, deflate, adaptive filters, Adam7
+    png_from_chunks(path, &[(b"IHDR", &ihdr), (b"IDAT", &idat), (b"IEND", &[])]);
+}
+
+/// Writes a PNG of exactly these chunks (type, data), each with its length and CRC.
+pub fn png_from_chunks(path: &Path, chunks: &[(&[u8; 4], &[u8])]) {
     let mut file = b"\x89PNG\r\n\x1a\n".to_vec();
-    for (kind, data) in [(b"IHDR", &ihdr[..]), (b"IDAT", &idat[..]), (b"IEND", &[][..])] {
+    for (kind, data) in chunks {
         file.extend_from_slice(&(data.len() as u32).to_be_bytes());
         let start = file.len();
-        file.extend_from_slice(kind);
+        file.extend_from_slice(*kind);
         file.extend_from_slice(data);
         let crc = crc32fast::hash(&file[start..]);
         file.extend_from_slice(&crc.to_be_bytes());
