@@ -412,6 +412,53 @@ fn normalize_bad_inputs_exit_2_with_one_line_and_no_output() {
 }
 
 #[test]
+fn a_png_that_breaks_mid_stream_exits_2_naming_it_and_leaves_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Noise, so that the file is about as large as its samples: 3 Mi samples, three
+    // write chunks, so that the first are converted and written before the break.
+    let side = 1024u32;
+    let mut rng = common::Rng::new(9);
+    let raw: Vec<u8> = (0..side * side * 3).map(|_| rng.next() as u8).collect();
+    let whole = d.join("whole.png");
+    image::RgbImage::from_raw(side, side, raw).unwrap().save(&whole).unwrap();
+    let bytes = std::fs::read(&whole).unwrap();
+    let truncated = d.join("truncated.png");
+    std::fs::write(&truncated, &bytes[..bytes.len() * 3 / 4]).unwrap();
+    // One byte changed near the end of the image data: the samples before it decode,
+    // the chunk's CRC does not match.
+    let corrupt = d.join("corrupt.png");
+    let mut changed = bytes.clone();
+    let at = bytes.len() - 1000;
+    changed[at] ^= 0x55;
+    std::fs::write(&corrupt, &changed).unwrap();
+    for (input, dtype, out) in [
+        (&truncated, "f32", d.join("t.npy")),
+        (&truncated, "bf16", d.join("t.safetensors")),
+        (&corrupt, "f32", d.join("c.npy")),
+        (&corrupt, "f16", d.join("c.safetensors")),
+    ] {
+        let output = bitexact(&["normalize", path_arg(input), "-o", path_arg(&out), "--dtype", dtype]);
+        assert_fails(&output, input, "cannot decode image");
+    }
+    let mut names: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["corrupt.png", "truncated.png", "whole.png"], "no output and no temporary file");
+    // The whole file streams to the same values as decoded whole (CHW is decoded whole).
+    let (hwc, chw) = (d.join("hwc.npy"), d.join("chw.npy"));
+    assert_eq!(bitexact(&["normalize", path_arg(&whole), "-o", path_arg(&hwc)]).status.code(), Some(0));
+    let args = ["normalize", path_arg(&whole), "-o", path_arg(&chw), "--layout", "chw"];
+    assert_eq!(bitexact(&args).status.code(), Some(0));
+    let values = |path: &Path| -> Vec<u32> {
+        let bytes = std::fs::read(path).unwrap();
+        npyz::NpyFile::new(&bytes[..]).unwrap().into_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()
+    };
+    let (hwc, chw) = (values(&hwc), values(&chw));
+    let pixels = (side * side) as usize;
+    assert!((0..hwc.len()).all(|i| hwc[i] == chw[(i % 3) * pixels + i / 3]), "HWC streamed vs CHW whole");
+}
+
+#[test]
 fn a_reader_that_closes_the_pipe_early_is_not_an_error() {
     // A report far larger than a pipe's buffer, so that the writer meets the closed end.
     let dir = tempfile::tempdir().unwrap();
@@ -642,6 +689,15 @@ fn normalize_verbose_prints_its_phases() {
         .collect();
     assert_eq!(phases, ["decode", "convert", "write", "sync", "rename", "total"], "{stderr}");
     assert!(stderr.lines().all(|l| l.contains(" ms ") && l.contains(" GB/s (")), "{stderr}");
+    // A PNG in HWC order is decoded while it is converted; in CHW order, before.
+    let streamed = "on its own thread overlapping convert and write";
+    assert!(stderr.lines().next().unwrap().contains(streamed), "{stderr}");
+    assert!(stderr.contains("waited") && stderr.contains("for decoded rows"), "{stderr}");
+    let chw = dir.path().join("chw.npy");
+    let args = ["normalize", "--device", "cpu", "--verbose", "--layout", "chw", path_arg(&png), "-o", path_arg(&chw)];
+    let whole = bitexact(&args);
+    assert_eq!(whole.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&whole.stderr).contains(streamed));
     assert!(plain.stderr.is_empty());
     assert_eq!(std::fs::read(&quiet).unwrap(), std::fs::read(&verbose).unwrap());
     assert_eq!(

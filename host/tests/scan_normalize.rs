@@ -6,7 +6,8 @@ mod common;
 
 use common::{DTYPES, Rng};
 use host::files::backend::CpuBackend;
-use host::files::normalize::{ChannelLayout, Image};
+use host::files::normalize::{ChannelLayout, Image, Samples};
+use host::files::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
 use host::files::scan::BLOCK_BYTES;
 use host::files::tensor_io;
 use host::verify::reference::div_to_f32;
@@ -191,7 +192,8 @@ fn assert_exact(out: &[f32], samples: &[u64], channels: usize, width: usize, lay
     }
 }
 
-/// Decodes `path` and converts it in both layouts, checking shape and every bit.
+/// Decodes `path` and converts it in both layouts, checking shape and every bit; then
+/// the same through [`Image::open`], which streams a PNG in HWC order.
 fn check_image(path: &Path, samples: &[u64], channels: u8, width: u32, height: u32, den: u64) {
     let image = Image::decode(path).unwrap();
     assert_eq!((image.channels, image.width, image.height), (channels, width, height));
@@ -200,6 +202,18 @@ fn check_image(path: &Path, samples: &[u64], channels: u8, width: u32, height: u
         let shape = if layout == ChannelLayout::Hwc { vec![h, w, c] } else { vec![c, h, w] };
         assert_eq!(image.shape(layout), shape);
         let out = image.to_f32(layout, &CpuBackend).unwrap();
+        assert_exact(&out, samples, usize::from(channels), width as usize, layout, den);
+        let opened = Image::open(path, layout).unwrap();
+        // A PNG is streamed in HWC order unless interlaced (IHDR's last byte, at 28).
+        let bytes = std::fs::read(path).unwrap();
+        let row_by_row = bytes.starts_with(b"\x89PNG") && bytes[28] == 0;
+        let streamed = matches!(opened.samples, Samples::PngRows(_));
+        assert_eq!(streamed, row_by_row && layout == ChannelLayout::Hwc, "{layout:?}: streamed");
+        assert_eq!(
+            (opened.channels, opened.width, opened.height, opened.bits()),
+            (channels, width, height, image.bits())
+        );
+        let out = opened.to_f32(layout, &CpuBackend).unwrap();
         assert_exact(&out, samples, usize::from(channels), width as usize, layout, den);
     }
 }
@@ -245,6 +259,23 @@ fn png_16_bit_grey_every_value_exact() {
     let raw: Vec<u16> = samples.iter().map(|&s| s as u16).collect();
     ImageBuffer::<Luma<u16>, _>::from_raw(256, 256, raw).unwrap().save(&path).unwrap();
     check_image(&path, &samples, 1, 256, 256, 65535);
+}
+
+#[test]
+fn png_16_bit_grey_alpha_and_rgb_exact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h) = (11, 6);
+    for channels in [2u8, 3] {
+        let samples = random_samples((w * h) as usize * usize::from(channels), 65535, 40 + u64::from(channels));
+        let raw: Vec<u16> = samples.iter().map(|&s| s as u16).collect();
+        let path = dir.path().join(format!("c{channels}_16.png"));
+        match channels {
+            2 => ImageBuffer::<LumaA<u16>, _>::from_raw(w, h, raw).unwrap().save(&path),
+            _ => ImageBuffer::<Rgb<u16>, _>::from_raw(w, h, raw).unwrap().save(&path),
+        }
+        .unwrap();
+        check_image(&path, &samples, channels, w, h, 65535);
+    }
 }
 
 #[test]
@@ -422,4 +453,137 @@ fn written_safetensors_are_what_the_crate_writes_and_large_tensors_stream() {
     let err =
         tensor_io::write_f32(&dir.path().join("wrong.npy"), "x", &[2, 2], &[0.5; 3], false).unwrap_err().to_string();
     assert!(err.contains("does not hold 3 values"), "{err}");
+}
+
+/// Every sample of a [`PngRows`] of `path` with bands of `band` samples, read in
+/// consecutive runs of `chunk`, widened to u64.
+fn streamed_samples(path: &Path, band: usize, chunk: usize) -> (u8, u32, Vec<u64>) {
+    let PngOpen::Rows(rows) = PngRows::open(path, band).unwrap() else { panic!("{}: not streamed", path.display()) };
+    let total = rows.samples() as usize;
+    let mut got = vec![u64::MAX; total];
+    for start in (0..total).step_by(chunk) {
+        let len = chunk.min(total - start);
+        rows.read::<PngRowsError>(start as u64, len, |at, run| {
+            let out = &mut got[start + at..];
+            match run {
+                SampleRun::Unorm8(s) => s.iter().zip(out).for_each(|(&s, o)| *o = u64::from(s)),
+                SampleRun::Unorm16(s) => s.iter().zip(out).for_each(|(&s, o)| *o = u64::from(s)),
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+    (rows.channels, rows.bits, got)
+}
+
+/// The samples the `image` crate decodes from `path`, widened to u64, with the
+/// channel count and bits.
+fn image_crate_samples(path: &Path) -> (u8, u32, Vec<u64>) {
+    let image = Image::decode(path).unwrap();
+    let samples = match &image.samples {
+        Samples::Unorm8(s) => s.iter().map(|&s| u64::from(s)).collect(),
+        Samples::Unorm16(s) => s.iter().map(|&s| u64::from(s)).collect(),
+        Samples::PngRows(_) => unreachable!("decode decodes whole"),
+    };
+    (image.channels, image.bits(), samples)
+}
+
+#[test]
+fn streamed_png_samples_are_the_image_crates_for_every_kind_of_png() {
+    use png::{BitDepth as B, ColorType as C};
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h) = (13u32, 9u32);
+    let palette: Vec<u8> = (0..16 * 3).map(|i| (i * 37 % 256) as u8).collect();
+    /// Colour type, bit depth, palette, `tRNS`.
+    type Kind<'a> = (C, B, Option<&'a [u8]>, Option<&'a [u8]>);
+    let kinds: [Kind; 14] = [
+        (C::Grayscale, B::One, None, None),
+        (C::Grayscale, B::Two, None, None),
+        (C::Grayscale, B::Four, None, None),
+        (C::Grayscale, B::Eight, None, None),
+        (C::Grayscale, B::Eight, None, Some(&[0, 7])),
+        (C::Grayscale, B::Sixteen, None, None),
+        (C::GrayscaleAlpha, B::Eight, None, None),
+        (C::GrayscaleAlpha, B::Sixteen, None, None),
+        (C::Rgb, B::Eight, None, None),
+        (C::Rgb, B::Sixteen, None, Some(&[0, 1, 0, 2, 0, 3])),
+        (C::Rgba, B::Eight, None, None),
+        (C::Rgba, B::Sixteen, None, None),
+        (C::Indexed, B::Four, Some(&palette), None),
+        (C::Indexed, B::Eight, Some(&palette), Some(&[0, 128, 255])),
+    ];
+    for (i, (color, depth, palette, trns)) in kinds.into_iter().enumerate() {
+        let bits_per_pixel = color.samples() * depth as usize;
+        let row_bytes = (w as usize * bits_per_pixel).div_ceil(8);
+        let mut raw: Vec<u8> =
+            random_samples(row_bytes * h as usize, 255, 70 + i as u64).iter().map(|&s| s as u8).collect();
+        if (color, depth) == (C::Indexed, B::Eight) {
+            raw.iter_mut().for_each(|b| *b &= 0x0F); // indices into the 16 colours
+        }
+        let path = dir.path().join(format!("kind{i}.png"));
+        common::png_file(&path, (w, h), (color, depth), palette, trns, &raw);
+        let want = image_crate_samples(&path);
+        let samples = want.2.len();
+        let row = samples / h as usize;
+        for band in [1, 7, row - 1, row, row + 1, samples, 1 << 20] {
+            for chunk in [1, 5, row, band.min(samples), samples] {
+                let got = streamed_samples(&path, band, chunk);
+                assert!(
+                    got == want,
+                    "{color:?} {depth:?} (trns {}): bands of {band}, chunks of {chunk}",
+                    trns.is_some()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn streamed_png_samples_are_read_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grey.png");
+    let raw: Vec<u8> = (0..=255).collect();
+    ImageBuffer::<Luma<u8>, _>::from_raw(16, 16, raw).unwrap().save(&path).unwrap();
+    let PngOpen::Rows(rows) = PngRows::open(&path, 10).unwrap() else { panic!("not streamed") };
+    let ignore = |_: usize, _: SampleRun<'_>| Ok::<(), PngRowsError>(());
+    rows.read(0, 25, ignore).unwrap();
+    // 20..30 lies in the band being read; 0.. and 15.. lie in bands already spent.
+    rows.read(25, 5, ignore).unwrap();
+    assert!(matches!(rows.read(15, 5, ignore), Err(PngRowsError::Unordered { start: 15 })));
+    assert!(matches!(rows.read(250, 7, ignore), Err(PngRowsError::OutOfRange { start: 250 })));
+    rows.read(250, 6, ignore).unwrap();
+    // A CHW chunk of a streamed image is refused, not made up.
+    let image = Image::open(&path, ChannelLayout::Hwc).unwrap();
+    let mut out = vec![0.0f32; 4];
+    let chw = image.normalized(ChannelLayout::Chw, &CpuBackend);
+    assert!(tensor_io::TensorSource::fill(&chw, 0, &mut out).is_err());
+}
+
+#[test]
+fn a_streamed_png_dropped_half_read_stops_its_decoder() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rgb.png");
+    let (w, h) = (64u32, 64u32);
+    let raw: Vec<u8> = random_samples((w * h * 3) as usize, 255, 3).iter().map(|&s| s as u8).collect();
+    ImageBuffer::<Rgb<u8>, _>::from_raw(w, h, raw).unwrap().save(&path).unwrap();
+    // Bands of 16 samples: the decoder is blocked on a full queue when the reader goes.
+    let PngOpen::Rows(rows) = PngRows::open(&path, 16).unwrap() else { panic!("not streamed") };
+    rows.read(0, 20, |_, _| Ok::<(), PngRowsError>(())).unwrap();
+    drop(rows); // joins the decoder: returning at all is the test
+    let PngOpen::Rows(rows) = PngRows::open(&path, 16).unwrap() else { panic!("not streamed") };
+    drop(rows);
+}
+
+#[test]
+fn an_interlaced_png_is_decoded_whole_with_the_same_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("adam7.png");
+    let (w, h) = (21u32, 11u32);
+    let samples = random_samples((w * h * 3) as usize, 255, 17);
+    let raw: Vec<u8> = samples.iter().map(|&s| s as u8).collect();
+    common::adam7_rgb_png(&path, w, h, &raw);
+    assert!(matches!(PngRows::open(&path, 100).unwrap(), PngOpen::Interlaced));
+    // The image crate decodes it to the pixels written: the file is made right.
+    assert_eq!(image_crate_samples(&path), (3, 8, samples.clone()));
+    check_image(&path, &samples, 3, w, h, 255);
 }

@@ -5,8 +5,10 @@ use super::error::CliError;
 use clap::builder::TypedValueParser as _;
 use host::files::backend::Backend;
 use host::files::backend::{self, Device};
-use host::files::normalize::{ChannelLayout, Image, NormalizeTo};
-use host::files::tensor_io::{self, AsBf16, AsF16, AsF32, Container, Dtype, StagedOutput, TensorWriteError};
+use host::files::normalize::{ChannelLayout, Image, NormalizeError, NormalizeTo};
+use host::files::tensor_io::{
+    self, AsBf16, AsF16, AsF32, Container, Dtype, StagedOutput, TensorWriteError, TensorWriteErrorKind,
+};
 use host::support::output::{self, OutputFormat};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,7 +45,9 @@ pub struct NormalizeArgs {
     #[arg(long, value_enum, default_value_t = Device::Auto)]
     pub device: Device,
     /// Print where the time went to stderr: one line per phase (decode, convert, write,
-    /// sync, rename) with milliseconds and GB/s.
+    /// sync, rename) with milliseconds and GB/s. A non-interlaced PNG in HWC order is
+    /// decoded on a thread of its own while it is converted and written: its decode line
+    /// says so, and how long the conversion waited for it.
     #[arg(long)]
     pub verbose: bool,
     /// Summary format: `table` (one line) or `json`.
@@ -86,8 +90,9 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
     tensor_io::check_dtype(&args.output, container, args.dtype)?;
     let device = backend::select(args.device)?;
     let decode_start = Instant::now();
-    let image = Image::decode(&args.image)?;
-    let decoded = decode_start.elapsed();
+    let image = Image::open(&args.image, args.layout)?;
+    // The whole decode; for a streamed PNG, its header only.
+    let opened = decode_start.elapsed();
     let sample_bytes = image.sample_count() as u64 * u64::from(image.bits() / 8);
     let backend = device.for_job(sample_bytes);
     let shape = image.shape(args.layout);
@@ -95,7 +100,8 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
         Dtype::F32 => stage::<AsF32>(args, &image, &shape, backend.as_ref()),
         Dtype::F16 => stage::<AsF16>(args, &image, &shape, backend.as_ref()),
         Dtype::Bf16 => stage::<AsBf16>(args, &image, &shape, backend.as_ref()),
-    }?;
+    }
+    .map_err(decode_error_first)?;
     let phases = staged.phases();
     let summary = Summary {
         output: args.output.display().to_string(),
@@ -135,15 +141,48 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
             let mb = bytes as f64 / 1e6;
             eprintln!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({mb:.1} MB {what})");
         };
-        phase("decode", decoded, sample_bytes, &format!("of samples from {:.1} MB of file", file_bytes as f64 / 1e6));
+        let of_file = format!("of samples from {:.1} MB of file", file_bytes as f64 / 1e6);
         let values = format!("of {}", args.dtype.name());
-        phase("convert", phases.produce, phases.value_bytes, &format!("{values}, overlapping the write"));
+        match image.stream_timing() {
+            None => {
+                phase("decode", opened, sample_bytes, &of_file);
+                phase("convert", phases.produce, phases.value_bytes, &format!("{values}, overlapping the write"));
+            }
+            Some((decoding, waited)) => {
+                let ms = waited.as_secs_f64() * 1e3;
+                let streamed = format!("{of_file}, on its own thread overlapping convert and write");
+                phase("decode", opened + decoding, sample_bytes, &streamed);
+                let converting = phases.produce.saturating_sub(waited);
+                let overlap = format!("{values}, overlapping the write; it waited {ms:.1} ms more for decoded rows");
+                phase("convert", converting, phases.value_bytes, &overlap);
+            }
+        }
         phase("write", phases.write, phases.bytes, "to the page cache");
         phase("sync", phases.sync, phases.bytes, "to disk");
         phase("rename", rename_start.elapsed(), phases.bytes, "into place");
         phase("total", began.elapsed(), phases.value_bytes, &format!("{values}, end to end"));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A write that failed because the streamed image could not be decoded is the image's
+/// error, naming it, as it is when the image is decoded before the write.
+fn decode_error_first(error: TensorWriteError) -> CliError {
+    match error.kind {
+        TensorWriteErrorKind::Values(values) => match values.downcast::<NormalizeError>() {
+            Ok(normalize) => match *normalize {
+                NormalizeError::Decode(decode) => CliError::Image(decode),
+                other => CliError::TensorWrite(TensorWriteError {
+                    path: error.path,
+                    kind: TensorWriteErrorKind::Values(Box::new(other)),
+                }),
+            },
+            Err(values) => {
+                CliError::TensorWrite(TensorWriteError { path: error.path, kind: TensorWriteErrorKind::Values(values) })
+            }
+        },
+        kind => CliError::TensorWrite(TensorWriteError { path: error.path, kind }),
+    }
 }
 
 /// The image's values as `D`, written to a temporary file for `args.output`.

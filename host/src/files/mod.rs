@@ -6,7 +6,8 @@
 //!   writes f32 tensors atomically.
 //! - Scanning: [`scan`] (the counting loops), [`scan_inputs`] (directories and sharded
 //!   checkpoints), [`scan_report`] (per-file results and their rendering).
-//! - Normalizing: [`normalize`] (decode and convert a chunk at a time).
+//! - Normalizing: [`normalize`] (decode and convert a chunk at a time), [`png_rows`] (a
+//!   PNG decoded a band at a time on its own thread, overlapping the rest).
 //! - [`backend`]: where the work runs, the CPU or the GPU; [`auto`]: the rule that picks
 //!   one for `--device auto`.
 //! - Errors: each module's own `#[non_exhaustive]` types, rendered as one line through
@@ -22,6 +23,7 @@ pub mod message;
 pub mod normalize;
 pub mod npy_header;
 pub mod npz;
+pub mod png_rows;
 pub mod scan;
 pub mod scan_inputs;
 pub mod scan_report;

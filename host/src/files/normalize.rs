@@ -10,11 +10,16 @@
 //! The tensor is never held whole: [`Normalized`] converts the samples a chunk at a
 //! time, in the output's layout, as the writer asks for them, so that memory holds the
 //! decoded image (a quarter of the f32 tensor for 8-bit samples) and a few MiB more.
+//! [`Image::open`] does better for a non-interlaced PNG in HWC order, the common case:
+//! it decodes the image on a thread of its own a band at a time ([`PngRows`]) while the
+//! bands already decoded are converted and written, so that decoding overlaps the rest
+//! and memory holds a few bands instead of the image.
 
 use crate::files::backend::{Backend, BackendError};
 use crate::files::message::{io_message, one_line};
+use crate::files::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
 use crate::files::tensor_io::{
-    AsBf16, AsF16, AsF32, DtypeOf, RegularFileError, StoredOf, TensorSource, check_regular_file,
+    AsBf16, AsF16, AsF32, DtypeOf, RegularFileError, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS, check_regular_file,
 };
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -95,6 +100,10 @@ pub enum NormalizeError {
     },
     /// The backend failed.
     Backend(BackendError),
+    /// A streamed PNG's decoder failed: the image's error, naming it.
+    Decode(ImageDecodeError),
+    /// A streamed PNG's samples were asked for out of order, or its decoder stopped.
+    Stream(PngRowsError),
 }
 
 impl std::fmt::Display for NormalizeError {
@@ -102,6 +111,8 @@ impl std::fmt::Display for NormalizeError {
         match self {
             NormalizeError::OutOfRange { start } => write!(f, "samples {start}.. are out of range"),
             NormalizeError::Backend(error) => error.fmt(f),
+            NormalizeError::Decode(error) => error.fmt(f),
+            NormalizeError::Stream(error) => error.fmt(f),
         }
     }
 }
@@ -110,6 +121,8 @@ impl std::error::Error for NormalizeError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             NormalizeError::Backend(error) => Some(error),
+            NormalizeError::Decode(error) => Some(error),
+            NormalizeError::Stream(error) => Some(error),
             NormalizeError::OutOfRange { .. } => None,
         }
     }
@@ -135,12 +148,15 @@ impl ChannelLayout {
     }
 }
 
-/// Samples as decoded, interleaved (HWC) or planar (CHW).
+/// Samples as decoded, interleaved (HWC), or being decoded.
 pub enum Samples {
     /// 8-bit UNORM samples.
     Unorm8(Vec<u8>),
     /// 16-bit UNORM samples.
     Unorm16(Vec<u16>),
+    /// A non-interlaced PNG's samples, 8- or 16-bit, being decoded on a thread of their
+    /// own: they can be read once, in order, so only in HWC order.
+    PngRows(PngRows),
 }
 
 /// A decoded image: its samples and dimensions.
@@ -156,6 +172,40 @@ pub struct Image {
 }
 
 impl Image {
+    /// The image at `path` ready to be converted in `layout`: for a non-interlaced PNG
+    /// in HWC order, its header read and its samples being decoded on a thread of their
+    /// own a band at a time ([`Samples::PngRows`]; errors in the image data come from
+    /// [`Normalized`]'s `fill`, as [`NormalizeError::Decode`]); for anything else,
+    /// [`Image::decode`]. Either way the samples are the same, bit for bit. Errors name
+    /// the file.
+    pub fn open(path: &Path, layout: ChannelLayout) -> Result<Image, ImageDecodeError> {
+        if layout != ChannelLayout::Hwc {
+            return Image::decode(path);
+        }
+        let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
+        check_regular_file(path).map_err(|e| fail(ImageDecodeErrorKind::NotRegular(e)))?;
+        let rows = match PngRows::open(path, WRITE_CHUNK_ELEMENTS) {
+            Ok(PngOpen::Rows(rows)) => rows,
+            Ok(PngOpen::Interlaced | PngOpen::NotPng) => return Image::decode(path),
+            Err(image::ImageError::IoError(e)) => return Err(fail(ImageDecodeErrorKind::Io(e))),
+            Err(e) => return Err(fail(decode_error(e))),
+        };
+        let (height, width, channels) = (rows.height, rows.width, rows.channels);
+        if rows.samples() == 0 {
+            return Err(fail(ImageDecodeErrorKind::NoPixels { width, height }));
+        }
+        Ok(Image { height, width, channels, samples: Samples::PngRows(rows) })
+    }
+
+    /// For samples being decoded ([`Samples::PngRows`]): the time the decoder has
+    /// spent decoding so far, and the time the conversion spent waiting for it.
+    pub fn stream_timing(&self) -> Option<(std::time::Duration, std::time::Duration)> {
+        match &self.samples {
+            Samples::PngRows(rows) => Some(rows.timing()),
+            _ => None,
+        }
+    }
+
     /// Decodes `path` with the `image` crate (format guessed from the content), keeping
     /// the decoded channel count and bit depth. Errors name the file.
     pub fn decode(path: &Path) -> Result<Image, ImageDecodeError> {
@@ -193,9 +243,10 @@ impl Image {
 
     /// Bits per sample: 8 or 16.
     pub fn bits(&self) -> u32 {
-        match self.samples {
+        match &self.samples {
             Samples::Unorm8(_) => 8,
             Samples::Unorm16(_) => 16,
+            Samples::PngRows(rows) => rows.bits,
         }
     }
 
@@ -321,8 +372,46 @@ impl<D: NormalizeTo> TensorSource for Normalized<'_, D> {
         match &self.image.samples {
             Samples::Unorm8(s) => D::unorm8(self.backend, &in_layout(s, channels, self.layout, range), out),
             Samples::Unorm16(s) => D::unorm16(self.backend, &in_layout(s, channels, self.layout, range), out),
+            Samples::PngRows(rows) if self.layout == ChannelLayout::Hwc => {
+                let read = rows.read(start, out.len(), |at, run| {
+                    let dst = &mut out[at..at + run_len(&run)];
+                    match run {
+                        SampleRun::Unorm8(s) => D::unorm8(self.backend, s, dst),
+                        SampleRun::Unorm16(s) => D::unorm16(self.backend, s, dst),
+                    }
+                    .map_err(NormalizeError::Backend)
+                });
+                // The image's error names the image, as one found decoding it whole does.
+                return read.map_err(|error| match error {
+                    NormalizeError::Stream(PngRowsError::Decode(error)) => {
+                        let kind = match error {
+                            image::ImageError::IoError(e) => {
+                                ImageDecodeErrorKind::Decode(image::ImageError::IoError(e))
+                            }
+                            e => decode_error(e),
+                        };
+                        NormalizeError::Decode(ImageDecodeError { path: rows.path().to_path_buf(), kind })
+                    }
+                    other => other,
+                });
+            }
+            Samples::PngRows(_) => return Err(NormalizeError::Stream(PngRowsError::Unordered { start })),
         }
         .map_err(NormalizeError::Backend)
+    }
+}
+
+/// Samples in a run.
+fn run_len(run: &SampleRun<'_>) -> usize {
+    match run {
+        SampleRun::Unorm8(s) => s.len(),
+        SampleRun::Unorm16(s) => s.len(),
+    }
+}
+
+impl From<PngRowsError> for NormalizeError {
+    fn from(error: PngRowsError) -> NormalizeError {
+        NormalizeError::Stream(error)
     }
 }
 

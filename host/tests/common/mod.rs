@@ -432,3 +432,66 @@ pub fn unwritable_stdout() -> Option<std::fs::File> {
     }
     full
 }
+
+/// A PNG of `raw` (rows of packed samples, 16-bit ones big-endian, as PNG stores them)
+/// written by the `png` crate's encoder, with a palette and a `tRNS` chunk when given.
+pub fn png_file(
+    path: &Path,
+    (width, height): (u32, u32),
+    (color, depth): (png::ColorType, png::BitDepth),
+    palette: Option<&[u8]>,
+    trns: Option<&[u8]>,
+    raw: &[u8],
+) {
+    let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut encoder = png::Encoder::new(file, width, height);
+    encoder.set_color(color);
+    encoder.set_depth(depth);
+    if let Some(palette) = palette {
+        encoder.set_palette(palette.to_vec());
+    }
+    if let Some(trns) = trns {
+        encoder.set_trns(trns.to_vec());
+    }
+    let mut writer = encoder.write_header().unwrap();
+    writer.write_image_data(raw).unwrap();
+    writer.finish().unwrap();
+}
+
+/// An interlaced (Adam7) 8-bit RGB PNG of `rgb` (`width * height` pixels), made by hand:
+/// the `png` crate's encoder writes no interlaced images. Each pass's rows are stored
+/// unfiltered, zlib-compressed.
+pub fn adam7_rgb_png(path: &Path, width: u32, height: u32, rgb: &[u8]) {
+    const PASSES: [(u32, u32, u32, u32); 7] =
+        [(0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)];
+    let mut filtered = Vec::new();
+    for (x0, y0, dx, dy) in PASSES {
+        if x0 >= width || y0 >= height {
+            continue; // an empty pass has no rows at all
+        }
+        for y in (y0..height).step_by(dy as usize) {
+            filtered.push(0); // filter type None
+            for x in (x0..width).step_by(dx as usize) {
+                let at = ((y * width + x) * 3) as usize;
+                filtered.extend_from_slice(&rgb[at..at + 3]);
+            }
+        }
+    }
+    let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut zlib, &filtered).unwrap();
+    let idat = zlib.finish().unwrap();
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 1]); // 8-bit, RGB, deflate, adaptive filters, Adam7
+    let mut file = b"\x89PNG\r\n\x1a\n".to_vec();
+    for (kind, data) in [(b"IHDR", &ihdr[..]), (b"IDAT", &idat[..]), (b"IEND", &[][..])] {
+        file.extend_from_slice(&(data.len() as u32).to_be_bytes());
+        let start = file.len();
+        file.extend_from_slice(kind);
+        file.extend_from_slice(data);
+        let crc = crc32fast::hash(&file[start..]);
+        file.extend_from_slice(&crc.to_be_bytes());
+    }
+    std::fs::write(path, file).unwrap();
+}
