@@ -70,20 +70,10 @@ where
     P::In: DeviceRepr,
     Bits<P>: DeviceRepr,
 {
-    let name = KernelName::of::<P>(KernelKind::Stream);
-    if input.len() != output.len() {
-        return Err(length_error(name, format!("input has {} elements but output {}", input.len(), output.len())));
-    }
-    let kernel = function(module, name)?;
-    let n = input.len() as u64;
-    let mut launch = stream.launch_builder(&kernel);
-    launch.arg(input).arg(output).arg(&n);
     // SAFETY: `P: kind::Stream`, so this is kernels-gpu's `stream::<P>`, whose signature
-    // is `(*const P::In, *mut Bits<P>, u64)`; the views are live device memory of `n`
-    // elements of those types each (checked above), aligned for them (views of
-    // allocations, at whole elements), and the kernel accesses only elements below `n`
-    // (a misaligned start for its vector accesses sends it down its scalar pass).
-    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+    // is `(*const P::In, *mut Bits<P>, u64)`, and it accesses only elements below `n` (a
+    // misaligned start for its vector accesses sends it down its scalar pass).
+    unsafe { launch_elementwise(stream, module, KernelName::of::<P>(KernelKind::Stream), config, input, output) }
 }
 
 /// Queues `P`'s [`KernelKind::Hardware`] kernel over `input` → `output` (equal lengths);
