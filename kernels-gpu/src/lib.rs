@@ -10,8 +10,10 @@
 //! (`shared::KernelKind`, whose docs give each kind's signature), named `V` followed by
 //! the kind's suffix (`shared::kernel_suffix!`): every variant has `Map` (conformance),
 //! `Skeleton` (the same loop with no computation, for the SASS report), `Latency` and
-//! `Throughput` (timing chains); the UNORM/SNORM → f32 variants of 8- and 16-bit
-//! inputs also `Stream`, the finiteness variants of every scanned format also
+//! `Throughput` (timing chains); the conversions that stream (UNORM/SNORM → f32 of 8-
+//! and 16-bit inputs, f32 → UNORM, normalize's binary16 / bfloat16 primitives, and one
+//! form of each f32 ↔ binary16 / bfloat16 / FP8 conversion) also `Stream`, the
+//! finiteness variants of every scanned format also
 //! `CountNonfinite` (coalesced bandwidth kernels, for the benchmarks and the GPU
 //! backend of `scan` and `normalize`).
 //! The conversions the GPU has an instruction for also have `Hardware` (the instruction

@@ -416,12 +416,12 @@ macro_rules! for_each_variant {
             { unorm15_to_f32, UnormToF32 { bits: 15 }, u16 => f32, $crate::norm::unorm_to_f32::<15>, Exact, [], "low 15 bits / 32767, scheme from schemes.rs" }
             { unorm16_to_f32, UnormToF32 { bits: 16 }, u16 => f32, $crate::norm::unorm_to_f32::<16>, Exact, [Stream], "low 16 bits / 65535, scheme from schemes.rs" }
             { unorm8_to_f16_via_f32, UnormToF16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_f16_via_f32, Exact, [], "binary16 of fl32(x/255) (two roundings, never wrong for 255)" }
-            { unorm8_to_f16_odd, UnormToF16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_f16_odd, Exact, [], "binary16 of fl32(x/255) rounded to odd by the sign of fma(-q, 255, x)" }
-            { unorm8_to_bf16_via_f32, UnormToBf16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_bf16_via_f32, Exact, [], "bfloat16 of fl32(x/255) (two roundings, never wrong for 255)" }
+            { unorm8_to_f16_odd, UnormToF16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_f16_odd, Exact, [Stream], "binary16 of fl32(x/255) rounded to odd by the sign of fma(-q, 255, x)" }
+            { unorm8_to_bf16_via_f32, UnormToBf16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_bf16_via_f32, Exact, [Stream], "bfloat16 of fl32(x/255) (two roundings, never wrong for 255)" }
             { unorm8_to_bf16_odd, UnormToBf16 { bits: 8 }, u8 => u16, $crate::unorm_narrow::unorm8_to_bf16_odd, Exact, [], "bfloat16 of fl32(x/255) rounded to odd by the sign of fma(-q, 255, x)" }
             { unorm16_to_f16_via_f32, UnormToF16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_f16_via_f32, OneUlp, [], "binary16 of fl32(x/65535) (two roundings: 1 ULP off where fl32 lands on a midpoint)" }
-            { unorm16_to_f16_odd, UnormToF16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_f16_odd, Exact, [], "binary16 of fl32(x/65535) rounded to odd by the sign of fma(-q, 65535, x)" }
-            { unorm16_to_bf16_via_f32, UnormToBf16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_bf16_via_f32, Exact, [], "bfloat16 of fl32(x/65535) (two roundings, never wrong for 65535)" }
+            { unorm16_to_f16_odd, UnormToF16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_f16_odd, Exact, [Stream], "binary16 of fl32(x/65535) rounded to odd by the sign of fma(-q, 65535, x)" }
+            { unorm16_to_bf16_via_f32, UnormToBf16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_bf16_via_f32, Exact, [Stream], "bfloat16 of fl32(x/65535) (two roundings, never wrong for 65535)" }
             { unorm16_to_bf16_odd, UnormToBf16 { bits: 16 }, u16 => u16, $crate::unorm_narrow::unorm16_to_bf16_odd, Exact, [], "bfloat16 of fl32(x/65535) rounded to odd by the sign of fma(-q, 65535, x)" }
             { snorm2_to_f32, SnormToF32 { bits: 2 }, u16 => f32, $crate::norm::snorm_to_f32::<2>, Exact, [], "max(low 2 bits signed / 1, -1), scheme from schemes.rs" }
             { snorm3_to_f32, SnormToF32 { bits: 3 }, u16 => f32, $crate::norm::snorm_to_f32::<3>, Exact, [], "max(low 3 bits signed / 3, -1), scheme from schemes.rs" }
@@ -441,27 +441,27 @@ macro_rules! for_each_variant {
             { f32_to_unorm8, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8, Exact, [Stream], "fma(clamp(c), 255, 2^23 + 2) bits - 0x4B000002" }
             { f32_to_unorm8_mul_add_half, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8_mul_add_half, OneUlp, [], "(clamp(c) * 255.0 + 0.5) as u8 (common form, inexact)" }
             { f32_to_unorm16, F32ToUnorm { bits: 16 }, u32 => u16, $crate::norm::f32_to_unorm16, Exact, [Stream], "fma(clamp(c), 65535, 2^23 + 2) bits - 0x4B000002" }
-            { f32_to_f16, F32ToNarrow { format: Binary16, overflow: Standard }, u32 => u16, $crate::binary16::from_f32_bits, Exact, [Hardware], "round_magnitude::<5, 10>(|x|) | sign, inf past 65504, quiet NaN keeping its payload" }
+            { f32_to_f16, F32ToNarrow { format: Binary16, overflow: Standard }, u32 => u16, $crate::binary16::from_f32_bits, Exact, [Stream, Hardware], "round_magnitude::<5, 10>(|x|) | sign, inf past 65504, quiet NaN keeping its payload" }
             { f32_to_f16_satfinite, F32ToNarrow { format: Binary16, overflow: SatFinite }, u32 => u16, $crate::binary16::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<5, 10>(|x|) | sign, 65504 past it, quiet NaN keeping its payload" }
             { f32_to_f16_branch_free, F32ToNarrow { format: Binary16, overflow: Standard }, u32 => u16, $crate::binary16::from_f32_bits_branch_free, Exact, [], "f32_to_f16 with both roundings (normal, subnormal) computed and one selected" }
             { f32_to_f16_satfinite_branch_free, F32ToNarrow { format: Binary16, overflow: SatFinite }, u32 => u16, $crate::binary16::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_f16_satfinite with both roundings computed and one selected" }
-            { f32_to_bf16, F32ToNarrow { format: Bfloat16, overflow: Standard }, u32 => u16, $crate::bfloat16::from_f32_bits, Exact, [Hardware], "round_magnitude::<8, 7>(|x|) | sign (top half, rounded), quiet NaN keeping its payload" }
+            { f32_to_bf16, F32ToNarrow { format: Bfloat16, overflow: Standard }, u32 => u16, $crate::bfloat16::from_f32_bits, Exact, [Stream, Hardware], "round_magnitude::<8, 7>(|x|) | sign (top half, rounded), quiet NaN keeping its payload" }
             { f32_to_bf16_satfinite, F32ToNarrow { format: Bfloat16, overflow: SatFinite }, u32 => u16, $crate::bfloat16::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<8, 7>(|x|) | sign, largest finite past it, quiet NaN keeping its payload" }
-            { f32_to_e4m3, F32ToNarrow { format: Fp8E4m3, overflow: Standard }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_standard, Exact, [], "round_magnitude::<4, 3>(|x|) | sign, NaN past 448 (OCP non-saturating)" }
-            { f32_to_e4m3_satfinite, F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<4, 3>(|x|) | sign, 448 past it" }
+            { f32_to_e4m3, F32ToNarrow { format: Fp8E4m3, overflow: Standard }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_standard, Exact, [Stream], "round_magnitude::<4, 3>(|x|) | sign, NaN past 448 (OCP non-saturating)" }
+            { f32_to_e4m3_satfinite, F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_satfinite, Exact, [Stream, Hardware], "round_magnitude::<4, 3>(|x|) | sign, 448 past it" }
             { f32_to_e4m3_branch_free, F32ToNarrow { format: Fp8E4m3, overflow: Standard }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_standard_branch_free, Exact, [], "f32_to_e4m3 with both roundings computed and one selected" }
             { f32_to_e4m3_satfinite_branch_free, F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_e4m3_satfinite with both roundings computed and one selected" }
-            { f32_to_e5m2, F32ToNarrow { format: Fp8E5m2, overflow: Standard }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_standard, Exact, [], "round_magnitude::<5, 2>(|x|) | sign, inf past 57344 (OCP non-saturating)" }
-            { f32_to_e5m2_satfinite, F32ToNarrow { format: Fp8E5m2, overflow: SatFinite }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<5, 2>(|x|) | sign, 57344 past it" }
+            { f32_to_e5m2, F32ToNarrow { format: Fp8E5m2, overflow: Standard }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_standard, Exact, [Stream], "round_magnitude::<5, 2>(|x|) | sign, inf past 57344 (OCP non-saturating)" }
+            { f32_to_e5m2_satfinite, F32ToNarrow { format: Fp8E5m2, overflow: SatFinite }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_satfinite, Exact, [Stream, Hardware], "round_magnitude::<5, 2>(|x|) | sign, 57344 past it" }
             { f32_to_e5m2_branch_free, F32ToNarrow { format: Fp8E5m2, overflow: Standard }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_standard_branch_free, Exact, [], "f32_to_e5m2 with both roundings computed and one selected" }
             { f32_to_e5m2_satfinite_branch_free, F32ToNarrow { format: Fp8E5m2, overflow: SatFinite }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_e5m2_satfinite with both roundings computed and one selected" }
             { f16_to_f32, NarrowToF32 { format: Binary16 }, u16 => u32, $crate::binary16::to_f32_bits, Exact, [Hardware], "widen_magnitude::<5, 10>(|b|) | sign, payload kept" }
-            { f16_to_f32_scaled, NarrowToF32 { format: Binary16 }, u16 => u32, $crate::binary16::to_f32_bits_scaled, Exact, [], "sign | (f32(|b| << 13) * 2^112, or inf/NaN selected)" }
-            { bf16_to_f32, NarrowToF32 { format: Bfloat16 }, u16 => u32, $crate::bfloat16::to_f32_bits, Exact, [Hardware], "b << 16" }
+            { f16_to_f32_scaled, NarrowToF32 { format: Binary16 }, u16 => u32, $crate::binary16::to_f32_bits_scaled, Exact, [Stream], "sign | (f32(|b| << 13) * 2^112, or inf/NaN selected)" }
+            { bf16_to_f32, NarrowToF32 { format: Bfloat16 }, u16 => u32, $crate::bfloat16::to_f32_bits, Exact, [Stream, Hardware], "b << 16" }
             { e4m3_to_f32, NarrowToF32 { format: Fp8E4m3 }, u8 => u32, $crate::fp8::e4m3::to_f32_bits, Exact, [Hardware], "widen_magnitude::<4, 3>(|b|) | sign, S.1111.111 to NaN" }
-            { e4m3_to_f32_scaled, NarrowToF32 { format: Fp8E4m3 }, u8 => u32, $crate::fp8::e4m3::to_f32_bits_scaled, Exact, [], "sign | (f32(|b| << 20) * 2^120, or NaN selected)" }
+            { e4m3_to_f32_scaled, NarrowToF32 { format: Fp8E4m3 }, u8 => u32, $crate::fp8::e4m3::to_f32_bits_scaled, Exact, [Stream], "sign | (f32(|b| << 20) * 2^120, or NaN selected)" }
             { e5m2_to_f32, NarrowToF32 { format: Fp8E5m2 }, u8 => u32, $crate::fp8::e5m2::to_f32_bits, Exact, [Hardware], "binary16::to_f32_bits(b << 8)" }
-            { e5m2_to_f32_scaled, NarrowToF32 { format: Fp8E5m2 }, u8 => u32, $crate::fp8::e5m2::to_f32_bits_scaled, Exact, [], "binary16::to_f32_bits_scaled(b << 8)" }
+            { e5m2_to_f32_scaled, NarrowToF32 { format: Fp8E5m2 }, u8 => u32, $crate::fp8::e5m2::to_f32_bits_scaled, Exact, [Stream], "binary16::to_f32_bits_scaled(b << 8)" }
         }
     };
 }

@@ -656,8 +656,24 @@ mod tests {
         assert_eq!(baseline("unorm8_times3_int"), Some("unorm8_mul_recip"));
         assert_eq!(baseline("unorm16_div_ieee"), Some("unorm16_mul_recip"));
         // No baseline for the baseline itself, nor where the table has no shortcut of the
-        // same input width (UNORM8 codes in 16-bit words, SNORM).
-        for name in ["unorm8_mul_recip", "unorm8_to_f32", "snorm8_to_f32", "f16_finite_exp_mask"] {
+        // same input width (UNORM8 codes in 16-bit words, SNORM), nor outside the
+        // UNORM/SNORM → f32 families: f32 ↔ binary16 / bfloat16 / FP8 have no inexact
+        // form in the table, UNORM → binary16 / bfloat16 no streamed one.
+        for name in [
+            "unorm8_mul_recip",
+            "unorm8_to_f32",
+            "snorm8_to_f32",
+            "f16_finite_exp_mask",
+            "unorm8_to_f16_odd",
+            "unorm16_to_bf16_via_f32",
+            "f32_to_f16",
+            "f32_to_bf16",
+            "f32_to_e4m3",
+            "f32_to_e5m2_satfinite",
+            "f16_to_f32_scaled",
+            "bf16_to_f32",
+            "e4m3_to_f32_scaled",
+        ] {
             assert_eq!(baseline(name), None, "{name}");
         }
     }

@@ -312,8 +312,9 @@ pub fn with_count_variant<W: WithCountVariant>(format: FloatFormat, with: W) -> 
 
 /// The GPU backend: scans of every format with the coalesced count kernel of the
 /// format's is-finite variant ([`with_count_variant`]: the same `shared` function the
-/// CPU scan uses), and both conversions with the stream kernels of the primitives every
-/// backend runs ([`Unorm8Primitive`], [`Unorm16Primitive`]). Data goes through pinned
+/// CPU scan uses), and every conversion with the stream kernel of the primitive every
+/// backend runs ([`Unorm8Primitive`], [`Unorm16Primitive`], [`Unorm8ToF16Primitive`],
+/// ...). Data goes through pinned
 /// staging buffers in two lanes ([`crate::gpu::staging`]): the host reads or copies
 /// chunk `i + 1` (on all cores) while chunk `i` is copied up, run and copied back. A chunk
 /// in which the GPU finds non-finite values is classified (NaN / ±inf) by the CPU, which
@@ -342,42 +343,14 @@ impl GpuBackend {
         work(staging)
     }
 
-    /// `f(src[i])` for the [`KernelKind::Stream`](shared::KernelKind::Stream) kernel of
-    /// `P` over `src` into `dst`, staged: at least four chunks when there are samples
-    /// enough, so that copies and kernel overlap within one call.
-    fn convert<P>(&self, src: &[P::In], dst: &mut [f32]) -> Result<(), BackendError>
+    /// The stored bits of `f(src[i])` for the
+    /// [`KernelKind::Stream`](shared::KernelKind::Stream) kernel of `P` over `src` into
+    /// `dst` (an f32's bits, or a binary16 / bfloat16 encoding), staged: at least four
+    /// chunks when there are samples enough, so that copies and kernel overlap within one
+    /// call.
+    fn convert<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), BackendError>
     where
-        P: shared::kind::Stream<Out = f32>,
-        P::In: Element,
-    {
-        same_lengths(src.len(), dst.len())?;
-        let dst: &mut [u32] = bytemuck::cast_slice_mut(dst);
-        self.with_staging(|staging| {
-            let capacity = (staging.input_bytes() / size_of::<P::In>()).min(staging.output_bytes() / 4);
-            let chunk = src.len().div_ceil(4).clamp(GPU_MIN_CHUNK_SAMPLES, capacity.max(1));
-            let piece = |i: usize| i * chunk..((i + 1) * chunk).min(src.len());
-            self.gpu.stream_staged::<P, BackendError>(
-                staging,
-                src.len().div_ceil(chunk),
-                |i, input| {
-                    let samples = &src[piece(i)];
-                    copy_parallel(samples, &mut input[..samples.len()]);
-                    Ok(samples.len())
-                },
-                |i, _, output| {
-                    copy_parallel(output, &mut dst[piece(i)]);
-                    Ok(())
-                },
-            )
-        })
-    }
-
-    /// The stored bits of `f(src[i])` for the [`KernelKind::Map`](shared::KernelKind::Map)
-    /// kernel of `P` over `src` into `dst` (the 16-bit float outputs), staged as
-    /// [`GpuBackend::convert`] stages.
-    fn convert_bits<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), BackendError>
-    where
-        P: shared::kind::Map,
+        P: shared::kind::Stream,
         P::In: Element,
         Bits<P>: Element,
     {
@@ -387,7 +360,7 @@ impl GpuBackend {
                 (staging.input_bytes() / size_of::<P::In>()).min(staging.output_bytes() / size_of::<Bits<P>>());
             let chunk = src.len().div_ceil(4).clamp(GPU_MIN_CHUNK_SAMPLES, capacity.max(1));
             let piece = |i: usize| i * chunk..((i + 1) * chunk).min(src.len());
-            self.gpu.map_staged::<P, BackendError>(
+            self.gpu.stream_staged::<P, BackendError>(
                 staging,
                 src.len().div_ceil(chunk),
                 |i, input| {
@@ -481,27 +454,27 @@ impl Backend for GpuBackend {
     }
 
     fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
-        self.convert::<Unorm8Primitive>(src, dst)
+        self.convert::<Unorm8Primitive>(src, bytemuck::cast_slice_mut(dst))
     }
 
     fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
-        self.convert::<Unorm16Primitive>(src, dst)
+        self.convert::<Unorm16Primitive>(src, bytemuck::cast_slice_mut(dst))
     }
 
     fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.convert_bits::<Unorm8ToF16Primitive>(src, dst)
+        self.convert::<Unorm8ToF16Primitive>(src, dst)
     }
 
     fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.convert_bits::<Unorm16ToF16Primitive>(src, dst)
+        self.convert::<Unorm16ToF16Primitive>(src, dst)
     }
 
     fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.convert_bits::<Unorm8ToBf16Primitive>(src, dst)
+        self.convert::<Unorm8ToBf16Primitive>(src, dst)
     }
 
     fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.convert_bits::<Unorm16ToBf16Primitive>(src, dst)
+        self.convert::<Unorm16ToBf16Primitive>(src, dst)
     }
 }
 

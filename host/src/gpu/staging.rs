@@ -208,34 +208,6 @@ impl Gpu {
         staging.run(name, chunks, &mut fill, queue, &mut drain)
     }
 
-    /// [`Gpu::stream_staged`] with `P`'s [`KernelKind::Map`] kernel (one element per
-    /// thread per step), for the variants that have no stream kernel.
-    pub fn map_staged<P, E>(
-        &self,
-        staging: &mut Staging,
-        chunks: usize,
-        mut fill: impl FnMut(usize, &mut [P::In]) -> Result<usize, E>,
-        mut drain: impl FnMut(usize, &[P::In], &[Bits<P>]) -> Result<(), E>,
-    ) -> Result<(), E>
-    where
-        P: kind::Map,
-        P::In: Element,
-        Bits<P>: Element,
-        E: From<GpuError>,
-    {
-        let name = KernelName::of::<P>(KernelKind::Map);
-        let queue = |stream: &Arc<CudaStream>, input: &CudaView<'_, P::In>, mut output: CudaViewMut<'_, Bits<P>>| {
-            let n = input.len();
-            let mut output = output.try_slice_mut(..n).ok_or(GpuError::Length {
-                kernel: name.to_string(),
-                detail: format!("{n} results do not fit the staging output"),
-            })?;
-            raw::launch_map::<P>(stream, &self.module, self.elementwise_config(n, 1), input, &mut output)?;
-            Ok(n)
-        };
-        staging.run(name, chunks, &mut fill, queue, &mut drain)
-    }
-
     /// `P`'s [`KernelKind::CountNonfinite`] kernel over `chunks` chunks staged through
     /// `staging`, two in flight: `fill(i, input)` writes chunk `i`'s elements at the
     /// start of `input` and returns how many; `drain(i, input, found)` then gets the

@@ -81,13 +81,23 @@ fn global_access(instruction: &Instruction) -> Option<(Direction, Access)> {
         })
         .unwrap_or(4);
     let address = operands(instruction).into_iter().find(|o| o.contains('['))?;
-    // `desc[UR4][R2.64+-0x8]`: the last bracket holds the register and the offset.
+    // `desc[UR4][R2.64+-0x8]`: the last bracket holds the registers and the offset. The
+    // registers may be a pair, `[R8.64+UR4]` (sm_75 adds a uniform register): they are
+    // the base together.
     let inside = address.rsplit('[').next()?.trim_end_matches(']');
-    let (base, offset) = match inside.find(['+', '-']) {
-        Some(at) => (&inside[..at], parse_offset(&inside[at..])?),
-        None => (inside, 0),
-    };
-    Some((direction, Access { opcode: opcode.to_string(), bytes, base: base.trim().to_string(), offset }))
+    let (mut registers, mut offset) = (Vec::new(), 0);
+    for term in inside.split('+').map(str::trim).filter(|t| !t.is_empty()) {
+        match term.find('-') {
+            Some(0) => offset += parse_offset(term)?,
+            Some(at) => {
+                registers.push(&term[..at]);
+                offset += parse_offset(&term[at..])?;
+            }
+            None if term.starts_with("0x") => offset += parse_offset(term)?,
+            None => registers.push(term),
+        }
+    }
+    Some((direction, Access { opcode: opcode.to_string(), bytes, base: registers.join("+"), offset }))
 }
 
 /// `+0x10` → 16, `+-0x8` → -8, `-0x8` → -8.
@@ -359,6 +369,8 @@ mod tests {
             "LDG.E.U8 R2, desc[UR8][R2.64]",
             "REDG.E.ADD.64.STRONG.SYS desc[UR16][R2.64], R16",
             "LDG.E R4, desc[UR6][R4.64-0x4]",
+            "STG.E.64.SYS [R8.64+UR4], R26",
+            "LDG.E.U16.SYS R0, [R8.64+UR4+0x10]",
         ]);
         let found: Vec<(Direction, Access)> = k.instructions.iter().filter_map(global_access).collect();
         let brief: Vec<(Direction, u32, &str, i64)> =
@@ -371,6 +383,8 @@ mod tests {
                 (Direction::Load, 1, "R2.64", 0),
                 (Direction::Atomic, 8, "R2.64", 0),
                 (Direction::Load, 4, "R4.64", -4),
+                (Direction::Store, 8, "R8.64+UR4", 0),
+                (Direction::Load, 2, "R8.64+UR4", 16),
             ]
         );
     }
