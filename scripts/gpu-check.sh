@@ -4,9 +4,9 @@
 #
 #   gpu-check.sh OUTDIR
 #
-# Every check runs on its own, under its own timeout, in this order: first GPU == CPU,
-# the exhaustive GPU test (every variant on every input) and the three-way test (every
-# hardware conversion on every input), then the other tests of the GPU test binary,
+# Every check runs on its own, under its own timeout, in this order: the quick tests of
+# the GPU test binary, then GPU == CPU: the exhaustive GPU test (every variant on every
+# input) and the three-way test (every hardware conversion on every input), then
 # `bitexact bench`, the CUDA-tool tests (which CI runs without a GPU too) and the other
 # test binaries (one process per test: `--exact NAME --test-threads=1`, REQUIRE_GPU=1,
 # so a missing GPU fails), `bitexact sass --arch sm_90`, `bitexact bench-files` (scan
@@ -188,15 +188,17 @@ run_binary() { # BINARY [SKIP...]
   done < <(sed -n 's/: test$//p' "$list_log")
 }
 
-# First priority: GPU == CPU on every input, every variant and every hardware conversion.
+# First the quick GPU tests (lengths, the 2^31-byte buffer, the bandwidth kernels from
+# every offset, the GPU backends, every kernel loads: about half a minute, and they
+# catch a broken kernel or launch at once), then GPU == CPU on every input, every
+# variant and every hardware conversion (their per-variant lines in the logs show how
+# far they got if the deadline stops them), then the benchmark (bandwidth against a
+# same-run copy, every output checked).
 exhaustive="every_variant_matches_the_cpu_on_every_input_of_its_domain"
 three_way="software_hardware_and_cpu_agree_on_every_input_of_each_conversion"
+run_binary "$bin/test-gpu" "$exhaustive" "$three_way"
 run_test "$bin/test-gpu" "$exhaustive"
 run_test "$bin/test-gpu" "$three_way"
-# The other GPU tests (lengths, the 2^31-byte buffer, the bandwidth kernels from every
-# offset, the GPU backends, every kernel loads), then the benchmark (bandwidth against
-# a same-run copy, every output checked).
-run_binary "$bin/test-gpu" "$exhaustive" "$three_way"
 run_check report "bitexact bench" "$out/logs/bench.log" "$out/bench.md" \
   "$bin/bitexact" bench --format markdown --json-out "$out/bench.json"
 # The CUDA-tool tests with the machine's ptxas (CI runs them too, without a GPU), then
