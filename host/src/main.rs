@@ -74,6 +74,15 @@ fn main() -> ExitCode {
         crate::cli::say!("bitexact: cannot start the worker threads: {error}");
         return ExitCode::from(2);
     }
+    // Ctrl-C or SIGTERM: no destructor runs, so remove the temporary files of outputs
+    // being written first; the outputs stay as they were, as on any failed run.
+    if let Err(error) = ctrlc::set_handler(|| {
+        host::files::tensor_io::remove_pending_temporaries();
+        cli::say!("bitexact: interrupted");
+        std::process::exit(130);
+    }) {
+        cli::say!("bitexact: warning: cannot handle Ctrl-C ({error}); an interrupted run may leave a .bitexact-*.tmp");
+    }
     match cli.command {
         None => finish(cli::verify::run(&default_verify_args())),
         Some(Command::Verify(args)) => finish(cli::verify::run(&args)),

@@ -860,3 +860,48 @@ fn an_unwritable_stderr_does_not_turn_an_error_into_a_panic() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2), "the error's status, not a panic's 101");
 }
+
+#[test]
+fn ctrl_c_while_writing_removes_the_temporary_file_and_leaves_no_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Noise, so that decoding and writing take a while: 12 Mi samples, 48 MiB of f32.
+    let side = 2048u32;
+    let mut rng = common::Rng::new(5);
+    let raw: Vec<u8> = (0..side * side * 3).map(|_| rng.next() as u8).collect();
+    let png = d.join("noise.png");
+    image::RgbImage::from_raw(side, side, raw).unwrap().save(&png).unwrap();
+    let out = d.join("out.npy");
+    let temporaries = || {
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".tmp"))
+            .count()
+    };
+    // The run may finish before the signal lands on a fast machine: try a few times.
+    for _ in 0..5 {
+        let mut child = common::bitexact_command()
+            .args(["normalize", path_arg(&png), "-o", path_arg(&out), "--force"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        while temporaries() == 0 && child.try_wait().unwrap().is_none() && started.elapsed().as_secs() < 60 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(temporaries(), 0, "no temporary file left, whatever the outcome");
+        if output.status.code() == Some(0) {
+            std::fs::remove_file(&out).unwrap();
+            continue; // finished before the signal
+        }
+        assert!(killed.success());
+        assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+        assert_eq!(String::from_utf8_lossy(&output.stderr), "bitexact: interrupted\n");
+        assert!(!out.exists(), "no output from an interrupted run");
+        return;
+    }
+    panic!("five runs finished before Ctrl-C reached them: the test saw no interrupted run");
+}

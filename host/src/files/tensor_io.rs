@@ -1037,6 +1037,7 @@ pub fn stage<S: TensorSource + ?Sized>(
         .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
         .tempfile_in(directory)
         .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
+    let pending = PendingTemporary::register(temporary.path());
     if let Some(mode) = replaced_mode {
         temporary
             .as_file()
@@ -1060,7 +1061,43 @@ pub fn stage<S: TensorSource + ?Sized>(
     })
     .map_err(fail)?;
     phases.bytes = temporary.as_file().metadata().map_or(0, |m| m.len());
-    Ok(StagedOutput { temporary, out: out.to_path_buf(), force, phases })
+    Ok(StagedOutput { temporary, out: out.to_path_buf(), force, phases, _pending: pending })
+}
+
+/// The temporary files of outputs being written, for [`remove_pending_temporaries`].
+static PENDING_TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A temporary output file listed in [`PENDING_TEMPORARIES`] while it lives: dropped
+/// (the file renamed into place or removed), it is taken off the list.
+struct PendingTemporary(PathBuf);
+
+impl PendingTemporary {
+    fn register(path: &Path) -> PendingTemporary {
+        let mut pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pending.push(path.to_path_buf());
+        PendingTemporary(path.to_path_buf())
+    }
+}
+
+impl Drop for PendingTemporary {
+    fn drop(&mut self) {
+        let mut pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(at) = pending.iter().position(|p| *p == self.0) {
+            pending.swap_remove(at);
+        }
+    }
+}
+
+/// Removes the temporary file of every output still being written, and returns how
+/// many it removed. For a process about to exit on a signal (Ctrl-C), which runs no
+/// destructors: the output paths are left as they were, as on any failed run. The list
+/// stays locked, so no output is renamed into place after this has run.
+pub fn remove_pending_temporaries() -> usize {
+    let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let removed = pending.iter().filter(|path| std::fs::remove_file(path).is_ok()).count();
+    // Held until the process exits: a commit waiting for the lock never runs.
+    std::mem::forget(pending);
+    removed
 }
 
 /// Where the time of [`stage`] went. Producing and writing overlap: their sum may
@@ -1086,6 +1123,9 @@ pub struct StagedOutput {
     out: PathBuf,
     force: bool,
     phases: WritePhases,
+    /// Listed until it is renamed into place or removed. Declared after `temporary`,
+    /// so dropped after it: the file is gone before it leaves the list.
+    _pending: PendingTemporary,
 }
 
 impl StagedOutput {
@@ -1098,8 +1138,12 @@ impl StagedOutput {
     /// output is never replaced (the rename itself refuses, so a file created meanwhile
     /// is not clobbered either). On error the temporary file is removed.
     pub fn commit(self) -> Result<(), TensorWriteError> {
+        // The rename happens under the list's lock, so that a signal's cleanup
+        // ([`remove_pending_temporaries`]) runs wholly before it or not at all.
+        let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let persisted =
             if self.force { self.temporary.persist(&self.out) } else { self.temporary.persist_noclobber(&self.out) };
+        drop(pending);
         persisted.map(drop).map_err(|e| {
             let kind = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
                 TensorWriteErrorKind::Exists
