@@ -427,7 +427,7 @@ fn main() {
         println!("narrow_vs_crates: {n} elements per buffer, best of {}, one thread{smoke}", options.reps);
         println!("half f16 conversions: {f16c}; half bf16 and float8: software");
         println!(
-            "{:<21} {:>8} {:<28} {:>9} {:>11} {:>9} {:>11}  differences explained",
+            "{:<33} {:>8} {:<28} {:>9} {:>11} {:>9} {:>11}  differences explained",
             "conversion", "ours ns", "theirs", "theirs ns", "ours/theirs", "compared", "unexplained"
         );
         for r in &rows {
@@ -440,7 +440,7 @@ fn main() {
                 why.push(format!("{} overflowing: float8 saturates", c.saturates));
             }
             println!(
-                "{:<21} {:>8.3} {:<28} {:>9.3} {:>11.2} {:>9} {:>11}  {}",
+                "{:<33} {:>8.3} {:<28} {:>9.3} {:>11.2} {:>9} {:>11}  {}",
                 r.conversion,
                 r.ours_ns,
                 r.theirs,
