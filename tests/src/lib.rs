@@ -1,5 +1,6 @@
 //! Cross-crate conformance tests live in `tests/`; this library holds their shared
-//! helper for walking large input ranges on the global rayon pool.
+//! helpers: walking large input ranges on the global rayon pool, and exact fixed point
+//! for f32 values.
 
 use rayon::prelude::*;
 use std::ops::Range;
@@ -13,6 +14,17 @@ pub fn check_all(range: Range<u64>, check: impl Fn(u64) -> Result<(), String> + 
         Some(message) => Err(message),
         None => Ok(()),
     }
+}
+
+/// `f` scaled by 2^64 as an exact integer, for `f` in `[2^-40, 2]` or zero (a normal
+/// f32 there: significand times a power of two, shifted left by at least 1).
+pub fn scaled(f: f32) -> i128 {
+    if f == 0.0 {
+        return 0;
+    }
+    let bits = f.to_bits();
+    let (exponent, significand) = ((bits >> 23 & 0xFF) as i32, i128::from(bits & 0x7F_FFFF | 1 << 23));
+    significand << (exponent - 150 + 64)
 }
 
 #[cfg(test)]

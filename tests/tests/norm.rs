@@ -2,20 +2,10 @@
 //! high bits, the SNORM clamp and the rounding ties. (The variants are proven against
 //! the reference on their whole domains in `exhaustive_cpu.rs`.)
 
-use conformance::check_all;
+use conformance::{check_all, scaled};
 use host::verify::reference::{self, div_to_f32, f32_to_unorm_exact};
 use host::verify::table::VARIANTS;
 use shared::Family;
-
-/// `f` scaled by 2^64 as an exact integer, for `f` in `[2^-40, 2]` or zero.
-fn scaled(f: f32) -> i128 {
-    if f == 0.0 {
-        return 0;
-    }
-    let bits = f.to_bits();
-    let (exponent, significand) = ((bits >> 23 & 0xFF) as i32, i128::from(bits & 0x7F_FFFF | 1 << 23));
-    significand << (exponent - 150 + 64)
-}
 
 #[test]
 fn unorm_and_snorm_references_are_within_half_an_ulp_of_the_rational_and_never_ties() {

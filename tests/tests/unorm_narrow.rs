@@ -3,19 +3,10 @@
 //! codes where rounding twice through f32 goes wrong, derived from the reference. (The
 //! variants are proven against the reference on every code in `exhaustive_cpu.rs`.)
 
+use conformance::scaled;
 use host::verify::reference::{self, BFLOAT16, BINARY16, Rounded, div_to_f32, div_to_narrow};
 use host::verify::table::{VARIANTS, find};
 use shared::Family;
-
-/// `f` scaled by 2^64 as an exact integer, for `f` in `[2^-40, 2]` or zero.
-fn scaled(f: f32) -> i128 {
-    if f == 0.0 {
-        return 0;
-    }
-    let bits = f.to_bits();
-    let (exponent, significand) = ((bits >> 23 & 0xFF) as i32, i128::from(bits & 0x7F_FFFF | 1 << 23));
-    significand << (exponent - 150 + 64)
-}
 
 #[test]
 fn the_reference_is_nearer_to_the_quotient_than_either_neighbour_on_every_code() {

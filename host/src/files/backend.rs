@@ -519,6 +519,22 @@ impl AutoBackend {
         AutoBackend { rule, job_bytes, cpu, state: Mutex::new(state) }
     }
 
+    /// [`AutoBackend::drive`] over a conversion of `src` into `dst` (equal lengths),
+    /// measured in bytes of `src`: each piece `convert` gets is whole elements of both.
+    fn drive_convert<I, O>(
+        &self,
+        src: &[I],
+        dst: &mut [O],
+        convert: impl Fn(&dyn Backend, &[I], &mut [O]) -> Result<(), BackendError>,
+    ) -> Result<(), BackendError> {
+        same_lengths(src.len(), dst.len())?;
+        let width = size_of::<I>();
+        self.drive(size_of_val(src), width, |backend, bytes| {
+            let range = bytes.start / width..bytes.end / width;
+            convert(backend, &src[range.clone()], &mut dst[range])
+        })
+    }
+
     /// Runs `len` bytes of input through `run(backend, bytes)`, in the pieces the rule
     /// asks for (each piece starts at a multiple of `unit`, the element size).
     fn drive(
@@ -652,42 +668,27 @@ impl Backend for AutoBackend {
     }
 
     fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        self.drive(src.len(), 1, |backend, range| backend.unorm8_to_f32(&src[range.clone()], &mut dst[range]))
+        self.drive_convert(src, dst, |backend, src, dst| backend.unorm8_to_f32(src, dst))
     }
 
     fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        self.drive(src.len() * 2, 2, |backend, range| {
-            let range = range.start / 2..range.end / 2;
-            backend.unorm16_to_f32(&src[range.clone()], &mut dst[range])
-        })
+        self.drive_convert(src, dst, |backend, src, dst| backend.unorm16_to_f32(src, dst))
     }
 
     fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        self.drive(src.len(), 1, |backend, range| backend.unorm8_to_f16(&src[range.clone()], &mut dst[range]))
+        self.drive_convert(src, dst, |backend, src, dst| backend.unorm8_to_f16(src, dst))
     }
 
     fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        self.drive(src.len() * 2, 2, |backend, range| {
-            let range = range.start / 2..range.end / 2;
-            backend.unorm16_to_f16(&src[range.clone()], &mut dst[range])
-        })
+        self.drive_convert(src, dst, |backend, src, dst| backend.unorm16_to_f16(src, dst))
     }
 
     fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        self.drive(src.len(), 1, |backend, range| backend.unorm8_to_bf16(&src[range.clone()], &mut dst[range]))
+        self.drive_convert(src, dst, |backend, src, dst| backend.unorm8_to_bf16(src, dst))
     }
 
     fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        self.drive(src.len() * 2, 2, |backend, range| {
-            let range = range.start / 2..range.end / 2;
-            backend.unorm16_to_bf16(&src[range.clone()], &mut dst[range])
-        })
+        self.drive_convert(src, dst, |backend, src, dst| backend.unorm16_to_bf16(src, dst))
     }
 }
 
