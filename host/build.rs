@@ -3,10 +3,10 @@
 //! `$OUT_DIR/ptx_modules.rs`, which `src/ptx.rs` includes:
 //!
 //! * the baseline (`sm_75`): `kernels.ptx`, every software kernel and the `Hardware`
-//!   kernels whose instruction the baseline has;
-//! * each newer target: `kernels_sm_XX.ptx`, only the `Hardware` kernels whose
-//!   instruction's target (`shared::hardware::Conversion::target`) it is, built with
-//!   `--cfg bitexact_hardware_only`.
+//!   and `HardwareStream` kernels whose instruction the baseline has;
+//! * each newer target: `kernels_sm_XX.ptx`, only the `Hardware` and `HardwareStream`
+//!   kernels whose instruction's target (`shared::hardware::Conversion::target`) it is,
+//!   built with `--cfg bitexact_hardware_only`.
 //!
 //! Which hardware kernels go where comes from the variant table (`shared` is a
 //! build-dependency): this script writes `hardware_kernels!(...)` for each module into a
@@ -55,18 +55,24 @@ fn main() {
     }
 }
 
-/// The hardware kernels (variant names) of the module for `target`.
-fn hardware_kernels(target: PtxTarget) -> Vec<&'static str> {
-    TABLE
-        .iter()
-        .filter(|(_, _, kinds)| kinds.contains(&KernelKind::Hardware))
-        .filter(|(name, family, _)| {
-            let instruction = Conversion::of(*family);
-            assert!(instruction.is_some(), "{name} lists Hardware but its family {family} has no instruction");
-            instruction.is_some_and(|i| i.target() == target)
-        })
-        .map(|&(name, _, _)| name)
-        .collect()
+/// The kinds built into the module of the variant's instruction's target, not the
+/// baseline's software build.
+const HARDWARE_KINDS: [KernelKind; 2] = [KernelKind::Hardware, KernelKind::HardwareStream];
+
+/// The hardware kernels of the module for `target`, as `hardware_kernels!` takes them:
+/// `variant: Kind`.
+fn hardware_kernels(target: PtxTarget) -> Vec<String> {
+    let mut kernels = Vec::new();
+    for &(name, family, kinds) in TABLE {
+        for kind in HARDWARE_KINDS.into_iter().filter(|k| kinds.contains(k)) {
+            let instruction = Conversion::of(family);
+            assert!(instruction.is_some(), "{name} lists {kind:?} but its family {family} has no instruction");
+            if instruction.is_some_and(|i| i.target() == target) {
+                kernels.push(format!("{name}: {kind:?}"));
+            }
+        }
+    }
+    kernels
 }
 
 /// The PTX file of the module for `target`.

@@ -59,7 +59,8 @@ fn each_module_declares_its_target_and_ptx_version() {
         assert!(!entries.is_empty(), "module {} has no kernel", module.target);
         if module.target != shared::hardware::BASELINE {
             // The newer modules hold hardware kernels only.
-            assert!(entries.iter().all(|e| e.ends_with(shared::kernel_suffix!(Hardware))), "{entries:?}");
+            let hardware = [shared::kernel_suffix!(Hardware), shared::kernel_suffix!(HardwareStream)];
+            assert!(entries.iter().all(|e| hardware.iter().any(|s| e.ends_with(s))), "{entries:?}");
         }
     }
 }
@@ -366,7 +367,8 @@ fn listing(tools: &CudaTools, ptx: &str, arch: &str) -> Vec<Kernel> {
 /// binary16 count kernel, whose 16-byte loads were already contiguous across a warp.
 const PTX_6148EC3: &str = include_str!("fixtures/ptx_6148ec3_wide.ptx");
 
-/// Every `Stream` and `CountNonfinite` kernel of every variant, on every architecture:
+/// Every `Stream`, `HardwareStream` and `CountNonfinite` kernel of every variant, on
+/// every architecture its module assembles for:
 /// the loop has the shape `host::cuda_tools::sass::bandwidth` checks (one load of four
 /// inputs and one store of their four results per lane per step, e.g. `LDG.E` +
 /// `STG.E.128` for UNORM8 → f32, `LDG.E.128` + `STG.E` for f32 → UNORM8; one 16-byte
@@ -380,15 +382,24 @@ fn every_bandwidth_kernel_loop_has_the_coalesced_shape_on_every_architecture() {
     let mut wrong = Vec::new();
     let mut checked = 0;
     for arch in ARCHS {
-        let kernels = listing(&tools, PTX, arch);
+        let number = ptx::arch_number(arch).expect("sm_XX");
+        let listings: Vec<(shared::hardware::PtxTarget, Vec<Kernel>)> = MODULES
+            .iter()
+            .filter(|m| m.target.sm <= number)
+            .map(|m| (m.target, listing(&tools, m.ptx, arch)))
+            .collect();
         for v in VARIANTS {
-            for kind in [KernelKind::Stream, KernelKind::CountNonfinite] {
+            for kind in [KernelKind::Stream, KernelKind::HardwareStream, KernelKind::CountNonfinite] {
                 let Some(name) = v.kernel(kind) else { continue };
+                let target = ptx::module_of(name, shared::hardware::Conversion::of(v.family)).target;
+                let Some((_, kernels)) = listings.iter().find(|(t, _)| *t == target) else { continue };
                 let name = name.to_string();
                 let kernel = kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("{arch}: no {name}"));
                 let bytes = v.input_bits / 8;
                 let found = match kind {
-                    KernelKind::Stream => bandwidth::stream_loop(kernel, bytes, v.output_bits / 8),
+                    KernelKind::Stream | KernelKind::HardwareStream => {
+                        bandwidth::stream_loop(kernel, bytes, v.output_bits / 8)
+                    }
                     _ => bandwidth::count_loop(kernel, bytes),
                 };
                 checked += 1;

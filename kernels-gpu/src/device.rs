@@ -56,8 +56,18 @@ type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
 unsafe fn map<P: Primitive>(input: *const P::In, output: *mut Bits<P>, n: u64) {
+    // SAFETY: forwarded from the caller.
+    unsafe { map_with(input, output, n, |x| P::apply(x).to_stored()) }
+}
+
+/// `output[i] = f(input[i])` for all `i < n`, one element per lane per grid-stride step.
+///
+/// # Safety
+/// `input` and `output` must be valid device pointers to `n` elements each.
+#[inline(always)]
+unsafe fn map_with<I, O>(input: *const I, output: *mut O, n: u64, f: impl Fn(I) -> O) {
     // SAFETY: the caller guarantees both buffers hold `n` elements and `i < n`.
-    grid_stride(n, |i| unsafe { output.add(i).write(P::apply(input.add(i).read()).to_stored()) });
+    grid_stride(n, |i| unsafe { output.add(i).write(f(input.add(i).read())) });
 }
 
 /// The load/index/store skeleton of [`map`] with no computation: the stored value is
@@ -224,13 +234,8 @@ impl StreamQuad for u32 {
     }
 }
 
-/// [`map`] over a buffer, coalesced ([`shared::KernelKind::Stream`]): grid-stride step
-/// `v` of a lane loads inputs `4v..4v+4` in one access of four inputs and stores their
-/// results in one access of four stored results (a 4-, 8- or 16-byte
-/// [`StreamQuad::Quad`] each), so consecutive lanes touch consecutive pieces of both
-/// buffers. The results are packed into the quad by integer operations, so the vector
-/// loop has no narrow store. A scalar pass ([`map`]) does the last `n % 4` elements, or
-/// all of them if either pointer is not aligned for its quad.
+/// [`map`] over a buffer, coalesced ([`shared::KernelKind::Stream`]): [`stream_with`]
+/// `P`'s function.
 ///
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
@@ -241,20 +246,34 @@ where
     P::In: StreamQuad,
     Bits<P>: StreamQuad,
 {
-    type InQuad<P> = <<P as Primitive>::In as StreamQuad>::Quad;
-    type OutQuad<P> = <Bits<P> as StreamQuad>::Quad;
+    // SAFETY: forwarded from the caller.
+    unsafe { stream_with(input, output, n, |x| P::apply(x).to_stored()) }
+}
+
+/// `output[i] = f(input[i])` for all `i < n`, coalesced: grid-stride step `v` of a lane
+/// loads inputs `4v..4v+4` in one access of four inputs and stores their results in one
+/// access of four results (a 4-, 8- or 16-byte [`StreamQuad::Quad`] each), so
+/// consecutive lanes touch consecutive pieces of both buffers. The results are packed
+/// into the quad by integer operations, so the vector loop has no narrow store. A
+/// scalar pass ([`map_with`]) does the last `n % 4` elements, or all of them if either
+/// pointer is not aligned for its quad.
+///
+/// # Safety
+/// `input` and `output` must be valid device pointers to `n` elements each.
+#[inline(always)]
+unsafe fn stream_with<I: StreamQuad, O: StreamQuad>(input: *const I, output: *mut O, n: u64, f: impl Fn(I) -> O) {
     let lane = kind::STREAM_LANE_ELEMENTS;
-    let vectors = if aligned_for::<InQuad<P>, _>(input) && aligned_for::<OutQuad<P>, _>(output) { n / lane } else { 0 };
-    let (quads_in, quads_out) = (input.cast::<InQuad<P>>(), output.cast::<OutQuad<P>>());
+    let vectors = if aligned_for::<I::Quad, _>(input) && aligned_for::<O::Quad, _>(output) { n / lane } else { 0 };
+    let (quads_in, quads_out) = (input.cast::<I::Quad>(), output.cast::<O::Quad>());
     // SAFETY: step `v < n / 4` covers elements 4v..4v+4 of both buffers, all below `n`;
     // both pointers are aligned for these accesses (checked above).
     grid_stride(vectors, |v| unsafe {
-        let values = P::In::split(quads_in.add(v).read()).map(|x| P::apply(x).to_stored());
-        quads_out.add(v).write(Bits::<P>::join(values));
+        let values = I::split(quads_in.add(v).read()).map(&f);
+        quads_out.add(v).write(O::join(values));
     });
     let done = (vectors * lane) as usize;
-    // SAFETY: `done <= n`, and `map` touches elements `done + i` for `i < n - done`.
-    unsafe { map::<P>(input.add(done), output.add(done), n - done as u64) };
+    // SAFETY: `done <= n`, and `map_with` touches elements `done + i` for `i < n - done`.
+    unsafe { map_with(input.add(done), output.add(done), n - done as u64, f) };
 }
 
 /// A [`kind::CountElement`] as the count kernels read it: the elements of a 16-byte
@@ -370,15 +389,11 @@ where
     }
 }
 
-/// `output[i]` = the GPU's own conversion instruction for `P`'s family
-/// ([`shared::hardware::Conversion::of`]) applied to `input[i]`, for all `i < n`: the
-/// [`map`] loop with the instruction in place of `P::apply`. A variant whose family has
-/// no instruction cannot have this kernel: its instantiation does not compile.
-///
-/// # Safety
-/// As for [`map`].
+/// `P`'s input → its stored result by the GPU's own conversion instruction for `P`'s
+/// family ([`shared::hardware::Conversion::of`]). A variant whose family has no
+/// instruction cannot use this: its instantiation does not compile.
 #[inline(always)]
-unsafe fn hardware_map<P>(input: *const P::In, output: *mut Bits<P>, n: u64)
+fn by_instruction<P>(x: P::In) -> Bits<P>
 where
     P: kind::Hardware,
     u32: FromBits<P::In>,
@@ -390,11 +405,42 @@ where
             None => panic!("a Hardware kernel for a family the GPU has no instruction for"),
         }
     };
-    // SAFETY: as for `map`.
-    grid_stride(n, |i| unsafe {
-        let x = u32::from_bits(input.add(i).read());
-        output.add(i).write(Bits::<P>::from_bits(crate::hardware::convert(instruction, x)));
-    });
+    Bits::<P>::from_bits(crate::hardware::convert(instruction, u32::from_bits(x)))
+}
+
+/// `output[i]` = the GPU's own conversion instruction for `P`'s family applied to
+/// `input[i]`, for all `i < n`: the [`map`] loop with [`by_instruction`] in place of
+/// `P::apply`.
+///
+/// # Safety
+/// As for [`map`].
+#[inline(always)]
+unsafe fn hardware_map<P>(input: *const P::In, output: *mut Bits<P>, n: u64)
+where
+    P: kind::Hardware,
+    u32: FromBits<P::In>,
+    Bits<P>: FromBits<u32>,
+{
+    // SAFETY: forwarded from the caller.
+    unsafe { map_with(input, output, n, by_instruction::<P>) }
+}
+
+/// The [`stream`] loop with [`by_instruction`] in place of `P::apply`
+/// ([`shared::KernelKind::HardwareStream`]).
+///
+/// # Safety
+/// As for [`stream`].
+#[inline(always)]
+unsafe fn hardware_stream<P>(input: *const P::In, output: *mut Bits<P>, n: u64)
+where
+    P: kind::HardwareStream,
+    P::In: StreamQuad,
+    Bits<P>: StreamQuad,
+    u32: FromBits<P::In>,
+    Bits<P>: FromBits<u32>,
+{
+    // SAFETY: forwarded from the caller.
+    unsafe { stream_with(input, output, n, by_instruction::<P>) }
 }
 
 /// A free integer cast, for [`skeleton`] and the timing chains.
@@ -481,8 +527,12 @@ macro_rules! entry {
     // Not from the table's callback: each module builds the hardware kernels of its own
     // target, which `hardware_kernels!` lists (see the end of this file).
     ($variant:ident, Hardware) => {};
-    (@hardware $variant:ident) => {
+    ($variant:ident, HardwareStream) => {};
+    (@hardware $variant:ident, Hardware) => {
         entry!(@ $variant, Hardware, hardware_map, (input: *const In<V>, output: *mut Bits<V>, n: u64));
+    };
+    (@hardware $variant:ident, HardwareStream) => {
+        entry!(@ $variant, HardwareStream, hardware_stream, (input: *const In<V>, output: *mut Bits<V>, n: u64));
     };
     (@ $variant:ident, $kind:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
         const _: () = {
@@ -509,14 +559,15 @@ macro_rules! emit_kernels {
 #[cfg(not(bitexact_hardware_only))]
 shared::for_each_variant!(emit_kernels);
 
-/// The `Hardware` kernels of the listed variants.
+/// The listed hardware kernels: `variant: Kind` for each, `Kind` `Hardware` or
+/// `HardwareStream`.
 macro_rules! hardware_kernels {
-    ($($variant:ident),* $(,)?) => {$(
-        entry!(@hardware $variant);
+    ($($variant:ident: $kind:ident),* $(,)?) => {$(
+        entry!(@hardware $variant, $kind);
     )*};
 }
 
 // `host/build.rs` writes, for the module it builds, `hardware_kernels!(...)` with the
-// variants whose entry lists `Hardware` and whose instruction's target
-// (`shared::hardware::Conversion::target`) is this module's.
+// `Hardware` and `HardwareStream` kernels of the variants whose entry lists them and
+// whose instruction's target (`shared::hardware::Conversion::target`) is this module's.
 include!(env!("BITEXACT_HARDWARE_KERNELS"));

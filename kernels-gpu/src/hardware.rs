@@ -9,7 +9,7 @@
 //! it can be inlined any number of times.
 
 use core::arch::asm;
-use shared::hardware::Conversion;
+use shared::hardware::{Conversion, e4m3_standard, e5m2_standard};
 
 /// f32 bits → the 16-bit result of `cvt.$mode.$ty.f32`, zero-extended.
 macro_rules! f32_to_16_bits {
@@ -97,6 +97,8 @@ pub fn convert(instruction: Conversion, x: u32) -> u32 {
         Conversion::F32ToBf16Satfinite => f32_to_16_bits!(x, "cvt.rn.satfinite.bf16.f32"),
         Conversion::F32ToE4m3Satfinite => f32_to_fp8!(x, "cvt.rn.satfinite.e4m3x2.f32"),
         Conversion::F32ToE5m2Satfinite => f32_to_fp8!(x, "cvt.rn.satfinite.e5m2x2.f32"),
+        Conversion::F32ToE4m3 => e4m3_standard(x, f32_to_fp8!(x, "cvt.rn.satfinite.e4m3x2.f32")),
+        Conversion::F32ToE5m2 => e5m2_standard(x, f32_to_fp8!(x, "cvt.rn.satfinite.e5m2x2.f32")),
         Conversion::F16ToF32 => widen_16_bits!(x, "cvt.f32.f16"),
         Conversion::Bf16ToF32 => widen_16_bits!(x, "cvt.f32.bf16"),
         Conversion::E4m3ToF32 => widen_fp8!(x, "cvt.rn.f16x2.e4m3x2"),

@@ -17,12 +17,14 @@
 //! `CountNonfinite` (coalesced bandwidth kernels, for the benchmarks and the GPU
 //! backend of `scan` and `normalize`).
 //! The conversions the GPU has an instruction for also have `Hardware` (the instruction
-//! itself, as inline PTX).
+//! itself, as inline PTX; for the non-saturating FP8 modes the saturating one and a
+//! select), and the narrowings that stream `HardwareStream` (the `Stream` loop with the
+//! instruction).
 //!
 //! `host/build.rs` builds this crate once per PTX target of `shared::hardware::TARGETS`:
 //! the baseline (`sm_75`) with every software kernel and the hardware kernels it can
 //! hold, and each newer target with `--cfg bitexact_hardware_only` and only the hardware
-//! kernels of its instructions (`$BITEXACT_HARDWARE_KERNELS` names the file that lists
+//! kernels (`Hardware`, `HardwareStream`) of its instructions (`$BITEXACT_HARDWARE_KERNELS` names the file that lists
 //! them).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, link_llvm_intrinsics, asm_experimental_arch))]

@@ -45,6 +45,9 @@ macro_rules! kernel_suffix {
     (Hardware) => {
         "_hw"
     };
+    (HardwareStream) => {
+        "_hw_stream"
+    };
 }
 
 /// Defines [`KernelKind`] with the given variants, its [`KernelKind::ALL`] and its
@@ -116,6 +119,13 @@ kernel_kinds! {
     /// on the GPU. Built into the PTX module of the oldest target that has the
     /// instruction ([`crate::hardware::Conversion::target`]).
     Hardware,
+    /// The [`KernelKind::Stream`] signature and loop (one load of four inputs, one store
+    /// of their four results per lane per step) with each result computed by the GPU's
+    /// own conversion instruction, as in [`KernelKind::Hardware`], and built into the
+    /// same module: the cheapest streaming form of a conversion the GPU has an
+    /// instruction for (bandwidth benchmark). Equal to the `Hardware` kernel on every
+    /// input, which the GPU three-way check compares.
+    HardwareStream,
 }
 
 /// The name of one kernel: its variant's name followed by its kind's suffix
@@ -206,3 +216,7 @@ impl CountElement for u64 {}
 /// ([`crate::hardware::Conversion::of`] is `Some`, which `kernels-gpu` asserts when it
 /// builds the kernel).
 pub trait Hardware: Primitive {}
+
+/// `P` has a [`KernelKind::HardwareStream`] kernel: it has a [`Hardware`] kernel, and
+/// its input and stored result are [`StreamElement`]s, as for [`Stream`].
+pub trait HardwareStream: Hardware + Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>> {}

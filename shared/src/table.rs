@@ -333,10 +333,11 @@ pub trait Primitive {
 ///
 /// `[Kind, ...]` lists the kinds of GPU kernel the variant has ([`crate::KernelKind`]
 /// variant names, matched as `[$($kind:ident),*]`). An entry writes only its extra
-/// kinds (`[Stream]`, `[CountNonfinite]` or `[]`); callbacks receive them after the four
-/// every variant has: `[Map, Skeleton, Latency, Throughput, Wide]`. The marker type
-/// implements each kind's trait of [`crate::kind`], whose bounds reject a kind the
-/// variant's types cannot have.
+/// kinds (`[Stream]`, `[CountNonfinite]`, `[Stream, Hardware, HardwareStream]`, `[]`, ...);
+/// callbacks receive them after the four every variant has (`[Map, Skeleton, Latency,
+/// Throughput, Stream]` for an entry that writes `[Stream]`). The marker type implements
+/// each kind's trait of [`crate::kind`], whose bounds reject a kind the variant's types
+/// cannot have.
 ///
 /// This is the single source of truth: `shared` builds its marker types from it,
 /// `kernels-gpu` one kernel per entry and kind, `host` its runtime table (tests, CLI,
@@ -441,18 +442,18 @@ macro_rules! for_each_variant {
             { f32_to_unorm8, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8, Exact, [Stream], "fma(clamp(c), 255, 2^23 + 2) bits - 0x4B000002" }
             { f32_to_unorm8_mul_add_half, F32ToUnorm { bits: 8 }, u32 => u8, $crate::norm::f32_to_unorm8_mul_add_half, OneUlp, [], "(clamp(c) * 255.0 + 0.5) as u8 (common form, inexact)" }
             { f32_to_unorm16, F32ToUnorm { bits: 16 }, u32 => u16, $crate::norm::f32_to_unorm16, Exact, [Stream], "fma(clamp(c), 65535, 2^23 + 2) bits - 0x4B000002" }
-            { f32_to_f16, F32ToNarrow { format: Binary16, overflow: Standard }, u32 => u16, $crate::binary16::from_f32_bits, Exact, [Stream, Hardware], "round_magnitude::<5, 10>(|x|) | sign, inf past 65504, quiet NaN keeping its payload" }
+            { f32_to_f16, F32ToNarrow { format: Binary16, overflow: Standard }, u32 => u16, $crate::binary16::from_f32_bits, Exact, [Stream, Hardware, HardwareStream], "round_magnitude::<5, 10>(|x|) | sign, inf past 65504, quiet NaN keeping its payload" }
             { f32_to_f16_satfinite, F32ToNarrow { format: Binary16, overflow: SatFinite }, u32 => u16, $crate::binary16::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<5, 10>(|x|) | sign, 65504 past it, quiet NaN keeping its payload" }
             { f32_to_f16_branch_free, F32ToNarrow { format: Binary16, overflow: Standard }, u32 => u16, $crate::binary16::from_f32_bits_branch_free, Exact, [], "f32_to_f16 with both roundings (normal, subnormal) computed and one selected" }
             { f32_to_f16_satfinite_branch_free, F32ToNarrow { format: Binary16, overflow: SatFinite }, u32 => u16, $crate::binary16::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_f16_satfinite with both roundings computed and one selected" }
-            { f32_to_bf16, F32ToNarrow { format: Bfloat16, overflow: Standard }, u32 => u16, $crate::bfloat16::from_f32_bits, Exact, [Stream, Hardware], "round_magnitude::<8, 7>(|x|) | sign (top half, rounded), quiet NaN keeping its payload" }
+            { f32_to_bf16, F32ToNarrow { format: Bfloat16, overflow: Standard }, u32 => u16, $crate::bfloat16::from_f32_bits, Exact, [Stream, Hardware, HardwareStream], "round_magnitude::<8, 7>(|x|) | sign (top half, rounded), quiet NaN keeping its payload" }
             { f32_to_bf16_satfinite, F32ToNarrow { format: Bfloat16, overflow: SatFinite }, u32 => u16, $crate::bfloat16::from_f32_bits_satfinite, Exact, [Hardware], "round_magnitude::<8, 7>(|x|) | sign, largest finite past it, quiet NaN keeping its payload" }
-            { f32_to_e4m3, F32ToNarrow { format: Fp8E4m3, overflow: Standard }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_standard, Exact, [Stream], "round_magnitude::<4, 3>(|x|) | sign, NaN past 448 (OCP non-saturating)" }
-            { f32_to_e4m3_satfinite, F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_satfinite, Exact, [Stream, Hardware], "round_magnitude::<4, 3>(|x|) | sign, 448 past it" }
+            { f32_to_e4m3, F32ToNarrow { format: Fp8E4m3, overflow: Standard }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_standard, Exact, [Stream, Hardware, HardwareStream], "round_magnitude::<4, 3>(|x|) | sign, NaN past 448 (OCP non-saturating)" }
+            { f32_to_e4m3_satfinite, F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_satfinite, Exact, [Stream, Hardware, HardwareStream], "round_magnitude::<4, 3>(|x|) | sign, 448 past it" }
             { f32_to_e4m3_branch_free, F32ToNarrow { format: Fp8E4m3, overflow: Standard }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_standard_branch_free, Exact, [], "f32_to_e4m3 with both roundings computed and one selected" }
             { f32_to_e4m3_satfinite_branch_free, F32ToNarrow { format: Fp8E4m3, overflow: SatFinite }, u32 => u8, $crate::fp8::e4m3::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_e4m3_satfinite with both roundings computed and one selected" }
-            { f32_to_e5m2, F32ToNarrow { format: Fp8E5m2, overflow: Standard }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_standard, Exact, [Stream], "round_magnitude::<5, 2>(|x|) | sign, inf past 57344 (OCP non-saturating)" }
-            { f32_to_e5m2_satfinite, F32ToNarrow { format: Fp8E5m2, overflow: SatFinite }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_satfinite, Exact, [Stream, Hardware], "round_magnitude::<5, 2>(|x|) | sign, 57344 past it" }
+            { f32_to_e5m2, F32ToNarrow { format: Fp8E5m2, overflow: Standard }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_standard, Exact, [Stream, Hardware, HardwareStream], "round_magnitude::<5, 2>(|x|) | sign, inf past 57344 (OCP non-saturating)" }
+            { f32_to_e5m2_satfinite, F32ToNarrow { format: Fp8E5m2, overflow: SatFinite }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_satfinite, Exact, [Stream, Hardware, HardwareStream], "round_magnitude::<5, 2>(|x|) | sign, 57344 past it" }
             { f32_to_e5m2_branch_free, F32ToNarrow { format: Fp8E5m2, overflow: Standard }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_standard_branch_free, Exact, [], "f32_to_e5m2 with both roundings computed and one selected" }
             { f32_to_e5m2_satfinite_branch_free, F32ToNarrow { format: Fp8E5m2, overflow: SatFinite }, u32 => u8, $crate::fp8::e5m2::from_f32_bits_satfinite_branch_free, Exact, [], "f32_to_e5m2_satfinite with both roundings computed and one selected" }
             { f16_to_f32, NarrowToF32 { format: Binary16 }, u16 => u32, $crate::binary16::to_f32_bits, Exact, [Hardware], "widen_magnitude::<5, 10>(|b|) | sign, payload kept" }

@@ -53,6 +53,31 @@ fn the_rounding_boundaries_are_where_the_specifications_put_them() {
     assert_eq!(bfloat16::from_f32_bits_satfinite(0xFF80_0001), 0xFFC0);
 }
 
+/// The hardware form of the OCP non-saturating FP8 modes is the saturating instruction
+/// followed by a select on the input's bits (`shared::hardware::e4m3_standard`,
+/// `e5m2_standard`; the GPU has no non-saturating instruction). On every f32, given the
+/// saturating result, the select gives the non-saturating one: so on the GPU the
+/// hardware form is right wherever the instruction is (which the GPU three-way check
+/// proves on every input). Both modes are computed by `shared`'s conversions here, which
+/// `exhaustive_cpu.rs` proves equal to the integer reference on every input (calling the
+/// reference itself makes this walk 20 times slower).
+#[test]
+fn the_hardware_selects_make_the_non_saturating_fp8_modes_on_every_input() {
+    use shared::hardware::{e4m3_standard, e5m2_standard};
+    every_f32(|x| {
+        let e4m3 = e4m3_standard(x, u32::from(fp8::e4m3::from_f32_bits_satfinite(x)));
+        let e5m2 = e5m2_standard(x, u32::from(fp8::e5m2::from_f32_bits_satfinite(x)));
+        let (want_e4m3, want_e5m2) =
+            (u32::from(fp8::e4m3::from_f32_bits_standard(x)), u32::from(fp8::e5m2::from_f32_bits_standard(x)));
+        if (e4m3, e5m2) != (want_e4m3, want_e5m2) {
+            return Err(format!(
+                "{x:#010x}: the selects give E4M3 {e4m3:#x}, E5M2 {e5m2:#x}; the non-saturating modes {want_e4m3:#x}, {want_e5m2:#x}"
+            ));
+        }
+        Ok(())
+    });
+}
+
 /// The exact f32 encoding of a narrow encoding, decoded field by field by the
 /// reference's classes and an independent power-of-two product (exact in f64, then
 /// exactly an f32 since every narrow value is one).

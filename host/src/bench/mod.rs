@@ -425,10 +425,12 @@ fn bench_count(
 }
 
 /// Conversions over `bytes` input bytes of each pair of input and output widths (UNORM
-/// codes → f32, f32 → UNORM codes, ...): every selected variant with a stream kernel,
-/// and the inexact baseline of each exact one ([`inexact_baseline`]), every output
-/// checked against the same function on the CPU in the same run; then each exact row
-/// gets its baseline's figures.
+/// codes → f32, f32 → UNORM codes, ...): every selected variant with a stream kernel
+/// (its `Stream` kernel, and its `HardwareStream` kernel where it has one and the
+/// device runs its module), and the inexact baseline of each exact one
+/// ([`inexact_baseline`]), every output checked against the same function on the CPU in
+/// the same run ([`check_stream_output`]); then each exact row gets its baseline's
+/// figures.
 fn bench_stream(
     gpu: &Gpu,
     config: &BenchConfig,
@@ -455,21 +457,23 @@ fn bench_stream(
         let bytes_moved = (len * (in_size + out_size)) as u64;
         let copy = copy_gb_per_s(gpu, config, bytes_moved, copies)?;
         for v in group {
-            let Some(kernel) = v.ops.stream() else { continue };
-            let name = KernelName { variant: v.name, kind: KernelKind::Stream }.to_string();
-            progress(&name);
-            let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut output))?);
-            let got = output.download(gpu)?;
-            // Every element against the same function on the CPU, on all cores.
-            let mask = u64::MAX >> (64 - in_bits);
-            let (wrong, first_wrong) = crate::support::parallel::count_where(len, |i| {
-                (got.get(i) != Some(v.ops.eval(scramble(i as u64) & mask))).then_some(i)
-            });
-            if let Some(i) = first_wrong {
-                let detail = format!("{wrong} outputs differ from the CPU, first at {i}");
-                return Err(GpuError::WrongResult { kernel: name, detail });
+            let kernels = [(KernelKind::Stream, v.ops.stream()), (KernelKind::HardwareStream, v.ops.hardware_stream())];
+            for (kind, kernel) in kernels {
+                let Some(kernel) = kernel else { continue };
+                let name = KernelName { variant: v.name, kind };
+                if kind == KernelKind::HardwareStream
+                    && let Err(reason) =
+                        gpu.runs(crate::gpu::ptx::module_of(name, shared::hardware::Conversion::of(v.family)).target)
+                {
+                    progress(&format!("{name} skipped: {reason}"));
+                    continue;
+                }
+                progress(&name.to_string());
+                let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut output))?);
+                let got = output.download(gpu)?;
+                let checked = check_stream_output(v, kind, in_bits, &got)?;
+                measured.push((v, row(name.to_string(), bytes_moved, ms, copy, checked)));
             }
-            measured.push((v, row(name, bytes_moved, ms, copy, format!("all {len} outputs == CPU"))));
         }
     }
     let baselines: Vec<Option<Baseline>> = measured
@@ -491,6 +495,42 @@ fn bench_stream(
         .filter(|((v, _), _)| is_selected(config, v))
         .map(|((_, row), baseline)| BandwidthRow { inexact_baseline: baseline, ..row })
         .collect())
+}
+
+/// Checks every output `got` of `v`'s stream kernel of kind `kind` (over the bench input
+/// [`scramble`] of `in_bits`-bit elements) against `v` on the CPU, on all cores, and says
+/// what was checked. A [`KernelKind::HardwareStream`] kernel's result on a NaN input
+/// must be a NaN of the result format (the instruction's own, which the three-way check
+/// reports), every other result the CPU's bits. [`GpuError::WrongResult`] says how many
+/// differ, and where first.
+fn check_stream_output(
+    v: &Variant,
+    kind: KernelKind,
+    in_bits: u32,
+    got: &crate::gpu::HostElements,
+) -> Result<String, GpuError> {
+    use crate::verify::reference::{InputClass, conversion_input_class, conversion_output_is_nan};
+    let mask = u64::MAX >> (64 - in_bits);
+    let own_nan = |x: u64| kind == KernelKind::HardwareStream && conversion_input_class(v.family, x) == InputClass::Nan;
+    let len = got.len();
+    let (wrong, first_wrong) = crate::support::parallel::count_where(len, |i| {
+        let (x, bits) = (scramble(i as u64) & mask, got.get(i));
+        let right = if own_nan(x) {
+            bits.is_some_and(|b| conversion_output_is_nan(v.family, b))
+        } else {
+            bits == Some(v.ops.eval(x))
+        };
+        (!right).then_some(i)
+    });
+    if let Some(i) = first_wrong {
+        let detail = format!("{wrong} outputs differ from the CPU, first at {i}");
+        return Err(GpuError::WrongResult { kernel: KernelName { variant: v.name, kind }.to_string(), detail });
+    }
+    if kind != KernelKind::HardwareStream {
+        return Ok(format!("all {len} outputs == CPU"));
+    }
+    let (nans, _) = crate::support::parallel::count_where(len, |i| own_nan(scramble(i as u64) & mask).then_some(i));
+    Ok(format!("all {len} outputs == CPU, but a NaN of the format for the {nans} NaN inputs"))
 }
 
 /// Latency and throughput of every selected variant that is not constant.

@@ -411,7 +411,7 @@ impl Gpu {
     }
 
     /// Waits for everything queued so far; reports a failed kernel as `kernel`'s.
-    fn wait(&self, kernel: KernelName) -> Result<(), GpuError> {
+    pub fn wait(&self, kernel: KernelName) -> Result<(), GpuError> {
         self.stream.synchronize().map_err(|source| GpuError::Launch { kernel: kernel.to_string(), source })
     }
 
@@ -488,6 +488,41 @@ impl Gpu {
             &mut output.as_view_mut(),
         )?;
         self.wait(name)
+    }
+
+    /// [`Gpu::map_stream`] through `P`'s [`KernelKind::HardwareStream`] kernel (the
+    /// GPU's own conversion instruction in the stream loop), from the module of the
+    /// instruction's target; waits for it. [`GpuError::NeedsTarget`] on a device that
+    /// cannot run that module.
+    pub fn map_hardware_stream<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::HardwareStream,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        self.launch_hardware_stream::<P>(input, output)?;
+        self.wait(KernelName::of::<P>(KernelKind::HardwareStream))
+    }
+
+    /// Queues `P`'s [`KernelKind::HardwareStream`] kernel (see
+    /// [`Gpu::map_hardware_stream`]); does not wait.
+    pub fn launch_hardware_stream<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::HardwareStream,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let module = self.module_for(KernelName::of::<P>(KernelKind::HardwareStream), Conversion::of(P::FAMILY))?;
+        let config = self.elementwise_config(input.len(), kind::STREAM_LANE_ELEMENTS);
+        raw::launch_hardware_stream::<P>(&self.stream, module, config, input, output)
     }
 
     /// Runs `P` over a host slice and returns the stored results.

@@ -31,7 +31,7 @@ pub fn arch_number(arch: &str) -> Option<u32> {
 
 /// The baseline module (`.target sm_75`), [`MODULES`]`[0]`: each variant's kernels, one
 /// per kind its table entry has, named as [`shared::KernelName`] says, except the
-/// `Hardware` kernels whose instruction needs a newer target.
+/// `Hardware` and `HardwareStream` kernels whose instruction needs a newer target.
 pub const PTX: &str = MODULES[0].ptx;
 
 /// The module whose entry points include kernel `name`, if any (found in the text, for
@@ -42,11 +42,12 @@ pub fn module_holding(name: KernelName) -> Option<&'static Module> {
 }
 
 /// The module that holds kernel `name`: the baseline, except for a
-/// [`KernelKind::Hardware`] kernel, which is in the module of its instruction's target
-/// (`instruction` is the variant's family's, [`Conversion::of`]).
+/// [`KernelKind::Hardware`] or [`KernelKind::HardwareStream`] kernel, which is in the
+/// module of its instruction's target (`instruction` is the variant's family's,
+/// [`Conversion::of`]).
 pub fn module_of(name: KernelName, instruction: Option<Conversion>) -> &'static Module {
     let target = match (name.kind, instruction) {
-        (KernelKind::Hardware, Some(instruction)) => instruction.target(),
+        (KernelKind::Hardware | KernelKind::HardwareStream, Some(instruction)) => instruction.target(),
         _ => MODULES[0].target,
     };
     MODULES.iter().find(|m| m.target == target).unwrap_or(&MODULES[0])

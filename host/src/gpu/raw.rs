@@ -96,6 +96,29 @@ where
     unsafe { launch_elementwise(stream, module, KernelName::of::<P>(KernelKind::Hardware), config, input, output) }
 }
 
+/// Queues `P`'s [`KernelKind::HardwareStream`] kernel over `input` → `output` (equal
+/// lengths); `module` must be the module that holds it.
+pub fn launch_hardware_stream<P>(
+    stream: &CudaStream,
+    module: &Arc<CudaModule>,
+    config: LaunchConfig,
+    input: &CudaView<'_, P::In>,
+    output: &mut CudaViewMut<'_, Bits<P>>,
+) -> Result<(), GpuError>
+where
+    P: kind::HardwareStream,
+    P::In: DeviceRepr,
+    Bits<P>: DeviceRepr,
+{
+    // SAFETY: `P: kind::HardwareStream`, so this is kernels-gpu's `hardware_stream::<P>`,
+    // whose signature is `(*const P::In, *mut Bits<P>, u64)`, and it accesses only
+    // elements below `n` (a misaligned start sends it down its scalar pass; a kernel
+    // missing from `module` is an error, not a launch).
+    unsafe {
+        launch_elementwise(stream, module, KernelName::of::<P>(KernelKind::HardwareStream), config, input, output)
+    }
+}
+
 /// Checks that `input` and `output` have equal lengths and queues kernel `name` with
 /// `(input, output, n)`, `n` their length.
 ///

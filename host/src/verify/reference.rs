@@ -456,6 +456,22 @@ mod tests {
         assert_eq!(f32_ulp_distance(0x0000_0000, 0x8000_0000), 0);
         assert_eq!(f32_ulp_distance(0x7FC0_0000, 0x3F80_0000), u64::MAX);
     }
+
+    #[test]
+    fn a_nan_output_is_judged_in_the_result_format() {
+        let to = |format| Family::F32ToNarrow { format, overflow: Overflow::Standard };
+        // The same bits judged in each format: 0x7F is E4M3's NaN, a binary16 subnormal.
+        assert!(conversion_output_is_nan(to(Format::Fp8E4m3), 0x7F));
+        assert!(!conversion_output_is_nan(to(Format::Fp8E4m3), 0x7E));
+        assert!(conversion_output_is_nan(to(Format::Fp8E5m2), 0xFD));
+        assert!(!conversion_output_is_nan(to(Format::Fp8E5m2), 0x7C), "infinity");
+        assert!(conversion_output_is_nan(to(Format::Binary16), 0x7FFF));
+        assert!(!conversion_output_is_nan(to(Format::Binary16), 0x7F));
+        assert!(conversion_output_is_nan(to(Format::Bfloat16), 0xFFC0));
+        let widen = Family::NarrowToF32 { format: Format::Binary16 };
+        assert!(conversion_output_is_nan(widen, 0x7FC0_0000));
+        assert!(!conversion_output_is_nan(widen, 0x7F80_0000));
+    }
 }
 
 /// A narrower floating-point format, described by numbers a reader can check against its
@@ -755,6 +771,19 @@ pub fn conversion_input_class(family: Family, input: u64) -> InputClass {
         Family::NarrowToF32 { format } => from_class(class(format, input)),
         _ => panic!("{family} is not a conversion between f32 and a narrow format"),
     }
+}
+
+/// Whether `output` is a NaN of the result format of `family`, a [`Family::F32ToNarrow`]
+/// or [`Family::NarrowToF32`] conversion (the narrow format, or binary32).
+///
+/// Panics for other families (a caller bug).
+pub fn conversion_output_is_nan(family: Family, output: u64) -> bool {
+    let format = match family {
+        Family::F32ToNarrow { format, .. } => format,
+        Family::NarrowToF32 { .. } => Format::Binary32,
+        _ => panic!("{family} is not a conversion between f32 and a narrow format"),
+    };
+    class(format, output) == FpClass::Nan
 }
 
 /// `num / den` (`den > 0`, `num < 2^63`) rounded to nearest, ties to even, onto

@@ -1,10 +1,10 @@
 //! The runtime variant table, built from `shared::for_each_variant!`.
 
-use crate::gpu::{BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuCheck, GpuError, InputAt, NonFinite};
+use crate::gpu::{Bits, BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuCheck, GpuError, InputAt, NonFinite};
 use crate::support::element::Element;
 use crate::verify::three_way::ThreeWay;
 use core::marker::PhantomData;
-use cudarc::driver::LaunchConfig;
+use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr, LaunchConfig};
 use shared::{Claim, Family, KernelKind, KernelName, Primitive, Stored, kind};
 
 /// `from..` of a buffer of `len` elements, or a [`GpuError::Length`] for `kernel`.
@@ -66,6 +66,12 @@ pub trait BandwidthKernels {
     fn hardware(&self) -> Option<&dyn HardwareKernel> {
         None
     }
+    /// The variant's [`KernelKind::HardwareStream`] kernel, if it has one: a
+    /// [`StreamKernel`] like [`BandwidthKernels::stream`]'s, whose results are the GPU
+    /// instruction's.
+    fn hardware_stream(&self) -> Option<&dyn StreamKernel> {
+        None
+    }
 }
 
 /// A variant's [`KernelKind::Stream`] kernel (inputs and stored results of 8, 16 or
@@ -104,8 +110,9 @@ pub trait CountNonfiniteKernel: Sync {
 /// A variant's [`KernelKind::Hardware`] kernel: its family's conversion instruction
 /// ([`shared::hardware::Conversion`]) run on the GPU.
 pub trait HardwareKernel: Sync {
-    /// [`crate::verify::three_way::three_way`]: inputs `first .. first + len` of the variant's domain
-    /// through the variant's kernel, the hardware kernel and the CPU, compared.
+    /// [`crate::verify::three_way::three_way`]: inputs `first .. first + len` of the
+    /// variant's domain through the variant's kernel, the hardware kernel (and its
+    /// stream kernel, if the variant has one) and the CPU, compared.
     fn three_way(&self, gpu: &Gpu, first: u64, len: usize) -> Result<ThreeWay, GpuError>;
 }
 
@@ -147,33 +154,75 @@ where
     }
 }
 
-impl<P> StreamKernel for Ops<P>
+/// One of `P`'s two stream kernels ([`KernelKind::Stream`], [`KernelKind::HardwareStream`]),
+/// as a [`StreamKernel`]: `L` says which ([`ByFunction`] or [`ByInstruction`]).
+pub struct Streamed<P, L>(PhantomData<(P, L)>);
+
+/// `P`'s [`KernelKind::Stream`] kernel (the variant's function), for [`Streamed`].
+pub struct ByFunction;
+
+/// `P`'s [`KernelKind::HardwareStream`] kernel (the GPU's instruction), for [`Streamed`].
+pub struct ByInstruction;
+
+/// How [`Streamed`] queues `P`'s stream kernel of kind [`StreamLaunch::KIND`].
+pub trait StreamLaunch<P: Primitive> {
+    /// The kernel's kind.
+    const KIND: KernelKind;
+    /// Queues it over `input` → `output` (equal lengths); does not wait.
+    fn launch(gpu: &Gpu, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, Bits<P>>) -> Result<(), GpuError>;
+}
+
+impl<P: kind::Stream> StreamLaunch<P> for ByFunction
 where
-    P: kind::Stream + Sync,
+    P::In: DeviceRepr,
+    Bits<P>: DeviceRepr,
+{
+    const KIND: KernelKind = KernelKind::Stream;
+    fn launch(gpu: &Gpu, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, Bits<P>>) -> Result<(), GpuError> {
+        gpu.launch_stream::<P>(input, output)
+    }
+}
+
+impl<P: kind::HardwareStream> StreamLaunch<P> for ByInstruction
+where
+    P::In: DeviceRepr,
+    Bits<P>: DeviceRepr,
+{
+    const KIND: KernelKind = KernelKind::HardwareStream;
+    fn launch(gpu: &Gpu, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, Bits<P>>) -> Result<(), GpuError> {
+        gpu.launch_hardware_stream::<P>(input, output)
+    }
+}
+
+impl<P, L> StreamKernel for Streamed<P, L>
+where
+    P: Primitive + Sync,
     P::In: BufferElement,
-    <P::Out as Stored>::Bits: BufferElement,
+    Bits<P>: BufferElement,
+    L: StreamLaunch<P> + Sync,
 {
     fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
         DeviceElements::upload::<P::In>(gpu, len, input_at)
     }
 
     fn output(&self, gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError> {
-        DeviceElements::zeros::<<P::Out as Stored>::Bits>(gpu, len)
+        DeviceElements::zeros::<Bits<P>>(gpu, len)
     }
 
     fn run(&self, gpu: &Gpu, input: &DeviceElements, from: usize, output: &mut DeviceElements) -> Result<(), GpuError> {
-        let name = KernelName::of::<P>(KernelKind::Stream);
+        let name = KernelName::of::<P>(L::KIND);
         let input = input.typed::<P::In>(name)?;
-        let output = output.typed_mut::<<P::Out as Stored>::Bits>(name)?;
+        let output = output.typed_mut::<Bits<P>>(name)?;
         let from = checked_start(name, from, input.len().min(output.len()))?;
-        gpu.map_stream::<P>(&input.slice(from..), &mut output.slice_mut(from..))
+        L::launch(gpu, &input.slice(from..), &mut output.slice_mut(from..))?;
+        gpu.wait(name)
     }
 
     fn launch(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError> {
-        let name = KernelName::of::<P>(KernelKind::Stream);
+        let name = KernelName::of::<P>(L::KIND);
         let input = input.typed::<P::In>(name)?;
-        let output = output.typed_mut::<<P::Out as Stored>::Bits>(name)?;
-        gpu.launch_stream::<P>(&input.as_view(), &mut output.as_view_mut())
+        let output = output.typed_mut::<Bits<P>>(name)?;
+        L::launch(gpu, &input.as_view(), &mut output.as_view_mut())
     }
 }
 
@@ -204,9 +253,21 @@ where
     P: kind::Hardware + kind::Map + Sync,
     P::In: Element,
     <P::Out as Stored>::Bits: Element,
+    Ops<P>: BandwidthKernels,
 {
     fn three_way(&self, gpu: &Gpu, first: u64, len: usize) -> Result<ThreeWay, GpuError> {
-        crate::verify::three_way::three_way::<P>(gpu, first, len)
+        let Some(kernel) = self.hardware_stream() else {
+            return crate::verify::three_way::three_way::<P>(gpu, first, len, None);
+        };
+        // The stream kernel over the same inputs, its results widened to u64.
+        let stream = |inputs: &[u64]| -> Result<Vec<u64>, GpuError> {
+            let input = kernel.upload(gpu, inputs.len(), &|i| inputs[i as usize])?;
+            let mut output = kernel.output(gpu, inputs.len())?;
+            kernel.run(gpu, &input, 0, &mut output)?;
+            let host = output.download(gpu)?;
+            Ok((0..host.len()).map(|i| host.get(i).unwrap_or(0)).collect())
+        };
+        crate::verify::three_way::three_way::<P>(gpu, first, len, Some(&stream))
     }
 }
 
@@ -214,25 +275,30 @@ where
 /// some variants have; nothing for the kinds every variant has. No catch-all: a new
 /// kind must be placed here.
 macro_rules! bandwidth_kernel {
-    (Stream) => {
+    ($name:ident, Stream) => {
         fn stream(&self) -> Option<&dyn StreamKernel> {
-            Some(self)
+            Some(&Streamed::<shared::variants::$name, ByFunction>(PhantomData))
         }
     };
-    (CountNonfinite) => {
+    ($name:ident, CountNonfinite) => {
         fn count_nonfinite(&self) -> Option<&dyn CountNonfiniteKernel> {
             Some(self)
         }
     };
-    (Hardware) => {
+    ($name:ident, Hardware) => {
         fn hardware(&self) -> Option<&dyn HardwareKernel> {
             Some(self)
         }
     };
-    (Map) => {};
-    (Skeleton) => {};
-    (Latency) => {};
-    (Throughput) => {};
+    ($name:ident, HardwareStream) => {
+        fn hardware_stream(&self) -> Option<&dyn StreamKernel> {
+            Some(&Streamed::<shared::variants::$name, ByInstruction>(PhantomData))
+        }
+    };
+    ($name:ident, Map) => {};
+    ($name:ident, Skeleton) => {};
+    ($name:ident, Latency) => {};
+    ($name:ident, Throughput) => {};
 }
 
 /// One row of the variant table.
@@ -283,7 +349,7 @@ impl core::fmt::Debug for Variant {
 macro_rules! runtime_table {
     ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {
         $(impl BandwidthKernels for Ops<shared::variants::$name> {
-            $(bandwidth_kernel!($kind);)*
+            $(bandwidth_kernel!($name, $kind);)*
         })*
 
         /// Every variant of `shared::for_each_variant!`, in table order.
@@ -397,6 +463,26 @@ mod tests {
             assert_eq!(v.ops.stream().is_some(), v.has(KernelKind::Stream), "{}", v.name);
             assert_eq!(v.ops.count_nonfinite().is_some(), v.has(KernelKind::CountNonfinite), "{}", v.name);
             assert_eq!(v.ops.hardware().is_some(), v.has(KernelKind::Hardware), "{}", v.name);
+            assert_eq!(v.ops.hardware_stream().is_some(), v.has(KernelKind::HardwareStream), "{}", v.name);
+        }
+    }
+
+    /// Every conversion a user streams (f32 → binary16, bfloat16, E4M3, E5M2; the
+    /// variants with a software stream kernel) also streams through its instruction.
+    #[test]
+    fn every_streamed_narrowing_has_a_hardware_stream_kernel() {
+        let narrowings: Vec<&str> = VARIANTS
+            .iter()
+            .filter(|v| matches!(v.family, Family::F32ToNarrow { .. }) && v.has(KernelKind::Stream))
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(narrowings.len(), 6, "{narrowings:?}");
+        for v in VARIANTS {
+            let expected = narrowings.contains(&v.name);
+            assert_eq!(v.has(KernelKind::HardwareStream), expected, "{}", v.name);
+            if expected {
+                assert!(v.has(KernelKind::Hardware), "{}", v.name);
+            }
         }
     }
 
