@@ -453,7 +453,6 @@ fn bench_stream(
         let (in_size, out_size) = ((in_bits / 8) as usize, (out_bits / 8) as usize);
         let len = config.bytes / in_size;
         let input = first.upload(gpu, len, &scramble)?;
-        let mut output = first.output(gpu, len)?;
         let bytes_moved = (len * (in_size + out_size)) as u64;
         let copy = copy_gb_per_s(gpu, config, bytes_moved, copies)?;
         for v in group {
@@ -469,6 +468,10 @@ fn bench_stream(
                     continue;
                 }
                 progress(&name.to_string());
+                // A fresh (zeroed) output for each kernel: the last kernel's results (the
+                // same variant's `Stream` kernel's, before its `HardwareStream` one) would
+                // otherwise pass for any element this kernel fails to write.
+                let mut output = kernel.output(gpu, len)?;
                 let ms = median(gpu.time_ms(config.warmup, config.reps, || kernel.launch(gpu, &input, &mut output))?);
                 let got = output.download(gpu)?;
                 let checked = check_stream_output(v, kind, in_bits, &got)?;
@@ -586,6 +589,46 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<B
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stream kernel's output is checked bit for bit against the CPU, except that a
+    /// `HardwareStream` kernel may give any NaN of the format for a NaN input (and must
+    /// give a NaN there).
+    #[test]
+    fn stream_outputs_are_checked_against_the_cpu_with_the_instructions_nan_allowed() {
+        use crate::gpu::HostElements;
+        use crate::verify::reference::{InputClass, conversion_input_class};
+        let v = VARIANTS.iter().find(|v| v.name == "f32_to_f16").expect("in the table");
+        let len = 1 << 16;
+        let inputs: Vec<u64> = (0..len as u64).map(|i| scramble(i) & 0xFFFF_FFFF).collect();
+        let nan = |x: u64| conversion_input_class(v.family, x) == InputClass::Nan;
+        let cpu: Vec<u16> = inputs.iter().map(|&x| v.ops.eval(x) as u16).collect();
+        // The instruction's canonical NaN for every NaN input, the CPU's bits elsewhere.
+        let canonical: Vec<u16> = inputs.iter().zip(&cpu).map(|(&x, &c)| if nan(x) { 0x7FFF } else { c }).collect();
+        let nans = inputs.iter().filter(|&&x| nan(x)).count();
+        assert!(nans > 0 && canonical != cpu, "the sample has NaN inputs whose payload the CPU keeps");
+        let check = |kind, got: &[u16]| check_stream_output(v, kind, 32, &HostElements::U16(got.to_vec()));
+        for kind in [KernelKind::Stream, KernelKind::HardwareStream] {
+            assert!(check(kind, &cpu).is_ok(), "{kind:?}");
+        }
+        let said = check(KernelKind::HardwareStream, &canonical).expect("a NaN of the format for each NaN input");
+        assert!(said.ends_with(&format!("for the {nans} NaN inputs")), "{said}");
+        assert!(check(KernelKind::Stream, &canonical).is_err(), "the software kernel keeps the payload");
+        // A wrong finite result, and a NaN input given infinity, fail either kind.
+        let i = inputs.iter().position(|&x| !nan(x)).expect("a non-NaN input");
+        let mut wrong = cpu.clone();
+        wrong[i] ^= 1;
+        let j = inputs.iter().position(|&x| nan(x)).expect("a NaN input");
+        let mut not_nan = cpu.clone();
+        not_nan[j] = 0x7C00;
+        for (kind, got, first) in [
+            (KernelKind::Stream, &wrong, i),
+            (KernelKind::HardwareStream, &wrong, i),
+            (KernelKind::HardwareStream, &not_nan, j),
+        ] {
+            let error = check(kind, got).expect_err("a wrong output").to_string();
+            assert!(error.contains(&format!("1 outputs differ from the CPU, first at {first}")), "{kind:?}: {error}");
+        }
+    }
 
     fn figures(latency_cycles: f64, throughput_gops: f64, ops_per_sm_per_cycle: f64) -> Figures {
         Figures { latency_cycles, throughput_gops, ops_per_sm_per_cycle }
