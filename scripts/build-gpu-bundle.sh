@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything a GPU machine with CUDA but no Rust needs into target/gpu-bundle/:
 # the release `bitexact` binary, the `host` test binaries (bin/test-*), COMMIT (the
-# commit it was built from) and gpu-check.sh. Copy that folder to the GPU machine and
+# commit it was built from), gpu-check.sh and torch_baseline.py. Copy that folder to the GPU machine and
 # run there:
 #     target/gpu-bundle/gpu-check.sh OUTDIR
 set -euo pipefail
@@ -26,6 +26,7 @@ for name in gpu ptx_tools; do
 done
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+changes')" > "$bundle/COMMIT"
 cp scripts/gpu-check.sh "$bundle/gpu-check.sh"
+cp scripts/torch_baseline.py "$bundle/torch_baseline.py"
 chmod +x "$bundle"/bin/* "$bundle/gpu-check.sh"
 ls -la "$bundle" "$bundle/bin"
 du -sh "$bundle"

@@ -7,7 +7,8 @@
 # Every check runs on its own, under its own timeout, in this order: the quick tests of
 # the GPU test binary, then GPU == CPU: the exhaustive GPU test (every variant on every
 # input) and the three-way test (every hardware conversion on every input), then
-# `bitexact bench`, the CUDA-tool tests (which CI runs without a GPU too) and the other
+# `bitexact bench` and the same-run PyTorch baseline (scripts/torch_baseline.py), the
+# CUDA-tool tests (which CI runs without a GPU too) and the other
 # test binaries (one process per test: `--exact NAME --test-threads=1`, REQUIRE_GPU=1,
 # so a missing GPU fails), `bitexact sass --arch sm_90`, `bitexact bench-files` (scan
 # and normalize with --device cpu, gpu and auto on the same files), and last
@@ -20,7 +21,8 @@
 # Prints one line per check,  STATUS  CHECK  SECONDSs  REASON  (STATUS: PASS, FAIL,
 # SKIP, TIMEOUT or NOT RUN), then one VERDICT line. Writes into OUTDIR: machine.txt,
 # logs/<check>.log for each check, the reports verify.json, sass-sm_90.md,
-# bench-files.txt, bench.md and bench.json, and summary.tsv (status, check, seconds,
+# bench-files.txt, bench.md, bench.json, torch-baseline.md and torch-baseline.json, and
+# summary.tsv (status, check, seconds,
 # reason, log; one row per check).
 # Exits 0 only when the verdict is PASS: every check passed or was skipped by its test.
 set -u -o pipefail
@@ -56,6 +58,7 @@ need_and_limit() {
     gpu::every_variant_matches_the_cpu_on_every_input_of_its_domain) echo "240 420" ;;
     gpu::software_hardware_and_cpu_agree_on_every_input_of_each_conversion) echo "60 300" ;;
     "bitexact bench") echo "60 240" ;;
+    "bench: pytorch baseline") echo "20 120" ;;
     "bitexact verify") echo "40 150" ;;
     "bitexact sass --arch sm_90") echo "10 60" ;;
     *) echo "5 90" ;;
@@ -98,6 +101,7 @@ skip_reason() {
 report_summary() {
   case "$1" in
     *.json) echo "$(grep -c '"claim_holds": true' "$1") variants, every claim holds (${1#"$out"/})" ;;
+    *torch-baseline.md) sed -n 's/^summary: //p' "$1" | tail -n 1 | one_line ;;
     *bench-files.txt) awk '/^(scan|normalize) / { printf "%s%s/%s %ss", sep, $1, $2, $3; sep = ", " }' "$1" ;;
     *) echo "$(grep -c '^|' "$1") table lines in ${1#"$out"/}" ;;
   esac
@@ -144,6 +148,8 @@ run_check() {
   elif [ "$kind" = test ] && ! grep -q '^test result: ok\. 1 passed' "$log"; then
     record FAIL "$check" "$elapsed_ms" "no test of that name ran" "$log"
   elif [ "$kind" = test ] && skip=$(skip_reason "$log"); then
+    record SKIP "$check" "$elapsed_ms" "$skip" "$log"
+  elif [ "$kind" = report ] && skip=$(sed -n 's/^summary: skipped: //p' "$stdout" | one_line | grep .); then
     record SKIP "$check" "$elapsed_ms" "$skip" "$log"
   elif [ "$kind" = report ]; then
     record PASS "$check" "$elapsed_ms" "$(report_summary "$stdout")" "$log"
@@ -203,6 +209,10 @@ run_test "$bin/test-gpu" "$exhaustive"
 run_test "$bin/test-gpu" "$three_way"
 run_check report "bitexact bench" "$out/logs/bench.log" "$out/bench.md" \
   "$bin/bitexact" bench --format markdown --json-out "$out/bench.json"
+# PyTorch's x.to(dtype) on the same input bits, same device, same run, set against the
+# bench's f32 -> binary16 / bfloat16 / FP8 rows (skips itself without torch or CUDA).
+run_check report "bench: pytorch baseline" "$out/logs/torch-baseline.log" "$out/torch-baseline.md" \
+  python3 "$here/torch_baseline.py" --bench-json "$out/bench.json" --json-out "$out/torch-baseline.json"
 # The CUDA-tool tests with the machine's ptxas (CI runs them too, without a GPU), then
 # the other test binaries (CPU only).
 run_binary "$bin/test-ptx_tools"

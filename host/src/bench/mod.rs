@@ -634,6 +634,31 @@ mod tests {
         Figures { latency_cycles, throughput_gops, ops_per_sm_per_cycle }
     }
 
+    /// `scripts/torch_baseline.py` times PyTorch on the bench's own input bits: the
+    /// overflow-free form it computes them with on the GPU gives the same bits as
+    /// `scramble` for the first 4096 elements and the last 4096 of a 1 GiB f32 input.
+    /// Needs `python3` (standard library only); `REQUIRE_PYTHON=1`, which CI sets, makes
+    /// its absence a failure.
+    #[test]
+    fn the_torch_baseline_converts_the_same_input_bits() {
+        use std::process::Command;
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/torch_baseline.py");
+        for from in [0u64, (1 << 28) - 4096] {
+            let run = Command::new("python3")
+                .arg(script)
+                .args(["--scramble-sample", "4096", "--scramble-from", &from.to_string()])
+                .output();
+            let Some(output) = crate::support::skip::require_or_skip("REQUIRE_PYTHON", run) else { return };
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            let printed: Vec<u64> = String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .map(|line| u64::from_str_radix(line.trim_start_matches("0x"), 16).expect("hex"))
+                .collect();
+            let ours: Vec<u64> = (from..from + 4096).map(|i| scramble(i) & 0xFFFF_FFFF).collect();
+            assert_eq!(printed, ours, "from {from}");
+        }
+    }
+
     #[test]
     fn possible_figures_pass() {
         // f16_finite_ordered_lt_inf and f16_is_nan on an H200 (commit 846e06b).
