@@ -85,6 +85,10 @@ fn software_hardware_and_cpu_agree_on_every_input_of_each_conversion() {
             instruction.ptx(),
             report.hardware
         );
+        // The non-saturating FP8 forms select their NaN themselves: exact everywhere.
+        if matches!(instruction, Conversion::F32ToE4m3 | Conversion::F32ToE5m2) {
+            assert_eq!(report.hardware.inputs, 0, "{}: {}", v.name, report.hardware);
+        }
         assert_eq!(report.hardware_stream.is_some(), v.has(KernelKind::HardwareStream), "{}", v.name);
         assert_eq!(report.stream_vs_hardware, 0, "{}: the hardware stream kernel: {report}", v.name);
     }
@@ -165,11 +169,12 @@ fn stream_kernels_match_the_cpu_at_every_alignment_and_tail() {
             continue;
         }
         let input = kernel.upload(&gpu, len, &scrambled).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let mut output = kernel.output(&gpu, len).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(output.bits(), v.output_bits, "{name}");
         let mask = u64::MAX >> (64 - v.input_bits);
         // 0 and 4 keep both buffers aligned (vector loop, then a tail of 1 or 2).
         for from in [0, 1, 2, 3, 4, len - 3, len] {
+            // A fresh output per run, so that no run inherits another's results.
+            let mut output = kernel.output(&gpu, len).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(output.bits(), v.output_bits, "{name}");
             kernel.run(&gpu, &input, from, &mut output).unwrap_or_else(|e| panic!("{name}: {e}"));
             let got = output.download(&gpu).expect("download");
             assert_eq!(got.len(), len, "{name}");
@@ -190,6 +195,7 @@ fn stream_kernels_match_the_cpu_at_every_alignment_and_tail() {
         }
         // An input or output of another width is a typed error, not a launch.
         let other = host::gpu::DeviceElements::upload::<u64>(&gpu, 4, &scrambled).expect("upload");
+        let mut output = kernel.output(&gpu, len).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(matches!(kernel.run(&gpu, &other, 0, &mut output), Err(GpuError::Length { .. })), "{name}");
         let mut other_out = host::gpu::DeviceElements::zeros::<u64>(&gpu, len).expect("alloc");
         assert!(matches!(kernel.run(&gpu, &input, 0, &mut other_out), Err(GpuError::Length { .. })), "{name}");
