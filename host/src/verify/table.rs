@@ -1,6 +1,8 @@
 //! The runtime variant table, built from `shared::for_each_variant!`.
 
-use crate::gpu::{Bits, BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuCheck, GpuError, InputAt, NonFinite};
+use crate::gpu::{
+    Bits, BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuCheck, GpuError, HostElements, InputAt, NonFinite,
+};
 use crate::support::element::Element;
 use crate::verify::three_way::ThreeWay;
 use core::marker::PhantomData;
@@ -259,13 +261,12 @@ where
         let Some(kernel) = self.hardware_stream() else {
             return crate::verify::three_way::three_way::<P>(gpu, first, len, None);
         };
-        // The stream kernel over the same inputs, its results widened to u64.
-        let stream = |inputs: &[u64]| -> Result<Vec<u64>, GpuError> {
-            let input = kernel.upload(gpu, inputs.len(), &|i| inputs[i as usize])?;
-            let mut output = kernel.output(gpu, inputs.len())?;
+        // The stream kernel over the same inputs, its results downloaded.
+        let stream = |len: usize, input_at: InputAt<'_>| -> Result<HostElements, GpuError> {
+            let input = kernel.upload(gpu, len, input_at)?;
+            let mut output = kernel.output(gpu, len)?;
             kernel.run(gpu, &input, 0, &mut output)?;
-            let host = output.download(gpu)?;
-            Ok((0..host.len()).map(|i| host.get(i).unwrap_or(0)).collect())
+            output.download(gpu)
         };
         crate::verify::three_way::three_way::<P>(gpu, first, len, Some(&stream))
     }

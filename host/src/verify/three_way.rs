@@ -7,7 +7,7 @@
 //! differs from it, by [`InputClass`], and keeps the first such input. [`ThreeWay::tally`]
 //! is a pure function of the slices; [`three_way`] runs the kernels to get them.
 
-use crate::gpu::{Bits, Gpu, GpuError};
+use crate::gpu::{Bits, Gpu, GpuError, HostElements, InputAt};
 use crate::support::element::Element;
 use crate::verify::reference::{InputClass, conversion_input_class};
 use rayon::prelude::*;
@@ -213,8 +213,9 @@ impl fmt::Display for ThreeWay {
     }
 }
 
-/// The results of a variant's hardware stream kernel on the given input bits, widened.
-pub type StreamRun<'a> = &'a dyn Fn(&[u64]) -> Result<Vec<u64>, GpuError>;
+/// A variant's hardware stream kernel run on `len` inputs, element `i` the low bits of
+/// `input_at(i)`: its results, downloaded.
+pub type StreamRun<'a> = &'a dyn Fn(usize, InputAt<'_>) -> Result<HostElements, GpuError>;
 
 /// Runs inputs `first .. first + len` of `P`'s domain through `P`'s hardware kernel,
 /// its hardware stream kernel (`hardware_stream`, if it has one) and its own kernel on
@@ -246,8 +247,7 @@ where
     let streamed = match hardware_stream {
         None => None,
         Some(run) => {
-            let bits: Vec<u64> = crate::support::parallel::map_indices(len, |i| inputs[i].to_u64());
-            let results = run(&bits)?;
+            let results = run(len, &|i| inputs[i as usize].to_u64())?;
             if results.len() != len {
                 let detail = format!("{} results for {len} inputs", results.len());
                 return Err(GpuError::Length {
@@ -255,7 +255,8 @@ where
                     detail,
                 });
             }
-            Some(crate::support::parallel::map_indices(len, |i| Bits::<P>::from_u64(results[i])))
+            // In range: `results` holds `len` elements (checked above).
+            Some(crate::support::parallel::map_indices(len, |i| Bits::<P>::from_u64(results.get(i).unwrap_or(0))))
         }
     };
     let cpu: Vec<Bits<P>> = crate::support::parallel::map_indices(len, |i| P::apply(inputs[i]).to_stored());
