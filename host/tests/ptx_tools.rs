@@ -448,25 +448,20 @@ fn every_bandwidth_kernel_loop_has_the_coalesced_shape_on_every_architecture() {
     }
 }
 
-/// The thresholds of the selects a kernel's PTX compares with (`setp` immediates), as
-/// `u32`s.
-fn setp_immediates(kernel: &guards::PtxKernel) -> Vec<u32> {
-    kernel
-        .instructions
-        .iter()
-        .filter(|i| i.opcode.starts_with("setp."))
-        .flat_map(|i| i.operands.iter().filter_map(|o| o.parse::<u32>().ok()))
-        .collect()
+/// The integer immediates of a kernel's PTX instructions (where a select's thresholds
+/// show), as `u32`s.
+fn immediates(kernel: &guards::PtxKernel) -> Vec<u32> {
+    kernel.instructions.iter().flat_map(|i| i.operands.iter().filter_map(|o| o.parse::<u32>().ok())).collect()
 }
 
 /// The hardware forms of the OCP non-saturating FP8 modes are the saturating `cvt` plus
 /// a select on the input's bits (`shared::hardware::e4m3_standard`, `e5m2_standard`).
 /// A kernel that lost its select computes the saturating mode, which only the GPU
 /// three-way test would notice; this check needs neither a GPU nor the CUDA tools:
-/// every `_hw` and `_hw_stream` kernel of `f32_to_e4m3` compares the input's magnitude
-/// with 464, those of `f32_to_e5m2` with 61440 and +inf (LLVM may move a bound by one
-/// when it turns `>=` into `>`), and the saturating forms' kernels compare with none of
-/// these (so the check can fail).
+/// every `_hw` and `_hw_stream` kernel of `f32_to_e4m3` uses 464 (the input's magnitude
+/// compared with it), those of `f32_to_e5m2` 61440 and +inf (a compare, and the
+/// subtraction that tells NaN; LLVM may move a bound by one when it turns `>=` into
+/// `>`), and the saturating forms' kernels none of these (so the check can fail).
 #[test]
 fn the_non_saturating_fp8_hardware_kernels_keep_their_selects() {
     use shared::hardware::{Conversion, E4M3_NAN_PAST, E5M2_INF_FROM};
@@ -487,17 +482,17 @@ fn the_non_saturating_fp8_hardware_kernels_keep_their_selects() {
             let kernels = guards::ptx_kernels(module.ptx);
             let name = name.to_string();
             let kernel = kernels.iter().find(|k| k.name == name).unwrap_or_else(|| panic!("no {name}"));
-            let compared = setp_immediates(kernel);
+            let compared = immediates(kernel);
             let selects = [E4M3_NAN_PAST, E5M2_INF_FROM, inf];
             if wanted.is_empty() {
                 let found: Vec<u32> =
                     selects.into_iter().filter(|t| near(*t).iter().any(|n| compared.contains(n))).collect();
-                assert!(found.is_empty(), "{name}: the saturating form compares with {found:#x?}");
+                assert!(found.is_empty(), "{name}: the saturating form uses {found:#x?}");
             }
             for threshold in &wanted {
                 assert!(
                     near(*threshold).iter().any(|n| compared.contains(n)),
-                    "{name}: no compare with {threshold:#x} (its setp immediates: {compared:#x?})"
+                    "{name}: does not use {threshold:#x} (its immediates: {compared:#x?})"
                 );
             }
             checked += 1;
