@@ -217,7 +217,7 @@ pub const fn e4m3_standard(x: u32, saturated: u32) -> u32 {
 pub const fn e5m2_standard(x: u32, saturated: u32) -> u32 {
     let (sign, magnitude) = ((x >> 24) & 0x80, x & 0x7FFF_FFFF);
     // S.11111.00, and 3 more where `F32_INF - magnitude` wraps (`magnitude` a NaN's).
-    let special = sign | 0x7C | (F32_INF.wrapping_sub(magnitude) >> 31) * 3;
+    let special = sign | 0x7C | ((F32_INF.wrapping_sub(magnitude) >> 31) * 3);
     if magnitude >= E5M2_INF_FROM { special } else { saturated }
 }
 
