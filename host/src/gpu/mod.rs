@@ -5,7 +5,7 @@
 //!
 //! Kernels are launched through one typed method per kind of kernel
 //! ([`shared::KernelKind`]), bound by that kind's trait: [`Gpu::map`] needs
-//! `P: kind::Map`, [`Gpu::map_stream`] `P: kind::Stream`, and so on. The table implements a
+//! `P: kind::Map`, [`Gpu::launch_stream`] `P: kind::Stream`, and so on. The table implements a
 //! kind's trait only for the variants that have the kernel, so the method's signature is
 //! the kernel's; no safe function launches a kernel by name (that stays in `raw`).
 //!
@@ -433,27 +433,11 @@ impl Gpu {
         self.wait(KernelName::of::<P>(KernelKind::Map))
     }
 
-    /// [`Gpu::map`] through `P`'s [`KernelKind::Stream`] kernel (per lane per step one
-    /// load of four inputs and one store of their four stored results: 4, 8 or 16 bytes
-    /// each); waits for it. Views, so that a test can start either buffer off its
-    /// alignment (the kernel then takes its scalar pass). `input` and `output` have equal
-    /// lengths.
-    pub fn map_stream<P>(
-        &self,
-        input: &CudaView<'_, P::In>,
-        output: &mut CudaViewMut<'_, Bits<P>>,
-    ) -> Result<(), GpuError>
-    where
-        P: kind::Stream,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        self.launch_stream::<P>(input, output)?;
-        self.wait(KernelName::of::<P>(KernelKind::Stream))
-    }
-
-    /// Queues `P`'s [`KernelKind::Stream`] kernel (see [`Gpu::map_stream`]); does not
-    /// wait.
+    /// Queues `P`'s [`KernelKind::Stream`] kernel: [`Gpu::map`]'s results, with per lane
+    /// per step one load of four inputs and one store of their four stored results (4, 8
+    /// or 16 bytes each); does not wait ([`Gpu::wait`]). Views, so that a test can start
+    /// either buffer off its alignment (the kernel then takes its scalar pass). `input`
+    /// and `output` have equal lengths.
     pub fn launch_stream<P>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -490,26 +474,10 @@ impl Gpu {
         self.wait(name)
     }
 
-    /// [`Gpu::map_stream`] through `P`'s [`KernelKind::HardwareStream`] kernel (the
-    /// GPU's own conversion instruction in the stream loop), from the module of the
-    /// instruction's target; waits for it. [`GpuError::NeedsTarget`] on a device that
+    /// Queues `P`'s [`KernelKind::HardwareStream`] kernel ([`Gpu::launch_stream`] with
+    /// the GPU's own conversion instruction in the loop), from the module of the
+    /// instruction's target; does not wait. [`GpuError::NeedsTarget`] on a device that
     /// cannot run that module.
-    pub fn map_hardware_stream<P>(
-        &self,
-        input: &CudaView<'_, P::In>,
-        output: &mut CudaViewMut<'_, Bits<P>>,
-    ) -> Result<(), GpuError>
-    where
-        P: kind::HardwareStream,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        self.launch_hardware_stream::<P>(input, output)?;
-        self.wait(KernelName::of::<P>(KernelKind::HardwareStream))
-    }
-
-    /// Queues `P`'s [`KernelKind::HardwareStream`] kernel (see
-    /// [`Gpu::map_hardware_stream`]); does not wait.
     pub fn launch_hardware_stream<P>(
         &self,
         input: &CudaView<'_, P::In>,

@@ -85,12 +85,12 @@ pub trait StreamKernel: Sync {
     fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError>;
     /// `len` zeroed outputs of the kernel's stored result type, on the device.
     fn output(&self, gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError>;
-    /// [`Gpu::map_stream`] over elements `from..` of `input` → `output` (equal lengths;
-    /// `from > 0` starts both off their alignment, for the scalar pass) and waits.
-    /// Fails with [`GpuError::Length`] if `input` or `output` holds another element
-    /// type.
+    /// The kernel ([`Gpu::launch_stream`] or [`Gpu::launch_hardware_stream`]) over
+    /// elements `from..` of `input` → `output` (equal lengths; `from > 0` starts both off
+    /// their alignment, for the scalar pass), then waits. Fails with
+    /// [`GpuError::Length`] if `input` or `output` holds another element type.
     fn run(&self, gpu: &Gpu, input: &DeviceElements, from: usize, output: &mut DeviceElements) -> Result<(), GpuError>;
-    /// [`Gpu::launch_stream`] over all of `input` → `output`: queues it; does not wait.
+    /// The kernel over all of `input` → `output`: queues it; does not wait.
     fn launch(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError>;
 }
 
