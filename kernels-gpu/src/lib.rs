@@ -1,8 +1,10 @@
 //! GPU kernels, one per variant of `shared::for_each_variant!`, in pure Rust.
 //!
 //! Compiled for `nvptx64-nvidia-cuda` by `host/build.rs` (rustc's own nvptx target,
-//! `-Zbuild-std=core`, PTX via `--emit=asm`). For any other target this crate is an
-//! empty `no_std` library, so the workspace builds and tests everywhere.
+//! `-Zbuild-std=core`, PTX via `--emit=asm`). For any other target this crate holds only
+//! the kernels' loops (`loops`: which lane touches which elements, how four results are
+//! packed into one store), which its tests run on the host one lane after another, so
+//! the workspace builds and tests everywhere.
 //!
 //! Kernels are thin: index, guard, call into `shared`, store. No algorithm lives here.
 //!
@@ -31,7 +33,15 @@
 // `link_llvm_intrinsics` is how the cycle counter (%clock64) is read; core::arch::nvptx has no wrapper.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
+// The host tests need `std` (the test harness, `Vec`); the kernels never do.
+#[cfg(test)]
+extern crate std;
+
 #[cfg(target_arch = "nvptx64")]
 mod device;
 #[cfg(target_arch = "nvptx64")]
 mod hardware;
+// On the host only the tests use it; a hardware-only module uses only the map and stream
+// loops.
+#[cfg_attr(any(bitexact_hardware_only, not(any(target_arch = "nvptx64", test))), allow(dead_code))]
+mod loops;
