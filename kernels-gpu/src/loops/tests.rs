@@ -113,6 +113,10 @@ where
 /// An element-wise kernel as the tests call it: `map::<P>` or `stream::<P>`.
 type Elementwise<I, O> = unsafe fn(Lane, *const I, *mut O, u64);
 
+/// How many quad steps a stream kernel takes on `n` elements from these pointers
+/// (`stream_vectors`).
+type QuadSteps<I, O> = fn(*const I, *const O, u64) -> u64;
+
 /// One launch of an element-wise kernel to check.
 struct Case<'a, I, O> {
     kernel: Elementwise<I, O>,
@@ -122,10 +126,21 @@ struct Case<'a, I, O> {
     input_offset: usize,
     output_offset: usize,
     lanes: u64,
-    /// The lane that must write element `i` (the loop's layout).
-    owner: &'a dyn Fn(usize) -> u64,
-    /// Checks made on the exact input and output pointers the kernel gets.
-    pointers: &'a dyn Fn(*const I, *const O) -> Result<(), String>,
+    /// The quad steps the layout takes (0 for `map`, or where a buffer is not
+    /// quad-aligned): quad `v` (elements `4v..4v+4`) belongs to lane `v % lanes`, and
+    /// element `4 * quads + j` after them to lane `j % lanes`.
+    quads: usize,
+    /// For a stream kernel, its quad-step count, which must give `quads` on the exact
+    /// pointers the kernel gets.
+    quad_steps: Option<QuadSteps<I, O>>,
+}
+
+impl<I, O> Case<'_, I, O> {
+    /// The lane the layout gives element `i`.
+    fn owner(&self, i: usize) -> u64 {
+        let index = if i < 4 * self.quads { i / 4 } else { i - 4 * self.quads };
+        index as u64 % self.lanes
+    }
 }
 
 /// Runs `case` one lane at a time, each lane twice over outputs prefilled with two
@@ -144,8 +159,14 @@ fn check_case<I: Word, O: Word>(case: &Case<'_, I, O>) -> Result<(), String> {
     let mut written = vec![None; n];
     let mut runs = [Aligned::<O>::new(total), Aligned::<O>::new(total)];
     let input_before: Vec<I> = input.as_slice().to_vec();
-    // SAFETY: within their buffers (`start < total`); only compared, not accessed.
-    (case.pointers)(unsafe { input.as_mut_ptr().add(case.input_offset) }, unsafe { runs[0].as_mut_ptr().add(start) })?;
+    if let Some(quad_steps) = case.quad_steps {
+        // SAFETY: within their buffers (`start < total`); only looked at, not accessed.
+        let pointers = unsafe { (input.as_mut_ptr().add(case.input_offset), runs[0].as_mut_ptr().add(start)) };
+        let found = quad_steps(pointers.0, pointers.1, n as u64);
+        if found != case.quads as u64 {
+            return Err(format!("{found} quad steps, expected {}", case.quads));
+        }
+    }
     for lane in (0..case.lanes).map(|index| Lane { index, lanes: case.lanes }) {
         for (run, flip) in runs.iter_mut().zip([false, true]) {
             for (k, slot) in run.as_mut_slice().iter_mut().enumerate() {
@@ -178,11 +199,11 @@ fn check_case<I: Word, O: Word>(case: &Case<'_, I, O>) -> Result<(), String> {
                     lane.index, case.expected[i]
                 ));
             }
-            if (case.owner)(i) != lane.index {
+            if case.owner(i) != lane.index {
                 return Err(format!(
                     "element {i} was written by lane {}, the layout gives it to lane {}",
                     lane.index,
-                    (case.owner)(i)
+                    case.owner(i)
                 ));
             }
             if let Some(first) = written[i].replace(lane.index) {
@@ -202,9 +223,46 @@ fn quads_aligned(input_offset: usize, output_offset: usize) -> bool {
     input_offset.is_multiple_of(4) && output_offset.is_multiple_of(4)
 }
 
-/// No pointer checks.
-fn any_pointers<I, O>(_: *const I, _: *const O) -> Result<(), String> {
-    Ok(())
+/// Every launch of `kernel`, `P`'s `suffix` kernel, on every length, lane count and
+/// pair of buffer offsets: `quads(n, input offset, output offset)` is the number of
+/// quad steps its layout takes, `quad_steps` how a stream kernel counts them (see
+/// [`Case`]). The first failure, if any.
+fn check_launches<P: Primitive>(
+    suffix: &str,
+    kernel: Elementwise<P::In, Bits<P>>,
+    input: impl Fn(usize) -> Vec<P::In>,
+    offsets: &[(usize, usize)],
+    quads: impl Fn(usize, usize, usize) -> usize,
+    quad_steps: Option<QuadSteps<P::In, Bits<P>>>,
+) -> Vec<String>
+where
+    P::In: Word,
+    Bits<P>: Word,
+{
+    for &n in &LENGTHS {
+        let input = input(n);
+        let expected: Vec<Bits<P>> = input.iter().map(|&x| P::apply(x).to_stored()).collect();
+        for lanes in LANE_COUNTS {
+            for &(input_offset, output_offset) in offsets {
+                let quads = quads(n, input_offset, output_offset);
+                let case = Case {
+                    kernel,
+                    input: &input,
+                    expected: &expected,
+                    input_offset,
+                    output_offset,
+                    lanes,
+                    quads,
+                    quad_steps,
+                };
+                if let Err(e) = check_case(&case) {
+                    let offsets = format!("offsets {input_offset}/{output_offset}");
+                    return vec![format!("{}{suffix}, n {n}, {lanes} lanes, {offsets}: {e}", P::NAME)];
+                }
+            }
+        }
+    }
+    Vec::new()
 }
 
 /// `map::<P>`: on every length and lane count, element `i` belongs to lane `i % lanes`.
@@ -213,32 +271,8 @@ where
     P::In: Word,
     Bits<P>: Word,
 {
-    for &n in &LENGTHS {
-        let input: Vec<P::In> = (0..n as u64).map(|k| input_of::<P>(0x3A9, k)).collect();
-        let expected: Vec<Bits<P>> = input.iter().map(|&x| P::apply(x).to_stored()).collect();
-        for lanes in LANE_COUNTS {
-            for (input_offset, output_offset) in [(0, 0), (1, 3)] {
-                let owner = |i: usize| i as u64 % lanes;
-                let case = Case {
-                    kernel: map::<P>,
-                    input: &input,
-                    expected: &expected,
-                    input_offset,
-                    output_offset,
-                    lanes,
-                    owner: &owner,
-                    pointers: &any_pointers,
-                };
-                if let Err(e) = check_case(&case) {
-                    return vec![format!(
-                        "{}_map, n {n}, {lanes} lanes, offsets {input_offset}/{output_offset}: {e}",
-                        P::NAME
-                    )];
-                }
-            }
-        }
-    }
-    Vec::new()
+    let input = |n| (0..n as u64).map(|k| input_of::<P>(0x3A9, k)).collect();
+    check_launches::<P>("_map", map::<P>, input, &[(0, 0), (1, 3)], |_, _, _| 0, None)
 }
 
 /// `n` inputs of `P` chosen so that the four results of each quad differ (so that
@@ -270,18 +304,15 @@ where
 
 /// `stream::<P>`: on every length, lane count and offset of both buffers (0 to 7 elements
 /// from a 16-byte boundary), the quad loop runs exactly when both are quad-aligned (on
-/// the pointers the kernel gets), quad `v` (elements `4v..4v+4`) belongs to lane
-/// `v % lanes`, and the scalar pass's element `4 * quads + j` to lane `j % lanes`; each
-/// element gets its own result, and the four results of every quad differ, so a packing
-/// mistake fails.
+/// the pointers the kernel gets), with the layout of [`Case`]; each element gets its own
+/// result, and the four results of every quad differ, so a packing mistake fails.
 fn check_stream<P: kind::Stream>() -> Vec<String>
 where
     P::In: StreamQuad + Word,
     Bits<P>: StreamQuad + Word,
 {
-    for &n in &LENGTHS {
-        let input = distinct_quads::<P>(0x51A, n);
-        let expected: Vec<Bits<P>> = input.iter().map(|&x| P::apply(x).to_stored()).collect();
+    for n in LENGTHS {
+        let expected: Vec<Bits<P>> = distinct_quads::<P>(0x51A, n).iter().map(|&x| P::apply(x).to_stored()).collect();
         for (v, quad) in expected.as_chunks::<4>().0.iter().enumerate() {
             if (1..4).any(|j| quad[..j].contains(&quad[j])) {
                 return vec![format!(
@@ -290,38 +321,12 @@ where
                 )];
             }
         }
-        for lanes in LANE_COUNTS {
-            for input_offset in 0..8 {
-                for output_offset in 0..8 {
-                    let quads = if quads_aligned(input_offset, output_offset) { n / 4 } else { 0 };
-                    let owner =
-                        |i: usize| if i < 4 * quads { (i / 4) as u64 % lanes } else { (i - 4 * quads) as u64 % lanes };
-                    let pointers =
-                        |input: *const P::In, output: *const Bits<P>| match stream_vectors(input, output, n as u64) {
-                            found if found == quads as u64 => Ok(()),
-                            found => Err(format!("{found} quad steps, expected {quads}")),
-                        };
-                    let case = Case {
-                        kernel: stream::<P>,
-                        input: &input,
-                        expected: &expected,
-                        input_offset,
-                        output_offset,
-                        lanes,
-                        owner: &owner,
-                        pointers: &pointers,
-                    };
-                    if let Err(e) = check_case(&case) {
-                        return vec![format!(
-                            "{}_stream, n {n}, {lanes} lanes, offsets {input_offset}/{output_offset}: {e}",
-                            P::NAME
-                        )];
-                    }
-                }
-            }
-        }
     }
-    Vec::new()
+    let offsets: Vec<(usize, usize)> = (0..64).map(|k| (k / 8, k % 8)).collect();
+    let quads =
+        |n: usize, input_offset, output_offset| if quads_aligned(input_offset, output_offset) { n / 4 } else { 0 };
+    let input = |n| distinct_quads::<P>(0x51A, n);
+    check_launches::<P>("_stream", stream::<P>, input, &offsets, quads, Some(stream_vectors))
 }
 
 /// A count kernel as the tests call it: `count_nonfinite::<P>`.
@@ -504,11 +509,7 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
     let n = 13;
     let input = distinct_quads::<P>(0x77, n);
     let expected: Vec<u16> = input.iter().map(|&x| <P as Primitive>::apply(x).to_stored()).collect();
-    let right = |input_offset, output_offset, lanes: u64| {
-        let quads = if quads_aligned(input_offset, output_offset) { n / 4 } else { 0 };
-        move |i: usize| if i < 4 * quads { (i / 4) as u64 % lanes } else { (i - 4 * quads) as u64 % lanes }
-    };
-    let run = |kernel: Elementwise<u32, u16>, owner: &dyn Fn(usize) -> u64| {
+    let run = |kernel: Elementwise<u32, u16>| {
         check_case(&Case {
             kernel,
             input: &input,
@@ -516,12 +517,12 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
             input_offset: 0,
             output_offset: 0,
             lanes: 3,
-            owner,
-            pointers: &any_pointers,
+            quads: n / 4,
+            quad_steps: None,
         })
     };
     // The real kernel passes.
-    assert_eq!(run(stream::<P>, &right(0, 0, 3)), Ok(()));
+    assert_eq!(run(stream::<P>), Ok(()));
 
     // Swapped elements within a quad (a packing-order mistake).
     unsafe fn swapped(lane: Lane, input: *const u32, output: *mut u16, n: u64) {
@@ -533,7 +534,7 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
             unsafe { core::ptr::swap(output, output.add(1)) };
         }
     }
-    let error = run(swapped, &right(0, 0, 3)).expect_err("swapped pair");
+    let error = run(swapped).expect_err("swapped pair");
     assert!(error.contains("element 0") || error.contains("element 1"), "{error}");
 
     // One element per lane where the layout gives lanes whole quads (not coalesced as
@@ -542,7 +543,7 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
         // SAFETY: forwarded from the caller.
         unsafe { map_with(lane, input, output, n, |x| <P as Primitive>::apply(x).to_stored()) };
     }
-    let error = run(one_per_lane, &right(0, 0, 3)).expect_err("wrong layout");
+    let error = run(one_per_lane).expect_err("wrong layout");
     assert!(error.contains("the layout gives it to lane"), "{error}");
 
     // A tail dropped, an element written twice by two lanes, a write past the end.
@@ -550,7 +551,7 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
         // SAFETY: forwarded from the caller, over fewer elements.
         unsafe { stream_with(lane, input, output, n & !3, |x| <P as Primitive>::apply(x).to_stored()) };
     }
-    let error = run(no_tail, &right(0, 0, 3)).expect_err("no tail");
+    let error = run(no_tail).expect_err("no tail");
     assert!(error.contains("no lane wrote element 12"), "{error}");
     unsafe fn twice(lane: Lane, input: *const u32, output: *mut u16, n: u64) {
         // SAFETY: forwarded from the caller.
@@ -560,7 +561,7 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
             unsafe { output.write(<P as Primitive>::apply(input.read()).to_stored()) };
         }
     }
-    let error = run(twice, &right(0, 0, 3)).expect_err("written twice");
+    let error = run(twice).expect_err("written twice");
     assert!(error.contains("element 0 was written by lane 1"), "{error}");
     unsafe fn past_the_end(lane: Lane, input: *const u32, output: *mut u16, n: u64) {
         // SAFETY: the checker leaves a guard after the output, so one element past it is
@@ -568,7 +569,7 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
         // input, so one element past it is too.
         unsafe { stream_with(lane, input, output, n + 1, |x| <P as Primitive>::apply(x).to_stored()) };
     }
-    let error = run(past_the_end, &right(0, 0, 3)).expect_err("past the end");
+    let error = run(past_the_end).expect_err("past the end");
     assert!(error.contains("wrote outside the output"), "{error}");
 
     // A lane that writes into its input.
@@ -579,8 +580,21 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
         // is writable.
         unsafe { input.cast_mut().write(1) };
     }
-    let error = run(into_input, &right(0, 0, 3)).expect_err("input written");
+    let error = run(into_input).expect_err("input written");
     assert!(error.contains("wrote to its input"), "{error}");
+
+    // A stream kernel that falls back to the scalar pass on aligned buffers.
+    let case = Case {
+        kernel: stream::<P>,
+        input: &input,
+        expected: &expected,
+        input_offset: 0,
+        output_offset: 0,
+        lanes: 3,
+        quads: n / 4,
+        quad_steps: Some(|_, _, _| 0),
+    };
+    assert_eq!(check_case(&case), Err("0 quad steps, expected 3".into()));
 }
 
 /// `check_count` must fail on count kernels that are wrong on purpose: one that skips
