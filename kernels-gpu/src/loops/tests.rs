@@ -509,7 +509,7 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
     let n = 13;
     let input = distinct_quads::<P>(0x77, n);
     let expected: Vec<u16> = input.iter().map(|&x| <P as Primitive>::apply(x).to_stored()).collect();
-    let run = |kernel: Elementwise<u32, u16>| {
+    let run_with = |kernel: Elementwise<u32, u16>, quad_steps: Option<QuadSteps<u32, u16>>| {
         check_case(&Case {
             kernel,
             input: &input,
@@ -518,9 +518,10 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
             output_offset: 0,
             lanes: 3,
             quads: n / 4,
-            quad_steps: None,
+            quad_steps,
         })
     };
+    let run = |kernel| run_with(kernel, None);
     // The real kernel passes.
     assert_eq!(run(stream::<P>), Ok(()));
 
@@ -584,17 +585,7 @@ fn the_loop_checker_fails_on_each_kind_of_mistake() {
     assert!(error.contains("wrote to its input"), "{error}");
 
     // A stream kernel that falls back to the scalar pass on aligned buffers.
-    let case = Case {
-        kernel: stream::<P>,
-        input: &input,
-        expected: &expected,
-        input_offset: 0,
-        output_offset: 0,
-        lanes: 3,
-        quads: n / 4,
-        quad_steps: Some(|_, _, _| 0),
-    };
-    assert_eq!(check_case(&case), Err("0 quad steps, expected 3".into()));
+    assert_eq!(run_with(stream::<P>, Some(|_, _, _| 0)), Err("0 quad steps, expected 3".into()));
 }
 
 /// `check_count` must fail on count kernels that are wrong on purpose: one that skips
