@@ -14,6 +14,77 @@
 //! The two bandwidth kinds are generic over the element width, within the widths their
 //! coalesced layout serves ([`StreamElement`], [`CountElement`]): see each kind's
 //! documentation for what one lane's load and store instructions touch.
+//!
+//! # Safety
+//!
+//! The kind traits are `unsafe` to implement, because the host's safe, typed launches
+//! (`host::gpu::Gpu::map::<P>`, `stream_staged::<P, _>`, ...) trust them: a launch of
+//! `P`'s kernel of kind `K` looks the kernel up by name ([`KernelName::of`]) and
+//! passes it buffers of `P::In` and of `P::Out`'s stored bits. Implementing `K` for `P`
+//! asserts that every PTX module the host may launch `P`'s kernels from either lacks
+//! an entry point of that name (the launch then fails with an error) or has one whose
+//! parameters are exactly those [`KernelKind`] documents for `K`, with `In = P::In` and
+//! `Bits = <P::Out as Stored>::Bits`, and which touches no element at or past the
+//! length it is given. A wrong implementation lets safe code read or write device
+//! memory out of bounds.
+//!
+//! The marker types of [`crate::variants`] implement them for the kinds their table
+//! entry lists, and `kernels-gpu` builds exactly those kernels from the same entries
+//! with the same types, so the promise holds by construction. The macro that writes
+//! those implementations is private to this crate. Another crate cannot implement a
+//! kind trait without writing `unsafe` itself:
+//!
+//! ```compile_fail,E0200
+//! use shared::{Claim, Family, Primitive};
+//! /// A primitive of one's own, named like one of the table's kernels.
+//! struct Mine;
+//! impl Primitive for Mine {
+//!     type In = u32; // the real `unorm8_times3_int_stream` reads bytes
+//!     type Out = f32;
+//!     const NAME: &'static str = "unorm8_times3_int";
+//!     const FAMILY: Family = Family::UnormToF32 { bits: 8 };
+//!     const CLAIM: Claim = Claim::Exact;
+//!     const DESCRIPTION: &'static str = "mine";
+//!     const KINDS: &'static [shared::KernelKind] = &[];
+//!     fn apply(x: u32) -> f32 {
+//!         x as f32
+//!     }
+//! }
+//! impl shared::kind::Stream for Mine {} // error[E0200]: requires an `unsafe impl`
+//! ```
+//!
+//! The same with `unsafe impl` compiles: the implementer then vouches for the kernel,
+//! as the [`Safety`](crate::kind#safety) section above says (this is how a kernel crate of
+//! one's own describes its kernels to the host).
+//!
+//! ```
+//! use shared::{Claim, Family, Primitive};
+//! struct Mine;
+//! impl Primitive for Mine {
+//!     type In = u8;
+//!     type Out = f32;
+//!     const NAME: &'static str = "my_unorm8";
+//!     const FAMILY: Family = Family::UnormToF32 { bits: 8 };
+//!     const CLAIM: Claim = Claim::Exact;
+//!     const DESCRIPTION: &'static str = "mine";
+//!     const KINDS: &'static [shared::KernelKind] = &[shared::KernelKind::Map, shared::KernelKind::Stream];
+//!     fn apply(x: u8) -> f32 {
+//!         shared::unorm8::times3_int(x)
+//!     }
+//! }
+//! // SAFETY: every module the host launches `my_unorm8`'s kernels from builds
+//! // `my_unorm8` with `(*const u8, *mut u32, u64)`, touching only elements below `n`.
+//! unsafe impl shared::kind::Map for Mine {}
+//! // SAFETY: as above, for `my_unorm8_stream`, which also reads and writes only below `n`.
+//! unsafe impl shared::kind::Stream for Mine {}
+//! ```
+//!
+//! The table's own macro cannot be called from outside either, so it cannot write
+//! those `unsafe impl`s for another crate's types:
+//!
+//! ```compile_fail,E0433
+//! shared::define_primitives! {}
+//! ```
 
 use crate::{Primitive, Stored};
 
@@ -154,25 +225,55 @@ impl core::fmt::Display for KernelName {
 }
 
 /// `P` has a [`KernelKind::Map`] kernel (every variant does).
-pub trait Map: Primitive {}
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters and bounds.
+pub unsafe trait Map: Primitive {}
 
 /// `P` has a [`KernelKind::Skeleton`] kernel (every variant does).
-pub trait Skeleton: Primitive {}
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters and bounds.
+pub unsafe trait Skeleton: Primitive {}
 
 /// `P` has a [`KernelKind::Latency`] kernel (every variant does).
-pub trait Latency: Primitive {}
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters and bounds.
+pub unsafe trait Latency: Primitive {}
 
 /// `P` has a [`KernelKind::Throughput`] kernel (every variant does).
-pub trait Throughput: Primitive {}
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters and bounds.
+pub unsafe trait Throughput: Primitive {}
 
 /// `P` has a [`KernelKind::Stream`] kernel, which only a function from a
 /// [`StreamElement`] (`u8`, `u16`, `u32`) to a result stored as one (`f32`, an integer
 /// code of 8 to 32 bits) can have.
-pub trait Stream: Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>> {}
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters and bounds.
+pub unsafe trait Stream: Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>> {}
 
 /// `P` has a [`KernelKind::CountNonfinite`] kernel, which only a function from a
 /// [`CountElement`] (`u8`, `u16`, `u32`, `u64`) to `bool` (an is-finite) can have.
-pub trait CountNonfinite: Primitive<In: CountElement, Out = bool> {}
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters and bounds.
+pub unsafe trait CountNonfinite: Primitive<In: CountElement, Out = bool> {}
 
 /// Inputs per lane per grid-stride step of a [`KernelKind::Stream`] kernel: one load
 /// of four inputs, one store of their four results.
@@ -215,8 +316,21 @@ impl CountElement for u64 {}
 /// `P` has a [`KernelKind::Hardware`] kernel: its family has a conversion instruction
 /// ([`crate::hardware::Conversion::of`] is `Some`, which `kernels-gpu` asserts when it
 /// builds the kernel).
-pub trait Hardware: Primitive {}
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters and bounds.
+pub unsafe trait Hardware: Primitive {}
 
 /// `P` has a [`KernelKind::HardwareStream`] kernel: it has a [`Hardware`] kernel, and
 /// its input and stored result are [`StreamElement`]s, as for [`Stream`].
-pub trait HardwareStream: Hardware + Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>> {}
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters and bounds.
+pub unsafe trait HardwareStream:
+    Hardware + Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>>
+{
+}

@@ -46,5 +46,5 @@ pub use table::{Claim, Domain, Family, Format, Primitive, Stored};
 /// names ([`KernelName`]), so a name cannot drift between the table, the kernels and
 /// the host.
 pub mod variants {
-    crate::for_each_variant!(crate::define_primitives);
+    crate::for_each_variant!(crate::table::define_primitives);
 }

@@ -481,8 +481,10 @@ macro_rules! with_every_variants_kinds {
 
 /// Callback for [`for_each_variant!`] that defines the marker types of
 /// [`crate::variants`].
-#[doc(hidden)]
-#[macro_export]
+///
+/// Private to this crate: it writes `unsafe impl`s of the [`crate::kind`] traits, which
+/// are sound only for the entries of the table (see [`crate::kind`]'s `Safety`). Were
+/// it exported, safe code in another crate could have it write them for its own types.
 macro_rules! define_primitives {
     ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {$(
         #[doc = $desc]
@@ -508,6 +510,12 @@ macro_rules! define_primitives {
             }
         }
 
-        $(impl $crate::kind::$kind for $name {})*
+        // SAFETY: `kernels-gpu` builds, from this same entry of `for_each_variant!`,
+        // one kernel per listed kind, named `KernelName::of::<$name>(kind)`, generic over
+        // this very marker type (so over `$in` and `$out`'s stored bits), with the
+        // parameters `KernelKind` documents for the kind, bounded by the length it is
+        // given; the host loads no other module under these names.
+        $(unsafe impl $crate::kind::$kind for $name {})*
     )*};
 }
+pub(crate) use define_primitives;
