@@ -16,13 +16,14 @@ mod expected_kernels;
 
 use host::cuda_tools::guards;
 use host::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};
-use host::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
+use host::cuda_tools::tools::{ARCHS, Assembled, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
 use host::gpu::ptx::{self, MODULES, Module, PTX};
 use host::support::skip::require_or_skip;
 use host::verify::table::{VARIANTS, Variant};
 use shared::KernelKind;
+use std::collections::HashMap;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The tools, or `None` after printing why this test is skipped (panics if required).
 #[track_caller]
@@ -39,6 +40,38 @@ fn all_variants() -> Vec<&'static Variant> {
 fn all_costs(tools: &CudaTools) -> &'static [SassCost] {
     static COSTS: OnceLock<Vec<SassCost>> = OnceLock::new();
     COSTS.get_or_init(|| sass::cost_report(tools, MODULES, &all_variants(), &ARCHS).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// One PTX text assembled for one architecture, with its SASS parsed on first use.
+struct Listing {
+    assembled: Assembled,
+    kernels: OnceLock<Vec<Kernel>>,
+}
+
+/// `ptx` assembled for `arch`, made once per test process (several tests read each one,
+/// and ptxas on seven architectures is most of this file's time); panics with ptxas's
+/// error.
+fn assembled(tools: &CudaTools, ptx: &'static str, arch: &'static str) -> &'static Listing {
+    type Cache = Mutex<HashMap<(usize, &'static str), &'static OnceLock<Listing>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cell = *CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .expect("the cache lock")
+        .entry((ptx.as_ptr() as usize, arch))
+        .or_insert_with(|| Box::leak(Box::default()));
+    cell.get_or_init(|| {
+        let assembled = tools.assemble(ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        Listing { assembled, kernels: OnceLock::new() }
+    })
+}
+
+/// The parsed SASS of `ptx` for `arch` (cached, see [`assembled`]).
+fn listing(tools: &CudaTools, ptx: &'static str, arch: &'static str) -> &'static [Kernel] {
+    let listing = assembled(tools, ptx, arch);
+    listing.kernels.get_or_init(|| {
+        sass::parse_listing(&tools.disassemble(&listing.assembled).unwrap_or_else(|e| panic!("{arch}: {e}")))
+    })
 }
 
 #[test]
@@ -99,13 +132,9 @@ fn the_ptx_assembles_for_every_architecture() {
     let Some(tools) = tools() else { return };
     for module in MODULES {
         for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
-            match tools.assemble(module.ptx, arch) {
-                Ok(assembled) => {
-                    let functions = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log).len();
-                    println!("module {} on {arch}: assembled ({functions} functions)", module.target);
-                }
-                Err(e) => panic!("the {} module does not assemble for {arch}: {e}", module.target),
-            }
+            let assembled = &assembled(&tools, module.ptx, arch).assembled;
+            let functions = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log).len();
+            println!("module {} on {arch}: assembled ({functions} functions)", module.target);
         }
     }
 }
@@ -128,7 +157,7 @@ fn no_function_has_a_stack_frame_or_spills() {
     for module in MODULES {
         let entries = ptx::entry_names(module.ptx);
         for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
-            let assembled = tools.assemble(module.ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+            let assembled = &assembled(&tools, module.ptx, arch).assembled;
             let usage = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log);
             for entry in &entries {
                 assert!(usage.iter().any(|f| f.function == *entry), "{arch}: ptxas -v says nothing about {entry}");
@@ -330,11 +359,9 @@ fn unrequested_conversions(tools: &CudaTools, module: &Module) -> Vec<String> {
     let mut found = Vec::new();
     let ptx = module.ptx;
     for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
-        let assembled = tools.assemble(ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        let listing = tools.disassemble(&assembled).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        let kernels = sass::parse_listing(&listing);
+        let kernels = listing(tools, ptx, arch);
         assert!(!kernels.is_empty(), "{arch}: empty SASS listing");
-        found.extend(guards::unrequested_float_to_int(ptx, &kernels, arch).iter().map(ToString::to_string));
+        found.extend(guards::unrequested_float_to_int(ptx, kernels, arch).iter().map(ToString::to_string));
     }
     found
 }
@@ -354,12 +381,6 @@ fn the_sass_converts_float_to_integer_only_where_the_source_asks() {
         }
     }
     assert!(old.iter().all(|line| !line.contains("mul_add_half")), "{old:#?}");
-}
-
-/// The parsed SASS of `ptx` for `arch`.
-fn listing(tools: &CudaTools, ptx: &str, arch: &str) -> Vec<Kernel> {
-    let assembled = tools.assemble(ptx, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-    sass::parse_listing(&tools.disassemble(&assembled).unwrap_or_else(|e| panic!("{arch}: {e}")))
 }
 
 /// The bandwidth kernels of issue 10 before the coalesced layout (commit 6148ec3): two
@@ -383,7 +404,7 @@ fn every_bandwidth_kernel_loop_has_the_coalesced_shape_on_every_architecture() {
     let mut checked = 0;
     for arch in ARCHS {
         let number = ptx::arch_number(arch).expect("sm_XX");
-        let listings: Vec<(shared::hardware::PtxTarget, Vec<Kernel>)> = MODULES
+        let listings: Vec<(shared::hardware::PtxTarget, &[Kernel])> = MODULES
             .iter()
             .filter(|m| m.target.sm <= number)
             .map(|m| (m.target, listing(&tools, m.ptx, arch)))
