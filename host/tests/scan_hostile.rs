@@ -319,6 +319,20 @@ fn a_file_reached_by_two_names_is_scanned_once() {
     let json: serde_json::Value = serde_json::from_slice(&twice.stdout).unwrap();
     assert_eq!(json["total"]["files"].as_u64(), Some(1), "{json}");
     assert_eq!(json["files"][0]["file"].as_str(), d.join("b.npy").to_str(), "the first name is kept");
+    // A shard first named through an alias: the index finds it under that name.
+    let sharded = d.join("sharded");
+    std::fs::create_dir(&sharded).unwrap();
+    common::write_safetensors(
+        &sharded.join("s.safetensors"),
+        &[("w", safetensors::Dtype::F32, vec![1], f32_bytes(&[1.0]))],
+    );
+    std::os::unix::fs::symlink(sharded.join("s.safetensors"), d.join("alias.safetensors")).unwrap();
+    let index = sharded.join("model.safetensors.index.json");
+    std::fs::write(&index, r#"{"weight_map": {"w": "s.safetensors"}}"#).unwrap();
+    let output = scan(&["--format", "json", path_arg(&d.join("alias.safetensors")), path_arg(&index)]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["total"]["files"].as_u64(), Some(1), "{json}");
 }
 
 #[test]
