@@ -238,3 +238,43 @@ pub fn write_stdout_with(
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_makes_what_a_terminal_acts_on_visible() {
+        let text = "a\\b\n\r\t\u{1b}[2J\u{7}\u{7f}\u{9b}\u{202e}\u{2028}é|";
+        assert_eq!(escape(text), r"a\\b\n\r\t\u{1b}[2J\u{7}\u{7f}\u{9b}\u{202e}\u{2028}é|");
+        assert!(matches!(escape("model.layers.0.weight"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn shortened_keeps_both_ends_whole_characters_and_counts_the_cut() {
+        let text = "é".repeat(300) + "\u{1b}";
+        assert_eq!(shortened(&text, 10), format!("{}…[291 chars cut]…{}\\u{{1b}}", "é".repeat(5), "é".repeat(4)));
+        assert_eq!(shortened("short", 10), "short");
+    }
+
+    #[test]
+    fn a_table_renders_cells_wider_than_a_format_width() {
+        let mut table = Table::new(["name", "n"]);
+        table.row(["x".repeat(70_000), "1".to_string()]);
+        table.row(["a|b", "2"]);
+        for markdown in [false, true] {
+            let text = table.render(markdown);
+            assert!(text.lines().all(|l| l.chars().count() < 2 * MAX_CELL_CHARS), "{markdown}");
+            assert_eq!(text.contains(r"a\|b"), markdown);
+        }
+    }
+
+    #[test]
+    fn json_escapes_c1_controls_and_reads_back_the_same() {
+        let name = "t\u{1b}]0;x\u{7}\u{9b}31m\u{7f}\u{202e}";
+        let text = json(&serde_json::json!({ "name": name }));
+        assert!(!text.chars().any(|c| c != '\n' && acted_on(c)), "{text:?}");
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["name"], name);
+    }
+}
