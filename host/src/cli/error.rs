@@ -11,7 +11,7 @@ use host::files::scan_report::ScanError;
 use host::files::tensor_io::{TensorFileError, TensorWriteError};
 use host::gpu::GpuError;
 use host::search::EmitError;
-use host::support::output::OutputError;
+use host::support::output::{self, OutputError};
 use host::verify::table::NoVariantMatches;
 use std::fmt;
 use std::path::PathBuf;
@@ -81,7 +81,7 @@ impl fmt::Display for CliError {
             CliError::Image(e) => e.fmt(f),
             CliError::TensorWrite(e) => e.fmt(f),
             CliError::Backend(e) => e.fmt(f),
-            CliError::WriteFile { path, source } => write!(f, "{}: {source}", path.display()),
+            CliError::WriteFile { path, source } => write!(f, "{}: {source}", output::path_text(path)),
         }
     }
 }

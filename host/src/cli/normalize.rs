@@ -120,13 +120,13 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
         OutputFormat::Json => output::json(&summary),
         OutputFormat::Table | OutputFormat::Markdown => format!(
             "{}: {} {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}\n",
-            summary.output,
+            output::path_text(&args.output),
             summary.dtype.name(),
             summary.shape,
             args.layout.name(),
             summary.bits,
             summary.channels,
-            summary.input,
+            output::path_text(&args.image),
             summary.divisor,
             summary.device
         ),

@@ -2,8 +2,9 @@
 //! correctly rounded f32 tensor).
 //!
 //! - Containers: [`tensor`] (one tensor's entry, the `.npy` header), [`npy_header`],
-//!   [`npz`] and the `.safetensors` header, read through [`tensor_io`], which also
-//!   writes f32 tensors atomically.
+//!   [`npz`] and the `.safetensors` header (`safetensors_header`: its entries and
+//!   repeated keys), read through [`tensor_io`], which also writes f32 tensors
+//!   atomically.
 //! - Scanning: [`scan`] (the counting loops), [`scan_inputs`] (directories and sharded
 //!   checkpoints), [`scan_report`] (per-file results and their rendering).
 //! - Normalizing: [`normalize`] (decode and convert a chunk at a time), [`png_rows`] (a
@@ -24,6 +25,7 @@ pub mod normalize;
 pub mod npy_header;
 pub mod npz;
 pub mod png_rows;
+mod safetensors_header;
 pub mod scan;
 pub mod scan_inputs;
 pub mod scan_report;

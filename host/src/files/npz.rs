@@ -22,6 +22,7 @@ use crate::files::message::io_message;
 use crate::files::npy_header;
 use crate::files::scan::{Source, SourceReadError};
 use crate::files::tensor::{self, Deflated, NpyError, TensorElement, TensorEntry};
+use crate::support::output::excerpt;
 use std::io::Read;
 use std::ops::Range;
 
@@ -94,7 +95,7 @@ impl std::fmt::Display for NpzError {
             NpzError::MalformedDirectory => f.write_str("malformed central directory"),
             NpzError::NoNpyMember => f.write_str("no .npy member: not an .npz archive"),
             NpzError::Read(error) => error.fmt(f),
-            NpzError::Member { name, error } => write!(f, "member '{name}': {error}"),
+            NpzError::Member { name, error } => write!(f, "member '{}': {error}", excerpt(name)),
         }
     }
 }

@@ -7,7 +7,8 @@
 //! names.
 
 use crate::files::message::{io_message, one_line};
-use crate::files::tensor_io::{RegularFileError, TensorFile, check_regular_file};
+use crate::files::tensor_io::{Container, RegularFileError, TensorFile, check_regular_file};
+use crate::support::output::{excerpt, path_text};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -16,8 +17,6 @@ use std::path::{Component, Path, PathBuf};
 /// about 10 MB.
 pub const MAX_INDEX_BYTES: u64 = 32 << 20;
 
-/// Extensions of the files a directory walk picks up.
-const SCANNED_EXTENSIONS: [&str; 3] = ["npy", "npz", "safetensors"];
 /// The name ending of the index files a directory walk picks up.
 const INDEX_SUFFIX: &str = ".safetensors.index.json";
 
@@ -48,7 +47,8 @@ pub enum ScanInputErrorKind {
     EmptyDirectory,
     /// Listing a directory, or reading an index, failed.
     Io(std::io::Error),
-    /// An index that is missing or not a regular file.
+    /// An index that is missing or not a regular file, or a file met in a directory
+    /// walk that is not one (a broken link, a link loop, a FIFO).
     NotRegular(RegularFileError),
     /// An index over [`MAX_INDEX_BYTES`].
     OversizedIndex {
@@ -95,15 +95,16 @@ impl std::fmt::Display for ScanInputErrorKind {
             K::OversizedIndex { len } => write!(f, "oversized index: {len} bytes (limit {MAX_INDEX_BYTES})"),
             K::InvalidIndex(error) => write!(f, "invalid index: {error}"),
             K::ShardNotAFileName { shard } => {
-                write!(f, "shard '{shard}' is not a file name in the index's directory")
+                write!(f, "shard '{}' is not a file name in the index's directory", excerpt(shard))
             }
-            K::ListedTwice { tensor } => write!(f, "tensor '{tensor}' is listed twice in the weight_map"),
+            K::ListedTwice { tensor } => write!(f, "tensor '{}' is listed twice in the weight_map", excerpt(tensor)),
             K::EmptyWeightMap => f.write_str("empty weight_map: the index names no tensor"),
-            K::ShardNotOpened { shard } => write!(f, "shard {} was not opened", shard.display()),
+            K::ShardNotOpened { shard } => write!(f, "shard {} was not opened", path_text(shard)),
             K::MissingTensors { count, first, shard } => write!(
                 f,
-                "tensors listed but missing from their shards: {count} (first: '{first}', not in {})",
-                shard.display()
+                "tensors listed but missing from their shards: {count} (first: '{}', not in {})",
+                excerpt(first),
+                path_text(shard)
             ),
         }
     }
@@ -111,7 +112,7 @@ impl std::fmt::Display for ScanInputErrorKind {
 
 impl std::fmt::Display for ScanInputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
     }
 }
 
@@ -145,10 +146,10 @@ impl std::fmt::Display for UnlistedTensors {
         write!(
             f,
             "{}: tensors that {} does not list in this shard: {} (first: '{}'); scanned all the same",
-            self.shard.display(),
-            self.index.display(),
+            path_text(&self.shard),
+            path_text(&self.index),
             self.count,
-            self.first
+            excerpt(&self.first)
         )
     }
 }
@@ -166,7 +167,9 @@ pub struct Inputs {
 /// it (recursively; links to files are followed, links to directories are not, so a
 /// walk cannot loop), with its `*.safetensors.index.json` files read as indexes that
 /// stand for their shards; a `.json` file as an index; anything else as a file to scan.
-/// Errors name the path.
+/// A file reached by two names (a link, a path given twice) is listed once, under the
+/// first. Errors name the path: in a walk, any entry of those extensions that is not a
+/// regular file (a broken link, a link loop, a FIFO, which is not opened) is one.
 pub fn expand(paths: &[PathBuf]) -> Result<Inputs, ScanInputError> {
     let mut inputs = Inputs::default();
     for path in paths {
@@ -182,7 +185,16 @@ pub fn expand(paths: &[PathBuf]) -> Result<Inputs, ScanInputError> {
             inputs.files.push(path.clone());
         }
     }
+    let mut seen = HashSet::new();
+    // One that cannot be looked at stays, for `TensorFile::open` to say why.
+    inputs.files.retain(|path| std::fs::metadata(path).map_or(true, |m| seen.insert(file_identity(&m))));
     Ok(inputs)
+}
+
+/// Device and inode: what two names of one file share.
+fn file_identity(metadata: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (metadata.dev(), metadata.ino())
 }
 
 /// Adds the files under `directory` to `inputs`; an index found there replaces its
@@ -207,15 +219,15 @@ fn walk(directory: &Path, inputs: &mut Inputs) -> Result<(), ScanInputError> {
             walk(&path, inputs)?;
         } else if let Some(index) = indexes.remove(&path) {
             add_index(index, inputs);
-        } else if scanned_extension(&path) && !shards.contains(&path) && path.is_file() {
+        } else if Container::from_extension(&path).is_some() && !shards.contains(&path) {
+            // Not skipped: a shard that cannot be read must not leave "all finite".
+            if let Err(error) = check_regular_file(&path) {
+                return Err(ScanInputError { path, kind: ScanInputErrorKind::NotRegular(error) });
+            }
             inputs.files.push(path);
         }
     }
     Ok(())
-}
-
-fn scanned_extension(path: &Path) -> bool {
-    path.extension().and_then(|e| e.to_str()).is_some_and(|e| SCANNED_EXTENSIONS.contains(&e))
 }
 
 /// Adds `index`'s shards, each once, in byte order of their names, then the index.
@@ -240,11 +252,16 @@ pub fn read_index(path: &Path) -> Result<Index, ScanInputError> {
     let directory = path.parent().unwrap_or(Path::new(""));
     let mut weight_map = BTreeMap::new();
     for (tensor, shard) in parsed.weight_map.0 {
-        let relative = Path::new(&shard);
-        if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
+        // `./s.safetensors` is `s.safetensors`, and is listed so, as a walk lists it.
+        let components: Vec<Component> =
+            Path::new(&shard).components().filter(|c| !matches!(c, Component::CurDir)).collect();
+        if components.is_empty() || !components.iter().all(|c| matches!(c, Component::Normal(_))) {
             return Err(fail(K::ShardNotAFileName { shard }));
         }
-        if weight_map.insert(tensor.clone(), directory.join(relative)).is_some() {
+        if weight_map
+            .insert(tensor.clone(), components.iter().fold(directory.to_path_buf(), |p, c| p.join(c)))
+            .is_some()
+        {
             return Err(fail(K::ListedTwice { tensor }));
         }
     }
@@ -292,7 +309,8 @@ pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<UnlistedTe
     let fail = |kind: ScanInputErrorKind| ScanInputError { path: index.path.clone(), kind };
     let mut names: BTreeMap<&Path, HashSet<&str>> = BTreeMap::new();
     for shard in index.weight_map.values() {
-        let file = files.iter().find(|f| &f.path == shard);
+        // Under another name if an alias of it came first.
+        let file = files.iter().find(|f| &f.path == shard).or_else(|| files.iter().find(|f| f.is_at(shard)));
         let file = file.ok_or_else(|| fail(ScanInputErrorKind::ShardNotOpened { shard: shard.clone() }))?;
         names.entry(shard).or_insert_with(|| file.tensors.iter().map(|t| t.name.as_str()).collect());
     }

@@ -5,7 +5,7 @@ use crate::files::npz::{self, InflateError};
 use crate::files::scan::{Counts, Endian, FloatFormat};
 use crate::files::tensor::{TensorElement, TensorEntry};
 use crate::files::tensor_io::{Container, TensorFile, TensorFileError, TensorReader};
-use crate::support::output::{Table, count_of};
+use crate::support::output::{MAX_CELL_CHARS, Table, count_of, excerpt, path_text, shortened};
 use crate::support::progress::Progress;
 use std::path::PathBuf;
 
@@ -31,7 +31,9 @@ impl std::fmt::Display for ScanError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ScanError::File(error) => error.fmt(f),
-            ScanError::Tensor { path, tensor, error } => write!(f, "{}: tensor '{tensor}': {error}", path.display()),
+            ScanError::Tensor { path, tensor, error } => {
+                write!(f, "{}: tensor '{}': {error}", path_text(path), excerpt(tensor))
+            }
         }
     }
 }
@@ -88,7 +90,7 @@ impl From<InflateError> for TensorScanError {
 
 /// The result of scanning one tensor (borrowing names and shapes from the file's
 /// tensor list, so that a report costs little more than that list).
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug)]
 pub struct TensorReport<'a> {
     /// Tensor name (`array` for a `.npy` file).
     pub name: &'a str,
@@ -102,23 +104,50 @@ pub struct TensorReport<'a> {
     pub elements: u64,
     /// Why the tensor was not scanned, if it was not: its dtype has no NaN or infinity,
     /// or (with `unsupported`) it is not supported.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<&'static str>,
     /// `true` for a tensor that may hold NaN or infinities but could not be scanned:
     /// the run is then not `all_finite`.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unsupported: bool,
     /// `true` for complex numbers: counts are of real and imaginary parts, and
     /// `first_non_finite` is an index of parts (element `i`'s are `2i` and `2i + 1`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub complex: bool,
     /// `true` for a Fortran-ordered `.npy` array: `first_non_finite` is then an index in
     /// storage (column-major) order.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub fortran_order: bool,
-    /// What was found.
-    #[serde(flatten)]
+    /// What was found (all zero when not scanned).
     pub counts: Counts,
+}
+
+/// As JSON: the fields by name, `skipped` only when set, the flags only when `true`;
+/// `nan`, `pos_inf`, `neg_inf` and `first_non_finite` are `null` for a tensor not scanned
+/// (zeros would say "no NaN" where nothing was looked at).
+impl serde::Serialize for TensorReport<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", self.name)?;
+        map.serialize_entry("dtype", self.dtype)?;
+        map.serialize_entry("format", &self.format)?;
+        map.serialize_entry("shape", self.shape)?;
+        map.serialize_entry("elements", &self.elements)?;
+        if let Some(why) = self.skipped {
+            map.serialize_entry("skipped", why)?;
+        }
+        for (key, set) in
+            [("unsupported", self.unsupported), ("complex", self.complex), ("fortran_order", self.fortran_order)]
+        {
+            if set {
+                map.serialize_entry(key, &true)?;
+            }
+        }
+        let scanned = self.skipped.is_none();
+        let count = |n: u64| scanned.then_some(n);
+        map.serialize_entry("nan", &count(self.counts.nan))?;
+        map.serialize_entry("pos_inf", &count(self.counts.pos_inf))?;
+        map.serialize_entry("neg_inf", &count(self.counts.neg_inf))?;
+        map.serialize_entry("first_non_finite", &self.counts.first_non_finite)?;
+        map.end()
+    }
 }
 
 /// The result of scanning one file.
@@ -283,9 +312,8 @@ impl<'a> Report<'a> {
 
     /// Writes the report as pretty JSON, streamed (a report may list tens of thousands
     /// of tensors), newline-terminated.
-    pub fn write_json(&self, mut out: impl std::io::Write) -> std::io::Result<()> {
-        serde_json::to_writer_pretty(&mut out, self)?;
-        writeln!(out)
+    pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
+        crate::support::output::write_json(out, self)
     }
 
     /// The report as an aligned table (or Markdown) followed by a one-line verdict.
@@ -351,8 +379,8 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
             total.nan,
             total.pos_inf,
             total.neg_inf,
-            at.file,
-            at.tensor,
+            shortened(&at.file, MAX_CELL_CHARS),
+            shortened(&at.tensor, MAX_CELL_CHARS),
             at.index_text,
             if n == 0 { String::new() } else { format!("; {not_scanned}") }
         ),

@@ -4,6 +4,7 @@
 
 use crate::files::npy_header::{self, Descr, NpyHeaderError};
 use crate::files::scan::{Endian, FloatFormat};
+use crate::support::output::excerpt;
 use std::ops::Range;
 
 /// How the elements of a tensor are checked.
@@ -44,6 +45,10 @@ impl TensorElement {
 pub(crate) const INTEGER: &str = "integer dtype";
 /// Why a boolean tensor is not scanned.
 pub(crate) const BOOL: &str = "bool dtype";
+/// Why a tensor of a dtype this build does not know is not scanned: a safetensors dtype
+/// newer than its `safetensors` crate, a NumPy type string npyz does not read (`<f1`,
+/// which `np.save` writes for `ml_dtypes`' FP8 arrays).
+pub(crate) const UNKNOWN_DTYPE: &str = "unknown dtype";
 
 /// One tensor of a container: where its bytes are and how to read them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,7 +115,7 @@ impl std::fmt::Display for NpyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NpyError::Header(error) => error.fmt(f),
-            NpyError::NotNumpyType { descr } => write!(f, "dtype {descr:?} is not a NumPy type string"),
+            NpyError::NotNumpyType { descr } => write!(f, "dtype '{}' is not a NumPy type string", excerpt(descr)),
             NpyError::Shape(error) => error.fmt(f),
             NpyError::DataBeyondEnd { elements, item_size, available } => write!(
                 f,
@@ -153,7 +158,7 @@ pub struct ShapeOverflow {
 
 impl std::fmt::Display for ShapeOverflow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "tensor '{}': shape {:?} overflows", self.tensor, self.shape)
+        write!(f, "tensor '{}': shape {} overflows", excerpt(&self.tensor), excerpt(&format!("{:?}", self.shape)))
     }
 }
 
@@ -167,12 +172,18 @@ impl std::error::Error for ShapeOverflow {}
 pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, NpyError> {
     let (header, data_start) = npy_header::read(head)?;
     let (dtype, element, item_size) = match header.descr {
-        Descr::Plain(descr) => {
-            let type_str: npyz::TypeStr = descr.parse().map_err(|_| NpyError::NotNumpyType { descr: descr.clone() })?;
-            // `None` for pickled objects, whose size only unpickling tells: nothing is read then.
-            let item_size = type_str.num_bytes().map_or(0, |n| n as u64);
-            (type_str.to_string(), npy_element(&type_str), item_size)
-        }
+        Descr::Plain(descr) => match descr.parse::<npyz::TypeStr>() {
+            Ok(type_str) => {
+                // `None` for pickled objects, whose size only unpickling tells: nothing is read then.
+                let item_size = type_str.num_bytes().map_or(0, |n| n as u64);
+                (type_str.to_string(), npy_element(&type_str), item_size)
+            }
+            Err(_) => {
+                let item_size =
+                    unknown_type_size(&descr).ok_or_else(|| NpyError::NotNumpyType { descr: descr.clone() })?;
+                (descr, TensorElement::Unsupported(UNKNOWN_DTYPE), item_size)
+            }
+        },
         // Its item size is not worked out: its data is not read.
         Descr::Structured(text) => (text, TensorElement::Unsupported("structured dtype"), 0),
     };
@@ -193,6 +204,18 @@ pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, NpyError> {
         deflated: None,
         fortran_order: header.fortran_order,
     })
+}
+
+/// The item size of a type string npyz does not read but that is spelled like one: a
+/// byte order (`<`, `>`, `|`, `=`, or none), a letter, and a size in bytes (`<f1`, which
+/// `np.save` writes for `ml_dtypes`' FP8 arrays). Anything else is not a type string.
+fn unknown_type_size(descr: &str) -> Option<u64> {
+    let rest = descr.strip_prefix(['<', '>', '|', '=']).unwrap_or(descr);
+    let mut chars = rest.chars();
+    chars.next().filter(char::is_ascii_alphabetic)?;
+    let size = chars.as_str();
+    let digits_only = !size.is_empty() && size.len() <= 4 && size.bytes().all(|b| b.is_ascii_digit());
+    digits_only.then(|| size.parse().ok()).flatten()
 }
 
 /// How a plain npy dtype is checked: floats of 2, 4 or 8 bytes and complex numbers of

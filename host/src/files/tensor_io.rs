@@ -5,11 +5,14 @@
 //!
 //! `.npy` headers, of files and of `.npz` members alike, are parsed by [`npy_header`]
 //! (linear time whatever the bytes); `.npz` archives by [`crate::files::npz`]; `.safetensors`
-//! headers by the format's own crate, after this module has bounded the header size (so
-//! that a hostile length field cannot make it allocate gigabytes) and before it checks
-//! that no tensor name appears twice. Every tensor's bytes must lie inside the file (or
-//! its inflated member). Every function returns an error instead of panicking, whatever
-//! the bytes; every error's `Display` is one line.
+//! headers by `files::safetensors_header` (no key twice in any object; dtypes kept as
+//! written, so that an unknown one is a tensor not scanned), after this module has
+//! bounded the header size (so that a hostile length field cannot make it allocate
+//! gigabytes), with the offsets checked here as the format's crate checks them. Every
+//! tensor's bytes must lie inside the file (or its inflated member). Every function
+//! returns an error instead of panicking, whatever the bytes; every error's `Display` is
+//! one line, and echoes at most [`crate::support::output::MAX_ECHO_CHARS`] characters of
+//! any name or dtype, escaped.
 //!
 //! Files are read with positioned reads (`pread`), not memory-mapped: a mapped file that
 //! another program truncates kills the reader with SIGBUS, which no sound Rust can
@@ -18,10 +21,12 @@
 use crate::files::message::{io_message, one_line};
 use crate::files::npy_header;
 use crate::files::npz::{self, InflateError, NpzError};
+use crate::files::safetensors_header;
 use crate::files::scan::{Endian, FloatFormat, Source, SourceReadError};
 use crate::files::tensor::{
-    BOOL, INTEGER, NpyError, ShapeOverflow, TensorElement, TensorEntry, element_count, parse_npy,
+    BOOL, INTEGER, NpyError, ShapeOverflow, TensorElement, TensorEntry, UNKNOWN_DTYPE, element_count, parse_npy,
 };
+use crate::support::output::{excerpt, path_text};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -40,7 +45,9 @@ use std::time::{Duration, Instant};
 /// metadata keys, an unknown key holding 30-deep arrays) took 12 to 40 ns per byte at
 /// 64 KiB and 35 to 130 ns at 16 MiB: 256 times the size, 3 to 9 times the cost per byte
 /// (the sort's log factor and cache misses; quadratic work would be 256 times). At this
-/// limit the worst took 0.3 s.
+/// limit the worst took 0.3 s. (Measured with the crate's parse; `safetensors_header`,
+/// which replaced it, makes the same kind of passes plus one that checks every object's
+/// keys for repeats, and has not been measured on these families yet.)
 pub const MAX_SAFETENSORS_HEADER: u64 = 2 << 20;
 /// `.safetensors` files start with the header length as a little-endian u64.
 const SAFETENSORS_LEN_BYTES: usize = 8;
@@ -48,8 +55,6 @@ const SAFETENSORS_LEN_BYTES: usize = 8;
 /// container accepts, with its length field.
 const HEAD_BYTES: u64 = SAFETENSORS_LEN_BYTES as u64 + MAX_SAFETENSORS_HEADER;
 const _: () = assert!(HEAD_BYTES >= npy_header::MAX_NPY_HEAD_BYTES);
-/// The `.safetensors` header key that holds string metadata, not a tensor.
-const SAFETENSORS_METADATA_KEY: &str = "__metadata__";
 
 /// The container formats `scan` reads (all three) and `normalize` writes (`.npy` and
 /// `.safetensors`).
@@ -65,14 +70,13 @@ pub enum Container {
 }
 
 impl Container {
-    /// The container named by `path`'s extension (`.npy`, `.npz`, `.safetensors`), if any.
+    /// The container named by `path`'s extension (`.npy`, `.npz`, `.safetensors`, in
+    /// any case: `X.NPY` too), if any.
     pub fn from_extension(path: &Path) -> Option<Container> {
-        match path.extension()?.to_str()? {
-            "npy" => Some(Container::Npy),
-            "npz" => Some(Container::Npz),
-            "safetensors" => Some(Container::Safetensors),
-            _ => None,
-        }
+        let extension = path.extension()?.to_str()?;
+        [("npy", Container::Npy), ("npz", Container::Npz), ("safetensors", Container::Safetensors)]
+            .into_iter()
+            .find_map(|(name, container)| extension.eq_ignore_ascii_case(name).then_some(container))
     }
 
     /// The container an output path names: `.npy` or `.safetensors` (`.npz` is read only).
@@ -181,10 +185,12 @@ pub enum SafetensorsError {
         /// The name.
         name: String,
     },
-    /// A dtype the `safetensors` crate does not know.
-    UnknownDtype {
-        /// The dtype, quoted as the JSON parser quotes it.
-        dtype: String,
+    /// A key appears twice in one object inside a tensor's entry or the metadata.
+    DuplicateKey {
+        /// The key.
+        key: String,
+        /// The top-level key (tensor name or `__metadata__`) it lies under.
+        entry: String,
     },
     /// A header that is not what the format prescribes.
     Invalid(serde_json::Error),
@@ -200,10 +206,15 @@ pub enum SafetensorsError {
         /// How many.
         count: u64,
     },
-    /// A tensor listed by the crate but then not found in its own header.
-    Vanished {
+    /// A tensor whose data does not start where the previous one's ends (in order of
+    /// offsets; the first at 0).
+    OffsetsOutOfOrder {
         /// The name.
         name: String,
+        /// Where its data starts.
+        start: usize,
+        /// Where it should.
+        expected: usize,
     },
     /// A tensor whose shape's element count overflows.
     Shape(ShapeOverflow),
@@ -226,8 +237,12 @@ impl std::fmt::Display for SafetensorsError {
             SafetensorsError::Truncated { claimed, available } => {
                 write!(f, "truncated header: claims {claimed} bytes, file holds {available} after the length")
             }
-            SafetensorsError::DuplicateName { name } => write!(f, "tensor name '{name}' appears twice in the header"),
-            SafetensorsError::UnknownDtype { dtype } => write!(f, "unknown dtype {dtype} in header"),
+            SafetensorsError::DuplicateName { name } => {
+                write!(f, "tensor name '{}' appears twice in the header", excerpt(name))
+            }
+            SafetensorsError::DuplicateKey { key, entry } => {
+                write!(f, "key '{}' appears twice in the entry of '{}'", excerpt(key), excerpt(entry))
+            }
             SafetensorsError::Invalid(error) => write!(f, "invalid header: {error}"),
             SafetensorsError::DataBeyondEnd { claimed, available } => {
                 write!(f, "header claims {claimed} data bytes, the file holds only {available} after the header")
@@ -235,10 +250,14 @@ impl std::fmt::Display for SafetensorsError {
             SafetensorsError::TrailingBytes { count } => {
                 write!(f, "{count} bytes after the last tensor belong to no tensor")
             }
-            SafetensorsError::Vanished { name } => write!(f, "tensor '{name}' vanished from the header"),
+            SafetensorsError::OffsetsOutOfOrder { name, start, expected } => write!(
+                f,
+                "tensor '{}': data_offsets start at {start}, where the data before it ends at {expected}",
+                excerpt(name)
+            ),
             SafetensorsError::Shape(error) => error.fmt(f),
             SafetensorsError::Offsets { name } => {
-                write!(f, "tensor '{name}': data_offsets do not match its shape and dtype")
+                write!(f, "tensor '{}': data_offsets do not match its shape and dtype", excerpt(name))
             }
         }
     }
@@ -311,7 +330,7 @@ impl std::fmt::Display for TensorFileErrorKind {
 
 impl std::fmt::Display for TensorFileError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
     }
 }
 
@@ -381,6 +400,12 @@ impl TensorFile {
         let whole = Source::Read { len: metadata.len() as usize, read: &read };
         let tensors = parse_file(container, &head, whole).map_err(|e| fail(TensorFileErrorKind::Container(e)))?;
         Ok(TensorFile { path: path.to_path_buf(), container, tensors, identity: (metadata.dev(), metadata.ino()) })
+    }
+
+    /// `true` if `path` names the file whose header was parsed (by another name, maybe).
+    pub fn is_at(&self, path: &Path) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.identity)
     }
 
     /// Opens the file again to read its tensors' data. It must still be the file whose
@@ -514,10 +539,13 @@ fn parse_file(container: Container, head: &[u8], file: Source<'_>) -> Result<Vec
     })
 }
 
-/// Parses a `.safetensors` header: the `safetensors` crate is fed only the JSON header
-/// bytes, after its length has been checked against [`MAX_SAFETENSORS_HEADER`] and the
-/// file size; no name may appear twice, and the data the header describes must cover
-/// the rest of the file exactly.
+/// Parses a `.safetensors` header, after its length has been checked against
+/// [`MAX_SAFETENSORS_HEADER`] and the file size: no key may appear twice anywhere in it,
+/// every tensor's data must follow the previous one's with the size its shape and dtype
+/// give, and together they must cover the rest of the file exactly. The checks are the
+/// `safetensors` crate's (`Metadata::validate`), made here so that a dtype the crate does
+/// not know is one tensor listed as not scanned (its size unchecked), not the whole
+/// file refused.
 pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>, SafetensorsError> {
     let Some((length_field, rest)) = head.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
         return Err(SafetensorsError::NoLength { file_len });
@@ -530,14 +558,46 @@ pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>,
     let Some(header) = rest.get(..header_len as usize).filter(|_| header_len <= after_length) else {
         return Err(SafetensorsError::Truncated { claimed: header_len, available: after_length });
     };
-    // Before the crate, which keeps the last of two entries of one name and may then
-    // report the other's offsets as invalid instead.
-    if let Some(name) = duplicate_key(header) {
-        return Err(SafetensorsError::DuplicateName { name });
+    // Before the parse, whose maps would keep the last of two entries of one name.
+    if let Some(repeated) = safetensors_header::duplicate_key(header) {
+        return Err(match repeated.entry {
+            None => SafetensorsError::DuplicateName { name: repeated.key },
+            Some(entry) => SafetensorsError::DuplicateKey { key: repeated.key, entry },
+        });
     }
-    let metadata: safetensors::tensor::Metadata = serde_json::from_slice(header).map_err(safetensors_header_error)?;
+    let mut entries = safetensors_header::entries(header).map_err(SafetensorsError::Invalid)?;
+    // Stable: tensors of equal offsets (empty ones) stay in file order.
+    entries.sort_by_key(|(_, entry)| entry.data_offsets);
     let data_start = SAFETENSORS_LEN_BYTES + header.len();
-    let data_len = metadata.data_len();
+    let mut tensors = Vec::with_capacity(entries.len());
+    let mut data_len = 0;
+    // `data` is relative to the data section until the section is known to fit the file.
+    for (name, entry) in entries {
+        let (start, end) = entry.data_offsets;
+        if start != data_len || end < start {
+            return Err(SafetensorsError::OffsetsOutOfOrder { name, start, expected: data_len });
+        }
+        data_len = end;
+        let dtype = safetensors_header::known_dtype(&entry.dtype);
+        let element = dtype.map_or(TensorElement::Unsupported(UNKNOWN_DTYPE), safetensors_element);
+        let elements = element_count(&name, &entry.shape)?;
+        // Unknown dtypes have no size to check; their data is not read.
+        let size_matches =
+            dtype.is_none_or(|dtype| (elements as u128) * (dtype.bitsize() as u128) == ((end - start) as u128) * 8);
+        if !size_matches {
+            return Err(SafetensorsError::Offsets { name });
+        }
+        tensors.push(TensorEntry {
+            dtype: dtype.map_or(entry.dtype, |dtype| format!("{dtype:?}")),
+            element,
+            shape: entry.shape,
+            elements,
+            data: start..end,
+            deflated: None,
+            fortran_order: false,
+            name,
+        });
+    }
     let file_data_len = after_length - header_len;
     if data_len as u64 > file_data_len {
         return Err(SafetensorsError::DataBeyondEnd { claimed: data_len as u64, available: file_data_len });
@@ -545,77 +605,10 @@ pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>,
     if (data_len as u64) < file_data_len {
         return Err(SafetensorsError::TrailingBytes { count: file_data_len - data_len as u64 });
     }
-    metadata
-        .offset_keys()
-        .into_iter()
-        .map(|name| {
-            let Some(info) = metadata.info(&name) else {
-                return Err(SafetensorsError::Vanished { name });
-            };
-            let (element, bits) = (safetensors_element(info.dtype), info.dtype.bitsize() as u64);
-            let shape: Vec<u64> = info.shape.iter().map(|&d| d as u64).collect();
-            let (start, end) = info.data_offsets;
-            let elements = element_count(&name, &shape)?;
-            // The crate has checked this too; it is what makes `data` safe to scan.
-            let size_matches = matches!(
-                (end.checked_sub(start), elements.checked_mul(bits)),
-                (Some(bytes), Some(bits)) if bytes as u128 * 8 == u128::from(bits)
-            );
-            if !size_matches || end > data_len {
-                return Err(SafetensorsError::Offsets { name });
-            }
-            Ok(TensorEntry {
-                dtype: format!("{:?}", info.dtype),
-                element,
-                shape,
-                elements,
-                data: data_start + start..data_start + end,
-                deflated: None,
-                fortran_order: false,
-                name,
-            })
-        })
-        .collect()
-}
-
-/// The first key of the JSON object `header` that appears twice, if any (`None` also
-/// for a header that is not a JSON object: the crate then says why). serde's maps (the
-/// crate's and `serde_json::Value`'s alike) keep the last of duplicate keys without a
-/// word, so the keys are listed by a visitor of their own.
-///
-/// One pass of `serde_json` (recursive descent, no backtracking, at most 128 levels
-/// deep) that skips every value, and one hash-set insertion per key.
-fn duplicate_key(header: &[u8]) -> Option<String> {
-    struct FirstDuplicate;
-    impl<'de> serde::de::Visitor<'de> for FirstDuplicate {
-        type Value = Option<String>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a JSON object")
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Option<String>, A::Error> {
-            let mut seen = std::collections::HashSet::new();
-            while let Some(key) = map.next_key::<String>()? {
-                map.next_value::<serde::de::IgnoredAny>()?;
-                if seen.contains(&key) {
-                    return Ok(Some(key));
-                }
-                seen.insert(key);
-            }
-            Ok(None)
-        }
+    for tensor in &mut tensors {
+        tensor.data = data_start + tensor.data.start..data_start + tensor.data.end;
     }
-    use serde::Deserializer;
-    serde_json::Deserializer::from_slice(header).deserialize_map(FirstDuplicate).ok().flatten()
-}
-
-/// A header the crate rejects; an unknown dtype is named as such.
-fn safetensors_header_error(error: serde_json::Error) -> SafetensorsError {
-    let message = error.to_string();
-    match message.strip_prefix("unknown variant ") {
-        // "unknown variant `F7`, expected one of `BOOL`, ... at line 1 column 40"
-        Some(rest) => SafetensorsError::UnknownDtype { dtype: rest.split(',').next().unwrap_or(rest).to_string() },
-        None => SafetensorsError::Invalid(error),
-    }
+    Ok(tensors)
 }
 
 /// How a safetensors dtype is checked. E8M0 (whose 0xFF is NaN, but which has no sign
@@ -653,6 +646,8 @@ pub enum RegularFileError {
     IsDirectory,
     /// It is neither a file nor a directory (a device, a pipe, a socket).
     NotRegular,
+    /// It is a symbolic link to nothing (what an interrupted download can leave).
+    DanglingLink,
 }
 
 impl std::fmt::Display for RegularFileError {
@@ -661,6 +656,7 @@ impl std::fmt::Display for RegularFileError {
             RegularFileError::Io(error) => f.write_str(&io_message(error)),
             RegularFileError::IsDirectory => f.write_str("is a directory"),
             RegularFileError::NotRegular => f.write_str("not a regular file"),
+            RegularFileError::DanglingLink => f.write_str("broken symbolic link: its target does not exist"),
         }
     }
 }
@@ -669,14 +665,22 @@ impl std::error::Error for RegularFileError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RegularFileError::Io(error) => Some(error),
-            RegularFileError::IsDirectory | RegularFileError::NotRegular => None,
+            RegularFileError::IsDirectory | RegularFileError::NotRegular | RegularFileError::DanglingLink => None,
         }
     }
 }
 
 /// `Ok` if `path` names an existing regular file (or a link to one); else why not.
+/// Nothing is opened: a FIFO is refused without blocking.
 pub fn check_regular_file(path: &Path) -> Result<(), RegularFileError> {
-    let metadata = std::fs::metadata(path).map_err(RegularFileError::Io)?;
+    let metadata = std::fs::metadata(path).map_err(|error| {
+        let is_link = || std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        if error.kind() == std::io::ErrorKind::NotFound && is_link() {
+            RegularFileError::DanglingLink
+        } else {
+            RegularFileError::Io(error)
+        }
+    })?;
     if metadata.is_dir() {
         Err(RegularFileError::IsDirectory)
     } else if !metadata.is_file() {
@@ -762,9 +766,11 @@ impl std::fmt::Display for TensorWriteErrorKind {
                  or use --dtype f16 or f32",
                 dtype.name()
             ),
-            TensorWriteErrorKind::ReservedName { name } => write!(f, "tensor name '{name}' is reserved by the format"),
+            TensorWriteErrorKind::ReservedName { name } => {
+                write!(f, "tensor name '{}' is reserved by the format", excerpt(name))
+            }
             TensorWriteErrorKind::CreateTemporary { directory, error } => {
-                write!(f, "cannot create a temporary file in {}: {}", directory.display(), io_message(error))
+                write!(f, "cannot create a temporary file in {}: {}", path_text(directory), io_message(error))
             }
             TensorWriteErrorKind::SetMode(error) => {
                 write!(f, "cannot set the mode of the temporary file: {}", io_message(error))
@@ -781,7 +787,7 @@ impl std::fmt::Display for TensorWriteErrorKind {
 
 impl std::fmt::Display for TensorWriteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
     }
 }
 
@@ -1017,7 +1023,7 @@ pub fn stage<S: TensorSource + ?Sized>(
     if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
         return Err(fail(TensorWriteErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }));
     }
-    if container == Container::Safetensors && name == SAFETENSORS_METADATA_KEY {
+    if container == Container::Safetensors && name == safetensors_header::METADATA_KEY {
         // The crate would write it, but every reader takes that key for the metadata map.
         return Err(fail(TensorWriteErrorKind::ReservedName { name: name.to_string() }));
     }

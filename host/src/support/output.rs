@@ -1,6 +1,7 @@
 //! Text, Markdown and JSON rendering of reports.
 
 use serde::Serialize;
+use serde_json::ser::{Formatter, PrettyFormatter};
 
 /// Output format of a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -30,30 +31,103 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
-    /// Renders as an aligned plain-text table or as Markdown.
+    /// Renders as an aligned plain-text table or as Markdown. Every cell goes through
+    /// [`escape`] (and in Markdown `|` becomes `\|`), so that no name from a file can
+    /// move the cursor, retitle the terminal or add a row or a column; a cell over
+    /// [`MAX_CELL_CHARS`] is [`shortened`], so that one long name does not widen every
+    /// row of its column (JSON keeps the whole of it).
     pub fn render(&self, markdown: bool) -> String {
-        let columns = self.header.len();
-        let width = |c: usize| {
-            self.rows
-                .iter()
-                .map(|r| r.get(c).map_or(0, |s| s.chars().count()))
-                .chain([self.header[c].chars().count()])
-                .max()
-                .unwrap_or(0)
+        let cell = |text: &str| {
+            let shown = shortened(text, MAX_CELL_CHARS);
+            if markdown { shown.replace('|', "\\|") } else { shown }
         };
-        let widths: Vec<usize> = (0..columns).map(width).collect();
+        let header: Vec<String> = self.header.iter().map(|c| cell(c)).collect();
+        let rows: Vec<Vec<String>> = self.rows.iter().map(|r| r.iter().map(|c| cell(c)).collect()).collect();
+        let columns = header.len();
+        let width = |c: usize| {
+            rows.iter().map(|r| r.get(c).map_or(0, |s| s.chars().count())).chain([header[c].chars().count()]).max()
+        };
+        let widths: Vec<usize> = (0..columns).map(|c| width(c).unwrap_or(0)).collect();
+        // Padded by hand: `format!("{:<w$}")` panics on a width over u16::MAX.
         let line = |cells: &[String]| {
             let padded: Vec<String> = (0..columns)
-                .map(|c| format!("{:<w$}", cells.get(c).map_or("", String::as_str), w = widths[c]))
+                .map(|c| {
+                    let text = cells.get(c).map_or("", String::as_str);
+                    format!("{text}{}", " ".repeat(widths[c].saturating_sub(text.chars().count())))
+                })
                 .collect();
             if markdown { format!("| {} |", padded.join(" | ")) } else { padded.join("  ").trim_end().to_string() }
         };
-        let mut out = vec![line(&self.header)];
+        let mut out = vec![line(&header)];
         let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w.max(3))).collect();
         out.push(if markdown { format!("|-{}-|", rule.join("-|-")) } else { rule.join("  ") });
-        out.extend(self.rows.iter().map(|r| line(r)));
+        out.extend(rows.iter().map(|r| line(r)));
         out.join("\n") + "\n"
     }
+}
+
+/// Longest table cell shown whole, in characters; a longer one is [`shortened`].
+pub const MAX_CELL_CHARS: usize = 256;
+/// Longest piece of input an error or warning line echoes whole, in characters; a
+/// longer one is [`shortened`] (a 16 KB dtype string or a 64 KB tensor name would
+/// otherwise fill the terminal).
+pub const MAX_ECHO_CHARS: usize = 96;
+
+/// `text` with what a terminal would act on made visible: `\n`, `\r`, `\t`, other
+/// control characters (C0, DEL, C1) and the Unicode line separators and bidirectional
+/// overrides as `\u{1b}`, and `\` as `\\`, so that an escaped newline cannot be faked.
+/// The one escaping of names and paths from files: table and Markdown cells, error and
+/// warning lines (JSON is escaped by serde).
+pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    let acted_on = |c: char| c == '\\' || acted_on(c);
+    if !text.contains(acted_on) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if acted_on(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// `true` for the characters [`escape`] writes as escapes (besides `\\`): those a
+/// terminal acts on or that reorder or break what is displayed.
+fn acted_on(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` [`escape`]d, and if it is over `max_chars` characters, its first and last
+/// `max_chars / 2` with the cut marked between them: `abc…[70000 chars cut]…xyz`.
+/// Both ends are kept: a tensor name's end (`.weight`) and a path's (the file name) tell
+/// as much as their starts.
+pub fn shortened(text: &str, max_chars: usize) -> String {
+    let chars = text.chars().count();
+    if chars <= max_chars {
+        return escape(text).into_owned();
+    }
+    let keep = max_chars / 2;
+    let head_end = text.char_indices().nth(keep).map_or(text.len(), |(i, _)| i);
+    let tail_start = text.char_indices().nth(chars - keep).map_or(text.len(), |(i, _)| i);
+    format!("{}…[{} chars cut]…{}", escape(&text[..head_end]), chars - 2 * keep, escape(&text[tail_start..]))
+}
+
+/// Input echoed in an error or warning line: [`shortened`] to [`MAX_ECHO_CHARS`].
+pub fn excerpt(text: &str) -> String {
+    shortened(text, MAX_ECHO_CHARS)
+}
+
+/// A path as a message shows it: [`escape`]d (not shortened: it is the reader's own,
+/// and needed whole to find the file); bytes that are not UTF-8 show as U+FFFD.
+pub fn path_text(path: &std::path::Path) -> String {
+    escape(&path.to_string_lossy()).into_owned()
 }
 
 /// `n` and `noun`, plural unless `n` is 1: `1 file`, `2 files`, `0 files`.
@@ -61,11 +135,58 @@ pub fn count_of(n: u64, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
-/// Pretty JSON of `value`, newline-terminated.
+/// Pretty JSON of `value`, newline-terminated, as [`write_json`] writes it.
 pub fn json<T: Serialize>(value: &T) -> String {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
-    text.push('\n');
-    text
+    let mut bytes = Vec::new();
+    match write_json(&mut bytes, value) {
+        Ok(()) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) => format!("{{\"error\": {}}}\n", serde_json::Value::from(e.to_string())),
+    }
+}
+
+/// Writes `value` as pretty JSON, newline-terminated, streamed. Strings are escaped as
+/// serde escapes them (`"`, `\\`, C0 controls) and, beyond that, every other character
+/// that [`escape`] escapes (DEL, the C1 controls such as U+009B, a terminal's CSI;
+/// line separators, bidirectional overrides) as `\uXXXX`: the same text to a JSON
+/// parser, inert in a terminal.
+pub fn write_json<T: Serialize + ?Sized>(mut out: impl std::io::Write, value: &T) -> std::io::Result<()> {
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, InertJson(PrettyFormatter::new()));
+    value.serialize(&mut serializer)?;
+    writeln!(out)
+}
+
+/// serde's pretty formatter, with the strings' extra escapes of [`write_json`].
+struct InertJson<'a>(PrettyFormatter<'a>);
+
+/// Forwards each layout method to the pretty formatter.
+macro_rules! pretty {
+    ($($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {
+        $(fn $method<W: ?Sized + std::io::Write>(&mut self, writer: &mut W $(, $arg: $ty)*) -> std::io::Result<()> {
+            self.0.$method(writer $(, $arg)*)
+        })*
+    };
+}
+
+impl Formatter for InertJson<'_> {
+    pretty! {
+        begin_array(), end_array(), begin_array_value(first: bool), end_array_value(),
+        begin_object(), end_object(), begin_object_key(first: bool), begin_object_value(), end_object_value(),
+    }
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some(at) = rest.find(acted_on) {
+            let c = rest[at..].chars().next().unwrap_or_default();
+            writer.write_all(&rest.as_bytes()[..at])?;
+            write!(writer, "\\u{:04x}", u32::from(c))?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
 }
 
 /// Stdout could not be written. `Display` is the one line the CLI prints.
@@ -115,5 +236,45 @@ pub fn write_stdout_with(
     match write(&mut stdout).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(OutputError::Stdout(e)),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_makes_what_a_terminal_acts_on_visible() {
+        let text = "a\\b\n\r\t\u{1b}[2J\u{7}\u{7f}\u{9b}\u{202e}\u{2028}é|";
+        assert_eq!(escape(text), r"a\\b\n\r\t\u{1b}[2J\u{7}\u{7f}\u{9b}\u{202e}\u{2028}é|");
+        assert!(matches!(escape("model.layers.0.weight"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn shortened_keeps_both_ends_whole_characters_and_counts_the_cut() {
+        let text = "é".repeat(300) + "\u{1b}";
+        assert_eq!(shortened(&text, 10), format!("{}…[291 chars cut]…{}\\u{{1b}}", "é".repeat(5), "é".repeat(4)));
+        assert_eq!(shortened("short", 10), "short");
+    }
+
+    #[test]
+    fn a_table_renders_cells_wider_than_a_format_width() {
+        let mut table = Table::new(["name", "n"]);
+        table.row(["x".repeat(70_000), "1".to_string()]);
+        table.row(["a|b", "2"]);
+        for markdown in [false, true] {
+            let text = table.render(markdown);
+            assert!(text.lines().all(|l| l.chars().count() < 2 * MAX_CELL_CHARS), "{markdown}");
+            assert_eq!(text.contains(r"a\|b"), markdown);
+        }
+    }
+
+    #[test]
+    fn json_escapes_c1_controls_and_reads_back_the_same() {
+        let name = "t\u{1b}]0;x\u{7}\u{9b}31m\u{7f}\u{202e}";
+        let text = json(&serde_json::json!({ "name": name }));
+        assert!(!text.chars().any(|c| c != '\n' && acted_on(c)), "{text:?}");
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back["name"], name);
     }
 }
