@@ -12,20 +12,16 @@
 //! build-dependency): this script writes `hardware_kernels!(...)` for each module into a
 //! file that `kernels-gpu` includes through `$BITEXACT_HARDWARE_KERNELS`.
 //!
-//! The nested cargo gets its own target directory per module (the outer build holds the
-//! lock on the normal one, and cargo puts RUSTFLAGS after `cargo rustc`'s own arguments,
-//! so modules cannot share one) and none of the outer build's flags; `-C target-cpu`
-//! (and the PTX version of a newer module) go through RUSTFLAGS so the build-std crates
-//! (`core`, `compiler_builtins`) get them too.
+//! The building itself (the nested cargo for `nvptx64-nvidia-cuda`, its warnings and
+//! errors passed on, the checks of the PTX, ptxas when installed) is `ptx-builder`'s, the
+//! same a user's build.rs calls: this script only says which modules to build.
 
+use ptx_builder::{PtxBuilder, Target};
 use shared::hardware::{BASELINE, Conversion, PtxTarget, TARGETS};
 use shared::{Family, KernelKind, Primitive};
 use std::env;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-
-const NVPTX_TARGET: &str = "nvptx64-nvidia-cuda";
 
 /// Callback for `shared::for_each_variant!`: defines `TABLE`, the `(name, family,
 /// kinds)` of every variant.
@@ -44,13 +40,16 @@ fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let workspace = manifest_dir.parent().expect("host/ sits in the workspace root").to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("set by cargo"));
-    for watched in ["shared", "kernels-gpu", "Cargo.lock", "rust-toolchain.toml"] {
+    for watched in ["shared", "device-support", "kernels-gpu", "Cargo.lock", "rust-toolchain.toml"] {
         println!("cargo::rerun-if-changed={}", workspace.join(watched).display());
     }
     println!("cargo::rerun-if-changed=build.rs");
 
-    if let Err(message) = build_modules(&workspace, &out_dir) {
-        println!("cargo::error={message}");
+    if let Err(error) = build_modules(&workspace, &out_dir) {
+        for line in error.details() {
+            eprintln!("{line}");
+        }
+        println!("cargo::error={error}");
         std::process::exit(1);
     }
 }
@@ -80,24 +79,29 @@ fn ptx_file(target: PtxTarget) -> String {
     if target == BASELINE { "kernels.ptx".to_string() } else { format!("kernels_{target}.ptx") }
 }
 
-fn build_modules(workspace: &Path, out_dir: &Path) -> Result<(), String> {
-    check_rust_src()?;
+fn build_modules(workspace: &Path, out_dir: &Path) -> Result<(), ptx_builder::Error> {
+    let mut builder = PtxBuilder::new(workspace.join("kernels-gpu"));
     let mut modules = String::from(
         "/// Every PTX module, in the order of `shared::hardware::TARGETS`: its target and its text.\n\
          pub const MODULES: &[Module] = &[\n",
     );
-    // The modules have separate target directories: their builds run at the same time.
-    let mut builds = Vec::new();
     for target in TARGETS {
         let list = out_dir.join(format!("hardware_kernels_{target}.rs"));
         let names = hardware_kernels(target);
         let source = format!("hardware_kernels!({});\n", names.join(", "));
-        std::fs::write(&list, source).map_err(|e| format!("cannot write {}: {e}", list.display()))?;
-        let ptx = out_dir.join(ptx_file(target));
-        let child = ptx_command(workspace, out_dir, target, &list, &ptx)
-            .spawn()
-            .map_err(|e| format!("could not run cargo for the {NVPTX_TARGET} kernels: {e}"))?;
-        builds.push((target, ptx, child));
+        std::fs::write(&list, source)
+            .map_err(|source| ptx_builder::Error::Io { action: format!("writing {}", list.display()), source })?;
+        // LLVM's default PTX version for the baseline's architecture is the baseline's.
+        let (ptx_target, cfg) = if target == BASELINE {
+            (Target::new(target.sm), None)
+        } else {
+            (Target::new(target.sm).with_ptx_version(target.ptx), Some("bitexact_hardware_only"))
+        };
+        let mut module = ptx_builder::Module::new(ptx_file(target), ptx_target).env("BITEXACT_HARDWARE_KERNELS", &list);
+        if let Some(cfg) = cfg {
+            module = module.cfg(cfg);
+        }
+        builder = builder.module(module);
         writeln!(
             modules,
             "    Module {{ target: shared::hardware::PtxTarget {{ sm: {}, ptx: {} }}, ptx: include_str!(concat!(env!(\"OUT_DIR\"), \"/{}\")) }},",
@@ -107,96 +111,9 @@ fn build_modules(workspace: &Path, out_dir: &Path) -> Result<(), String> {
         )
         .expect("writing to a String");
     }
-    let mut failures = Vec::new();
-    for (target, ptx, child) in builds {
-        if let Err(message) = finish_ptx(target, &ptx, child) {
-            failures.push(message);
-        }
-    }
-    if let Some(first) = failures.into_iter().next() {
-        return Err(first);
-    }
+    builder.out_dir(out_dir).build()?;
     modules.push_str("];\n");
     let modules_file = out_dir.join("ptx_modules.rs");
-    std::fs::write(&modules_file, modules).map_err(|e| format!("cannot write {}: {e}", modules_file.display()))
-}
-
-/// The nested cargo command that builds the module for `target` into `ptx`, its hardware
-/// kernels listed in `list`.
-fn ptx_command(workspace: &Path, out_dir: &Path, target: PtxTarget, list: &Path, ptx: &Path) -> Command {
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut command = Command::new(cargo);
-    let (target_dir, rustflags) = if target == BASELINE {
-        ("nvptx-target".to_string(), format!("-C target-cpu=sm_{}", target.sm))
-    } else {
-        (
-            format!("nvptx-target-{target}"),
-            format!("-C target-cpu=sm_{} -C target-feature=+ptx{}", target.sm, target.ptx),
-        )
-    };
-    command
-        .current_dir(workspace)
-        .args(["rustc", "-p", "kernels-gpu", "--release", "--target", NVPTX_TARGET, "-Zbuild-std=core"])
-        .arg("--target-dir")
-        .arg(out_dir.join(target_dir))
-        .args(["--", "-C", "codegen-units=1"]);
-    if target != BASELINE {
-        command.args(["--cfg", "bitexact_hardware_only"]);
-    }
-    command.arg(format!("--emit=asm={}", ptx.display()));
-    for inherited in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_MAKEFLAGS",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "RUSTC_WRAPPER",
-        "CARGO_BUILD_TARGET",
-        "CARGO_TARGET_DIR",
-    ] {
-        command.env_remove(inherited);
-    }
-    command.env("RUSTFLAGS", rustflags);
-    command.env("BITEXACT_HARDWARE_KERNELS", list);
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    command
-}
-
-/// Waits for the build of `target`'s module and checks that it wrote `ptx` for that
-/// target.
-fn finish_ptx(target: PtxTarget, ptx: &Path, child: Child) -> Result<(), String> {
-    let output = child.wait_with_output().map_err(|e| format!("waiting for cargo ({target}): {e}"))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        // Cargo prints the whole nested log on failure; keep its errors visible.
-        eprintln!("{stderr}");
-        let first_error = stderr.lines().find(|l| l.starts_with("error")).unwrap_or("see the log above");
-        return Err(format!("building kernels-gpu for {NVPTX_TARGET} ({target}) failed: {first_error}"));
-    }
-    if !ptx.is_file() {
-        return Err(format!("building kernels-gpu succeeded but wrote no PTX at {}", ptx.display()));
-    }
-    let text = std::fs::read_to_string(ptx).map_err(|e| format!("cannot read {}: {e}", ptx.display()))?;
-    let wanted = format!(".target sm_{}", target.sm);
-    if !text.lines().any(|line| line.trim() == wanted) {
-        return Err(format!("{} does not say `{wanted}`", ptx.display()));
-    }
-    Ok(())
-}
-
-/// `-Zbuild-std` needs the standard library's source; say how to get it if missing.
-fn check_rust_src() -> Result<(), String> {
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let sysroot = Command::new(&rustc)
-        .args(["--print", "sysroot"])
-        .output()
-        .map_err(|e| format!("could not run {rustc}: {e}"))?;
-    let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_string();
-    let core_src = Path::new(&sysroot).join("lib/rustlib/src/rust/library/core");
-    if core_src.is_dir() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the GPU kernels need the rust-src component (for -Zbuild-std=core on {NVPTX_TARGET}); install it with: rustup component add rust-src --toolchain nightly-2026-10-01"
-        ))
-    }
+    std::fs::write(&modules_file, modules)
+        .map_err(|source| ptx_builder::Error::Io { action: format!("writing {}", modules_file.display()), source })
 }

@@ -6,9 +6,8 @@
 // A hardware-only module (`--cfg bitexact_hardware_only`) uses none of the software kinds.
 #![cfg_attr(bitexact_hardware_only, allow(dead_code, unused_macros, unused_imports))]
 
-use crate::loops::{Bits, Lane, StreamQuad, count_nonfinite, map, map_with, stream, stream_with};
-use core::arch::nvptx::{_block_dim_x, _block_idx_x, _grid_dim_x, _thread_idx_x, trap};
 use core::ops::BitXor;
+use device_support::{Bits, Lane, StreamQuad, count_nonfinite, map, map_with, stream, stream_with, this_lane};
 use shared::{Primitive, Stored, kind};
 
 type In<P> = <P as Primitive>::In;
@@ -17,23 +16,6 @@ unsafe extern "C" {
     /// The multiprocessor's 64-bit cycle counter (`%clock64`).
     #[link_name = "llvm.nvvm.read.ptx.sreg.clock64"]
     safe fn clock64() -> i64;
-}
-
-/// A kernel must never spin or unwind: a panic (there should be none reachable) traps,
-/// which the driver reports as a launch failure.
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo) -> ! {
-    // SAFETY: `trap` aborts the kernel; it has no preconditions.
-    unsafe { trap() }
-}
-
-/// This thread's lane: its global index and the grid's total thread count.
-#[inline(always)]
-fn this_lane() -> Lane {
-    // SAFETY: reading the special registers has no preconditions.
-    let (thread, block, block_dim, grid_dim) =
-        unsafe { (_thread_idx_x(), _block_idx_x(), _block_dim_x(), _grid_dim_x()) };
-    Lane::of_thread(thread, block, block_dim, grid_dim)
 }
 
 /// The load/index/store skeleton of [`map`] with no computation: the stored value is

@@ -1,10 +1,11 @@
 //! GPU kernels, one per variant of `shared::for_each_variant!`, in pure Rust.
 //!
-//! Compiled for `nvptx64-nvidia-cuda` by `host/build.rs` (rustc's own nvptx target,
-//! `-Zbuild-std=core`, PTX via `--emit=asm`). For any other target this crate holds only
-//! the kernels' loops (`loops`: which lane touches which elements, how four results are
-//! packed into one store), which its tests run on the host one lane after another, so
-//! the workspace builds and tests everywhere.
+//! Compiled for `nvptx64-nvidia-cuda` by `host/build.rs` through `ptx-builder` (rustc's
+//! own nvptx target, `-Zbuild-std=core`, PTX via `--emit=asm`). For any other target
+//! this crate is empty, so the workspace builds everywhere. The lane, the loops over
+//! buffers (which lane touches which elements, how four results are packed into one
+//! store; tested on the host one lane after another) and the trapping panic handler are
+//! `device-support`'s, which a user's kernel crate can use too.
 //!
 //! Kernels are thin: index, guard, call into `shared`, store. No algorithm lives here.
 //!
@@ -29,19 +30,15 @@
 //! kernels (`Hardware`, `HardwareStream`) of its instructions (`$BITEXACT_HARDWARE_KERNELS` names the file that lists
 //! them).
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, link_llvm_intrinsics, asm_experimental_arch))]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, link_llvm_intrinsics, asm_experimental_arch))]
 // `link_llvm_intrinsics` is how the cycle counter (%clock64) is read; core::arch::nvptx has no wrapper.
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
-
-// The host tests need `std` (the test harness, `Vec`); the kernels never do.
-#[cfg(test)]
-extern crate std;
 
 #[cfg(target_arch = "nvptx64")]
 mod device;
 #[cfg(target_arch = "nvptx64")]
 mod hardware;
-// On the host only the tests use it; a hardware-only module uses only the map and stream
-// loops.
-#[cfg_attr(any(bitexact_hardware_only, not(any(target_arch = "nvptx64", test))), allow(dead_code))]
-mod loops;
+
+// A kernel must never spin or unwind: a panic (there should be none reachable) traps,
+// which the driver reports as a launch failure.
+device_support::trap_on_panic!();

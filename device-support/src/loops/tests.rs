@@ -654,3 +654,30 @@ fn the_loops_split_any_length_without_overflow() {
         assert_eq!(stream_vectors(input, core::ptr::without_provenance::<u8>(0x2005), n), 0);
     }
 }
+
+/// `count_failing` with a closure that is no primitive of the table: over every start
+/// offset within a chunk and several lane counts, the count and first index of the
+/// elements failing `x % 7 != 3` are those a plain scan finds.
+#[test]
+fn count_failing_counts_what_its_closure_rejects() {
+    let pass = |x: u16| x % 7 != 3;
+    for offset in 0..8 {
+        for n in [0usize, 1, 5, 8, 9, 40, 131] {
+            let mut buffer = Aligned::<u16>::new(offset + n);
+            for (i, x) in buffer.as_mut_slice().iter_mut().enumerate() {
+                *x = mix(i as u64) as u16;
+            }
+            let input = &buffer.as_slice()[offset..];
+            let failing: Vec<usize> = (0..n).filter(|&i| !pass(input[i])).collect();
+            let expected = [failing.len() as u64, failing.first().map_or(u64::MAX, |&i| i as u64)];
+            for lanes in LANE_COUNTS {
+                let mut result = [0u64, u64::MAX];
+                // SAFETY: `input` holds `n` aligned elements and `result` 2.
+                launch(lanes, |lane| unsafe {
+                    count_failing(lane, input.as_ptr(), n as u64, result.as_mut_ptr(), pass)
+                });
+                assert_eq!(result, expected, "offset {offset}, n {n}, {lanes} lanes");
+            }
+        }
+    }
+}

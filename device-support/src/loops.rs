@@ -2,7 +2,7 @@
 //! stream kernels pack four results into one store. Compiled for nvptx64 and for the
 //! host (both little-endian, with 64-bit atomics, which `split`, `join`, `each` and the
 //! count kernels' result rely on): on nvptx64 a [`Lane`] is one GPU thread of the launch
-//! (`device`), and on the host the tests run the same functions one lane after another
+//! (`this_lane()`), and on the host the tests run the same functions one lane after another
 //! over real buffers, so an indexing, alignment, tail or packing mistake in these loops
 //! fails without a GPU.
 //!
@@ -14,9 +14,9 @@ use shared::{Primitive, Stored, kind};
 
 /// One lane of a launch: its global index and the launch's lane count, `index < lanes`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Lane {
-    pub(crate) index: u64,
-    pub(crate) lanes: u64,
+pub struct Lane {
+    pub index: u64,
+    pub lanes: u64,
 }
 
 impl Lane {
@@ -25,7 +25,7 @@ impl Lane {
     /// index `block * block_dim + thread` of `grid_dim * block_dim` lanes, in 64 bits, so
     /// a launch of more than 2^32 lanes does not wrap.
     #[inline(always)]
-    pub(crate) fn of_thread(thread: u32, block: u32, block_dim: u32, grid_dim: u32) -> Lane {
+    pub fn of_thread(thread: u32, block: u32, block_dim: u32, grid_dim: u32) -> Lane {
         Lane {
             index: u64::from(block) * u64::from(block_dim) + u64::from(thread),
             lanes: u64::from(grid_dim) * u64::from(block_dim),
@@ -37,7 +37,7 @@ impl Lane {
 /// `lane.index` in steps of `lane.lanes`, stopping before `n` or at `u64::MAX`. Over the
 /// lanes `0..lanes` of one launch, every `i < n` is visited exactly once.
 #[inline(always)]
-pub(crate) fn grid_stride(lane: Lane, n: u64, mut body: impl FnMut(usize)) {
+pub fn grid_stride(lane: Lane, n: u64, mut body: impl FnMut(usize)) {
     let (mut i, stride) = (lane.index, lane.lanes);
     while i < n {
         body(i as usize);
@@ -48,14 +48,14 @@ pub(crate) fn grid_stride(lane: Lane, n: u64, mut body: impl FnMut(usize)) {
     }
 }
 
-pub(crate) type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
+pub type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
 
 /// `output[i] = P::apply(input[i])` for all `i < n`.
 ///
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
-pub(crate) unsafe fn map<P: Primitive>(lane: Lane, input: *const P::In, output: *mut Bits<P>, n: u64) {
+pub unsafe fn map<P: Primitive>(lane: Lane, input: *const P::In, output: *mut Bits<P>, n: u64) {
     // SAFETY: forwarded from the caller.
     unsafe { map_with(lane, input, output, n, |x| P::apply(x).to_stored()) }
 }
@@ -65,7 +65,7 @@ pub(crate) unsafe fn map<P: Primitive>(lane: Lane, input: *const P::In, output: 
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
-pub(crate) unsafe fn map_with<I, O>(lane: Lane, input: *const I, output: *mut O, n: u64, f: impl Fn(I) -> O) {
+pub unsafe fn map_with<I, O>(lane: Lane, input: *const I, output: *mut O, n: u64, f: impl Fn(I) -> O) {
     // SAFETY: the caller guarantees both buffers hold `n` elements and `i < n`.
     grid_stride(lane, n, |i| unsafe { output.add(i).write(f(input.add(i).read())) });
 }
@@ -74,7 +74,7 @@ pub(crate) unsafe fn map_with<I, O>(lane: Lane, input: *const I, output: *mut O,
 /// load in a [`count_nonfinite`] kernel (`ld.global.v4.u32` / `st.global.v4.u32`).
 #[derive(Clone, Copy)]
 #[repr(C, align(16))]
-pub(crate) struct Chunk([u32; 4]);
+pub struct Chunk([u32; 4]);
 
 /// Whether `p` is aligned for `T` accesses.
 #[inline(always)]
@@ -84,7 +84,7 @@ fn aligned_for<T, U>(p: *const U) -> bool {
 
 /// A [`kind::StreamElement`] as the stream kernels access it: four consecutive
 /// elements in one aligned access of `Quad` (4 bytes of `u8`, 8 of `u16`, 16 of `u32`).
-pub(crate) trait StreamQuad: kind::StreamElement {
+pub trait StreamQuad: kind::StreamElement {
     /// Four elements' worth of bytes, aligned to its size.
     type Quad: Copy;
     /// The four elements of `quad`, lowest address first.
@@ -135,7 +135,7 @@ impl StreamQuad for u32 {
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
-pub(crate) unsafe fn stream<P>(lane: Lane, input: *const P::In, output: *mut Bits<P>, n: u64)
+pub unsafe fn stream<P>(lane: Lane, input: *const P::In, output: *mut Bits<P>, n: u64)
 where
     P: kind::Stream,
     P::In: StreamQuad,
@@ -156,7 +156,7 @@ where
 /// # Safety
 /// `input` and `output` must be valid device pointers to `n` elements each.
 #[inline(always)]
-pub(crate) unsafe fn stream_with<I: StreamQuad, O: StreamQuad>(
+pub unsafe fn stream_with<I: StreamQuad, O: StreamQuad>(
     lane: Lane,
     input: *const I,
     output: *mut O,
@@ -190,7 +190,7 @@ fn stream_vectors<I: StreamQuad, O: StreamQuad>(input: *const I, output: *const 
 
 /// A [`kind::CountElement`] as the count kernels read it: the elements of a 16-byte
 /// [`Chunk`], lowest address first.
-pub(crate) trait ChunkLoad: kind::CountElement {
+pub trait ChunkLoad: kind::CountElement {
     /// Calls `f(k, element k)` for each element of `chunk`.
     fn each(chunk: Chunk, f: impl FnMut(u32, Self));
 }
@@ -257,13 +257,29 @@ fn count_split<T: kind::CountElement>(input: *const T, n: u64) -> CountSplit {
 }
 
 /// Counts the non-finite values of a buffer and finds the first one's index
-/// ([`shared::KernelKind::CountNonfinite`]): adds the count to `result[0]` and lowers
-/// `result[1]` to the index (the host sets them to 0 and `u64::MAX` first).
+/// ([`shared::KernelKind::CountNonfinite`]): [`count_failing`] with `P`'s finiteness
+/// test.
+///
+/// # Safety
+/// As for [`count_failing`].
+#[inline(always)]
+pub unsafe fn count_nonfinite<P>(lane: Lane, input: *const P::In, n: u64, result: *mut u64)
+where
+    P: kind::CountNonfinite,
+    P::In: ChunkLoad,
+{
+    // SAFETY: forwarded from the caller.
+    unsafe { count_failing(lane, input, n, result, P::apply) }
+}
+
+/// Counts the elements of a buffer that fail `pass` and finds the first one's index:
+/// adds the count to `result[0]` and lowers `result[1]` to the index (the host sets them
+/// to 0 and `u64::MAX` first).
 ///
 /// The elements from the first 16-byte boundary on are read one aligned 16-byte
 /// [`Chunk`] per lane per grid-stride step, consecutive lanes on consecutive chunks;
-/// a chunk is tested with one branch-free OR of `!is_finite` over its elements, and
-/// only a chunk holding a non-finite value is counted and searched. The fewer than
+/// a chunk is tested with one branch-free OR of `!pass` over its elements, and
+/// only a chunk holding a failing value is counted and searched. The fewer than
 /// `16 / size` elements before that boundary and after the last whole chunk are done
 /// one per lane in a second grid-stride pass.
 ///
@@ -271,12 +287,14 @@ fn count_split<T: kind::CountElement>(input: *const T, n: u64) -> CountSplit {
 /// `input` must be a valid device pointer to `n` elements, aligned for its type, and
 /// `result` to 2 `u64`s.
 #[inline(always)]
-pub(crate) unsafe fn count_nonfinite<P>(lane: Lane, input: *const P::In, n: u64, result: *mut u64)
-where
-    P: kind::CountNonfinite,
-    P::In: ChunkLoad,
-{
-    let per_chunk = kind::count_lane_elements::<P::In>();
+pub unsafe fn count_failing<T: ChunkLoad>(
+    lane: Lane,
+    input: *const T,
+    n: u64,
+    result: *mut u64,
+    pass: impl Fn(T) -> bool,
+) {
+    let per_chunk = kind::count_lane_elements::<T>();
     let CountSplit { head, chunks, tail_start } = count_split(input, n);
     let (mut count, mut first) = (0u64, u64::MAX);
     // SAFETY: `head` elements from `input` end on a 16-byte boundary (or `head == n`
@@ -291,12 +309,12 @@ where
         // SAFETY: see above.
         let chunk = unsafe { chunk_base.add(c).read() };
         let mut any = false;
-        P::In::each(chunk, |_, x| any |= !P::apply(x));
+        T::each(chunk, |_, x| any |= !pass(x));
         if any {
-            let mut nonfinite = 0u32; // bit k: element k of the chunk is not finite
-            P::In::each(chunk, |k, x| nonfinite |= u32::from(!P::apply(x)) << k);
-            count += u64::from(nonfinite.count_ones());
-            first = first.min(head + per_chunk * c as u64 + u64::from(nonfinite.trailing_zeros()));
+            let mut failing = 0u32; // bit k: element k of the chunk fails
+            T::each(chunk, |k, x| failing |= u32::from(!pass(x)) << k);
+            count += u64::from(failing.count_ones());
+            first = first.min(head + per_chunk * c as u64 + u64::from(failing.trailing_zeros()));
         }
     });
     // The head and the tail, one element per lane: `i < head` is element `i`, the rest
@@ -305,7 +323,7 @@ where
     grid_stride(lane, scalar, |i| {
         let index = if (i as u64) < head { i as u64 } else { tail_start + (i as u64 - head) };
         // SAFETY: `index < head <= n` or `tail_start <= index < n`.
-        if !P::apply(unsafe { input.add(index as usize).read() }) {
+        if !pass(unsafe { input.add(index as usize).read() }) {
             count += 1;
             first = first.min(index);
         }
