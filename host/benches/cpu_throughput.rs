@@ -10,8 +10,9 @@
 //! copying those bytes.
 
 use host::files::backend::{self, Backend, CpuBackend};
-use host::files::scan::{self, Endian, FloatFormat, Source};
+use host::files::scan::{self, Endian, Source};
 use rayon::prelude::*;
+use shared::Format;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -115,9 +116,9 @@ fn main() {
 
     let mut results = Vec::new();
     let (scan_memcpy_one, scan_memcpy_all) = memcpy(bytes, &mut wide);
-    for &format in FloatFormat::ALL {
+    for format in Format::ALL {
         let one = best_of(options.reps, || {
-            let counts = format.count(Endian::Little, black_box(input), 0);
+            let counts = scan::count_slice(format, Endian::Little, black_box(input), 0);
             assert_eq!(counts.first_non_finite, None);
         });
         let all = best_of(options.reps, || {

@@ -249,12 +249,11 @@ fn first_difference(a: &[f32], b: &[f32]) -> Option<(usize, String, String)> {
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     use host::files::backend::{self, Backend, BackendError, CpuBackend, GPU_CHUNK_BYTES};
-    use host::files::scan::{Endian, FloatFormat, Source};
+    use host::files::scan::{Endian, Source};
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
     let no_progress = |_: u64| {};
-    for &format in FloatFormat::ALL {
-        let shared_format = *shared::Format::ALL.iter().find(|f| f.name() == format.name()).expect("same names");
+    for format in shared::Format::ALL {
         let size = format.bytes();
         // Over three staging chunks and a ragged fourth, so that both lanes are used
         // twice; finite by the reference, with non-finite values in the first, second
@@ -262,7 +261,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
         // is a whole element of the FP8 formats).
         let chunk = GPU_CHUNK_BYTES / size;
         let len = 3 * chunk + 12_345;
-        let specials = host::bench::non_finite_encodings(shared_format);
+        let specials = host::bench::non_finite_encodings(format);
         let mask = u64::MAX >> (64 - 8 * size);
         let mut bytes = Vec::with_capacity(len * size + 1);
         for i in 0..len {
@@ -270,7 +269,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
                 Some(k) => specials[k % specials.len()],
                 None => {
                     let bits = scrambled(i as u64) & mask;
-                    if host::verify::reference::class(shared_format, bits).is_finite() { bits } else { 0 }
+                    if host::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
                 }
             };
             bytes.extend_from_slice(&bits.to_le_bytes()[..size]);

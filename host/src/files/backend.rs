@@ -3,7 +3,7 @@
 //! ([`AutoBackend`], the default: `--device auto`).
 //!
 //! A backend gets raw buffers and must give bit for bit what the CPU gives: counts
-//! equal to [`FloatFormat::count`], and converted samples equal to [`map_slice`] (f32)
+//! equal to [`scan::count_slice`], and converted samples equal to [`map_slice`] (f32)
 //! or [`map_bits`] (binary16 / bfloat16 bits) of the one primitive bound to each sample
 //! width and output type ([`Unorm8Primitive`], [`Unorm16Primitive`],
 //! [`Unorm8ToF16Primitive`], [`Unorm16ToF16Primitive`], [`Unorm8ToBf16Primitive`],
@@ -12,11 +12,12 @@
 //! [`CpuBackend`].
 
 use crate::files::auto::{AutoChoice, AutoReason, AutoRule, GpuProbe, Measured, NextStep, Pick, next_step};
-use crate::files::scan::{self, Counts, Endian, FloatFormat, Source, SourceReadError};
+use crate::files::scan::{self, Counts, Endian, Source, SourceReadError, WithCountVariant, with_count_variant};
 use crate::gpu::staging::Staging;
 use crate::gpu::{Gpu, GpuError, NonFinite};
 use crate::support::element::Element;
 use rayon::prelude::*;
+use shared::Format;
 use shared::{Primitive, Stored};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
@@ -162,7 +163,7 @@ pub trait Backend: Send + Sync {
     /// Errors: the source's read errors, or the device's.
     fn count_non_finite(
         &self,
-        format: FloatFormat,
+        format: Format,
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
@@ -204,7 +205,7 @@ impl Backend for CpuBackend {
 
     fn count_non_finite(
         &self,
-        format: FloatFormat,
+        format: Format,
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
@@ -280,36 +281,6 @@ pub const GPU_CHUNK_BYTES: usize = 4 << 20;
 /// times this many goes in fewer, bigger chunks.
 const GPU_MIN_CHUNK_SAMPLES: usize = 64 << 10;
 
-/// A computation over the count kernel's variant of a format: see [`with_count_variant`].
-pub trait WithCountVariant {
-    /// What it gives.
-    type Output;
-    /// Runs it with the variant `P`.
-    fn call<P>(self) -> Self::Output
-    where
-        P: shared::kind::CountNonfinite + Sync,
-        P::In: crate::gpu::BufferElement;
-}
-
-/// `with.call::<P>()` for the is-finite variant `P` whose
-/// [`CountNonfinite`](shared::KernelKind::CountNonfinite) kernel the GPU backend runs
-/// over `format`: for every format, the variant of the very `shared` function
-/// [`FloatFormat::count`] classifies with (the unit tests check that they agree on
-/// every encoding of 8 and 16 bits and on a sample of the wider ones).
-pub fn with_count_variant<W: WithCountVariant>(format: FloatFormat, with: W) -> W::Output {
-    use shared::variants::*;
-    match format {
-        FloatFormat::Binary16 => with.call::<f16_finite_exp_mask>(),
-        FloatFormat::Bfloat16 => with.call::<bf16_is_finite>(),
-        FloatFormat::Binary32 => with.call::<f32_is_finite>(),
-        FloatFormat::Binary64 => with.call::<f64_is_finite>(),
-        FloatFormat::Fp8E4m3 => with.call::<e4m3_is_finite>(),
-        FloatFormat::Fp8E5m2 => with.call::<e5m2_is_finite>(),
-        FloatFormat::Fp8E4m3Fnuz => with.call::<e4m3fnuz_is_finite>(),
-        FloatFormat::Fp8E5m2Fnuz => with.call::<e5m2fnuz_is_finite>(),
-    }
-}
-
 /// The GPU backend: scans of every format with the coalesced count kernel of the
 /// format's is-finite variant ([`with_count_variant`]: the same `shared` function the
 /// CPU scan uses), and every conversion with the stream kernel of the primitive every
@@ -380,7 +351,7 @@ impl GpuBackend {
 /// [`Backend::count_non_finite`] on the GPU for little-endian data of one format.
 struct GpuCount<'a> {
     backend: &'a GpuBackend,
-    format: FloatFormat,
+    format: Format,
     data: Source<'a>,
     progress: &'a (dyn Fn(u64) + Sync),
 }
@@ -391,7 +362,7 @@ impl WithCountVariant for GpuCount<'_> {
     fn call<P>(self) -> Result<Counts, BackendError>
     where
         P: shared::kind::CountNonfinite + Sync,
-        P::In: crate::gpu::BufferElement,
+        P::In: crate::gpu::BufferElement + scan::Raw,
     {
         let GpuCount { backend, format, data, progress } = self;
         let size = size_of::<P::In>();
@@ -414,7 +385,7 @@ impl WithCountVariant for GpuCount<'_> {
                     let bytes: &[u8] = bytemuck::cast_slice(input);
                     let first_index = (piece(i).start / size) as u64;
                     if found.count > 0 {
-                        let counts = format.count(Endian::Little, bytes, first_index);
+                        let counts = scan::count_slice(format, Endian::Little, bytes, first_index);
                         if counts.non_finite() != found.count
                             || counts.first_non_finite != found.first.map(|i| i + first_index)
                         {
@@ -442,7 +413,7 @@ impl Backend for GpuBackend {
 
     fn count_non_finite(
         &self,
-        format: FloatFormat,
+        format: Format,
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
@@ -637,7 +608,7 @@ impl Backend for AutoBackend {
 
     fn count_non_finite(
         &self,
-        format: FloatFormat,
+        format: Format,
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
@@ -733,7 +704,6 @@ impl DeviceChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::support::element::Element;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -767,7 +737,7 @@ mod tests {
 
         fn count_non_finite(
             &self,
-            format: FloatFormat,
+            format: Format,
             endian: Endian,
             data: Source<'_>,
             progress: &(dyn Fn(u64) + Sync),
@@ -857,7 +827,7 @@ mod tests {
         };
         let source = Source::Read { len: bytes.len(), read: &read };
         let none = |_: u64| {};
-        let format = FloatFormat::Binary16;
+        let format = Format::Binary16;
         let on_auto = auto.count_non_finite(format, Endian::Little, source, &none).expect("auto");
         (on_auto, CpuBackend.count_non_finite(format, Endian::Little, Source::Bytes(bytes), &none).expect("cpu"))
     }
@@ -935,49 +905,5 @@ mod tests {
     fn conversions_refuse_buffers_of_different_lengths() {
         let error = CpuBackend.unorm8_to_f32(&[1, 2, 3], &mut [0.0; 2]).expect_err("3 into 2");
         assert_eq!(error.to_string(), "3 samples cannot be converted into 2 values");
-    }
-
-    /// Whether `P` and [`FloatFormat::count`] agree on the encoding `bits`.
-    struct AgreesOn {
-        format: FloatFormat,
-        bits: u64,
-    }
-
-    impl WithCountVariant for AgreesOn {
-        type Output = (shared::Family, bool);
-
-        fn call<P>(self) -> (shared::Family, bool)
-        where
-            P: shared::kind::CountNonfinite + Sync,
-            P::In: crate::gpu::BufferElement,
-        {
-            let bytes = &self.bits.to_le_bytes()[..self.format.bytes()];
-            let cpu_finite = self.format.count(Endian::Little, bytes, 0).non_finite() == 0;
-            (P::FAMILY, P::apply(P::In::from_u64(self.bits)) == cpu_finite)
-        }
-    }
-
-    #[test]
-    fn the_gpu_count_kernel_of_every_format_agrees_with_the_cpu_scan() {
-        for &format in FloatFormat::ALL {
-            let width = format.bytes() * 8;
-            // Every encoding up to 16 bits; for binary32 and binary64 every exponent
-            // field with both signs and a spread of mantissas.
-            let inputs: Vec<u64> = if width <= 16 {
-                (0..1u64 << width).collect()
-            } else {
-                let mantissa_bits = if width == 32 { 23 } else { 52 };
-                let mantissas =
-                    [0, 1, 2, (1 << (mantissa_bits - 1)) - 1, 1 << (mantissa_bits - 1), (1 << mantissa_bits) - 1];
-                (0..1u64 << (width - mantissa_bits))
-                    .flat_map(|top| mantissas.map(|m| top << mantissa_bits | m))
-                    .collect()
-            };
-            for &bits in &inputs {
-                let (family, agrees) = with_count_variant(format, AgreesOn { format, bits });
-                assert!(agrees, "the {family} kernel and the CPU scan disagree on {bits:#x}");
-                assert_eq!(family.to_string(), format!("{}_is_finite", format.name()));
-            }
-        }
     }
 }

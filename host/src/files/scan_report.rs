@@ -2,11 +2,12 @@
 
 use crate::files::backend::{Backend, BackendError};
 use crate::files::npz::{self, InflateError};
-use crate::files::scan::{Counts, Endian, FloatFormat};
+use crate::files::scan::{Counts, Endian};
 use crate::files::tensor::{TensorElement, TensorEntry};
 use crate::files::tensor_io::{Container, TensorFile, TensorFileError, TensorReader};
 use crate::support::output::{Table, count_of};
 use crate::support::progress::Progress;
+use shared::Format;
 use std::path::PathBuf;
 
 /// Why a scan stopped: a file could not be read again, or a tensor could not be
@@ -95,7 +96,8 @@ pub struct TensorReport<'a> {
     /// The dtype as the container spells it.
     pub dtype: &'a str,
     /// The format it was checked as; `None` when not scanned.
-    pub format: Option<FloatFormat>,
+    #[serde(serialize_with = "format_name")]
+    pub format: Option<Format>,
     /// Stored shape.
     pub shape: &'a [u64],
     /// Number of elements.
@@ -119,6 +121,11 @@ pub struct TensorReport<'a> {
     /// What was found.
     #[serde(flatten)]
     pub counts: Counts,
+}
+
+/// A format as JSON reports write it: its [`Format::name`].
+fn format_name<S: serde::Serializer>(format: &Option<Format>, serializer: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&format.map(Format::name), serializer)
 }
 
 /// The result of scanning one file.
@@ -189,7 +196,7 @@ pub fn scan_file<'a>(
 fn scan_tensor(
     reader: &TensorReader,
     tensor: &TensorEntry,
-    format: FloatFormat,
+    format: Format,
     endian: Endian,
     backend: &dyn Backend,
     progress: &Progress,

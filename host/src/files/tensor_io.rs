@@ -18,10 +18,11 @@
 use crate::files::message::{io_message, one_line};
 use crate::files::npy_header;
 use crate::files::npz::{self, InflateError, NpzError};
-use crate::files::scan::{Endian, FloatFormat, Source, SourceReadError};
+use crate::files::scan::{self, Endian, Source, SourceReadError};
 use crate::files::tensor::{
     BOOL, INTEGER, NpyError, ShapeOverflow, TensorElement, TensorEntry, element_count, parse_npy,
 };
+use shared::Format;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -487,10 +488,10 @@ pub fn parse_checked(container: Container, bytes: &[u8]) -> Result<Vec<TensorEnt
         assert_eq!(t.data.len() as u64, values * format.bytes() as u64, "{t:?}");
         let mut non_finite = 0;
         match &t.deflated {
-            None => non_finite = format.count(endian, &bytes[t.data.clone()], 0).non_finite(),
+            None => non_finite = scan::count_slice(format, endian, &bytes[t.data.clone()], 0).non_finite(),
             Some(deflated) => {
                 let count = |_, data: &[u8]| {
-                    non_finite += format.count(endian, data, 0).non_finite();
+                    non_finite += scan::count_slice(format, endian, data, 0).non_finite();
                     Ok::<(), InflateError>(())
                 };
                 if let Err(error) = npz::inflate(Source::Bytes(bytes), deflated, t.data.clone(), 4096, count) {
@@ -623,17 +624,17 @@ fn safetensors_header_error(error: serde_json::Error) -> SafetensorsError {
 /// [`TensorElement::Unsupported`].
 fn safetensors_element(dtype: safetensors::Dtype) -> TensorElement {
     use safetensors::Dtype as D;
-    let float = |format: FloatFormat| TensorElement::Float(format, Endian::Little);
+    let float = |format: Format| TensorElement::Float(format, Endian::Little);
     match dtype {
-        D::F16 => float(FloatFormat::Binary16),
-        D::BF16 => float(FloatFormat::Bfloat16),
-        D::F32 => float(FloatFormat::Binary32),
-        D::F64 => float(FloatFormat::Binary64),
-        D::F8_E4M3 => float(FloatFormat::Fp8E4m3),
-        D::F8_E5M2 => float(FloatFormat::Fp8E5m2),
-        D::F8_E4M3FNUZ => float(FloatFormat::Fp8E4m3Fnuz),
-        D::F8_E5M2FNUZ => float(FloatFormat::Fp8E5m2Fnuz),
-        D::C64 => TensorElement::Complex(FloatFormat::Binary32, Endian::Little),
+        D::F16 => float(Format::Binary16),
+        D::BF16 => float(Format::Bfloat16),
+        D::F32 => float(Format::Binary32),
+        D::F64 => float(Format::Binary64),
+        D::F8_E4M3 => float(Format::Fp8E4m3),
+        D::F8_E5M2 => float(Format::Fp8E5m2),
+        D::F8_E4M3FNUZ => float(Format::Fp8E4m3Fnuz),
+        D::F8_E5M2FNUZ => float(Format::Fp8E5m2Fnuz),
+        D::C64 => TensorElement::Complex(Format::Binary32, Endian::Little),
         D::BOOL => TensorElement::AlwaysFinite(BOOL),
         D::U8 | D::I8 | D::U16 | D::I16 | D::U32 | D::I32 | D::U64 | D::I64 => TensorElement::AlwaysFinite(INTEGER),
         D::F4 | D::F6_E2M3 | D::F6_E3M2 => TensorElement::AlwaysFinite("MX format without NaN or infinity"),
