@@ -839,7 +839,7 @@ pub fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<
 pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
 
 /// The element type of a written tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
     /// IEEE 754 binary32: `.npy` `<f4`, `.safetensors` `F32`.

@@ -2,17 +2,6 @@
 
 use serde::Serialize;
 
-/// Output format of a report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// Aligned plain-text table.
-    Table,
-    /// GitHub-flavoured Markdown table.
-    Markdown,
-    /// Machine-readable JSON.
-    Json,
-}
-
 /// A rectangular table of strings with a header row.
 pub struct Table {
     header: Vec<String>,
