@@ -168,24 +168,27 @@ type Classifier = fn(group: &[u8], big: bool) -> (u64, u64);
 fn count_where<P>(group: &[u8], big: bool) -> (u64, u64)
 where
     P: Primitive,
-    P::In: Element,
+    P::In: Raw,
     <P::Out as Stored>::Bits: Element,
 {
-    let size = size_of::<P::In>();
-    let sign = 1u64 << (8 * size - 1);
-    let (mut all, mut negative) = (0, 0);
-    for element in group.chunks_exact(size) {
-        let mut bytes = [0u8; 8];
-        bytes[..size].copy_from_slice(element);
-        if big {
-            bytes[..size].reverse();
-        }
-        let bits = u64::from_le_bytes(bytes);
-        let holds = u64::from(P::apply(P::In::from_u64(bits)).to_stored().to_u64() != 0);
-        all += holds;
-        negative += holds & u64::from(bits & sign != 0);
-    }
-    (all, negative)
+    let elements: &[<P::In as Raw>::Bytes] = bytemuck::cast_slice(group);
+    if big { count_where_in::<P, true>(elements) } else { count_where_in::<P, false>(elements) }
+}
+
+/// [`count_where`] in one byte order.
+#[inline(always)]
+fn count_where_in<P, const BIG: bool>(elements: &[<P::In as Raw>::Bytes]) -> (u64, u64)
+where
+    P: Primitive,
+    P::In: Raw,
+    <P::Out as Stored>::Bits: Element,
+{
+    let sign_shift = <P::In as Element>::BITS - 1;
+    elements.iter().fold((0, 0), |(all, negative), &b| {
+        let bits = load::<P::In, BIG>(b);
+        let holds = u64::from(P::apply(bits).to_stored().to_u64() != 0);
+        (all + holds, negative + (holds & (bits.to_u64() >> sign_shift)))
+    })
 }
 
 /// The two cold-path counters of `format`: its `IsNan` and `IsInfinite` variants.
