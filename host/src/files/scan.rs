@@ -98,9 +98,13 @@ const fn counts_format<P: Primitive>(format: Format) -> bool {
     matches!(P::FAMILY, Family::IsFinite(f) if f as u8 == format as u8) && matches!(P::CLAIM, Claim::Exact)
 }
 
-/// Whether `P` is `family`, for the cold path's classifiers.
-fn is_family<P: Primitive>(family: Family) -> bool {
-    P::FAMILY == family
+/// Whether `P` is of `family`, an `IsNan` or `IsInfinite` family (the cold path's
+/// classifiers); `false` for any other.
+const fn classifies<P: Primitive>(family: Family) -> bool {
+    match (P::FAMILY, family) {
+        (Family::IsNan(a), Family::IsNan(b)) | (Family::IsInfinite(a), Family::IsInfinite(b)) => a as u8 == b as u8,
+        _ => false,
+    }
 }
 
 /// `$then` for a [`CountNonfinite`](shared::KernelKind::CountNonfinite) kind, nothing for
@@ -111,7 +115,8 @@ macro_rules! if_count_kind {
 }
 
 /// Callback for [`shared::for_each_variant!`]: the lookups of [`with_count_variant`],
-/// [`count_variant_name`] and [`classifier`], one arm per entry, in table order.
+/// [`count_variant_name`], [`classifier`] and [`has_classifier`], one arm per entry, in
+/// table order.
 macro_rules! scan_lookups {
     ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {
         /// `with.call::<P>()` for the variant `P` that counts `format`'s non-finite
@@ -137,23 +142,35 @@ macro_rules! scan_lookups {
         /// The cold path's counter for the single-format predicate `family` (`IsNan`,
         /// `IsInfinite`), from the table.
         fn classifier(family: Family) -> Option<Classifier> {
-            $(if is_family::<shared::variants::$name>(family) {
+            $(if classifies::<shared::variants::$name>(family) {
                 return Some(count_where::<shared::variants::$name>);
             })*
             None
+        }
+
+        /// Whether [`classifier`] finds one for `family`.
+        const fn has_classifier(family: Family) -> bool {
+            $(if classifies::<shared::variants::$name>(family) {
+                return true;
+            })*
+            false
         }
     };
 }
 shared::for_each_variant!(scan_lookups);
 
-/// Every format has a count variant, so [`with_count_variant`] cannot fail.
+/// Every format has a count variant and both classifiers, so neither
+/// [`with_count_variant`] nor [`classifiers`] can fail.
 const EVERY_FORMAT_COUNTS: () = {
     let mut i = 0;
     while i < Format::ALL.len() {
+        let format = Format::ALL[i];
         assert!(
-            count_variant_name(Format::ALL[i]).is_some(),
+            count_variant_name(format).is_some(),
             "a format has no exact IsFinite variant with a CountNonfinite kernel"
         );
+        assert!(has_classifier(Family::IsNan(format)), "a format has no IsNan variant");
+        assert!(has_classifier(Family::IsInfinite(format)), "a format has no IsInfinite variant");
         i += 1;
     }
 };
@@ -193,7 +210,7 @@ where
 
 /// The two cold-path counters of `format`: its `IsNan` and `IsInfinite` variants.
 fn classifiers(format: Format) -> (Classifier, Classifier) {
-    let of = |family| classifier(family).unwrap_or_else(|| unreachable!("the table has {family} (tested)"));
+    let of = |family| classifier(family).unwrap_or_else(|| unreachable!("{family}: checked by EVERY_FORMAT_COUNTS"));
     (of(Family::IsNan(format)), of(Family::IsInfinite(format)))
 }
 
