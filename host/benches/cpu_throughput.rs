@@ -9,9 +9,12 @@
 //! (UNORM16) bytes, so memcpy copies that many. `ours/memcpy` > 1 means faster than
 //! copying those bytes.
 
-use host::files::backend::{self, Backend, CpuBackend};
-use host::files::scan::{self, Endian, FloatFormat, Source};
+use host::files::backend::{self, CpuBackend};
+use host::files::normalize::{self, SampleWidth};
+use host::files::scan::{self, Endian, Source};
+use host::files::tensor_io::Dtype;
 use rayon::prelude::*;
+use shared::Format;
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -115,9 +118,9 @@ fn main() {
 
     let mut results = Vec::new();
     let (scan_memcpy_one, scan_memcpy_all) = memcpy(bytes, &mut wide);
-    for &format in FloatFormat::ALL {
+    for format in Format::ALL {
         let one = best_of(options.reps, || {
-            let counts = format.count(Endian::Little, black_box(input), 0);
+            let counts = scan::count_slice(format, Endian::Little, black_box(input), 0);
             assert_eq!(counts.first_non_finite, None);
         });
         let all = best_of(options.reps, || {
@@ -136,8 +139,13 @@ fn main() {
     }
 
     let (memcpy_one, memcpy_all) = memcpy(4 * bytes, &mut wide);
-    let one = best_of(options.reps, || backend::map_slice::<backend::Unorm8Primitive>(black_box(input), &mut wide));
-    let all = best_of(options.reps, || CpuBackend.unorm8_to_f32(black_box(input), &mut wide).expect("cpu"));
+    let one = best_of(options.reps, || {
+        backend::map_bits::<shared::variants::unorm8_times3_int>(black_box(input), bytemuck::cast_slice_mut(&mut wide))
+    });
+    let unorm8 = normalize::conversion(SampleWidth::Unorm8, Dtype::F32);
+    let all = best_of(options.reps, || {
+        backend::convert_slices(&CpuBackend, unorm8, black_box(input), &mut wide).expect("cpu")
+    });
     results.push(Measurement {
         op: "normalize unorm8→f32".into(),
         bytes,
@@ -151,8 +159,12 @@ fn main() {
     let samples: &[u16] = bytemuck::cast_slice(input);
     let (memcpy_one, memcpy_all) = memcpy(2 * bytes, &mut wide);
     let out = &mut wide[..samples.len()];
-    let one = best_of(options.reps, || backend::map_slice::<backend::Unorm16Primitive>(black_box(samples), out));
-    let all = best_of(options.reps, || CpuBackend.unorm16_to_f32(black_box(samples), out).expect("cpu"));
+    let one = best_of(options.reps, || {
+        backend::map_bits::<shared::variants::unorm16_to_f32>(black_box(samples), bytemuck::cast_slice_mut(out))
+    });
+    let unorm16 = normalize::conversion(SampleWidth::Unorm16, Dtype::F32);
+    let all =
+        best_of(options.reps, || backend::convert_slices(&CpuBackend, unorm16, black_box(samples), out).expect("cpu"));
     results.push(Measurement {
         op: "normalize unorm16→f32".into(),
         bytes,

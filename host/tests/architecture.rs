@@ -7,7 +7,8 @@
 //! - no two public types (struct, enum, trait, type alias) in `host` and `shared` share
 //!   a name;
 //! - library code returns no `Result<_, String>` (errors are typed; the CLI turns them
-//!   into its one-line messages);
+//!   into its one-line messages), and does not mention clap (the CLI's own value enums
+//!   map onto the library's types);
 //! - every folder's `mod.rs` starts with a module doc saying what it owns.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -332,6 +333,25 @@ fn library_code_has_no_string_errors() {
         }
     }
     assert!(found.is_empty(), "library functions returning Result<_, String>:\n{}", found.join("\n"));
+}
+
+#[test]
+fn library_code_does_not_mention_clap() {
+    let src = src_dir();
+    let mut found = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).expect("under src");
+        if rel.starts_with("cli") || rel == Path::new("main.rs") {
+            continue;
+        }
+        let code = code_only(&std::fs::read_to_string(&file).expect("read source"));
+        for (n, line) in code.lines().enumerate() {
+            if line.contains("clap") {
+                found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "library code that mentions clap (its place is host/src/cli):\n{}", found.join("\n"));
 }
 
 #[test]

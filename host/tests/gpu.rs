@@ -239,22 +239,23 @@ fn nonfinite_count_kernels_find_every_injected_value() {
     }
 }
 
-/// The first index where `a` and `b` differ bit for bit, with both values' bits in hex.
-fn first_difference(a: &[f32], b: &[f32]) -> Option<(usize, String, String)> {
+/// The first word where `a` and `b` differ, with both words in hex.
+fn first_difference(a: &[u32], b: &[u32]) -> Option<(usize, String, String)> {
     assert_eq!(a.len(), b.len());
-    let i = a.iter().zip(b).position(|(x, y)| x.to_bits() != y.to_bits())?;
-    Some((i, format!("{:#010x}", a[i].to_bits()), format!("{:#010x}", b[i].to_bits())))
+    let i = a.iter().zip(b).position(|(x, y)| x != y)?;
+    Some((i, format!("{:#010x}", a[i]), format!("{:#010x}", b[i])))
 }
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use host::files::backend::{self, Backend, BackendError, CpuBackend, GPU_CHUNK_BYTES};
-    use host::files::scan::{Endian, FloatFormat, Source};
+    use host::files::backend::{self, Backend, CpuBackend, GPU_CHUNK_BYTES};
+    use host::files::normalize::{self, SampleWidth};
+    use host::files::scan::{Endian, Source};
+    use host::files::tensor_io::Dtype;
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
     let no_progress = |_: u64| {};
-    for &format in FloatFormat::ALL {
-        let shared_format = *shared::Format::ALL.iter().find(|f| f.name() == format.name()).expect("same names");
+    for format in shared::Format::ALL {
         let size = format.bytes();
         // Over three staging chunks and a ragged fourth, so that both lanes are used
         // twice; finite by the reference, with non-finite values in the first, second
@@ -262,7 +263,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
         // is a whole element of the FP8 formats).
         let chunk = GPU_CHUNK_BYTES / size;
         let len = 3 * chunk + 12_345;
-        let specials = host::bench::non_finite_encodings(shared_format);
+        let specials = host::bench::non_finite_encodings(format);
         let mask = u64::MAX >> (64 - 8 * size);
         let mut bytes = Vec::with_capacity(len * size + 1);
         for i in 0..len {
@@ -270,7 +271,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
                 Some(k) => specials[k % specials.len()],
                 None => {
                     let bits = scrambled(i as u64) & mask;
-                    if host::verify::reference::class(shared_format, bits).is_finite() { bits } else { 0 }
+                    if host::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
                 }
             };
             bytes.extend_from_slice(&bits.to_le_bytes()[..size]);
@@ -290,53 +291,37 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
         let sources =
             [Source::Bytes(&bytes), Source::Bytes(&shifted[1..]), Source::Read { len: bytes.len(), read: &read }];
         for data in sources {
-            let on_gpu = gpu.count_non_finite(format, Endian::Little, data, &no_progress).expect("gpu");
-            let on_cpu = CpuBackend.count_non_finite(format, Endian::Little, data, &no_progress).expect("cpu");
+            let on_gpu = gpu.count(format, Endian::Little, data, &no_progress).expect("gpu");
+            let on_cpu = CpuBackend.count(format, Endian::Little, data, &no_progress).expect("cpu");
             assert_eq!(on_gpu, on_cpu, "{}", format.name());
             assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (3, Some(777)), "{}", format.name());
         }
         // A tensor smaller than one chunk, after the big ones (the staging is reused).
         let small = Source::Bytes(&bytes[..1000 * size + 1]);
-        let on_gpu = gpu.count_non_finite(format, Endian::Little, small, &no_progress).expect("gpu");
+        let on_gpu = gpu.count(format, Endian::Little, small, &no_progress).expect("gpu");
         assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (1, Some(777)), "{}", format.name());
     }
-    // Conversions: one call of several staging chunks (both lanes, each twice, a ragged
-    // last chunk), calls of the size `normalize` makes (cut in four chunks), and
-    // misaligned samples.
+    // Conversions, every one `normalize` runs: one call of several staging chunks (both
+    // lanes, each twice, a ragged last chunk), calls of the size `normalize` makes (cut in
+    // four chunks), and misaligned samples.
     let bytes8: Vec<u8> = (0..3 * GPU_CHUNK_BYTES as u64 + 12_345).map(|i| scrambled(i) as u8).collect();
-    for samples in [&bytes8[..], &bytes8[1..], &bytes8[..1 << 20], &bytes8[7..3_000_008]] {
-        let (mut a, mut b) = (vec![0f32; samples.len()], vec![0f32; samples.len()]);
-        gpu.unorm8_to_f32(samples, &mut a).expect("gpu");
-        CpuBackend.unorm8_to_f32(samples, &mut b).expect("cpu");
-        assert_eq!(first_difference(&a, &b), None, "UNORM8 of {}: (index, gpu bits, cpu bits)", samples.len());
-    }
     let words: Vec<u16> = (0..(3 << 20) + 5).map(|i: u32| scrambled(u64::from(i)) as u16).chain(0..=u16::MAX).collect();
-    for samples in [&words[..], &words[words.len() - 65_536..], &words[1..1 << 20]] {
-        let (mut a, mut b) = (vec![0f32; samples.len()], vec![0f32; samples.len()]);
-        gpu.unorm16_to_f32(samples, &mut a).expect("gpu");
-        CpuBackend.unorm16_to_f32(samples, &mut b).expect("cpu");
-        assert_eq!(first_difference(&a, &b), None, "UNORM16 of {}: (index, gpu bits, cpu bits)", samples.len());
-    }
-    // The binary16 / bfloat16 outputs, through the map kernels of their primitives,
-    // staged the same way.
-    type Convert<'a, T> = &'a dyn Fn(&dyn Backend, &[T], &mut [u16]) -> Result<(), BackendError>;
-    let to_f16_8: Convert<u8> = &|b, s, d| b.unorm8_to_f16(s, d);
-    let to_bf16_8: Convert<u8> = &|b, s, d| b.unorm8_to_bf16(s, d);
-    for (name, convert) in [("UNORM8 -> f16", to_f16_8), ("UNORM8 -> bf16", to_bf16_8)] {
-        for samples in [&bytes8[..], &bytes8[7..3_000_008]] {
-            let (mut a, mut b) = (vec![0u16; samples.len()], vec![0u16; samples.len()]);
-            convert(gpu.as_ref(), samples, &mut a).expect("gpu");
-            convert(&CpuBackend, samples, &mut b).expect("cpu");
-            assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
+    let pieces8 = [&bytes8[..], &bytes8[1..], &bytes8[..1 << 20], &bytes8[7..3_000_008]];
+    let pieces16 = [&words[..], &words[words.len() - 65_536..], &words[1..1 << 20]];
+    let samples16 = pieces16.map(bytemuck::cast_slice::<u16, u8>);
+    for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+        for (width, pieces) in [(SampleWidth::Unorm8, &pieces8[..]), (SampleWidth::Unorm16, &samples16[..])] {
+            let conversion = normalize::conversion(width, dtype);
+            for &samples in pieces {
+                let n = samples.len() / conversion.in_bytes();
+                let (mut a, mut b) = (vec![0u32; n], vec![0u32; n]);
+                let bytes = n * conversion.out_bytes();
+                gpu.convert(conversion, samples, &mut bytemuck::cast_slice_mut(&mut a)[..bytes]).expect("gpu");
+                CpuBackend.convert(conversion, samples, &mut bytemuck::cast_slice_mut(&mut b)[..bytes]).expect("cpu");
+                let first = first_difference(&a, &b);
+                assert_eq!(first, None, "{conversion:?} of {n} samples: (word, gpu, cpu)");
+            }
         }
-    }
-    let to_f16_16: Convert<u16> = &|b, s, d| b.unorm16_to_f16(s, d);
-    let to_bf16_16: Convert<u16> = &|b, s, d| b.unorm16_to_bf16(s, d);
-    for (name, convert) in [("UNORM16 -> f16", to_f16_16), ("UNORM16 -> bf16", to_bf16_16)] {
-        let (mut a, mut b) = (vec![0u16; words.len()], vec![0u16; words.len()]);
-        convert(gpu.as_ref(), &words, &mut a).expect("gpu");
-        convert(&CpuBackend, &words, &mut b).expect("cpu");
-        assert_eq!(a.iter().zip(&b).position(|(x, y)| x != y), None, "{name}: first index that differs");
     }
 }
 
@@ -346,7 +331,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
 #[test]
 fn staged_chunks_come_back_in_order_whatever_their_lengths() {
     use shared::Primitive;
-    type Convert = host::files::backend::Unorm8Primitive;
+    type Convert = shared::variants::unorm8_times3_int;
     type Count = shared::variants::f16_finite_exp_mask;
     let Some(gpu) = gpu::open_or_skip() else { return };
     let lane = 1 << 16;

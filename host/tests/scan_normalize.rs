@@ -356,19 +356,24 @@ fn the_reserved_safetensors_key_is_refused_as_a_tensor_name() {
 
 #[test]
 fn conversion_kernels_match_the_reference_on_every_input() {
+    use host::files::backend::convert_slices;
+    use host::files::normalize::{SampleWidth, conversion};
+    use host::files::tensor_io::Dtype;
     let bytes: Vec<u8> = (0..=255).collect();
-    let mut out = vec![0.0; 256];
-    host::files::backend::map_slice::<host::files::backend::Unorm8Primitive>(&bytes, &mut out);
+    let mut out = vec![0.0f32; 256];
+    convert_slices(&CpuBackend, conversion(SampleWidth::Unorm8, Dtype::F32), &bytes, &mut out).unwrap();
     assert_exact(&out, &(0..256).collect::<Vec<_>>(), 1, 256, ChannelLayout::Hwc, 255);
     let words: Vec<u16> = (0..=65535).collect();
-    let mut out = vec![0.0; 65536];
-    host::files::backend::map_slice::<host::files::backend::Unorm16Primitive>(&words, &mut out);
+    let mut out = vec![0.0f32; 65536];
+    convert_slices(&CpuBackend, conversion(SampleWidth::Unorm16, Dtype::F32), &words, &mut out).unwrap();
     assert_exact(&out, &(0..65536).collect::<Vec<_>>(), 1, 256, ChannelLayout::Hwc, 65535);
 }
 
 #[test]
 fn the_16_bit_float_conversions_of_every_backend_entry_match_the_reference_on_every_code() {
-    use host::files::backend::Backend;
+    use host::files::backend::convert_slices;
+    use host::files::normalize::{SampleWidth, conversion};
+    use host::files::tensor_io::Dtype;
     use host::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, unorm_to_narrow_bits};
     let check = |format: NarrowFormat, bits: u32, out: &[u16], what: &str| {
         for (code, &got) in out.iter().enumerate() {
@@ -378,15 +383,15 @@ fn the_16_bit_float_conversions_of_every_backend_entry_match_the_reference_on_ev
     };
     let bytes: Vec<u8> = (0..=255).collect();
     let mut out = vec![0u16; bytes.len()];
-    CpuBackend.unorm8_to_f16(&bytes, &mut out).unwrap();
+    convert_slices(&CpuBackend, conversion(SampleWidth::Unorm8, Dtype::F16), &bytes, &mut out).unwrap();
     check(BINARY16, 8, &out, "UNORM8 -> f16");
-    CpuBackend.unorm8_to_bf16(&bytes, &mut out).unwrap();
+    convert_slices(&CpuBackend, conversion(SampleWidth::Unorm8, Dtype::Bf16), &bytes, &mut out).unwrap();
     check(BFLOAT16, 8, &out, "UNORM8 -> bf16");
     let words: Vec<u16> = (0..=65535).collect();
     let mut out = vec![0u16; words.len()];
-    CpuBackend.unorm16_to_f16(&words, &mut out).unwrap();
+    convert_slices(&CpuBackend, conversion(SampleWidth::Unorm16, Dtype::F16), &words, &mut out).unwrap();
     check(BINARY16, 16, &out, "UNORM16 -> f16");
-    CpuBackend.unorm16_to_bf16(&words, &mut out).unwrap();
+    convert_slices(&CpuBackend, conversion(SampleWidth::Unorm16, Dtype::Bf16), &words, &mut out).unwrap();
     check(BFLOAT16, 16, &out, "UNORM16 -> bf16");
 }
 

@@ -63,6 +63,12 @@ impl Format {
             Format::Binary64 => 64,
         }
     }
+
+    /// Bytes per stored element: [`Format::bits`] / 8.
+    #[inline]
+    pub const fn bytes(self) -> usize {
+        self.bits() as usize / 8
+    }
 }
 
 /// What a group of variants computes; every variant of a family is checked against the

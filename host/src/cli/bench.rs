@@ -1,9 +1,10 @@
 //! `bitexact bench`: GPU bandwidth and per-element timing.
 
+use super::choices::OutputFormat;
 use super::error::CliError;
 use host::bench::{self, BenchConfig, BenchReport, TimingStatus};
 use host::gpu::Gpu;
-use host::support::output::{self, OutputFormat, Table};
+use host::support::output::{self, Table};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;

@@ -9,6 +9,7 @@ use host::files::normalize::ImageDecodeError;
 use host::files::scan_inputs::ScanInputError;
 use host::files::scan_report::ScanError;
 use host::files::tensor_io::{TensorFileError, TensorWriteError};
+use host::files::{NormalizeJobError, ScanJobError};
 use host::gpu::GpuError;
 use host::search::EmitError;
 use host::support::output::{self, OutputError};
@@ -132,6 +133,31 @@ from! {
     TensorWriteError => TensorWrite,
     BackendError => Backend,
     String => Message,
+}
+
+/// A `scan` error is the error of the step that failed.
+impl From<ScanJobError> for CliError {
+    fn from(e: ScanJobError) -> CliError {
+        match e {
+            ScanJobError::Backend(e) => e.into(),
+            ScanJobError::Input(e) => e.into(),
+            ScanJobError::File(e) => e.into(),
+            ScanJobError::Scan(e) => e.into(),
+            other => CliError::Message(other.to_string()),
+        }
+    }
+}
+
+/// A `normalize` error is the error of the step that failed.
+impl From<NormalizeJobError> for CliError {
+    fn from(e: NormalizeJobError) -> CliError {
+        match e {
+            NormalizeJobError::Backend(e) => e.into(),
+            NormalizeJobError::Image(e) => e.into(),
+            NormalizeJobError::Output(e) => e.into(),
+            other => CliError::Message(other.to_string()),
+        }
+    }
 }
 
 #[cfg(test)]

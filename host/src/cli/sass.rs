@@ -1,10 +1,11 @@
 //! `bitexact sass`: the SASS cost of each variant, per architecture.
 
+use super::choices::OutputFormat;
 use super::error::CliError;
 use host::cuda_tools::sass::{self, SassCost};
 use host::cuda_tools::tools::{ARCHS, CudaTools};
 use host::gpu::ptx::MODULES;
-use host::support::output::{self, OutputFormat, Table};
+use host::support::output::{self, Table};
 use host::verify::table::Variant;
 use std::process::ExitCode;
 

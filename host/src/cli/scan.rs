@@ -1,12 +1,9 @@
 //! `bitexact scan`: count NaN and infinities in .npy / .npz / .safetensors files.
 
+use super::choices::{DeviceArg, OutputFormat};
 use super::error::CliError;
-use host::files::backend::{self, Device};
-use host::files::scan_inputs;
-use host::files::scan_report::{self, Report};
-use host::files::tensor_io::TensorFile;
-use host::support::output::{self, OutputFormat};
-use host::support::progress::Progress;
+use host::files::{self, ScanOptions};
+use host::support::output;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -29,8 +26,8 @@ pub struct ScanArgs {
     /// Where to scan: `auto` picks whichever of the CPU and the GPU is faster for the
     /// job, timing both on its first slices when it is big enough (the summary line
     /// says which and why); the CPU when there is no usable GPU.
-    #[arg(long, value_enum, default_value_t = Device::Auto)]
-    pub device: Device,
+    #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
+    pub device: DeviceArg,
 }
 
 /// Exit 0 when every value is finite, 1 when any is not, 3 when none is found but some
@@ -38,19 +35,12 @@ pub struct ScanArgs {
 /// any bad input, reported before anything is scanned, or on a file that shrinks while
 /// it is scanned.
 pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
-    let device = backend::select(args.device)?;
-    let inputs = scan_inputs::expand(&args.files)?;
-    let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
-    for index in &inputs.indexes {
-        for warning in scan_inputs::check_index(index, &files)? {
-            crate::cli::say!("bitexact: warning: {warning}");
-        }
+    let options = ScanOptions { device: args.device.into(), progress_bar: true };
+    let scanned = files::scan(&args.files, &options)?;
+    for warning in &scanned.warnings {
+        crate::cli::say!("bitexact: warning: {warning}");
     }
-    let bytes = files.iter().map(scan_report::bytes_to_scan).sum();
-    let backend = device.for_job(bytes);
-    let progress = Progress::new(bytes, "scan");
-    let report = Report::scan(&files, backend.as_ref(), &progress)?;
-    progress.finish();
+    let report = &scanned.report;
     if args.format == OutputFormat::Json {
         output::write_stdout_with(|out| report.write_json(out))?;
     } else {

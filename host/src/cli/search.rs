@@ -1,9 +1,10 @@
 //! `bitexact search`: find, per denominator `2^k - 1`, the cheapest division-free f32
 //! scheme that is correctly rounded on every code of UNORMk and SNORM(k+1).
 
+use super::choices::OutputFormat;
 use super::error::CliError;
 use host::search::{self, Found, Kind, SchemeFamily};
-use host::support::output::{self, OutputFormat, Table};
+use host::support::output::{self, Table};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::ops::RangeInclusive;

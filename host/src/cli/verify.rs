@@ -1,7 +1,8 @@
 //! `bitexact verify`: the main job.
 
+use super::choices::OutputFormat;
 use super::error::CliError;
-use host::support::output::{self, OutputFormat, Table};
+use host::support::output::{self, Table};
 use host::verify::cpu::{self, Verification, VerifyProgress};
 use host::verify::table::Variant;
 use std::fmt::Write as _;

@@ -2,78 +2,118 @@
 //! ([`GpuBackend`]), or whichever of the two is faster for the job at hand
 //! ([`AutoBackend`], the default: `--device auto`).
 //!
-//! A backend gets raw buffers and must give bit for bit what the CPU gives: counts
-//! equal to [`FloatFormat::count`], and converted samples equal to [`map_slice`] (f32)
-//! or [`map_bits`] (binary16 / bfloat16 bits) of the one primitive bound to each sample
-//! width and output type ([`Unorm8Primitive`], [`Unorm16Primitive`],
-//! [`Unorm8ToF16Primitive`], [`Unorm16ToF16Primitive`], [`Unorm8ToBf16Primitive`],
-//! [`Unorm16ToBf16Primitive`]), which every backend runs: the CPU as Rust, the GPU as that
-//! primitive's kernel. A device backend may hand any part it has no kernel for to
-//! [`CpuBackend`].
+//! A backend does two things ([`Backend`]): [`Backend::count`] counts the non-finite
+//! values of a buffer, and [`Backend::convert`] runs a [`SampleConversion`], a table
+//! variant with a [`Stream`](shared::KernelKind::Stream) kernel, over one. It must give
+//! bit for bit what the CPU gives: counts equal to [`scan::count_slice`] (the format's
+//! count variant from the table, [`scan::with_count_variant`]), and converted values
+//! equal to [`map_bits`] of the conversion's variant, which every backend runs: the CPU
+//! as Rust, the GPU as that variant's kernel. A new conversion is a new table entry and
+//! a [`SampleConversion::of`] of it; the backends need nothing more. A device backend may
+//! hand any part it has no kernel for to [`CpuBackend`].
 
 use crate::files::auto::{AutoChoice, AutoReason, AutoRule, GpuProbe, Measured, NextStep, Pick, next_step};
-use crate::files::scan::{self, Counts, Endian, FloatFormat, Source, SourceReadError};
+use crate::files::scan::{self, Counts, Endian, Source, SourceReadError, WithCountVariant, with_count_variant};
 use crate::gpu::staging::Staging;
-use crate::gpu::{Gpu, GpuError, NonFinite};
+use crate::gpu::{Bits, Gpu, GpuError, NonFinite};
 use crate::support::element::Element;
 use rayon::prelude::*;
-use shared::{Primitive, Stored};
+use shared::{Format, Primitive, Stored, kind};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-/// The primitive `normalize` runs on 8-bit samples, on every backend: `x / 255`
-/// correctly rounded (the ×3 form, proven exact on all 256 codes by verify).
-pub type Unorm8Primitive = shared::variants::unorm8_times3_int;
-
-/// The primitive `normalize` runs on 16-bit samples, on every backend: `x / 65535`
-/// correctly rounded (the division-free scheme for 65535 from `shared::schemes`, proven
-/// exact on all 65,536 codes by verify, so its bits are those of IEEE division): on
-/// sm_90 its work is 3 instructions (`I2F.U16 FMUL FFMA`), where `unorm16_div_ieee`'s is
-/// 111 (a division with its slow path; 16.25 per element in its stream loop).
-pub type Unorm16Primitive = shared::variants::unorm16_to_f32;
-
-/// The primitive `normalize --dtype f16` runs on 8-bit samples, on every backend:
-/// `x / 255` correctly rounded to binary16, by rounding to odd at f32 precision (exact by
-/// construction, and proven on all 256 codes by verify).
-pub type Unorm8ToF16Primitive = shared::variants::unorm8_to_f16_odd;
-
-/// The primitive `normalize --dtype f16` runs on 16-bit samples: `x / 65535` correctly
-/// rounded to binary16 by rounding to odd (proven on all 65,536 codes; the form through
-/// f32 is one ULP off on two of them).
-pub type Unorm16ToF16Primitive = shared::variants::unorm16_to_f16_odd;
-
-/// The primitive `normalize --dtype bf16` runs on 8-bit samples: `x / 255` correctly
-/// rounded to bfloat16, through the exact f32 quotient (two roundings that are never
-/// wrong for 255: proven on all 256 codes; the cheapest exact form on the CPU).
-pub type Unorm8ToBf16Primitive = shared::variants::unorm8_to_bf16_via_f32;
-
-/// The primitive `normalize --dtype bf16` runs on 16-bit samples: `x / 65535` correctly
-/// rounded to bfloat16, through the exact f32 quotient (never wrong for 65535: proven on
-/// all 65,536 codes).
-pub type Unorm16ToBf16Primitive = shared::variants::unorm16_to_bf16_via_f32;
-
-/// `dst[i] = P(src[i])` over `min(src.len(), dst.len())` elements on the calling
-/// thread, exactly as `P` computes it; the loop vectorises for the conversions above.
-pub fn map_slice<P: Primitive<Out = f32>>(src: &[P::In], dst: &mut [f32]) {
-    for (d, &s) in dst.iter_mut().zip(src) {
-        *d = P::apply(s);
-    }
-}
-
-/// `dst[i]` = the stored bits of `P(src[i])` over `min(src.len(), dst.len())` elements
-/// on the calling thread, exactly as `P` computes them (for the 16-bit float outputs).
+/// `dst[i]` = the stored bits of `P(src[i])` (an f32's bits, a binary16 or bfloat16
+/// encoding) over `min(src.len(), dst.len())` elements on the calling thread, exactly as
+/// `P` computes them; the loop vectorises for the conversions `normalize` runs.
 pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [Bits<P>]) {
     for (d, &s) in dst.iter_mut().zip(src) {
         *d = P::apply(s).to_stored();
     }
 }
 
-/// The stored bits of `P`'s result.
-type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
+/// A conversion a backend runs over buffers: one variant `P` of the table with a
+/// [`Stream`](shared::KernelKind::Stream) kernel, made with [`SampleConversion::of`].
+/// The CPU runs `P`'s function ([`map_bits`]), the GPU its stream kernel; the buffers
+/// are bytes, whole and aligned elements of `P`'s input and of its stored result.
+#[derive(Clone, Copy)]
+pub struct SampleConversion {
+    name: &'static str,
+    in_bytes: usize,
+    out_bytes: usize,
+    cpu: fn(&[u8], &mut [u8]),
+    gpu: GpuConvert,
+}
 
-/// The `--device` choice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// A conversion's run on the GPU backend, its variant's types erased.
+type GpuConvert = fn(&GpuBackend, &[u8], &mut [u8]) -> Result<(), BackendError>;
+
+impl std::fmt::Debug for SampleConversion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl SampleConversion {
+    /// The conversion by the variant `P`.
+    pub fn of<P>() -> SampleConversion
+    where
+        P: kind::Stream,
+        P::In: Element,
+        Bits<P>: Element,
+    {
+        SampleConversion {
+            name: P::NAME,
+            in_bytes: size_of::<P::In>(),
+            out_bytes: size_of::<Bits<P>>(),
+            cpu: |src, dst| map_bits::<P>(bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst)),
+            gpu: |gpu, src, dst| gpu.convert_with::<P>(bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst)),
+        }
+    }
+
+    /// The variant's name.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Bytes per input element.
+    pub fn in_bytes(&self) -> usize {
+        self.in_bytes
+    }
+
+    /// Bytes per stored result.
+    pub fn out_bytes(&self) -> usize {
+        self.out_bytes
+    }
+
+    /// The number of elements `src` and `dst` hold, or why they cannot be converted:
+    /// not the same number ([`BackendError::Lengths`]), or not whole, aligned elements
+    /// ([`BackendError::Misaligned`]).
+    pub fn elements(&self, src: &[u8], dst: &[u8]) -> Result<usize, BackendError> {
+        let whole = |bytes: &[u8], size: usize| {
+            bytes.len().is_multiple_of(size) && (bytes.as_ptr() as usize).is_multiple_of(size)
+        };
+        if !whole(src, self.in_bytes) || !whole(dst, self.out_bytes) {
+            return Err(BackendError::Misaligned { conversion: self.name, src: src.len(), dst: dst.len() });
+        }
+        let (n, m) = (src.len() / self.in_bytes, dst.len() / self.out_bytes);
+        if n == m { Ok(n) } else { Err(BackendError::Lengths { src: n, dst: m }) }
+    }
+}
+
+/// [`Backend::convert`] over typed slices: `src` of the conversion's input type, `dst`
+/// of its stored result (or a type of the same width, such as `f32` for its bits).
+pub fn convert_slices<I: bytemuck::Pod, O: bytemuck::Pod>(
+    backend: &dyn Backend,
+    conversion: SampleConversion,
+    src: &[I],
+    dst: &mut [O],
+) -> Result<(), BackendError> {
+    backend.convert(conversion, bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst))
+}
+
+/// Where a job runs (the command line's `--device`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Device {
     /// Whichever of the CPU and the GPU is faster for the job, measured on its first
     /// slices ([`crate::files::auto`]); the CPU when there is no usable GPU.
@@ -108,6 +148,15 @@ pub enum BackendError {
         /// Outputs.
         dst: usize,
     },
+    /// A conversion was given buffers that are not whole, aligned elements of its types.
+    Misaligned {
+        /// The conversion's variant.
+        conversion: &'static str,
+        /// Bytes of samples.
+        src: usize,
+        /// Bytes of outputs.
+        dst: usize,
+    },
 }
 
 impl std::fmt::Display for BackendError {
@@ -120,6 +169,9 @@ impl std::fmt::Display for BackendError {
                 write!(f, "GPU and CPU disagree on a chunk: gpu {gpu:?}, cpu {cpu:?}")
             }
             BackendError::Lengths { src, dst } => write!(f, "{src} samples cannot be converted into {dst} values"),
+            BackendError::Misaligned { conversion, src, dst } => {
+                write!(f, "{src} bytes cannot be converted into {dst} by {conversion}: not whole, aligned elements")
+            }
         }
     }
 }
@@ -129,7 +181,7 @@ impl std::error::Error for BackendError {
         match self {
             BackendError::Read(error) => Some(error),
             BackendError::Gpu(error) | BackendError::NoGpu(error) => Some(error),
-            BackendError::Disagree { .. } | BackendError::Lengths { .. } => None,
+            BackendError::Disagree { .. } | BackendError::Lengths { .. } | BackendError::Misaligned { .. } => None,
         }
     }
 }
@@ -146,11 +198,6 @@ impl From<GpuError> for BackendError {
     }
 }
 
-/// `Ok` when a conversion's buffers have the same length.
-fn same_lengths(src: usize, dst: usize) -> Result<(), BackendError> {
-    if src == dst { Ok(()) } else { Err(BackendError::Lengths { src, dst }) }
-}
-
 /// A place to run `scan` and `normalize` on.
 pub trait Backend: Send + Sync {
     /// What the reports print as the device (`cpu (16 threads)`, `gpu 0: ...`; for
@@ -160,37 +207,19 @@ pub trait Backend: Send + Sync {
     /// Counts the non-finite elements of `data` (whole elements of `format`, stored in
     /// `endian` order), indices from 0, calling `progress` with bytes done as it goes.
     /// Errors: the source's read errors, or the device's.
-    fn count_non_finite(
+    fn count(
         &self,
-        format: FloatFormat,
+        format: Format,
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, BackendError>;
 
-    /// `dst[i] = src[i] / 255`, correctly rounded. `dst.len() == src.len()`, else
-    /// [`BackendError::Lengths`].
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError>;
-
-    /// `dst[i] = src[i] / 65535`, correctly rounded. `dst.len() == src.len()`, else
-    /// [`BackendError::Lengths`].
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError>;
-
-    /// `dst[i]` = the binary16 bits of `src[i] / 255`, correctly rounded.
-    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError>;
-
-    /// `dst[i]` = the binary16 bits of `src[i] / 65535`, correctly rounded (subnormal for
-    /// codes 1..=3). `dst.len() == src.len()`, else [`BackendError::Lengths`].
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError>;
-
-    /// `dst[i]` = the bfloat16 bits of `src[i] / 255`, correctly rounded.
-    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError>;
-
-    /// `dst[i]` = the bfloat16 bits of `src[i] / 65535`, correctly rounded.
-    /// `dst.len() == src.len()`, else [`BackendError::Lengths`].
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError>;
+    /// `dst[i]` = the stored result of `conversion` on `src[i]`, where `src` and `dst`
+    /// are whole, aligned elements of its input and result types, as many of each
+    /// ([`SampleConversion::elements`] says why not). [`convert_slices`] takes typed
+    /// slices.
+    fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError>;
 }
 
 /// The CPU backend: every core of the global rayon pool, in blocks of
@@ -202,9 +231,9 @@ impl Backend for CpuBackend {
         format!("cpu ({})", crate::support::output::count_of(rayon::current_num_threads() as u64, "thread"))
     }
 
-    fn count_non_finite(
+    fn count(
         &self,
-        format: FloatFormat,
+        format: Format,
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
@@ -212,52 +241,20 @@ impl Backend for CpuBackend {
         Ok(scan::count_parallel(format, endian, data, progress)?)
     }
 
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        convert_parallel(src, dst, map_slice::<Unorm8Primitive>);
+    fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
+        conversion.elements(src, dst)?;
+        let block = scan::BLOCK_BYTES / conversion.out_bytes;
+        dst.par_chunks_mut(block * conversion.out_bytes)
+            .zip(src.par_chunks(block * conversion.in_bytes))
+            .for_each(|(d, s)| (conversion.cpu)(s, d));
         Ok(())
     }
-
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        convert_parallel(src, dst, map_slice::<Unorm16Primitive>);
-        Ok(())
-    }
-
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        convert_parallel(src, dst, map_bits::<Unorm8ToF16Primitive>);
-        Ok(())
-    }
-
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        convert_parallel(src, dst, map_bits::<Unorm16ToF16Primitive>);
-        Ok(())
-    }
-
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        convert_parallel(src, dst, map_bits::<Unorm8ToBf16Primitive>);
-        Ok(())
-    }
-
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        convert_parallel(src, dst, map_bits::<Unorm16ToBf16Primitive>);
-        Ok(())
-    }
-}
-
-/// Runs an element-wise `kernel` over matching blocks of `src` and `dst` on all cores.
-fn convert_parallel<S: Sync, D: Send>(src: &[S], dst: &mut [D], kernel: fn(&[S], &mut [D])) {
-    let block = scan::BLOCK_BYTES / size_of::<D>();
-    dst.par_chunks_mut(block).zip(src.par_chunks(block)).for_each(|(d, s)| kernel(s, d));
 }
 
 /// `dst.copy_from_slice(src)` on all cores.
 fn copy_parallel<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
-    convert_parallel(src, dst, |s, d| d.copy_from_slice(s));
+    let block = scan::BLOCK_BYTES / size_of::<T>();
+    dst.par_chunks_mut(block).zip(src.par_chunks(block)).for_each(|(d, s)| d.copy_from_slice(s));
 }
 
 /// Bytes per read when a staging chunk is filled: 16 reads in flight per chunk.
@@ -280,42 +277,10 @@ pub const GPU_CHUNK_BYTES: usize = 4 << 20;
 /// times this many goes in fewer, bigger chunks.
 const GPU_MIN_CHUNK_SAMPLES: usize = 64 << 10;
 
-/// A computation over the count kernel's variant of a format: see [`with_count_variant`].
-pub trait WithCountVariant {
-    /// What it gives.
-    type Output;
-    /// Runs it with the variant `P`.
-    fn call<P>(self) -> Self::Output
-    where
-        P: shared::kind::CountNonfinite + Sync,
-        P::In: crate::gpu::BufferElement;
-}
-
-/// `with.call::<P>()` for the is-finite variant `P` whose
-/// [`CountNonfinite`](shared::KernelKind::CountNonfinite) kernel the GPU backend runs
-/// over `format`: for every format, the variant of the very `shared` function
-/// [`FloatFormat::count`] classifies with (the unit tests check that they agree on
-/// every encoding of 8 and 16 bits and on a sample of the wider ones).
-pub fn with_count_variant<W: WithCountVariant>(format: FloatFormat, with: W) -> W::Output {
-    use shared::variants::*;
-    match format {
-        FloatFormat::Binary16 => with.call::<f16_finite_exp_mask>(),
-        FloatFormat::Bfloat16 => with.call::<bf16_is_finite>(),
-        FloatFormat::Binary32 => with.call::<f32_is_finite>(),
-        FloatFormat::Binary64 => with.call::<f64_is_finite>(),
-        FloatFormat::Fp8E4m3 => with.call::<e4m3_is_finite>(),
-        FloatFormat::Fp8E5m2 => with.call::<e5m2_is_finite>(),
-        FloatFormat::Fp8E4m3Fnuz => with.call::<e4m3fnuz_is_finite>(),
-        FloatFormat::Fp8E5m2Fnuz => with.call::<e5m2fnuz_is_finite>(),
-    }
-}
-
 /// The GPU backend: scans of every format with the coalesced count kernel of the
-/// format's is-finite variant ([`with_count_variant`]: the same `shared` function the
-/// CPU scan uses), and every conversion with the stream kernel of the primitive every
-/// backend runs ([`Unorm8Primitive`], [`Unorm16Primitive`], [`Unorm8ToF16Primitive`],
-/// ...). Data goes through pinned
-/// staging buffers in two lanes ([`crate::gpu::staging`]): the host reads or copies
+/// format's count variant ([`with_count_variant`]: the same `shared` function the CPU
+/// scan uses), and every [`SampleConversion`] with its variant's stream kernel. Data goes
+/// through pinned staging buffers in two lanes ([`crate::gpu::staging`]): the host reads or copies
 /// chunk `i + 1` (on all cores) while chunk `i` is copied up, run and copied back. A chunk
 /// in which the GPU finds non-finite values is classified (NaN / ±inf) by the CPU, which
 /// must find the same count. Big-endian data goes to [`CpuBackend`].
@@ -348,13 +313,12 @@ impl GpuBackend {
     /// `dst` (an f32's bits, or a binary16 / bfloat16 encoding), staged: at least four
     /// chunks when there are samples enough, so that copies and kernel overlap within one
     /// call.
-    fn convert<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), BackendError>
+    fn convert_with<P>(&self, src: &[P::In], dst: &mut [Bits<P>]) -> Result<(), BackendError>
     where
-        P: shared::kind::Stream,
+        P: kind::Stream,
         P::In: Element,
         Bits<P>: Element,
     {
-        same_lengths(src.len(), dst.len())?;
         self.with_staging(|staging| {
             let capacity =
                 (staging.input_bytes() / size_of::<P::In>()).min(staging.output_bytes() / size_of::<Bits<P>>());
@@ -377,10 +341,10 @@ impl GpuBackend {
     }
 }
 
-/// [`Backend::count_non_finite`] on the GPU for little-endian data of one format.
+/// [`Backend::count`] on the GPU for little-endian data of one format.
 struct GpuCount<'a> {
     backend: &'a GpuBackend,
-    format: FloatFormat,
+    format: Format,
     data: Source<'a>,
     progress: &'a (dyn Fn(u64) + Sync),
 }
@@ -391,7 +355,7 @@ impl WithCountVariant for GpuCount<'_> {
     fn call<P>(self) -> Result<Counts, BackendError>
     where
         P: shared::kind::CountNonfinite + Sync,
-        P::In: crate::gpu::BufferElement,
+        P::In: crate::gpu::BufferElement + scan::Raw,
     {
         let GpuCount { backend, format, data, progress } = self;
         let size = size_of::<P::In>();
@@ -414,7 +378,7 @@ impl WithCountVariant for GpuCount<'_> {
                     let bytes: &[u8] = bytemuck::cast_slice(input);
                     let first_index = (piece(i).start / size) as u64;
                     if found.count > 0 {
-                        let counts = format.count(Endian::Little, bytes, first_index);
+                        let counts = scan::count_slice(format, Endian::Little, bytes, first_index);
                         if counts.non_finite() != found.count
                             || counts.first_non_finite != found.first.map(|i| i + first_index)
                         {
@@ -440,41 +404,22 @@ impl Backend for GpuBackend {
         format!("gpu {}: {} (big-endian scans on the cpu)", info.ordinal, info.name)
     }
 
-    fn count_non_finite(
+    fn count(
         &self,
-        format: FloatFormat,
+        format: Format,
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, BackendError> {
         if endian != Endian::Little {
-            return CpuBackend.count_non_finite(format, endian, data, progress);
+            return CpuBackend.count(format, endian, data, progress);
         }
         with_count_variant(format, GpuCount { backend: self, format, data, progress })
     }
 
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
-        self.convert::<Unorm8Primitive>(src, bytemuck::cast_slice_mut(dst))
-    }
-
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
-        self.convert::<Unorm16Primitive>(src, bytemuck::cast_slice_mut(dst))
-    }
-
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.convert::<Unorm8ToF16Primitive>(src, dst)
-    }
-
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.convert::<Unorm16ToF16Primitive>(src, dst)
-    }
-
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.convert::<Unorm8ToBf16Primitive>(src, dst)
-    }
-
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.convert::<Unorm16ToBf16Primitive>(src, dst)
+    fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
+        conversion.elements(src, dst)?;
+        (conversion.gpu)(self, src, dst)
     }
 }
 
@@ -517,22 +462,6 @@ impl AutoBackend {
     pub fn new(rule: AutoRule, job_bytes: u64, cpu: Box<dyn Backend>, open_gpu: GpuOpener) -> AutoBackend {
         let state = AutoState { measured: Measured::START, opener: Some(open_gpu), gpu: None, choice: None };
         AutoBackend { rule, job_bytes, cpu, state: Mutex::new(state) }
-    }
-
-    /// [`AutoBackend::drive`] over a conversion of `src` into `dst` (equal lengths),
-    /// measured in bytes of `src`: each piece `convert` gets is whole elements of both.
-    fn drive_convert<I, O>(
-        &self,
-        src: &[I],
-        dst: &mut [O],
-        convert: impl Fn(&dyn Backend, &[I], &mut [O]) -> Result<(), BackendError>,
-    ) -> Result<(), BackendError> {
-        same_lengths(src.len(), dst.len())?;
-        let width = size_of::<I>();
-        self.drive(size_of_val(src), width, |backend, bytes| {
-            let range = bytes.start / width..bytes.end / width;
-            convert(backend, &src[range.clone()], &mut dst[range])
-        })
     }
 
     /// Runs `len` bytes of input through `run(backend, bytes)`, in the pieces the rule
@@ -635,9 +564,9 @@ impl Backend for AutoBackend {
         format!("{picked} ({choice})")
     }
 
-    fn count_non_finite(
+    fn count(
         &self,
-        format: FloatFormat,
+        format: Format,
         endian: Endian,
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
@@ -647,18 +576,11 @@ impl Backend for AutoBackend {
         self.drive(data.len(), size, |backend, range| {
             let first_index = (range.start / size) as u64;
             let counts = match data {
-                Source::Bytes(bytes) => {
-                    backend.count_non_finite(format, endian, Source::Bytes(&bytes[range]), progress)
-                }
+                Source::Bytes(bytes) => backend.count(format, endian, Source::Bytes(&bytes[range]), progress),
                 Source::Read { read, .. } => {
                     let offset = range.start as u64;
                     let read_piece = |at: u64, buf: &mut [u8]| read(offset + at, buf);
-                    backend.count_non_finite(
-                        format,
-                        endian,
-                        Source::Read { len: range.len(), read: &read_piece },
-                        progress,
-                    )
+                    backend.count(format, endian, Source::Read { len: range.len(), read: &read_piece }, progress)
                 }
             }?;
             total = total.merged(counts.shifted(first_index));
@@ -667,28 +589,14 @@ impl Backend for AutoBackend {
         Ok(total)
     }
 
-    fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
-        self.drive_convert(src, dst, |backend, src, dst| backend.unorm8_to_f32(src, dst))
-    }
-
-    fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
-        self.drive_convert(src, dst, |backend, src, dst| backend.unorm16_to_f32(src, dst))
-    }
-
-    fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.drive_convert(src, dst, |backend, src, dst| backend.unorm8_to_f16(src, dst))
-    }
-
-    fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.drive_convert(src, dst, |backend, src, dst| backend.unorm16_to_f16(src, dst))
-    }
-
-    fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.drive_convert(src, dst, |backend, src, dst| backend.unorm8_to_bf16(src, dst))
-    }
-
-    fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        self.drive_convert(src, dst, |backend, src, dst| backend.unorm16_to_bf16(src, dst))
+    /// Measured in bytes of `src`: each piece a backend gets is whole elements of both.
+    fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
+        conversion.elements(src, dst)?;
+        let (width, out) = (conversion.in_bytes, conversion.out_bytes);
+        self.drive(src.len(), width, |backend, bytes| {
+            let outputs = bytes.start / width * out..bytes.end / width * out;
+            backend.convert(conversion, &src[bytes], &mut dst[outputs])
+        })
     }
 }
 
@@ -733,7 +641,6 @@ impl DeviceChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::support::element::Element;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -765,38 +672,18 @@ mod tests {
             self.name.into()
         }
 
-        fn count_non_finite(
+        fn count(
             &self,
-            format: FloatFormat,
+            format: Format,
             endian: Endian,
             data: Source<'_>,
             progress: &(dyn Fn(u64) + Sync),
         ) -> Result<Counts, BackendError> {
-            self.run(data.len(), || CpuBackend.count_non_finite(format, endian, data, progress))
+            self.run(data.len(), || CpuBackend.count(format, endian, data, progress))
         }
 
-        fn unorm8_to_f32(&self, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
-            self.run(src.len(), || CpuBackend.unorm8_to_f32(src, dst))
-        }
-
-        fn unorm16_to_f32(&self, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
-            self.run(src.len() * 2, || CpuBackend.unorm16_to_f32(src, dst))
-        }
-
-        fn unorm8_to_f16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-            self.run(src.len(), || CpuBackend.unorm8_to_f16(src, dst))
-        }
-
-        fn unorm16_to_f16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-            self.run(src.len() * 2, || CpuBackend.unorm16_to_f16(src, dst))
-        }
-
-        fn unorm8_to_bf16(&self, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-            self.run(src.len(), || CpuBackend.unorm8_to_bf16(src, dst))
-        }
-
-        fn unorm16_to_bf16(&self, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-            self.run(src.len() * 2, || CpuBackend.unorm16_to_bf16(src, dst))
+        fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
+            self.run(src.len(), || CpuBackend.convert(conversion, src, dst))
         }
     }
 
@@ -857,9 +744,9 @@ mod tests {
         };
         let source = Source::Read { len: bytes.len(), read: &read };
         let none = |_: u64| {};
-        let format = FloatFormat::Binary16;
-        let on_auto = auto.count_non_finite(format, Endian::Little, source, &none).expect("auto");
-        (on_auto, CpuBackend.count_non_finite(format, Endian::Little, Source::Bytes(bytes), &none).expect("cpu"))
+        let format = Format::Binary16;
+        let on_auto = auto.count(format, Endian::Little, source, &none).expect("auto");
+        (on_auto, CpuBackend.count(format, Endian::Little, Source::Bytes(bytes), &none).expect("cpu"))
     }
 
     #[test]
@@ -906,10 +793,10 @@ mod tests {
         let job = setup(SMALL, samples.len() as u64, SLOW, Some(FAST));
         let mut on_auto = vec![0f32; samples.len()];
         for (src, dst) in samples.chunks(1 << 20).zip(on_auto.chunks_mut(1 << 20)) {
-            job.auto.unorm8_to_f32(src, dst).expect("auto");
+            convert_slices(&job.auto, UNORM8(), src, dst).expect("auto");
         }
         let mut on_cpu = vec![0f32; samples.len()];
-        CpuBackend.unorm8_to_f32(&samples, &mut on_cpu).expect("cpu");
+        convert_slices(&CpuBackend, UNORM8(), &samples, &mut on_cpu).expect("cpu");
         assert!(on_auto.iter().zip(&on_cpu).all(|(a, c)| a.to_bits() == c.to_bits()));
         assert_eq!(job.cpu_ran.load(Ordering::Relaxed), SMALL.measure_bytes, "the CPU ran its measured slice only");
         assert_eq!(job.gpu_ran.load(Ordering::Relaxed), samples.len() as u64 - SMALL.measure_bytes);
@@ -922,62 +809,38 @@ mod tests {
         let words: Vec<u16> = (0..(1 << 20) + 3).map(|i: u32| (i * 31) as u16).collect();
         let job = setup(SMALL, words.len() as u64 * 2, FAST, Some(0.0));
         let mut on_auto = vec![0f32; words.len()];
-        job.auto.unorm16_to_f32(&words, &mut on_auto).expect("auto");
+        let unorm16 = SampleConversion::of::<shared::variants::unorm16_to_f32>();
+        convert_slices(&job.auto, unorm16, &words, &mut on_auto).expect("auto");
         let mut on_cpu = vec![0f32; words.len()];
-        CpuBackend.unorm16_to_f32(&words, &mut on_cpu).expect("cpu");
+        convert_slices(&CpuBackend, unorm16, &words, &mut on_cpu).expect("cpu");
         assert!(on_auto.iter().zip(&on_cpu).all(|(a, c)| a.to_bits() == c.to_bits()));
         assert_eq!(job.cpu_ran.load(Ordering::Relaxed), words.len() as u64 * 2);
         let name = job.auto.name();
         assert!(name.starts_with("cpu (auto: no usable gpu (it failed: out of device memory"), "{name}");
     }
 
+    /// A conversion for the tests.
+    const UNORM8: fn() -> SampleConversion = SampleConversion::of::<shared::variants::unorm8_times3_int>;
+
     #[test]
     fn conversions_refuse_buffers_of_different_lengths() {
-        let error = CpuBackend.unorm8_to_f32(&[1, 2, 3], &mut [0.0; 2]).expect_err("3 into 2");
+        let error = convert_slices(&CpuBackend, UNORM8(), &[1u8, 2, 3], &mut [0f32; 2]).expect_err("3 into 2");
         assert_eq!(error.to_string(), "3 samples cannot be converted into 2 values");
     }
 
-    /// Whether `P` and [`FloatFormat::count`] agree on the encoding `bits`.
-    struct AgreesOn {
-        format: FloatFormat,
-        bits: u64,
-    }
-
-    impl WithCountVariant for AgreesOn {
-        type Output = (shared::Family, bool);
-
-        fn call<P>(self) -> (shared::Family, bool)
-        where
-            P: shared::kind::CountNonfinite + Sync,
-            P::In: crate::gpu::BufferElement,
-        {
-            let bytes = &self.bits.to_le_bytes()[..self.format.bytes()];
-            let cpu_finite = self.format.count(Endian::Little, bytes, 0).non_finite() == 0;
-            (P::FAMILY, P::apply(P::In::from_u64(self.bits)) == cpu_finite)
-        }
-    }
-
     #[test]
-    fn the_gpu_count_kernel_of_every_format_agrees_with_the_cpu_scan() {
-        for &format in FloatFormat::ALL {
-            let width = format.bytes() * 8;
-            // Every encoding up to 16 bits; for binary32 and binary64 every exponent
-            // field with both signs and a spread of mantissas.
-            let inputs: Vec<u64> = if width <= 16 {
-                (0..1u64 << width).collect()
-            } else {
-                let mantissa_bits = if width == 32 { 23 } else { 52 };
-                let mantissas =
-                    [0, 1, 2, (1 << (mantissa_bits - 1)) - 1, 1 << (mantissa_bits - 1), (1 << mantissa_bits) - 1];
-                (0..1u64 << (width - mantissa_bits))
-                    .flat_map(|top| mantissas.map(|m| top << mantissa_bits | m))
-                    .collect()
-            };
-            for &bits in &inputs {
-                let (family, agrees) = with_count_variant(format, AgreesOn { format, bits });
-                assert!(agrees, "the {family} kernel and the CPU scan disagree on {bits:#x}");
-                assert_eq!(family.to_string(), format!("{}_is_finite", format.name()));
-            }
-        }
+    fn conversions_refuse_partial_or_misaligned_elements() {
+        let words = [0u32; 4];
+        let bytes: &[u8] = bytemuck::cast_slice(&words);
+        let mut out = [0f32; 4];
+        let out: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+        let unorm16 = SampleConversion::of::<shared::variants::unorm16_to_f32>();
+        let error = CpuBackend.convert(unorm16, &bytes[1..7], &mut out[..12]).expect_err("misaligned");
+        assert_eq!(
+            error.to_string(),
+            "6 bytes cannot be converted into 12 by unorm16_to_f32: not whole, aligned elements"
+        );
+        CpuBackend.convert(unorm16, &bytes[..5], &mut out[..8]).expect_err("a partial sample");
+        CpuBackend.convert(unorm16, &bytes[..4], &mut out[..8]).expect("whole");
     }
 }

@@ -1,11 +1,9 @@
 //! Decoded UNORM images → f32, binary16 or bfloat16 tensors in [0, 1], correctly rounded
 //! straight to the output type (never rounded twice on the way).
 //!
-//! Each sample width and output type is converted by the one primitive
-//! [`crate::files::backend`] binds to it (`Unorm8Primitive`, `Unorm16Primitive` for f32,
-//! `Unorm8ToF16Primitive`, ... for the 16-bit types), on whichever backend runs; each is
-//! proven equal to the correctly rounded `x / 255` or `x / 65535` on every input by
-//! verify.
+//! Each sample width and output type is converted by the one table variant
+//! [`conversion`] picks for it, on whichever backend runs; each is proven equal to the
+//! correctly rounded `x / 255` or `x / 65535` on every input by verify.
 //!
 //! The tensor is never held whole: [`Normalized`] converts the samples a chunk at a
 //! time, in the output's layout, as the writer asks for them, so that memory holds the
@@ -15,11 +13,12 @@
 //! bands already decoded are converted and written, so that decoding overlaps the rest
 //! and memory holds a few bands instead of the image.
 
-use crate::files::backend::{Backend, BackendError};
+use crate::files::backend::{Backend, BackendError, SampleConversion};
 use crate::files::message::{io_message, one_line};
 use crate::files::png_rows::{PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, check_palette};
 use crate::files::tensor_io::{
-    AsBf16, AsF16, AsF32, DtypeOf, RegularFileError, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS, check_regular_file,
+    AsBf16, AsF16, AsF32, Dtype, DtypeOf, RegularFileError, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS,
+    check_regular_file,
 };
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -129,7 +128,7 @@ impl std::error::Error for NormalizeError {
 }
 
 /// Axis order of the output tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChannelLayout {
     /// `[height, width, channels]`: the decoder's interleaved order.
@@ -316,41 +315,46 @@ fn not_unorm(color: image::ExtendedColorType) -> String {
     format!("only UNORM8 and UNORM16 images are accepted (unsigned 8- or 16-bit samples); this one has {what}")
 }
 
-/// An output type `normalize` can convert samples to: which of the backend's
-/// conversions fills it.
-pub trait NormalizeTo: DtypeOf + Sync {
-    /// `dst[i]` = `src[i] / 255` correctly rounded to this type, on `backend`.
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [Self::Stored]) -> Result<(), BackendError>;
-    /// `dst[i]` = `src[i] / 65535` correctly rounded to this type, on `backend`.
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [Self::Stored]) -> Result<(), BackendError>;
+/// The width of UNORM samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SampleWidth {
+    /// 8 bits: `x / 255`.
+    Unorm8,
+    /// 16 bits: `x / 65535`.
+    Unorm16,
 }
 
-impl NormalizeTo for AsF32 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [f32]) -> Result<(), BackendError> {
-        backend.unorm8_to_f32(src, dst)
-    }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [f32]) -> Result<(), BackendError> {
-        backend.unorm16_to_f32(src, dst)
+/// The conversion `normalize` runs for samples of `width` into `dtype`, on every
+/// backend: `x / 255` or `x / 65535` correctly rounded to `dtype`, each proven on every
+/// code by verify. The one place a (sample width, dtype) gets its variant:
+///
+/// - 8 bits → f32: `unorm8_times3_int`, the ×3 form.
+/// - 16 bits → f32: `unorm16_to_f32`, the division-free scheme for 65535 from
+///   `shared::schemes` (its bits are those of IEEE division): on sm_90 its work is 3
+///   instructions (`I2F.U16 FMUL FFMA`), where `unorm16_div_ieee`'s is 111 (a division
+///   with its slow path).
+/// - → binary16: `unorm8_to_f16_odd`, `unorm16_to_f16_odd`, by rounding to odd at f32
+///   precision (the form through f32 is one ULP off on two 16-bit codes).
+/// - → bfloat16: `unorm8_to_bf16_via_f32`, `unorm16_to_bf16_via_f32`, through the exact
+///   f32 quotient (two roundings that are never wrong for 255 and 65535; the cheapest
+///   exact form on the CPU).
+pub fn conversion(width: SampleWidth, dtype: Dtype) -> SampleConversion {
+    use shared::variants::*;
+    match (width, dtype) {
+        (SampleWidth::Unorm8, Dtype::F32) => SampleConversion::of::<unorm8_times3_int>(),
+        (SampleWidth::Unorm16, Dtype::F32) => SampleConversion::of::<unorm16_to_f32>(),
+        (SampleWidth::Unorm8, Dtype::F16) => SampleConversion::of::<unorm8_to_f16_odd>(),
+        (SampleWidth::Unorm16, Dtype::F16) => SampleConversion::of::<unorm16_to_f16_odd>(),
+        (SampleWidth::Unorm8, Dtype::Bf16) => SampleConversion::of::<unorm8_to_bf16_via_f32>(),
+        (SampleWidth::Unorm16, Dtype::Bf16) => SampleConversion::of::<unorm16_to_bf16_via_f32>(),
     }
 }
 
-impl NormalizeTo for AsF16 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        backend.unorm8_to_f16(src, dst)
-    }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        backend.unorm16_to_f16(src, dst)
-    }
-}
-
-impl NormalizeTo for AsBf16 {
-    fn unorm8(backend: &dyn Backend, src: &[u8], dst: &mut [u16]) -> Result<(), BackendError> {
-        backend.unorm8_to_bf16(src, dst)
-    }
-    fn unorm16(backend: &dyn Backend, src: &[u16], dst: &mut [u16]) -> Result<(), BackendError> {
-        backend.unorm16_to_bf16(src, dst)
-    }
-}
+/// An output type `normalize` can convert samples to ([`conversion`] picks the variant).
+pub trait NormalizeTo: DtypeOf + Sync {}
+impl NormalizeTo for AsF32 {}
+impl NormalizeTo for AsF16 {}
+impl NormalizeTo for AsBf16 {}
 
 /// An image's samples as values of `D` in [0, 1], in a layout, converted on a backend as
 /// they are asked for: see [`Image::normalized_to`].
@@ -374,15 +378,20 @@ impl<D: NormalizeTo> TensorSource for Normalized<'_, D> {
         let range = range.filter(|r| r.end <= self.image.sample_count());
         let range = range.ok_or(NormalizeError::OutOfRange { start })?;
         let channels = usize::from(self.image.channels);
+        let convert = |width, samples: &[u8], out: &mut [StoredOf<Self>]| {
+            self.backend.convert(conversion(width, D::DTYPE), samples, bytemuck::cast_slice_mut(out))
+        };
         match &self.image.samples {
-            Samples::Unorm8(s) => D::unorm8(self.backend, &in_layout(s, channels, self.layout, range), out),
-            Samples::Unorm16(s) => D::unorm16(self.backend, &in_layout(s, channels, self.layout, range), out),
+            Samples::Unorm8(s) => convert(SampleWidth::Unorm8, &in_layout(s, channels, self.layout, range), out),
+            Samples::Unorm16(s) => {
+                convert(SampleWidth::Unorm16, bytemuck::cast_slice(&in_layout(s, channels, self.layout, range)), out)
+            }
             Samples::PngRows(rows) if self.layout == ChannelLayout::Hwc => {
                 let read = rows.read(start, out.len(), |at, run| {
                     let dst = &mut out[at..at + run_len(&run)];
                     match run {
-                        SampleRun::Unorm8(s) => D::unorm8(self.backend, s, dst),
-                        SampleRun::Unorm16(s) => D::unorm16(self.backend, s, dst),
+                        SampleRun::Unorm8(s) => convert(SampleWidth::Unorm8, s, dst),
+                        SampleRun::Unorm16(s) => convert(SampleWidth::Unorm16, bytemuck::cast_slice(s), dst),
                     }
                     .map_err(NormalizeError::Backend)
                 });

@@ -1,8 +1,12 @@
 //! Counting NaN, +inf and -inf in raw floating-point encodings, on the CPU: in buffers,
 //! or in bytes read on demand ([`Source`]).
 //!
-//! One generic loop ([`count`]) serves every format; [`float_formats!`] is the table that
-//! binds each [`FloatFormat`] to the `shared` module whose exact predicates classify it.
+//! One generic loop ([`count`]) serves every [`shared::Format`]. What classifies an
+//! element comes from the variant table ([`shared::for_each_variant!`]), not from a list
+//! of its own: the format's count variant ([`with_count_variant`], the exact
+//! `IsFinite(format)` whose `CountNonfinite` kernel the GPU backend runs) decides
+//! finiteness, and its `IsNan` and `IsInfinite` variants tell NaNs from infinities in the
+//! rare groups that hold one.
 //!
 //! Speed comes from the loop's shape, not from intrinsics: elements are tested in
 //! groups of [`GROUP`] with a branch-free OR of `!is_finite` (which LLVM turns into
@@ -10,7 +14,10 @@
 //! and searched for its first index. No per-element branch, no early exit.
 
 use crate::files::message::io_message;
+use crate::gpu::BufferElement;
+use crate::support::element::Element;
 use rayon::prelude::*;
+use shared::{Claim, Family, Format, Primitive, Stored, kind};
 use std::cell::RefCell;
 use std::ops::Range;
 
@@ -72,146 +79,245 @@ impl Counts {
     }
 }
 
-/// A raw encoding of `N` bytes, classified by one `shared` module's exact predicates.
-trait Encoding<const N: usize> {
-    type Bits: Copy;
-    fn from_le(bytes: [u8; N]) -> Self::Bits;
-    fn from_be(bytes: [u8; N]) -> Self::Bits;
-    fn is_finite(bits: Self::Bits) -> bool;
-    fn is_nan(bits: Self::Bits) -> bool;
-    fn is_infinite(bits: Self::Bits) -> bool;
-    fn is_negative(bits: Self::Bits) -> bool;
+/// A computation over the variant whose [`CountNonfinite`](shared::KernelKind::CountNonfinite)
+/// kernel and CPU function count a format's non-finite values: see [`with_count_variant`].
+pub trait WithCountVariant {
+    /// What it gives.
+    type Output;
+    /// Runs it with the variant `P`.
+    fn call<P>(self) -> Self::Output
+    where
+        P: kind::CountNonfinite + Sync,
+        P::In: BufferElement + Raw;
 }
 
-/// The table: variant = serialized name: storage type, `shared` module.
-macro_rules! float_formats {
-    ($($(#[$doc:meta])* $format:ident = $name:literal: $bits:ty, $($module:ident)::+;)*) => {
-        /// A floating-point format `scan` checks.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-        pub enum FloatFormat {
-            $($(#[$doc])* #[serde(rename = $name)] $format,)*
+/// Whether `P` is the variant `scan` counts `format` with: an [`Claim::Exact`]
+/// `IsFinite(format)` (the first in table order that has a
+/// [`CountNonfinite`](shared::KernelKind::CountNonfinite) kernel is taken).
+const fn counts_format<P: Primitive>(format: Format) -> bool {
+    matches!(P::FAMILY, Family::IsFinite(f) if f as u8 == format as u8) && matches!(P::CLAIM, Claim::Exact)
+}
+
+/// Whether `P` is of `family`, an `IsNan` or `IsInfinite` family (the cold path's
+/// classifiers); `false` for any other.
+const fn classifies<P: Primitive>(family: Family) -> bool {
+    match (P::FAMILY, family) {
+        (Family::IsNan(a), Family::IsNan(b)) | (Family::IsInfinite(a), Family::IsInfinite(b)) => a as u8 == b as u8,
+        _ => false,
+    }
+}
+
+/// `$then` for a [`CountNonfinite`](shared::KernelKind::CountNonfinite) kind, nothing for
+/// any other: only variants with that kernel can count.
+macro_rules! if_count_kind {
+    (CountNonfinite, $($then:tt)*) => { $($then)* };
+    ($other:ident, $($then:tt)*) => {};
+}
+
+/// Callback for [`shared::for_each_variant!`]: the lookups of [`with_count_variant`],
+/// [`count_variant_name`], [`classifier`] and [`has_classifier`], one arm per entry, in
+/// table order.
+macro_rules! scan_lookups {
+    ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {
+        /// `with.call::<P>()` for the variant `P` that counts `format`'s non-finite
+        /// values, on the CPU (its function, [`count`]) and on the GPU (its
+        /// [`CountNonfinite`](shared::KernelKind::CountNonfinite) kernel): the first
+        /// exact `IsFinite(format)` variant of the table with that kernel.
+        pub fn with_count_variant<W: WithCountVariant>(format: Format, with: W) -> W::Output {
+            $($(if_count_kind!($kind, if counts_format::<shared::variants::$name>(format) {
+                return with.call::<shared::variants::$name>();
+            });)*)*
+            unreachable!("every format has a count variant: checked at compile time (EVERY_FORMAT_COUNTS)")
         }
 
-        /// One marker type per [`FloatFormat`], implementing [`Encoding`].
-        mod encoding {
-            $(pub struct $format;)*
+        /// The name of the variant [`with_count_variant`] runs for `format`, if the table
+        /// has one.
+        pub const fn count_variant_name(format: Format) -> Option<&'static str> {
+            $($(if_count_kind!($kind, if counts_format::<shared::variants::$name>(format) {
+                return Some(<shared::variants::$name as Primitive>::NAME);
+            });)*)*
+            None
         }
 
-        $(impl Encoding<{ size_of::<$bits>() }> for encoding::$format {
-            type Bits = $bits;
-            #[inline(always)]
-            fn from_le(bytes: [u8; size_of::<$bits>()]) -> $bits {
-                <$bits>::from_le_bytes(bytes)
-            }
-            #[inline(always)]
-            fn from_be(bytes: [u8; size_of::<$bits>()]) -> $bits {
-                <$bits>::from_be_bytes(bytes)
-            }
-            #[inline(always)]
-            fn is_finite(bits: $bits) -> bool {
-                $($module)::+::is_finite(bits)
-            }
-            #[inline(always)]
-            fn is_nan(bits: $bits) -> bool {
-                $($module)::+::is_nan(bits)
-            }
-            #[inline(always)]
-            fn is_infinite(bits: $bits) -> bool {
-                $($module)::+::is_infinite(bits)
-            }
-            #[inline(always)]
-            fn is_negative(bits: $bits) -> bool {
-                bits & $($module)::+::SIGN_MASK != 0
-            }
-        })*
+        /// The cold path's counter for the single-format predicate `family` (`IsNan`,
+        /// `IsInfinite`), from the table.
+        fn classifier(family: Family) -> Option<Classifier> {
+            $(if classifies::<shared::variants::$name>(family) {
+                return Some(count_where::<shared::variants::$name>);
+            })*
+            None
+        }
 
-        impl FloatFormat {
-            /// Every format, in table order.
-            pub const ALL: &[FloatFormat] = &[$(FloatFormat::$format),*];
-
-            /// Short name (`binary16`, `fp8_e4m3`, ...), as in JSON reports.
-            pub const fn name(self) -> &'static str {
-                match self {
-                    $(FloatFormat::$format => $name,)*
-                }
-            }
-
-            /// Bytes per element.
-            pub const fn bytes(self) -> usize {
-                match self {
-                    $(FloatFormat::$format => size_of::<$bits>(),)*
-                }
-            }
-
-            /// Counts the non-finite elements of `data` on the calling thread; indices
-            /// start at `first_index`. A trailing partial element is ignored.
-            pub fn count(self, endian: Endian, data: &[u8], first_index: u64) -> Counts {
-                match (self, endian) {
-                    $(
-                        (FloatFormat::$format, Endian::Little) => {
-                            count::<{ size_of::<$bits>() }, encoding::$format, false>(data, first_index)
-                        }
-                        (FloatFormat::$format, Endian::Big) => {
-                            count::<{ size_of::<$bits>() }, encoding::$format, true>(data, first_index)
-                        }
-                    )*
-                }
-            }
+        /// Whether [`classifier`] finds one for `family`.
+        const fn has_classifier(family: Family) -> bool {
+            $(if classifies::<shared::variants::$name>(family) {
+                return true;
+            })*
+            false
         }
     };
 }
+shared::for_each_variant!(scan_lookups);
 
-float_formats! {
-    /// IEEE 754 binary16.
-    Binary16 = "binary16": u16, shared::binary16;
-    /// bfloat16.
-    Bfloat16 = "bfloat16": u16, shared::bfloat16;
-    /// IEEE 754 binary32.
-    Binary32 = "binary32": u32, shared::binary32;
-    /// IEEE 754 binary64.
-    Binary64 = "binary64": u64, shared::binary64;
-    /// OCP FP8 E4M3 (no infinities; NaN only 0x7F/0xFF).
-    Fp8E4m3 = "fp8_e4m3": u8, shared::fp8::e4m3;
-    /// OCP FP8 E5M2.
-    Fp8E5m2 = "fp8_e5m2": u8, shared::fp8::e5m2;
-    /// FP8 E4M3FNUZ (no infinities; NaN only 0x80).
-    Fp8E4m3Fnuz = "fp8_e4m3fnuz": u8, shared::fp8::e4m3fnuz;
-    /// FP8 E5M2FNUZ (no infinities; NaN only 0x80).
-    Fp8E5m2Fnuz = "fp8_e5m2fnuz": u8, shared::fp8::e5m2fnuz;
+/// Every format has a count variant and both classifiers, so neither
+/// [`with_count_variant`] nor [`classifiers`] can fail.
+const EVERY_FORMAT_COUNTS: () = {
+    let mut i = 0;
+    while i < Format::ALL.len() {
+        let format = Format::ALL[i];
+        assert!(
+            count_variant_name(format).is_some(),
+            "a format has no exact IsFinite variant with a CountNonfinite kernel"
+        );
+        assert!(has_classifier(Family::IsNan(format)), "a format has no IsNan variant");
+        assert!(has_classifier(Family::IsInfinite(format)), "a format has no IsInfinite variant");
+        i += 1;
+    }
+};
+const _: () = EVERY_FORMAT_COUNTS;
+
+/// Counts, among the elements of `group` (whole elements of `P::In`, stored in the
+/// byte order `big` says), those `P` holds for: (all of them, those with the sign bit
+/// set).
+type Classifier = fn(group: &[u8], big: bool) -> (u64, u64);
+
+/// [`Classifier`] of `P` (a predicate on one encoding).
+fn count_where<P>(group: &[u8], big: bool) -> (u64, u64)
+where
+    P: Primitive,
+    P::In: Raw,
+    <P::Out as Stored>::Bits: Element,
+{
+    let elements: &[<P::In as Raw>::Bytes] = bytemuck::cast_slice(group);
+    if big { count_where_in::<P, true>(elements) } else { count_where_in::<P, false>(elements) }
 }
 
+/// [`count_where`] in one byte order.
 #[inline(always)]
-fn load<const N: usize, E: Encoding<N>, const BIG: bool>(bytes: [u8; N]) -> E::Bits {
-    if BIG { E::from_be(bytes) } else { E::from_le(bytes) }
+fn count_where_in<P, const BIG: bool>(elements: &[<P::In as Raw>::Bytes]) -> (u64, u64)
+where
+    P: Primitive,
+    P::In: Raw,
+    <P::Out as Stored>::Bits: Element,
+{
+    let sign_shift = <P::In as Element>::BITS - 1;
+    elements.iter().fold((0, 0), |(all, negative), &b| {
+        let bits = load::<P::In, BIG>(b);
+        let holds = u64::from(P::apply(bits).to_stored().to_u64() != 0);
+        (all + holds, negative + (holds & (bits.to_u64() >> sign_shift)))
+    })
 }
 
-/// The scan loop, written once for every format and byte order.
-fn count<const N: usize, E: Encoding<N>, const BIG: bool>(data: &[u8], first_index: u64) -> Counts {
-    let (elements, _partial) = data.as_chunks::<N>();
+/// The two cold-path counters of `format`: its `IsNan` and `IsInfinite` variants.
+fn classifiers(format: Format) -> (Classifier, Classifier) {
+    let of = |family| classifier(family).unwrap_or_else(|| unreachable!("{family}: checked by EVERY_FORMAT_COUNTS"));
+    (of(Family::IsNan(format)), of(Family::IsInfinite(format)))
+}
+
+/// Counts the non-finite elements of `data` (whole elements of `format`, stored in
+/// `endian` order) on the calling thread; indices start at `first_index`. A trailing
+/// partial element is ignored.
+pub fn count_slice(format: Format, endian: Endian, data: &[u8], first_index: u64) -> Counts {
+    with_count_variant(format, CountSlice { format, endian, data, first_index })
+}
+
+/// [`count_slice`] with the format's count variant.
+struct CountSlice<'a> {
+    format: Format,
+    endian: Endian,
+    data: &'a [u8],
+    first_index: u64,
+}
+
+impl WithCountVariant for CountSlice<'_> {
+    type Output = Counts;
+
+    fn call<P>(self) -> Counts
+    where
+        P: kind::CountNonfinite + Sync,
+        P::In: BufferElement + Raw,
+    {
+        let classifiers = classifiers(self.format);
+        match self.endian {
+            Endian::Little => count::<P, false>(self.data, self.first_index, classifiers),
+            Endian::Big => count::<P, true>(self.data, self.first_index, classifiers),
+        }
+    }
+}
+
+/// An element type as raw bytes: its bytes as an array (alignment 1, so that any byte
+/// buffer is a slice of them), read in either byte order.
+pub trait Raw: Element {
+    /// `[u8; size_of::<Self>()]`.
+    type Bytes: bytemuck::Pod;
+    /// The element stored least significant byte first.
+    fn from_le(bytes: Self::Bytes) -> Self;
+    /// The element stored most significant byte first.
+    fn from_be(bytes: Self::Bytes) -> Self;
+}
+
+macro_rules! raw {
+    ($($t:ty)*) => {$(
+        impl Raw for $t {
+            type Bytes = [u8; size_of::<$t>()];
+            #[inline(always)]
+            fn from_le(bytes: Self::Bytes) -> $t {
+                <$t>::from_le_bytes(bytes)
+            }
+            #[inline(always)]
+            fn from_be(bytes: Self::Bytes) -> $t {
+                <$t>::from_be_bytes(bytes)
+            }
+        }
+    )*};
+}
+raw!(u8 u16 u32 u64);
+
+/// An element of `T` from its bytes, in the byte order `BIG` says.
+#[inline(always)]
+fn load<T: Raw, const BIG: bool>(bytes: T::Bytes) -> T {
+    if BIG { T::from_be(bytes) } else { T::from_le(bytes) }
+}
+
+/// The scan loop, written once for every format and byte order: `P` is the format's
+/// count variant (an is-finite), run on every element.
+fn count<P, const BIG: bool>(data: &[u8], first_index: u64, classifiers: (Classifier, Classifier)) -> Counts
+where
+    P: kind::CountNonfinite,
+    P::In: Raw,
+{
+    let whole = data.len() / size_of::<P::In>() * size_of::<P::In>();
+    let elements: &[<P::In as Raw>::Bytes] = bytemuck::cast_slice(&data[..whole]);
     let mut counts = Counts::default();
     for (group_no, group) in elements.chunks(GROUP).enumerate() {
-        let any_non_finite = group.iter().fold(0u8, |any, &b| any | u8::from(!E::is_finite(load::<N, E, BIG>(b))));
+        let any_non_finite = group.iter().fold(0u8, |any, &b| any | u8::from(!P::apply(load::<P::In, BIG>(b))));
         if any_non_finite != 0 {
-            counts = counts.merged(count_group::<N, E, BIG>(group, first_index + (group_no * GROUP) as u64));
+            counts = counts.merged(count_group::<P, BIG>(group, first_index + (group_no * GROUP) as u64, classifiers));
         }
     }
     counts
 }
 
-/// Detailed, branch-free counts of one group known to hold a non-finite value.
+/// Counts of one group known to hold a non-finite value: NaNs and infinities by the
+/// format's `IsNan` and `IsInfinite` variants, the first index by its count variant `P`.
 #[cold]
-fn count_group<const N: usize, E: Encoding<N>, const BIG: bool>(group: &[[u8; N]], first_index: u64) -> Counts {
-    let mut counts = Counts::default();
-    for &b in group {
-        let bits = load::<N, E, BIG>(b);
-        let (infinite, negative) = (E::is_infinite(bits), E::is_negative(bits));
-        counts.nan += u64::from(E::is_nan(bits));
-        counts.pos_inf += u64::from(infinite & !negative);
-        counts.neg_inf += u64::from(infinite & negative);
+fn count_group<P, const BIG: bool>(
+    group: &[<P::In as Raw>::Bytes],
+    first_index: u64,
+    (nan, infinite): (Classifier, Classifier),
+) -> Counts
+where
+    P: kind::CountNonfinite,
+    P::In: Raw,
+{
+    let bytes: &[u8] = bytemuck::cast_slice(group);
+    let (infinities, negative) = infinite(bytes, BIG);
+    Counts {
+        nan: nan(bytes, BIG).0,
+        pos_inf: infinities - negative,
+        neg_inf: negative,
+        first_non_finite: group.iter().position(|&b| !P::apply(load::<P::In, BIG>(b))).map(|i| first_index + i as u64),
     }
-    counts.first_non_finite =
-        group.iter().position(|&b| !E::is_finite(load::<N, E, BIG>(b))).map(|i| first_index + i as u64);
-    counts
 }
 
 /// `read(offset, buf)`: fills `buf` with the bytes from `offset` on, or says why it
@@ -322,10 +428,10 @@ thread_local! {
 /// in blocks of [`BLOCK_BYTES`] (each read, if it must be, by the thread that counts it),
 /// calling `progress` with the bytes of each finished block.
 ///
-/// Gives exactly the result of `format.count(endian, bytes, 0)` on the source's bytes,
-/// or the first read error met.
+/// Gives exactly the result of [`count_slice`]`(format, endian, bytes, 0)` on the
+/// source's bytes, or the first read error met.
 pub fn count_parallel(
-    format: FloatFormat,
+    format: Format,
     endian: Endian,
     source: Source<'_>,
     progress: &(dyn Fn(u64) + Sync),
@@ -338,7 +444,7 @@ pub fn count_parallel(
             let start = block_no * BLOCK_BYTES;
             BLOCK_BUFFER.with_borrow_mut(|buffer| {
                 let block = source.get(start..(start + BLOCK_BYTES).min(len), buffer)?;
-                let counts = format.count(endian, block, block_no as u64 * elements_per_block);
+                let counts = count_slice(format, endian, block, block_no as u64 * elements_per_block);
                 progress(block.len() as u64);
                 Ok(counts)
             })

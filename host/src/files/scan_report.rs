@@ -2,11 +2,13 @@
 
 use crate::files::backend::{Backend, BackendError};
 use crate::files::npz::{self, InflateError};
-use crate::files::scan::{Counts, Endian, FloatFormat};
+use crate::files::scan::{Counts, Endian};
 use crate::files::tensor::{TensorElement, TensorEntry};
 use crate::files::tensor_io::{Container, TensorFile, TensorFileError, TensorReader};
 use crate::support::output::{MAX_CELL_CHARS, Table, count_of, excerpt, path_text, shortened};
 use crate::support::progress::Progress;
+use shared::Format;
+use std::borrow::Cow;
 use std::path::PathBuf;
 
 /// Why a scan stopped: a file could not be read again, or a tensor could not be
@@ -89,17 +91,18 @@ impl From<InflateError> for TensorScanError {
 }
 
 /// The result of scanning one tensor (borrowing names and shapes from the file's
-/// tensor list, so that a report costs little more than that list).
+/// tensor list, so that a report costs little more than that list; owned once
+/// [`Report::into_owned`]).
 #[derive(Clone, Debug)]
 pub struct TensorReport<'a> {
     /// Tensor name (`array` for a `.npy` file).
-    pub name: &'a str,
+    pub name: Cow<'a, str>,
     /// The dtype as the container spells it.
-    pub dtype: &'a str,
+    pub dtype: Cow<'a, str>,
     /// The format it was checked as; `None` when not scanned.
-    pub format: Option<FloatFormat>,
+    pub format: Option<Format>,
     /// Stored shape.
-    pub shape: &'a [u64],
+    pub shape: Cow<'a, [u64]>,
     /// Number of elements.
     pub elements: u64,
     /// Why the tensor was not scanned, if it was not: its dtype has no NaN or infinity,
@@ -125,10 +128,10 @@ impl serde::Serialize for TensorReport<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("name", self.name)?;
-        map.serialize_entry("dtype", self.dtype)?;
-        map.serialize_entry("format", &self.format)?;
-        map.serialize_entry("shape", self.shape)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("dtype", &self.dtype)?;
+        map.serialize_entry("format", &self.format.map(Format::name))?;
+        map.serialize_entry("shape", &self.shape)?;
         map.serialize_entry("elements", &self.elements)?;
         if let Some(why) = self.skipped {
             map.serialize_entry("skipped", why)?;
@@ -196,10 +199,10 @@ pub fn scan_file<'a>(
                 }
             };
             Ok(TensorReport {
-                name: &tensor.name,
-                dtype: &tensor.dtype,
+                name: Cow::Borrowed(&tensor.name),
+                dtype: Cow::Borrowed(&tensor.dtype),
                 format,
-                shape: &tensor.shape,
+                shape: Cow::Borrowed(&tensor.shape),
                 elements: tensor.elements,
                 skipped,
                 unsupported: matches!(tensor.element, TensorElement::Unsupported(_)),
@@ -218,16 +221,15 @@ pub fn scan_file<'a>(
 fn scan_tensor(
     reader: &TensorReader,
     tensor: &TensorEntry,
-    format: FloatFormat,
+    format: Format,
     endian: Endian,
     backend: &dyn Backend,
     progress: &Progress,
 ) -> Result<Counts, TensorScanError> {
     let mut counts = Counts::default();
     reader.for_each_chunk(tensor, npz::INFLATE_CHUNK_BYTES, |first_byte, source| {
-        let found = backend
-            .count_non_finite(format, endian, source, &|done| progress.advance(done))
-            .map_err(TensorScanError::Backend)?;
+        let found =
+            backend.count(format, endian, source, &|done| progress.advance(done)).map_err(TensorScanError::Backend)?;
         counts = counts.merged(found.shifted(first_byte / format.bytes() as u64));
         Ok::<(), TensorScanError>(())
     })?;
@@ -308,6 +310,35 @@ impl<'a> Report<'a> {
         let total = total(&files);
         let all_finite = total.first_non_finite.is_none() && total.not_scanned == 0;
         Ok(Report { device: backend.name(), files, total, all_finite })
+    }
+
+    /// The report with its names and shapes copied, so that it outlives the files.
+    pub fn into_owned(self) -> Report<'static> {
+        let files = self
+            .files
+            .into_iter()
+            .map(|file| FileReport {
+                file: file.file,
+                container: file.container,
+                tensors: file
+                    .tensors
+                    .into_iter()
+                    .map(|t| TensorReport {
+                        name: Cow::Owned(t.name.into_owned()),
+                        dtype: Cow::Owned(t.dtype.into_owned()),
+                        format: t.format,
+                        shape: Cow::Owned(t.shape.into_owned()),
+                        elements: t.elements,
+                        skipped: t.skipped,
+                        unsupported: t.unsupported,
+                        complex: t.complex,
+                        fortran_order: t.fortran_order,
+                        counts: t.counts,
+                    })
+                    .collect(),
+            })
+            .collect();
+        Report { device: self.device, files, total: self.total, all_finite: self.all_finite }
     }
 
     /// Writes the report as pretty JSON, streamed (a report may list tens of thousands

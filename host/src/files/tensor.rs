@@ -3,20 +3,21 @@
 //! used by every container reader ([`crate::files::tensor_io`], [`crate::files::npz`]).
 
 use crate::files::npy_header::{self, Descr, NpyHeaderError};
-use crate::files::scan::{Endian, FloatFormat};
+use crate::files::scan::Endian;
 use crate::support::output::excerpt;
+use shared::Format;
 use std::ops::Range;
 
 /// How the elements of a tensor are checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TensorElement {
     /// A floating-point format with NaN and/or infinities: scanned.
-    Float(FloatFormat, Endian),
+    Float(Format, Endian),
     /// Complex numbers of two parts of a floating-point format, real then imaginary:
     /// scanned as `2 × elements` parts, so counts are of parts and indices are of parts
     /// in storage order (element `i`'s real part is `2i`, its imaginary part `2i + 1`),
     /// as in NumPy's `a.view(np.float32)`.
-    Complex(FloatFormat, Endian),
+    Complex(Format, Endian),
     /// A type with no NaN or infinity encodings (integers, booleans, FP4/FP6): finite by
     /// construction, not scanned. The string says why.
     AlwaysFinite(&'static str),
@@ -28,7 +29,7 @@ pub enum TensorElement {
 
 impl TensorElement {
     /// The format and byte order the tensor's bytes are scanned as, if they are.
-    pub fn scanned_as(self) -> Option<(FloatFormat, Endian)> {
+    pub fn scanned_as(self) -> Option<(Format, Endian)> {
         match self {
             TensorElement::Float(format, endian) | TensorElement::Complex(format, endian) => Some((format, endian)),
             TensorElement::AlwaysFinite(_) | TensorElement::Unsupported(_) => None,
@@ -228,9 +229,9 @@ fn npy_element(type_str: &npyz::TypeStr) -> TensorElement {
         Endianness::Little | Endianness::Irrelevant => Endian::Little,
     };
     let float_of = |bytes: u64| match bytes {
-        2 => Some(FloatFormat::Binary16),
-        4 => Some(FloatFormat::Binary32),
-        8 => Some(FloatFormat::Binary64),
+        2 => Some(Format::Binary16),
+        4 => Some(Format::Binary32),
+        8 => Some(Format::Binary64),
         _ => None,
     };
     match type_str.type_char() {
@@ -241,7 +242,7 @@ fn npy_element(type_str: &npyz::TypeStr) -> TensorElement {
             None => TensorElement::Unsupported("extended-precision float is not supported"),
         },
         TypeChar::Complex => match float_of(type_str.size_field() / 2) {
-            Some(format) if format != FloatFormat::Binary16 => TensorElement::Complex(format, endian),
+            Some(format) if format != Format::Binary16 => TensorElement::Complex(format, endian),
             _ => TensorElement::Unsupported("extended-precision complex is not supported"),
         },
         TypeChar::ByteStr | TypeChar::UnicodeStr | TypeChar::DateTime | TypeChar::TimeDelta => {

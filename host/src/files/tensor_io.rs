@@ -22,11 +22,12 @@ use crate::files::message::{io_message, one_line};
 use crate::files::npy_header;
 use crate::files::npz::{self, InflateError, NpzError};
 use crate::files::safetensors_header;
-use crate::files::scan::{Endian, FloatFormat, Source, SourceReadError};
+use crate::files::scan::{self, Endian, Source, SourceReadError};
 use crate::files::tensor::{
     BOOL, INTEGER, NpyError, ShapeOverflow, TensorElement, TensorEntry, UNKNOWN_DTYPE, element_count, parse_npy,
 };
 use crate::support::output::{excerpt, path_text};
+use shared::Format;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
@@ -512,10 +513,10 @@ pub fn parse_checked(container: Container, bytes: &[u8]) -> Result<Vec<TensorEnt
         assert_eq!(t.data.len() as u64, values * format.bytes() as u64, "{t:?}");
         let mut non_finite = 0;
         match &t.deflated {
-            None => non_finite = format.count(endian, &bytes[t.data.clone()], 0).non_finite(),
+            None => non_finite = scan::count_slice(format, endian, &bytes[t.data.clone()], 0).non_finite(),
             Some(deflated) => {
                 let count = |_, data: &[u8]| {
-                    non_finite += format.count(endian, data, 0).non_finite();
+                    non_finite += scan::count_slice(format, endian, data, 0).non_finite();
                     Ok::<(), InflateError>(())
                 };
                 if let Err(error) = npz::inflate(Source::Bytes(bytes), deflated, t.data.clone(), 4096, count) {
@@ -616,17 +617,17 @@ pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>,
 /// [`TensorElement::Unsupported`].
 fn safetensors_element(dtype: safetensors::Dtype) -> TensorElement {
     use safetensors::Dtype as D;
-    let float = |format: FloatFormat| TensorElement::Float(format, Endian::Little);
+    let float = |format: Format| TensorElement::Float(format, Endian::Little);
     match dtype {
-        D::F16 => float(FloatFormat::Binary16),
-        D::BF16 => float(FloatFormat::Bfloat16),
-        D::F32 => float(FloatFormat::Binary32),
-        D::F64 => float(FloatFormat::Binary64),
-        D::F8_E4M3 => float(FloatFormat::Fp8E4m3),
-        D::F8_E5M2 => float(FloatFormat::Fp8E5m2),
-        D::F8_E4M3FNUZ => float(FloatFormat::Fp8E4m3Fnuz),
-        D::F8_E5M2FNUZ => float(FloatFormat::Fp8E5m2Fnuz),
-        D::C64 => TensorElement::Complex(FloatFormat::Binary32, Endian::Little),
+        D::F16 => float(Format::Binary16),
+        D::BF16 => float(Format::Bfloat16),
+        D::F32 => float(Format::Binary32),
+        D::F64 => float(Format::Binary64),
+        D::F8_E4M3 => float(Format::Fp8E4m3),
+        D::F8_E5M2 => float(Format::Fp8E5m2),
+        D::F8_E4M3FNUZ => float(Format::Fp8E4m3Fnuz),
+        D::F8_E5M2FNUZ => float(Format::Fp8E5m2Fnuz),
+        D::C64 => TensorElement::Complex(Format::Binary32, Endian::Little),
         D::BOOL => TensorElement::AlwaysFinite(BOOL),
         D::U8 | D::I8 | D::U16 | D::I16 | D::U32 | D::I32 | D::U64 | D::I64 => TensorElement::AlwaysFinite(INTEGER),
         D::F4 | D::F6_E2M3 | D::F6_E3M2 => TensorElement::AlwaysFinite("MX format without NaN or infinity"),
@@ -844,7 +845,7 @@ pub fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<
 pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
 
 /// The element type of a written tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
     /// IEEE 754 binary32: `.npy` `<f4`, `.safetensors` `F32`.

@@ -3,17 +3,6 @@
 use serde::Serialize;
 use serde_json::ser::{Formatter, PrettyFormatter};
 
-/// Output format of a report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// Aligned plain-text table.
-    Table,
-    /// GitHub-flavoured Markdown table.
-    Markdown,
-    /// Machine-readable JSON.
-    Json,
-}
-
 /// A rectangular table of strings with a header row.
 pub struct Table {
     header: Vec<String>,

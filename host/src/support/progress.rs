@@ -36,6 +36,11 @@ impl Progress {
         }
     }
 
+    /// A bar over `total_bytes` that is never drawn.
+    pub fn hidden(total_bytes: u64) -> Progress {
+        Progress { may_show: false, ..Progress::new(total_bytes, "") }
+    }
+
     /// Records `bytes` more done.
     pub fn advance(&self, bytes: u64) {
         self.bar.inc(bytes);

@@ -1,0 +1,79 @@
+//! The command line's choices (`--format`, `--device`, `--dtype`, `--layout`): clap's
+//! value enums, with their help text, each mapped onto the library type it stands for.
+//! The library's types know nothing of clap.
+
+use host::files::backend::Device;
+use host::files::normalize::ChannelLayout;
+use host::files::tensor_io::Dtype;
+
+/// Output format of a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned plain-text table.
+    Table,
+    /// GitHub-flavoured Markdown table.
+    Markdown,
+    /// Machine-readable JSON.
+    Json,
+}
+
+/// The `--device` choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeviceArg {
+    /// Whichever of the CPU and the GPU is faster for the job, measured on its first
+    /// slices ([`crate::files::auto`]); the CPU when there is no usable GPU.
+    Auto,
+    /// The CPU, all cores.
+    Cpu,
+    /// The GPU; an error when there is none.
+    Gpu,
+}
+
+impl From<DeviceArg> for Device {
+    fn from(device: DeviceArg) -> Device {
+        match device {
+            DeviceArg::Auto => Device::Auto,
+            DeviceArg::Cpu => Device::Cpu,
+            DeviceArg::Gpu => Device::Gpu,
+        }
+    }
+}
+
+/// The element type of a written tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum DtypeArg {
+    /// IEEE 754 binary32: `.npy` `<f4`, `.safetensors` `F32`.
+    F32,
+    /// IEEE 754 binary16: `.npy` `<f2`, `.safetensors` `F16`.
+    F16,
+    /// bfloat16: `.safetensors` `BF16`; NumPy has no such dtype, so no `.npy`.
+    Bf16,
+}
+
+impl From<DtypeArg> for Dtype {
+    fn from(dtype: DtypeArg) -> Dtype {
+        match dtype {
+            DtypeArg::F32 => Dtype::F32,
+            DtypeArg::F16 => Dtype::F16,
+            DtypeArg::Bf16 => Dtype::Bf16,
+        }
+    }
+}
+
+/// Axis order of the output tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LayoutArg {
+    /// `[height, width, channels]`: the decoder's interleaved order.
+    Hwc,
+    /// `[channels, height, width]`: one plane per channel.
+    Chw,
+}
+
+impl From<LayoutArg> for ChannelLayout {
+    fn from(layout: LayoutArg) -> ChannelLayout {
+        match layout {
+            LayoutArg::Hwc => ChannelLayout::Hwc,
+            LayoutArg::Chw => ChannelLayout::Chw,
+        }
+    }
+}
