@@ -1,12 +1,43 @@
 #!/usr/bin/env bash
 # Builds everything a GPU machine with CUDA but no Rust needs into target/gpu-bundle/:
 # the release `bitexact` binary, the `host` test binaries (bin/test-*), COMMIT (the
-# commit it was built from), gpu-check.sh and torch_baseline.py. Copy that folder to the GPU machine and
-# run there:
+# commit it was built from), gpu-check.sh and torch_baseline.py; the binaries are
+# stripped of debug information. Then packs that folder into target/gpu-bundle.tar.xz
+# and fails if the archive is over the 64 MiB a device call carries. Copy either to the
+# GPU machine and run there:
+#     tar -xJf target/gpu-bundle.tar.xz -C target   # if the archive was carried
 #     target/gpu-bundle/gpu-check.sh OUTDIR
+#
+#   scripts/build-gpu-bundle.sh           # build, strip, pack, check the size
+#   scripts/build-gpu-bundle.sh --pack    # only pack and check an existing target/gpu-bundle
+#   GPU_BUNDLE_LIMIT_BYTES=N ...          # another limit than 64 MiB (the tests' small one)
+#   GPU_BUNDLE_DIR=DIR ...                # another folder than target/gpu-bundle (the tests')
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bundle=target/gpu-bundle
+bundle="${GPU_BUNDLE_DIR:-target/gpu-bundle}"
+archive="$bundle.tar.xz"
+limit="${GPU_BUNDLE_LIMIT_BYTES:-$((64 * 1024 * 1024))}"
+
+# Packs $bundle into $archive (xz: 88 MB of binaries become a few MB) and fails when the
+# archive would not fit in one device call's carried files.
+pack() {
+  [ -d "$bundle" ] || { echo "build-gpu-bundle: no $bundle to pack" >&2; exit 1; }
+  tar -C "$(dirname "$bundle")" -cf - "$(basename "$bundle")" | xz -T0 -6 >"$archive.partial"
+  mv "$archive.partial" "$archive"
+  local size
+  size=$(stat -c %s "$archive")
+  if [ "$size" -gt "$limit" ]; then
+    echo "build-gpu-bundle: $archive is $size bytes, over the $limit a device call carries" >&2
+    exit 1
+  fi
+  echo "bundle archive: $archive, $size bytes (limit $limit)"
+}
+
+if [ "${1:-}" = "--pack" ]; then
+  pack
+  exit 0
+fi
+
 rm -rf "$bundle"
 mkdir -p "$bundle/bin"
 
@@ -28,6 +59,9 @@ echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || e
 cp scripts/gpu-check.sh "$bundle/gpu-check.sh"
 cp scripts/torch_baseline.py "$bundle/torch_baseline.py"
 chmod +x "$bundle"/bin/* "$bundle/gpu-check.sh"
+# Debug information is most of the binaries' size and of no use on the GPU machine.
+strip --strip-debug "$bundle"/bin/*
 ls -la "$bundle" "$bundle/bin"
 du -sh "$bundle"
-echo "bundle ready: $bundle (run: $bundle/gpu-check.sh OUTDIR on a GPU machine)"
+pack
+echo "bundle ready: $bundle and $archive (run: $bundle/gpu-check.sh OUTDIR on a GPU machine)"

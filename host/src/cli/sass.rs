@@ -1,7 +1,10 @@
-//! `bitexact sass`: the SASS cost of each variant, per architecture.
+//! `bitexact sass`: the SASS cost of each variant, per architecture; with `--cxx`, the
+//! CUDA C++ baseline's forms beside their Rust variants.
 
 use super::choices::OutputFormat;
 use super::error::CliError;
+use host::cuda_tools::baseline::{self, CxxCost, Flags};
+use host::cuda_tools::nvrtc::Nvrtc;
 use host::cuda_tools::sass::{self, SassCost};
 use host::cuda_tools::tools::{ARCHS, CudaTools};
 use host::gpu::ptx::MODULES;
@@ -23,6 +26,12 @@ pub struct SassArgs {
     pub format: OutputFormat,
     #[arg(long, help = host::verify::table::ONLY_HELP)]
     pub only: Option<String>,
+    /// Also compile the CUDA C++ baseline (cuda-baseline/forms.cu) with NVRTC under
+    /// default flags, --use_fast_math, --ftz=true, --prec-div=false and --fmad=false, and
+    /// print its forms' work beside their Rust variants' (the forms whose variant
+    /// --only selects). Needs NVRTC and the CUDA headers (scripts/install-cuda-tools.sh).
+    #[arg(long)]
+    pub cxx: bool,
 }
 
 /// Assembles the embedded PTX for each architecture and prints, per variant, the
@@ -32,22 +41,91 @@ pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
     let selected: Vec<&'static Variant> = host::verify::table::selected(args.only.as_deref())?;
     let tools = CudaTools::find()?;
     let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
+    if args.cxx {
+        return run_cxx(args, &tools, &selected, &archs);
+    }
     let costs = sass::cost_report(&tools, MODULES, &selected, &archs)?;
     let text = if args.format == OutputFormat::Json {
         output::json(&costs)
     } else {
-        table(&costs).render(args.format == OutputFormat::Markdown)
-            + "\nwork: instructions of the variant's kernel minus those of its load/index/store skeleton; \
+        table(&costs).render(args.format == OutputFormat::Markdown) + LEGEND
+    };
+    output::write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--cxx`: the Rust table, then the C++ column of the forms paired with the selected
+/// variants (JSON: `{"rust": [...], "cxx": [...]}`).
+fn run_cxx(
+    args: &SassArgs,
+    tools: &CudaTools,
+    selected: &[&'static Variant],
+    archs: &[&str],
+) -> Result<ExitCode, CliError> {
+    let nvrtc = Nvrtc::find().map_err(|e| CliError::Message(e.to_string()))?;
+    let forms: Vec<baseline::Form> =
+        baseline::FORMS.iter().filter(|f| selected.iter().any(|v| v.name == f.variant)).copied().collect();
+    let costs = sass::cost_report(tools, MODULES, selected, archs)?;
+    let cxx =
+        baseline::cost_report(tools, &nvrtc, &forms, &costs, archs).map_err(|e| CliError::Message(e.to_string()))?;
+    let text = if args.format == OutputFormat::Json {
+        output::json(&serde_json::json!({ "rust": costs, "cxx": cxx }))
+    } else {
+        let markdown = args.format == OutputFormat::Markdown;
+        let (major, minor) = nvrtc.version;
+        table(&costs).render(markdown)
+            + LEGEND
+            + &format!("\nCUDA C++ baseline (NVRTC {major}.{minor}, cuda-baseline/forms.cu):\n")
+            + &cxx_table(&cxx).render(markdown)
+            + CXX_LEGEND
+    };
+    output::write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+const LEGEND: &str = "\nwork: instructions of the variant's kernel minus those of its load/index/store skeleton; \
                work SASS: the variant's opcodes minus the skeleton's, as multisets, in program order.\n\
                latency loop, throughput loop: instructions of the timing kernel's chain loop / applications \
                of the function it holds (steps it unrolls; 4 chains in the throughput kernel) = instructions \
                per application, loop control included; chain: whether both loops hold the work.\n\
                hardware: for a conversion the GPU has an instruction for, that instruction's kernel: its work \
                over the same skeleton and its work SASS; n/a on architectures older than the instruction's \
-               PTX module.\n"
-    };
-    output::write_stdout(&text)?;
-    Ok(ExitCode::SUCCESS)
+               PTX module.\n";
+
+const CXX_LEGEND: &str = "\nRust: the paired variant's work (above). C++: the form's work under default flags \
+               (its kernel's instructions minus its skeleton's), `≠` where it does other operations than the Rust \
+               variant's work (mnemonics without modifiers, moves, memory and control flow, as multisets: equal \
+               counts may still differ, and counts 1 apart with the same operations are the skeletons' spelling); \
+               C++ work SASS: its opcodes beyond its skeleton's.\n\
+               Each flag column: the work when compiled with that flag alone; `=` where the kernel's code is \
+               the default's, `*` where the flag changes it, `!` where it changes the code of a form expected \
+               exact (the flag may break it: only a GPU run can count the wrong results).\n";
+
+fn cxx_table(costs: &[CxxCost]) -> Table {
+    let mut headers = vec!["arch", "C++ form", "expect", "Rust variant", "Rust", "C++", "C++ work SASS"];
+    headers.extend(Flags::ALL[1..].iter().map(|f| f.label()));
+    let mut table = Table::new(headers);
+    for cost in costs {
+        let default = cost.default_work();
+        let mut row = vec![
+            cost.arch.clone(),
+            cost.code.to_string(),
+            cost.expect.name().to_string(),
+            cost.variant.to_string(),
+            cost.rust_work.as_ref().map_or("-".to_string(), |w| w.work_instructions.to_string()),
+            format!("{}{}", default.work_instructions, if cost.differs_from_rust() { " ≠" } else { "" }),
+            opcode_list(&default.work_opcodes, &default.skeleton_only_opcodes),
+        ];
+        for flagged in &cost.by_flags[1..] {
+            row.push(match (flagged.code_changed, cost.expect.is_exact()) {
+                (false, _) => "=".to_string(),
+                (true, false) => format!("{} *", flagged.work.work_instructions),
+                (true, true) => format!("{} *!", flagged.work.work_instructions),
+            });
+        }
+        table.row(row);
+    }
+    table
 }
 
 fn table(costs: &[SassCost]) -> Table {

@@ -1,12 +1,16 @@
 //! Reports and guards built on NVIDIA's command-line tools, without a GPU: finding and
 //! running ptxas / cuobjdump / nvdisasm ([`tools`]), the per-variant SASS cost report
-//! and the timing-chain check ([`sass`]), and the PTX/SASS guards against patterns
-//! that compile to wrong code on the GPU ([`guards`]).
+//! and the timing-chain check ([`sass`]), the PTX/SASS guards against patterns that
+//! compile to wrong code on the GPU ([`guards`]), and the CUDA C++ baseline: the same
+//! forms in CUDA C++ ([`baseline`], source in `cuda-baseline/`), compiled by NVRTC
+//! ([`nvrtc`]) and set beside the Rust variants in the SASS report.
 //!
-//! Owns: everything that reads PTX or SASS text. Uses: [`crate::support`],
-//! [`crate::gpu::ptx`] (the embedded PTX) and [`crate::verify::table`] (which kernels
-//! exist).
+//! Owns: everything that reads PTX or SASS text, and the C++ baseline. Uses:
+//! [`crate::support`], [`crate::gpu::ptx`] (the embedded PTX) and
+//! [`crate::verify::table`] (which kernels exist).
 
+pub mod baseline;
 pub mod guards;
+pub mod nvrtc;
 pub mod sass;
 pub mod tools;

@@ -2,7 +2,10 @@
 //! a CUDA install, assembling PTX to a cubin and disassembling it to SASS.
 //!
 //! `scripts/install-cuda-tools.sh` puts pinned copies from PyPI into `.cuda-tools/` at
-//! the workspace root; [`find`] looks there among other places.
+//! the workspace root; [`find`] looks there among other places. The CUDA C++ baseline
+//! also needs NVRTC (`libnvrtc.so.12`) and the CUDA headers (`cuda_fp16.h` ...), which
+//! the same script installs there: [`find_nvrtc`] and [`find_cuda_include`] look for them
+//! the way [`find`] looks for the tools.
 
 use std::fmt;
 use std::io;
@@ -76,6 +79,14 @@ pub enum ToolError {
         /// `$BITEXACT_CUDA_TOOLS`, when it was set (then the only place looked in).
         override_dir: Option<PathBuf>,
     },
+    /// NVRTC's library or the CUDA headers (for the C++ baseline) are in none of the
+    /// places looked in.
+    BaselineFileNotFound {
+        /// What was looked for: `libnvrtc.so.12` or `include/cuda_fp16.h`.
+        file: &'static str,
+        /// `$BITEXACT_CUDA_TOOLS`, when it was set (then the only place looked in).
+        override_dir: Option<PathBuf>,
+    },
     /// An architecture name that is not of the form `sm_NN` (with an optional letter).
     BadArch(String),
     /// A file or process operation failed.
@@ -107,6 +118,15 @@ impl fmt::Display for ToolError {
             ToolError::NotFound { tool, override_dir: None } => {
                 write!(f, "{tool} not found (looked in {LOCAL_DIR}/, PATH, $CUDA_HOME/bin): run {INSTALL_COMMAND}")
             }
+            ToolError::BaselineFileNotFound { file, override_dir: Some(dir) } => write!(
+                f,
+                "{file} (for the CUDA C++ baseline) not found in ${TOOLS_DIR_VAR} ({}): point it at the folder {INSTALL_COMMAND} fills, or unset it",
+                dir.display()
+            ),
+            ToolError::BaselineFileNotFound { file, override_dir: None } => write!(
+                f,
+                "{file} (for the CUDA C++ baseline) not found (looked in {LOCAL_DIR}/, $CUDA_HOME): run {INSTALL_COMMAND}"
+            ),
             ToolError::BadArch(arch) => {
                 write!(f, "bad architecture {arch:?}: expected a name like sm_90 (known: {})", ARCHS.join(", "))
             }
@@ -139,32 +159,96 @@ impl std::error::Error for ToolError {
 /// Inside a tools folder the tool may sit directly, in `bin/`, or in any `bin/` folder up
 /// to a few levels down (where the PyPI wheels put it). The error names what to run.
 pub fn find(tool: Tool) -> Result<PathBuf, ToolError> {
-    if let Some(dir) = std::env::var_os(TOOLS_DIR_VAR).filter(|d| !d.is_empty()).map(PathBuf::from) {
+    if let Some(dir) = override_dir() {
         return find_below(&dir, tool.name(), SEARCH_DEPTH)
             .ok_or(ToolError::NotFound { tool, override_dir: Some(dir) });
     }
-    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR")).parent();
-    let current_dir = std::env::current_dir().ok();
-    let local_dirs =
-        workspace_root.into_iter().chain(current_dir.iter().flat_map(|d| d.ancestors())).map(|d| d.join(LOCAL_DIR));
     let path_dirs = std::env::var_os("PATH").map(|p| std::env::split_paths(&p).collect::<Vec<_>>()).unwrap_or_default();
     let cuda_home = std::env::var_os("CUDA_HOME").map(|h| PathBuf::from(h).join("bin"));
-    local_dirs
+    local_dirs()
         .filter_map(|dir| find_below(&dir, tool.name(), SEARCH_DEPTH))
         .chain(path_dirs.iter().chain(&cuda_home).map(|dir| dir.join(tool.name())).filter(|p| is_executable(p)))
         .next()
         .ok_or(ToolError::NotFound { tool, override_dir: None })
 }
 
+/// `$BITEXACT_CUDA_TOOLS`, when set and not empty.
+fn override_dir() -> Option<PathBuf> {
+    std::env::var_os(TOOLS_DIR_VAR).filter(|d| !d.is_empty()).map(PathBuf::from)
+}
+
+/// `.cuda-tools/` in this workspace's root (known at compile time), then in the current
+/// directory and each of its ancestors.
+fn local_dirs() -> impl Iterator<Item = PathBuf> {
+    let workspace_root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf);
+    let current_dir = std::env::current_dir().ok();
+    let ancestors: Vec<PathBuf> = current_dir.iter().flat_map(|d| d.ancestors()).map(Path::to_path_buf).collect();
+    workspace_root.into_iter().chain(ancestors).map(|d| d.join(LOCAL_DIR))
+}
+
+/// The NVRTC library (`libnvrtc.so.12`, NVRTC 12.x) for the CUDA C++ baseline, looked
+/// for as [`find`] looks for a tool, but in `lib/` folders (where the
+/// `nvidia-cuda-nvrtc-cu12` wheel puts it) and, after `.cuda-tools/`, in
+/// `$CUDA_HOME/lib64`. Not loaded here: see [`crate::cuda_tools::nvrtc`].
+pub fn find_nvrtc() -> Result<PathBuf, ToolError> {
+    find_baseline_file(NVRTC_LIBRARY, "lib", &["lib64", "lib"])
+}
+
+/// The folder holding the CUDA headers the C++ baseline includes (`cuda_fp16.h`,
+/// `cuda_bf16.h`, `cuda_fp8.h`; NVRTC needs `-I` to it), looked for as
+/// [`find_nvrtc`] looks for the library, in `include/` folders (the
+/// `nvidia-cuda-runtime-cu12` wheel's) and then `$CUDA_HOME/include`.
+pub fn find_cuda_include() -> Result<PathBuf, ToolError> {
+    let header = find_baseline_file("cuda_fp16.h", "include", &["include"])?;
+    Ok(header.parent().map(Path::to_path_buf).unwrap_or_default())
+}
+
+/// The file name of the NVRTC library the baseline loads.
+pub const NVRTC_LIBRARY: &str = "libnvrtc.so.12";
+
+/// `name` in a `folder` folder below `$BITEXACT_CUDA_TOOLS` (and only there, when set),
+/// else below `.cuda-tools/`, else in one of `cuda_home_dirs` of `$CUDA_HOME`.
+fn find_baseline_file(name: &'static str, folder: &str, cuda_home_dirs: &[&str]) -> Result<PathBuf, ToolError> {
+    let file = if folder == "include" { "include/cuda_fp16.h" } else { name };
+    let is_file = |p: &Path| p.is_file();
+    if let Some(dir) = override_dir() {
+        return find_below_in(&dir, folder, name, SEARCH_DEPTH, is_file)
+            .ok_or(ToolError::BaselineFileNotFound { file, override_dir: Some(dir) });
+    }
+    let cuda_home = std::env::var_os("CUDA_HOME").map(PathBuf::from);
+    local_dirs()
+        .filter_map(|dir| find_below_in(&dir, folder, name, SEARCH_DEPTH, is_file))
+        .chain(
+            cuda_home
+                .iter()
+                .flat_map(|home| cuda_home_dirs.iter().map(|d| home.join(d).join(name)))
+                .filter(|p| p.is_file()),
+        )
+        .next()
+        .ok_or(ToolError::BaselineFileNotFound { file, override_dir: None })
+}
+
 /// `dir/name`, else the first `bin/name` (in sorted order, breadth first) at most `depth`
 /// folders below `dir`, if it is an executable file.
 fn find_below(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    find_below_in(dir, "bin", name, depth, is_executable)
+}
+
+/// `dir/name`, else the first `<folder>/name` (in sorted order, breadth first) at most
+/// `depth` folders below `dir`, for which `accept` holds.
+fn find_below_in(
+    dir: &Path,
+    folder: &str,
+    name: &str,
+    depth: usize,
+    accept: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
     let mut level = vec![dir.to_path_buf()];
     for _ in 0..=depth {
-        for folder in &level {
-            let candidate = folder.join(name);
-            let in_bin = folder == dir || folder.file_name().is_some_and(|f| f == "bin");
-            if in_bin && is_executable(&candidate) {
+        for candidate_folder in &level {
+            let candidate = candidate_folder.join(name);
+            let in_folder = candidate_folder == dir || candidate_folder.file_name().is_some_and(|f| f == folder);
+            if in_folder && accept(&candidate) {
                 return Some(candidate);
             }
         }
@@ -384,6 +468,33 @@ ptxas info    : Function properties for c
         assert_eq!(find_below(dir.path(), "nvdisasm", SEARCH_DEPTH), None);
         make_executable(&dir.path().join("ptxas"));
         assert_eq!(find_below(dir.path(), "ptxas", SEARCH_DEPTH), Some(dir.path().join("ptxas")));
+    }
+
+    #[test]
+    fn nvrtc_and_the_headers_are_found_in_lib_and_include_folders_only() {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let lib = dir.path().join("nvidia/cuda_nvrtc/lib");
+        let include = dir.path().join("nvidia/cuda_runtime/include");
+        let stray = dir.path().join("nvidia/cuda_nvrtc/bin");
+        for folder in [&lib, &include, &stray] {
+            std::fs::create_dir_all(folder).expect("create");
+        }
+        std::fs::write(stray.join(NVRTC_LIBRARY), "").expect("write");
+        let is_file = |p: &Path| p.is_file();
+        assert_eq!(find_below_in(dir.path(), "lib", NVRTC_LIBRARY, SEARCH_DEPTH, is_file), None, "not in bin/");
+        std::fs::write(lib.join(NVRTC_LIBRARY), "").expect("write");
+        std::fs::write(include.join("cuda_fp16.h"), "").expect("write");
+        assert_eq!(
+            find_below_in(dir.path(), "lib", NVRTC_LIBRARY, SEARCH_DEPTH, is_file),
+            Some(lib.join(NVRTC_LIBRARY))
+        );
+        assert_eq!(
+            find_below_in(dir.path(), "include", "cuda_fp16.h", SEARCH_DEPTH, is_file),
+            Some(include.join("cuda_fp16.h"))
+        );
+        let message = ToolError::BaselineFileNotFound { file: NVRTC_LIBRARY, override_dir: None }.to_string();
+        assert!(message.starts_with("libnvrtc.so.12 (for the CUDA C++ baseline) not found"), "{message}");
+        assert!(message.ends_with(INSTALL_COMMAND) && !message.contains('\n'), "{message}");
     }
 
     fn make_executable(path: &Path) {
