@@ -20,6 +20,7 @@ use host::cuda_tools::tools::{ARCHS, Assembled, CudaTools, REQUIRE_CUDA_TOOLS, T
 use host::gpu::ptx::{self, MODULES, Module, PTX};
 use host::support::skip::require_or_skip;
 use host::verify::table::{VARIANTS, Variant};
+use ptx_builder::ptx_text;
 use shared::KernelKind;
 use std::collections::HashMap;
 use std::process::Command;
@@ -102,9 +103,13 @@ fn each_module_declares_its_target_and_ptx_version() {
 fn the_ptx_declares_nothing_external_and_calls_only_what_it_defines() {
     for module in MODULES {
         let ptx = module.ptx;
-        assert_eq!(ptx::extern_declarations(ptx), Vec::<&str>::new(), "the PTX needs functions it does not define");
-        let defined = ptx::defined_functions(ptx);
-        for target in ptx::call_targets(ptx) {
+        assert_eq!(
+            ptx_text::extern_declarations(ptx),
+            Vec::<&str>::new(),
+            "the PTX needs functions it does not define"
+        );
+        let defined = ptx_text::defined_functions(ptx);
+        for target in ptx_text::call_targets(ptx) {
             assert!(
                 defined.contains(&target),
                 "call to {target}, which the PTX does not define (defined: {defined:?})"

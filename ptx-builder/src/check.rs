@@ -3,6 +3,7 @@
 //! a kernel (a panic or formatting path), and that the module is for its target.
 
 use crate::Target;
+use crate::ptx_text::{call_targets, defined_functions, extern_declarations, strip_comments};
 use std::fmt;
 
 /// Something wrong with a built PTX module.
@@ -51,8 +52,7 @@ pub fn check_ptx(ptx: &str, target: Target) -> Vec<PtxProblem> {
     if !code.lines().any(|line| line.trim() == wanted) {
         problems.push(PtxProblem::WrongTarget { wanted });
     }
-    problems
-        .extend(code.lines().map(str::trim).filter(|l| l.starts_with(".extern")).map(|l| PtxProblem::Extern(l.into())));
+    problems.extend(extern_declarations(&code).into_iter().map(|l| PtxProblem::Extern(l.into())));
     let defined = defined_functions(&code);
     for target in call_targets(&code) {
         let lower = target.to_lowercase();
@@ -63,89 +63,4 @@ pub fn check_ptx(ptx: &str, target: Target) -> Vec<PtxProblem> {
         }
     }
     problems
-}
-
-/// `ptx` without its `//` and `/* */` comments.
-fn strip_comments(ptx: &str) -> String {
-    let mut out = String::with_capacity(ptx.len());
-    let mut rest = ptx;
-    while !rest.is_empty() {
-        let line = rest.find("//");
-        let block = rest.find("/*");
-        match (line, block) {
-            (Some(l), b) if b.is_none_or(|b| l < b) => {
-                out.push_str(&rest[..l]);
-                rest = rest[l..].find('\n').map_or("", |end| &rest[l + end..]);
-            }
-            (_, Some(b)) => {
-                out.push_str(&rest[..b]);
-                rest = rest[b + 2..].find("*/").map_or("", |end| &rest[b + 2 + end + 2..]);
-                out.push(' ');
-            }
-            (None, None) => {
-                out.push_str(rest);
-                rest = "";
-            }
-            (Some(_), None) => unreachable!("the first arm takes a `//` with no `/*`"),
-        }
-    }
-    out
-}
-
-/// The functions `code` defines with a body (`.func [(ret)] NAME(...) {`), not those it
-/// only declares (`.func NAME(...);`, `.extern .func`).
-fn defined_functions(code: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    for (at, _) in code.match_indices(".func") {
-        let header = &code[at + ".func".len()..];
-        if !header.starts_with(char::is_whitespace) {
-            continue;
-        }
-        let line_start = code[..at].rfind('\n').map_or(0, |n| n + 1);
-        if code[line_start..at].contains(".extern") {
-            continue;
-        }
-        // Skip a return parameter list, then the name runs up to `(`, `{`, `;` or space.
-        let rest = header.trim_start();
-        let rest =
-            if rest.starts_with('(') { rest.find(')').map_or("", |end| rest[end + 1..].trim_start()) } else { rest };
-        let name: String = rest.chars().take_while(|c| !matches!(c, '(' | '{' | ';') && !c.is_whitespace()).collect();
-        let has_body = rest.find(['{', ';']).is_some_and(|end| rest[end..].starts_with('{'));
-        if !name.is_empty() && has_body {
-            names.push(name);
-        }
-    }
-    names
-}
-
-/// The target of every `call` in `code`: a function name, or a register for an indirect
-/// call.
-fn call_targets(code: &str) -> Vec<String> {
-    // A call's operands hold no braces: splitting at them too puts a call that opens a
-    // body in a statement of its own.
-    code.split([';', '{', '}'])
-        .filter_map(|statement| {
-            let mut words = statement.split_whitespace().skip_while(|w| w.ends_with(':') || w.starts_with('@'));
-            let opcode = words.next()?;
-            if opcode != "call" && !opcode.starts_with("call.") {
-                return None;
-            }
-            // Operands: `[(ret),] target, [(params)] [, prototype]`.
-            let operands = words.collect::<Vec<_>>().join(" ");
-            let mut depth = 0usize;
-            let outside: String = operands
-                .chars()
-                .filter(|&c| {
-                    let keep = depth == 0 && c != '(' && c != ')';
-                    match c {
-                        '(' => depth += 1,
-                        ')' => depth = depth.saturating_sub(1),
-                        _ => {}
-                    }
-                    keep
-                })
-                .collect();
-            outside.split(',').map(str::trim).find(|part| !part.is_empty()).map(str::to_string)
-        })
-        .collect()
 }

@@ -44,6 +44,7 @@
 
 mod check;
 mod diagnostics;
+pub mod ptx_text;
 mod ptxas;
 
 pub use check::{PtxProblem, check_ptx};

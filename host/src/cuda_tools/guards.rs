@@ -19,7 +19,7 @@
 //! 846e06b kernels.
 
 use crate::cuda_tools::sass::Kernel as SassKernel;
-use crate::gpu::ptx::strip_comments;
+use ptx_builder::ptx_text::strip_comments;
 use std::collections::{HashMap, HashSet};
 
 /// One PTX instruction: its opcode with modifiers (`fma.rn.f32`) and its operands, split
