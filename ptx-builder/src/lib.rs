@@ -49,7 +49,7 @@ mod ptxas;
 
 pub use check::{PtxProblem, check_ptx};
 pub use diagnostics::{Diagnostics, split_diagnostics};
-pub use ptxas::{TOOLS_DIR_VAR, find_ptxas};
+pub use ptxas::{TOOLS_DIR_VAR, find_below_in, find_ptxas, is_executable};
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;

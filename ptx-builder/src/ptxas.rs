@@ -32,12 +32,26 @@ pub fn find_ptxas(from: &Path) -> Option<PathBuf> {
 /// `dir/name`, else the first `bin/name` (sorted, breadth first) at most `depth` folders
 /// below `dir`, if it is an executable file.
 pub(crate) fn find_below(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
+    find_below_in(dir, "bin", name, depth, is_executable)
+}
+
+/// `dir/name`, else the first `<folder>/name` (in sorted order, breadth first) at most
+/// `depth` folders below `dir`, for which `accept` holds: how a tools folder laid out by
+/// the PyPI wheels is searched (`.cuda-tools/nvidia/cuda_nvcc/bin/ptxas`), here and by
+/// the host's tool finder.
+pub fn find_below_in(
+    dir: &Path,
+    folder: &str,
+    name: &str,
+    depth: usize,
+    accept: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
     let mut level = vec![dir.to_path_buf()];
     for _ in 0..=depth {
-        for folder in &level {
-            let candidate = folder.join(name);
-            let in_bin = folder == dir || folder.file_name().is_some_and(|f| f == "bin");
-            if in_bin && is_executable(&candidate) {
+        for candidate_folder in &level {
+            let candidate = candidate_folder.join(name);
+            let in_folder = candidate_folder == dir || candidate_folder.file_name().is_some_and(|f| f == folder);
+            if in_folder && accept(&candidate) {
                 return Some(candidate);
             }
         }
@@ -46,6 +60,7 @@ pub(crate) fn find_below(dir: &Path, name: &str, depth: usize) -> Option<PathBuf
     None
 }
 
+/// The subfolders of `dir`, sorted; none if it cannot be read.
 fn subfolders(dir: &Path) -> Vec<PathBuf> {
     let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
@@ -54,7 +69,8 @@ fn subfolders(dir: &Path) -> Vec<PathBuf> {
     folders
 }
 
-fn is_executable(path: &Path) -> bool {
+/// Whether `path` is a file with a run bit (on Unix; any file elsewhere).
+pub fn is_executable(path: &Path) -> bool {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

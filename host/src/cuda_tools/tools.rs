@@ -12,11 +12,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Environment variable naming a folder that holds the tools (directly, in `bin/`, or
-/// anywhere below it in a `bin/` folder, as the PyPI wheels lay them out). When set, it
-/// is the only place looked in, so it can also hide the tools; the install script then
-/// installs there.
-pub const TOOLS_DIR_VAR: &str = "BITEXACT_CUDA_TOOLS";
+pub use ptx_builder::TOOLS_DIR_VAR;
+use ptx_builder::{find_below_in, is_executable};
 
 /// Environment switch that makes tests needing the tools fail instead of skipping; see
 /// [`crate::support::skip`].
@@ -232,50 +229,6 @@ fn find_baseline_file(name: &'static str, folder: &str, cuda_home_dirs: &[&str])
 /// folders below `dir`, if it is an executable file.
 fn find_below(dir: &Path, name: &str, depth: usize) -> Option<PathBuf> {
     find_below_in(dir, "bin", name, depth, is_executable)
-}
-
-/// `dir/name`, else the first `<folder>/name` (in sorted order, breadth first) at most
-/// `depth` folders below `dir`, for which `accept` holds.
-fn find_below_in(
-    dir: &Path,
-    folder: &str,
-    name: &str,
-    depth: usize,
-    accept: impl Fn(&Path) -> bool,
-) -> Option<PathBuf> {
-    let mut level = vec![dir.to_path_buf()];
-    for _ in 0..=depth {
-        for candidate_folder in &level {
-            let candidate = candidate_folder.join(name);
-            let in_folder = candidate_folder == dir || candidate_folder.file_name().is_some_and(|f| f == folder);
-            if in_folder && accept(&candidate) {
-                return Some(candidate);
-            }
-        }
-        level = level.iter().flat_map(|folder| subfolders(folder)).collect();
-    }
-    None
-}
-
-/// The subfolders of `dir`, sorted; none if it cannot be read.
-fn subfolders(dir: &Path) -> Vec<PathBuf> {
-    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect())
-        .unwrap_or_default();
-    folders.sort();
-    folders
-}
-
-fn is_executable(path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    }
-    #[cfg(not(unix))]
-    {
-        path.is_file()
-    }
 }
 
 /// The tools the PTX checks and the SASS report need, both found.
