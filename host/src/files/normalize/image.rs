@@ -15,11 +15,9 @@
 
 use crate::files::backend::{Backend, BackendError, SampleConversion};
 use crate::files::message::{io_message, one_line};
-use crate::files::png_rows::{PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, check_palette};
-use crate::files::tensor_io::{
-    AsBf16, AsF16, AsF32, Dtype, DtypeOf, RegularFileError, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS,
-    check_regular_file,
-};
+use crate::files::normalize::png_rows::{PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, check_palette};
+use crate::files::read::{RegularFileError, check_regular_file};
+use crate::files::write::{AsBf16, AsF16, AsF32, Dtype, DtypeOf, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS};
 use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::ops::Range;
