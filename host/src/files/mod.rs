@@ -10,8 +10,8 @@
 //!   ([`containers::safetensors`]) and the sharded index ([`containers::index`]).
 //! - Reading: [`source`] (positioned reads of a file), [`read`] (a file opened, its
 //!   header parsed, its tensors read a chunk at a time).
-//! - Writing: [`write`] (tensors staged and renamed into place; the temporary files the
-//!   Ctrl-C handler removes, [`write::temporaries`]).
+//! - Writing: [`write`](mod@write) (tensors staged and renamed into place; the temporary
+//!   files the Ctrl-C handler removes, [`write::temporaries`]).
 //! - [`scan`](mod@scan): the job, its inputs ([`scan::inputs`]: directories and sharded
 //!   checkpoints) and its report ([`scan::report`]).
 //! - [`normalize`](mod@normalize): the job, the image decoded and converted a chunk at a

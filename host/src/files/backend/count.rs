@@ -1,7 +1,7 @@
 //! Counting NaN, +inf and -inf in raw floating-point encodings, on the CPU: in buffers,
 //! or in bytes read on demand ([`Source`]).
 //!
-//! One generic loop ([`count`]) serves every [`shared::Format`]. What classifies an
+//! One generic loop (`count`) serves every [`shared::Format`]. What classifies an
 //! element comes from the variant table ([`shared::for_each_variant!`]), not from a list
 //! of its own: the format's count variant ([`with_count_variant`], the exact
 //! `IsFinite(format)` whose `CountNonfinite` kernel the GPU backend runs) decides
@@ -9,7 +9,7 @@
 //! rare groups that hold one.
 //!
 //! Speed comes from the loop's shape, not from intrinsics: elements are tested in
-//! groups of [`GROUP`] with a branch-free OR of `!is_finite` (which LLVM turns into
+//! groups of `GROUP` with a branch-free OR of `!is_finite` (which LLVM turns into
 //! vector compares), and only a group that holds a non-finite value is counted in detail
 //! and searched for its first index. No per-element branch, no early exit.
 
@@ -120,7 +120,7 @@ macro_rules! if_count_kind {
 macro_rules! scan_lookups {
     ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {
         /// `with.call::<P>()` for the variant `P` that counts `format`'s non-finite
-        /// values, on the CPU (its function, [`count`]) and on the GPU (its
+        /// values, on the CPU (its function, `count`) and on the GPU (its
         /// [`CountNonfinite`](shared::KernelKind::CountNonfinite) kernel): the first
         /// exact `IsFinite(format)` variant of the table with that kernel.
         pub fn with_count_variant<W: WithCountVariant>(format: Format, with: W) -> W::Output {

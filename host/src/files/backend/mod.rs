@@ -124,7 +124,7 @@ pub fn convert_slices<I: bytemuck::Pod, O: bytemuck::Pod>(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Device {
     /// Whichever of the CPU and the GPU is faster for the job, measured on its first
-    /// slices ([`crate::files::auto`]); the CPU when there is no usable GPU.
+    /// slices ([`crate::files::backend::auto`]); the CPU when there is no usable GPU.
     Auto,
     /// The CPU, all cores.
     Cpu,
@@ -440,7 +440,7 @@ pub fn gpu_backend() -> Result<Box<dyn Backend>, BackendError> {
 /// Opens the GPU backend when the auto rule asks for it (a test passes a stand-in).
 pub type GpuOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, BackendError> + Send>;
 
-/// `--device auto`: runs a job on the CPU or the GPU as [`crate::files::auto`]'s rule
+/// `--device auto`: runs a job on the CPU or the GPU as [`crate::files::backend::auto`]'s rule
 /// says, measuring both on the job's first slices when the job is big enough (every
 /// measured slice is real work, on the CPU or the GPU), and says in [`Backend::name`]
 /// which it picked and why. A GPU that fails while it is measured is dropped and its

@@ -14,8 +14,7 @@
 //! Owns: what the bytes of a tensor file mean, up to where each tensor's data lies.
 //! Uses: [`crate::files::source`] (positioned reads), [`crate::files::read`] (the index
 //! check's opened shards), and [`crate::files::backend::count`] (its byte order
-//! [`Endian`](crate::files::backend::count::Endian), and the counting loop that
-//! [`parse_checked`] runs).
+//! [`Endian`], and the counting loop that [`parse_checked`] runs).
 
 pub mod index;
 pub mod npy;
@@ -92,7 +91,7 @@ impl std::fmt::Display for UnknownContainer {
 
 impl std::error::Error for UnknownContainer {}
 
-/// Why a container's bytes are refused by [`parse`] (or [`TensorFile::open`]).
+/// Why a container's bytes are refused by [`parse`] (or [`TensorFile::open`](crate::files::read::TensorFile::open)).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ContainerError {
@@ -195,7 +194,7 @@ pub struct TensorEntry {
     /// not read, for an [`TensorElement::Unsupported`] tensor whose element size is unknown.
     pub data: Range<usize>,
     /// For a deflated `.npz` member: where its compressed bytes are; the data is then
-    /// inflated as it is scanned, a chunk at a time (see [`TensorReader::for_each_chunk`]).
+    /// inflated as it is scanned, a chunk at a time (see [`TensorReader::for_each_chunk`](crate::files::read::TensorReader::for_each_chunk)).
     pub deflated: Option<Deflated>,
     /// `true` for a Fortran-ordered `.npy` array: element indices are then in storage
     /// (column-major) order.
@@ -214,11 +213,11 @@ pub struct Deflated {
 }
 
 /// Parses the header of a whole file held in `bytes` as `container` and returns its
-/// tensors: what [`TensorFile::open`] does with a file of these bytes.
+/// tensors: what [`TensorFile::open`](crate::files::read::TensorFile::open) does with a file of these bytes.
 ///
 /// Never panics, whatever the bytes; on success every tensor's `data` lies inside
 /// `bytes` (or inside its inflated `.npz` member) and the other guarantees of
-/// [`TensorFile::open`] hold.
+/// [`TensorFile::open`](crate::files::read::TensorFile::open) hold.
 pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, ContainerError> {
     parse_file(container, &bytes[..bytes.len().min(HEAD_BYTES as usize)], Source::Bytes(bytes))
 }

@@ -14,9 +14,9 @@
 //! member's header is inflated when the archive is opened; its data is inflated again
 //! when it is scanned, [`inflate`] handing it on a chunk at a time, so memory stays
 //! bounded whatever the size, and the member's length and CRC-32 are checked at its end.
-//! Both headers are parsed by [`crate::files::npy_header`], in time linear in their size. Other
-//! compression methods and encrypted members are listed as not scanned; multi-volume
-//! archives are refused.
+//! Both headers are parsed by [`crate::files::containers::npy_header`], in time linear
+//! in their size. Other compression methods and encrypted members are listed as not
+//! scanned; multi-volume archives are refused.
 
 use crate::files::containers::npy::{self, NpyError};
 use crate::files::containers::npy_header;

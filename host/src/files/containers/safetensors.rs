@@ -1,6 +1,6 @@
 //! The `.safetensors` header: its length bounded ([`MAX_SAFETENSORS_HEADER`], so that a
 //! hostile length field cannot make it allocate gigabytes), then parsed into its tensors
-//! ([`parse_safetensors`]) by [`header`] (its entries, with no key twice in any object),
+//! ([`parse_safetensors`]) by `header` (its entries, with no key twice in any object),
 //! with the offsets checked here as the format's crate checks them; and the content test
 //! that tells a `.safetensors` file without its extension ([`looks_like_safetensors`]).
 
@@ -24,7 +24,7 @@ use shared::Format;
 /// metadata keys, an unknown key holding 30-deep arrays) took 12 to 40 ns per byte at
 /// 64 KiB and 35 to 130 ns at 16 MiB: 256 times the size, 3 to 9 times the cost per byte
 /// (the sort's log factor and cache misses; quadratic work would be 256 times). At this
-/// limit the worst took 0.3 s. (Measured with the crate's parse; `safetensors_header`,
+/// limit the worst took 0.3 s. (Measured with the crate's parse; `header`,
 /// which replaced it, makes the same kind of passes plus one that checks every object's
 /// keys for repeats, and has not been measured on these families yet.)
 pub const MAX_SAFETENSORS_HEADER: u64 = 2 << 20;

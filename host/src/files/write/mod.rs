@@ -6,7 +6,7 @@
 //!
 //! Owns: output files and their temporaries ([`temporaries`]: the list the Ctrl-C
 //! handler empties). Uses: [`crate::files::containers`] (which container a path names,
-//! the `.safetensors` reserved key) and [`crate::files::read`] (what a path is).
+//! the `.safetensors` reserved key and length field).
 
 pub mod temporaries;
 

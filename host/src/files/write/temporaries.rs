@@ -1,4 +1,4 @@
-//! The temporary files of outputs being written ([`PENDING_TEMPORARIES`]), so that the
+//! The temporary files of outputs being written (`PENDING_TEMPORARIES`), so that the
 //! Ctrl-C handler can remove them ([`remove_pending_temporaries`]) before the process
 //! exits without running destructors.
 
