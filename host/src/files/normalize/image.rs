@@ -18,6 +18,7 @@ use crate::files::message::{io_message, one_line};
 use crate::files::normalize::png_rows::{PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, check_palette};
 use crate::files::read::{RegularFileError, check_regular_file};
 use crate::files::write::{AsBf16, AsF16, AsF32, Dtype, DtypeOf, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS};
+use crate::support::output::path_text;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -71,7 +72,7 @@ impl std::fmt::Display for ImageDecodeErrorKind {
 
 impl std::fmt::Display for ImageDecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
     }
 }
 
@@ -446,5 +447,20 @@ fn in_layout<T: Copy>(samples: &[T], channels: usize, layout: ChannelLayout, ran
             }
             gathered.into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decode_error_shows_its_path_escaped_on_one_line() {
+        let path = PathBuf::from("dir\nx\u{1b}[31m.png");
+        let error =
+            ImageDecodeError { path: path.clone(), kind: ImageDecodeErrorKind::NoPixels { width: 0, height: 3 } };
+        let shown = error.to_string();
+        assert!(!shown.contains('\n') && !shown.contains('\u{1b}'), "{shown:?}");
+        assert_eq!(shown, format!("{}: image has no pixels (0×3)", path_text(&path)));
     }
 }
