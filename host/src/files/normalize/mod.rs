@@ -191,7 +191,8 @@ impl NormalizeStaged {
 }
 
 /// Converts the UNORM8 or UNORM16 image `input` (PNG, JPEG, GIF, BMP, TIFF, WebP, PNM,
-/// TGA, ICO, QOI, DDS, farbfeld; detected from the content) to a tensor at `output`
+/// TGA, ICO, QOI, DDS, farbfeld; detected from the content, TGA from its `.tga`
+/// extension: see [`image::KNOWN_FORMATS`]) to a tensor at `output`
 /// (`.npy` or `.safetensors`, by its extension) of `x / 255` or `x / 65535`, each value
 /// correctly rounded straight to `options.dtype`; staged, then put in place by
 /// [`NormalizeStaged::commit`].
