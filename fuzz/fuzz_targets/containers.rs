@@ -1,6 +1,6 @@
 //! Any bytes, parsed as every container: `Ok` or a one-line error, never a panic, and
 //! whatever is accepted lies inside the input and scans without panicking (the checks
-//! of `tensor_io::parse_checked`, shared with `host/tests/header_fuzz.rs`). The bytes,
+//! of `containers::parse_checked`, shared with `host/tests/header_fuzz.rs`). The bytes,
 //! taken whole as an `.npy` header's text, also check the header parser's work bound:
 //! at most `npy_header::STEPS_PER_BYTE` looks per byte, so a slow input is a crash here,
 //! not just a timeout.
@@ -9,8 +9,8 @@
 //! found here becomes a named test in `host/tests/header_fuzz.rs`.
 #![no_main]
 
-use host::files::npy_header::{self, STEPS_PER_BYTE};
-use host::files::tensor_io::{self, Container};
+use host::files::containers::npy_header::{self, STEPS_PER_BYTE};
+use host::files::containers::{self, Container};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let parsed = npy_header::parse(data);
@@ -21,6 +21,6 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         data.len()
     );
     for container in [Container::Npy, Container::Npz, Container::Safetensors] {
-        let _ = tensor_io::parse_checked(container, data);
+        let _ = containers::parse_checked(container, data);
     }
 });

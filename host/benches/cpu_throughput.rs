@@ -9,10 +9,11 @@
 //! (UNORM16) bytes, so memcpy copies that many. `ours/memcpy` > 1 means faster than
 //! copying those bytes.
 
+use host::files::backend::count::{self, Endian};
 use host::files::backend::{self, CpuBackend};
-use host::files::normalize::{self, SampleWidth};
-use host::files::scan::{self, Endian, Source};
-use host::files::tensor_io::Dtype;
+use host::files::normalize::image::{SampleWidth, conversion};
+use host::files::source::Source;
+use host::files::write::Dtype;
 use rayon::prelude::*;
 use shared::Format;
 use std::hint::black_box;
@@ -50,8 +51,8 @@ fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
 }
 
 fn memcpy_parallel(src: &[u8], dst: &mut [u8]) {
-    dst.par_chunks_mut(scan::BLOCK_BYTES)
-        .zip(src.par_chunks(scan::BLOCK_BYTES))
+    dst.par_chunks_mut(count::BLOCK_BYTES)
+        .zip(src.par_chunks(count::BLOCK_BYTES))
         .for_each(|(d, s)| d.copy_from_slice(s));
 }
 
@@ -120,11 +121,11 @@ fn main() {
     let (scan_memcpy_one, scan_memcpy_all) = memcpy(bytes, &mut wide);
     for format in Format::ALL {
         let one = best_of(options.reps, || {
-            let counts = scan::count_slice(format, Endian::Little, black_box(input), 0);
+            let counts = count::count_slice(format, Endian::Little, black_box(input), 0);
             assert_eq!(counts.first_non_finite, None);
         });
         let all = best_of(options.reps, || {
-            black_box(scan::count_parallel(format, Endian::Little, Source::Bytes(black_box(input)), &|_| {}))
+            black_box(count::count_parallel(format, Endian::Little, Source::Bytes(black_box(input)), &|_| {}))
                 .expect("in memory");
         });
         results.push(Measurement {
@@ -142,7 +143,7 @@ fn main() {
     let one = best_of(options.reps, || {
         backend::map_bits::<shared::variants::unorm8_times3_int>(black_box(input), bytemuck::cast_slice_mut(&mut wide))
     });
-    let unorm8 = normalize::conversion(SampleWidth::Unorm8, Dtype::F32);
+    let unorm8 = conversion(SampleWidth::Unorm8, Dtype::F32);
     let all = best_of(options.reps, || {
         backend::convert_slices(&CpuBackend, unorm8, black_box(input), &mut wide).expect("cpu")
     });
@@ -162,7 +163,7 @@ fn main() {
     let one = best_of(options.reps, || {
         backend::map_bits::<shared::variants::unorm16_to_f32>(black_box(samples), bytemuck::cast_slice_mut(out))
     });
-    let unorm16 = normalize::conversion(SampleWidth::Unorm16, Dtype::F32);
+    let unorm16 = conversion(SampleWidth::Unorm16, Dtype::F32);
     let all =
         best_of(options.reps, || backend::convert_slices(&CpuBackend, unorm16, black_box(samples), out).expect("cpu"));
     results.push(Measurement {

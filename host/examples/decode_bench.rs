@@ -1,6 +1,6 @@
 //! PNG decode alone, best of REPS, one thread: the `image` crate's whole-image decode
 //! (what `normalize` does for formats it does not stream) against the `png` crate driven
-//! as `files::png_rows` drives it (row by row into a reused band) and other settings.
+//! as `files::normalize::png_rows` drives it (row by row into a reused band) and other settings.
 //! Compare with Pillow's `np.asarray(Image.open(p))` on the same files.
 //!
 //!   cargo run --release -p host --example decode_bench -- REPS A.png [B.png ...]

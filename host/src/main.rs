@@ -77,7 +77,7 @@ fn main() -> ExitCode {
     // Ctrl-C or SIGTERM: no destructor runs, so remove the temporary files of outputs
     // being written first; the outputs stay as they were, as on any failed run.
     if let Err(error) = ctrlc::set_handler(|| {
-        host::files::tensor_io::remove_pending_temporaries();
+        host::files::write::temporaries::remove_pending_temporaries();
         cli::say!("bitexact: interrupted");
         std::process::exit(130);
     }) {

@@ -48,7 +48,7 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The module path of a file under `host/src` (`files/npz.rs` → `files::npz`,
+/// The module path of a file under `host/src` (`files/read.rs` → `files::read`,
 /// `gpu/mod.rs` → `gpu`); `None` for the crate roots.
 fn module_of(src: &Path, file: &Path) -> Option<String> {
     let rel = file.strip_prefix(src).expect("under src");

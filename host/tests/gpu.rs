@@ -248,10 +248,11 @@ fn first_difference(a: &[u32], b: &[u32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
+    use host::files::backend::count::Endian;
     use host::files::backend::{self, Backend, CpuBackend, GPU_CHUNK_BYTES};
-    use host::files::normalize::{self, SampleWidth};
-    use host::files::scan::{Endian, Source};
-    use host::files::tensor_io::Dtype;
+    use host::files::normalize::image::{SampleWidth, conversion};
+    use host::files::source::Source;
+    use host::files::write::Dtype;
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
     let no_progress = |_: u64| {};
@@ -311,7 +312,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     let samples16 = pieces16.map(bytemuck::cast_slice::<u16, u8>);
     for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
         for (width, pieces) in [(SampleWidth::Unorm8, &pieces8[..]), (SampleWidth::Unorm16, &samples16[..])] {
-            let conversion = normalize::conversion(width, dtype);
+            let conversion = conversion(width, dtype);
             for &samples in pieces {
                 let n = samples.len() / conversion.in_bytes();
                 let (mut a, mut b) = (vec![0u32; n], vec![0u32; n]);

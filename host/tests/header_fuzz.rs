@@ -7,9 +7,8 @@
 mod common;
 
 use common::{npy_bytes, safetensors_bytes};
-use host::files::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
-use host::files::tensor;
-use host::files::tensor_io::{self, Container};
+use host::files::containers::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
+use host::files::containers::{self, Container, TensorElement};
 use proptest::prelude::*;
 
 /// Parses `text` as an `.npy` header, asserts that the work stayed within the bound,
@@ -25,15 +24,15 @@ fn parse_npy_text(text: &[u8]) -> (Result<npy_header::Header, String>, u64) {
     (header, parsed.steps)
 }
 
-/// Parses `bytes` as `container` with `tensor_io::parse_checked` (shared with the fuzz
-/// target), which checks the guarantees of `tensor_io::parse` and scans every tensor;
+/// Parses `bytes` as `container` with `containers::parse_checked` (shared with the fuzz
+/// target), which checks the guarantees of `containers::parse` and scans every tensor;
 /// returns the number of tensors, or the error's message. For `.npy`, checks the header
 /// parser's work bound too.
 fn parse_and_scan(container: Container, bytes: &[u8]) -> Result<usize, String> {
     if let (Container::Npy, Ok(text)) = (container, npy_header::header_text(bytes)) {
         let _ = parse_npy_text(&bytes[text]);
     }
-    tensor_io::parse_checked(container, bytes).map(|tensors| tensors.len()).map_err(|e| e.to_string())
+    containers::parse_checked(container, bytes).map(|tensors| tensors.len()).map_err(|e| e.to_string())
 }
 
 fn check_both(bytes: &[u8]) {
@@ -231,7 +230,7 @@ fn valid_files_parse() {
 }
 
 /// Crasher (panic inside npyz, which parsed headers then, in builds with overflow
-/// checks): npyz multiplies the shape's dimensions unchecked. `tensor_io` checks the
+/// checks): npyz multiplies the shape's dimensions unchecked. `containers` checks the
 /// product.
 #[test]
 fn regression_npy_shape_product_overflows_u64() {
@@ -361,8 +360,8 @@ fn npz_member_headers_are_parsed_like_npy_files() {
     let structured = "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (3,), }";
     let npy = npy_bytes(1, structured, 24);
     for method in [common::ZipMethod::Stored, common::ZipMethod::Deflated] {
-        let tensors = tensor_io::parse(Container::Npz, &in_npz(&npy, method)).unwrap();
-        assert_eq!(tensors[0].element, tensor::TensorElement::Unsupported("structured dtype"), "{method:?}");
+        let tensors = containers::parse(Container::Npz, &in_npz(&npy, method)).unwrap();
+        assert_eq!(tensors[0].element, TensorElement::Unsupported("structured dtype"), "{method:?}");
         assert_eq!(tensors[0].dtype, "[('a', '<f4'), ('b', '<i4')]");
     }
 }

@@ -12,8 +12,8 @@ mod common;
 
 use common::alloc_counter::{Counting, peak_growth};
 use host::files::backend::CpuBackend;
-use host::files::normalize::{ChannelLayout, Image, Samples};
-use host::files::tensor_io::{self, WRITE_CHUNK_ELEMENTS};
+use host::files::normalize::image::{ChannelLayout, Image, Samples};
+use host::files::write::{self, WRITE_CHUNK_ELEMENTS};
 use image::{ImageBuffer, Rgba};
 
 #[global_allocator]
@@ -45,7 +45,7 @@ fn normalize_heap_stays_near_the_decoded_image() {
             let image = Image::open(&png, layout).unwrap();
             assert_eq!(matches!(image.samples, Samples::PngRows(_)), streams, "{name}: streamed");
             let shape = image.shape(layout);
-            tensor_io::write_from(&out, "image", &shape, &image.normalized(layout, &CpuBackend), false).unwrap();
+            write::write_from(&out, "image", &shape, &image.normalized(layout, &CpuBackend), false).unwrap();
         });
         assert_eq!(std::fs::metadata(&out).unwrap().len() as usize / 4 / samples, 1, "{name}: a whole f32 tensor");
         eprintln!(

@@ -1,7 +1,8 @@
 //! The file tools as a library: the CPU scan of every format against the exact
 //! reference, and one `files::scan` call over a sharded checkpoint.
 
-use host::files::scan::{self, Counts, Endian};
+use host::files::backend::count::{self, Counts, Endian};
+use host::files::source::Source;
 use host::verify::reference::{self, FpClass};
 use shared::Format;
 
@@ -53,9 +54,9 @@ fn the_cpu_scan_of_every_format_matches_the_reference_in_both_byte_orders() {
                     element
                 })
                 .collect();
-            assert_eq!(scan::count_slice(format, endian, &bytes, 0), want, "{format:?} {endian:?}");
+            assert_eq!(count::count_slice(format, endian, &bytes, 0), want, "{format:?} {endian:?}");
             let none = |_: u64| {};
-            let parallel = scan::count_parallel(format, endian, scan::Source::Bytes(&bytes), &none).expect("in memory");
+            let parallel = count::count_parallel(format, endian, Source::Bytes(&bytes), &none).expect("in memory");
             assert_eq!(parallel, want, "{format:?} {endian:?}, in parallel");
         }
     }
@@ -64,7 +65,7 @@ fn the_cpu_scan_of_every_format_matches_the_reference_in_both_byte_orders() {
 #[test]
 fn every_format_is_counted_by_an_exact_is_finite_variant_with_a_count_kernel() {
     for format in Format::ALL {
-        let name = scan::count_variant_name(format).expect("a count variant");
+        let name = count::count_variant_name(format).expect("a count variant");
         let variant = host::verify::table::VARIANTS.iter().find(|v| v.name == name).expect("in the table");
         assert_eq!(variant.family, shared::Family::IsFinite(format), "{name}");
         assert_eq!(variant.claim, shared::Claim::Exact, "{name}");

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{DTYPES, Expected, ZipMethod, bitexact, path_arg};
-use host::files::scan::BLOCK_BYTES;
+use host::files::backend::count::BLOCK_BYTES;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -229,7 +229,7 @@ struct Member {
 /// two inflate chunks long), 2-D big-endian, integer, empty.
 fn npz_members() -> Vec<Member> {
     let f32_ = &DTYPES[2];
-    let chunk_elements = host::files::npz::INFLATE_CHUNK_BYTES / 4;
+    let chunk_elements = host::files::containers::npz::INFLATE_CHUNK_BYTES / 4;
     let n = 2 * chunk_elements + 77;
     let positions =
         [5, BLOCK_BYTES / 4 - 1, chunk_elements - 1, chunk_elements, chunk_elements + 1, 2 * chunk_elements, n - 1];
@@ -338,8 +338,8 @@ fn broken_npz_files_are_refused_with_one_line() {
 #[test]
 fn an_npz_truncated_during_a_scan_is_an_error_naming_it() {
     use host::files::backend::CpuBackend;
-    use host::files::scan_report::Report;
-    use host::files::tensor_io::TensorFile;
+    use host::files::read::TensorFile;
+    use host::files::scan::report::Report;
     use host::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     // Random values, so that the compressed data is long too.
@@ -514,10 +514,11 @@ fn an_index_that_does_not_match_its_shards() {
 /// → header → syntax), and reaches the I/O error underneath through `source()`.
 #[test]
 fn errors_are_typed_through_every_layer_and_keep_their_sources() {
-    use host::files::npy_header::{NpyHeaderError, NpyHeaderKey, NpySyntaxError};
-    use host::files::npz::{NpzError, NpzMemberError};
-    use host::files::tensor::NpyError;
-    use host::files::tensor_io::{ContainerError, RegularFileError, TensorFile, TensorFileErrorKind};
+    use host::files::containers::ContainerError;
+    use host::files::containers::npy::NpyError;
+    use host::files::containers::npy_header::{NpyHeaderError, NpyHeaderKey, NpySyntaxError};
+    use host::files::containers::npz::{NpzError, NpzMemberError};
+    use host::files::read::{RegularFileError, TensorFile, TensorFileErrorKind};
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.npy");
     let Err(error) = TensorFile::open(&missing) else { panic!("a missing file opened") };

@@ -6,10 +6,10 @@ mod common;
 
 use common::{DTYPES, Rng};
 use host::files::backend::CpuBackend;
-use host::files::normalize::{ChannelLayout, Image, Samples};
-use host::files::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
-use host::files::scan::BLOCK_BYTES;
-use host::files::tensor_io;
+use host::files::backend::count::BLOCK_BYTES;
+use host::files::normalize::image::{ChannelLayout, Image, Samples};
+use host::files::normalize::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
+use host::files::write;
 use host::verify::reference::div_to_f32;
 use image::{ImageBuffer, Luma, LumaA, Rgb, Rgba};
 use std::path::Path;
@@ -66,8 +66,8 @@ fn safetensors_counts_and_first_index_in_every_float_dtype() {
 /// it killed the process with SIGBUS.
 #[test]
 fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
-    use host::files::scan_report::Report;
-    use host::files::tensor_io::TensorFile;
+    use host::files::read::TensorFile;
+    use host::files::scan::report::Report;
     use host::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shrinking.safetensors");
@@ -92,8 +92,8 @@ fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
 /// is an error naming it, never a scan of bytes the header does not describe.
 #[test]
 fn a_file_replaced_or_removed_after_its_header_was_read_is_an_error() {
-    use host::files::scan_report::Report;
-    use host::files::tensor_io::TensorFile;
+    use host::files::read::TensorFile;
+    use host::files::scan::report::Report;
     use host::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("model.safetensors");
@@ -307,8 +307,8 @@ fn written_tensors_read_back_bit_for_bit() {
     let values: Vec<f32> = (0..24u64).map(|x| reference(x * 10, 255)).collect();
     let npy = dir.path().join("t.npy");
     let st = dir.path().join("t.safetensors");
-    tensor_io::write_f32(&npy, "image", &shape, &values, false).unwrap();
-    tensor_io::write_f32(&st, "image", &shape, &values, false).unwrap();
+    write::write_f32(&npy, "image", &shape, &values, false).unwrap();
+    write::write_f32(&st, "image", &shape, &values, false).unwrap();
 
     let bytes = std::fs::read(&npy).unwrap();
     let file = npyz::NpyFile::new(&bytes[..]).unwrap();
@@ -333,12 +333,12 @@ fn written_outputs_are_atomic_and_never_clobber() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.npy");
     std::fs::write(&out, b"keep me").unwrap();
-    let err = tensor_io::write_f32(&out, "image", &[1], &[0.5], false).unwrap_err().to_string();
+    let err = write::write_f32(&out, "image", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("already exists"), "{err}");
     assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
-    tensor_io::write_f32(&out, "image", &[1], &[0.5], true).unwrap();
+    write::write_f32(&out, "image", &[1], &[0.5], true).unwrap();
     assert_ne!(std::fs::read(&out).unwrap(), b"keep me");
-    let err = tensor_io::write_f32(&dir.path().join("t.png"), "image", &[1], &[0.5], false).unwrap_err().to_string();
+    let err = write::write_f32(&dir.path().join("t.png"), "image", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("unknown output extension"), "{err}");
     let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, [std::ffi::OsString::from("t.npy")], "no temporary file may be left behind");
@@ -348,17 +348,17 @@ fn written_outputs_are_atomic_and_never_clobber() {
 fn the_reserved_safetensors_key_is_refused_as_a_tensor_name() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t.safetensors");
-    let err = tensor_io::write_f32(&out, "__metadata__", &[1], &[0.5], false).unwrap_err().to_string();
+    let err = write::write_f32(&out, "__metadata__", &[1], &[0.5], false).unwrap_err().to_string();
     assert!(err.contains("reserved"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing may be written");
-    tensor_io::write_f32(&dir.path().join("t.npy"), "__metadata__", &[1], &[0.5], false).unwrap();
+    write::write_f32(&dir.path().join("t.npy"), "__metadata__", &[1], &[0.5], false).unwrap();
 }
 
 #[test]
 fn conversion_kernels_match_the_reference_on_every_input() {
     use host::files::backend::convert_slices;
-    use host::files::normalize::{SampleWidth, conversion};
-    use host::files::tensor_io::Dtype;
+    use host::files::normalize::image::{SampleWidth, conversion};
+    use host::files::write::Dtype;
     let bytes: Vec<u8> = (0..=255).collect();
     let mut out = vec![0.0f32; 256];
     convert_slices(&CpuBackend, conversion(SampleWidth::Unorm8, Dtype::F32), &bytes, &mut out).unwrap();
@@ -372,8 +372,8 @@ fn conversion_kernels_match_the_reference_on_every_input() {
 #[test]
 fn the_16_bit_float_conversions_of_every_backend_entry_match_the_reference_on_every_code() {
     use host::files::backend::convert_slices;
-    use host::files::normalize::{SampleWidth, conversion};
-    use host::files::tensor_io::Dtype;
+    use host::files::normalize::image::{SampleWidth, conversion};
+    use host::files::write::Dtype;
     use host::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, unorm_to_narrow_bits};
     let check = |format: NarrowFormat, bits: u32, out: &[u16], what: &str| {
         for (code, &got) in out.iter().enumerate() {
@@ -411,13 +411,13 @@ fn normalized_chunks_of_any_size_and_start_match_the_whole() {
             let mut pieces = Vec::new();
             for start in (0..whole.len()).step_by(chunk) {
                 let mut out = vec![0.0; chunk.min(whole.len() - start)];
-                tensor_io::TensorSource::fill(&source, start as u64, &mut out).unwrap();
+                write::TensorSource::fill(&source, start as u64, &mut out).unwrap();
                 pieces.extend(out);
             }
             assert_eq!(bits(&pieces), bits(&whole), "{layout:?}, chunks of {chunk}");
         }
         let mut past_the_end = vec![0.0; 2];
-        assert!(tensor_io::TensorSource::fill(&source, whole.len() as u64 - 1, &mut past_the_end).is_err());
+        assert!(write::TensorSource::fill(&source, whole.len() as u64 - 1, &mut past_the_end).is_err());
     }
 }
 
@@ -430,7 +430,7 @@ fn written_safetensors_are_what_the_crate_writes_and_large_tensors_stream() {
     let dir = tempfile::tempdir().unwrap();
     let values: Vec<f32> = (0..24u64).map(|x| reference(x * 10, 255)).collect();
     let ours = dir.path().join("ours.safetensors");
-    tensor_io::write_f32(&ours, "a \"quoted\" name", &[2, 3, 4], &values, false).unwrap();
+    write::write_f32(&ours, "a \"quoted\" name", &[2, 3, 4], &values, false).unwrap();
     let view = safetensors::tensor::TensorView::new(
         safetensors::Dtype::F32,
         vec![2, 3, 4],
@@ -441,11 +441,11 @@ fn written_safetensors_are_what_the_crate_writes_and_large_tensors_stream() {
     assert_eq!(std::fs::read(&ours).unwrap(), theirs);
 
     // More values than one write chunk, and not a multiple of it.
-    let n = 2 * tensor_io::WRITE_CHUNK_ELEMENTS + 333;
+    let n = 2 * write::WRITE_CHUNK_ELEMENTS + 333;
     let values: Vec<f32> = (0..n).map(|i| reference(i as u64 % 65536, 65535)).collect();
     for name in ["big.npy", "big.safetensors"] {
         let path = dir.path().join(name);
-        tensor_io::write_f32(&path, "x", &[n as u64], &values, false).unwrap();
+        write::write_f32(&path, "x", &[n as u64], &values, false).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let back: Vec<f32> = if name.ends_with("npy") {
             npyz::NpyFile::new(&bytes[..]).unwrap().into_vec().unwrap()
@@ -455,8 +455,7 @@ fn written_safetensors_are_what_the_crate_writes_and_large_tensors_stream() {
         };
         assert_eq!(bits(&back), bits(&values), "{name}");
     }
-    let err =
-        tensor_io::write_f32(&dir.path().join("wrong.npy"), "x", &[2, 2], &[0.5; 3], false).unwrap_err().to_string();
+    let err = write::write_f32(&dir.path().join("wrong.npy"), "x", &[2, 2], &[0.5; 3], false).unwrap_err().to_string();
     assert!(err.contains("does not hold 3 values"), "{err}");
 }
 
@@ -561,7 +560,7 @@ fn streamed_png_samples_are_read_once_in_order() {
     let image = Image::open(&path, ChannelLayout::Hwc).unwrap();
     let mut out = vec![0.0f32; 4];
     let chw = image.normalized(ChannelLayout::Chw, &CpuBackend);
-    assert!(tensor_io::TensorSource::fill(&chw, 0, &mut out).is_err());
+    assert!(write::TensorSource::fill(&chw, 0, &mut out).is_err());
 }
 
 #[test]

@@ -11,7 +11,7 @@
 //! Python route is skipped the same visible way.
 
 use super::error::CliError;
-use host::files::tensor_io;
+use host::files::write;
 use host::support::output::Table;
 use rayon::prelude::*;
 use std::io::Write as _;
@@ -87,7 +87,7 @@ fn write_halves(path: &Path, mib: u64) -> std::io::Result<()> {
         e.copy_from_slice(&((scrambled(i as u64) as u16) & 0xBFBF).to_le_bytes());
     });
     let mut file = std::fs::File::create(path)?;
-    file.write_all(&tensor_io::npy_header("<f2", &[elements]))?;
+    file.write_all(&write::npy_header("<f2", &[elements]))?;
     file.write_all(&data)
 }
 

@@ -3,8 +3,8 @@
 //! The library's types know nothing of clap.
 
 use host::files::backend::Device;
-use host::files::normalize::ChannelLayout;
-use host::files::tensor_io::Dtype;
+use host::files::normalize::image::ChannelLayout;
+use host::files::write::Dtype;
 
 /// Output format of a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -21,7 +21,7 @@ pub enum OutputFormat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum DeviceArg {
     /// Whichever of the CPU and the GPU is faster for the job, measured on its first
-    /// slices ([`crate::files::auto`]); the CPU when there is no usable GPU.
+    /// slices ([`host::files::backend::auto`]); the CPU when there is no usable GPU.
     Auto,
     /// The CPU, all cores.
     Cpu,

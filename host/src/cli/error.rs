@@ -5,10 +5,11 @@
 use host::cuda_tools::sass::SassError;
 use host::cuda_tools::tools::ToolError;
 use host::files::backend::BackendError;
-use host::files::normalize::ImageDecodeError;
-use host::files::scan_inputs::ScanInputError;
-use host::files::scan_report::ScanError;
-use host::files::tensor_io::{TensorFileError, TensorWriteError};
+use host::files::containers::index::ScanInputError;
+use host::files::normalize::image::ImageDecodeError;
+use host::files::read::TensorFileError;
+use host::files::scan::report::ScanError;
+use host::files::write::TensorWriteError;
 use host::files::{NormalizeJobError, ScanJobError};
 use host::gpu::GpuError;
 use host::search::EmitError;
@@ -176,8 +177,7 @@ mod tests {
             (gpu().into(), gpu().to_string()),
             (EmitError::NotEveryDenominator.into(), EmitError::NotEveryDenominator.to_string()),
             (
-                TensorFileError { path: "a.npy".into(), kind: host::files::tensor_io::TensorFileErrorKind::Replaced }
-                    .into(),
+                TensorFileError { path: "a.npy".into(), kind: host::files::read::TensorFileErrorKind::Replaced }.into(),
                 "a.npy: replaced by another file after its header was read".into(),
             ),
             (

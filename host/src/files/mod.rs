@@ -1,55 +1,56 @@
 //! The file tools: `scan` (count NaN and ±inf in tensor files) and `normalize` (image →
 //! correctly rounded f32, binary16 or bfloat16 tensor).
 //!
-//! One call per job ([`jobs`]): [`scan()`] and [`normalize()`], with [`ScanOptions`] and
-//! [`NormalizeOptions`]; the modules below are their parts. One `scan` call passes
-//! through, in order:
+//! One call per job: [`scan()`] ([`scan`](mod@scan)) and [`normalize()`]
+//! ([`normalize`](mod@normalize)), with [`ScanOptions`] and [`NormalizeOptions`]; the
+//! rooms below are their parts:
 //!
-//! 1. [`backend::select`]: the device (`Device::Gpu` opens the GPU now);
-//! 2. [`scan_inputs`]: paths expanded into files (directories walked, indexes read);
-//! 3. [`tensor_io`] (with [`tensor`], [`npy_header`], [`npz`]): each file's header read
-//!    into its tensor list, before anything is scanned;
-//! 4. [`scan_inputs::check_index`]: each index checked against its shards (warnings);
-//! 5. [`backend::DeviceChoice::for_job`] and [`auto`]: the backend for the job's bytes;
-//! 6. [`scan_report`]: every tensor read a chunk at a time ([`tensor_io::TensorReader`],
-//!    inflated by [`npz`] when deflated) and counted by the backend, [`backend`]'s
-//!    [`Backend::count`](backend::Backend::count), which runs [`scan`](mod@scan)'s loop on the CPU
-//!    or the format's count kernel on the GPU; then the totals.
-//!
-//! - Containers: [`tensor`] (one tensor's entry, the `.npy` header), [`npy_header`],
-//!   [`npz`] and the `.safetensors` header (`safetensors_header`: its entries and
-//!   repeated keys), read through [`tensor_io`], which also writes f32 tensors
-//!   atomically.
-//! - Scanning: [`scan`](mod@scan) (the counting loops), [`scan_inputs`] (directories and sharded
-//!   checkpoints), [`scan_report`] (per-file results and their rendering).
-//! - Normalizing: [`normalize`](mod@normalize) (decode and convert a chunk at a time), [`png_rows`] (a
-//!   PNG decoded a band at a time on its own thread, overlapping the rest).
-//! - [`backend`]: where the work runs, the CPU or the GPU; [`auto`]: the rule that picks
-//!   one for `--device auto`.
+//! - [`containers`]: what a tensor file's bytes mean: `.npy` ([`containers::npy`],
+//!   [`containers::npy_header`]), `.npz` ([`containers::npz`]), `.safetensors`
+//!   ([`containers::safetensors`]) and the sharded index ([`containers::index`]).
+//! - Reading: [`source`] (positioned reads of a file), [`read`] (a file opened, its
+//!   header parsed, its tensors read a chunk at a time).
+//! - Writing: [`write`](mod@write) (tensors staged and renamed into place; the temporary
+//!   files the Ctrl-C handler removes, [`write::temporaries`]).
+//! - [`scan`](mod@scan): the job, its inputs ([`scan::inputs`]: directories and sharded
+//!   checkpoints) and its report ([`scan::report`]).
+//! - [`normalize`](mod@normalize): the job, the image decoded and converted a chunk at a
+//!   time ([`normalize::image`]), a PNG decoded a band at a time on its own thread
+//!   ([`normalize::png_rows`]).
+//! - [`backend`]: where the work runs, the CPU ([`backend::count`]: the counting loops)
+//!   or the GPU; [`backend::auto`]: the rule that picks one for `--device auto`.
 //! - Errors: each module's own `#[non_exhaustive]` types, rendered as one line through
 //!   [`message`]; each layer's wraps the one below (`From`), with the path where there
 //!   is one.
 //!
+//! One `scan` call passes through, in order:
+//!
+//! 1. [`backend::select`]: the device (`Device::Gpu` opens the GPU now);
+//! 2. [`scan::inputs`]: paths expanded into files (directories walked, indexes read by
+//!    [`containers::index`]);
+//! 3. [`read`] (with [`containers`] and [`source`]): each file's header read into its
+//!    tensor list, before anything is scanned;
+//! 4. [`containers::index::check_index`]: each index checked against its shards
+//!    (warnings);
+//! 5. [`backend::DeviceChoice::for_job`] and [`backend::auto`]: the backend for the
+//!    job's bytes;
+//! 6. [`scan::report`]: every tensor read a chunk at a time ([`read::TensorReader`],
+//!    inflated by [`containers::npz`] when deflated) and counted by the backend,
+//!    [`Backend::count`](backend::Backend::count), which runs [`backend::count`]'s loop
+//!    on the CPU or the format's count kernel on the GPU; then the totals.
+//!
 //! Owns: bytes on disk and what they mean. Uses: [`crate::support`] and
-//! [`crate::gpu`] (through [`backend`], and in [`scan`](mod@scan) the element bound of
+//! [`crate::gpu`] (through [`backend`], and in [`backend::count`] the element bound of
 //! the count variants the GPU runs).
 
-pub mod auto;
 pub mod backend;
-pub mod jobs;
+pub mod containers;
 pub mod message;
 pub mod normalize;
-pub mod npy_header;
-pub mod npz;
-pub mod png_rows;
-mod safetensors_header;
+pub mod read;
 pub mod scan;
-pub mod scan_inputs;
-pub mod scan_report;
-pub mod tensor;
-pub mod tensor_io;
+pub mod source;
+pub mod write;
 
-pub use jobs::{
-    NormalizeJobError, NormalizeOptions, NormalizeReport, NormalizeStaged, ScanJobError, ScanOptions, ScanReport,
-    normalize, scan,
-};
+pub use normalize::{NormalizeJobError, NormalizeOptions, NormalizeReport, NormalizeStaged, normalize};
+pub use scan::{ScanJobError, ScanOptions, ScanReport, scan};

@@ -2,9 +2,10 @@
 //! (k = 1..=16) it tries families of division-free [`Scheme`]s, cheapest first, and
 //! proves each candidate by checking every code of every conversion that divides by d
 //! (UNORMk, codes 0..=d, and for k <= 15 SNORM(k+1), codes -d..=d) against the exact
-//! rational reference ([`reference::expected_many`]). The cheapest candidate exact on all
-//! of them is the answer for that d, so the choice is made once per denominator;
-//! `--emit-rust` writes the answers to `shared/src/schemes.rs`.
+//! rational reference
+//! ([`reference::expected_many`](crate::verify::reference::expected_many)). The
+//! cheapest candidate exact on all of them is the answer for that d, so the choice is
+//! made once per denominator; `--emit-rust` writes the answers to `shared/src/schemes.rs`.
 //!
 //! Candidates are evaluated with `shared::norm::{unorm_with, snorm_with}`, the very
 //! functions the library and the GPU kernels run with the chosen constants, so a

@@ -18,7 +18,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// A hidden bar over `total_bytes`; it is drawn once the job has run [`SHOW_AFTER`]
+    /// A hidden bar over `total_bytes`; it is drawn once the job has run `SHOW_AFTER`
     /// and only if stderr is a terminal.
     pub fn new(total_bytes: u64, message: &str) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total_bytes), ProgressDrawTarget::hidden());

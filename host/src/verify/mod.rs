@@ -1,6 +1,6 @@
 //! The verification harness: the runtime variant table ([`table`], built from
 //! `shared::for_each_variant!`), each family's checked inputs ([`domain`]), the
-//! independent exact reference ([`reference`]), the exhaustive CPU check ([`cpu`]), the
+//! independent exact reference ([`reference`](mod@reference)), the exhaustive CPU check ([`cpu`]), the
 //! three-way check of a conversion against the GPU's own instruction ([`three_way`]) and
 //! CPU timing ([`timing`]).
 //!

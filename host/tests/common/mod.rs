@@ -7,9 +7,9 @@
 pub mod alloc_counter;
 
 use host::files::backend::CpuBackend;
-use host::files::scan::Counts;
-use host::files::scan_report::{self, Report};
-use host::files::tensor_io::TensorFile;
+use host::files::backend::count::Counts;
+use host::files::read::TensorFile;
+use host::files::scan::report::{self, Report};
 use host::support::progress::Progress;
 use std::path::Path;
 use std::process::Command;
@@ -372,7 +372,7 @@ pub fn npy_bytes(version: u8, header: &str, data_len: usize) -> Vec<u8> {
 /// `use_report`.
 pub fn with_scan<R>(path: &Path, use_report: impl FnOnce(&Report<'_>) -> R) -> Result<R, String> {
     let files = [TensorFile::open(path).map_err(|e| e.to_string())?];
-    let report = Report::scan(&files, &CpuBackend, &Progress::new(scan_report::bytes_to_scan(&files[0]), "test"))
+    let report = Report::scan(&files, &CpuBackend, &Progress::new(report::bytes_to_scan(&files[0]), "test"))
         .map_err(|e| e.to_string())?;
     Ok(use_report(&report))
 }

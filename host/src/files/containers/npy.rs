@@ -1,46 +1,13 @@
-//! One tensor of a container as the scanner sees it ([`TensorEntry`]: where its bytes
-//! are, [`TensorElement`]: how they are checked), and the `.npy` header parsed into one;
-//! used by every container reader ([`crate::files::tensor_io`], [`crate::files::npz`]).
+//! One `.npy` header (of a file or of an `.npz` member) parsed into its tensor
+//! ([`parse_npy`], [`NpyError`]), the element count of a shape ([`ShapeOverflow`]), and
+//! the reasons a tensor is listed but not scanned (integer, bool, unknown dtypes), which
+//! the `.safetensors` parser gives too.
 
-use crate::files::npy_header::{self, Descr, NpyHeaderError};
-use crate::files::scan::Endian;
+use crate::files::backend::count::Endian;
+use crate::files::containers::npy_header::{self, Descr, NpyHeaderError};
+use crate::files::containers::{TensorElement, TensorEntry};
 use crate::support::output::excerpt;
 use shared::Format;
-use std::ops::Range;
-
-/// How the elements of a tensor are checked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TensorElement {
-    /// A floating-point format with NaN and/or infinities: scanned.
-    Float(Format, Endian),
-    /// Complex numbers of two parts of a floating-point format, real then imaginary:
-    /// scanned as `2 × elements` parts, so counts are of parts and indices are of parts
-    /// in storage order (element `i`'s real part is `2i`, its imaginary part `2i + 1`),
-    /// as in NumPy's `a.view(np.float32)`.
-    Complex(Format, Endian),
-    /// A type with no NaN or infinity encodings (integers, booleans, FP4/FP6): finite by
-    /// construction, not scanned. The string says why.
-    AlwaysFinite(&'static str),
-    /// A type or storage that may hold NaN or infinities but that `scan` cannot read
-    /// (E8M0, long double, structured, an `.npz` member compressed with another method):
-    /// listed as not scanned, and the run cannot report "all finite". The string says why.
-    Unsupported(&'static str),
-}
-
-impl TensorElement {
-    /// The format and byte order the tensor's bytes are scanned as, if they are.
-    pub fn scanned_as(self) -> Option<(Format, Endian)> {
-        match self {
-            TensorElement::Float(format, endian) | TensorElement::Complex(format, endian) => Some((format, endian)),
-            TensorElement::AlwaysFinite(_) | TensorElement::Unsupported(_) => None,
-        }
-    }
-
-    /// Values per element: 2 for complex, else 1.
-    pub fn parts(self) -> u64 {
-        if matches!(self, TensorElement::Complex(..)) { 2 } else { 1 }
-    }
-}
 
 /// Why an integer tensor is not scanned.
 pub(crate) const INTEGER: &str = "integer dtype";
@@ -50,43 +17,6 @@ pub(crate) const BOOL: &str = "bool dtype";
 /// newer than its `safetensors` crate, a NumPy type string npyz does not read (`<f1`,
 /// which `np.save` writes for `ml_dtypes`' FP8 arrays).
 pub(crate) const UNKNOWN_DTYPE: &str = "unknown dtype";
-
-/// One tensor of a container: where its bytes are and how to read them.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TensorEntry {
-    /// Name in the container (`.npy` files hold one unnamed array, called `array`).
-    pub name: String,
-    /// The dtype as the container spells it (`F16`, `<f4`, ...).
-    pub dtype: String,
-    /// How elements are checked.
-    pub element: TensorElement,
-    /// Shape as stored.
-    pub shape: Vec<u64>,
-    /// Number of elements (the product of `shape`; 0 for an empty tensor).
-    pub elements: u64,
-    /// Byte range of the data within the file (within the inflated member when
-    /// `deflated` is set); its length is `elements` times the element size (in bits,
-    /// over 8, for sub-byte dtypes), and it lies inside the file (the member). Empty, and
-    /// not read, for an [`TensorElement::Unsupported`] tensor whose element size is unknown.
-    pub data: Range<usize>,
-    /// For a deflated `.npz` member: where its compressed bytes are; the data is then
-    /// inflated as it is scanned, a chunk at a time (see [`TensorReader::for_each_chunk`]).
-    pub deflated: Option<Deflated>,
-    /// `true` for a Fortran-ordered `.npy` array: element indices are then in storage
-    /// (column-major) order.
-    pub fortran_order: bool,
-}
-
-/// Where a deflated member's compressed bytes are, and what inflating them must give.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Deflated {
-    /// The compressed bytes, within the archive.
-    pub compressed: Range<usize>,
-    /// The member's inflated length, from the central directory.
-    pub inflated_len: u64,
-    /// The CRC-32 of the inflated member, from the central directory.
-    pub crc32: u32,
-}
 
 /// Why an `.npy` file (or `.npz` member) is refused by [`parse_npy`].
 #[derive(Clone, Debug, PartialEq, Eq)]

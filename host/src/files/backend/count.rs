@@ -1,7 +1,7 @@
 //! Counting NaN, +inf and -inf in raw floating-point encodings, on the CPU: in buffers,
 //! or in bytes read on demand ([`Source`]).
 //!
-//! One generic loop ([`count`]) serves every [`shared::Format`]. What classifies an
+//! One generic loop (`count`) serves every [`shared::Format`]. What classifies an
 //! element comes from the variant table ([`shared::for_each_variant!`]), not from a list
 //! of its own: the format's count variant ([`with_count_variant`], the exact
 //! `IsFinite(format)` whose `CountNonfinite` kernel the GPU backend runs) decides
@@ -9,17 +9,17 @@
 //! rare groups that hold one.
 //!
 //! Speed comes from the loop's shape, not from intrinsics: elements are tested in
-//! groups of [`GROUP`] with a branch-free OR of `!is_finite` (which LLVM turns into
+//! groups of `GROUP` with a branch-free OR of `!is_finite` (which LLVM turns into
 //! vector compares), and only a group that holds a non-finite value is counted in detail
 //! and searched for its first index. No per-element branch, no early exit.
 
-use crate::files::message::io_message;
+use crate::files::source::{Source, SourceReadError};
+
 use crate::gpu::BufferElement;
 use crate::support::element::Element;
 use rayon::prelude::*;
 use shared::{Claim, Family, Format, Primitive, Stored, kind};
 use std::cell::RefCell;
-use std::ops::Range;
 
 /// Bytes per parallel work item: a multiple of every element size, large enough that
 /// scheduling costs nothing, small enough that all cores get work on small tensors.
@@ -120,7 +120,7 @@ macro_rules! if_count_kind {
 macro_rules! scan_lookups {
     ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {
         /// `with.call::<P>()` for the variant `P` that counts `format`'s non-finite
-        /// values, on the CPU (its function, [`count`]) and on the GPU (its
+        /// values, on the CPU (its function, `count`) and on the GPU (its
         /// [`CountNonfinite`](shared::KernelKind::CountNonfinite) kernel): the first
         /// exact `IsFinite(format)` variant of the table with that kernel.
         pub fn with_count_variant<W: WithCountVariant>(format: Format, with: W) -> W::Output {
@@ -317,104 +317,6 @@ where
         pos_inf: infinities - negative,
         neg_inf: negative,
         first_non_finite: group.iter().position(|&b| !P::apply(load::<P::In, BIG>(b))).map(|i| first_index + i as u64),
-    }
-}
-
-/// `read(offset, buf)`: fills `buf` with the bytes from `offset` on, or says why it
-/// cannot.
-pub type ReadAt<'a> = dyn Fn(u64, &mut [u8]) -> Result<(), SourceReadError> + Sync + 'a;
-
-/// A read of a [`Source`] (a positioned read of a file) that failed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum SourceReadError {
-    /// The read went past the end: the file is shorter than when its header was read
-    /// (another program truncated or rewrote it).
-    Shrank {
-        /// The file's length now, or why it could not be had.
-        now: std::io::Result<u64>,
-        /// The length the read at hand needed.
-        needed: u64,
-    },
-    /// The read failed.
-    Failed(std::io::Error),
-}
-
-impl std::fmt::Display for SourceReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SourceReadError::Shrank { now, needed } => {
-                let now = now.as_ref().map_or_else(io_message, |len| format!("{len} bytes"));
-                write!(f, "file shrank while being read (now {now}, {needed} needed): truncated by another program?")
-            }
-            SourceReadError::Failed(error) => write!(f, "read failed: {}", io_message(error)),
-        }
-    }
-}
-
-impl std::error::Error for SourceReadError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SourceReadError::Shrank { now: Err(error), .. } | SourceReadError::Failed(error) => Some(error),
-            SourceReadError::Shrank { now: Ok(_), .. } => None,
-        }
-    }
-}
-
-/// The bytes to scan: in memory, or read on demand (a tensor in a file).
-#[derive(Clone, Copy)]
-pub enum Source<'a> {
-    /// Bytes in memory.
-    Bytes(&'a [u8]),
-    /// `len` bytes; `read(offset, buf)` fills `buf` with those from `offset` on, or says
-    /// why it cannot (the file shrank, a read failed).
-    Read {
-        /// Number of bytes.
-        len: usize,
-        /// Fills a buffer from an offset.
-        read: &'a ReadAt<'a>,
-    },
-}
-
-impl<'a> Source<'a> {
-    /// Number of bytes.
-    pub fn len(&self) -> usize {
-        match *self {
-            Source::Bytes(bytes) => bytes.len(),
-            Source::Read { len, .. } => len,
-        }
-    }
-
-    /// `true` for no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The bytes `range` (inside `0..len()`): borrowed from memory, or read into `buffer`.
-    pub fn get<'b>(&self, range: Range<usize>, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], SourceReadError>
-    where
-        'a: 'b,
-    {
-        match *self {
-            Source::Bytes(bytes) => Ok(&bytes[range]),
-            Source::Read { .. } => {
-                buffer.resize(range.len(), 0);
-                self.read_into(range.start, buffer)?;
-                Ok(buffer)
-            }
-        }
-    }
-
-    /// Fills `buf` with the bytes from `offset` on (a range inside `0..len()`): copied
-    /// from memory, or read.
-    pub fn read_into(&self, offset: usize, buf: &mut [u8]) -> Result<(), SourceReadError> {
-        match *self {
-            Source::Bytes(bytes) => {
-                buf.copy_from_slice(&bytes[offset..offset + buf.len()]);
-                Ok(())
-            }
-            Source::Read { read, .. } => read(offset as u64, buf),
-        }
     }
 }
 

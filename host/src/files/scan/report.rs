@@ -1,10 +1,10 @@
 //! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
 
+use crate::files::backend::count::{Counts, Endian};
 use crate::files::backend::{Backend, BackendError};
-use crate::files::npz::{self, InflateError};
-use crate::files::scan::{Counts, Endian};
-use crate::files::tensor::{TensorElement, TensorEntry};
-use crate::files::tensor_io::{Container, TensorFile, TensorFileError, TensorReader};
+use crate::files::containers::npz::{self, InflateError};
+use crate::files::containers::{Container, TensorElement, TensorEntry};
+use crate::files::read::{TensorFile, TensorFileError, TensorReader};
 use crate::support::output::{MAX_CELL_CHARS, Table, count_of, excerpt, path_text, shortened};
 use crate::support::progress::Progress;
 use shared::Format;

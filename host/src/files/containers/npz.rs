@@ -14,14 +14,15 @@
 //! member's header is inflated when the archive is opened; its data is inflated again
 //! when it is scanned, [`inflate`] handing it on a chunk at a time, so memory stays
 //! bounded whatever the size, and the member's length and CRC-32 are checked at its end.
-//! Both headers are parsed by [`crate::files::npy_header`], in time linear in their size. Other
-//! compression methods and encrypted members are listed as not scanned; multi-volume
-//! archives are refused.
+//! Both headers are parsed by [`crate::files::containers::npy_header`], in time linear
+//! in their size. Other compression methods and encrypted members are listed as not
+//! scanned; multi-volume archives are refused.
 
+use crate::files::containers::npy::{self, NpyError};
+use crate::files::containers::npy_header;
+use crate::files::containers::{Deflated, TensorElement, TensorEntry};
 use crate::files::message::io_message;
-use crate::files::npy_header;
-use crate::files::scan::{Source, SourceReadError};
-use crate::files::tensor::{self, Deflated, NpyError, TensorElement, TensorEntry};
+use crate::files::source::{Source, SourceReadError};
 use crate::support::output::excerpt;
 use std::io::Read;
 use std::ops::Range;
@@ -314,7 +315,7 @@ fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<TensorEntry
         }
         STORED => {
             let head = archive.get(data.start..data.start + head_len as usize, &mut head)?;
-            let mut tensor = tensor::parse_npy(head, member.len)?;
+            let mut tensor = npy::parse_npy(head, member.len)?;
             tensor.data = tensor.data.start + data.start..tensor.data.end + data.start;
             tensor
         }
@@ -326,7 +327,7 @@ fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<TensorEntry
             if (head.len() as u64) < head_len {
                 return Err(InflateError::Length { inflated: head.len() as u64, expected: member.len }.into());
             }
-            let mut tensor = tensor::parse_npy(&head, member.len)?;
+            let mut tensor = npy::parse_npy(&head, member.len)?;
             tensor.deflated = Some(Deflated { compressed: data, inflated_len: member.len, crc32: member.crc32 });
             tensor
         }

@@ -5,15 +5,23 @@
 //! A backend does two things ([`Backend`]): [`Backend::count`] counts the non-finite
 //! values of a buffer, and [`Backend::convert`] runs a [`SampleConversion`], a table
 //! variant with a [`Stream`](shared::KernelKind::Stream) kernel, over one. It must give
-//! bit for bit what the CPU gives: counts equal to [`scan::count_slice`] (the format's
-//! count variant from the table, [`scan::with_count_variant`]), and converted values
+//! bit for bit what the CPU gives: counts equal to [`count::count_slice`] (the format's
+//! count variant from the table, [`count::with_count_variant`]), and converted values
 //! equal to [`map_bits`] of the conversion's variant, which every backend runs: the CPU
 //! as Rust, the GPU as that variant's kernel. A new conversion is a new table entry and
 //! a [`SampleConversion::of`] of it; the backends need nothing more. A device backend may
 //! hand any part it has no kernel for to [`CpuBackend`].
+//!
+//! Owns: the backends, the device choice ([`select`]), the CPU counting loops
+//! ([`count`]) and the `--device auto` rule ([`auto`]). Uses: [`crate::gpu`] and
+//! [`crate::files::source`] (the bytes a count reads).
 
-use crate::files::auto::{AutoChoice, AutoReason, AutoRule, GpuProbe, Measured, NextStep, Pick, next_step};
-use crate::files::scan::{self, Counts, Endian, Source, SourceReadError, WithCountVariant, with_count_variant};
+pub mod auto;
+pub mod count;
+
+use crate::files::backend::auto::{AutoChoice, AutoReason, AutoRule, GpuProbe, Measured, NextStep, Pick, next_step};
+use crate::files::backend::count::{Counts, Endian, WithCountVariant, with_count_variant};
+use crate::files::source::{Source, SourceReadError};
 use crate::gpu::staging::Staging;
 use crate::gpu::{Bits, Gpu, GpuError, NonFinite};
 use crate::support::element::Element;
@@ -116,7 +124,7 @@ pub fn convert_slices<I: bytemuck::Pod, O: bytemuck::Pod>(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Device {
     /// Whichever of the CPU and the GPU is faster for the job, measured on its first
-    /// slices ([`crate::files::auto`]); the CPU when there is no usable GPU.
+    /// slices ([`crate::files::backend::auto`]); the CPU when there is no usable GPU.
     Auto,
     /// The CPU, all cores.
     Cpu,
@@ -223,7 +231,7 @@ pub trait Backend: Send + Sync {
 }
 
 /// The CPU backend: every core of the global rayon pool, in blocks of
-/// [`scan::BLOCK_BYTES`].
+/// [`count::BLOCK_BYTES`].
 pub struct CpuBackend;
 
 impl Backend for CpuBackend {
@@ -238,12 +246,12 @@ impl Backend for CpuBackend {
         data: Source<'_>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<Counts, BackendError> {
-        Ok(scan::count_parallel(format, endian, data, progress)?)
+        Ok(count::count_parallel(format, endian, data, progress)?)
     }
 
     fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
         conversion.elements(src, dst)?;
-        let block = scan::BLOCK_BYTES / conversion.out_bytes;
+        let block = count::BLOCK_BYTES / conversion.out_bytes;
         dst.par_chunks_mut(block * conversion.out_bytes)
             .zip(src.par_chunks(block * conversion.in_bytes))
             .for_each(|(d, s)| (conversion.cpu)(s, d));
@@ -253,7 +261,7 @@ impl Backend for CpuBackend {
 
 /// `dst.copy_from_slice(src)` on all cores.
 fn copy_parallel<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
-    let block = scan::BLOCK_BYTES / size_of::<T>();
+    let block = count::BLOCK_BYTES / size_of::<T>();
     dst.par_chunks_mut(block).zip(src.par_chunks(block)).for_each(|(d, s)| d.copy_from_slice(s));
 }
 
@@ -355,7 +363,7 @@ impl WithCountVariant for GpuCount<'_> {
     fn call<P>(self) -> Result<Counts, BackendError>
     where
         P: shared::kind::CountNonfinite + Sync,
-        P::In: crate::gpu::BufferElement + scan::Raw,
+        P::In: crate::gpu::BufferElement + count::Raw,
     {
         let GpuCount { backend, format, data, progress } = self;
         let size = size_of::<P::In>();
@@ -378,7 +386,7 @@ impl WithCountVariant for GpuCount<'_> {
                     let bytes: &[u8] = bytemuck::cast_slice(input);
                     let first_index = (piece(i).start / size) as u64;
                     if found.count > 0 {
-                        let counts = scan::count_slice(format, Endian::Little, bytes, first_index);
+                        let counts = count::count_slice(format, Endian::Little, bytes, first_index);
                         if counts.non_finite() != found.count
                             || counts.first_non_finite != found.first.map(|i| i + first_index)
                         {
@@ -432,7 +440,7 @@ pub fn gpu_backend() -> Result<Box<dyn Backend>, BackendError> {
 /// Opens the GPU backend when the auto rule asks for it (a test passes a stand-in).
 pub type GpuOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, BackendError> + Send>;
 
-/// `--device auto`: runs a job on the CPU or the GPU as [`crate::files::auto`]'s rule
+/// `--device auto`: runs a job on the CPU or the GPU as [`crate::files::backend::auto`]'s rule
 /// says, measuring both on the job's first slices when the job is big enough (every
 /// measured slice is real work, on the CPU or the GPU), and says in [`Backend::name`]
 /// which it picked and why. A GPU that fails while it is measured is dropped and its

@@ -2,8 +2,8 @@
 //! what the crate's maps would hide: every key of every object is checked for repeats
 //! (a map keeps the last of two equal keys without a word), and a tensor's dtype is kept
 //! as written, so that one the crate does not know is one tensor not scanned rather
-//! than a header refused. [`crate::files::tensor_io::parse_safetensors`] checks the
-//! offsets.
+//! than a header refused.
+//! [`crate::files::containers::safetensors::parse_safetensors`] checks the offsets.
 //!
 //! Both passes are one `serde_json` recursive descent (no backtracking, at most 128
 //! levels deep): work linear in the header's size, plus one hash-set insertion per key.

@@ -15,11 +15,10 @@
 
 use crate::files::backend::{Backend, BackendError, SampleConversion};
 use crate::files::message::{io_message, one_line};
-use crate::files::png_rows::{PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, check_palette};
-use crate::files::tensor_io::{
-    AsBf16, AsF16, AsF32, Dtype, DtypeOf, RegularFileError, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS,
-    check_regular_file,
-};
+use crate::files::normalize::png_rows::{PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, check_palette};
+use crate::files::read::{RegularFileError, check_regular_file};
+use crate::files::write::{AsBf16, AsF16, AsF32, Dtype, DtypeOf, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS};
+use crate::support::output::path_text;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -35,6 +34,15 @@ pub struct ImageDecodeError {
     pub kind: ImageDecodeErrorKind,
 }
 
+/// The image formats `normalize` reads, and how each is recognised, as its error for an
+/// unrecognised file says. Every format is told by its content (its magic number),
+/// whatever the file is called, except TGA, which has no magic number: a TGA file is
+/// recognised by its `.tga` extension only (guessing from a header of free-form fields
+/// would take other files for TGA). A known extension on other content is a decode
+/// error of that format.
+pub const KNOWN_FORMATS: &str = "by content: PNG, JPEG, GIF, BMP, TIFF, WebP, PNM, ICO, QOI, DDS, farbfeld; \
+                                 TGA, which has no magic number, by its .tga extension";
+
 /// What went wrong decoding an image: see [`ImageDecodeError`].
 #[derive(Debug)]
 #[non_exhaustive]
@@ -45,6 +53,9 @@ pub enum ImageDecodeErrorKind {
     Io(std::io::Error),
     /// The decoder refused it.
     Decode(image::ImageError),
+    /// Neither its content nor its extension names a format this build reads: see
+    /// [`KNOWN_FORMATS`].
+    UnknownFormat(image::ImageError),
     /// Its samples are not unsigned 8- or 16-bit integers.
     NotUnorm(image::ExtendedColorType),
     /// It has no pixels.
@@ -65,6 +76,9 @@ impl std::fmt::Display for ImageDecodeErrorKind {
                 write!(f, "cannot decode image: {}", io_message(error))
             }
             ImageDecodeErrorKind::Decode(error) => write!(f, "cannot decode image: {error}"),
+            ImageDecodeErrorKind::UnknownFormat(_) => {
+                write!(f, "cannot decode image: not a format this build reads ({KNOWN_FORMATS})")
+            }
             ImageDecodeErrorKind::NotUnorm(color) => f.write_str(&not_unorm(*color)),
             ImageDecodeErrorKind::NoPixels { width, height } => write!(f, "image has no pixels ({width}×{height})"),
         }
@@ -73,7 +87,7 @@ impl std::fmt::Display for ImageDecodeErrorKind {
 
 impl std::fmt::Display for ImageDecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path.display(), one_line(&self.kind))
+        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
     }
 }
 
@@ -82,7 +96,7 @@ impl std::error::Error for ImageDecodeError {
         match &self.kind {
             ImageDecodeErrorKind::NotRegular(error) => Some(error),
             ImageDecodeErrorKind::Io(error) => Some(error),
-            ImageDecodeErrorKind::Decode(error) => Some(error),
+            ImageDecodeErrorKind::Decode(error) | ImageDecodeErrorKind::UnknownFormat(error) => Some(error),
             ImageDecodeErrorKind::NotUnorm(_) | ImageDecodeErrorKind::NoPixels { .. } => None,
         }
     }
@@ -205,7 +219,8 @@ impl Image {
         }
     }
 
-    /// Decodes `path` with the `image` crate (format guessed from the content), keeping
+    /// Decodes `path` with the `image` crate (format guessed from the content, else from
+    /// the extension: see [`KNOWN_FORMATS`]), keeping
     /// the decoded channel count and bit depth. Errors name the file.
     pub fn decode(path: &Path) -> Result<Image, ImageDecodeError> {
         let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
@@ -295,6 +310,7 @@ fn decode_error(error: image::ImageError) -> ImageDecodeErrorKind {
     match &error {
         ImageError::Unsupported(e) => match e.kind() {
             UnsupportedErrorKind::Color(color) => ImageDecodeErrorKind::NotUnorm(color),
+            UnsupportedErrorKind::Format(_) => ImageDecodeErrorKind::UnknownFormat(error),
             _ => ImageDecodeErrorKind::Decode(error),
         },
         _ => ImageDecodeErrorKind::Decode(error),
@@ -448,5 +464,43 @@ fn in_layout<T: Copy>(samples: &[T], channels: usize, layout: ChannelLayout, ran
             }
             gathered.into()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decode_error_shows_its_path_escaped_on_one_line() {
+        let path = PathBuf::from("dir\nx\u{1b}[31m.png");
+        let error =
+            ImageDecodeError { path: path.clone(), kind: ImageDecodeErrorKind::NoPixels { width: 0, height: 3 } };
+        let shown = error.to_string();
+        assert!(!shown.contains('\n') && !shown.contains('\u{1b}'), "{shown:?}");
+        assert_eq!(shown, format!("{}: image has no pixels (0×3)", path_text(&path)));
+    }
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn an_unrecognised_image_names_the_formats_read_and_how_tga_is_told() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        // TGA has no magic number: without its extension, a TGA file is this too.
+        let path = dir.path().join("picture.bin");
+        std::fs::write(&path, [0x00u8, 0x00, 0x02, 0x00, 0x17, 0x42, 0x99, 0x01]).expect("write");
+        let Err(error) = Image::decode(&path) else { panic!("garbage decoded") };
+        let shown = error.to_string();
+        assert!(shown.contains("cannot decode image: "), "{shown}");
+        for format in ["PNG", "JPEG", "TIFF", "TGA", ".tga"] {
+            assert!(shown.contains(format), "{format} missing: {shown}");
+        }
+        // A TGA file is read by its extension.
+        let tga = dir.path().join("picture.tga");
+        image::RgbImage::from_pixel(2, 1, image::Rgb([1, 2, 3])).save(&tga).expect("write a TGA");
+        assert!(Image::decode(&tga).is_ok());
     }
 }

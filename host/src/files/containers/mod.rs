@@ -1,0 +1,275 @@
+//! Tensor containers: which one a file is ([`Container`]), and its header parsed into
+//! its tensors ([`parse`]), each a [`TensorEntry`]: where its bytes are and how they are
+//! checked ([`TensorElement`]).
+//!
+//! `.npy` headers, of files and of `.npz` members alike, are parsed by [`npy_header`]
+//! into an entry by [`npy`] (linear time whatever the bytes); `.npz` archives by
+//! [`npz`]; `.safetensors` headers by [`safetensors`] (no key twice in any object; dtypes
+//! kept as written, so that an unknown one is a tensor not scanned); a sharded
+//! checkpoint's `*.safetensors.index.json` by [`index`]. Every tensor's bytes must lie
+//! inside the file (or its inflated member). Every function returns an error instead of
+//! panicking, whatever the bytes; every error's `Display` is one line, and echoes at most
+//! [`crate::support::output::MAX_ECHO_CHARS`] characters of any name or dtype, escaped.
+//!
+//! Owns: what the bytes of a tensor file mean, up to where each tensor's data lies.
+//! Uses: [`crate::files::source`] (positioned reads), [`crate::files::read`] (the index
+//! check's opened shards), and [`crate::files::backend::count`] (its byte order
+//! [`Endian`], and the counting loop that [`parse_checked`] runs).
+
+pub mod index;
+pub mod npy;
+pub mod npy_header;
+pub mod npz;
+pub mod safetensors;
+
+use crate::files::backend::count::{self, Endian};
+use crate::files::containers::npy::{NpyError, parse_npy};
+use crate::files::containers::npz::{InflateError, NpzError};
+use crate::files::containers::safetensors::{
+    MAX_SAFETENSORS_HEADER, SAFETENSORS_LEN_BYTES, SafetensorsError, looks_like_safetensors, parse_safetensors,
+};
+use crate::files::source::Source;
+use shared::Format;
+use std::ops::Range;
+use std::path::Path;
+
+/// Bytes read from the start of a file to parse its header: the longest header either
+/// container accepts, with its length field.
+pub(crate) const HEAD_BYTES: u64 = SAFETENSORS_LEN_BYTES as u64 + MAX_SAFETENSORS_HEADER;
+const _: () = assert!(HEAD_BYTES >= npy_header::MAX_NPY_HEAD_BYTES);
+
+/// The container formats `scan` reads (all three) and `normalize` writes (`.npy` and
+/// `.safetensors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Container {
+    /// NumPy's `.npy`: one array.
+    Npy,
+    /// NumPy's `.npz`: a zip archive of `.npy` members, stored or deflated.
+    Npz,
+    /// Hugging Face's `.safetensors`: named tensors after a JSON header.
+    Safetensors,
+}
+
+impl Container {
+    /// The container named by `path`'s extension (`.npy`, `.npz`, `.safetensors`, in
+    /// any case: `X.NPY` too), if any.
+    pub fn from_extension(path: &Path) -> Option<Container> {
+        let extension = path.extension()?.to_str()?;
+        [("npy", Container::Npy), ("npz", Container::Npz), ("safetensors", Container::Safetensors)]
+            .into_iter()
+            .find_map(|(name, container)| extension.eq_ignore_ascii_case(name).then_some(container))
+    }
+
+    /// The container an output path names: `.npy` or `.safetensors` (`.npz` is read only).
+    pub fn of_output(path: &Path) -> Option<Container> {
+        Container::from_extension(path).filter(|&container| container != Container::Npz)
+    }
+
+    /// The container of an input file: by extension, else by content: NumPy's magic, a
+    /// zip archive's, or a safetensors header (see [`looks_like_safetensors`]).
+    pub fn detect(path: &Path, bytes: &[u8]) -> Result<Container, UnknownContainer> {
+        match Container::from_extension(path) {
+            Some(container) => Ok(container),
+            None if bytes.starts_with(npy_header::NPY_MAGIC) => Ok(Container::Npy),
+            None if npz::MAGIC.iter().any(|magic| bytes.starts_with(magic)) => Ok(Container::Npz),
+            None if looks_like_safetensors(bytes) => Ok(Container::Safetensors),
+            None => Err(UnknownContainer),
+        }
+    }
+}
+
+/// A file that is none of the containers, by extension or by content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownContainer;
+
+impl std::fmt::Display for UnknownContainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("unknown file type (expected a .npy, .npz or .safetensors file)")
+    }
+}
+
+impl std::error::Error for UnknownContainer {}
+
+/// Why a container's bytes are refused by [`parse`] (or [`TensorFile::open`](crate::files::read::TensorFile::open)).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ContainerError {
+    /// An `.npy` file.
+    Npy(NpyError),
+    /// An `.npz` archive.
+    Npz(NpzError),
+    /// A `.safetensors` file.
+    Safetensors(SafetensorsError),
+}
+
+impl std::fmt::Display for ContainerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ContainerError::Npy(error) => error.fmt(f),
+            ContainerError::Npz(error) => error.fmt(f),
+            ContainerError::Safetensors(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ContainerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ContainerError::Npy(error) => Some(error),
+            ContainerError::Npz(error) => Some(error),
+            ContainerError::Safetensors(error) => Some(error),
+        }
+    }
+}
+
+impl From<NpyError> for ContainerError {
+    fn from(error: NpyError) -> ContainerError {
+        ContainerError::Npy(error)
+    }
+}
+
+impl From<NpzError> for ContainerError {
+    fn from(error: NpzError) -> ContainerError {
+        ContainerError::Npz(error)
+    }
+}
+
+impl From<SafetensorsError> for ContainerError {
+    fn from(error: SafetensorsError) -> ContainerError {
+        ContainerError::Safetensors(error)
+    }
+}
+
+/// How the elements of a tensor are checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TensorElement {
+    /// A floating-point format with NaN and/or infinities: scanned.
+    Float(Format, Endian),
+    /// Complex numbers of two parts of a floating-point format, real then imaginary:
+    /// scanned as `2 × elements` parts, so counts are of parts and indices are of parts
+    /// in storage order (element `i`'s real part is `2i`, its imaginary part `2i + 1`),
+    /// as in NumPy's `a.view(np.float32)`.
+    Complex(Format, Endian),
+    /// A type with no NaN or infinity encodings (integers, booleans, FP4/FP6): finite by
+    /// construction, not scanned. The string says why.
+    AlwaysFinite(&'static str),
+    /// A type or storage that may hold NaN or infinities but that `scan` cannot read
+    /// (E8M0, long double, structured, an `.npz` member compressed with another method):
+    /// listed as not scanned, and the run cannot report "all finite". The string says why.
+    Unsupported(&'static str),
+}
+
+impl TensorElement {
+    /// The format and byte order the tensor's bytes are scanned as, if they are.
+    pub fn scanned_as(self) -> Option<(Format, Endian)> {
+        match self {
+            TensorElement::Float(format, endian) | TensorElement::Complex(format, endian) => Some((format, endian)),
+            TensorElement::AlwaysFinite(_) | TensorElement::Unsupported(_) => None,
+        }
+    }
+
+    /// Values per element: 2 for complex, else 1.
+    pub fn parts(self) -> u64 {
+        if matches!(self, TensorElement::Complex(..)) { 2 } else { 1 }
+    }
+}
+
+/// One tensor of a container: where its bytes are and how to read them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorEntry {
+    /// Name in the container (`.npy` files hold one unnamed array, called `array`).
+    pub name: String,
+    /// The dtype as the container spells it (`F16`, `<f4`, ...).
+    pub dtype: String,
+    /// How elements are checked.
+    pub element: TensorElement,
+    /// Shape as stored.
+    pub shape: Vec<u64>,
+    /// Number of elements (the product of `shape`; 0 for an empty tensor).
+    pub elements: u64,
+    /// Byte range of the data within the file (within the inflated member when
+    /// `deflated` is set); its length is `elements` times the element size (in bits,
+    /// over 8, for sub-byte dtypes), and it lies inside the file (the member). Empty, and
+    /// not read, for an [`TensorElement::Unsupported`] tensor whose element size is unknown.
+    pub data: Range<usize>,
+    /// For a deflated `.npz` member: where its compressed bytes are; the data is then
+    /// inflated as it is scanned, a chunk at a time (see [`TensorReader::for_each_chunk`](crate::files::read::TensorReader::for_each_chunk)).
+    pub deflated: Option<Deflated>,
+    /// `true` for a Fortran-ordered `.npy` array: element indices are then in storage
+    /// (column-major) order.
+    pub fortran_order: bool,
+}
+
+/// Where a deflated member's compressed bytes are, and what inflating them must give.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deflated {
+    /// The compressed bytes, within the archive.
+    pub compressed: Range<usize>,
+    /// The member's inflated length, from the central directory.
+    pub inflated_len: u64,
+    /// The CRC-32 of the inflated member, from the central directory.
+    pub crc32: u32,
+}
+
+/// Parses the header of a whole file held in `bytes` as `container` and returns its
+/// tensors: what [`TensorFile::open`](crate::files::read::TensorFile::open) does with a file of these bytes.
+///
+/// Never panics, whatever the bytes; on success every tensor's `data` lies inside
+/// `bytes` (or inside its inflated `.npz` member) and the other guarantees of
+/// [`TensorFile::open`](crate::files::read::TensorFile::open) hold.
+pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, ContainerError> {
+    parse_file(container, &bytes[..bytes.len().min(HEAD_BYTES as usize)], Source::Bytes(bytes))
+}
+
+/// For the fuzz target (`fuzz/fuzz_targets/containers.rs`) and `tests/header_fuzz.rs`,
+/// which share it: [`parse`], with its guarantees asserted (a failed one panics). An
+/// error's message is one non-empty line; every tensor accepted lies inside `bytes` (or
+/// inflates from them), its data as long as its shape and dtype say; scanning it
+/// (inflating it, for a deflated member, where a failure must be a one-line error too)
+/// finds at most as many non-finite values as it has values.
+#[doc(hidden)]
+pub fn parse_checked(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, ContainerError> {
+    fn assert_one_line(error: &impl std::fmt::Display) {
+        let message = error.to_string();
+        assert!(!message.is_empty() && !message.contains('\n'), "bad message {message:?}");
+    }
+    let tensors = parse(container, bytes).inspect_err(assert_one_line)?;
+    for t in &tensors {
+        assert!(t.data.start <= t.data.end, "{t:?}");
+        assert!(t.deflated.is_some() || t.data.end <= bytes.len(), "{t:?} outside {} bytes", bytes.len());
+        let Some((format, endian)) = t.element.scanned_as() else { continue };
+        let values = t.elements * t.element.parts();
+        assert_eq!(t.data.len() as u64, values * format.bytes() as u64, "{t:?}");
+        let mut non_finite = 0;
+        match &t.deflated {
+            None => non_finite = count::count_slice(format, endian, &bytes[t.data.clone()], 0).non_finite(),
+            Some(deflated) => {
+                let count = |_, data: &[u8]| {
+                    non_finite += count::count_slice(format, endian, data, 0).non_finite();
+                    Ok::<(), InflateError>(())
+                };
+                if let Err(error) = npz::inflate(Source::Bytes(bytes), deflated, t.data.clone(), 4096, count) {
+                    assert_one_line(&error);
+                }
+            }
+        }
+        assert!(non_finite <= values, "{non_finite} non-finite of {values} values");
+    }
+    Ok(tensors)
+}
+
+/// Parses the header of `file` as `container`: `.npy` and `.safetensors` from `head`,
+/// its first `min(len, HEAD_BYTES)` bytes; `.npz` by reading the archive where its
+/// records are.
+pub(crate) fn parse_file(
+    container: Container,
+    head: &[u8],
+    file: Source<'_>,
+) -> Result<Vec<TensorEntry>, ContainerError> {
+    Ok(match container {
+        Container::Npy => vec![parse_npy(head, file.len() as u64)?],
+        Container::Npz => npz::parse(file)?,
+        Container::Safetensors => parse_safetensors(head, file.len() as u64)?,
+    })
+}

@@ -1,0 +1,155 @@
+//! The scan job: one library call, [`scan()`] (count NaN and infinities in tensor
+//! files), with plain options that default to what the command line does
+//! ([`ScanOptions`]) and a report ([`ScanReport`]). What `bitexact scan` runs, and all it
+//! runs: the subcommand parses flags, calls this, prints the report and picks the exit
+//! status.
+//!
+//! Owns: the scan's steps, in order: its inputs expanded into files ([`inputs`]), each
+//! file's header read, the indexes checked, the backend picked, every tensor counted and
+//! reported ([`report`]). Uses: [`crate::files::containers`], [`crate::files::read`],
+//! [`crate::files::backend`].
+
+pub mod inputs;
+pub mod report;
+
+use crate::files::backend::{self, BackendError, Device};
+use crate::files::containers::index::{self, ScanInputError, UnlistedTensors};
+use crate::files::read::{TensorFile, TensorFileError};
+use crate::files::scan::report::{Report, ScanError};
+use crate::support::progress::Progress;
+use std::path::PathBuf;
+
+/// How [`scan`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// Where to count ([`Device::Auto`] by default).
+    pub device: Device,
+    /// Draw a progress bar on stderr, if it is a terminal and the scan lasts over a
+    /// second ([`Progress`]); off by default.
+    pub progress_bar: bool,
+}
+
+impl Default for ScanOptions {
+    fn default() -> ScanOptions {
+        ScanOptions { device: Device::Auto, progress_bar: false }
+    }
+}
+
+/// What [`scan`] found: the report (per file, per tensor, in total; it owns its data),
+/// and the warnings met on the way.
+#[derive(Clone, Debug)]
+pub struct ScanReport {
+    /// The counts, per tensor and in total, and where the scan ran.
+    pub report: Report<'static>,
+    /// Tensors that a shard of a sharded checkpoint holds but its index does not list
+    /// there: scanned all the same.
+    pub warnings: Vec<UnlistedTensors>,
+}
+
+/// Why [`scan`] could not give a report: the first error met, naming its path.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ScanJobError {
+    /// The device asked for cannot be had (`Device::Gpu` without a usable GPU).
+    Backend(BackendError),
+    /// A directory or an index cannot be turned into files to scan.
+    Input(ScanInputError),
+    /// A file cannot be opened or its header read.
+    File(TensorFileError),
+    /// A tensor could not be scanned.
+    Scan(ScanError),
+}
+
+impl std::fmt::Display for ScanJobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScanJobError::Backend(error) => error.fmt(f),
+            ScanJobError::Input(error) => error.fmt(f),
+            ScanJobError::File(error) => error.fmt(f),
+            ScanJobError::Scan(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ScanJobError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ScanJobError::Backend(error) => Some(error),
+            ScanJobError::Input(error) => Some(error),
+            ScanJobError::File(error) => Some(error),
+            ScanJobError::Scan(error) => Some(error),
+        }
+    }
+}
+
+impl From<BackendError> for ScanJobError {
+    fn from(error: BackendError) -> ScanJobError {
+        ScanJobError::Backend(error)
+    }
+}
+
+impl From<ScanInputError> for ScanJobError {
+    fn from(error: ScanInputError) -> ScanJobError {
+        ScanJobError::Input(error)
+    }
+}
+
+impl From<TensorFileError> for ScanJobError {
+    fn from(error: TensorFileError) -> ScanJobError {
+        ScanJobError::File(error)
+    }
+}
+
+impl From<ScanError> for ScanJobError {
+    fn from(error: ScanError) -> ScanJobError {
+        ScanJobError::Scan(error)
+    }
+}
+
+/// Counts NaN, +inf and -inf in every floating-point tensor of `paths`: `.npy`, `.npz`
+/// and `.safetensors` files (recognised by content), directories (walked), and sharded
+/// checkpoints' `*.safetensors.index.json` (for all their shards, whose tensor names are
+/// checked against the index).
+///
+/// Passes through, in order: [`backend::select`] (`Device::Gpu` opens the GPU now),
+/// [`inputs::expand`] (paths → files and indexes), [`TensorFile::open`] (each
+/// header, so that any bad input fails before anything is scanned),
+/// [`index::check_index`] (warnings), [`backend::DeviceChoice::for_job`] (the
+/// backend, sized to the bytes to scan), [`Report::scan`] (every tensor, on that
+/// backend).
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("x.npy");
+/// let values = [1.0f32, f32::NAN, f32::INFINITY];
+/// let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+/// let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
+/// let header = format!("{header:<117}\n");
+/// npy.extend((header.len() as u16).to_le_bytes());
+/// npy.extend(header.as_bytes());
+/// npy.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+/// std::fs::write(&path, npy)?;
+///
+/// let scanned = host::files::scan(&[path], &host::files::ScanOptions::default())?;
+/// let total = &scanned.report.total;
+/// assert_eq!((total.nan, total.pos_inf, total.neg_inf), (1, 1, 0));
+/// assert_eq!(total.first_non_finite.as_ref().map(|at| at.index), Some(1));
+/// # Ok(())
+/// # }
+/// ```
+pub fn scan(paths: &[PathBuf], options: &ScanOptions) -> Result<ScanReport, ScanJobError> {
+    let device = backend::select(options.device)?;
+    let inputs = inputs::expand(paths)?;
+    let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
+    let mut warnings = Vec::new();
+    for index in &inputs.indexes {
+        warnings.extend(index::check_index(index, &files)?);
+    }
+    let bytes = files.iter().map(report::bytes_to_scan).sum();
+    let backend = device.for_job(bytes);
+    let progress = if options.progress_bar { Progress::new(bytes, "scan") } else { Progress::hidden(bytes) };
+    let report = Report::scan(&files, backend.as_ref(), &progress)?.into_owned();
+    progress.finish();
+    Ok(ScanReport { report, warnings })
+}

@@ -1,0 +1,619 @@
+//! Tensors written: f32, binary16 or bfloat16 values ([`Dtype`], and as types
+//! [`DtypeOf`]) streamed from a [`TensorSource`] a chunk at a time into a `.npy` (its
+//! header written by [`npy_header`]) or a `.safetensors` file, staged in a temporary file
+//! and renamed into place only when whole ([`stage`], [`StagedOutput::commit`]); the
+//! checks made before any work ([`check_output`], [`check_dtype`]).
+//!
+//! Owns: output files and their temporaries ([`temporaries`]: the list the Ctrl-C
+//! handler empties). Uses: [`crate::files::containers`] (which container a path names,
+//! the `.safetensors` reserved key and length field).
+
+pub mod temporaries;
+
+use crate::files::containers::Container;
+use crate::files::containers::safetensors::SAFETENSORS_LEN_BYTES;
+use crate::files::containers::safetensors::header::METADATA_KEY;
+use crate::files::message::{io_message, one_line};
+use crate::files::write::temporaries::{PENDING_TEMPORARIES, PendingTemporary};
+use crate::support::output::{excerpt, path_text};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Why an output cannot be written: the output path and what went wrong. Displayed as
+/// `path: what`, on one line.
+#[derive(Debug)]
+pub struct TensorWriteError {
+    /// The output path, as given.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: TensorWriteErrorKind,
+}
+
+/// What went wrong with an output: see [`TensorWriteError`].
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum TensorWriteErrorKind {
+    /// The output is the input file.
+    IsInput,
+    /// Its extension names no container that can be written.
+    UnknownExtension,
+    /// It is a directory.
+    IsDirectory,
+    /// It exists, and replacing it was not asked for.
+    Exists,
+    /// The shape does not hold the number of values given.
+    ShapeMismatch {
+        /// The shape.
+        shape: Vec<u64>,
+        /// Values given.
+        values: u64,
+    },
+    /// `.npy` cannot hold values of this type: NumPy has no bfloat16.
+    NoNpyDtype {
+        /// The values' type.
+        dtype: Dtype,
+    },
+    /// The tensor name is one the format reserves.
+    ReservedName {
+        /// The name.
+        name: String,
+    },
+    /// The temporary file cannot be created.
+    CreateTemporary {
+        /// Where it was to be.
+        directory: PathBuf,
+        /// Why not.
+        error: std::io::Error,
+    },
+    /// The temporary file's mode cannot be set.
+    SetMode(std::io::Error),
+    /// Writing or syncing the temporary file failed.
+    Write(std::io::Error),
+    /// The values could not be produced (the source's own error).
+    Values(Box<dyn std::error::Error + Send + Sync>),
+    /// The `.safetensors` header cannot be serialised.
+    Header(serde_json::Error),
+    /// The temporary file cannot be renamed onto the output.
+    Rename(std::io::Error),
+}
+
+impl std::fmt::Display for TensorWriteErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TensorWriteErrorKind::IsInput => f.write_str("is the input file; choose another output path"),
+            TensorWriteErrorKind::UnknownExtension => {
+                f.write_str("unknown output extension (expected .npy or .safetensors)")
+            }
+            TensorWriteErrorKind::IsDirectory => f.write_str("is a directory"),
+            TensorWriteErrorKind::Exists => f.write_str("already exists (use --force to replace it)"),
+            TensorWriteErrorKind::ShapeMismatch { shape, values } => {
+                write!(f, "shape {shape:?} does not hold {values} values")
+            }
+            TensorWriteErrorKind::NoNpyDtype { dtype } => write!(
+                f,
+                ".npy cannot hold --dtype {} (NumPy has no such dtype); write a .safetensors output instead, \
+                 or use --dtype f16 or f32",
+                dtype.name()
+            ),
+            TensorWriteErrorKind::ReservedName { name } => {
+                write!(f, "tensor name '{}' is reserved by the format", excerpt(name))
+            }
+            TensorWriteErrorKind::CreateTemporary { directory, error } => {
+                write!(f, "cannot create a temporary file in {}: {}", path_text(directory), io_message(error))
+            }
+            TensorWriteErrorKind::SetMode(error) => {
+                write!(f, "cannot set the mode of the temporary file: {}", io_message(error))
+            }
+            TensorWriteErrorKind::Write(error) => write!(f, "write failed: {}", io_message(error)),
+            TensorWriteErrorKind::Values(error) => write!(f, "write failed: {error}"),
+            TensorWriteErrorKind::Header(error) => write!(f, "write failed: invalid header: {error}"),
+            TensorWriteErrorKind::Rename(error) => {
+                write!(f, "cannot rename the temporary file into place: {}", io_message(error))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for TensorWriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
+    }
+}
+
+impl std::error::Error for TensorWriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            TensorWriteErrorKind::CreateTemporary { error, .. }
+            | TensorWriteErrorKind::SetMode(error)
+            | TensorWriteErrorKind::Write(error)
+            | TensorWriteErrorKind::Rename(error) => Some(error),
+            TensorWriteErrorKind::Values(error) => Some(error.as_ref()),
+            TensorWriteErrorKind::Header(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+/// Checks, before any work, that `output` may be written: its extension names a
+/// container, it is not `input` (same file after resolving links), and it does not exist
+/// unless `force`. Returns the container; errors name the file.
+pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, TensorWriteError> {
+    let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
+    let same = matches!((output.canonicalize(), input.canonicalize()), (Ok(a), Ok(b)) if a == b);
+    if same {
+        return fail(TensorWriteErrorKind::IsInput);
+    }
+    let Some(container) = Container::of_output(output) else {
+        return fail(TensorWriteErrorKind::UnknownExtension);
+    };
+    // `symlink_metadata`, not `exists`: a dangling symlink is there too (and the final
+    // no-clobber rename would refuse it after all the work).
+    if output.symlink_metadata().is_ok() {
+        if output.is_dir() {
+            return fail(TensorWriteErrorKind::IsDirectory);
+        }
+        if !force {
+            return fail(TensorWriteErrorKind::Exists);
+        }
+    }
+    Ok(container)
+}
+
+/// Checks, before any work, that `container` can hold values of `dtype` (`.npy` cannot
+/// hold bfloat16: NumPy has no such dtype); the error names `output`.
+pub fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<(), TensorWriteError> {
+    if dtype.npy_descr().is_none() && container == Container::Npy {
+        return Err(TensorWriteError { path: output.to_path_buf(), kind: TensorWriteErrorKind::NoNpyDtype { dtype } });
+    }
+    Ok(())
+}
+
+/// Values per chunk when a tensor is written: 4 MiB of f32, so that writing holds a few
+/// MiB however large the tensor is.
+pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
+
+/// The element type of a written tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    /// IEEE 754 binary32: `.npy` `<f4`, `.safetensors` `F32`.
+    F32,
+    /// IEEE 754 binary16: `.npy` `<f2`, `.safetensors` `F16`.
+    F16,
+    /// bfloat16: `.safetensors` `BF16`; NumPy has no such dtype, so no `.npy`.
+    Bf16,
+}
+
+impl Dtype {
+    /// `f32`, `f16` or `bf16`, as `--dtype` and the reports spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "f32",
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+        }
+    }
+
+    /// Bytes per value.
+    pub const fn bytes(self) -> u64 {
+        match self {
+            Dtype::F32 => 4,
+            Dtype::F16 | Dtype::Bf16 => 2,
+        }
+    }
+
+    /// The `.safetensors` dtype string.
+    pub const fn safetensors_name(self) -> &'static str {
+        match self {
+            Dtype::F32 => "F32",
+            Dtype::F16 => "F16",
+            Dtype::Bf16 => "BF16",
+        }
+    }
+
+    /// The `.npy` type string (little-endian), or `None` where NumPy has no dtype.
+    pub const fn npy_descr(self) -> Option<&'static str> {
+        match self {
+            Dtype::F32 => Some("<f4"),
+            Dtype::F16 => Some("<f2"),
+            Dtype::Bf16 => None,
+        }
+    }
+}
+
+/// A [`Dtype`] as a type, so that a [`TensorSource`]'s values have the right width by
+/// construction: [`AsF32`], [`AsF16`], [`AsBf16`].
+pub trait DtypeOf {
+    /// The dtype.
+    const DTYPE: Dtype;
+    /// How one value is held in memory: the f32 itself, or the 16 bits of a binary16 or
+    /// bfloat16 encoding.
+    type Stored: bytemuck::Pod + Default + Send + Sync;
+}
+
+/// f32 values, held as `f32`.
+#[derive(Clone, Copy, Debug)]
+pub enum AsF32 {}
+/// binary16 values, held as their `u16` encodings.
+#[derive(Clone, Copy, Debug)]
+pub enum AsF16 {}
+/// bfloat16 values, held as their `u16` encodings.
+#[derive(Clone, Copy, Debug)]
+pub enum AsBf16 {}
+
+impl DtypeOf for AsF32 {
+    const DTYPE: Dtype = Dtype::F32;
+    type Stored = f32;
+}
+
+impl DtypeOf for AsF16 {
+    const DTYPE: Dtype = Dtype::F16;
+    type Stored = u16;
+}
+
+impl DtypeOf for AsBf16 {
+    const DTYPE: Dtype = Dtype::Bf16;
+    type Stored = u16;
+}
+
+/// The stored form of the values of a [`TensorSource`].
+pub type StoredOf<S> = <<S as TensorSource>::Dtype as DtypeOf>::Stored;
+
+/// A tensor's values in flat order, produced a chunk at a time, so that writing one
+/// never needs them all in memory. `Sync`: the next chunk is produced while the
+/// previous one is written, on another thread.
+pub trait TensorSource: Sync {
+    /// The values' type.
+    type Dtype: DtypeOf;
+    /// Why values cannot be produced.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// How many values there are.
+    fn elements(&self) -> u64;
+    /// Writes values `start .. start + out.len()` into `out` (a range within
+    /// [`TensorSource::elements`]).
+    fn fill(&self, start: u64, out: &mut [StoredOf<Self>]) -> Result<(), Self::Error>;
+}
+
+/// Values asked for beyond the end of a slice of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValuesOutOfRange {
+    /// The first value asked for.
+    pub start: u64,
+}
+
+impl std::fmt::Display for ValuesOutOfRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "values {}.. are out of range", self.start)
+    }
+}
+
+impl std::error::Error for ValuesOutOfRange {}
+
+impl TensorSource for [f32] {
+    type Dtype = AsF32;
+    type Error = ValuesOutOfRange;
+
+    fn elements(&self) -> u64 {
+        self.len() as u64
+    }
+
+    fn fill(&self, start: u64, out: &mut [f32]) -> Result<(), ValuesOutOfRange> {
+        let values = usize::try_from(start).ok().and_then(|start| self.get(start..start.checked_add(out.len())?));
+        out.copy_from_slice(values.ok_or(ValuesOutOfRange { start })?);
+        Ok(())
+    }
+}
+
+/// Writes the f32 tensor `data` of `shape` to `out`: [`write_from`] of a slice.
+pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), TensorWriteError> {
+    write_from(out, name, shape, data, force)
+}
+
+/// Writes a tensor of `shape` to `out` as the container its extension names: [`stage`],
+/// then [`StagedOutput::commit`].
+pub fn write_from(
+    out: &Path,
+    name: &str,
+    shape: &[u64],
+    data: &(impl TensorSource + ?Sized),
+    force: bool,
+) -> Result<(), TensorWriteError> {
+    stage(out, name, shape, data, force)?.commit()
+}
+
+/// Writes a tensor of `shape` with the values' dtype (`.npy`: `<f4` or `<f2`;
+/// `.safetensors`: `F32`, `F16` or `BF16`; `.npy` refuses bfloat16, see [`check_dtype`]),
+/// for `out`, as the container its extension names,
+/// under the tensor name `name` for `.safetensors` (any name but the format's reserved
+/// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time
+/// (the next chunk produced while the previous one is written, two chunks in memory),
+/// into a temporary file in `out`'s directory, synced; `out` itself is not touched until
+/// [`StagedOutput::commit`]. [`StagedOutput::phases`] says where the time went.
+///
+/// Permissions, as other tools give them: a new output gets the mode `open(..., 0666)`
+/// gives under the umask (so `0644` under the usual `022`), like a shell's `>` or `cp`
+/// to a new file; with `force`, a replaced file's permission bits are kept, like `cp`
+/// onto an existing file (`install`, by contrast, sets `0755` or its `-m`). The owner is
+/// whoever runs the command, as with any replace-by-rename.
+///
+/// On any error the temporary file is removed and `out` is left as it was; so is it if
+/// the result is dropped without being committed.
+pub fn stage<S: TensorSource + ?Sized>(
+    out: &Path,
+    name: &str,
+    shape: &[u64],
+    data: &S,
+    force: bool,
+) -> Result<StagedOutput, TensorWriteError> {
+    use std::os::unix::fs::PermissionsExt;
+    let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
+    let container = Container::of_output(out).ok_or_else(|| fail(TensorWriteErrorKind::UnknownExtension))?;
+    check_dtype(out, container, S::Dtype::DTYPE)?;
+    if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
+        return Err(fail(TensorWriteErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }));
+    }
+    if container == Container::Safetensors && name == METADATA_KEY {
+        // The crate would write it, but every reader takes that key for the metadata map.
+        return Err(fail(TensorWriteErrorKind::ReservedName { name: name.to_string() }));
+    }
+    let directory = match out.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let replaced_mode = match std::fs::metadata(out) {
+        Ok(metadata) if force && metadata.is_file() => Some(metadata.permissions().mode() & 0o777),
+        _ => None,
+    };
+    // The kernel applies the umask to the mode asked for here; a replaced file's mode is
+    // then set exactly, before any data is written.
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".bitexact-")
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
+        .tempfile_in(directory)
+        .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
+    let pending = PendingTemporary::register(temporary.path());
+    if let Some(mode) = replaced_mode {
+        temporary
+            .as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| fail(TensorWriteErrorKind::SetMode(e)))?;
+    }
+    let mut phases = WritePhases::default();
+    let mut writer = BufWriter::with_capacity(1 << 20, temporary.as_file_mut());
+    match container {
+        Container::Npy => write_npy(&mut writer, shape, data, &mut phases),
+        Container::Safetensors => write_safetensors(&mut writer, name, shape, data, &mut phases),
+        // `of_output` has refused it above.
+        Container::Npz => Err(TensorWriteErrorKind::UnknownExtension),
+    }
+    .and_then(|()| writer.into_inner().map(drop).map_err(|e| TensorWriteErrorKind::Write(e.into_error())))
+    .and_then(|()| {
+        let start = Instant::now();
+        temporary.as_file().sync_all().map_err(TensorWriteErrorKind::Write)?;
+        phases.sync = start.elapsed();
+        Ok(())
+    })
+    .map_err(fail)?;
+    phases.bytes = temporary.as_file().metadata().map_or(0, |m| m.len());
+    Ok(StagedOutput { temporary, out: out.to_path_buf(), force, phases, _pending: pending })
+}
+
+/// Where the time of [`stage`] went. Producing and writing overlap: their sum may
+/// exceed the time both took.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WritePhases {
+    /// Producing the values (the source's `fill`; for `normalize`, the conversion).
+    pub produce: Duration,
+    /// Writing the file (into the page cache), on the writer thread.
+    pub write: Duration,
+    /// Syncing it to disk.
+    pub sync: Duration,
+    /// Bytes of the file.
+    pub bytes: u64,
+    /// Bytes of values (2 or 4 per value).
+    pub value_bytes: u64,
+}
+
+/// An output written in full to a temporary file, not yet in place. Dropping it removes
+/// the temporary file and leaves the output path as it was.
+pub struct StagedOutput {
+    temporary: tempfile::NamedTempFile,
+    out: PathBuf,
+    force: bool,
+    phases: WritePhases,
+    /// Listed until it is renamed into place or removed. Declared after `temporary`,
+    /// so dropped after it: the file is gone before it leaves the list.
+    _pending: PendingTemporary,
+}
+
+impl StagedOutput {
+    /// Where the time of writing it went.
+    pub fn phases(&self) -> WritePhases {
+        self.phases
+    }
+
+    /// Renames the temporary file onto the output path. Without `force`, an existing
+    /// output is never replaced (the rename itself refuses, so a file created meanwhile
+    /// is not clobbered either). On error the temporary file is removed.
+    pub fn commit(self) -> Result<(), TensorWriteError> {
+        // The rename happens under the list's lock, so that a signal's cleanup
+        // ([`remove_pending_temporaries`]) runs wholly before it or not at all.
+        let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let persisted =
+            if self.force { self.temporary.persist(&self.out) } else { self.temporary.persist_noclobber(&self.out) };
+        drop(pending);
+        persisted.map(drop).map_err(|e| {
+            let kind = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
+                TensorWriteErrorKind::Exists
+            } else {
+                TensorWriteErrorKind::Rename(e.error)
+            };
+            TensorWriteError { path: self.out, kind }
+        })
+    }
+}
+
+/// The values of `data`, [`WRITE_CHUNK_ELEMENTS`] at a time, handed to `write` in order
+/// on a writer thread while this one produces the next chunk: two chunk buffers
+/// in all. Adds the time of each side to `phases`.
+fn for_each_chunk<S: TensorSource + ?Sized>(
+    data: &S,
+    mut write: impl FnMut(&[StoredOf<S>]) -> std::io::Result<()> + Send,
+    phases: &mut WritePhases,
+) -> Result<(), TensorWriteErrorKind> {
+    let total = data.elements();
+    let chunk_len = WRITE_CHUNK_ELEMENTS.min(usize::try_from(total).unwrap_or(usize::MAX));
+    phases.value_bytes += total * S::Dtype::DTYPE.bytes();
+    std::thread::scope(|scope| {
+        // Full chunks to the writer (one may wait while another is written), and
+        // written ones back.
+        let (to_writer, full) = std::sync::mpsc::sync_channel::<(Vec<StoredOf<S>>, usize)>(1);
+        let (to_producer, spare) = std::sync::mpsc::channel::<Vec<StoredOf<S>>>();
+        let writer = scope.spawn(move || {
+            let mut spent = Duration::ZERO;
+            for (chunk, len) in full {
+                let start = Instant::now();
+                write(&chunk[..len])?;
+                spent += start.elapsed();
+                // The producer may have stopped: then the buffer is not wanted.
+                let _ = to_producer.send(chunk);
+            }
+            Ok::<Duration, std::io::Error>(spent)
+        });
+        let mut produced = Ok(());
+        let (mut buffers, mut start) = (0, 0u64);
+        while start < total {
+            let chunk = match spare.try_recv() {
+                Ok(chunk) => Some(chunk),
+                Err(_) if buffers < 2 => {
+                    buffers += 1;
+                    Some(vec![StoredOf::<S>::default(); chunk_len])
+                }
+                // None: the writer stopped on an error, which its join gives.
+                Err(_) => spare.recv().ok(),
+            };
+            let Some(mut chunk) = chunk else { break };
+            let len = chunk_len.min((total - start) as usize);
+            let began = Instant::now();
+            if let Err(e) = data.fill(start, &mut chunk[..len]) {
+                produced = Err(TensorWriteErrorKind::Values(Box::new(e)));
+                break;
+            }
+            phases.produce += began.elapsed();
+            if to_writer.send((chunk, len)).is_err() {
+                break;
+            }
+            start += len as u64;
+        }
+        drop(to_writer);
+        let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        produced?;
+        phases.write += written.map_err(TensorWriteErrorKind::Write)?;
+        Ok(())
+    })
+}
+
+/// The `.npy` header (format 1.0, or 2.0 for a dictionary longer than 65,535 bytes)
+/// of a C-ordered array of `shape` whose dtype is `descr` (`<f4`, `<f2`), as NumPy
+/// writes it: the dictionary padded with spaces and a newline so that the data starts
+/// at a multiple of 64 bytes.
+pub fn npy_header(descr: &str, shape: &[u64]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+    let shape = match dims.as_slice() {
+        [one] => format!("({one},)"),
+        dims => format!("({})", dims.join(", ")),
+    };
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let (version, len_bytes) = if dict.len() + 1 + 10 <= 65_535 { (1u8, 2) } else { (2u8, 4) };
+    let unpadded = 6 + 2 + len_bytes + dict.len() + 1;
+    let header_len = unpadded.next_multiple_of(64) - 6 - 2 - len_bytes;
+    let mut out = Vec::with_capacity(unpadded.next_multiple_of(64));
+    out.extend_from_slice(b"\x93NUMPY");
+    out.extend_from_slice(&[version, 0]);
+    if version == 1 {
+        out.extend_from_slice(&(header_len as u16).to_le_bytes());
+    } else {
+        out.extend_from_slice(&(header_len as u32).to_le_bytes());
+    }
+    out.extend_from_slice(dict.as_bytes());
+    out.resize(out.len() + header_len - dict.len() - 1, b' ');
+    out.push(b'\n');
+    out
+}
+
+/// Writes `data` as a `.npy` array of `shape` (`<f4` for f32, `<f2` for binary16): the
+/// header [`npy_header`] gives, then the values as they lie in memory; bfloat16, which
+/// NumPy lacks, is refused.
+fn write_npy<S: TensorSource + ?Sized>(
+    out: &mut (impl Write + Send),
+    shape: &[u64],
+    data: &S,
+    phases: &mut WritePhases,
+) -> Result<(), TensorWriteErrorKind> {
+    const _: () = assert!(cfg!(target_endian = "little"), "the header says little-endian values");
+    let dtype = S::Dtype::DTYPE;
+    let descr = dtype.npy_descr().ok_or(TensorWriteErrorKind::NoNpyDtype { dtype })?;
+    out.write_all(&npy_header(descr, shape)).map_err(TensorWriteErrorKind::Write)?;
+    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)), phases)
+}
+
+/// Writes what `safetensors::serialize` writes for one F32, F16 or BF16 tensor (a test
+/// compares the bytes), without building the whole file in memory as it does: the
+/// length, the JSON header padded with spaces to a multiple of 8 bytes, then the
+/// little-endian values.
+fn write_safetensors<S: TensorSource + ?Sized>(
+    out: &mut (impl Write + Send),
+    name: &str,
+    shape: &[u64],
+    data: &S,
+    phases: &mut WritePhases,
+) -> Result<(), TensorWriteErrorKind> {
+    const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian values");
+    /// One tensor's header entry, its fields in the crate's order.
+    #[derive(serde::Serialize)]
+    struct Info<'a> {
+        dtype: &'static str,
+        shape: &'a [u64],
+        data_offsets: [u64; 2],
+    }
+    let dtype = S::Dtype::DTYPE;
+    let info = Info { dtype: dtype.safetensors_name(), shape, data_offsets: [0, data.elements() * dtype.bytes()] };
+    let mut header =
+        serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)])).map_err(TensorWriteErrorKind::Header)?;
+    header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');
+    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(TensorWriteErrorKind::Write)?;
+    out.write_all(&header).map_err(TensorWriteErrorKind::Write)?;
+    for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)), phases)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_npy_header_reads_back_and_aligns_the_data_to_64_bytes() {
+        for shape in [vec![], vec![5], vec![4096, 4096, 3], vec![u64::from(u32::MAX); 20]] {
+            let header = npy_header("<f4", &shape);
+            assert_eq!(header.len() % 64, 0, "{shape:?}");
+            assert_eq!(header.last(), Some(&b'\n'));
+            let (read, data_start) =
+                crate::files::containers::npy_header::read(&header).expect("our own header parses");
+            assert_eq!((read.shape, read.fortran_order, data_start), (shape.clone(), false, header.len()));
+            // And as NumPy's other readers see it.
+            if shape.len() < 3 {
+                let values = shape.iter().product::<u64>() as usize;
+                let mut file = header.clone();
+                file.extend((0..values).flat_map(|i| (i as f32).to_le_bytes()));
+                let npy = npyz::NpyFile::new(&file[..]).expect("npyz reads it");
+                assert_eq!(npy.shape(), &shape[..]);
+                assert_eq!(npy.into_vec::<f32>().expect("values").len(), values);
+            }
+        }
+        assert!(
+            npy_header("<f2", &[3])
+                .starts_with(b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f2', 'fortran_order': False, 'shape': (3,), }")
+        );
+    }
+}

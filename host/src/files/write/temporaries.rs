@@ -1,0 +1,41 @@
+//! The temporary files of outputs being written (`PENDING_TEMPORARIES`), so that the
+//! Ctrl-C handler can remove them ([`remove_pending_temporaries`]) before the process
+//! exits without running destructors.
+
+use std::path::{Path, PathBuf};
+
+/// The temporary files of outputs being written, for [`remove_pending_temporaries`].
+pub(crate) static PENDING_TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A temporary output file listed in [`PENDING_TEMPORARIES`] while it lives: dropped
+/// (the file renamed into place or removed), it is taken off the list.
+pub(crate) struct PendingTemporary(PathBuf);
+
+impl PendingTemporary {
+    pub(crate) fn register(path: &Path) -> PendingTemporary {
+        let mut pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pending.push(path.to_path_buf());
+        PendingTemporary(path.to_path_buf())
+    }
+}
+
+impl Drop for PendingTemporary {
+    fn drop(&mut self) {
+        let mut pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(at) = pending.iter().position(|p| *p == self.0) {
+            pending.swap_remove(at);
+        }
+    }
+}
+
+/// Removes the temporary file of every output still being written, and returns how
+/// many it removed. For a process about to exit on a signal (Ctrl-C), which runs no
+/// destructors: the output paths are left as they were, as on any failed run. The list
+/// stays locked, so no output is renamed into place after this has run.
+pub fn remove_pending_temporaries() -> usize {
+    let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let removed = pending.iter().filter(|path| std::fs::remove_file(path).is_ok()).count();
+    // Held until the process exits: a commit waiting for the lock never runs.
+    std::mem::forget(pending);
+    removed
+}
