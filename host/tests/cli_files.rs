@@ -766,12 +766,7 @@ fn float_images_are_refused_saying_what_is_accepted() {
 
 /// Runs `bitexact args` with a stdout pipe whose reader is closed before anything is read.
 fn run_with_stdout_closed(args: &[&str]) -> std::process::Output {
-    let mut child = common::bitexact_command()
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::spawn_bitexact(args);
     drop(child.stdout.take());
     child.wait_with_output().unwrap()
 }

@@ -114,12 +114,7 @@ fn a_repeated_key_anywhere_in_the_header_is_refused() {
 /// Runs `bitexact` with `args`, killing it if it has not finished in 30 s (a FIFO opened
 /// for reading would block it forever).
 fn run_bounded(args: &[&str]) -> Output {
-    let mut child = common::bitexact_command()
-        .args(args)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = common::spawn_bitexact(args);
     let deadline = Instant::now() + Duration::from_secs(30);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() > deadline {

@@ -31,6 +31,17 @@ pub fn bitexact_command() -> Command {
     Command::new(bitexact_exe())
 }
 
+/// Starts [`bitexact_exe`] with `args`, its stdout and stderr piped, for a test that
+/// acts on the running process (a deadline, a closed pipe).
+pub fn spawn_bitexact(args: &[&str]) -> std::process::Child {
+    bitexact_command()
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start bitexact")
+}
+
 /// Runs [`bitexact_exe`] with `args`.
 pub fn bitexact(args: &[&str]) -> std::process::Output {
     bitexact_command().args(args).output().expect("run bitexact")
