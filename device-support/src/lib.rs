@@ -6,7 +6,8 @@
 //!   a primitive (`shared::kind::*` bounds) or a closure: the grid-stride loop
 //!   ([`grid_stride`]), one element per step ([`map`], [`map_with`]), coalesced four
 //!   per step ([`stream`], [`stream_with`]), and the count of non-finite values with the
-//!   first one's index ([`count_nonfinite`], [`count_failing`]);
+//!   first one's index ([`count_nonfinite`], [`count_failing`]), and both in one pass
+//!   ([`stream_count`], [`stream_count_with`]);
 //! * `this_lane()` (nvptx64 only): the calling GPU thread's [`Lane`];
 //! * [`trap_on_panic!`]: the panic handler a kernel crate needs, which traps (the driver
 //!   then reports a launch failure) instead of spinning. Only the final kernel crate
@@ -42,7 +43,7 @@ pub mod loops;
 
 pub use loops::{
     Bits, Chunk, ChunkLoad, Lane, StreamQuad, count_failing, count_nonfinite, grid_stride, map, map_with, stream,
-    stream_with,
+    stream_count, stream_count_with, stream_with,
 };
 
 /// The calling GPU thread's lane: its global index and the grid's total thread count,

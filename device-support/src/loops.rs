@@ -188,6 +188,81 @@ fn stream_vectors<I: StreamQuad, O: StreamQuad>(input: *const I, output: *const 
     }
 }
 
+/// [`stream`] and a count in one pass ([`shared::KernelKind::StreamCount`]):
+/// [`stream_count_with`] `P`'s function and `P`'s check.
+///
+/// # Safety
+/// As for [`stream_count_with`].
+#[inline(always)]
+pub unsafe fn stream_count<P>(lane: Lane, input: *const P::In, output: *mut Bits<P>, n: u64, result: *mut u64)
+where
+    P: kind::StreamCount,
+    P::In: StreamQuad,
+    Bits<P>: StreamQuad,
+{
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        stream_count_with(lane, input, output, n, result, |x| {
+            let y = P::apply(x);
+            (y.to_stored(), P::passes(x, y))
+        })
+    }
+}
+
+/// `(output[i], pass_i) = f(input[i])` for all `i < n`, with [`stream_with`]'s loads and
+/// stores (four elements per lane per step, a scalar pass for the tail or misaligned
+/// buffers); adds the number of `i` with `pass_i == false` to `result[0]` and lowers
+/// `result[1]` to the smallest such `i` (the host sets them to 0 and `u64::MAX` first),
+/// with one pair of atomics per lane that found one, at its end.
+///
+/// # Safety
+/// `input` and `output` must be valid device pointers to `n` elements each, and `result`
+/// to 2 `u64`s.
+#[inline(always)]
+pub unsafe fn stream_count_with<I: StreamQuad, O: StreamQuad>(
+    lane: Lane,
+    input: *const I,
+    output: *mut O,
+    n: u64,
+    result: *mut u64,
+    f: impl Fn(I) -> (O, bool),
+) {
+    let vectors = stream_vectors(input, output, n);
+    let (quads_in, quads_out) = (input.cast::<I::Quad>(), output.cast::<O::Quad>());
+    let (mut count, mut first) = (0u64, u64::MAX);
+    // SAFETY: as in `stream_with`: step `v < vectors <= n / 4` covers elements 4v..4v+4
+    // of both buffers, all below `n`, and both pointers are aligned for these accesses.
+    grid_stride(lane, vectors, |v| unsafe {
+        let [a, b, c, d] = I::split(quads_in.add(v).read()).map(&f);
+        quads_out.add(v).write(O::join([a.0, b.0, c.0, d.0]));
+        // bit k: element k of the four fails
+        let failing = u32::from(!a.1) | u32::from(!b.1) << 1 | u32::from(!c.1) << 2 | u32::from(!d.1) << 3;
+        if failing != 0 {
+            count += u64::from(failing.count_ones());
+            first = first.min(v as u64 * kind::STREAM_LANE_ELEMENTS + u64::from(failing.trailing_zeros()));
+        }
+    });
+    let done = vectors * kind::STREAM_LANE_ELEMENTS;
+    // SAFETY: `done <= n`: element `done + i` for `i < n - done` is in both buffers.
+    grid_stride(lane, n - done, |i| unsafe {
+        let index = done as usize + i;
+        let (y, pass) = f(input.add(index).read());
+        output.add(index).write(y);
+        if !pass {
+            count += 1;
+            first = first.min(index as u64);
+        }
+    });
+    if count != 0 {
+        // SAFETY: the caller guarantees `result` holds 2 `u64`s in device memory; they
+        // are only accessed atomically while kernels run.
+        unsafe {
+            AtomicU64::from_ptr(result).fetch_add(count, Ordering::Relaxed);
+            AtomicU64::from_ptr(result.add(1)).fetch_min(first, Ordering::Relaxed);
+        }
+    }
+}
+
 /// A [`kind::CountElement`] as the count kernels read it: the elements of a 16-byte
 /// [`Chunk`], lowest address first.
 pub trait ChunkLoad: kind::CountElement {

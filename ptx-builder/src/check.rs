@@ -1,8 +1,10 @@
 //! Checks on the text of a built PTX module: what `ptxas` or the driver would otherwise
 //! reject late (a call to a function the module does not hold) or what must never be in
-//! a kernel (a panic or formatting path), and that the module is for its target.
+//! a kernel (a panic or formatting path, a narrow store of a float register), and that
+//! the module is for its target.
 
 use crate::Target;
+use crate::guards::{NarrowFloatStore, narrow_float_stores};
 use crate::ptx_text::{call_targets, defined_functions, extern_declarations, strip_comments};
 use std::fmt;
 
@@ -23,6 +25,11 @@ pub enum PtxProblem {
     /// A call to a function whose name says it panics or formats: a panic path survived
     /// in a kernel.
     PanicPath(String),
+    /// An 8- or 16-bit store of a register a floating-point instruction wrote, which
+    /// ptxas compiles as a saturating float → integer conversion instead of a
+    /// truncation of the bits ([`crate::guards`]): store an integer (`to_bits()`, then
+    /// `as u8` / `as u16`) and keep it out of LLVM's reach to fold back.
+    NarrowFloatStore(NarrowFloatStore),
 }
 
 impl fmt::Display for PtxProblem {
@@ -37,6 +44,9 @@ impl fmt::Display for PtxProblem {
             }
             PtxProblem::UndefinedCall(name) => write!(f, "a call to {name}, which the PTX does not define"),
             PtxProblem::PanicPath(name) => write!(f, "a call to {name}: a panic or formatting path survived"),
+            PtxProblem::NarrowFloatStore(store) => {
+                write!(f, "{store}: ptxas makes a narrow store of a float register a saturating conversion")
+            }
         }
     }
 }
@@ -62,5 +72,6 @@ pub fn check_ptx(ptx: &str, target: Target) -> Vec<PtxProblem> {
             problems.push(PtxProblem::UndefinedCall(target));
         }
     }
+    problems.extend(narrow_float_stores(ptx).into_iter().map(PtxProblem::NarrowFloatStore));
     problems
 }

@@ -35,7 +35,8 @@
 //!   them) and, if it fails, its errors;
 //! * checks the PTX it wrote ([`check_ptx`]): the module's `.target`, no `.extern`
 //!   declaration, no call to a function the module does not define, no call into a
-//!   panic or formatting path;
+//!   panic or formatting path, no 8- or 16-bit store of a float-written register
+//!   ([`guards`]);
 //! * assembles it with `ptxas` for the module's target when ptxas is found
 //!   ([`find_ptxas`]), and reports ptxas's error as a build error.
 //!
@@ -44,6 +45,7 @@
 
 mod check;
 mod diagnostics;
+pub mod guards;
 pub mod ptx_text;
 mod ptxas;
 

@@ -235,3 +235,21 @@ fn ptxas_rejections_are_build_errors() {
     assert!(error.to_string().contains("error"), "{error}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_narrow_store_of_a_float_register_fails_the_check() {
+    let folded = SELF_CONTAINED.to_string()
+        + "
+.visible .entry folded()
+{
+\tfma.rn.f32 \t%r8, %r7, 0f437F0000, 0f4B000000;
+\tst.global.b8 \t[%rd12], %r8;
+\tret;
+}
+";
+    let problems = check_ptx(&folded, Target::new(75));
+    let [PtxProblem::NarrowFloatStore(store)] = problems.as_slice() else { panic!("{problems:?}") };
+    assert_eq!((store.kernel.as_str(), store.register.as_str()), ("folded", "%r8"));
+    let message = PtxProblem::NarrowFloatStore(store.clone()).to_string();
+    assert!(message.contains("st.global.b8 [%rd12], %r8") && message.contains("saturating"), "{message}");
+}

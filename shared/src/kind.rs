@@ -119,6 +119,9 @@ macro_rules! kernel_suffix {
     (HardwareStream) => {
         "_hw_stream"
     };
+    (StreamCount) => {
+        "_stream_count"
+    };
 }
 
 /// Defines [`KernelKind`] with the given variants, its [`KernelKind::ALL`] and its
@@ -197,6 +200,22 @@ kernel_kinds! {
     /// instruction for (bandwidth benchmark). Equal to the `Hardware` kernel on every
     /// input, which the GPU three-way check compares.
     HardwareStream,
+    /// `(input: *const In, output: *mut Bits, n: u64, result: *mut u64)`: two jobs in one
+    /// pass, for kernels of one's own ([`StreamCount`]; the table builds none). The
+    /// [`KernelKind::Stream`] loop (`output[i] = V(input[i])`, one load of four inputs and
+    /// one store of their results per lane per step), and, as [`KernelKind::CountNonfinite`]
+    /// does, adds to `result[0]` the number of elements that fail [`StreamCount::passes`]
+    /// and lowers `result[1]` to the first one's index.
+    StreamCount,
+}
+
+impl KernelKind {
+    /// Whether the table's variants can have kernels of this kind (every kind but
+    /// [`KernelKind::StreamCount`], which only kernel crates of one's own implement).
+    #[inline]
+    pub const fn in_table(self) -> bool {
+        !matches!(self, KernelKind::StreamCount)
+    }
 }
 
 /// The name of one kernel: its variant's name followed by its kind's suffix
@@ -274,6 +293,25 @@ pub unsafe trait Stream: Primitive<In: StreamElement, Out: Stored<Bits: StreamEl
 /// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
 /// kernel's name, parameters and bounds.
 pub unsafe trait CountNonfinite: Primitive<In: CountElement, Out = bool> {}
+
+/// `P` has a [`KernelKind::StreamCount`] kernel: a [`Stream`]-shaped function whose
+/// kernel also counts the elements that fail [`StreamCount::passes`] (for instance
+/// "binary16 → f32, and how many were not finite", in one pass over memory).
+///
+/// No variant of the table has one; a kernel crate of one's own implements it for its
+/// own primitive, with the kernel built from the same `apply` and `passes`
+/// (`device_support::stream_count`), and the CPU twin from them too.
+///
+/// # Safety
+///
+/// See [the module's `Safety` section](crate::kind#safety): implementing it vouches for the
+/// kernel's name, parameters (`(*const In, *mut Bits, u64, *mut u64)`) and bounds; the
+/// kernel writes only `result[0]` and `result[1]` of its result buffer.
+pub unsafe trait StreamCount: Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>> {
+    /// Whether element `input`, whose result is `output`, passes the kernel's check; the
+    /// kernel counts the ones that do not.
+    fn passes(input: Self::In, output: Self::Out) -> bool;
+}
 
 /// Inputs per lane per grid-stride step of a [`KernelKind::Stream`] kernel: one load
 /// of four inputs, one store of their four results.

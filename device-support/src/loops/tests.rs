@@ -681,3 +681,44 @@ fn count_failing_counts_what_its_closure_rejects() {
         }
     }
 }
+
+/// `stream_count_with` with a closure that is no primitive of the table, on every
+/// length, lane count and start of both buffers (0 to 7 elements from a 16-byte
+/// boundary, so quad-aligned and not): every element gets its own result, nothing
+/// around the output is written, and the count and first index of the failing
+/// elements are those a plain scan finds.
+#[test]
+fn stream_count_with_stores_every_result_and_counts_what_fails() {
+    const GUARD: u32 = 0xDEAD_BEEF;
+    let f = |x: u16| (u32::from(x).wrapping_mul(0x9E37_79B9) | 1, x % 7 != 3);
+    for n in LENGTHS {
+        for (input_offset, output_offset) in (0..64).map(|k| (k / 8, k % 8)) {
+            let mut source = Aligned::<u16>::new(input_offset + n);
+            for (i, x) in source.as_mut_slice().iter_mut().enumerate() {
+                *x = mix(i as u64 ^ 0x5C) as u16;
+            }
+            let input = &source.as_slice()[input_offset..];
+            let failing: Vec<usize> = (0..n).filter(|&i| !f(input[i]).1).collect();
+            let expected_result = [failing.len() as u64, failing.first().map_or(u64::MAX, |&i| i as u64)];
+            for lanes in LANE_COUNTS {
+                let mut output = Aligned::<u32>::new(output_offset + n + 4);
+                output.as_mut_slice().fill(GUARD);
+                let mut result = [0u64, u64::MAX];
+                let out = output.as_mut_slice()[output_offset..].as_mut_ptr();
+                // SAFETY: `input` and `out` hold `n` elements each, aligned for their
+                // types, and `result` 2.
+                launch(lanes, |lane| unsafe {
+                    stream_count_with(lane, input.as_ptr(), out, n as u64, result.as_mut_ptr(), f)
+                });
+                let context = format!("n {n}, offsets {input_offset}/{output_offset}, {lanes} lanes");
+                let written = output.as_slice();
+                assert!(written[..output_offset].iter().all(|&w| w == GUARD), "written before the output: {context}");
+                assert!(written[output_offset + n..].iter().all(|&w| w == GUARD), "written past the output: {context}");
+                for (i, &x) in input[..n].iter().enumerate() {
+                    assert_eq!(written[output_offset + i], f(x).0, "element {i}: {context}");
+                }
+                assert_eq!(result, expected_result, "{context}");
+            }
+        }
+    }
+}

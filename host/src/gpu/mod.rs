@@ -19,9 +19,12 @@
 //! launch (the `unsafe` ones stay in `raw`). Uses: [`crate::support`] only; it knows
 //! kernels by their `shared` types, never the variant table.
 
+mod own;
 pub mod ptx;
 mod raw;
 pub mod staging;
+
+pub use own::{Failing, UserModule};
 
 use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
@@ -59,6 +62,13 @@ pub enum GpuError {
         stage: String,
         /// The driver's error.
         source: DriverError,
+    },
+    /// A module of one's own ([`Gpu::load_user_module`]) defines a kernel named like
+    /// one of the embedded modules' kernels; loading it would let the table's typed
+    /// launches reach a kernel whose signature nobody vouched for.
+    NameTaken {
+        /// The kernel's name.
+        name: String,
     },
     /// The driver's JIT rejected the embedded PTX.
     PtxRejected {
@@ -172,7 +182,10 @@ impl std::fmt::Display for GpuError {
             }
             GpuError::Driver { stage, source } => write!(f, "CUDA driver error while {stage}: {source}"),
             GpuError::PtxRejected { log } => write!(f, "the driver rejected the embedded PTX: {log}"),
-            GpuError::KernelMissing { name } => write!(f, "kernel {name} is not in the embedded PTX"),
+            GpuError::KernelMissing { name } => write!(f, "kernel {name} is not in the PTX"),
+            GpuError::NameTaken { name } => {
+                write!(f, "the module defines {name}, a name of this project's own kernels; rename it")
+            }
             GpuError::Launch { kernel, source } => write!(f, "kernel {kernel} failed: {source}"),
             GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
             GpuError::WrongResult { kernel, detail } => write!(f, "kernel {kernel} computed a wrong result: {detail}"),
@@ -246,6 +259,19 @@ pub struct NonFinite {
     pub count: u64,
     /// Index of the first one, if any.
     pub first: Option<u64>,
+}
+
+/// A grid-stride launch for `work` items on a device of `multiprocessors` SMs: enough
+/// blocks of [`BLOCK_THREADS`] to fill it, at least one (so an empty launch still runs
+/// the kernel's guard).
+fn grid_stride_config(multiprocessors: u32, work: u64) -> LaunchConfig {
+    let wanted = work.div_ceil(u64::from(BLOCK_THREADS));
+    let cap = u64::from(multiprocessors.max(1) * BLOCKS_PER_SM);
+    LaunchConfig {
+        grid_dim: (wanted.clamp(1, cap) as u32, 1, 1),
+        block_dim: (BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
 /// An open device with the embedded PTX loaded.
@@ -352,13 +378,7 @@ impl Gpu {
     /// A grid-stride launch for `work` items: enough blocks to fill the device, at
     /// least one (so an empty launch still runs the kernel's guard).
     pub fn launch_config(&self, work: u64) -> LaunchConfig {
-        let wanted = work.div_ceil(u64::from(BLOCK_THREADS));
-        let cap = u64::from(self.info.multiprocessors.max(1) * BLOCKS_PER_SM);
-        LaunchConfig {
-            grid_dim: (wanted.clamp(1, cap) as u32, 1, 1),
-            block_dim: (BLOCK_THREADS, 1, 1),
-            shared_mem_bytes: 0,
-        }
+        grid_stride_config(self.info.multiprocessors, work)
     }
 
     /// Copies `data` into a new device buffer.

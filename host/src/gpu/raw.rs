@@ -175,6 +175,40 @@ where
     unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
 }
 
+/// Queues `P`'s [`KernelKind::StreamCount`] kernel over `input` → `output` (equal
+/// lengths), accumulating into `result` (at least 2 elements: count, first index).
+pub fn launch_stream_count<P>(
+    stream: &CudaStream,
+    module: &Arc<CudaModule>,
+    config: LaunchConfig,
+    input: &CudaView<'_, P::In>,
+    output: &mut CudaViewMut<'_, Bits<P>>,
+    result: &mut CudaViewMut<'_, u64>,
+) -> Result<(), GpuError>
+where
+    P: kind::StreamCount,
+    P::In: DeviceRepr,
+    Bits<P>: DeviceRepr,
+{
+    let name = KernelName::of::<P>(KernelKind::StreamCount);
+    if input.len() != output.len() {
+        return Err(length_error(name, format!("input has {} elements but output {}", input.len(), output.len())));
+    }
+    if result.len() < 2 {
+        return Err(length_error(name, "result needs 2 elements".into()));
+    }
+    let kernel = function(module, name)?;
+    let n = input.len() as u64;
+    let mut launch = stream.launch_builder(&kernel);
+    launch.arg(input).arg(output).arg(&n).arg(result);
+    // SAFETY: `P: kind::StreamCount`, whose implementer vouches that this kernel's
+    // signature is `(*const P::In, *mut Bits<P>, u64, *mut u64)` and that it accesses only
+    // elements below `n` and `result[0..2]`; the device pointers come from live views of
+    // those element types (aligned for them), `input` and `output` of `n` elements and
+    // `result` of at least 2 (checked above).
+    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+}
+
 /// Queues `P`'s [`KernelKind::Latency`] kernel on one thread; it writes `out[0]` and
 /// `out[1]`.
 pub fn launch_latency<P: kind::Latency>(

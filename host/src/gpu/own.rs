@@ -1,0 +1,180 @@
+//! Kernels of one's own: a PTX module built from a kernel crate of one's own (with
+//! `ptx-builder`), loaded next to the embedded ones, its kernels launched through the
+//! same typed, bounds-checked methods as the table's.
+//!
+//! A kernel of one's own is described to the host by a primitive of one's own (a type
+//! implementing [`shared::Primitive`]) and an `unsafe impl` of the kind trait of each
+//! kernel it has ([`shared::kind`]'s `Map`, `Stream`, `CountNonfinite`, `StreamCount`):
+//! that `unsafe impl` is the user's promise that the module's kernel of that name takes
+//! exactly that kind's parameters. See docs/own-kernel.md for a whole example.
+//!
+//! The embedded modules' kernels keep their own promise because [`Gpu::load_user_module`]
+//! refuses a module that defines any of their names ([`GpuError::NameTaken`]): a safe
+//! launch of a table variant from a module of one's own finds no kernel and fails with
+//! [`GpuError::KernelMissing`].
+
+use super::{Bits, Gpu, GpuError, NonFinite, grid_stride_config, ptx, raw};
+use cudarc::driver::{CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
+use shared::{KernelKind, KernelName, kind};
+use std::sync::Arc;
+
+/// A PTX module of one's own, loaded on a [`Gpu`] ([`Gpu::load_user_module`]). Its
+/// launches run on that `Gpu`'s stream.
+pub struct UserModule {
+    module: Arc<CudaModule>,
+    stream: Arc<CudaStream>,
+    multiprocessors: u32,
+    entries: Vec<String>,
+}
+
+/// How many elements failed a [`kind::StreamCount`] kernel's check, and the first one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Failing {
+    /// The number of failing elements.
+    pub count: u64,
+    /// The index of the first, if any.
+    pub first: Option<u64>,
+}
+
+impl Gpu {
+    /// Loads `ptx`, a module of one's own (built by `ptx_builder::PtxBuilder`, or by
+    /// NVRTC), next to the embedded modules. Fails with [`GpuError::NameTaken`] if it
+    /// defines a kernel named like one of the embedded kernels, and with
+    /// [`GpuError::PtxRejected`] (the JIT's log) if the driver rejects it.
+    pub fn load_user_module(&self, ptx: &str) -> Result<UserModule, GpuError> {
+        let entries: Vec<String> = ptx::entry_names(ptx).into_iter().map(String::from).collect();
+        let ours = ptx::MODULES.iter().flat_map(|m| ptx::entry_names(m.ptx));
+        if let Some(name) = ours.into_iter().find(|name| entries.iter().any(|e| e == name)) {
+            return Err(GpuError::NameTaken { name: name.to_string() });
+        }
+        let module = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(ptx) })?;
+        Ok(UserModule { module, stream: self.stream.clone(), multiprocessors: self.info.multiprocessors, entries })
+    }
+}
+
+impl UserModule {
+    /// The names of the module's kernels, in the PTX's order.
+    pub fn entries(&self) -> &[String] {
+        &self.entries
+    }
+
+    /// Checks that the module has `P`'s kernel of kind `kind`.
+    pub fn load<P: shared::Primitive>(&self, kind: KernelKind) -> Result<(), GpuError> {
+        raw::load(&self.module, KernelName::of::<P>(kind))
+    }
+
+    fn config(&self, n: usize, per_thread: u64) -> cudarc::driver::LaunchConfig {
+        grid_stride_config(self.multiprocessors, (n as u64).div_ceil(per_thread))
+    }
+
+    fn wait(&self, name: KernelName) -> Result<(), GpuError> {
+        self.stream.synchronize().map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+    }
+
+    /// `output[i] = P(input[i])` (equal lengths) with the module's [`KernelKind::Map`]
+    /// kernel of `P`; waits for it.
+    pub fn map<P>(&self, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, Bits<P>>) -> Result<(), GpuError>
+    where
+        P: kind::Map,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        raw::launch_map::<P>(&self.stream, &self.module, self.config(input.len(), 1), input, output)?;
+        self.wait(KernelName::of::<P>(KernelKind::Map))
+    }
+
+    /// Queues the module's [`KernelKind::Stream`] kernel of `P` (equal lengths); does not
+    /// wait.
+    pub fn launch_stream<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::Stream,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let config = self.config(input.len(), kind::STREAM_LANE_ELEMENTS);
+        raw::launch_stream::<P>(&self.stream, &self.module, config, input, output)
+    }
+
+    /// Counts the non-finite values of `input` with the module's
+    /// [`KernelKind::CountNonfinite`] kernel of `P`, and finds the first.
+    pub fn count_nonfinite<P>(&self, input: &CudaView<'_, P::In>) -> Result<NonFinite, GpuError>
+    where
+        P: kind::CountNonfinite,
+        P::In: DeviceRepr,
+    {
+        let name = KernelName::of::<P>(KernelKind::CountNonfinite);
+        let mut result = self.result()?;
+        let config = self.config(input.len(), kind::count_lane_elements::<P::In>());
+        raw::launch_count::<P>(&self.stream, &self.module, config, input, &mut result.as_view_mut())?;
+        let (count, first) = self.read_result(name, &result)?;
+        Ok(NonFinite { count, first })
+    }
+
+    /// `output[i] = P(input[i])` (equal lengths) and the elements failing
+    /// [`kind::StreamCount::passes`], in one pass, with the module's
+    /// [`KernelKind::StreamCount`] kernel of `P`; waits for it.
+    pub fn stream_count<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<Failing, GpuError>
+    where
+        P: kind::StreamCount,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let name = KernelName::of::<P>(KernelKind::StreamCount);
+        let mut result = self.result()?;
+        self.launch_stream_count::<P>(input, output, &mut result)?;
+        let (count, first) = self.read_result(name, &result)?;
+        Ok(Failing { count, first })
+    }
+
+    /// Queues [`UserModule::stream_count`]'s kernel, accumulating into `result` (2
+    /// elements: the count, and the first index, which starts at `u64::MAX`); does not
+    /// wait. For a buffer processed in pieces: the index is the piece's own.
+    pub fn launch_stream_count<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+        result: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::StreamCount,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let config = self.config(input.len(), kind::STREAM_LANE_ELEMENTS);
+        raw::launch_stream_count::<P>(&self.stream, &self.module, config, input, output, &mut result.as_view_mut())
+    }
+
+    /// A result buffer: count 0, first index `u64::MAX` (none).
+    fn result(&self) -> Result<CudaSlice<u64>, GpuError> {
+        self.stream
+            .clone_htod(&[0u64, u64::MAX])
+            .map_err(|source| GpuError::Driver { stage: "allocating a result buffer".into(), source })
+    }
+
+    /// Waits for kernel `name` and reads its result buffer: the count and the first index.
+    fn read_result(&self, name: KernelName, result: &CudaSlice<u64>) -> Result<(u64, Option<u64>), GpuError> {
+        self.wait(name)?;
+        let words = self
+            .stream
+            .clone_dtoh(result)
+            .map_err(|source| GpuError::Driver { stage: "copying results to the host".into(), source })?;
+        match words[..] {
+            [count, first] => Ok((count, (first != u64::MAX).then_some(first))),
+            _ => Err(GpuError::Length {
+                kernel: name.to_string(),
+                detail: format!("result buffer came back with {} elements", words.len()),
+            }),
+        }
+    }
+}
