@@ -32,15 +32,24 @@ pub struct SassArgs {
     /// --only selects). Needs NVRTC and the CUDA headers (scripts/install-cuda-tools.sh).
     #[arg(long)]
     pub cxx: bool,
+    /// Instead of this project's kernels, list every kernel of this PTX file (a module
+    /// of one's own, e.g. built by ptx-builder; `-` reads standard input) on each
+    /// architecture: its instructions, its opcodes, and any float -> integer conversion
+    /// its PTX did not ask for (a narrow store ptxas turned into one; exit status 1).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cxx", "only"])]
+    pub ptx: Option<std::path::PathBuf>,
 }
 
 /// Assembles the embedded PTX for each architecture and prints, per variant, the
 /// instructions its kernel has beyond its load/index/store skeleton, and whether its
 /// timing kernels' chain loops hold that work.
 pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
-    let selected: Vec<&'static Variant> = host::verify::table::selected(args.only.as_deref())?;
     let tools = CudaTools::find()?;
     let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
+    if let Some(path) = &args.ptx {
+        return run_ptx(args, &tools, path, &archs);
+    }
+    let selected: Vec<&'static Variant> = host::verify::table::selected(args.only.as_deref())?;
     if args.cxx {
         return run_cxx(args, &tools, &selected, &archs);
     }
@@ -52,6 +61,47 @@ pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
     };
     output::write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--ptx FILE`: every kernel of a PTX module of one's own, per architecture.
+fn run_ptx(args: &SassArgs, tools: &CudaTools, path: &std::path::Path, archs: &[&str]) -> Result<ExitCode, CliError> {
+    let read =
+        if path.as_os_str() == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(path) };
+    let ptx = read.map_err(|e| CliError::Message(format!("--ptx {}: {e}", output::path_text(path))))?;
+    let rows = sass::listing_report(tools, &ptx, archs)?;
+    if rows.is_empty() {
+        return Err(CliError::Message(format!("--ptx {}: no kernel (.entry) in the module", output::path_text(path))));
+    }
+    let text = if args.format == OutputFormat::Json {
+        output::json(&rows)
+    } else {
+        let mut table = Table::new(["arch", "kernel", "instructions", "opcodes", "float->int not asked for"]);
+        for row in &rows {
+            let opcodes: Vec<String> = row
+                .opcodes
+                .iter()
+                .take(OPCODES_SHOWN)
+                .map(|(opcode, n)| if *n == 1 { opcode.clone() } else { format!("{opcode}×{n}") })
+                .collect();
+            let more = if row.opcodes.len() > OPCODES_SHOWN { " …" } else { "" };
+            let unrequested = if row.unrequested_conversions.is_empty() {
+                "none".to_string()
+            } else {
+                format!("! {}", row.unrequested_conversions.join("; "))
+            };
+            table.row(vec![
+                row.arch.clone(),
+                row.kernel.clone(),
+                row.instructions.to_string(),
+                opcodes.join(" ") + more,
+                unrequested,
+            ]);
+        }
+        table.render(args.format == OutputFormat::Markdown)
+    };
+    output::write_stdout(&text)?;
+    let failed = rows.iter().any(|r| !r.unrequested_conversions.is_empty());
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// `--cxx`: the Rust table, then the C++ column of the forms paired with the selected

@@ -42,16 +42,23 @@ impl Gpu {
     /// defines a kernel named like one of the embedded kernels, and with
     /// [`GpuError::PtxRejected`] (the JIT's log) if the driver rejects it.
     pub fn load_user_module(&self, ptx: &str) -> Result<UserModule, GpuError> {
-        let entries: Vec<String> = ptx::entry_names(ptx).into_iter().map(String::from).collect();
-        let ours = ptx::MODULES.iter().flat_map(|m| ptx::entry_names(m.ptx));
-        if let Some(name) = ours.into_iter().find(|name| entries.iter().any(|e| e == name)) {
-            return Err(GpuError::NameTaken { name: name.to_string() });
-        }
+        let entries = entries_of_ones_own(ptx)?;
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(ptx) })?;
         Ok(UserModule { module, stream: self.stream.clone(), multiprocessors: self.info.multiprocessors, entries })
+    }
+}
+
+/// The kernel names of `ptx`, a module of one's own, or [`GpuError::NameTaken`] for the
+/// first that is also a kernel of the embedded modules.
+fn entries_of_ones_own(ptx: &str) -> Result<Vec<String>, GpuError> {
+    let entries: Vec<String> = ptx::entry_names(ptx).into_iter().map(String::from).collect();
+    let mut ours = ptx::MODULES.iter().flat_map(|m| ptx::entry_names(m.ptx));
+    match ours.find(|name| entries.iter().any(|e| e == name)) {
+        Some(name) => Err(GpuError::NameTaken { name: name.to_string() }),
+        None => Ok(entries),
     }
 }
 
@@ -175,6 +182,29 @@ impl UserModule {
                 kernel: name.to_string(),
                 detail: format!("result buffer came back with {} elements", words.len()),
             }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(names: &[&str]) -> String {
+        names.iter().map(|n| format!(".visible .entry {n}(\n\t.param .u64 a\n)\n{{\n\tret;\n}}\n")).collect()
+    }
+
+    #[test]
+    fn a_module_of_ones_own_may_not_reuse_a_name_of_the_table() {
+        let mine = module(&["my_widen_stream_count", "unorm8_times3"]);
+        assert_eq!(entries_of_ones_own(&mine).unwrap(), ["my_widen_stream_count", "unorm8_times3"]);
+        // A name of the embedded modules' kernels, in the baseline and a newer module.
+        let stream = KernelName::of::<shared::variants::unorm8_times3_int>(KernelKind::Stream).to_string();
+        let hardware = KernelName::of::<shared::variants::f32_to_e4m3>(KernelKind::Hardware).to_string();
+        for taken in [stream, hardware] {
+            let error = entries_of_ones_own(&module(&["mine", &taken])).unwrap_err();
+            assert!(matches!(&error, GpuError::NameTaken { name } if *name == taken), "{error}");
+            assert!(error.to_string().contains(&taken));
         }
     }
 }
