@@ -526,3 +526,29 @@ fn the_non_saturating_fp8_hardware_kernels_keep_their_selects() {
     }
     assert_eq!(checked, 8, "the _hw and _hw_stream kernels of the four FP8 narrowings");
 }
+
+/// `bitexact sass --ptx FILE`, the SASS listing of a module of one's own: on commit
+/// 846e06b's folded kernels it marks the conversions nobody asked for and exits 1; on a
+/// file that is not there, one line and exit 2.
+#[test]
+fn sass_of_a_ptx_file_lists_its_kernels_and_fails_on_an_unasked_conversion() {
+    let missing = common::bitexact(&["sass", "--ptx", "/nonexistent/kernels.ptx"]);
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("/nonexistent/kernels.ptx"), "{stderr}");
+    if tools().is_none() {
+        return;
+    }
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ptx_846e06b_f32_to_unorm.ptx");
+    let run = common::bitexact(&["sass", "--ptx", fixture, "--arch", "sm_90", "--format", "json"]);
+    assert_eq!(run.status.code(), Some(1), "{}", String::from_utf8_lossy(&run.stderr));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&run.stdout).expect("JSON rows");
+    let unrequested = |kernel: &str| {
+        let row = rows.iter().find(|r| r["kernel"] == kernel).unwrap_or_else(|| panic!("{kernel} not listed"));
+        assert!(row["instructions"].as_u64().unwrap() > 5, "{row}");
+        row["unrequested_conversions"].as_array().unwrap().len()
+    };
+    assert!(unrequested("f32_to_unorm8") > 0 && unrequested("f32_to_unorm16") > 0);
+    assert_eq!(unrequested("f32_to_unorm8_mul_add_half"), 0, "it converts on purpose");
+}
