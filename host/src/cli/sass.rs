@@ -68,7 +68,7 @@ fn run_ptx(args: &SassArgs, tools: &CudaTools, path: &std::path::Path, archs: &[
     let read =
         if path.as_os_str() == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(path) };
     let ptx = read.map_err(|e| CliError::Message(format!("--ptx {}: {e}", output::path_text(path))))?;
-    let rows = sass::listing_report(tools, &ptx, archs)?;
+    let rows = host::cuda_tools::listing::listing_report(tools, &ptx, archs)?;
     if rows.is_empty() {
         return Err(CliError::Message(format!("--ptx {}: no kernel (.entry) in the module", output::path_text(path))));
     }

@@ -1,6 +1,6 @@
 //! Reports and guards built on NVIDIA's command-line tools, without a GPU: finding and
 //! running ptxas / cuobjdump / nvdisasm ([`tools`]), the per-variant SASS cost report
-//! and the timing-chain check ([`sass`]), the PTX/SASS guards against patterns that
+//! and the timing-chain check ([`sass`]), the listing of any module ([`listing`]), the PTX/SASS guards against patterns that
 //! compile to wrong code on the GPU ([`guards`]), and the CUDA C++ baseline: the same
 //! forms in CUDA C++ ([`baseline`], source in `cuda-baseline/`), compiled by NVRTC
 //! ([`nvrtc`]) and set beside the Rust variants in the SASS report.
@@ -11,6 +11,7 @@
 
 pub mod baseline;
 pub mod guards;
+pub mod listing;
 pub mod nvrtc;
 pub mod sass;
 pub mod tools;

@@ -9,6 +9,10 @@
 //! kind's trait only for the variants that have the kernel, so the method's signature is
 //! the kernel's; no safe function launches a kernel by name (that stays in `raw`).
 //!
+//! A PTX module of one's own loads next to the embedded ones ([`Gpu::load_user_module`],
+//! [`KernelModule`]); its kernels launch through the same typed methods, for primitives of
+//! one's own whose kind traits the user implements with an `unsafe impl` (`own`).
+//!
 //! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
 //! library before cudarc can panic, and every failure is a [`GpuError`].
 //!
@@ -24,7 +28,7 @@ pub mod ptx;
 mod raw;
 pub mod staging;
 
-pub use own::{Failing, UserModule};
+pub use own::{Failing, KernelModule};
 
 use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
@@ -280,6 +284,9 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     /// The baseline module ([`ptx::PTX`]).
     module: Arc<CudaModule>,
+    /// The baseline module again, with its launch settings: the typed launches of its
+    /// `Map`, `Stream` and `CountNonfinite` kernels are [`KernelModule`]'s.
+    baseline: KernelModule,
     /// The newer modules ([`ptx::MODULES`] after the first): loaded, or why not.
     newer: Vec<(PtxTarget, Result<Arc<CudaModule>, ModuleUnavailable>)>,
     info: DeviceInfo,
@@ -322,7 +329,8 @@ impl Gpu {
             })
             .collect();
         let stream = ctx.default_stream();
-        Ok(Gpu { ctx, stream, module, newer, info })
+        let baseline = KernelModule::new(module.clone(), stream.clone(), info.multiprocessors, ptx::PTX);
+        Ok(Gpu { ctx, stream, module, baseline, newer, info })
     }
 
     /// The loaded module that holds kernel `name` (whose variant's family has the
@@ -448,9 +456,7 @@ impl Gpu {
         P::In: DeviceRepr,
         Bits<P>: DeviceRepr,
     {
-        let config = self.elementwise_config(input.len(), 1);
-        raw::launch_map::<P>(&self.stream, &self.module, config, &input.as_view(), &mut output.as_view_mut())?;
-        self.wait(KernelName::of::<P>(KernelKind::Map))
+        self.baseline.map::<P>(&input.as_view(), &mut output.as_view_mut())
     }
 
     /// Queues `P`'s [`KernelKind::Stream`] kernel: [`Gpu::map`]'s results, with per lane
@@ -468,8 +474,7 @@ impl Gpu {
         P::In: DeviceRepr,
         Bits<P>: DeviceRepr,
     {
-        let config = self.elementwise_config(input.len(), kind::STREAM_LANE_ELEMENTS);
-        raw::launch_stream::<P>(&self.stream, &self.module, config, input, output)
+        self.baseline.launch_stream::<P>(input, output)
     }
 
     /// `output[i]` = the GPU's own conversion instruction for `P`'s family applied to
@@ -535,15 +540,7 @@ impl Gpu {
         P: kind::CountNonfinite,
         P::In: DeviceRepr,
     {
-        let name = KernelName::of::<P>(KernelKind::CountNonfinite);
-        let mut result = self.upload(&[0u64, u64::MAX])?;
-        self.launch_count::<P>(input, &mut result)?;
-        self.wait(name)?;
-        let [count, first] = <[u64; 2]>::try_from(self.download(&result)?).map_err(|v| GpuError::Length {
-            kernel: name.to_string(),
-            detail: format!("result buffer came back with {} elements", v.len()),
-        })?;
-        Ok(NonFinite { count, first: (first != u64::MAX).then_some(first) })
+        self.baseline.count_nonfinite::<P>(input)
     }
 
     /// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into

@@ -18,9 +18,10 @@ use cudarc::driver::{CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, D
 use shared::{KernelKind, KernelName, kind};
 use std::sync::Arc;
 
-/// A PTX module of one's own, loaded on a [`Gpu`] ([`Gpu::load_user_module`]). Its
-/// launches run on that `Gpu`'s stream.
-pub struct UserModule {
+/// A loaded PTX module and its typed launches, on a [`Gpu`]'s stream: one of one's own
+/// ([`Gpu::load_user_module`]), or the embedded baseline, whose `Map`, `Stream` and
+/// `CountNonfinite` launches [`Gpu`]'s methods of those names hand to one of these.
+pub struct KernelModule {
     module: Arc<CudaModule>,
     stream: Arc<CudaStream>,
     multiprocessors: u32,
@@ -41,13 +42,13 @@ impl Gpu {
     /// NVRTC), next to the embedded modules. Fails with [`GpuError::NameTaken`] if it
     /// defines a kernel named like one of the embedded kernels, and with
     /// [`GpuError::PtxRejected`] (the JIT's log) if the driver rejects it.
-    pub fn load_user_module(&self, ptx: &str) -> Result<UserModule, GpuError> {
+    pub fn load_user_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
         let entries = entries_of_ones_own(ptx)?;
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(ptx) })?;
-        Ok(UserModule { module, stream: self.stream.clone(), multiprocessors: self.info.multiprocessors, entries })
+        Ok(KernelModule { module, stream: self.stream.clone(), multiprocessors: self.info.multiprocessors, entries })
     }
 }
 
@@ -62,7 +63,14 @@ fn entries_of_ones_own(ptx: &str) -> Result<Vec<String>, GpuError> {
     }
 }
 
-impl UserModule {
+impl KernelModule {
+    /// The module `module` (of text `ptx`), launching on `stream` with grids for
+    /// `multiprocessors` SMs.
+    pub(super) fn new(module: Arc<CudaModule>, stream: Arc<CudaStream>, multiprocessors: u32, ptx: &str) -> Self {
+        let entries = ptx::entry_names(ptx).into_iter().map(String::from).collect();
+        KernelModule { module, stream, multiprocessors, entries }
+    }
+
     /// The names of the module's kernels, in the PTX's order.
     pub fn entries(&self) -> &[String] {
         &self.entries
@@ -144,7 +152,7 @@ impl UserModule {
         Ok(Failing { count, first })
     }
 
-    /// Queues [`UserModule::stream_count`]'s kernel, accumulating into `result` (2
+    /// Queues [`KernelModule::stream_count`]'s kernel, accumulating into `result` (2
     /// elements: the count, and the first index, which starts at `u64::MAX`); does not
     /// wait. For a buffer processed in pieces: the index is the piece's own.
     pub fn launch_stream_count<P>(

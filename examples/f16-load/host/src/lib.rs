@@ -14,7 +14,7 @@
 //! ```
 
 use f16_load_kernels::F16ToF32Checked;
-use host::gpu::{Failing, Gpu, GpuError, UserModule};
+use host::gpu::{Failing, Gpu, GpuError, KernelModule};
 
 /// The kernel crate's PTX (sm_75; the driver compiles it for the device it loads on).
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
@@ -22,7 +22,7 @@ pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 /// `halves` (binary16 bits) widened to f32 on the GPU, exactly, and the non-finite ones
 /// counted with the first one's index, in one pass: the GPU twin of
 /// [`f16_load_kernels::to_f32_checked`], equal to it bit for bit.
-pub fn load_checked(gpu: &Gpu, module: &UserModule, halves: &[u16]) -> Result<(Vec<f32>, Failing), GpuError> {
+pub fn load_checked(gpu: &Gpu, module: &KernelModule, halves: &[u16]) -> Result<(Vec<f32>, Failing), GpuError> {
     let input = gpu.upload(halves)?;
     let mut output = gpu.zeros::<u32>(halves.len())?;
     let failing = module.stream_count::<F16ToF32Checked>(&input.as_view(), &mut output.as_view_mut())?;
