@@ -78,5 +78,4 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         assert!(counts.iter().all(|(opcode, n)| *n > 0 && seen.insert(opcode)), "{counts:?}");
     }
-
 }
