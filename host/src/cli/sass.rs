@@ -4,6 +4,7 @@
 use super::choices::OutputFormat;
 use super::error::CliError;
 use host::cuda_tools::baseline::{self, CxxCost, Flags};
+use host::cuda_tools::cxx_gpu;
 use host::cuda_tools::nvrtc::Nvrtc;
 use host::cuda_tools::sass::{self, SassCost};
 use host::cuda_tools::tools::{ARCHS, CudaTools};
@@ -32,6 +33,12 @@ pub struct SassArgs {
     /// --only selects). Needs NVRTC and the CUDA headers (scripts/install-cuda-tools.sh).
     #[arg(long)]
     pub cxx: bool,
+    /// With --cxx: instead of the report, write the baseline's PTX for each --arch under
+    /// each flag set into DIR (forms-<arch>-<flags>.ptx: default, use_fast_math, ftz,
+    /// no_prec_div, no_fmad), for a GPU machine without NVRTC (the GPU check bundle).
+    /// Needs NVRTC and the headers, not ptxas.
+    #[arg(long, value_name = "DIR", requires = "cxx")]
+    pub emit_ptx: Option<std::path::PathBuf>,
 }
 
 /// Assembles the embedded PTX for each architecture and prints, per variant, the
@@ -39,8 +46,11 @@ pub struct SassArgs {
 /// timing kernels' chain loops hold that work.
 pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
     let selected: Vec<&'static Variant> = host::verify::table::selected(args.only.as_deref())?;
-    let tools = CudaTools::find()?;
     let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
+    if let Some(dir) = &args.emit_ptx {
+        return emit_ptx(dir, &archs);
+    }
+    let tools = CudaTools::find()?;
     if args.cxx {
         return run_cxx(args, &tools, &selected, &archs);
     }
@@ -51,6 +61,20 @@ pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
         table(&costs).render(args.format == OutputFormat::Markdown) + LEGEND
     };
     output::write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--cxx --emit-ptx DIR`: the baseline's PTX files, one line per file written.
+fn emit_ptx(dir: &std::path::Path, archs: &[&str]) -> Result<ExitCode, CliError> {
+    let nvrtc = Nvrtc::find().map_err(|e| CliError::Message(e.to_string()))?;
+    let mut written = String::new();
+    for arch in archs {
+        let ptx = cxx_gpu::compile(&nvrtc, arch).map_err(|e| CliError::Message(e.to_string()))?;
+        for path in cxx_gpu::write(&ptx, dir).map_err(|e| CliError::Message(e.to_string()))? {
+            written += &format!("{}\n", path.display());
+        }
+    }
+    output::write_stdout(&written)?;
     Ok(ExitCode::SUCCESS)
 }
 
