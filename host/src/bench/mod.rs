@@ -7,9 +7,14 @@
 //! impossible, so the row reads `invalid: <reason>` instead. A variant whose function is
 //! proven constant on the CPU ([`is_constant`]) is not timed at all.
 //!
+//! The CUDA C++ baseline gets rows of its own ([`cxx`]): each C++ form's `Map` kernel
+//! beside its Rust variant's, same input, same run.
+//!
 //! Owns: what `bitexact bench` measures and when a figure is physically possible.
-//! Uses: [`crate::support`], [`crate::gpu`] (launches) and [`crate::verify`] (the table,
-//! domains).
+//! Uses: [`crate::support`], [`crate::gpu`] (launches), [`crate::verify`] (the table,
+//! domains) and [`crate::cuda_tools`] (the C++ baseline's forms and PTX).
+
+pub mod cxx;
 
 use crate::gpu::{DeviceInfo, Gpu, GpuError};
 use crate::verify::table::{VARIANTS, Variant};
@@ -280,6 +285,8 @@ pub struct BenchReport {
     pub bandwidth: Vec<BandwidthRow>,
     /// Per-variant timing rows.
     pub per_element: Vec<TimingRow>,
+    /// The CUDA C++ baseline's `Map` kernels beside their Rust variants'.
+    pub cxx: cxx::CxxRows,
 }
 
 impl BenchReport {
@@ -289,14 +296,14 @@ impl BenchReport {
     }
 }
 
-fn median(mut times: Vec<f64>) -> f64 {
+pub(crate) fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
     times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Input bits of element `i` of the bandwidth benchmarks: a fixed scramble (never all
 /// zeros: zeros can run faster), truncated to the element width by the upload.
-fn scramble(i: u64) -> u64 {
+pub(crate) fn scramble(i: u64) -> u64 {
     i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24
 }
 
@@ -321,7 +328,7 @@ fn copy_gb_per_s(
 }
 
 /// Whether `config` selects `v`.
-fn is_selected(config: &BenchConfig, v: &Variant) -> bool {
+pub(crate) fn is_selected(config: &BenchConfig, v: &Variant) -> bool {
     config.only.as_deref().is_none_or(|s| v.matches(s))
 }
 
@@ -583,7 +590,8 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<B
     let mut bandwidth = bench_count(gpu, config, &mut copies, progress)?;
     bandwidth.extend(bench_stream(gpu, config, &mut copies, progress)?);
     let per_element = bench_per_element(gpu, config, progress)?;
-    Ok(BenchReport { device: gpu.info().clone(), bytes: config.bytes, reps: config.reps, bandwidth, per_element })
+    let cxx = cxx::bench_map(gpu, config, progress)?;
+    Ok(BenchReport { device: gpu.info().clone(), bytes: config.bytes, reps: config.reps, bandwidth, per_element, cxx })
 }
 
 #[cfg(test)]
@@ -827,6 +835,7 @@ mod tests {
                 TimingRow::constant("c"),
                 TimingRow::measured("d", figures(20.0, 1.0, 2312.0)),
             ],
+            cxx: cxx::CxxRows { ptx: "skipped: test".into(), rows: Vec::new() },
         };
         assert_eq!(report.invalid_variants(), ["a", "d"]);
     }

@@ -139,6 +139,28 @@ fn text(report: &BenchReport, config: &BenchConfig, markdown: bool) -> String {
          {} per SM per cycle; n/a: constant function, proven on the CPU, not timed)",
         bench::MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE
     );
+    let _ = writeln!(out, "\nCUDA C++ baseline (cuda-baseline/forms.cu), Map kernels: {}", report.cxx.ptx);
+    if !report.cxx.rows.is_empty() {
+        let mut table =
+            Table::new(["C++ form", "C++ kernel", "C++ Gelem/s", "Rust variant", "Rust Gelem/s", "C++ / Rust time"]);
+        for r in &report.cxx.rows {
+            table.row([
+                r.form.to_string(),
+                r.cxx_kernel.to_string(),
+                format!("{:.1}", r.cxx_g_elements_per_s),
+                r.rust_kernel.to_string(),
+                format!("{:.1}", r.rust_g_elements_per_s),
+                format!("{:.2}", r.cxx_over_rust_time),
+            ]);
+        }
+        let _ = write!(out, "{}", table.render(markdown));
+        let _ = writeln!(
+            out,
+            "\n(each form's Map kernel and its Rust variant's Map kernel, one element per thread per step, \
+             over the same input in the same run; median device time, launch and wait included; outputs \
+             checked on every input by the GPU check, not here)"
+        );
+    }
     out
 }
 
@@ -196,6 +218,20 @@ mod tests {
                 TimingRow::measured("f32_is_finite", Figures { latency_cycles: -0.0, ..figures }),
                 TimingRow::constant("e4m3_is_infinite"),
             ],
+            cxx: bench::cxx::CxxRows {
+                ptx: "sm_90 from NVRTC 12.9, default flags".into(),
+                rows: vec![bench::cxx::MapRow {
+                    form: "(float)x / 255.0f",
+                    cxx_kernel: "cxx_unorm8_div",
+                    rust_kernel: "unorm8_div_ieee",
+                    elements: 1 << 20,
+                    cxx_ms: 0.5,
+                    rust_ms: 0.4,
+                    cxx_g_elements_per_s: 2.1,
+                    rust_g_elements_per_s: 2.6,
+                    cxx_over_rust_time: 1.25,
+                }],
+            },
         };
         let config = BenchConfig { bytes: 1 << 20, reps: 1, ..BenchConfig::default() };
         for markdown in [false, true] {
@@ -214,6 +250,10 @@ mod tests {
                 .find(|l| l.trim_start_matches(['|', ' ']).starts_with(&inexact_kernel))
                 .unwrap_or_else(|| panic!("no baseline row: {text}"));
             assert!(baseline.contains(" - ") && !baseline.contains("(vs"), "{text}");
+            // The C++ rows: each form beside its Rust variant.
+            let cxx = line("cxx_unorm8_div");
+            assert!(cxx.contains("unorm8_div_ieee") && cxx.contains("2.1") && cxx.contains("1.25"), "{text}");
+            assert!(text.contains("Map kernels: sm_90 from NVRTC 12.9"), "{text}");
         }
     }
 }

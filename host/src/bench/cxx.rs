@@ -1,0 +1,91 @@
+//! The CUDA C++ baseline's rows of the bench: each C++ form's `Map` kernel
+//! (`cuda-baseline/forms.cu`, default NVRTC flags) and its Rust variant's `Map` kernel,
+//! timed over the same large input in the same run.
+//!
+//! The C++ PTX comes from [`cxx_gpu::for_device`] (the bundle's precompiled files, or
+//! NVRTC); without it the rows are left out and the report says why. The outputs are
+//! not checked here: `host/tests/gpu_cxx.rs` checks every form on every input.
+
+use crate::bench::{BenchConfig, is_selected, median, scramble};
+use crate::cuda_tools::baseline::{FORMS, Flags};
+use crate::cuda_tools::cxx_gpu;
+use crate::gpu::{DeviceElements, Gpu, GpuError};
+use std::collections::HashMap;
+
+/// One C++ form and its Rust variant, their `Map` kernels timed over the same input.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct MapRow {
+    /// The form, as CUDA C++ writes it.
+    pub form: &'static str,
+    /// Its kernel, `cxx_<name>`.
+    pub cxx_kernel: &'static str,
+    /// The Rust variant's (`Map`) kernel.
+    pub rust_kernel: &'static str,
+    /// Elements per run (the bench's input bytes over the input width).
+    pub elements: u64,
+    /// The C++ kernel's median device time per run, launch and wait included.
+    pub cxx_ms: f64,
+    /// The Rust kernel's, likewise.
+    pub rust_ms: f64,
+    /// `elements / cxx_ms`, in 10^9 elements per second.
+    pub cxx_g_elements_per_s: f64,
+    /// `elements / rust_ms`, likewise.
+    pub rust_g_elements_per_s: f64,
+    /// `cxx_ms / rust_ms`: above 1 where the Rust kernel is faster.
+    pub cxx_over_rust_time: f64,
+}
+
+/// The C++ rows, or why there are none.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CxxRows {
+    /// Where the C++ PTX came from (`NVRTC 12.9`, a folder) and for which architecture,
+    /// or `skipped: <reason>`.
+    pub ptx: String,
+    /// One row per selected form (whose Rust variant the bench's `only` selects).
+    pub rows: Vec<MapRow>,
+}
+
+/// Times every selected form's kernel and its Rust variant's over `config.bytes` of
+/// input ([`scramble`]d bits of the input width; one input per width, shared). A
+/// missing C++ PTX is no error: the rows are left out and `ptx` says why.
+pub fn bench_map(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<CxxRows, GpuError> {
+    let ptx = match cxx_gpu::for_device(gpu.info().sm()) {
+        Ok(ptx) => ptx,
+        Err(why) => return Ok(CxxRows { ptx: format!("skipped: {why}"), rows: Vec::new() }),
+    };
+    let (_, text) = ptx.by_flags.iter().find(|(f, _)| *f == Flags::Default).expect("every flag set is read");
+    let module = gpu.load_user_module(text)?;
+    let mut inputs: HashMap<u32, DeviceElements> = HashMap::new();
+    let mut rows = Vec::new();
+    for form in FORMS {
+        let Some(variant) = crate::verify::table::find(form.variant) else { continue };
+        if !is_selected(config, variant) {
+            continue;
+        }
+        let kernels = form.kernels;
+        let len = config.bytes / (variant.input_bits / 8) as usize;
+        let input = match inputs.remove(&variant.input_bits) {
+            Some(input) => input,
+            None => kernels.upload(gpu, len, &scramble)?,
+        };
+        let mut output = kernels.output(gpu, len)?;
+        progress(kernels.name());
+        let cxx_ms = median(gpu.time_ms(config.warmup, config.reps, || kernels.run_cxx(&module, &input, &mut output))?);
+        progress(variant.name);
+        let rust_ms = median(gpu.time_ms(config.warmup, config.reps, || kernels.run_rust(gpu, &input, &mut output))?);
+        let per_s = |ms: f64| len as f64 / (ms * 1e6);
+        rows.push(MapRow {
+            form: form.code,
+            cxx_kernel: kernels.name(),
+            rust_kernel: variant.name,
+            elements: len as u64,
+            cxx_ms,
+            rust_ms,
+            cxx_g_elements_per_s: per_s(cxx_ms),
+            rust_g_elements_per_s: per_s(rust_ms),
+            cxx_over_rust_time: cxx_ms / rust_ms,
+        });
+        inputs.insert(variant.input_bits, input);
+    }
+    Ok(CxxRows { ptx: format!("{} from {}, default flags", ptx.arch, ptx.origin), rows })
+}
