@@ -44,7 +44,7 @@ rm -rf "$bundle"
 mkdir -p "$bundle/bin"
 
 cargo build --release -p host
-cp target/release/bitexact "$bundle/bin/bitexact"
+cp "${CARGO_TARGET_DIR:-target}/release/bitexact" "$bundle/bin/bitexact"
 # The C++ baseline's PTX, one file per flag set (GPU_BUNDLE_CXX_ARCHS: other architectures,
 # comma-separated; the GPU check picks the newest one the device runs).
 if ! "$bundle/bin/bitexact" sass --cxx --arch "${GPU_BUNDLE_CXX_ARCHS:-sm_90}" --emit-ptx "$bundle/cxx-ptx" >/dev/null; then
