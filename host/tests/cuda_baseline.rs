@@ -187,11 +187,12 @@ fn sass_cxx_without_nvrtc_is_one_line_and_exit_2() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-/// The markers (`baseline::cxx`) each vouch that their kernel has the `Map` signature,
-/// three 64-bit parameters: the PTX that NVRTC makes of the source under every flag set
-/// must have each form's kernel and skeleton with exactly that shape.
+/// The markers (`baseline::cxx`) each vouch that their kernels have their kinds'
+/// signatures: the PTX that NVRTC makes of the source under every flag set must have
+/// each form's kernel and skeleton with the `Map` shape (three 64-bit parameters) and its
+/// latency and throughput kernels with the timing shape (64, 32, 64 bits).
 #[test]
-fn every_marker_kernel_has_the_map_signature_in_the_ptx_of_every_flag_set() {
+fn every_marker_kernel_has_its_kinds_signature_in_the_ptx_of_every_flag_set() {
     use host::cuda_tools::cxx_gpu;
     let Some(nvrtc) = require_or_skip(REQUIRE_CUDA_TOOLS, Nvrtc::find()) else { return };
     let ptx = cxx_gpu::compile(&nvrtc, "sm_90").unwrap_or_else(|e| panic!("{e}"));
@@ -206,6 +207,14 @@ fn every_marker_kernel_has_the_map_signature_in_the_ptx_of_every_flag_set() {
     assert_eq!(cxx_gpu::misshapen_entries(&renamed, &FORMS[..1]), [format!("{}: no such entry", form.kernel())]);
     let two_params = ".visible .entry cxx_x(\n\t.param .u64 .ptr .align 1 a,\n\t.param .u32 n\n)\n{\n}\n";
     assert_eq!(cxx_gpu::entry_params(two_params, "cxx_x"), Some(vec![".u64".to_string(), ".u32".to_string()]));
+    let latency = format!("{}_latency", form.kernel());
+    let widened =
+        default.replace(&format!("{latency}_param_1"), "wide").replace(".param .u32 wide", ".param .u64 wide");
+    let wrong = cxx_gpu::misshapen_entries(&widened, &FORMS[..1]);
+    assert_eq!(
+        wrong,
+        [format!("{latency}: parameters [\".u64\", \".u64\", \".u64\"], not [\".u64\", \".u32\", \".u64\"]")]
+    );
 }
 
 /// `bitexact sass --cxx --emit-ptx DIR` writes one PTX file per flag set, which

@@ -161,7 +161,9 @@ fn every_cxx_form_holds_its_claim_on_every_input_and_fast_math_mismatches_are_co
 
 /// Each form's C++ kernel and its Rust variant's `Map` kernel, on the same short buffer
 /// (the launches the bench times): the Rust kernel gives the variant's CPU results, and
-/// the C++ kernel under default flags the reference's where the form is exact.
+/// the C++ kernel under default flags the reference's where the form is exact. The
+/// form's timing kernels run too: the latency kernel counts cycles, the throughput
+/// kernel writes one word per thread.
 #[test]
 fn both_kernels_of_each_form_run_on_the_same_buffers() {
     let Some((gpu, _, modules)) = gpu_and_modules() else { return };
@@ -190,6 +192,15 @@ fn both_kernels_of_each_form_run_on_the_same_buffers() {
         // A buffer of another width is a typed error, not a launch.
         let other = gpu::DeviceElements::upload::<u64>(&gpu, len, &|i| i).expect("upload");
         assert!(matches!(kernels.run_cxx(&modules[0].1, &other, &mut cxx), Err(gpu::GpuError::Length { .. })));
+        let mut out = gpu.zeros::<u64>(64).expect("alloc");
+        kernels.cxx_latency(&modules[0].1, 7, 256, &mut out).unwrap_or_else(|e| panic!("{}: {e}", form.name));
+        assert!(gpu.download(&out).expect("download")[0] >= 256, "{}: under a cycle per step", form.name);
+        let two_blocks =
+            cudarc::driver::LaunchConfig { grid_dim: (2, 1, 1), block_dim: (32, 1, 1), shared_mem_bytes: 0 };
+        let mut out = gpu.zeros::<u64>(64).expect("alloc");
+        kernels.cxx_launch_throughput(&modules[0].1, two_blocks, 7, 256, &mut out).unwrap_or_else(|e| panic!("{e}"));
+        let words = gpu.download(&out).expect("download");
+        assert!(words.iter().filter(|&&w| w != 0).count() > 32, "{}: {words:x?}", form.name);
     }
 }
 

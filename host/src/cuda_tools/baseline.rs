@@ -21,12 +21,14 @@
 //! `unsafe impl` of [`shared::kind::Map`], so that [`crate::gpu::UserModule::map`]
 //! launches it typed and bounds-checked, and a type-erased [`FormKernels`] in
 //! [`Form::kernels`] that runs the form's kernel and its Rust variant's on the same
-//! device buffers ([`crate::cuda_tools::cxx_gpu`] loads the PTX and compares).
+//! device buffers, and the form's latency and throughput chains (the Rust variants'
+//! chain step, written in C++ by the `FORM` macro) ([`crate::cuda_tools::cxx_gpu`] loads the PTX and compares).
 
 use crate::cuda_tools::nvrtc::{Nvrtc, NvrtcError};
 use crate::cuda_tools::sass::{self, Instruction, Kernel, SassCost, SassError, Work, chain};
 use crate::cuda_tools::tools::{CudaTools, check_arch};
-use crate::gpu::{Bits, BufferElement, DeviceElements, Gpu, GpuError, InputAt, UserModule};
+use crate::gpu::{Bits, BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuError, InputAt, UserModule};
+use cudarc::driver::LaunchConfig;
 use rayon::prelude::*;
 use shared::{Claim, KernelKind, KernelName, Primitive, kind};
 use std::fmt;
@@ -132,7 +134,7 @@ macro_rules! forms {
         /// NVRTC makes of [`SOURCE`]. Its types, family and function are its Rust
         /// variant's (the function is what the form is written to compute; the GPU check
         /// compares the kernel with the family's reference, not with it), its claim
-        /// [`Expect::claim`], its kinds `Map` and `Skeleton`.
+        /// [`Expect::claim`], its kinds `Map`, `Skeleton`, `Latency` and `Throughput`.
         #[allow(non_camel_case_types, unsafe_code)]
         pub mod cxx {
             use super::Expect;
@@ -149,7 +151,12 @@ macro_rules! forms {
                     const FAMILY: shared::Family = <shared::variants::$variant as Primitive>::FAMILY;
                     const CLAIM: shared::Claim = Expect::$expect.claim();
                     const DESCRIPTION: &'static str = $code;
-                    const KINDS: &'static [shared::KernelKind] = &[shared::KernelKind::Map, shared::KernelKind::Skeleton];
+                    const KINDS: &'static [shared::KernelKind] = &[
+                        shared::KernelKind::Map,
+                        shared::KernelKind::Skeleton,
+                        shared::KernelKind::Latency,
+                        shared::KernelKind::Throughput,
+                    ];
                     fn apply(x: Self::In) -> Self::Out {
                         <shared::variants::$variant as Primitive>::apply(x)
                     }
@@ -166,6 +173,15 @@ macro_rules! forms {
                 // SAFETY: as for `Map`: the same `FORM` line writes `cxx_<name>_skeleton`
                 // with the same signature and loop.
                 unsafe impl shared::kind::Skeleton for $name {}
+                // SAFETY: the same `FORM` line writes `cxx_<name>_latency` and
+                // `cxx_<name>_throughput` as `(unsigned long long seed, unsigned int
+                // iterations, unsigned long long* out)`, the timing signature; the latency
+                // kernel writes `out[0..2]`, the throughput kernel `out[thread]` for each
+                // launched thread (its index counts the x dimensions only), as the Rust
+                // timing kernels do.
+                unsafe impl shared::kind::Latency for $name {}
+                // SAFETY: as for `Latency`.
+                unsafe impl shared::kind::Throughput for $name {}
             )*
         }
     };
@@ -217,6 +233,25 @@ pub trait FormKernels: Sync {
     -> Result<(), GpuError>;
     /// The Rust variant's `Map` kernel over the same, on `gpu`'s embedded module; waits.
     fn run_rust(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError>;
+    /// The C++ form's latency kernel of `module` on one thread ([`UserModule::latency`]):
+    /// `out[0]` its cycles, `out[1]` its final value; waits.
+    fn cxx_latency(
+        &self,
+        module: &UserModule,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError>;
+    /// Queues the C++ form's throughput kernel of `module` with `config`
+    /// ([`UserModule::launch_throughput`]; `out` holds one element per launched thread).
+    fn cxx_launch_throughput(
+        &self,
+        module: &UserModule,
+        config: LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError>;
 }
 
 impl fmt::Debug for dyn FormKernels {
@@ -231,7 +266,7 @@ pub struct Paired<C, V>(PhantomData<(C, V)>);
 
 impl<C, V> FormKernels for Paired<C, V>
 where
-    C: kind::Map + Sync,
+    C: kind::Map + kind::Latency + kind::Throughput + Sync,
     V: kind::Map + Primitive<In = C::In, Out = C::Out> + Sync,
     C::In: BufferElement,
     Bits<C>: BufferElement,
@@ -267,6 +302,27 @@ where
     fn run_rust(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError> {
         let name = KernelName::of::<V>(KernelKind::Map);
         gpu.map::<V>(input.typed::<V::In>(name)?, output.typed_mut::<Bits<V>>(name)?)
+    }
+
+    fn cxx_latency(
+        &self,
+        module: &UserModule,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError> {
+        module.latency::<C>(seed, iterations, out)
+    }
+
+    fn cxx_launch_throughput(
+        &self,
+        module: &UserModule,
+        config: LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError> {
+        module.launch_throughput::<C>(config, seed, iterations, out)
     }
 }
 

@@ -7,8 +7,8 @@
 //! `scripts/build-gpu-bundle.sh` puts them in the bundle. [`for_device`] reads them from
 //! the folder [`PTX_DIR_VAR`] names, or, without it, compiles them with NVRTC when that
 //! is installed. [`misshapen_entries`] checks, without a GPU, that a PTX has each form's
-//! kernel with the shape of the `Map` signature its marker vouches for
-//! ([`baseline::cxx`]).
+//! kernels with the shapes of the signatures its marker vouches for (`Map`, `Skeleton`,
+//! `Latency`, `Throughput`: [`baseline::cxx`]).
 //!
 //! [`tally`] counts where a form's results differ from the reference (a pure function,
 //! tested on the CPU), and [`holds`] says whether that bears out the form's
@@ -181,17 +181,28 @@ pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<String>> {
     )
 }
 
-/// Each kernel of `forms` (and its skeleton) that `ptx` lacks, or has with other
-/// parameters than the `Map` signature's three 64-bit ones (two pointers and the
-/// length), as `name: what is wrong`.
+/// Each kernel of `forms` that `ptx` lacks, or has with other parameters than its
+/// kind's signature, as `name: what is wrong`: the kernel and its skeleton with the
+/// `Map` signature's three 64-bit parameters (two pointers and the length), the
+/// `_latency` and `_throughput` kernels with the timing signature's 64-bit seed, 32-bit
+/// iteration count and 64-bit pointer.
 pub fn misshapen_entries(ptx: &str, forms: &[Form]) -> Vec<String> {
-    let map_shape = [".u64", ".u64", ".u64"];
+    const MAP: [&str; 3] = [".u64", ".u64", ".u64"];
+    const TIMING: [&str; 3] = [".u64", ".u32", ".u64"];
     forms
         .iter()
-        .flat_map(|form| [form.kernel(), form.skeleton()])
-        .filter_map(|name| match entry_params(ptx, &name) {
+        .flat_map(|form| {
+            let kernel = form.kernel();
+            [
+                (form.skeleton(), MAP),
+                (format!("{kernel}_latency"), TIMING),
+                (format!("{kernel}_throughput"), TIMING),
+                (kernel, MAP),
+            ]
+        })
+        .filter_map(|(name, shape)| match entry_params(ptx, &name) {
             None => Some(format!("{name}: no such entry")),
-            Some(params) if params != map_shape => Some(format!("{name}: parameters {params:?}, not {map_shape:?}")),
+            Some(params) if params != shape => Some(format!("{name}: parameters {params:?}, not {shape:?}")),
             Some(_) => None,
         })
         .collect()

@@ -155,6 +155,30 @@ impl UserModule {
         raw::launch_stream_count::<P>(&self.stream, &self.module, config, input, output, &mut result.as_view_mut())
     }
 
+    /// Runs the module's [`KernelKind::Latency`] kernel of `P` on one thread, as
+    /// [`Gpu::latency`] does the table's; waits for it.
+    pub fn latency<P: kind::Latency>(
+        &self,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        raw::launch_latency::<P>(&self.stream, &self.module, seed, iterations, out)?;
+        self.wait(KernelName::of::<P>(KernelKind::Latency))
+    }
+
+    /// Queues the module's [`KernelKind::Throughput`] kernel of `P` with `config`, as
+    /// [`Gpu::launch_throughput`] does the table's; does not wait.
+    pub fn launch_throughput<P: kind::Throughput>(
+        &self,
+        config: cudarc::driver::LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        raw::launch_throughput::<P>(&self.stream, &self.module, config, seed, iterations, out)
+    }
+
     /// A result buffer: count 0, first index `u64::MAX` (none).
     fn result(&self) -> Result<CudaSlice<u64>, GpuError> {
         self.stream
