@@ -1,12 +1,15 @@
 //! The CUDA C++ baseline's rows of the bench: each C++ form's `Map` kernel
 //! (`cuda-baseline/forms.cu`, default NVRTC flags) and its Rust variant's `Map` kernel,
-//! timed over the same large input in the same run.
+//! timed over the same large input in the same run, and the form's latency and
+//! throughput from its timing kernels (the Rust variants' chain step in C++), measured
+//! and checked as the Rust variants' are ([`crate::bench::measure`],
+//! [`crate::bench::check_figures`]).
 //!
 //! The C++ PTX comes from [`cxx_gpu::for_device`] (the bundle's precompiled files, or
 //! NVRTC); without it the rows are left out and the report says why. The outputs are
 //! not checked here: `host/tests/gpu_cxx.rs` checks every form on every input.
 
-use crate::bench::{BenchConfig, is_selected, median, scramble};
+use crate::bench::{BenchConfig, TimingRow, is_selected, measure, median, scramble, throughput_launch};
 use crate::cuda_tools::baseline::{FORMS, Flags};
 use crate::cuda_tools::cxx_gpu;
 use crate::gpu::{DeviceElements, Gpu, GpuError};
@@ -43,6 +46,9 @@ pub struct CxxRows {
     pub ptx: String,
     /// One row per selected form (whose Rust variant the bench's `only` selects).
     pub rows: Vec<MapRow>,
+    /// The same forms' latency and throughput, one row per form named by its kernel
+    /// (`cxx_<name>`); the Rust variants' are in the report's own per-element rows.
+    pub per_element: Vec<TimingRow>,
 }
 
 /// Times every selected form's kernel and its Rust variant's over `config.bytes` of
@@ -51,7 +57,9 @@ pub struct CxxRows {
 pub fn bench_map(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<CxxRows, GpuError> {
     let ptx = match cxx_gpu::for_device(gpu.info().sm()) {
         Ok(ptx) => ptx,
-        Err(why) => return Ok(CxxRows { ptx: format!("skipped: {why}"), rows: Vec::new() }),
+        Err(why) => {
+            return Ok(CxxRows { ptx: format!("skipped: {why}"), rows: Vec::new(), per_element: Vec::new() });
+        }
     };
     let (_, text) = ptx.by_flags.iter().find(|(f, _)| *f == Flags::Default).expect("every flag set is read");
     let module = gpu.load_user_module(text)?;
@@ -87,5 +95,23 @@ pub fn bench_map(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Re
         });
         inputs.insert(variant.input_bits, input);
     }
-    Ok(CxxRows { ptx: format!("{} from {}, default flags", ptx.arch, ptx.origin), rows })
+    drop(inputs);
+    let (full, threads) = throughput_launch(gpu.info());
+    let mut out = gpu.zeros::<u64>(threads as usize)?;
+    let mut per_element = Vec::new();
+    for row in &rows {
+        let form = FORMS.iter().find(|f| f.kernels.name() == row.cxx_kernel).expect("a row's form");
+        let kernels = form.kernels;
+        progress(&format!("{} latency and throughput", kernels.name()));
+        let iterations = config.throughput_iterations;
+        let figures = measure(
+            gpu,
+            config,
+            &mut out,
+            &mut |n, out| kernels.cxx_latency(&module, 0x1234_5678, n, out),
+            &mut |(), out| kernels.cxx_launch_throughput(&module, full, 0x9E37, iterations, out),
+        )?;
+        per_element.push(TimingRow::measured(kernels.name(), figures));
+    }
+    Ok(CxxRows { ptx: format!("{} from {}, default flags", ptx.arch, ptx.origin), rows, per_element })
 }
