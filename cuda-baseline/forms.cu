@@ -9,13 +9,55 @@
 //   cxx_<name>            output[i] = name(input[i])
 //   cxx_<name>_skeleton   output[i] = (Bits)input[i], the same loop without the work,
 //                         which the SASS report subtracts as it does for the Rust kernels.
+// and the two timing kernels of the Rust variants, `(unsigned long long seed, unsigned
+// int iterations, unsigned long long* out)`, with the same chain step as
+// kernels-gpu/src/device.rs (`chain_step`): x ^ spread(name(x)), spread taking the
+// result's bits r to the input's width as the top bits of r * MIX:
+//   cxx_<name>_latency     one thread, one dependent chain; out[0] = its clock64 cycles,
+//                          out[1] = its final value
+//   cxx_<name>_throughput  every thread four independent chains; out[thread] = their
+//                          final values XOR-ed
 // Results are stored as bits: bool as one byte, float as its 32 bits, half as 16.
 
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
+// The timing chains' mixing multiplier, kernels-gpu's MIX: odd, 2^32 / phi.
+#define CHAIN_MIX 0x9E3779B9u
+
+// The top bits of the 32-bit mix m, as many as In has (kernels-gpu's FromMixed).
+template <typename In> static __device__ __forceinline__ In from_mixed(unsigned int m) {
+    return (In)(m >> (32 - 8 * sizeof(In)));
+}
+
 #define FORM(name, In, Bits)                                                                    \
+    static __device__ __forceinline__ In chain_step_##name(In x) {                             \
+        return (In)(x ^ from_mixed<In>((unsigned int)(Bits)name(x) * CHAIN_MIX));               \
+    }                                                                                           \
+    extern "C" __global__ void cxx_##name##_latency(unsigned long long seed, unsigned int iterations, \
+                                                    unsigned long long* out) {                  \
+        unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;  \
+        In x = (In)(seed ^ thread);                                                             \
+        long long start = clock64();                                                            \
+        for (unsigned int k = 0; k < iterations; ++k) x = chain_step_##name(x);                 \
+        long long cycles = clock64() - start;                                                   \
+        out[0] = (unsigned long long)cycles;                                                    \
+        out[1] = (unsigned long long)x;                                                         \
+    }                                                                                           \
+    extern "C" __global__ void cxx_##name##_throughput(unsigned long long seed, unsigned int iterations, \
+                                                       unsigned long long* out) {               \
+        unsigned long long thread = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;  \
+        unsigned long long base = seed ^ (thread * 0x9E3779B97F4A7C15ull);                      \
+        In a = (In)base, b = (In)(base ^ 1), c = (In)(base ^ 2), d = (In)(base ^ 3);             \
+        for (unsigned int k = 0; k < iterations; ++k) {                                         \
+            a = chain_step_##name(a);                                                           \
+            b = chain_step_##name(b);                                                           \
+            c = chain_step_##name(c);                                                           \
+            d = chain_step_##name(d);                                                           \
+        }                                                                                       \
+        out[thread] = (unsigned long long)a ^ b ^ c ^ d;                                        \
+    }                                                                                           \
     extern "C" __global__ void cxx_##name(const In* input, Bits* output, unsigned long long n) {  \
         unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;                 \
         for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;  \

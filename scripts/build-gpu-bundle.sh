@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds everything a GPU machine with CUDA but no Rust needs into target/gpu-bundle/:
 # the release `bitexact` binary, the `host` test binaries (bin/test-*), COMMIT (the
-# commit it was built from), gpu-check.sh and torch_baseline.py; the binaries are
-# stripped of debug information. Then packs that folder into target/gpu-bundle.tar.xz
+# commit it was built from), gpu-check.sh and torch_baseline.py, and cxx-ptx/: the CUDA
+# C++ baseline's PTX for sm_90 under each NVRTC flag set, compiled here by
+# `bitexact sass --cxx --emit-ptx` (the GPU machine has no NVRTC of ours; this one needs
+# scripts/install-cuda-tools.sh); the binaries are stripped of debug information. Then packs that folder into target/gpu-bundle.tar.xz
 # and fails if the archive is over the 64 MiB a device call carries. Copy either to the
 # GPU machine and run there:
 #     tar -xJf target/gpu-bundle.tar.xz -C target   # if the archive was carried
@@ -42,7 +44,13 @@ rm -rf "$bundle"
 mkdir -p "$bundle/bin"
 
 cargo build --release -p host
-cp target/release/bitexact "$bundle/bin/bitexact"
+cp "${CARGO_TARGET_DIR:-target}/release/bitexact" "$bundle/bin/bitexact"
+# The C++ baseline's PTX, one file per flag set (GPU_BUNDLE_CXX_ARCHS: other architectures,
+# comma-separated; the GPU check picks the newest one the device runs).
+if ! "$bundle/bin/bitexact" sass --cxx --arch "${GPU_BUNDLE_CXX_ARCHS:-sm_90}" --emit-ptx "$bundle/cxx-ptx" >/dev/null; then
+  echo "build-gpu-bundle: cannot compile the C++ baseline's PTX (scripts/install-cuda-tools.sh installs NVRTC)" >&2
+  exit 1
+fi
 
 # `cargo test --no-run` names each test executable as "Executable <what> (<path>)".
 cargo test --release -p host --no-run 2>&1 | tee "$bundle/build.log" |
@@ -52,7 +60,7 @@ cargo test --release -p host --no-run 2>&1 | tee "$bundle/build.log" |
     cp "$path" "$bundle/bin/test-$name"
   done
 # The gpu check runs the GPU tests and the CUDA-tool tests first, by these names.
-for name in gpu ptx_tools; do
+for name in gpu gpu_cxx ptx_tools; do
   [ -x "$bundle/bin/test-$name" ] || { echo "build-gpu-bundle: no test binary $name" >&2; exit 1; }
 done
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+changes')" > "$bundle/COMMIT"

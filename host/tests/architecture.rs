@@ -20,7 +20,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("support", &[]),
     ("gpu", &["support"]),
     ("verify", &["support", "gpu"]),
-    ("bench", &["support", "gpu", "verify"]),
+    ("bench", &["support", "gpu", "verify", "cuda_tools"]),
     ("cuda_tools", &["support", "gpu", "verify"]),
     ("search", &["support", "verify"]),
     ("files", &["support", "gpu"]),

@@ -18,7 +18,6 @@ use host::cuda_tools::sass::{self, Kernel};
 use host::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
 use host::support::skip::require_or_skip;
 use host::verify::table::VARIANTS;
-use shared::Claim;
 use std::sync::OnceLock;
 
 /// `cuobjdump -sass -fun cxx_unorm8_div,cxx_unorm8_div_skeleton` (cuobjdump 13.5) of
@@ -59,12 +58,12 @@ fn every_form_pairs_with_a_variant_of_the_same_widths_and_claim() {
             .unwrap_or_else(|| panic!("{}: no variant {}", form.name, form.variant));
         assert_eq!(declared.input_bits, Some(variant.input_bits), "{}: input width vs {}", form.name, variant.name);
         assert_eq!(declared.output_bits, Some(variant.output_bits), "{}: output width vs {}", form.name, variant.name);
-        let matching_claim = match form.expect {
-            Expect::Exact | Expect::ExactButNanBits => Claim::Exact,
-            Expect::OneUlp => Claim::OneUlp,
-            Expect::Incorrect => Claim::Incorrect,
-        };
-        assert_eq!(variant.claim, matching_claim, "{}: expected {:?} vs {}", form.name, form.expect, variant.name);
+        assert_eq!(variant.claim, form.expect.claim(), "{}: expected {:?} vs {}", form.name, form.expect, variant.name);
+        // The form's marker: its kernel's name, the variant's family and widths, the claim
+        // its expectation pairs with.
+        let kernels = form.kernels;
+        assert_eq!(kernels.name(), form.kernel(), "{}: marker name", form.name);
+        assert_eq!(kernels.family(), variant.family, "{}: marker family vs {}", form.name, variant.name);
     }
     // The negative control is there.
     assert!(FORMS.iter().any(|f| f.expect == Expect::Incorrect && f.code.contains("__hltu")));
@@ -186,4 +185,70 @@ fn sass_cxx_without_nvrtc_is_one_line_and_exit_2() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("libnvrtc.so.12") && stderr.contains("install-cuda-tools.sh"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+/// The markers (`baseline::cxx`) each vouch that their kernels have their kinds'
+/// signatures: the PTX that NVRTC makes of the source under every flag set must have
+/// each form's kernel and skeleton with the `Map` shape (three 64-bit parameters) and its
+/// latency and throughput kernels with the timing shape (64, 32, 64 bits).
+#[test]
+fn every_marker_kernel_has_its_kinds_signature_in_the_ptx_of_every_flag_set() {
+    use host::cuda_tools::cxx_gpu;
+    let Some(nvrtc) = require_or_skip(REQUIRE_CUDA_TOOLS, Nvrtc::find()) else { return };
+    let ptx = cxx_gpu::compile(&nvrtc, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ptx.by_flags().iter().map(|(f, _)| *f).collect::<Vec<_>>(), Flags::ALL);
+    for (flags, text) in ptx.by_flags() {
+        assert_eq!(cxx_gpu::misshapen_entries(text, FORMS), Vec::<String>::new(), "{}", flags.label());
+    }
+    // The check sees a missing kernel and another shape.
+    let (_, default) = &ptx.by_flags()[0];
+    let form = &FORMS[0];
+    let renamed = default.replace(&format!(".entry {}(", form.kernel()), ".entry cxx_renamed(");
+    assert_eq!(cxx_gpu::misshapen_entries(&renamed, &FORMS[..1]), [format!("{}: no such entry", form.kernel())]);
+    let two_params = ".visible .entry cxx_x(\n\t.param .u64 .ptr .align 1 a,\n\t.param .u32 n\n)\n{\n}\n";
+    assert_eq!(cxx_gpu::entry_params(two_params, "cxx_x"), Some(vec![".u64".to_string(), ".u32".to_string()]));
+    let latency = format!("{}_latency", form.kernel());
+    let widened =
+        default.replace(&format!("{latency}_param_1"), "wide").replace(".param .u32 wide", ".param .u64 wide");
+    let wrong = cxx_gpu::misshapen_entries(&widened, &FORMS[..1]);
+    assert_eq!(
+        wrong,
+        [format!("{latency}: parameters [\".u64\", \".u64\", \".u64\"], not [\".u64\", \".u32\", \".u64\"]")]
+    );
+}
+
+/// `bitexact sass --cxx --emit-ptx DIR` writes one PTX file per flag set, which
+/// `cxx_gpu::read` reads back for a device of that architecture or a newer one.
+#[test]
+fn emitted_ptx_is_read_back_for_the_device() {
+    use host::cuda_tools::cxx_gpu;
+    let Some(_) = require_or_skip(REQUIRE_CUDA_TOOLS, Nvrtc::find()) else { return };
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let output = common::bitexact_command()
+        .args(["sass", "--cxx", "--arch", "sm_80,sm_90", "--emit-ptx"])
+        .arg(dir.path())
+        .output()
+        .expect("bitexact runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), 2 * Flags::ALL.len());
+    for (sm, arch) in [(90, "sm_90"), (100, "sm_90"), (86, "sm_80")] {
+        let read = cxx_gpu::read(dir.path(), sm).unwrap_or_else(|e| panic!("sm_{sm}: {e}"));
+        assert_eq!(read.arch, arch, "sm_{sm}");
+        for (flags, text) in read.by_flags() {
+            assert!(text.contains(&format!(".target {}", arch)), "{arch} {}", flags.label());
+            assert!(cxx_gpu::misshapen_entries(text, FORMS).is_empty(), "{arch} {}", flags.label());
+        }
+    }
+    let error = cxx_gpu::read(dir.path(), 75).expect_err("no PTX for sm_75").to_string();
+    assert!(error.contains("no C++ baseline PTX for sm_75") && error.contains("sm_80, sm_90"), "{error}");
+    // A file that is not what --emit-ptx wrote (a kernel renamed) is refused: the markers
+    // vouch only for the baseline's own kernels.
+    let file = dir.path().join(cxx_gpu::ptx_file_name("sm_90", Flags::Default));
+    let text = std::fs::read_to_string(&file).expect("written above");
+    std::fs::write(&file, text.replace(".entry cxx_unorm8_div(", ".entry cxx_unorm8_div_renamed(")).expect("rewrite");
+    let error = cxx_gpu::read(dir.path(), 90).expect_err("a renamed kernel").to_string();
+    assert!(error.contains("not the C++ baseline's PTX") && error.contains("cxx_unorm8_div"), "{error}");
+    // Without --cxx the option is refused.
+    let refused = common::bitexact_command().args(["sass", "--emit-ptx"]).arg(dir.path()).output().expect("runs");
+    assert_eq!(refused.status.code(), Some(2));
 }

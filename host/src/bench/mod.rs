@@ -7,9 +7,14 @@
 //! impossible, so the row reads `invalid: <reason>` instead. A variant whose function is
 //! proven constant on the CPU ([`is_constant`]) is not timed at all.
 //!
+//! The CUDA C++ baseline gets rows of its own ([`cxx`]): each C++ form's `Map` kernel
+//! beside its Rust variant's, same input, same run.
+//!
 //! Owns: what `bitexact bench` measures and when a figure is physically possible.
-//! Uses: [`crate::support`], [`crate::gpu`] (launches) and [`crate::verify`] (the table,
-//! domains).
+//! Uses: [`crate::support`], [`crate::gpu`] (launches), [`crate::verify`] (the table,
+//! domains) and [`crate::cuda_tools`] (the C++ baseline's forms and PTX).
+
+pub mod cxx;
 
 use crate::gpu::{DeviceInfo, Gpu, GpuError};
 use crate::verify::table::{VARIANTS, Variant};
@@ -280,6 +285,8 @@ pub struct BenchReport {
     pub bandwidth: Vec<BandwidthRow>,
     /// Per-variant timing rows.
     pub per_element: Vec<TimingRow>,
+    /// The CUDA C++ baseline's `Map` kernels beside their Rust variants'.
+    pub cxx: cxx::CxxRows,
 }
 
 impl BenchReport {
@@ -289,14 +296,14 @@ impl BenchReport {
     }
 }
 
-fn median(mut times: Vec<f64>) -> f64 {
+pub(crate) fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
     times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// Input bits of element `i` of the bandwidth benchmarks: a fixed scramble (never all
 /// zeros: zeros can run faster), truncated to the element width by the upload.
-fn scramble(i: u64) -> u64 {
+pub(crate) fn scramble(i: u64) -> u64 {
     i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24
 }
 
@@ -321,7 +328,7 @@ fn copy_gb_per_s(
 }
 
 /// Whether `config` selects `v`.
-fn is_selected(config: &BenchConfig, v: &Variant) -> bool {
+pub(crate) fn is_selected(config: &BenchConfig, v: &Variant) -> bool {
     config.only.as_deref().is_none_or(|s| v.matches(s))
 }
 
@@ -536,15 +543,54 @@ fn check_stream_output(
     Ok(format!("all {len} outputs == CPU, but a NaN of the format for the {nans} NaN inputs"))
 }
 
-/// Latency and throughput of every selected variant that is not constant.
-fn bench_per_element(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Vec<TimingRow>, GpuError> {
-    let info = gpu.info().clone();
+/// The throughput kernels' launch: 8 blocks per SM of [`crate::gpu::BLOCK_THREADS`]
+/// threads, and how many threads that is.
+pub(crate) fn throughput_launch(info: &DeviceInfo) -> (LaunchConfig, u64) {
     let full = LaunchConfig {
         grid_dim: (info.multiprocessors.max(1) * 8, 1, 1),
         block_dim: (crate::gpu::BLOCK_THREADS, 1, 1),
         shared_mem_bytes: 0,
     };
-    let threads = u64::from(full.grid_dim.0) * u64::from(full.block_dim.0);
+    (full, u64::from(full.grid_dim.0) * u64::from(full.block_dim.0))
+}
+
+/// A launch of timing kernels into a result buffer (`out`).
+pub(crate) type TimingLaunch<'a, A> = &'a mut dyn FnMut(A, &mut crate::gpu::DeviceBuffer<u64>) -> Result<(), GpuError>;
+
+/// Latency and throughput of one function, from its timing kernels: `latency(n, out)`
+/// runs its latency kernel for `n` steps (waiting; cycles in `out[0]`), `throughput(out)`
+/// queues its throughput kernel with [`throughput_launch`]'s launch and
+/// `config.throughput_iterations` steps. `out` holds one element per launched thread.
+pub(crate) fn measure(
+    gpu: &Gpu,
+    config: &BenchConfig,
+    out: &mut crate::gpu::DeviceBuffer<u64>,
+    latency: TimingLaunch<'_, u32>,
+    throughput: TimingLaunch<'_, ()>,
+) -> Result<Figures, GpuError> {
+    let info = gpu.info().clone();
+    let (_, threads) = throughput_launch(&info);
+    let mut cycles = |iterations: u32| -> Result<f64, GpuError> {
+        latency(iterations, out)?;
+        Ok(gpu.download(out)?.first().copied().unwrap_or(0) as f64)
+    };
+    let n = config.latency_iterations;
+    // The difference of two chain lengths cancels the fixed cost of reading the clock.
+    let latency_cycles = (cycles(2 * n)? - cycles(n)?) / f64::from(n);
+    let ms = median(gpu.time_ms(config.warmup, config.reps, || throughput((), out))?);
+    let ops = threads as f64 * 4.0 * f64::from(config.throughput_iterations);
+    let seconds = ms / 1e3;
+    Ok(Figures {
+        latency_cycles,
+        throughput_gops: ops / seconds / 1e9,
+        ops_per_sm_per_cycle: ops
+            / (seconds * f64::from(info.clock_khz) * 1e3 * f64::from(info.multiprocessors.max(1))),
+    })
+}
+
+/// Latency and throughput of every selected variant that is not constant.
+fn bench_per_element(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<Vec<TimingRow>, GpuError> {
+    let (full, threads) = throughput_launch(gpu.info());
     let mut out = gpu.zeros::<u64>(threads as usize)?;
     let mut rows = Vec::new();
     for v in selected(config) {
@@ -553,25 +599,14 @@ fn bench_per_element(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -
             rows.push(TimingRow::constant(v.name));
             continue;
         }
-        let mut cycles = |iterations: u32| -> Result<f64, GpuError> {
-            v.ops.gpu_latency(gpu, 0x1234_5678, iterations, &mut out)?;
-            Ok(gpu.download(&out)?.first().copied().unwrap_or(0) as f64)
-        };
-        let n = config.latency_iterations;
-        // The difference of two chain lengths cancels the fixed cost of reading the clock.
-        let latency_cycles = (cycles(2 * n)? - cycles(n)?) / f64::from(n);
         let iterations = config.throughput_iterations;
-        let ms = median(gpu.time_ms(config.warmup, config.reps, || {
-            v.ops.gpu_launch_throughput(gpu, full, 0x9E37, iterations, &mut out)
-        })?);
-        let ops = threads as f64 * 4.0 * f64::from(iterations);
-        let seconds = ms / 1e3;
-        let figures = Figures {
-            latency_cycles,
-            throughput_gops: ops / seconds / 1e9,
-            ops_per_sm_per_cycle: ops
-                / (seconds * f64::from(info.clock_khz) * 1e3 * f64::from(info.multiprocessors.max(1))),
-        };
+        let figures = measure(
+            gpu,
+            config,
+            &mut out,
+            &mut |n, out| v.ops.gpu_latency(gpu, 0x1234_5678, n, out),
+            &mut |(), out| v.ops.gpu_launch_throughput(gpu, full, 0x9E37, iterations, out),
+        )?;
         rows.push(TimingRow::measured(v.name, figures));
     }
     Ok(rows)
@@ -583,7 +618,8 @@ pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<B
     let mut bandwidth = bench_count(gpu, config, &mut copies, progress)?;
     bandwidth.extend(bench_stream(gpu, config, &mut copies, progress)?);
     let per_element = bench_per_element(gpu, config, progress)?;
-    Ok(BenchReport { device: gpu.info().clone(), bytes: config.bytes, reps: config.reps, bandwidth, per_element })
+    let cxx = cxx::bench_map(gpu, config, progress)?;
+    Ok(BenchReport { device: gpu.info().clone(), bytes: config.bytes, reps: config.reps, bandwidth, per_element, cxx })
 }
 
 #[cfg(test)]
@@ -827,6 +863,7 @@ mod tests {
                 TimingRow::constant("c"),
                 TimingRow::measured("d", figures(20.0, 1.0, 2312.0)),
             ],
+            cxx: cxx::CxxRows { ptx: "skipped: test".into(), rows: Vec::new(), per_element: Vec::new() },
         };
         assert_eq!(report.invalid_variants(), ["a", "d"]);
     }

@@ -2,7 +2,7 @@
 
 use super::choices::OutputFormat;
 use super::error::CliError;
-use host::bench::{self, BenchConfig, BenchReport, TimingStatus};
+use host::bench::{self, BenchConfig, BenchReport, TimingRow, TimingStatus};
 use host::gpu::Gpu;
 use host::support::output::{self, Table};
 use std::fmt::Write as _;
@@ -139,13 +139,63 @@ fn text(report: &BenchReport, config: &BenchConfig, markdown: bool) -> String {
          {} per SM per cycle; n/a: constant function, proven on the CPU, not timed)",
         bench::MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE
     );
+    let _ = writeln!(out, "\nCUDA C++ baseline (cuda-baseline/forms.cu), Map kernels: {}", report.cxx.ptx);
+    if !report.cxx.rows.is_empty() {
+        let mut table =
+            Table::new(["C++ form", "C++ kernel", "C++ Gelem/s", "Rust variant", "Rust Gelem/s", "C++ / Rust time"]);
+        for r in &report.cxx.rows {
+            table.row([
+                r.form.to_string(),
+                r.cxx_kernel.to_string(),
+                format!("{:.1}", r.cxx_g_elements_per_s),
+                r.rust_kernel.to_string(),
+                format!("{:.1}", r.rust_g_elements_per_s),
+                format!("{:.2}", r.cxx_over_rust_time),
+            ]);
+        }
+        let _ = write!(out, "{}", table.render(markdown));
+        let _ = writeln!(
+            out,
+            "\n(each form's Map kernel and its Rust variant's Map kernel, one element per thread per step, \
+             over the same input in the same run; median device time, launch and wait included; outputs \
+             checked on every input by the GPU check, not here)"
+        );
+    }
+    if !report.cxx.per_element.is_empty() {
+        let figures = |r: &TimingRow| match r.figures {
+            Some(f) if r.status == TimingStatus::Valid => {
+                [format!("{:.1}", f.latency_cycles), format!("{:.0}", f.throughput_gops)]
+            }
+            _ => [r.status.to_string(), String::new()],
+        };
+        let mut table = Table::new([
+            "C++ kernel",
+            "latency cycles",
+            "throughput Gop/s",
+            "Rust variant",
+            "Rust latency cycles",
+            "Rust throughput Gop/s",
+        ]);
+        for (cxx, map) in report.cxx.per_element.iter().zip(&report.cxx.rows) {
+            let [latency, gops] = figures(cxx);
+            let rust = report.per_element.iter().find(|r| r.variant == map.rust_kernel);
+            let [rust_latency, rust_gops] = rust.map_or(["-".to_string(), "-".to_string()], figures);
+            table.row([cxx.variant.to_string(), latency, gops, map.rust_kernel.to_string(), rust_latency, rust_gops]);
+        }
+        let _ = write!(out, "\n{}", table.render(markdown));
+        let _ = writeln!(
+            out,
+            "\n(the C++ forms' timing kernels run the Rust variants' chain step, written in C++; an invalid C++ row is \
+             reported, not an error: it is NVIDIA's compiler that folded the chain)"
+        );
+    }
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use host::bench::{BandwidthRow, Baseline, Figures, TimingRow};
+    use host::bench::{BandwidthRow, Baseline, Figures};
     use host::gpu::DeviceInfo;
 
     #[test]
@@ -196,6 +246,24 @@ mod tests {
                 TimingRow::measured("f32_is_finite", Figures { latency_cycles: -0.0, ..figures }),
                 TimingRow::constant("e4m3_is_infinite"),
             ],
+            cxx: bench::cxx::CxxRows {
+                ptx: "sm_90 from NVRTC 12.9, default flags".into(),
+                rows: vec![bench::cxx::MapRow {
+                    form: "(float)x / 255.0f",
+                    cxx_kernel: "cxx_unorm8_div",
+                    rust_kernel: "unorm8_div_ieee",
+                    elements: 1 << 20,
+                    cxx_ms: 0.5,
+                    rust_ms: 0.4,
+                    cxx_g_elements_per_s: 2.1,
+                    rust_g_elements_per_s: 2.6,
+                    cxx_over_rust_time: 1.25,
+                }],
+                per_element: vec![TimingRow::measured(
+                    "cxx_unorm8_div",
+                    Figures { latency_cycles: 181.5, throughput_gops: 123.0, ops_per_sm_per_cycle: 0.5 },
+                )],
+            },
         };
         let config = BenchConfig { bytes: 1 << 20, reps: 1, ..BenchConfig::default() };
         for markdown in [false, true] {
@@ -214,6 +282,13 @@ mod tests {
                 .find(|l| l.trim_start_matches(['|', ' ']).starts_with(&inexact_kernel))
                 .unwrap_or_else(|| panic!("no baseline row: {text}"));
             assert!(baseline.contains(" - ") && !baseline.contains("(vs"), "{text}");
+            // The C++ rows: each form beside its Rust variant.
+            let cxx = line("cxx_unorm8_div");
+            assert!(cxx.contains("unorm8_div_ieee") && cxx.contains("2.1") && cxx.contains("1.25"), "{text}");
+            assert!(text.contains("Map kernels: sm_90 from NVRTC 12.9"), "{text}");
+            let timing =
+                text.lines().find(|l| l.contains("cxx_unorm8_div") && l.contains("181.5")).expect("C++ timing row");
+            assert!(timing.contains("unorm8_div_ieee") && timing.contains("123"), "{text}");
         }
     }
 }

@@ -4,6 +4,7 @@
 use super::choices::OutputFormat;
 use super::error::CliError;
 use host::cuda_tools::baseline::{self, CxxCost, Flags};
+use host::cuda_tools::cxx_gpu;
 use host::cuda_tools::nvrtc::Nvrtc;
 use host::cuda_tools::sass::{self, SassCost};
 use host::cuda_tools::tools::{ARCHS, CudaTools};
@@ -36,16 +37,25 @@ pub struct SassArgs {
     /// of one's own, e.g. built by ptx-builder; `-` reads standard input) on each
     /// architecture: its instructions, its opcodes, and any float -> integer conversion
     /// its PTX did not ask for (a narrow store ptxas turned into one; exit status 1).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["cxx", "only"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cxx", "only", "emit_ptx"])]
     pub ptx: Option<std::path::PathBuf>,
+    /// With --cxx: instead of the report, write the baseline's PTX for each --arch under
+    /// each flag set into DIR (forms-<arch>-<flags>.ptx: default, use_fast_math, ftz,
+    /// no_prec_div, no_fmad), for a GPU machine without NVRTC (the GPU check bundle).
+    /// Needs NVRTC and the headers, not ptxas.
+    #[arg(long, value_name = "DIR", requires = "cxx")]
+    pub emit_ptx: Option<std::path::PathBuf>,
 }
 
 /// Assembles the embedded PTX for each architecture and prints, per variant, the
 /// instructions its kernel has beyond its load/index/store skeleton, and whether its
 /// timing kernels' chain loops hold that work.
 pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
-    let tools = CudaTools::find()?;
     let archs: Vec<&str> = args.arch.iter().map(String::as_str).collect();
+    if let Some(dir) = &args.emit_ptx {
+        return emit_ptx(dir, &archs);
+    }
+    let tools = CudaTools::find()?;
     if let Some(path) = &args.ptx {
         return run_ptx(args, &tools, path, &archs);
     }
@@ -102,6 +112,20 @@ fn run_ptx(args: &SassArgs, tools: &CudaTools, path: &std::path::Path, archs: &[
     output::write_stdout(&text)?;
     let failed = rows.iter().any(|r| !r.unrequested_conversions.is_empty());
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// `--cxx --emit-ptx DIR`: the baseline's PTX files, one line per file written.
+fn emit_ptx(dir: &std::path::Path, archs: &[&str]) -> Result<ExitCode, CliError> {
+    let nvrtc = Nvrtc::find().map_err(|e| CliError::Message(e.to_string()))?;
+    let mut written = String::new();
+    for arch in archs {
+        let ptx = cxx_gpu::compile(&nvrtc, arch).map_err(|e| CliError::Message(e.to_string()))?;
+        for path in cxx_gpu::write(&ptx, dir).map_err(|e| CliError::Message(e.to_string()))? {
+            written += &format!("{}\n", path.display());
+        }
+    }
+    output::write_stdout(&written)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `--cxx`: the Rust table, then the C++ column of the forms paired with the selected

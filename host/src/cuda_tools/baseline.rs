@@ -14,12 +14,25 @@
 //! `--use_fast_math`, and each of `--ftz=true`, `--prec-div=false`, `--fmad=false`
 //! alone), and marks where a flag changes a form's code: for a form [`Expect`]ed exact,
 //! that is where the flag may break it, which only a GPU run can count.
+//!
+//! For that GPU run and the bench, the same table gives each form a marker type in
+//! [`cxx`] (`cxx::unorm8_div` for the kernel `cxx_unorm8_div`), a
+//! [`shared::Primitive`] with the paired variant's types and family and an
+//! `unsafe impl` of [`shared::kind::Map`], so that [`crate::gpu::KernelModule::map`]
+//! launches it typed and bounds-checked, and a type-erased [`FormKernels`] in
+//! [`Form::kernels`] that runs the form's kernel and its Rust variant's on the same
+//! device buffers, and the form's latency and throughput chains (the Rust variants'
+//! chain step, written in C++ by the `FORM` macro) ([`crate::cuda_tools::cxx_gpu`] loads the PTX and compares).
 
 use crate::cuda_tools::nvrtc::{Nvrtc, NvrtcError};
 use crate::cuda_tools::sass::{self, Instruction, Kernel, SassCost, SassError, Work, chain};
 use crate::cuda_tools::tools::{CudaTools, check_arch};
+use crate::gpu::{Bits, BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuError, InputAt, KernelModule};
+use cudarc::driver::LaunchConfig;
 use rayon::prelude::*;
+use shared::{Claim, KernelKind, KernelName, Primitive, kind};
 use std::fmt;
+use std::marker::PhantomData;
 
 /// The C++ source of every form (`cuda-baseline/forms.cu`).
 pub const SOURCE: &str = include_str!("../../../cuda-baseline/forms.cu");
@@ -60,6 +73,18 @@ impl Expect {
     pub const fn is_exact(self) -> bool {
         matches!(self, Expect::Exact | Expect::ExactButNanBits)
     }
+
+    /// The claim of the Rust variant a form of this expectation pairs with, and its
+    /// marker's [`Primitive::CLAIM`]: [`Expect::ExactButNanBits`] pairs with an exact
+    /// variant (its NaN allowance is the form's own, which the GPU check reads from
+    /// [`Form::expect`]).
+    pub const fn claim(self) -> Claim {
+        match self {
+            Expect::Exact | Expect::ExactButNanBits => Claim::Exact,
+            Expect::OneUlp => Claim::OneUlp,
+            Expect::Incorrect => Claim::Incorrect,
+        }
+    }
 }
 
 /// One C++ form and its Rust variant.
@@ -75,6 +100,9 @@ pub struct Form {
     pub expect: Expect,
     /// The form as a CUDA C++ programmer writes it, in one line.
     pub code: &'static str,
+    /// Its kernel and its Rust variant's `Map` kernel, launched through their marker
+    /// types ([`cxx`], [`shared::variants`]).
+    pub kernels: &'static dyn FormKernels,
 }
 
 impl Form {
@@ -98,7 +126,66 @@ macro_rules! forms {
             variant: stringify!($variant),
             expect: Expect::$expect,
             code: $code,
+            kernels: &Paired::<cxx::$name, shared::variants::$variant>(PhantomData),
         }),*];
+
+        /// One marker type per form of [`FORMS`], named like the form: `cxx::unorm8_div`
+        /// describes the kernel `cxx_unorm8_div` ([`Primitive::NAME`]) of the PTX that
+        /// NVRTC makes of [`SOURCE`]. Its types, family and function are its Rust
+        /// variant's (the function is what the form is written to compute; the GPU check
+        /// compares the kernel with the family's reference, not with it), its claim
+        /// [`Expect::claim`], its kinds `Map`, `Skeleton`, `Latency` and `Throughput`.
+        #[allow(non_camel_case_types, unsafe_code)]
+        pub mod cxx {
+            use super::Expect;
+            use shared::Primitive;
+            $(
+                #[doc = concat!("`cxx_", stringify!($name), "`: `", $code, "`, paired with [`shared::variants::", stringify!($variant), "`].")]
+                #[derive(Clone, Copy, Debug)]
+                pub struct $name;
+
+                impl Primitive for $name {
+                    type In = <shared::variants::$variant as Primitive>::In;
+                    type Out = <shared::variants::$variant as Primitive>::Out;
+                    const NAME: &'static str = concat!("cxx_", stringify!($name));
+                    const FAMILY: shared::Family = <shared::variants::$variant as Primitive>::FAMILY;
+                    const CLAIM: shared::Claim = Expect::$expect.claim();
+                    const DESCRIPTION: &'static str = $code;
+                    const KINDS: &'static [shared::KernelKind] = &[
+                        shared::KernelKind::Map,
+                        shared::KernelKind::Skeleton,
+                        shared::KernelKind::Latency,
+                        shared::KernelKind::Throughput,
+                    ];
+                    fn apply(x: Self::In) -> Self::Out {
+                        <shared::variants::$variant as Primitive>::apply(x)
+                    }
+                }
+
+                // SAFETY: a `cxx_<name>` kernel can be loaded only through
+                // `FormsPtx::load`: our embedded modules have none, and `load_user_module`
+                // refuses the `cxx_` prefix (`gpu::RESERVED_PREFIX`). A `FormsPtx` is
+                // NVRTC's compilation of `SOURCE`, or files `--emit-ptx` wrote from it,
+                // read back with every kernel's shape checked (`cxx_gpu::read`). There its
+                // `FORM(name, In, Bits)` line writes the kernel as
+                // `(const In*, Bits*, unsigned long long n)` with the paired variant's `In`
+                // and stored `Bits` (the widths a test checks against the variant), and its
+                // grid-stride loop touches only `i < n`.
+                unsafe impl shared::kind::Map for $name {}
+                // SAFETY: as for `Map`: the same `FORM` line writes `cxx_<name>_skeleton`
+                // with the same signature and loop.
+                unsafe impl shared::kind::Skeleton for $name {}
+                // SAFETY: the same `FORM` line writes `cxx_<name>_latency` and
+                // `cxx_<name>_throughput` as `(unsigned long long seed, unsigned int
+                // iterations, unsigned long long* out)`, the timing signature; the latency
+                // kernel writes `out[0..2]`, the throughput kernel `out[thread]` for each
+                // launched thread (its index counts the x dimensions only), as the Rust
+                // timing kernels do.
+                unsafe impl shared::kind::Latency for $name {}
+                // SAFETY: as for `Latency`.
+                unsafe impl shared::kind::Throughput for $name {}
+            )*
+        }
     };
 }
 
@@ -126,6 +213,123 @@ forms! {
     { bf16_to_f32_bfloat162float, bf16_to_f32, ExactButNanBits, "__bfloat162float(h)" }
     { e4m3_to_f32_via_halfraw, e4m3_to_f32, ExactButNanBits, "__half2float(__nv_cvt_fp8_to_halfraw(b, __NV_E4M3))" }
     { e5m2_to_f32_via_halfraw, e5m2_to_f32, ExactButNanBits, "__half2float(__nv_cvt_fp8_to_halfraw(b, __NV_E5M2))" }
+}
+
+/// A form's kernel and its Rust variant's `Map` kernel, type-erased so that [`FORMS`]
+/// holds them all ([`Paired`]). Both read the same input buffer and write outputs of the
+/// same element type, and both wait for their kernel.
+pub trait FormKernels: Sync {
+    /// The C++ kernel's name, `cxx_<name>` (its marker's [`Primitive::NAME`]).
+    fn name(&self) -> &'static str;
+    /// The family both compute: the domain and the reference.
+    fn family(&self) -> shared::Family;
+    /// `len` inputs of the kernels' input type, element `i` the low bits of
+    /// `input_at(i)`, on the device.
+    fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError>;
+    /// `len` zeroed outputs of the kernels' stored result type, on the device.
+    fn output(&self, gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError>;
+    /// The C++ kernel of `module` (PTX that NVRTC made of [`SOURCE`]) over `input` →
+    /// `output` (equal lengths, the types of [`FormKernels::upload`] and
+    /// [`FormKernels::output`], else [`GpuError::Length`]); waits for it.
+    fn run_cxx(
+        &self,
+        module: &KernelModule,
+        input: &DeviceElements,
+        output: &mut DeviceElements,
+    ) -> Result<(), GpuError>;
+    /// The Rust variant's `Map` kernel over the same, on `gpu`'s embedded module; waits.
+    fn run_rust(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError>;
+    /// The C++ form's latency kernel of `module` on one thread ([`KernelModule::latency`]):
+    /// `out[0]` its cycles, `out[1]` its final value; waits.
+    fn cxx_latency(
+        &self,
+        module: &KernelModule,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError>;
+    /// Queues the C++ form's throughput kernel of `module` with `config`
+    /// ([`KernelModule::launch_throughput`]; `out` holds one element per launched thread).
+    fn cxx_launch_throughput(
+        &self,
+        module: &KernelModule,
+        config: LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError>;
+}
+
+impl fmt::Debug for dyn FormKernels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FormKernels({})", self.name())
+    }
+}
+
+/// [`FormKernels`] of the C++ form with marker `C` and its Rust variant `V`, which has
+/// the same input and output types.
+pub struct Paired<C, V>(PhantomData<(C, V)>);
+
+impl<C, V> FormKernels for Paired<C, V>
+where
+    C: kind::Map + kind::Latency + kind::Throughput + Sync,
+    V: kind::Map + Primitive<In = C::In, Out = C::Out> + Sync,
+    C::In: BufferElement,
+    Bits<C>: BufferElement,
+{
+    fn name(&self) -> &'static str {
+        C::NAME
+    }
+
+    fn family(&self) -> shared::Family {
+        C::FAMILY
+    }
+
+    fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
+        DeviceElements::upload::<C::In>(gpu, len, input_at)
+    }
+
+    fn output(&self, gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError> {
+        DeviceElements::zeros::<Bits<C>>(gpu, len)
+    }
+
+    fn run_cxx(
+        &self,
+        module: &KernelModule,
+        input: &DeviceElements,
+        output: &mut DeviceElements,
+    ) -> Result<(), GpuError> {
+        let name = KernelName::of::<C>(KernelKind::Map);
+        let input = input.typed::<C::In>(name)?;
+        let output = output.typed_mut::<Bits<C>>(name)?;
+        module.map::<C>(&input.as_view(), &mut output.as_view_mut())
+    }
+
+    fn run_rust(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError> {
+        let name = KernelName::of::<V>(KernelKind::Map);
+        gpu.map::<V>(input.typed::<V::In>(name)?, output.typed_mut::<Bits<V>>(name)?)
+    }
+
+    fn cxx_latency(
+        &self,
+        module: &KernelModule,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError> {
+        module.latency::<C>(seed, iterations, out)
+    }
+
+    fn cxx_launch_throughput(
+        &self,
+        module: &KernelModule,
+        config: LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut DeviceBuffer<u64>,
+    ) -> Result<(), GpuError> {
+        module.launch_throughput::<C>(config, seed, iterations, out)
+    }
 }
 
 /// A `FORM(name, In, Bits)` line of a source, with the widths of its C types.
@@ -216,6 +420,19 @@ impl Flags {
             Flags::Ftz => &["--ftz=true"],
             Flags::NoPrecDiv => &["--prec-div=false"],
             Flags::NoFmad => &["--fmad=false"],
+        }
+    }
+
+    /// The name of its precompiled PTX file's flag part
+    /// ([`crate::cuda_tools::cxx_gpu::ptx_file_name`]): `default`, `use_fast_math`, `ftz`,
+    /// `no_prec_div`, `no_fmad`.
+    pub const fn slug(self) -> &'static str {
+        match self {
+            Flags::Default => "default",
+            Flags::UseFastMath => "use_fast_math",
+            Flags::Ftz => "ftz",
+            Flags::NoPrecDiv => "no_prec_div",
+            Flags::NoFmad => "no_fmad",
         }
     }
 

@@ -3,13 +3,16 @@
 //! and the timing-chain check ([`sass`]), the listing of any module ([`listing`]), the PTX/SASS guards against patterns that
 //! compile to wrong code on the GPU ([`guards`]), and the CUDA C++ baseline: the same
 //! forms in CUDA C++ ([`baseline`], source in `cuda-baseline/`), compiled by NVRTC
-//! ([`nvrtc`]) and set beside the Rust variants in the SASS report.
+//! ([`nvrtc`]) and set beside the Rust variants in the SASS report; its PTX for the GPU
+//! check and the bench, and the comparison of its results with the reference
+//! ([`cxx_gpu`]).
 //!
 //! Owns: everything that reads PTX or SASS text, and the C++ baseline. Uses:
 //! [`crate::support`], [`crate::gpu::ptx`] (the embedded PTX) and
 //! [`crate::verify::table`] (which kernels exist).
 
 pub mod baseline;
+pub mod cxx_gpu;
 pub mod guards;
 pub mod listing;
 pub mod nvrtc;

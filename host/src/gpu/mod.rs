@@ -28,7 +28,7 @@ pub mod ptx;
 mod raw;
 pub mod staging;
 
-pub use own::{Failing, KernelModule};
+pub use own::{Failing, KernelModule, RESERVED_PREFIX};
 
 use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
@@ -188,7 +188,7 @@ impl std::fmt::Display for GpuError {
             GpuError::PtxRejected { log } => write!(f, "the driver rejected the embedded PTX: {log}"),
             GpuError::KernelMissing { name } => write!(f, "kernel {name} is not in the PTX"),
             GpuError::NameTaken { name } => {
-                write!(f, "the module defines {name}, a name of this project's own kernels; rename it")
+                write!(f, "the module defines {name}, a name reserved for this project's own kernels; rename it")
             }
             GpuError::Launch { kernel, source } => write!(f, "kernel {kernel} failed: {source}"),
             GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),

@@ -11,7 +11,8 @@
 //! The embedded modules' kernels keep their own promise because [`Gpu::load_user_module`]
 //! refuses a module that defines any of their names ([`GpuError::NameTaken`]): a safe
 //! launch of a table variant from a module of one's own finds no kernel and fails with
-//! [`GpuError::KernelMissing`].
+//! [`GpuError::KernelMissing`]. The same holds for the CUDA C++ baseline's kernels, whose
+//! names ([`RESERVED_PREFIX`]) only the baseline's own loader may use.
 
 use super::{Bits, Gpu, GpuError, NonFinite, grid_stride_config, ptx, raw};
 use cudarc::driver::{CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
@@ -43,7 +44,17 @@ impl Gpu {
     /// defines a kernel named like one of the embedded kernels, and with
     /// [`GpuError::PtxRejected`] (the JIT's log) if the driver rejects it.
     pub fn load_user_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
-        let entries = entries_of_ones_own(ptx)?;
+        self.load_module(ptx, entries_of_ones_own(ptx, false)?)
+    }
+
+    /// [`Gpu::load_user_module`] for a module this crate built at run time, whose
+    /// kernels may have [`RESERVED_PREFIX`] names: only `cuda_tools::cxx_gpu` calls it,
+    /// with the C++ baseline's PTX.
+    pub(crate) fn load_reserved_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
+        self.load_module(ptx, entries_of_ones_own(ptx, true)?)
+    }
+
+    fn load_module(&self, ptx: &str, entries: Vec<String>) -> Result<KernelModule, GpuError> {
         let module = self
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
@@ -52,13 +63,23 @@ impl Gpu {
     }
 }
 
+/// The start of the kernel names this project reserves for the modules it builds at run
+/// time: the CUDA C++ baseline's (`cxx_<form>`, whose markers in
+/// `cuda_tools::baseline::cxx` vouch for them and which load through
+/// `cuda_tools::cxx_gpu::FormsPtx::load`). A module of one's own may not use it.
+pub const RESERVED_PREFIX: &str = "cxx_";
+
 /// The kernel names of `ptx`, a module of one's own, or [`GpuError::NameTaken`] for the
-/// first that is also a kernel of the embedded modules.
-fn entries_of_ones_own(ptx: &str) -> Result<Vec<String>, GpuError> {
+/// first that is also a kernel of the embedded modules or, unless `reserved_allowed`,
+/// starts with [`RESERVED_PREFIX`].
+fn entries_of_ones_own(ptx: &str, reserved_allowed: bool) -> Result<Vec<String>, GpuError> {
     let entries: Vec<String> = ptx::entry_names(ptx).into_iter().map(String::from).collect();
     let mut ours = ptx::MODULES.iter().flat_map(|m| ptx::entry_names(m.ptx));
-    match ours.find(|name| entries.iter().any(|e| e == name)) {
-        Some(name) => Err(GpuError::NameTaken { name: name.to_string() }),
+    if let Some(name) = ours.find(|name| entries.iter().any(|e| e == name)) {
+        return Err(GpuError::NameTaken { name: name.to_string() });
+    }
+    match entries.iter().find(|e| !reserved_allowed && e.starts_with(RESERVED_PREFIX)) {
+        Some(name) => Err(GpuError::NameTaken { name: name.clone() }),
         None => Ok(entries),
     }
 }
@@ -170,6 +191,30 @@ impl KernelModule {
         raw::launch_stream_count::<P>(&self.stream, &self.module, config, input, output, &mut result.as_view_mut())
     }
 
+    /// Runs the module's [`KernelKind::Latency`] kernel of `P` on one thread, as
+    /// [`Gpu::latency`] does the table's; waits for it.
+    pub fn latency<P: kind::Latency>(
+        &self,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        raw::launch_latency::<P>(&self.stream, &self.module, seed, iterations, out)?;
+        self.wait(KernelName::of::<P>(KernelKind::Latency))
+    }
+
+    /// Queues the module's [`KernelKind::Throughput`] kernel of `P` with `config`, as
+    /// [`Gpu::launch_throughput`] does the table's; does not wait.
+    pub fn launch_throughput<P: kind::Throughput>(
+        &self,
+        config: cudarc::driver::LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        raw::launch_throughput::<P>(&self.stream, &self.module, config, seed, iterations, out)
+    }
+
     /// A result buffer: count 0, first index `u64::MAX` (none).
     fn result(&self) -> Result<CudaSlice<u64>, GpuError> {
         self.stream
@@ -205,14 +250,20 @@ mod tests {
     #[test]
     fn a_module_of_ones_own_may_not_reuse_a_name_of_the_table() {
         let mine = module(&["my_widen_stream_count", "unorm8_times3"]);
-        assert_eq!(entries_of_ones_own(&mine).unwrap(), ["my_widen_stream_count", "unorm8_times3"]);
+        assert_eq!(entries_of_ones_own(&mine, false).unwrap(), ["my_widen_stream_count", "unorm8_times3"]);
         // A name of the embedded modules' kernels, in the baseline and a newer module.
         let stream = KernelName::of::<shared::variants::unorm8_times3_int>(KernelKind::Stream).to_string();
         let hardware = KernelName::of::<shared::variants::f32_to_e4m3>(KernelKind::Hardware).to_string();
         for taken in [stream, hardware] {
-            let error = entries_of_ones_own(&module(&["mine", &taken])).unwrap_err();
+            let error = entries_of_ones_own(&module(&["mine", &taken]), true).unwrap_err();
             assert!(matches!(&error, GpuError::NameTaken { name } if *name == taken), "{error}");
             assert!(error.to_string().contains(&taken));
         }
+        // The C++ baseline's names: only for the loader of the baseline's own PTX.
+        let cxx = module(&["mine", "cxx_unorm8_div"]);
+        assert!(
+            matches!(entries_of_ones_own(&cxx, false), Err(GpuError::NameTaken { name }) if name == "cxx_unorm8_div")
+        );
+        assert_eq!(entries_of_ones_own(&cxx, true).unwrap(), ["mine", "cxx_unorm8_div"]);
     }
 }
