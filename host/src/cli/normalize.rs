@@ -40,8 +40,8 @@ pub struct NormalizeArgs {
     /// which and why); the CPU when there is no usable GPU.
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
     pub device: DeviceArg,
-    /// Print where the time went to stderr: one line per phase (decode, convert, write,
-    /// sync, rename) with milliseconds and GB/s. A non-interlaced PNG in HWC order is
+    /// Print where the time went to stderr: the CPU level the CPU loops ran at, then one
+    /// line per phase (decode, convert, write, sync, rename) with milliseconds and GB/s. A non-interlaced PNG in HWC order is
     /// decoded on a thread of its own while it is converted and written: its decode line
     /// says so, and how long the conversion waited for it.
     #[arg(long)]
@@ -95,6 +95,8 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
 
 /// `--verbose`: one line per phase on stderr.
 fn print_phases(done: &NormalizeReport) {
+    let level = host::cpu::level();
+    crate::cli::say!("bitexact: normalize: cpu level {level} (best on this CPU: {})", host::cpu::Level::detect());
     let timing = &done.timing;
     let phases = &timing.write;
     let phase = |name: &str, time: Duration, bytes: u64, what: &str| {

@@ -10,8 +10,9 @@
 //!
 //! Speed comes from the loop's shape, not from intrinsics: elements are tested in
 //! groups of `GROUP` with a branch-free OR of `!is_finite` (which LLVM turns into
-//! vector compares), and only a group that holds a non-finite value is counted in detail
-//! and searched for its first index. No per-element branch, no early exit.
+//! vector compares, compiled for the CPU level chosen at run time by
+//! [`crate::cpu::with_level`]), and only a group that holds a non-finite value is counted
+//! in detail and searched for its first index. No per-element branch, no early exit.
 
 use crate::files::source::{Source, SourceReadError};
 
@@ -238,10 +239,10 @@ impl WithCountVariant for CountSlice<'_> {
         P::In: BufferElement + Raw,
     {
         let classifiers = classifiers(self.format);
-        match self.endian {
+        crate::cpu::with_level(crate::cpu::level(), || match self.endian {
             Endian::Little => count::<P, false>(self.data, self.first_index, classifiers),
             Endian::Big => count::<P, true>(self.data, self.first_index, classifiers),
-        }
+        })
     }
 }
 
@@ -280,7 +281,9 @@ fn load<T: Raw, const BIG: bool>(bytes: T::Bytes) -> T {
 }
 
 /// The scan loop, written once for every format and byte order: `P` is the format's
-/// count variant (an is-finite), run on every element.
+/// count variant (an is-finite), run on every element. Inlined into the level's
+/// function of [`crate::cpu::with_level`], so that it is compiled for that level.
+#[inline(always)]
 fn count<P, const BIG: bool>(data: &[u8], first_index: u64, classifiers: (Classifier, Classifier)) -> Counts
 where
     P: kind::CountNonfinite,
