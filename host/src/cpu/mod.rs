@@ -1,6 +1,6 @@
 //! The CPU's instruction-set level, chosen at run time, and the CPU loops compiled for
 //! each level: [`map_bits`] (a table variant over a slice), [`with_level`] (any loop, such
-//! as `scan`'s count), and the f32 ↔ binary16 / bfloat16 / FP8 slice conversions of
+//! as `scan`'s count, a [`Kernel`]), and the f32 ↔ binary16 / bfloat16 / FP8 slice conversions of
 //! [`convert`].
 //!
 //! The binary is built for the baseline target (x86-64 with SSE2 only) and runs
@@ -13,7 +13,7 @@
 //! # How a loop is compiled for a level
 //!
 //! Each level has one function with `#[target_feature(enable = ...)]` that runs a
-//! closure ([`with_level`]); the closure, inlined into it, is compiled with that level's
+//! [`Kernel`] ([`with_level`]); its `#[inline(always)]` body, inlined into it, is compiled with that level's
 //! instructions, so the same `shared` code that the GPU runs, branch-free and over a
 //! slice, is vectorised by LLVM for AVX2 or AVX-512, and `core::f32::math::mul_add`
 //! becomes one `vfmadd` instead of a call into libm's `fmaf` (which it is on the
@@ -215,19 +215,29 @@ pub fn level() -> Level {
     }
 }
 
-/// `work()` compiled for `level`'s instructions (inlined into a function with its
+/// A loop to compile once per level: see [`with_level`].
+pub trait Kernel {
+    /// What it gives.
+    type Output;
+    /// Runs it. Implementations are `#[inline(always)]`, so that the body is compiled
+    /// into each level's function (a closure called from three of them would be compiled
+    /// once, for the baseline, and called).
+    fn run(self) -> Self::Output;
+}
+
+/// `kernel.run()` compiled for `level`'s instructions (inlined into a function with its
 /// `#[target_feature]`s); for a level this CPU lacks, compiled for the baseline instead,
 /// so that no caller can run an instruction the CPU does not have.
 #[inline(always)]
-pub fn with_level<R>(level: Level, work: impl FnOnce() -> R) -> R {
+pub fn with_level<K: Kernel>(level: Level, kernel: K) -> K::Output {
     #[cfg(target_arch = "x86_64")]
     {
-        x86::with_level(level, work)
+        x86::with_level(level, kernel)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = level;
-        work()
+        kernel.run()
     }
 }
 
@@ -241,11 +251,24 @@ pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [<P::Out as Stored>::Bits
 
 /// [`map_bits`] at `level`.
 pub fn map_bits_at<P: Primitive>(level: Level, src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
-    with_level(level, || {
-        for (d, &s) in dst.iter_mut().zip(src) {
+    with_level(level, MapBits::<P> { src, dst });
+}
+
+/// The loop of [`map_bits_at`].
+struct MapBits<'a, P: Primitive> {
+    src: &'a [P::In],
+    dst: &'a mut [<P::Out as Stored>::Bits],
+}
+
+impl<P: Primitive> Kernel for MapBits<'_, P> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        for (d, &s) in self.dst.iter_mut().zip(self.src) {
             *d = P::apply(s).to_stored();
         }
-    });
+    }
 }
 
 #[cfg(test)]

@@ -7,30 +7,30 @@
 //! arrays cast to and from vector types with `bytemuck` (no pointers).
 #![allow(unsafe_code)]
 
-use super::Level;
 use super::convert::SliceFn;
+use super::{Kernel, Level};
 use std::arch::x86_64::*;
 
-/// `work()` compiled for `level`; see [`super::with_level`].
+/// `kernel.run()` compiled for `level`; see [`super::with_level`].
 #[inline(always)]
-pub(super) fn with_level<R>(level: Level, work: impl FnOnce() -> R) -> R {
+pub(super) fn with_level<K: Kernel>(level: Level, kernel: K) -> K::Output {
     match level {
         // SAFETY: the CPU has every feature `avx512` enables (checked just now).
-        Level::Avx512 if level.check("").is_ok() => unsafe { avx512(work) },
+        Level::Avx512 if level.check("").is_ok() => unsafe { avx512(kernel) },
         // SAFETY: the CPU has every feature `avx2` enables (checked just now).
-        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => unsafe { avx2(work) },
-        _ => work(),
+        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => unsafe { avx2(kernel) },
+        _ => kernel.run(),
     }
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
-fn avx2<R>(work: impl FnOnce() -> R) -> R {
-    work()
+fn avx2<K: Kernel>(kernel: K) -> K::Output {
+    kernel.run()
 }
 
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
-fn avx512<R>(work: impl FnOnce() -> R) -> R {
-    work()
+fn avx512<K: Kernel>(kernel: K) -> K::Output {
+    kernel.run()
 }
 
 /// F16C's immediate: round to nearest, ties to even, whatever MXCSR says (bit 2 clear:
