@@ -1,6 +1,6 @@
 //! The CPU's instruction-set level, chosen at run time, and the CPU loops compiled for
 //! each level: [`map_bits`] (a table variant over a slice), [`with_level`] (any loop, such
-//! as `scan`'s count, a [`Kernel`]), and the f32 ↔ binary16 / bfloat16 / FP8 slice conversions of
+//! as `scan`'s count, a [`LevelLoop`]), and the f32 ↔ binary16 / bfloat16 / FP8 slice conversions of
 //! [`convert`].
 //!
 //! The binary is built for the baseline target (x86-64 with SSE2 only) and runs
@@ -13,7 +13,7 @@
 //! # How a loop is compiled for a level
 //!
 //! Each level has one function with `#[target_feature(enable = ...)]` that runs a
-//! [`Kernel`] ([`with_level`]); its `#[inline(always)]` body, inlined into it, is compiled with that level's
+//! [`LevelLoop`] ([`with_level`]); its `#[inline(always)]` body, inlined into it, is compiled with that level's
 //! instructions, so the same `shared` code that the GPU runs, branch-free and over a
 //! slice, is vectorised by LLVM for AVX2 or AVX-512, and `core::f32::math::mul_add`
 //! becomes one `vfmadd` instead of a call into libm's `fmaf` (which it is on the
@@ -216,7 +216,7 @@ pub fn level() -> Level {
 }
 
 /// A loop to compile once per level: see [`with_level`].
-pub trait Kernel {
+pub trait LevelLoop {
     /// What it gives.
     type Output;
     /// Runs it. Implementations are `#[inline(always)]`, so that the body is compiled
@@ -229,7 +229,7 @@ pub trait Kernel {
 /// `#[target_feature]`s); for a level this CPU lacks, compiled for the baseline instead,
 /// so that no caller can run an instruction the CPU does not have.
 #[inline(always)]
-pub fn with_level<K: Kernel>(level: Level, kernel: K) -> K::Output {
+pub fn with_level<K: LevelLoop>(level: Level, kernel: K) -> K::Output {
     #[cfg(target_arch = "x86_64")]
     {
         x86::with_level(level, kernel)
@@ -260,7 +260,7 @@ struct MapBits<'a, P: Primitive> {
     dst: &'a mut [<P::Out as Stored>::Bits],
 }
 
-impl<P: Primitive> Kernel for MapBits<'_, P> {
+impl<P: Primitive> LevelLoop for MapBits<'_, P> {
     type Output = ();
 
     #[inline(always)]

@@ -8,12 +8,12 @@
 #![allow(unsafe_code)]
 
 use super::convert::SliceFn;
-use super::{Kernel, Level};
+use super::{Level, LevelLoop};
 use std::arch::x86_64::*;
 
 /// `kernel.run()` compiled for `level`; see [`super::with_level`].
 #[inline(always)]
-pub(super) fn with_level<K: Kernel>(level: Level, kernel: K) -> K::Output {
+pub(super) fn with_level<K: LevelLoop>(level: Level, kernel: K) -> K::Output {
     match level {
         // SAFETY: the CPU has every feature `avx512` enables (checked just now).
         Level::Avx512 if level.check("").is_ok() => unsafe { avx512(kernel) },
@@ -24,12 +24,12 @@ pub(super) fn with_level<K: Kernel>(level: Level, kernel: K) -> K::Output {
 }
 
 #[target_feature(enable = "avx2,fma,f16c")]
-fn avx2<K: Kernel>(kernel: K) -> K::Output {
+fn avx2<K: LevelLoop>(kernel: K) -> K::Output {
     kernel.run()
 }
 
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
-fn avx512<K: Kernel>(kernel: K) -> K::Output {
+fn avx512<K: LevelLoop>(kernel: K) -> K::Output {
     kernel.run()
 }
 

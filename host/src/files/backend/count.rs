@@ -254,10 +254,10 @@ impl WithCountVariant for CountSlice<'_> {
     }
 }
 
-/// [`count`] as a [`crate::cpu::Kernel`]: compiled for each CPU level.
+/// [`count`] as a [`crate::cpu::LevelLoop`]: compiled for each CPU level.
 struct CountLoop<'a, P, const BIG: bool>(&'a [u8], u64, (Classifier, Classifier), PhantomData<P>);
 
-impl<P, const BIG: bool> crate::cpu::Kernel for CountLoop<'_, P, BIG>
+impl<P, const BIG: bool> crate::cpu::LevelLoop for CountLoop<'_, P, BIG>
 where
     P: kind::CountNonfinite,
     P::In: Raw,
