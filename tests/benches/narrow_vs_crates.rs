@@ -5,7 +5,8 @@
 //!
 //! Options: `--mi N` (elements per buffer in Mi, default 16), `--reps N` (best of,
 //! default 5), `--format json` (JSON on stdout instead of the table), `--dump DIR` (write
-//! the input buffers and our exact outputs there as raw little-endian `.bin` files, for
+//! the input buffers and our exact outputs there as raw little-endian `.bin` files, and
+//! the JSON as `narrow_vs_crates.json`, for
 //! `scripts/bench-cpu.sh` to time NumPy and ml_dtypes on the same inputs and count their
 //! differences).
 //!
@@ -26,6 +27,7 @@
 
 use host::cpu::Level;
 use host::cpu::convert::{self, ConversionForm, CpuConversion};
+use rayon::prelude::*;
 use shared::narrow::Overflow;
 use shared::{bfloat16, binary16, fp8};
 use std::hint::black_box;
@@ -244,6 +246,17 @@ fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
     ]
 }
 
+/// Best wall time of `reps` runs of `work`, in seconds.
+fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
+    (0..reps.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            work();
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// One conversion of `host::cpu::convert` over slices at one level in one form.
 struct SliceRow {
     label: &'static str,
@@ -254,13 +267,16 @@ struct SliceRow {
     ns: f64,
     /// Outputs that differ from the scalar form's (must be 0 for an exact path).
     differs: usize,
+    /// For the exact path at the best level: seconds on all cores, and memcpy's of the
+    /// bytes touched (the wider of input and output) on all cores.
+    all_cores: Option<(f64, f64)>,
 }
 
 /// Times every form of `conversion` at every level this machine has over `input`
 /// (ns/element, one thread, best of `reps`), and compares each form's outputs with the
 /// scalar form's. With `dump`, writes the exact outputs (the scalar form's) to
 /// `dump/<name>.bin` for `scripts/bench-cpu.sh`'s NumPy and ml_dtypes comparison.
-fn slice_rows<I: bytemuck::Pod, O: bytemuck::Pod + PartialEq>(
+fn slice_rows<I: bytemuck::Pod + Sync, O: bytemuck::Pod + PartialEq + Send>(
     options: &Options,
     label: &'static str,
     conversion: &CpuConversion<I, O>,
@@ -287,7 +303,23 @@ fn slice_rows<I: bytemuck::Pod, O: bytemuck::Pod + PartialEq>(
             if ns.is_finite() {
                 let differs = out.iter().zip(&exact).filter(|(a, b)| a != b).count();
                 let exact_path = conversion.exact_form(level) == form;
-                rows.push(SliceRow { label, level, form, exact_path, ns, differs });
+                let all_cores = (exact_path && level == Level::detect()).then(|| {
+                    let block = 1 << 16;
+                    let all = best_of(options.reps, || {
+                        out.par_chunks_mut(block)
+                            .zip(input.par_chunks(block))
+                            .for_each(|(d, s)| conversion.run_at(level, black_box(s), d));
+                    });
+                    let bytes = input.len() * size_of::<I>().max(size_of::<O>());
+                    let (src, mut dst) = (vec![1u8; bytes], vec![0u8; bytes]);
+                    let memcpy = best_of(options.reps, || {
+                        dst.par_chunks_mut(block * 4)
+                            .zip(src.par_chunks(block * 4))
+                            .for_each(|(d, s)| d.copy_from_slice(black_box(s)));
+                    });
+                    (all, memcpy)
+                });
+                rows.push(SliceRow { label, level, form, exact_path, ns, differs, all_cores });
             }
         }
     }
@@ -496,7 +528,7 @@ fn main() {
         "software (no F16C on this CPU)"
     };
 
-    if options.json {
+    {
         let rows: Vec<_> = rows
             .iter()
             .map(|r| {
@@ -516,6 +548,7 @@ fn main() {
                 serde_json::json!({
                     "conversion": r.label, "level": r.level, "form": r.form, "exact_path": r.exact_path,
                     "ns_per_element": r.ns, "differs_from_scalar": r.differs,
+                    "all_cores_s": r.all_cores.map(|a| a.0), "memcpy_all_cores_s": r.all_cores.map(|a| a.1),
                     "fastest_crate": crate_name, "fastest_crate_ns_per_element": crate_ns,
                 })
             })
@@ -524,8 +557,14 @@ fn main() {
             "elements": n, "reps": options.reps, "threads": 1, "half_f16_path": f16c, "rows": rows,
             "cpu_level": host::cpu::level(), "slices": slices,
         });
-        println!("{json}");
-    } else {
+        if let Some(dir) = &options.dump {
+            std::fs::write(format!("{dir}/narrow_vs_crates.json"), json.to_string()).expect("write --dump");
+        }
+        if options.json {
+            println!("{json}");
+        }
+    }
+    if !options.json {
         let smoke = if n < 1 << 20 { " (smoke run: the times mean nothing)" } else { "" };
         println!("narrow_vs_crates: {n} elements per buffer, best of {}, one thread{smoke}", options.reps);
         println!("half f16 conversions: {f16c}; half bf16 and float8: software");
@@ -561,14 +600,23 @@ fn main() {
         println!();
         println!("host::cpu::convert over slices, one thread; best level here: {}", Level::detect());
         println!(
-            "{:<22} {:<9} {:<12} {:>8} {:>8}  {:<30} {:>9} {:>11}",
-            "conversion", "level", "form", "ns", "differs", "fastest crate", "crate ns", "ours/crate"
+            "{:<22} {:<9} {:<12} {:>8} {:>8}  {:<30} {:>9} {:>11} {:>16}",
+            "conversion",
+            "level",
+            "form",
+            "ns",
+            "differs",
+            "fastest crate",
+            "crate ns",
+            "ours/crate",
+            "all cores/memcpy"
         );
         for r in &slices {
             let (crate_ns, crate_name) = fastest_crate(r.label);
             let form = format!("{}{}", r.form.name(), if r.exact_path { "*" } else { "" });
+            let vs_memcpy = r.all_cores.map_or(String::new(), |(all, memcpy)| format!("{:.2}x", memcpy / all));
             println!(
-                "{:<22} {:<9} {:<12} {:>8.3} {:>8}  {:<30} {:>9.3} {:>11.2}",
+                "{:<22} {:<9} {:<12} {:>8.3} {:>8}  {:<30} {:>9.3} {:>11.2} {:>16}",
                 r.label,
                 r.level.name(),
                 form,
@@ -576,12 +624,14 @@ fn main() {
                 r.differs,
                 crate_name,
                 crate_ns,
-                r.ns / crate_ns
+                r.ns / crate_ns,
+                vs_memcpy
             );
         }
         println!(
             "*: the form host::cpu::convert runs for exact results at that level. differs: outputs unlike the scalar \
-             form's (an instruction not used for exact results may differ: see tests/tests/cpu_levels.rs)."
+             form's (an instruction not used for exact results may differ: see tests/tests/cpu_levels.rs). all \
+             cores/memcpy: the * row of the best level on all cores, against memcpy of the wider side's bytes."
         );
     }
     let unexplained: Vec<_> = rows

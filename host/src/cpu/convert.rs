@@ -79,7 +79,9 @@ pub struct CpuConversion<I: 'static, O: 'static> {
 }
 
 impl<I: Copy, O: Copy> CpuConversion<I, O> {
-    /// The exact result of every element, by the fastest proven form at the chosen level.
+    /// The exact result of every element, by the fastest proven form at the chosen level:
+    /// the instruction where [`CpuConversion::instruction_exact`] and the CPU has it, else
+    /// the software form (branch-free, faster than the scalar one even for the baseline).
     pub fn run(&self, src: &[I], dst: &mut [O]) {
         self.run_at(level(), src, dst);
     }
@@ -97,7 +99,6 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
     pub fn exact_form(&self, level: Level) -> ConversionForm {
         match self.instruction(level) {
             Some(_) if self.instruction_exact => ConversionForm::Instruction,
-            _ if level == Level::Portable => ConversionForm::Scalar,
             _ => ConversionForm::Software,
         }
     }
