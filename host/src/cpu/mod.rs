@@ -16,8 +16,9 @@
 //! [`LevelLoop`] ([`with_level`]); its `#[inline(always)]` body, inlined into it, is compiled with that level's
 //! instructions, so the same `shared` code that the GPU runs, branch-free and over a
 //! slice, is vectorised by LLVM for AVX2 or AVX-512, and `core::f32::math::mul_add`
-//! becomes one `vfmadd` instead of a call into libm's `fmaf` (which it is on the
-//! baseline target, where the FMA schemes of UNORM16 cost about 2 ns per element).
+//! becomes one `vfmadd` instead of a call per element into compiler_builtins' `fmaf`
+//! (which it is on the baseline target, where the FMA schemes of UNORM16 cost about 2 ns
+//! per element).
 //! Where the CPU has a conversion instruction that is proven on every input
 //! (`tests/tests/cpu_levels.rs`), [`convert`] uses it through `std::arch`.
 //!
