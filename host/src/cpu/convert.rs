@@ -103,18 +103,6 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
         }
     }
 
-    /// What runs at `level`, for reports: `vcvtps2ph (instruction, avx2)`,
-    /// `f32_to_bf16 (software, avx2)`.
-    pub fn path(&self, level: Level) -> String {
-        let form = self.exact_form(level);
-        let what = match form {
-            ConversionForm::Instruction => self.instruction_name.unwrap_or(self.name),
-            ConversionForm::Software => self.software_variant,
-            ConversionForm::Scalar => self.name,
-        };
-        format!("{what} ({}, {level})", form.name())
-    }
-
     /// The instruction form, if this CPU can run it at `level` (for [`Level::Avx2`]
     /// F16C; for [`Level::Avx512`] the AVX-512 forms).
     pub fn instruction(&self, level: Level) -> Option<SliceFn<I, O>> {
