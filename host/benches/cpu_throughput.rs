@@ -5,12 +5,18 @@
 //! `--json PATH` (also write the results as JSON; `scripts/bench-cpu.sh` reads it).
 //!
 //! The memcpy baseline copies as many bytes as the operation touches at its wider end:
-//! a scan reads N bytes, so memcpy copies N; a conversion to f32 writes 4N (UNORM8) or 2N
-//! (UNORM16) bytes, so memcpy copies that many. `ours/memcpy` > 1 means faster than
-//! copying those bytes.
+//! a scan reads N bytes, so memcpy copies N; a conversion writes 4N (UNORM8 → f32), 2N
+//! (UNORM16 → f32, UNORM8 → binary16 / bfloat16) or N (UNORM16 → binary16 / bfloat16)
+//! bytes of N bytes of samples, so memcpy copies the larger of what it reads and writes.
+//! `ours/memcpy` > 1 means faster than copying those bytes.
+//!
+//! Every `normalize` conversion runs at every CPU level this machine has
+//! ([`host::cpu::Level`]); the rows of the level `bitexact` would pick carry the plain
+//! name, the others `@level`.
 
+use host::cpu::Level;
 use host::files::backend::count::{self, Endian};
-use host::files::backend::{self, CpuBackend};
+use host::files::backend::{Backend, CpuBackend};
 use host::files::normalize::image::{SampleWidth, conversion};
 use host::files::source::Source;
 use host::files::write::Dtype;
@@ -60,6 +66,8 @@ fn memcpy_parallel(src: &[u8], dst: &mut [u8]) {
 #[derive(serde::Serialize)]
 struct Measurement {
     op: String,
+    /// The CPU level it ran at.
+    level: Level,
     /// Input bytes per run.
     bytes: usize,
     /// Bytes the memcpy baseline copies.
@@ -74,7 +82,7 @@ impl Measurement {
     fn print(&self, threads: usize) {
         let gbps = |s: f64| self.bytes as f64 / s / 1e9;
         println!(
-            "{:<24} 1 thread {:>6.2} GB/s ({:.2}x memcpy of {} MiB)   {threads} threads {:>6.2} GB/s ({:.2}x memcpy)",
+            "{:<30} 1 thread {:>6.2} GB/s ({:.2}x memcpy of {} MiB)   {threads} threads {:>6.2} GB/s ({:.2}x memcpy)",
             self.op,
             gbps(self.one_thread_s),
             self.memcpy_one_thread_s / self.one_thread_s,
@@ -89,7 +97,13 @@ fn main() {
     let options = options();
     let bytes = options.mib << 20;
     let threads = rayon::current_num_threads();
-    println!("cpu_throughput: {} MiB inputs, best of {}, {threads} threads", options.mib, options.reps);
+    println!(
+        "cpu_throughput: {} MiB inputs, best of {}, {threads} threads, cpu level {} (best here {}; rows @level: lower ones)",
+        options.mib,
+        options.reps,
+        host::cpu::level(),
+        Level::detect()
+    );
 
     // Input: pseudo-random bytes with bit 6 of every byte clear, so that every element of
     // every format is finite (bit 6 of an element's top byte is its top exponent bit), and
@@ -130,6 +144,7 @@ fn main() {
         });
         results.push(Measurement {
             op: format!("scan {}", format.name()),
+            level: host::cpu::level(),
             bytes,
             memcpy_bytes: bytes,
             one_thread_s: one,
@@ -139,42 +154,43 @@ fn main() {
         });
     }
 
-    let (memcpy_one, memcpy_all) = memcpy(4 * bytes, &mut wide);
-    let one = best_of(options.reps, || {
-        backend::map_bits::<shared::variants::unorm8_times3_int>(black_box(input), bytemuck::cast_slice_mut(&mut wide))
-    });
-    let unorm8 = conversion(SampleWidth::Unorm8, Dtype::F32);
-    let all = best_of(options.reps, || {
-        backend::convert_slices(&CpuBackend, unorm8, black_box(input), &mut wide).expect("cpu")
-    });
-    results.push(Measurement {
-        op: "normalize unorm8→f32".into(),
-        bytes,
-        memcpy_bytes: 4 * bytes,
-        one_thread_s: one,
-        all_cores_s: all,
-        memcpy_one_thread_s: memcpy_one,
-        memcpy_all_cores_s: memcpy_all,
-    });
-
-    let samples: &[u16] = bytemuck::cast_slice(input);
-    let (memcpy_one, memcpy_all) = memcpy(2 * bytes, &mut wide);
-    let out = &mut wide[..samples.len()];
-    let one = best_of(options.reps, || {
-        backend::map_bits::<shared::variants::unorm16_to_f32>(black_box(samples), bytemuck::cast_slice_mut(out))
-    });
-    let unorm16 = conversion(SampleWidth::Unorm16, Dtype::F32);
-    let all =
-        best_of(options.reps, || backend::convert_slices(&CpuBackend, unorm16, black_box(samples), out).expect("cpu"));
-    results.push(Measurement {
-        op: "normalize unorm16→f32".into(),
-        bytes,
-        memcpy_bytes: 2 * bytes,
-        one_thread_s: one,
-        all_cores_s: all,
-        memcpy_one_thread_s: memcpy_one,
-        memcpy_all_cores_s: memcpy_all,
-    });
+    // Every normalize conversion at every CPU level this machine has: one thread (the
+    // conversion on the calling thread at that level) and all cores (the CPU backend,
+    // with the level chosen as `--cpu-level` would).
+    let best = Level::detect();
+    for width in [SampleWidth::Unorm8, SampleWidth::Unorm16] {
+        for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+            let conversion = conversion(width, dtype);
+            let samples = bytes / conversion.in_bytes();
+            let (src, out_bytes) = (&input[..samples * conversion.in_bytes()], samples * conversion.out_bytes());
+            let memcpy_bytes = out_bytes.max(src.len());
+            let (memcpy_one, memcpy_all) = memcpy(memcpy_bytes, &mut wide);
+            for level in Level::ALL.into_iter().filter(|level| level.check("").is_ok()) {
+                let dst = &mut bytemuck::cast_slice_mut::<f32, u8>(&mut wide)[..out_bytes];
+                let one = best_of(options.reps, || {
+                    conversion.convert_on_cpu_at(level, black_box(src), dst).expect("whole elements")
+                });
+                host::cpu::choose(Some(level)).expect("a level this CPU has");
+                let all = best_of(options.reps, || CpuBackend.convert(conversion, black_box(src), dst).expect("cpu"));
+                host::cpu::choose(Some(best)).expect("the detected level");
+                let bits = match width {
+                    SampleWidth::Unorm8 => 8,
+                    SampleWidth::Unorm16 => 16,
+                };
+                let name = format!("normalize unorm{bits}→{}", dtype.name());
+                results.push(Measurement {
+                    op: if level == best { name } else { format!("{name} @{level}") },
+                    level,
+                    bytes: src.len(),
+                    memcpy_bytes,
+                    one_thread_s: one,
+                    all_cores_s: all,
+                    memcpy_one_thread_s: memcpy_one,
+                    memcpy_all_cores_s: memcpy_all,
+                });
+            }
+        }
+    }
 
     for result in &results {
         result.print(threads);

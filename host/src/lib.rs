@@ -3,12 +3,13 @@
 //! | module | owns | may use |
 //! |---|---|---|
 //! | [`support`] | element types, rayon loops, progress bars, visible skips, output tables | nothing |
+//! | [`cpu`] | the CPU level chosen at run time, the loops compiled for each, the CPU conversion instructions | nothing |
 //! | [`gpu`] | the GPU runtime: context, buffers, typed kernel launches, the embedded PTX | support |
 //! | [`verify`] | the variant table, domains, the exact reference, the CPU proofs | support, gpu |
 //! | [`bench`](mod@bench) | GPU benchmarks: bandwidth, latency, throughput, their validity | support, gpu, verify |
 //! | [`cuda_tools`] | ptxas/cuobjdump, the SASS cost report, the PTX/SASS guards, the CUDA C++ baseline (NVRTC) | support, gpu, verify |
 //! | [`search`] | the UNORM/SNORM scheme finder | support, verify |
-//! | [`files`] | `scan` and `normalize`: tensor containers, images, backends | support, gpu |
+//! | [`files`] | `scan` and `normalize`: tensor containers, images, backends | support, gpu, cpu |
 //!
 //! The `bitexact` binary's `cli` module sits on top and maps errors to exit codes.
 //! Everything about variants is driven by `shared::for_each_variant!` through
@@ -16,6 +17,7 @@
 #![deny(unsafe_code)]
 
 pub mod bench;
+pub mod cpu;
 pub mod cuda_tools;
 pub mod files;
 pub mod gpu;

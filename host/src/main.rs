@@ -21,6 +21,11 @@ struct Cli {
     /// threads only add start-up and switching time; 5000 took 14 s on a 32-byte file).
     #[arg(long, global = true, value_name = "N")]
     threads: Option<usize>,
+    /// The instruction set of the CPU loops (scan, normalize, the conversions): the best
+    /// this CPU has when absent (or BITEXACT_CPU_LEVEL's, which may lower it). A level
+    /// the CPU lacks is an error. Every level gives the same bits.
+    #[arg(long, global = true, value_enum, value_name = "LEVEL")]
+    cpu_level: Option<cli::choices::CpuLevelArg>,
 }
 
 #[derive(Subcommand)]
@@ -72,6 +77,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Err(error) = rayon::ThreadPoolBuilder::new().num_threads(worker_threads(cli.threads)).build_global() {
         crate::cli::say!("bitexact: cannot start the worker threads: {error}");
+        return ExitCode::from(2);
+    }
+    if let Err(error) = host::cpu::choose(cli.cpu_level.map(Into::into)) {
+        crate::cli::say!("bitexact: {error}");
         return ExitCode::from(2);
     }
     // Ctrl-C or SIGTERM: no destructor runs, so remove the temporary files of outputs

@@ -18,12 +18,13 @@ use std::path::{Path, PathBuf};
 /// own modules) may use all of them and none may use it.
 const LAYERS: &[(&str, &[&str])] = &[
     ("support", &[]),
+    ("cpu", &[]),
     ("gpu", &["support"]),
     ("verify", &["support", "gpu"]),
     ("bench", &["support", "gpu", "verify", "cuda_tools"]),
     ("cuda_tools", &["support", "gpu", "verify"]),
     ("search", &["support", "verify"]),
-    ("files", &["support", "gpu"]),
+    ("files", &["support", "gpu", "cpu"]),
 ];
 
 fn src_dir() -> PathBuf {

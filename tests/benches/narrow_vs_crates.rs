@@ -4,7 +4,16 @@
 //! (`cargo bench -p conformance --bench narrow_vs_crates`).
 //!
 //! Options: `--mi N` (elements per buffer in Mi, default 16), `--reps N` (best of,
-//! default 5), `--format json` (JSON on stdout instead of the table). Run without
+//! default 5), `--format json` (JSON on stdout instead of the table), `--dump DIR` (write
+//! the input buffers and our exact outputs there as raw little-endian `.bin` files, and
+//! the JSON as `narrow_vs_crates.json`, for
+//! `scripts/bench-cpu.sh` to time NumPy and ml_dtypes on the same inputs and count their
+//! differences).
+//!
+//! Then the slice conversions the product runs (`host::cpu::convert`): every form
+//! (scalar, vectorised software, the CPU's instruction) at every CPU level this machine
+//! has, ns/element on one thread, each output compared with the scalar form's, and the
+//! exact path of the best level next to the fastest crate of the same run. Run without
 //! `--bench` (as `cargo test --benches` does) it is a smoke run: 4096 elements, one pass.
 //!
 //! Narrowings run on one buffer of f32 bit patterns drawn uniformly over all 2^32 with a
@@ -16,6 +25,9 @@
 //! `tests/tests/narrow.rs` proves on every f32). Any other difference is unexplained and
 //! makes the run exit 1.
 
+use host::cpu::Level;
+use host::cpu::convert::{self, ConversionForm, CpuConversion};
+use rayon::prelude::*;
 use shared::narrow::Overflow;
 use shared::{bfloat16, binary16, fp8};
 use std::hint::black_box;
@@ -25,10 +37,12 @@ struct Options {
     elements: usize,
     reps: usize,
     json: bool,
+    /// `--dump DIR`: write the inputs and the exact outputs there.
+    dump: Option<String>,
 }
 
 fn options() -> Result<Options, String> {
-    let mut options = Options { elements: 16 << 20, reps: 5, json: false };
+    let mut options = Options { elements: 16 << 20, reps: 5, json: false, dump: None };
     let mut bench = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -46,6 +60,7 @@ fn options() -> Result<Options, String> {
                 Some("table") => options.json = false,
                 _ => return Err("--format takes table or json".into()),
             },
+            "--dump" => options.dump = Some(args.next().ok_or("--dump takes a directory")?),
             "--bench" => bench = true,
             _ => {} // what cargo or libtest pass
         }
@@ -231,6 +246,86 @@ fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
     ]
 }
 
+/// Best wall time of `reps` runs of `work`, in seconds.
+fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
+    (0..reps.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            work();
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// One conversion of `host::cpu::convert` over slices at one level in one form.
+struct SliceRow {
+    label: &'static str,
+    level: Level,
+    form: ConversionForm,
+    /// Whether this is what `CpuConversion::run` takes at that level.
+    exact_path: bool,
+    ns: f64,
+    /// Outputs that differ from the scalar form's (must be 0 for an exact path).
+    differs: usize,
+    /// For the exact path at the best level: seconds on all cores, and memcpy's of the
+    /// bytes touched (the wider of input and output) on all cores.
+    all_cores: Option<(f64, f64)>,
+}
+
+/// Times every form of `conversion` at every level this machine has over `input`
+/// (ns/element, one thread, best of `reps`), and compares each form's outputs with the
+/// scalar form's. With `dump`, writes the exact outputs (the scalar form's) to
+/// `dump/<name>.bin` for `scripts/bench-cpu.sh`'s NumPy and ml_dtypes comparison.
+fn slice_rows<I: bytemuck::Pod + Sync, O: bytemuck::Pod + PartialEq + Send>(
+    options: &Options,
+    label: &'static str,
+    conversion: &CpuConversion<I, O>,
+    input: &[I],
+) -> Vec<SliceRow> {
+    let mut exact = vec![O::zeroed(); input.len()];
+    conversion.run_form(Level::Portable, ConversionForm::Scalar, input, &mut exact);
+    if let Some(dir) = &options.dump {
+        std::fs::write(format!("{dir}/{}.bin", conversion.name), bytemuck::cast_slice(&exact)).expect("write --dump");
+    }
+    let mut out = vec![O::zeroed(); input.len()];
+    let mut rows = Vec::new();
+    for level in Level::ALL.into_iter().filter(|level| level.check("").is_ok()) {
+        for form in ConversionForm::ALL {
+            let mut ns = f64::INFINITY;
+            for _ in 0..options.reps {
+                let start = Instant::now();
+                if !conversion.run_form(level, form, black_box(input), &mut out) {
+                    break;
+                }
+                black_box(&mut out);
+                ns = ns.min(start.elapsed().as_secs_f64() * 1e9 / input.len() as f64);
+            }
+            if ns.is_finite() {
+                let differs = out.iter().zip(&exact).filter(|(a, b)| a != b).count();
+                let exact_path = conversion.exact_form(level) == form;
+                let all_cores = (exact_path && level == Level::detect()).then(|| {
+                    let block = 1 << 16;
+                    let all = best_of(options.reps, || {
+                        out.par_chunks_mut(block)
+                            .zip(input.par_chunks(block))
+                            .for_each(|(d, s)| conversion.run_at(level, black_box(s), d));
+                    });
+                    let bytes = input.len() * size_of::<I>().max(size_of::<O>());
+                    let (src, mut dst) = (vec![1u8; bytes], vec![0u8; bytes]);
+                    let memcpy = best_of(options.reps, || {
+                        dst.par_chunks_mut(block * 4)
+                            .zip(src.par_chunks(block * 4))
+                            .for_each(|(d, s)| d.copy_from_slice(black_box(s)));
+                    });
+                    (all, memcpy)
+                });
+                rows.push(SliceRow { label, level, form, exact_path, ns, differs, all_cores });
+            }
+        }
+    }
+    rows
+}
+
 fn is_nan_f32(x: u32) -> bool {
     x & 0x7FFF_FFFF > 0x7F80_0000
 }
@@ -395,6 +490,34 @@ fn main() {
     ));
     rows.extend(half_slices(&options, &f32s, &u16s));
 
+    if let Some(dir) = &options.dump {
+        std::fs::create_dir_all(dir).expect("--dump directory");
+        for (name, bytes) in [
+            ("f32_inputs", bytemuck::cast_slice::<u32, u8>(&f32s)),
+            ("u16_inputs", bytemuck::cast_slice(&u16s)),
+            ("u8_inputs", &u8s[..]),
+        ] {
+            std::fs::write(format!("{dir}/{name}.bin"), bytes).expect("write --dump");
+        }
+    }
+    let mut slices = Vec::new();
+    slices.extend(slice_rows(&options, "f32 → binary16", &convert::F32_TO_F16, &f32s));
+    slices.extend(slice_rows(&options, "f32 → bfloat16", &convert::F32_TO_BF16, &f32s));
+    slices.extend(slice_rows(&options, "f32 → E4M3 standard", &convert::F32_TO_E4M3, &f32s));
+    slices.extend(slice_rows(&options, "f32 → E4M3 satfinite", &convert::F32_TO_E4M3_SATFINITE, &f32s));
+    slices.extend(slice_rows(&options, "f32 → E5M2 standard", &convert::F32_TO_E5M2, &f32s));
+    slices.extend(slice_rows(&options, "f32 → E5M2 satfinite", &convert::F32_TO_E5M2_SATFINITE, &f32s));
+    slices.extend(slice_rows(&options, "binary16 → f32", &convert::F16_TO_F32, &u16s));
+    slices.extend(slice_rows(&options, "bfloat16 → f32", &convert::BF16_TO_F32, &u16s));
+    slices.extend(slice_rows(&options, "E4M3 → f32", &convert::E4M3_TO_F32, &u8s));
+    slices.extend(slice_rows(&options, "E5M2 → f32", &convert::E5M2_TO_F32, &u8s));
+    let fastest_crate = |label: &str| {
+        rows.iter()
+            .filter(|r| r.conversion.starts_with(label))
+            .map(|r| (r.theirs_ns, r.theirs))
+            .fold((f64::INFINITY, ""), |a, b| if b.0 < a.0 { b } else { a })
+    };
+
     // half's own F16C path: compiled in with `-C target-feature=+f16c`, else detected at
     // run time on each call (half's `std` feature, on by default).
     let f16c = if cfg!(target_feature = "f16c") {
@@ -405,7 +528,7 @@ fn main() {
         "software (no F16C on this CPU)"
     };
 
-    if options.json {
+    {
         let rows: Vec<_> = rows
             .iter()
             .map(|r| {
@@ -418,11 +541,30 @@ fn main() {
                 })
             })
             .collect();
+        let slices: Vec<_> = slices
+            .iter()
+            .map(|r| {
+                let (crate_ns, crate_name) = fastest_crate(r.label);
+                serde_json::json!({
+                    "conversion": r.label, "level": r.level, "form": r.form, "exact_path": r.exact_path,
+                    "ns_per_element": r.ns, "differs_from_scalar": r.differs,
+                    "all_cores_s": r.all_cores.map(|a| a.0), "memcpy_all_cores_s": r.all_cores.map(|a| a.1),
+                    "fastest_crate": crate_name, "fastest_crate_ns_per_element": crate_ns,
+                })
+            })
+            .collect();
         let json = serde_json::json!({
             "elements": n, "reps": options.reps, "threads": 1, "half_f16_path": f16c, "rows": rows,
+            "cpu_level": host::cpu::level(), "slices": slices,
         });
-        println!("{json}");
-    } else {
+        if let Some(dir) = &options.dump {
+            std::fs::write(format!("{dir}/narrow_vs_crates.json"), json.to_string()).expect("write --dump");
+        }
+        if options.json {
+            println!("{json}");
+        }
+    }
+    if !options.json {
         let smoke = if n < 1 << 20 { " (smoke run: the times mean nothing)" } else { "" };
         println!("narrow_vs_crates: {n} elements per buffer, best of {}, one thread{smoke}", options.reps);
         println!("half f16 conversions: {f16c}; half bf16 and float8: software");
@@ -454,6 +596,42 @@ fn main() {
         println!(
             "ns: per element. ours/theirs: time ratio (below 1: ours faster). Narrowings compared on the timed \
              buffer, widenings on every encoding."
+        );
+        println!();
+        println!("host::cpu::convert over slices, one thread; best level here: {}", Level::detect());
+        println!(
+            "{:<22} {:<9} {:<12} {:>8} {:>8}  {:<30} {:>9} {:>11} {:>16}",
+            "conversion",
+            "level",
+            "form",
+            "ns",
+            "differs",
+            "fastest crate",
+            "crate ns",
+            "ours/crate",
+            "all cores/memcpy"
+        );
+        for r in &slices {
+            let (crate_ns, crate_name) = fastest_crate(r.label);
+            let form = format!("{}{}", r.form.name(), if r.exact_path { "*" } else { "" });
+            let vs_memcpy = r.all_cores.map_or(String::new(), |(all, memcpy)| format!("{:.2}x", memcpy / all));
+            println!(
+                "{:<22} {:<9} {:<12} {:>8.3} {:>8}  {:<30} {:>9.3} {:>11.2} {:>16}",
+                r.label,
+                r.level.name(),
+                form,
+                r.ns,
+                r.differs,
+                crate_name,
+                crate_ns,
+                r.ns / crate_ns,
+                vs_memcpy
+            );
+        }
+        println!(
+            "*: the form host::cpu::convert runs for exact results at that level. differs: outputs unlike the scalar \
+             form's (an instruction not used for exact results may differ: see tests/tests/cpu_levels.rs). all \
+             cores/memcpy: the * row of the best level on all cores, against memcpy of the wider side's bytes."
         );
     }
     let unexplained: Vec<_> = rows

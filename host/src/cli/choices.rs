@@ -1,7 +1,8 @@
-//! The command line's choices (`--format`, `--device`, `--dtype`, `--layout`): clap's
+//! The command line's choices (`--format`, `--device`, `--cpu-level`, `--dtype`, `--layout`): clap's
 //! value enums, with their help text, each mapped onto the library type it stands for.
 //! The library's types know nothing of clap.
 
+use host::cpu::Level;
 use host::files::backend::Device;
 use host::files::normalize::image::ChannelLayout;
 use host::files::write::Dtype;
@@ -35,6 +36,27 @@ impl From<DeviceArg> for Device {
             DeviceArg::Auto => Device::Auto,
             DeviceArg::Cpu => Device::Cpu,
             DeviceArg::Gpu => Device::Gpu,
+        }
+    }
+}
+
+/// The `--cpu-level` choice: the instruction set the CPU loops run with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CpuLevelArg {
+    /// The baseline target's instructions: every x86-64 CPU (and every other).
+    Portable,
+    /// AVX2, FMA and F16C.
+    Avx2,
+    /// AVX-512 F, BW and VL on top of avx2.
+    Avx512,
+}
+
+impl From<CpuLevelArg> for Level {
+    fn from(level: CpuLevelArg) -> Level {
+        match level {
+            CpuLevelArg::Portable => Level::Portable,
+            CpuLevelArg::Avx2 => Level::Avx2,
+            CpuLevelArg::Avx512 => Level::Avx512,
         }
     }
 }

@@ -41,7 +41,8 @@ pub struct NormalizeArgs {
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
     pub device: DeviceArg,
     /// Print where the time went to stderr: one line per phase (decode, convert, write,
-    /// sync, rename) with milliseconds and GB/s. A non-interlaced PNG in HWC order is
+    /// sync, rename) with milliseconds and GB/s; the convert line names the CPU level
+    /// (instruction set) the CPU loops ran at. A non-interlaced PNG in HWC order is
     /// decoded on a thread of its own while it is converted and written: its decode line
     /// says so, and how long the conversion waited for it.
     #[arg(long)]
@@ -104,18 +105,22 @@ fn print_phases(done: &NormalizeReport) {
         crate::cli::say!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({mb:.1} MB {what})");
     };
     let of_file = format!("of samples from {:.1} MB of file", timing.file_bytes as f64 / 1e6);
+    let level = host::cpu::level();
     let values = format!("of {}", done.dtype.name());
+    // Where the CPU converts, the instruction set its loops ran with.
+    let on_cpu = format!("cpu level {level}, best here {}", host::cpu::Level::detect());
     match timing.streamed {
         None => {
             phase("decode", timing.opened, timing.sample_bytes, &of_file);
-            phase("convert", phases.produce, phases.value_bytes, &format!("{values}, overlapping the write"));
+            phase("convert", phases.produce, phases.value_bytes, &format!("{values}, overlapping the write; {on_cpu}"));
         }
         Some((decoding, waited)) => {
             let ms = waited.as_secs_f64() * 1e3;
             let streamed = format!("{of_file}, on its own thread overlapping convert and write");
             phase("decode", timing.opened + decoding, timing.sample_bytes, &streamed);
             let converting = phases.produce.saturating_sub(waited);
-            let overlap = format!("{values}, overlapping the write; it waited {ms:.1} ms more for decoded rows");
+            let overlap =
+                format!("{values}, overlapping the write; it waited {ms:.1} ms more for decoded rows; {on_cpu}");
             phase("convert", converting, phases.value_bytes, &overlap);
         }
     }

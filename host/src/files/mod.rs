@@ -39,9 +39,10 @@
 //!    [`Backend::count`](backend::Backend::count), which runs [`backend::count`]'s loop
 //!    on the CPU or the format's count kernel on the GPU; then the totals.
 //!
-//! Owns: bytes on disk and what they mean. Uses: [`crate::support`] and
+//! Owns: bytes on disk and what they mean. Uses: [`crate::support`],
 //! [`crate::gpu`] (through [`backend`], and in [`backend::count`] the element bound of
-//! the count variants the GPU runs).
+//! the count variants the GPU runs) and [`crate::cpu`] (the CPU loops, compiled for the
+//! level chosen at run time).
 
 pub mod backend;
 pub mod containers;

@@ -10,8 +10,9 @@
 //!
 //! Speed comes from the loop's shape, not from intrinsics: elements are tested in
 //! groups of `GROUP` with a branch-free OR of `!is_finite` (which LLVM turns into
-//! vector compares), and only a group that holds a non-finite value is counted in detail
-//! and searched for its first index. No per-element branch, no early exit.
+//! vector compares, compiled for the CPU level chosen at run time by
+//! [`crate::cpu::with_level`]), and only a group that holds a non-finite value is counted
+//! in detail and searched for its first index. No per-element branch, no early exit.
 
 use crate::files::source::{Source, SourceReadError};
 
@@ -20,6 +21,7 @@ use crate::support::element::Element;
 use rayon::prelude::*;
 use shared::{Claim, Family, Format, Primitive, Stored, kind};
 use std::cell::RefCell;
+use std::marker::PhantomData;
 
 /// Bytes per parallel work item: a multiple of every element size, large enough that
 /// scheduling costs nothing, small enough that all cores get work on small tensors.
@@ -238,10 +240,33 @@ impl WithCountVariant for CountSlice<'_> {
         P::In: BufferElement + Raw,
     {
         let classifiers = classifiers(self.format);
+        let level = crate::cpu::level();
         match self.endian {
-            Endian::Little => count::<P, false>(self.data, self.first_index, classifiers),
-            Endian::Big => count::<P, true>(self.data, self.first_index, classifiers),
+            Endian::Little => crate::cpu::with_level(
+                level,
+                CountLoop::<P, false>(self.data, self.first_index, classifiers, PhantomData),
+            ),
+            Endian::Big => crate::cpu::with_level(
+                level,
+                CountLoop::<P, true>(self.data, self.first_index, classifiers, PhantomData),
+            ),
         }
+    }
+}
+
+/// [`count`] as a [`crate::cpu::LevelLoop`]: compiled for each CPU level.
+struct CountLoop<'a, P, const BIG: bool>(&'a [u8], u64, (Classifier, Classifier), PhantomData<P>);
+
+impl<P, const BIG: bool> crate::cpu::LevelLoop for CountLoop<'_, P, BIG>
+where
+    P: kind::CountNonfinite,
+    P::In: Raw,
+{
+    type Output = Counts;
+
+    #[inline(always)]
+    fn run(self) -> Counts {
+        count::<P, BIG>(self.0, self.1, self.2)
     }
 }
 
@@ -280,7 +305,10 @@ fn load<T: Raw, const BIG: bool>(bytes: T::Bytes) -> T {
 }
 
 /// The scan loop, written once for every format and byte order: `P` is the format's
-/// count variant (an is-finite), run on every element.
+/// count variant (an is-finite), run on every element. Inlined into the level's
+/// function of [`crate::cpu::with_level`] (as [`CountLoop`]), so that it is compiled
+/// for that level.
+#[inline(always)]
 fn count<P, const BIG: bool>(data: &[u8], first_index: u64, classifiers: (Classifier, Classifier)) -> Counts
 where
     P: kind::CountNonfinite,

@@ -13,12 +13,14 @@
 //! hand any part it has no kernel for to [`CpuBackend`].
 //!
 //! Owns: the backends, the device choice ([`select`]), the CPU counting loops
-//! ([`count`]) and the `--device auto` rule ([`auto`]). Uses: [`crate::gpu`] and
+//! ([`count`]) and the `--device auto` rule ([`auto`]). Uses: [`crate::gpu`],
+//! [`crate::cpu`] (the CPU loops compiled for the level chosen at run time) and
 //! [`crate::files::source`] (the bytes a count reads).
 
 pub mod auto;
 pub mod count;
 
+use crate::cpu::Level;
 use crate::files::backend::auto::{AutoChoice, AutoReason, AutoRule, GpuProbe, Measured, NextStep, Pick, next_step};
 use crate::files::backend::count::{Counts, Endian, WithCountVariant, with_count_variant};
 use crate::files::source::{Source, SourceReadError};
@@ -26,18 +28,17 @@ use crate::gpu::staging::Staging;
 use crate::gpu::{Bits, Gpu, GpuError, NonFinite};
 use crate::support::element::Element;
 use rayon::prelude::*;
-use shared::{Format, Primitive, Stored, kind};
+use shared::{Format, Primitive, kind};
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 /// `dst[i]` = the stored bits of `P(src[i])` (an f32's bits, a binary16 or bfloat16
 /// encoding) over `min(src.len(), dst.len())` elements on the calling thread, exactly as
-/// `P` computes them; the loop vectorises for the conversions `normalize` runs.
+/// `P` computes them: [`crate::cpu::map_bits`], compiled for the CPU level chosen at run
+/// time (vectorised, with FMA where `P` asks for it).
 pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [Bits<P>]) {
-    for (d, &s) in dst.iter_mut().zip(src) {
-        *d = P::apply(s).to_stored();
-    }
+    crate::cpu::map_bits::<P>(src, dst);
 }
 
 /// A conversion a backend runs over buffers: one variant `P` of the table with a
@@ -49,7 +50,8 @@ pub struct SampleConversion {
     name: &'static str,
     in_bytes: usize,
     out_bytes: usize,
-    cpu: fn(&[u8], &mut [u8]),
+    family: shared::Family,
+    cpu: fn(Level, &[u8], &mut [u8]),
     gpu: GpuConvert,
 }
 
@@ -74,7 +76,10 @@ impl SampleConversion {
             name: P::NAME,
             in_bytes: size_of::<P::In>(),
             out_bytes: size_of::<Bits<P>>(),
-            cpu: |src, dst| map_bits::<P>(bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst)),
+            family: P::FAMILY,
+            cpu: |level, src, dst| {
+                crate::cpu::map_bits_at::<P>(level, bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst))
+            },
             gpu: |gpu, src, dst| gpu.convert_with::<P>(bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst)),
         }
     }
@@ -82,6 +87,21 @@ impl SampleConversion {
     /// The variant's name.
     pub fn name(&self) -> &'static str {
         self.name
+    }
+
+    /// The variant's family: what the exact reference computes.
+    pub fn family(&self) -> shared::Family {
+        self.family
+    }
+
+    /// The conversion on the calling thread at the CPU level `level` (a level this CPU
+    /// lacks runs the portable code): what [`CpuBackend`] runs on each block at
+    /// [`crate::cpu::level`]. For the tests that prove every level; errors as
+    /// [`Backend::convert`]'s.
+    pub fn convert_on_cpu_at(&self, level: Level, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
+        self.elements(src, dst)?;
+        (self.cpu)(level, src, dst);
+        Ok(())
     }
 
     /// Bytes per input element.
@@ -252,9 +272,10 @@ impl Backend for CpuBackend {
     fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
         conversion.elements(src, dst)?;
         let block = count::BLOCK_BYTES / conversion.out_bytes;
+        let level = crate::cpu::level();
         dst.par_chunks_mut(block * conversion.out_bytes)
             .zip(src.par_chunks(block * conversion.in_bytes))
-            .for_each(|(d, s)| (conversion.cpu)(s, d));
+            .for_each(|(d, s)| (conversion.cpu)(level, s, d));
         Ok(())
     }
 }

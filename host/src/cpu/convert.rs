@@ -1,0 +1,248 @@
+//! f32 ↔ binary16 / bfloat16 / FP8 over slices, on the CPU, at the level
+//! [`super::level`] says: each conversion a [`CpuConversion`] with up to three forms
+//! ([`ConversionForm`]), the one [`CpuConversion::run`] takes for exact results being the fastest
+//! that is proven equal to the exact reference on every input.
+//!
+//! - [`ConversionForm::Scalar`]: the table variant that defines the conversion (`f32_to_f16`, ...),
+//!   compiled for the baseline target: the scalar form the GPU's `Map` kernel also runs.
+//! - [`ConversionForm::Software`]: a branch-free variant of the same family (`f32_to_f16_branch_free`,
+//!   `f16_to_f32_scaled`, ...) compiled for the level, which LLVM vectorises.
+//! - [`ConversionForm::Instruction`]: the CPU's own conversion instruction, where it has one:
+//!   F16C `vcvtps2ph` / `vcvtph2ps` ([`Level::Avx2`]), their AVX-512F forms and
+//!   AVX512-BF16 `vcvtneps2bf16` ([`Level::Avx512`]).
+//!
+//! `tests/tests/cpu_levels.rs` compares the three on every input (2^32 f32s for the
+//! narrowings, every encoding for the widenings) at every level the machine has, and
+//! counts the inputs on which two differ by class. An instruction is used for exact
+//! results ([`CpuConversion::instruction_exact`]) only where that proof finds it equal to
+//! the reference on every input:
+//!
+//! - `vcvtps2ph` (F16C, round to nearest even by its immediate): equal on every f32,
+//!   NaN payloads included (both keep the top 9 payload bits and set the quiet bit).
+//! - `vcvtph2ps`: not used: it makes a signalling NaN quiet, where the exact widening
+//!   keeps every payload bit (the 1,022 signalling NaN encodings differ).
+//! - `vcvtneps2bf16`: not used: it takes subnormal inputs as zero and makes NaNs quiet
+//!   in its own way; its differences are counted by the proof where the CPU has it.
+//! - The AVX-512 forms of `vcvtps2ph` are proven by the same test on a machine with
+//!   AVX-512; until such a run, [`Level::Avx512`] converts with the F16C form.
+
+use super::{Level, level, map_bits_at};
+use shared::{Family, Primitive, Stored, variants};
+
+/// How a conversion is computed: see the module doc.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConversionForm {
+    /// The defining table variant, for the baseline target.
+    Scalar,
+    /// A branch-free variant of the same family, vectorised for the level.
+    Software,
+    /// The CPU's conversion instruction.
+    Instruction,
+}
+
+impl ConversionForm {
+    /// Every form.
+    pub const ALL: [ConversionForm; 3] =
+        [ConversionForm::Scalar, ConversionForm::Software, ConversionForm::Instruction];
+
+    /// `scalar`, `software` or `instruction`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ConversionForm::Scalar => "scalar",
+            ConversionForm::Software => "software",
+            ConversionForm::Instruction => "instruction",
+        }
+    }
+}
+
+/// A slice conversion: `dst[i]` = the result for `src[i]` over
+/// `min(src.len(), dst.len())` elements.
+pub type SliceFn<I, O> = fn(&[I], &mut [O]);
+
+/// One f32 ↔ narrow conversion on the CPU, in its forms: see the module doc.
+pub struct CpuConversion<I: 'static, O: 'static> {
+    /// The defining variant's name (`f32_to_f16`).
+    pub name: &'static str,
+    /// Its family: what the exact reference computes.
+    pub family: Family,
+    /// The branch-free variant the software form runs.
+    pub software_variant: &'static str,
+    /// The instruction's mnemonic, where the CPU may have one.
+    pub instruction_name: Option<&'static str>,
+    /// Whether [`CpuConversion::run`] uses the instruction (where the level has it): it
+    /// is proven equal to the reference on every input.
+    pub instruction_exact: bool,
+    scalar: SliceFn<I, O>,
+    software: fn(Level, &[I], &mut [O]),
+    instruction: fn(Level) -> Option<SliceFn<I, O>>,
+}
+
+impl<I: Copy, O: Copy> CpuConversion<I, O> {
+    /// The exact result of every element, by the fastest proven form at the chosen level:
+    /// the instruction where [`CpuConversion::instruction_exact`] and the CPU has it, else
+    /// the software form (branch-free, faster than the scalar one even for the baseline).
+    pub fn run(&self, src: &[I], dst: &mut [O]) {
+        self.run_at(level(), src, dst);
+    }
+
+    /// [`CpuConversion::run`] at `level` (a level this CPU lacks runs the portable code).
+    pub fn run_at(&self, level: Level, src: &[I], dst: &mut [O]) {
+        match self.exact_form(level) {
+            ConversionForm::Instruction => (self.instruction(level).expect("exact_form checked it"))(src, dst),
+            ConversionForm::Software => (self.software)(level, src, dst),
+            ConversionForm::Scalar => (self.scalar)(src, dst),
+        }
+    }
+
+    /// The form [`CpuConversion::run_at`] takes at `level`.
+    pub fn exact_form(&self, level: Level) -> ConversionForm {
+        match self.instruction(level) {
+            Some(_) if self.instruction_exact => ConversionForm::Instruction,
+            _ => ConversionForm::Software,
+        }
+    }
+
+    /// The instruction form, if this CPU can run it at `level` (for [`Level::Avx2`]
+    /// F16C; for [`Level::Avx512`] the AVX-512 forms).
+    pub fn instruction(&self, level: Level) -> Option<SliceFn<I, O>> {
+        (self.instruction)(level)
+    }
+
+    /// `form` at `level` over the slices, or `false` when this CPU has no such form (an
+    /// instruction it lacks). For the proofs and the benchmarks.
+    pub fn run_form(&self, level: Level, form: ConversionForm, src: &[I], dst: &mut [O]) -> bool {
+        match form {
+            ConversionForm::Scalar => (self.scalar)(src, dst),
+            ConversionForm::Software => (self.software)(level, src, dst),
+            ConversionForm::Instruction => match self.instruction(level) {
+                Some(f) => f(src, dst),
+                None => return false,
+            },
+        }
+        true
+    }
+}
+
+/// No instruction at any level.
+fn none<I, O>(_: Level) -> Option<SliceFn<I, O>> {
+    None
+}
+
+/// The defining variant `P` for the baseline target.
+fn scalar<P: Primitive>(src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
+    map_bits_at::<P>(Level::Portable, src, dst);
+}
+
+macro_rules! conversion {
+    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, $software:ident, $instruction:expr, $mnemonic:expr, $exact:expr) => {
+        $(#[$doc])*
+        pub const $const: CpuConversion<$in, $out> = CpuConversion {
+            name: <variants::$variant as Primitive>::NAME,
+            family: <variants::$variant as Primitive>::FAMILY,
+            software_variant: <variants::$software as Primitive>::NAME,
+            instruction_name: $mnemonic,
+            instruction_exact: $exact,
+            scalar: scalar::<variants::$variant>,
+            software: map_bits_at::<variants::$software>,
+            instruction: $instruction,
+        };
+    };
+}
+
+#[cfg(target_arch = "x86_64")]
+use super::x86::{f16_to_f32_instruction, f32_to_bf16_instruction, f32_to_f16_instruction};
+#[cfg(not(target_arch = "x86_64"))]
+use none as f32_to_f16_instruction;
+#[cfg(not(target_arch = "x86_64"))]
+use none as f16_to_f32_instruction;
+#[cfg(not(target_arch = "x86_64"))]
+use none as f32_to_bf16_instruction;
+
+conversion!(
+    /// f32 → binary16, infinity past 65504.
+    F32_TO_F16: u32 => u16, f32_to_f16, f32_to_f16_branch_free, f32_to_f16_instruction, Some("vcvtps2ph"), true
+);
+conversion!(
+    /// binary16 → f32.
+    F16_TO_F32: u16 => u32, f16_to_f32, f16_to_f32_scaled, f16_to_f32_instruction, Some("vcvtph2ps"), false
+);
+conversion!(
+    /// f32 → bfloat16, infinity past the largest finite value.
+    F32_TO_BF16: u32 => u16, f32_to_bf16, f32_to_bf16, f32_to_bf16_instruction, Some("vcvtneps2bf16"), false
+);
+conversion!(
+    /// bfloat16 → f32.
+    BF16_TO_F32: u16 => u32, bf16_to_f32, bf16_to_f32, none, None, false
+);
+conversion!(
+    /// f32 → FP8 E4M3, NaN past 448 (OCP non-saturating).
+    F32_TO_E4M3: u32 => u8, f32_to_e4m3, f32_to_e4m3_branch_free, none, None, false
+);
+conversion!(
+    /// f32 → FP8 E4M3, 448 past it.
+    F32_TO_E4M3_SATFINITE: u32 => u8, f32_to_e4m3_satfinite, f32_to_e4m3_satfinite_branch_free, none, None, false
+);
+conversion!(
+    /// f32 → FP8 E5M2, infinity past 57344 (OCP non-saturating).
+    F32_TO_E5M2: u32 => u8, f32_to_e5m2, f32_to_e5m2_branch_free, none, None, false
+);
+conversion!(
+    /// f32 → FP8 E5M2, 57344 past it.
+    F32_TO_E5M2_SATFINITE: u32 => u8, f32_to_e5m2_satfinite, f32_to_e5m2_satfinite_branch_free, none, None, false
+);
+conversion!(
+    /// FP8 E4M3 → f32.
+    E4M3_TO_F32: u8 => u32, e4m3_to_f32, e4m3_to_f32_scaled, none, None, false
+);
+conversion!(
+    /// FP8 E5M2 → f32.
+    E5M2_TO_F32: u8 => u32, e5m2_to_f32, e5m2_to_f32_scaled, none, None, false
+);
+
+/// The f32 → narrow conversions, for the proofs and the benchmarks.
+pub const NARROWINGS: [&CpuConversion<u32, u16>; 2] = [&F32_TO_F16, &F32_TO_BF16];
+/// The f32 → FP8 conversions.
+pub const TO_FP8: [&CpuConversion<u32, u8>; 4] =
+    [&F32_TO_E4M3, &F32_TO_E4M3_SATFINITE, &F32_TO_E5M2, &F32_TO_E5M2_SATFINITE];
+/// The binary16 / bfloat16 → f32 conversions.
+pub const WIDENINGS_16: [&CpuConversion<u16, u32>; 2] = [&F16_TO_F32, &BF16_TO_F32];
+/// The FP8 → f32 conversions.
+pub const WIDENINGS_8: [&CpuConversion<u8, u32>; 2] = [&E4M3_TO_F32, &E5M2_TO_F32];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_software_form_is_of_its_conversions_family() {
+        let families = |name: &str| host_variant_family(name).unwrap_or_else(|| panic!("{name} is not a variant"));
+        for (name, family, software) in [
+            (F32_TO_F16.name, F32_TO_F16.family, F32_TO_F16.software_variant),
+            (F16_TO_F32.name, F16_TO_F32.family, F16_TO_F32.software_variant),
+            (F32_TO_BF16.name, F32_TO_BF16.family, F32_TO_BF16.software_variant),
+            (BF16_TO_F32.name, BF16_TO_F32.family, BF16_TO_F32.software_variant),
+            (F32_TO_E4M3.name, F32_TO_E4M3.family, F32_TO_E4M3.software_variant),
+            (F32_TO_E4M3_SATFINITE.name, F32_TO_E4M3_SATFINITE.family, F32_TO_E4M3_SATFINITE.software_variant),
+            (F32_TO_E5M2.name, F32_TO_E5M2.family, F32_TO_E5M2.software_variant),
+            (F32_TO_E5M2_SATFINITE.name, F32_TO_E5M2_SATFINITE.family, F32_TO_E5M2_SATFINITE.software_variant),
+            (E4M3_TO_F32.name, E4M3_TO_F32.family, E4M3_TO_F32.software_variant),
+            (E5M2_TO_F32.name, E5M2_TO_F32.family, E5M2_TO_F32.software_variant),
+        ] {
+            assert_eq!(families(software), family, "{name}: {software} is of another family");
+        }
+    }
+
+    /// The family of the table variant `name`.
+    fn host_variant_family(name: &str) -> Option<Family> {
+        macro_rules! find {
+            ($({ $name:ident, $family:expr, $in:ty => $out:ty, $f:path, $claim:ident, [$($kind:ident),*], $desc:literal })*) => {
+                $(if name == stringify!($name) {
+                    return Some(<variants::$name as Primitive>::FAMILY);
+                })*
+            };
+        }
+        shared::for_each_variant!(find);
+        None
+    }
+}

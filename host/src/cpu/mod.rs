@@ -1,0 +1,310 @@
+//! The CPU's instruction-set level, chosen at run time, and the CPU loops compiled for
+//! each level: [`map_bits`] (a table variant over a slice), [`with_level`] (any loop, such
+//! as `scan`'s count, a [`LevelLoop`]), and the f32 ↔ binary16 / bfloat16 / FP8 slice conversions of
+//! [`convert`].
+//!
+//! The binary is built for the baseline target (x86-64 with SSE2 only) and runs
+//! everywhere. At the first call, [`level`] takes the best [`Level`] the CPU has
+//! ([`Level::detect`], by `is_x86_feature_detected!`), or the lower one the environment
+//! variable [`LEVEL_VARIABLE`] (`BITEXACT_CPU_LEVEL=portable`) or the command line's
+//! `--cpu-level` ([`choose`]) asks for, so that one machine can test every level it has.
+//! A level the CPU lacks is refused ([`LevelError`]), never run.
+//!
+//! # How a loop is compiled for a level
+//!
+//! Each level has one function with `#[target_feature(enable = ...)]` that runs a
+//! [`LevelLoop`] ([`with_level`]); its `#[inline(always)]` body, inlined into it, is compiled with that level's
+//! instructions, so the same `shared` code that the GPU runs, branch-free and over a
+//! slice, is vectorised by LLVM for AVX2 or AVX-512, and `core::f32::math::mul_add`
+//! becomes one `vfmadd` instead of a call per element into compiler_builtins' `fmaf`
+//! (which it is on the baseline target, where the FMA schemes of UNORM16 cost about 2 ns
+//! per element).
+//! Where the CPU has a conversion instruction that is proven on every input
+//! (`tests/tests/cpu_levels.rs`), [`convert`] uses it through `std::arch`.
+//!
+//! We use `#[target_feature]` and `std::arch` rather than a crate such as `multiversion`
+//! or `pulp`: the work is already written once, as scalar `shared` functions that
+//! vectorise well, so all a crate would add is the dispatch, which is the dozen lines of
+//! [`with_level`]; and `pulp` would have us rewrite the conversions in its SIMD types,
+//! which the GPU could not share. The conversion instructions (`vcvtps2ph`,
+//! `vcvtneps2bf16`) need `std::arch` in any case. The one `unsafe` is the call of a
+//! `#[target_feature]` function, made only for a level [`Level::detect`] found.
+//!
+//! Owns: the level, its choice and the per-level loops. Uses: nothing else of `host`
+//! (the element types come from `shared`).
+
+pub mod convert;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use shared::{Primitive, Stored};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// The environment variable that lowers the level: `portable`, `avx2` or `avx512`.
+pub const LEVEL_VARIABLE: &str = "BITEXACT_CPU_LEVEL";
+
+/// An instruction-set level the CPU loops are compiled for, lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// The baseline target's instructions (SSE2 on x86-64): runs on every CPU.
+    Portable,
+    /// x86-64 with AVX2, FMA and F16C (Haswell, Zen and later).
+    Avx2,
+    /// x86-64 with AVX-512 F, BW and VL on top of [`Level::Avx2`] (Skylake-X, Zen 4 and
+    /// later); AVX512-BF16's `vcvtneps2bf16` where the CPU has it.
+    Avx512,
+}
+
+/// Why a level cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LevelError {
+    /// The name is not a level.
+    Unknown {
+        /// Where it came from: [`LEVEL_VARIABLE`] or `--cpu-level`.
+        from: &'static str,
+        /// The name given.
+        name: String,
+    },
+    /// The CPU lacks a feature of the level.
+    Missing {
+        /// Where the level was asked for.
+        from: &'static str,
+        /// The level.
+        level: Level,
+        /// The first feature it needs that the CPU lacks.
+        feature: &'static str,
+    },
+}
+
+impl std::fmt::Display for LevelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LevelError::Unknown { from, name } => {
+                write!(f, "{from}: {name:?} is not a CPU level (portable, avx2, avx512)")
+            }
+            LevelError::Missing { from, level, feature } => {
+                write!(
+                    f,
+                    "{from}: this CPU cannot run level {level}: it lacks {feature} (best here: {})",
+                    Level::detect()
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for LevelError {}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Level {
+    /// Every level, lowest first.
+    pub const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
+
+    /// `portable`, `avx2` or `avx512`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Level::Portable => "portable",
+            Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
+        }
+    }
+
+    /// The level named `name`, as [`Level::name`] writes it.
+    pub fn parse(name: &str, from: &'static str) -> Result<Level, LevelError> {
+        Level::ALL
+            .into_iter()
+            .find(|level| level.name() == name)
+            .ok_or_else(|| LevelError::Unknown { from, name: name.to_string() })
+    }
+
+    /// The features the level needs, in the order they are checked.
+    pub const fn features(self) -> &'static [&'static str] {
+        match self {
+            Level::Portable => &[],
+            Level::Avx2 => &["avx2", "fma", "f16c"],
+            Level::Avx512 => &["avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl"],
+        }
+    }
+
+    /// `Ok` if this CPU can run the level, else the first feature it lacks.
+    pub fn check(self, from: &'static str) -> Result<Level, LevelError> {
+        match self.features().iter().find(|&&feature| !has_feature(feature)) {
+            None => Ok(self),
+            Some(&feature) => Err(LevelError::Missing { from, level: self, feature }),
+        }
+    }
+
+    /// The best level this CPU can run.
+    pub fn detect() -> Level {
+        Level::ALL.into_iter().rev().find(|level| level.check("").is_ok()).unwrap_or(Level::Portable)
+    }
+
+    /// What [`Level::check`] says of every level, lowest first: for the tests that run
+    /// each level the machine has and skip, visibly, the others.
+    pub fn each() -> impl Iterator<Item = Result<Level, LevelError>> {
+        Level::ALL.into_iter().map(|level| level.check("this machine"))
+    }
+}
+
+/// Whether the CPU has `feature` (an `is_x86_feature_detected!` name); always false off
+/// x86-64, where only [`Level::Portable`] runs.
+pub fn has_feature(feature: &str) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match feature {
+            "avx2" => std::arch::is_x86_feature_detected!("avx2"),
+            "fma" => std::arch::is_x86_feature_detected!("fma"),
+            "f16c" => std::arch::is_x86_feature_detected!("f16c"),
+            "avx512f" => std::arch::is_x86_feature_detected!("avx512f"),
+            "avx512bw" => std::arch::is_x86_feature_detected!("avx512bw"),
+            "avx512vl" => std::arch::is_x86_feature_detected!("avx512vl"),
+            "avx512bf16" => std::arch::is_x86_feature_detected!("avx512bf16"),
+            _ => false,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = feature;
+        false
+    }
+}
+
+/// The level in effect, [`UNSET`] until the first [`level`] or [`choose`].
+static CHOSEN: AtomicU8 = AtomicU8::new(UNSET);
+const UNSET: u8 = u8::MAX;
+
+/// The level [`LEVEL_VARIABLE`] asks for (checked against this CPU), or `None` when it
+/// is unset or empty.
+pub fn level_from_env() -> Result<Option<Level>, LevelError> {
+    match std::env::var(LEVEL_VARIABLE) {
+        Ok(name) if !name.is_empty() => Level::parse(&name, LEVEL_VARIABLE)?.check(LEVEL_VARIABLE).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Sets the level the CPU loops run at from now on: `asked` (the command line's
+/// `--cpu-level`), else [`LEVEL_VARIABLE`], else [`Level::detect`]. Errors, and changes
+/// nothing, when the one asked for is not a level or the CPU lacks it.
+pub fn choose(asked: Option<Level>) -> Result<Level, LevelError> {
+    let level = match asked {
+        Some(level) => level.check("--cpu-level")?,
+        None => level_from_env()?.unwrap_or_else(Level::detect),
+    };
+    CHOSEN.store(level as u8, Ordering::Relaxed);
+    Ok(level)
+}
+
+/// The level the CPU loops run at: the one [`choose`] set; at a first call without it,
+/// [`LEVEL_VARIABLE`]'s if it names a level this CPU has, else [`Level::detect`] (the
+/// command line refuses a bad [`LEVEL_VARIABLE`] at start-up; a library caller gets the
+/// best level instead).
+pub fn level() -> Level {
+    match CHOSEN.load(Ordering::Relaxed) {
+        UNSET => {
+            let level = level_from_env().ok().flatten().unwrap_or_else(Level::detect);
+            CHOSEN.store(level as u8, Ordering::Relaxed);
+            level
+        }
+        n => Level::ALL[usize::from(n)],
+    }
+}
+
+/// A loop to compile once per level: see [`with_level`].
+pub trait LevelLoop {
+    /// What it gives.
+    type Output;
+    /// Runs it. Implementations are `#[inline(always)]`, so that the body is compiled
+    /// into each level's function (a closure called from three of them would be compiled
+    /// once, for the baseline, and called).
+    fn run(self) -> Self::Output;
+}
+
+/// `kernel.run()` compiled for `level`'s instructions (inlined into a function with its
+/// `#[target_feature]`s); for a level this CPU lacks, compiled for the baseline instead,
+/// so that no caller can run an instruction the CPU does not have.
+#[inline(always)]
+pub fn with_level<K: LevelLoop>(level: Level, kernel: K) -> K::Output {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86::with_level(level, kernel)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = level;
+        kernel.run()
+    }
+}
+
+/// `dst[i]` = the stored bits of `P(src[i])` over `min(src.len(), dst.len())` elements,
+/// on the calling thread, at the level [`level`] says: exactly what `P` computes, at
+/// every level (`tests/tests/cpu_levels.rs` checks the conversions `normalize` runs on
+/// every input, at every level this machine has).
+pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
+    map_bits_at::<P>(level(), src, dst);
+}
+
+/// [`map_bits`] at `level`.
+pub fn map_bits_at<P: Primitive>(level: Level, src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
+    with_level(level, MapBits::<P> { src, dst });
+}
+
+/// The loop of [`map_bits_at`].
+struct MapBits<'a, P: Primitive> {
+    src: &'a [P::In],
+    dst: &'a mut [<P::Out as Stored>::Bits],
+}
+
+impl<P: Primitive> LevelLoop for MapBits<'_, P> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        for (d, &s) in self.dst.iter_mut().zip(self.src) {
+            *d = P::apply(s).to_stored();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_unknown_names_are_refused() {
+        for level in Level::ALL {
+            assert_eq!(Level::parse(level.name(), "test"), Ok(level));
+        }
+        let error = Level::parse("sse9", LEVEL_VARIABLE).expect_err("not a level");
+        assert_eq!(error.to_string(), "BITEXACT_CPU_LEVEL: \"sse9\" is not a CPU level (portable, avx2, avx512)");
+    }
+
+    #[test]
+    fn the_detected_level_runs_and_every_level_up_to_it_is_available() {
+        let best = Level::detect();
+        assert_eq!(best.check("test"), Ok(best));
+        for level in Level::ALL {
+            assert_eq!(level.check("test").is_ok(), level <= best, "{level}");
+        }
+        assert_eq!(Level::Portable.check("test"), Ok(Level::Portable));
+    }
+
+    #[test]
+    fn a_level_the_cpu_lacks_is_a_one_line_error() {
+        let Some(missing) = Level::ALL.into_iter().find(|level| level.check("x").is_err()) else {
+            return; // this CPU has every level
+        };
+        let message = missing.check("--cpu-level").expect_err("lacks it").to_string();
+        assert!(
+            message.starts_with(&format!("--cpu-level: this CPU cannot run level {missing}: it lacks ")),
+            "{message}"
+        );
+        assert!(!message.contains('\n'), "{message}");
+    }
+}

@@ -1,0 +1,308 @@
+//! The CPU loops at every level this machine has (`host::cpu`), proven on every input:
+//! the conversions `normalize` runs (every UNORM8 / UNORM16 code) and the f32 ↔
+//! binary16 / bfloat16 / FP8 conversions in their three forms (the CPU's instruction
+//! where it has one, the vectorised software form, the scalar table variant), all 2^32
+//! f32 inputs for the narrowings (`#[ignore]`d: `-- --ignored` runs them, as CI does) and
+//! every encoding for the widenings.
+//!
+//! A level this machine lacks prints `skipped: <reason>`; `REQUIRE_CPU_LEVEL=avx512`
+//! (or `avx2`) makes a missing level up to that one fail instead. Where two forms differ,
+//! the inputs are counted by class (`host::verify::reference::InputClass`) and printed;
+//! a form used for exact results (`CpuConversion::exact_form`) must not differ at all.
+
+use host::cpu::convert::{self, ConversionForm, CpuConversion};
+use host::cpu::{Level, LevelError};
+use host::files::normalize::image::{SampleWidth, conversion};
+use host::files::write::Dtype;
+use host::verify::reference::{self, InputClass};
+use rayon::prelude::*;
+use std::fmt::Write as _;
+use std::io::Write as _;
+
+/// Makes a missing level fail when set to that level or a higher one.
+const REQUIRE: &str = "REQUIRE_CPU_LEVEL";
+
+/// Every level this machine has. Each other one prints `skipped: <reason>` once, or
+/// fails the test when [`REQUIRE`] names it or a higher level.
+fn levels() -> Vec<Level> {
+    let required = std::env::var(REQUIRE).ok().map(|name| Level::parse(&name, REQUIRE).expect("a level name"));
+    let test = std::thread::current().name().unwrap_or("this test").to_string();
+    Level::each()
+        .filter_map(|level: Result<Level, LevelError>| match level {
+            Ok(level) => Some(level),
+            Err(error @ LevelError::Missing { level, .. }) => {
+                assert!(required.is_none_or(|r| r < level), "{error} (required because {REQUIRE} is set)");
+                say(&format!("skipped: {error} [{test}; {REQUIRE}={level} makes this a failure]\n"));
+                None
+            }
+            Err(error) => panic!("{error}"),
+        })
+        .collect()
+}
+
+/// `text` on the process's stderr in one piece, past the test harness's capture.
+fn say(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+#[test]
+fn every_normalize_conversion_is_exact_at_every_level_on_every_code() {
+    for level in levels() {
+        for width in [SampleWidth::Unorm8, SampleWidth::Unorm16] {
+            for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+                let conversion = conversion(width, dtype);
+                let codes: Vec<u64> = match width {
+                    SampleWidth::Unorm8 => (0..1 << 8).collect(),
+                    SampleWidth::Unorm16 => (0..1 << 16).collect(),
+                };
+                let src: Vec<u8> = match width {
+                    SampleWidth::Unorm8 => codes.iter().map(|&c| c as u8).collect(),
+                    SampleWidth::Unorm16 => codes.iter().flat_map(|&c| (c as u16).to_ne_bytes()).collect(),
+                };
+                // Aligned for any output type: f32 words.
+                let mut out = vec![0u32; codes.len() * conversion.out_bytes() / 4];
+                let dst: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
+                // An odd length too, so that the vector loops' tails are run.
+                let n = codes.len() - 3;
+                conversion
+                    .convert_on_cpu_at(level, &src[..n * conversion.in_bytes()], &mut dst[..n * conversion.out_bytes()])
+                    .expect("whole elements");
+                conversion.convert_on_cpu_at(level, &src, dst).expect("whole elements");
+                let mut want = vec![0u64; codes.len()];
+                reference::expected_many(conversion.family(), &codes, &mut want);
+                for (i, &want) in want.iter().enumerate() {
+                    let got = match conversion.out_bytes() {
+                        4 => u64::from(u32::from_ne_bytes(dst[4 * i..4 * i + 4].try_into().expect("4 bytes"))),
+                        2 => u64::from(u16::from_ne_bytes(dst[2 * i..2 * i + 2].try_into().expect("2 bytes"))),
+                        other => panic!("{other}-byte outputs"),
+                    };
+                    assert_eq!(
+                        got,
+                        want,
+                        "{} at level {level}: code {i}: got {got:#x}, want {want:#x}",
+                        conversion.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Inputs on which a form differs from the scalar form, by class.
+#[derive(Default)]
+struct Differences {
+    by_class: [u64; InputClass::ALL.len()],
+    /// The smallest such input: (input, form's bits, scalar's bits).
+    first: Option<(u64, u64, u64)>,
+}
+
+impl Differences {
+    fn total(&self) -> u64 {
+        self.by_class.iter().sum()
+    }
+
+    fn merge(mut self, other: Differences) -> Differences {
+        for (a, b) in self.by_class.iter_mut().zip(other.by_class) {
+            *a += b;
+        }
+        self.first = match (self.first, other.first) {
+            (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+            (a, b) => a.or(b),
+        };
+        self
+    }
+
+    fn only_in(&self, classes: &[InputClass]) -> bool {
+        InputClass::ALL.iter().zip(self.by_class).all(|(class, n)| n == 0 || classes.contains(class))
+    }
+
+    /// `none`, or `12 (nan 12), first 0x7c01: 0x7fc02000 vs 0x7f802000`.
+    fn describe(&self) -> String {
+        if self.total() == 0 {
+            return "none".into();
+        }
+        let mut text = format!("{} (", self.total());
+        let classes: Vec<String> = InputClass::ALL
+            .iter()
+            .zip(self.by_class)
+            .filter(|&(_, n)| n > 0)
+            .map(|(class, n)| format!("{} {n}", class.name()))
+            .collect();
+        text += &classes.join(", ");
+        if let Some((input, form, scalar)) = self.first {
+            let _ = write!(text, "), first {input:#x}: {form:#x} vs {scalar:#x}");
+        }
+        text
+    }
+}
+
+/// Compares, on the inputs `range` (bit patterns of `I`), each form of `conversion` at
+/// `level` with the scalar form (which `exhaustive_cpu.rs` proves equal to the exact
+/// reference on every input; a difference is checked against the reference here too),
+/// in blocks on all cores. Returns the differences of the software and the instruction
+/// form (`None` where the CPU has no instruction).
+fn three_way<I, O>(
+    conversion: &CpuConversion<I, O>,
+    level: Level,
+    range: std::ops::Range<u64>,
+) -> (Differences, Option<Differences>)
+where
+    I: bytemuck::Pod + Send + Sync,
+    O: bytemuck::Pod + Into<u64> + Send + Sync + PartialEq,
+    u64: TryInto<I>,
+{
+    const BLOCK: u64 = 1 << 16;
+    let has_instruction = conversion.instruction(level).is_some();
+    let blocks = range.end.div_ceil(BLOCK) - range.start / BLOCK;
+    let (software, instruction) = (0..blocks)
+        .into_par_iter()
+        .map(|block| {
+            let start = range.start + block * BLOCK;
+            let inputs: Vec<I> = (start..(start + BLOCK).min(range.end))
+                .map(|x| x.try_into().unwrap_or_else(|_| unreachable!("in range")))
+                .collect();
+            let run = |form: ConversionForm| {
+                let mut out = vec![O::zeroed(); inputs.len()];
+                conversion.run_form(level, form, &inputs, &mut out).then_some(out)
+            };
+            let scalar = run(ConversionForm::Scalar).expect("always there");
+            let tally = |form: &[O]| {
+                let mut differences = Differences::default();
+                for (i, (&f, &s)) in form.iter().zip(&scalar).enumerate() {
+                    if f != s {
+                        let input = start + i as u64;
+                        let (f, s) = (f.into(), s.into());
+                        assert_eq!(
+                            s,
+                            reference::expected(conversion.family, input),
+                            "{}: the scalar form is wrong on {input:#x}",
+                            conversion.name
+                        );
+                        let class = reference::conversion_input_class(conversion.family, input);
+                        differences.by_class[InputClass::ALL.iter().position(|&c| c == class).expect("a class")] += 1;
+                        differences.first = differences.first.or(Some((input, f, s)));
+                    }
+                }
+                differences
+            };
+            let software = tally(&run(ConversionForm::Software).expect("always there"));
+            let instruction = run(ConversionForm::Instruction).map(|out| tally(&out));
+            (software, instruction)
+        })
+        .reduce(
+            || (Differences::default(), has_instruction.then(Differences::default)),
+            |(s1, i1), (s2, i2)| {
+                let instruction = match (i1, i2) {
+                    (Some(a), Some(b)) => Some(a.merge(b)),
+                    (a, b) => a.or(b),
+                };
+                (s1.merge(s2), instruction)
+            },
+        );
+    (software, instruction)
+}
+
+/// Runs [`three_way`] for `conversion` at every level this machine has, prints the
+/// differences, and checks the claims: the software form and, where the conversion uses
+/// it for exact results, the instruction, equal the scalar form on every input; an
+/// instruction not used for exact results differs only in `allowed` classes.
+fn prove<I, O>(conversion: &CpuConversion<I, O>, levels: &[Level], range: std::ops::Range<u64>, allowed: &[InputClass])
+where
+    I: bytemuck::Pod + Send + Sync,
+    O: bytemuck::Pod + Into<u64> + Send + Sync + PartialEq,
+    u64: TryInto<I>,
+{
+    let mut report = String::new();
+    let mut failures = Vec::new();
+    for &level in levels {
+        let (software, instruction) = three_way(conversion, level, range.clone());
+        let _ = writeln!(
+            report,
+            "{} at {level}: software form ({}) vs scalar: {}",
+            conversion.name,
+            conversion.software_variant,
+            software.describe()
+        );
+        if software.total() != 0 {
+            failures.push(format!("{} at {level}: the software form differs", conversion.name));
+        }
+        let Some(instruction) = instruction else {
+            let _ = writeln!(report, "{} at {level}: no instruction here", conversion.name);
+            continue;
+        };
+        let name = conversion.instruction_name.unwrap_or("the instruction");
+        let used = conversion.exact_form(level) == ConversionForm::Instruction;
+        let _ = writeln!(
+            report,
+            "{} at {level}: {name} vs scalar: {} ({})",
+            conversion.name,
+            instruction.describe(),
+            if used { "used for exact results" } else { "not used for exact results" }
+        );
+        if used && instruction.total() != 0 {
+            failures.push(format!("{} at {level}: {name} is used for exact results but differs", conversion.name));
+        }
+        if !used && !instruction.only_in(allowed) {
+            failures.push(format!("{} at {level}: {name} differs outside {allowed:?}", conversion.name));
+        }
+    }
+    say(&report);
+    assert!(failures.is_empty(), "{}\n{report}", failures.join("\n"));
+}
+
+#[test]
+fn widenings_from_16_bits_agree_three_ways_on_every_encoding() {
+    // vcvtph2ps makes a signalling NaN quiet: NaN inputs only.
+    let levels = levels();
+    prove(&convert::F16_TO_F32, &levels, 0..1 << 16, &[InputClass::Nan]);
+    prove(&convert::BF16_TO_F32, &levels, 0..1 << 16, &[]);
+}
+
+#[test]
+fn widenings_from_fp8_agree_three_ways_on_every_encoding() {
+    let levels = levels();
+    for conversion in convert::WIDENINGS_8 {
+        prove(conversion, &levels, 0..1 << 8, &[]);
+    }
+}
+
+#[test]
+fn narrowings_agree_three_ways_on_a_sample_of_every_class() {
+    // The quick run: the first and last 2^20 f32s of each sign (zeros, subnormals, NaNs,
+    // infinities) and a stride through the normals; the 2^32 walks below are `--ignored`.
+    let levels = levels();
+    for range in [0..1 << 20, 0x7F70_0000..0x8010_0000, 0xFF70_0000..1 << 32, 0x3F00_0000..0x3F10_0000] {
+        prove(&convert::F32_TO_F16, &levels, range.clone(), &[]);
+        // vcvtneps2bf16 takes subnormal inputs as zero and quiets NaNs its own way.
+        prove(&convert::F32_TO_BF16, &levels, range.clone(), &[InputClass::Subnormal, InputClass::Nan]);
+        for conversion in convert::TO_FP8 {
+            prove(conversion, &levels, range.clone(), &[]);
+        }
+    }
+}
+
+#[test]
+#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+fn f32_to_binary16_agrees_three_ways_on_every_f32() {
+    prove(&convert::F32_TO_F16, &levels(), 0..1 << 32, &[]);
+}
+
+#[test]
+#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+fn f32_to_bfloat16_agrees_three_ways_on_every_f32() {
+    prove(&convert::F32_TO_BF16, &levels(), 0..1 << 32, &[InputClass::Subnormal, InputClass::Nan]);
+}
+
+#[test]
+#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+fn f32_to_fp8_agrees_both_ways_on_every_f32() {
+    let levels = levels();
+    for conversion in convert::TO_FP8 {
+        prove(conversion, &levels, 0..1 << 32, &[]);
+    }
+}
+
+#[test]
+fn the_portable_level_runs_everywhere_and_comes_first() {
+    assert_eq!(levels().first(), Some(&Level::Portable));
+}
