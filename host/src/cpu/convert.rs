@@ -19,8 +19,10 @@
 //!
 //! - `vcvtps2ph` (F16C, round to nearest even by its immediate): equal on every f32,
 //!   NaN payloads included (both keep the top 9 payload bits and set the quiet bit).
-//! - `vcvtph2ps`: not used: it makes a signalling NaN quiet, where the exact widening
-//!   keeps every payload bit (the 1,022 signalling NaN encodings differ).
+//! - `vcvtph2ps`: alone, it makes a signalling NaN quiet, where the exact widening keeps
+//!   every payload bit (the 1,022 signalling NaN encodings differ). Used with a fix-up
+//!   that clears the quiet bit again for those inputs (`x86::keep_signalling`, integer
+//!   operations LLVM vectorises beside the instruction): equal on every encoding.
 //! - `vcvtneps2bf16`: not used: it takes subnormal inputs as zero and makes NaNs quiet
 //!   in its own way; its differences are counted by the proof where the CPU has it.
 //! - The AVX-512 forms of `vcvtps2ph` are proven by the same test on a machine with
@@ -165,7 +167,7 @@ conversion!(
 );
 conversion!(
     /// binary16 → f32.
-    F16_TO_F32: u16 => u32, f16_to_f32, f16_to_f32_scaled, f16_to_f32_instruction, Some("vcvtph2ps"), false
+    F16_TO_F32: u16 => u32, f16_to_f32, f16_to_f32_scaled, f16_to_f32_instruction, Some("vcvtph2ps + signalling-NaN fix-up"), true
 );
 conversion!(
     /// f32 → bfloat16, infinity past the largest finite value.

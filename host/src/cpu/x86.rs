@@ -67,10 +67,25 @@ pub(super) fn f32_to_f16_f16c(src: &[u32], dst: &mut [u16]) {
     blocks(src, dst, |x: [u32; 8]| bytemuck::cast(_mm256_cvtps_ph::<NEAREST>(bytemuck::cast(x))));
 }
 
-/// F16C `vcvtph2ps ymm`: binary16 bits → f32 bits.
+/// `widened`, the result of `vcvtph2ps` for the binary16 bits `b`, with the quiet bit
+/// (f32 bit 22) cleared again where `b` is a signalling NaN (exponent all ones, payload
+/// non-zero, its top bit clear): `vcvtph2ps` makes such a NaN quiet, where the exact
+/// widening keeps every payload bit. Every other result of `vcvtph2ps` is already the
+/// exact widening (`tests/tests/cpu_levels.rs` proves both on every encoding).
+#[inline(always)]
+fn keep_signalling(b: u16, widened: u32) -> u32 {
+    let signalling = b & 0x7C00 == 0x7C00 && b & 0x03FF != 0 && b & 0x0200 == 0;
+    widened & !(u32::from(signalling) << 22)
+}
+
+/// F16C `vcvtph2ps ymm`: binary16 bits → f32 bits, signalling NaNs kept
+/// ([`keep_signalling`]).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn f16_to_f32_f16c(src: &[u16], dst: &mut [u32]) {
-    blocks(src, dst, |x: [u16; 8]| bytemuck::cast(_mm256_cvtph_ps(bytemuck::cast(x))));
+    blocks(src, dst, |x: [u16; 8]| {
+        let widened: [u32; 8] = bytemuck::cast(_mm256_cvtph_ps(bytemuck::cast(x)));
+        core::array::from_fn(|k| keep_signalling(x[k], widened[k]))
+    });
 }
 
 /// AVX-512F `vcvtps2ph zmm` (round to nearest even): f32 bits → binary16 bits.
@@ -79,10 +94,14 @@ pub(super) fn f32_to_f16_avx512(src: &[u32], dst: &mut [u16]) {
     blocks(src, dst, |x: [u32; 16]| bytemuck::cast(_mm512_cvtps_ph::<NEAREST_NO_EXC>(bytemuck::cast(x))));
 }
 
-/// AVX-512F `vcvtph2ps zmm`: binary16 bits → f32 bits.
+/// AVX-512F `vcvtph2ps zmm`: binary16 bits → f32 bits, signalling NaNs kept
+/// ([`keep_signalling`]).
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
 pub(super) fn f16_to_f32_avx512(src: &[u16], dst: &mut [u32]) {
-    blocks(src, dst, |x: [u16; 16]| bytemuck::cast(_mm512_cvtph_ps(bytemuck::cast(x))));
+    blocks(src, dst, |x: [u16; 16]| {
+        let widened: [u32; 16] = bytemuck::cast(_mm512_cvtph_ps(bytemuck::cast(x)));
+        core::array::from_fn(|k| keep_signalling(x[k], widened[k]))
+    });
 }
 
 /// AVX512-BF16 `vcvtneps2bf16 zmm`: f32 bits → bfloat16 bits. Intel documents it as
