@@ -45,16 +45,7 @@ fn options() -> Options {
     options
 }
 
-/// Best wall time of `reps` runs of `work`, in seconds.
-fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
-    (0..reps.max(1))
-        .map(|_| {
-            let start = Instant::now();
-            work();
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
+use host::support::parallel::best_of;
 
 fn memcpy_parallel(src: &[u8], dst: &mut [u8]) {
     dst.par_chunks_mut(count::BLOCK_BYTES)

@@ -246,16 +246,7 @@ fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
     ]
 }
 
-/// Best wall time of `reps` runs of `work`, in seconds.
-fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
-    (0..reps.max(1))
-        .map(|_| {
-            let start = Instant::now();
-            work();
-            start.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
+use host::support::parallel::best_of;
 
 /// One conversion of `host::cpu::convert` over slices at one level in one form.
 struct SliceRow {

@@ -563,8 +563,7 @@ impl Gpu {
         iterations: u32,
         out: &mut CudaSlice<u64>,
     ) -> Result<(), GpuError> {
-        raw::launch_latency::<P>(&self.stream, &self.module, seed, iterations, out)?;
-        self.wait(KernelName::of::<P>(KernelKind::Latency))
+        self.baseline.latency::<P>(seed, iterations, out)
     }
 
     /// Queues `P`'s [`KernelKind::Throughput`] kernel with `config`: every thread runs
@@ -577,7 +576,7 @@ impl Gpu {
         iterations: u32,
         out: &mut CudaSlice<u64>,
     ) -> Result<(), GpuError> {
-        raw::launch_throughput::<P>(&self.stream, &self.module, config, seed, iterations, out)
+        self.baseline.launch_throughput::<P>(config, seed, iterations, out)
     }
 
     /// Queues a device-to-device copy of `src` into `dst` (equal lengths).

@@ -48,6 +48,18 @@ impl<M> Hits<M> {
     }
 }
 
+/// The best wall time of `reps` runs of `work` (at least one), in seconds: the CPU
+/// benchmarks' measure on a shared, noisy machine.
+pub fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
+    (0..reps.max(1))
+        .map(|_| {
+            let start = std::time::Instant::now();
+            work();
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
