@@ -23,7 +23,6 @@ use host::files::write::Dtype;
 use rayon::prelude::*;
 use shared::Format;
 use std::hint::black_box;
-use std::time::Instant;
 
 struct Options {
     mib: usize,
