@@ -20,8 +20,9 @@ use shared::{KernelKind, KernelName, kind};
 use std::sync::Arc;
 
 /// A loaded PTX module and its typed launches, on a [`Gpu`]'s stream: one of one's own
-/// ([`Gpu::load_user_module`]), or the embedded baseline, whose `Map`, `Stream` and
-/// `CountNonfinite` launches [`Gpu`]'s methods of those names hand to one of these.
+/// ([`Gpu::load_user_module`]), the C++ baseline's, or the embedded baseline, whose
+/// `Map`, `Stream`, `CountNonfinite`, `Latency` and `Throughput` launches [`Gpu`]'s
+/// methods of those names hand to one of these.
 pub struct KernelModule {
     module: Arc<CudaModule>,
     stream: Arc<CudaStream>,
@@ -41,7 +42,8 @@ pub struct Failing {
 impl Gpu {
     /// Loads `ptx`, a module of one's own (built by `ptx_builder::PtxBuilder`, or by
     /// NVRTC), next to the embedded modules. Fails with [`GpuError::NameTaken`] if it
-    /// defines a kernel named like one of the embedded kernels, and with
+    /// defines a kernel named like one of the embedded kernels or starting with
+    /// [`RESERVED_PREFIX`], and with
     /// [`GpuError::PtxRejected`] (the JIT's log) if the driver rejects it.
     pub fn load_user_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
         self.load_module(ptx, entries_of_ones_own(ptx, false)?)
