@@ -2,7 +2,7 @@
 //! (`cuda-baseline/forms.cu`, default NVRTC flags) and its Rust variant's `Map` kernel,
 //! timed over the same large input in the same run, and the form's latency and
 //! throughput from its timing kernels (the Rust variants' chain step in C++), measured
-//! and checked as the Rust variants' are ([`crate::bench::measure`],
+//! and checked as the Rust variants' are (`bench::measure`,
 //! [`crate::bench::check_figures`]).
 //!
 //! The C++ PTX comes from [`cxx_gpu::for_device`] (the bundle's precompiled files, or
@@ -52,7 +52,7 @@ pub struct CxxRows {
 }
 
 /// Times every selected form's kernel and its Rust variant's over `config.bytes` of
-/// input ([`scramble`]d bits of the input width; one input per width, shared). A
+/// input (`scramble`d bits of the input width; one input per width, shared). A
 /// missing C++ PTX is no error: the rows are left out and `ptx` says why.
 pub fn bench_map(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<CxxRows, GpuError> {
     let ptx = match cxx_gpu::for_device(gpu.info().sm()) {

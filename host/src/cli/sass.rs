@@ -40,7 +40,7 @@ pub struct SassArgs {
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cxx", "only", "emit_ptx"])]
     pub ptx: Option<std::path::PathBuf>,
     /// With --cxx: instead of the report, write the baseline's PTX for each --arch under
-    /// each flag set into DIR (forms-<arch>-<flags>.ptx: default, use_fast_math, ftz,
+    /// each flag set into DIR (`forms-<arch>-<flags>.ptx`: default, use_fast_math, ftz,
     /// no_prec_div, no_fmad), for a GPU machine without NVRTC (the GPU check bundle).
     /// Needs NVRTC and the headers, not ptxas.
     #[arg(long, value_name = "DIR", requires = "cxx")]
