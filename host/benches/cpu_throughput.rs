@@ -2,7 +2,8 @@
 //! on one thread and on all cores (`cargo bench -p host --bench cpu_throughput`).
 //!
 //! Options: `--mib N` (input buffer size, default 256), `--reps N` (best of, default 5),
-//! `--json PATH` (also write the results as JSON; `scripts/bench-cpu.sh` reads it).
+//! `--json PATH` (also write the results as JSON; `scripts/bench-cpu.sh` reads it),
+//! `--only TEXT` (only the rows whose name contains it, such as `unorm16→f16`).
 //!
 //! The memcpy baseline copies as many bytes as the operation touches at its wider end:
 //! a scan reads N bytes, so memcpy copies N; a conversion writes 4N (UNORM8 → f32), 2N
@@ -28,23 +29,26 @@ struct Options {
     mib: usize,
     reps: usize,
     json: Option<String>,
+    /// Only the rows whose name contains this.
+    only: Option<String>,
 }
 
 fn options() -> Options {
-    let mut options = Options { mib: 256, reps: 5, json: None };
+    let mut options = Options { mib: 256, reps: 5, json: None, only: None };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--mib" => options.mib = args.next().and_then(|v| v.parse().ok()).expect("--mib N"),
             "--reps" => options.reps = args.next().and_then(|v| v.parse().ok()).expect("--reps N"),
             "--json" => options.json = Some(args.next().expect("--json PATH")),
+            "--only" => options.only = Some(args.next().expect("--only TEXT")),
             _ => {} // cargo passes --bench
         }
     }
     options
 }
 
-use host::support::parallel::best_of;
+use host::support::parallel::best_of_pair;
 
 fn memcpy_parallel(src: &[u8], dst: &mut [u8]) {
     dst.par_chunks_mut(count::BLOCK_BYTES)
@@ -58,6 +62,9 @@ struct Measurement {
     op: String,
     /// The CPU level it ran at.
     level: Level,
+    /// How the CPU computed it at that level (`host::cpu::unorm::UnormForm`), for a
+    /// conversion.
+    form: String,
     /// Input bytes per run.
     bytes: usize,
     /// Bytes the memcpy baseline copies.
@@ -72,13 +79,14 @@ impl Measurement {
     fn print(&self, threads: usize) {
         let gbps = |s: f64| self.bytes as f64 / s / 1e9;
         println!(
-            "{:<30} 1 thread {:>6.2} GB/s ({:.2}x memcpy of {} MiB)   {threads} threads {:>6.2} GB/s ({:.2}x memcpy)",
+            "{:<30} 1 thread {:>6.2} GB/s ({:.2}x memcpy of {} MiB)   {threads} threads {:>6.2} GB/s ({:.2}x memcpy)  {}",
             self.op,
             gbps(self.one_thread_s),
             self.memcpy_one_thread_s / self.one_thread_s,
             self.memcpy_bytes >> 20,
             gbps(self.all_cores_s),
             self.memcpy_all_cores_s / self.all_cores_s,
+            self.form,
         );
     }
 }
@@ -109,38 +117,42 @@ fn main() {
         .collect();
     let input: &[u8] = bytemuck::cast_slice(&words);
     // Output and memcpy buffers for the widest case (UNORM8 → f32: 4 bytes per input byte).
-    let mut wide: Vec<f32> = vec![0.0; bytes];
-    let mut copy_src = vec![1u8; 4 * bytes];
-
-    let mut memcpy = |n: usize, wide: &mut Vec<f32>| -> (f64, f64) {
-        let dst: &mut [u8] = &mut bytemuck::cast_slice_mut(wide.as_mut_slice())[..n];
-        let src = &copy_src[..n];
-        let one = best_of(options.reps, || dst.copy_from_slice(black_box(src)));
-        let all = best_of(options.reps, || memcpy_parallel(black_box(src), dst));
-        copy_src[0] = copy_src[0].wrapping_add(1);
-        (one, all)
-    };
+    let mut wide: Vec<u8> = vec![0; 4 * bytes];
+    let copy_src = vec![1u8; 4 * bytes];
+    let mut copy_dst = vec![0u8; 4 * bytes];
+    // Each operation is timed in turn with memcpy of its bytes (best_of_pair), so that a
+    // drift of this shared machine's speed moves both sides of the ratio.
+    let (copy_src, copy_dst) = (&copy_src[..], &mut copy_dst[..]);
 
     let mut results = Vec::new();
-    let (scan_memcpy_one, scan_memcpy_all) = memcpy(bytes, &mut wide);
-    for format in Format::ALL {
-        let one = best_of(options.reps, || {
-            let counts = count::count_slice(format, Endian::Little, black_box(input), 0);
-            assert_eq!(counts.first_non_finite, None);
-        });
-        let all = best_of(options.reps, || {
-            black_box(count::count_parallel(format, Endian::Little, Source::Bytes(black_box(input)), &|_| {}))
-                .expect("in memory");
-        });
+    let wanted = |name: &str| options.only.as_ref().is_none_or(|only| name.contains(only.as_str()));
+    for format in Format::ALL.into_iter().filter(|format| wanted(&format!("scan {}", format.name()))) {
+        let (one, memcpy_one) = best_of_pair(
+            options.reps,
+            || {
+                let counts = count::count_slice(format, Endian::Little, black_box(input), 0);
+                assert_eq!(counts.first_non_finite, None);
+            },
+            || copy_dst[..bytes].copy_from_slice(black_box(&copy_src[..bytes])),
+        );
+        let (all, memcpy_all) = best_of_pair(
+            options.reps,
+            || {
+                black_box(count::count_parallel(format, Endian::Little, Source::Bytes(black_box(input)), &|_| {}))
+                    .expect("in memory");
+            },
+            || memcpy_parallel(black_box(&copy_src[..bytes]), &mut copy_dst[..bytes]),
+        );
         results.push(Measurement {
             op: format!("scan {}", format.name()),
             level: host::cpu::level(),
+            form: String::new(),
             bytes,
             memcpy_bytes: bytes,
             one_thread_s: one,
             all_cores_s: all,
-            memcpy_one_thread_s: scan_memcpy_one,
-            memcpy_all_cores_s: scan_memcpy_all,
+            memcpy_one_thread_s: memcpy_one,
+            memcpy_all_cores_s: memcpy_all,
         });
     }
 
@@ -154,23 +166,33 @@ fn main() {
             let samples = bytes / conversion.in_bytes();
             let (src, out_bytes) = (&input[..samples * conversion.in_bytes()], samples * conversion.out_bytes());
             let memcpy_bytes = out_bytes.max(src.len());
-            let (memcpy_one, memcpy_all) = memcpy(memcpy_bytes, &mut wide);
+            let (copy_src, copy_dst) = (&copy_src[..memcpy_bytes], &mut copy_dst[..memcpy_bytes]);
+            let bits = match width {
+                SampleWidth::Unorm8 => 8,
+                SampleWidth::Unorm16 => 16,
+            };
+            let name = format!("normalize unorm{bits}→{}", dtype.name());
             for level in Level::ALL.into_iter().filter(|level| level.check("").is_ok()) {
-                let dst = &mut bytemuck::cast_slice_mut::<f32, u8>(&mut wide)[..out_bytes];
-                let one = best_of(options.reps, || {
-                    conversion.convert_on_cpu_at(level, black_box(src), dst).expect("whole elements")
-                });
+                if !wanted(&if level == best { name.clone() } else { format!("{name} @{level}") }) {
+                    continue;
+                }
+                let dst = &mut wide[..out_bytes];
+                let (one, memcpy_one) = best_of_pair(
+                    options.reps,
+                    || conversion.convert_on_cpu_at(level, black_box(src), dst).expect("whole elements"),
+                    || copy_dst.copy_from_slice(black_box(copy_src)),
+                );
                 host::cpu::choose(Some(level)).expect("a level this CPU has");
-                let all = best_of(options.reps, || CpuBackend.convert(conversion, black_box(src), dst).expect("cpu"));
+                let (all, memcpy_all) = best_of_pair(
+                    options.reps,
+                    || CpuBackend.convert(conversion, black_box(src), dst).expect("cpu"),
+                    || memcpy_parallel(black_box(copy_src), copy_dst),
+                );
                 host::cpu::choose(Some(best)).expect("the detected level");
-                let bits = match width {
-                    SampleWidth::Unorm8 => 8,
-                    SampleWidth::Unorm16 => 16,
-                };
-                let name = format!("normalize unorm{bits}→{}", dtype.name());
                 results.push(Measurement {
-                    op: if level == best { name } else { format!("{name} @{level}") },
+                    op: if level == best { name.clone() } else { format!("{name} @{level}") },
                     level,
+                    form: conversion.cpu_form(level).to_string(),
                     bytes: src.len(),
                     memcpy_bytes,
                     one_thread_s: one,

@@ -87,7 +87,9 @@ fn odd_to_binary16(bits: u32) -> u16 {
 /// The bfloat16 encoding of the f32 magnitude `bits` in `[0, 1]` rounded to nearest, for
 /// `bits` odd or a bfloat16 value itself (a [`round_to_odd`] result): as in
 /// [`odd_to_binary16`] there is no tie, so adding half of bfloat16's last place and
-/// dropping the low 16 bits rounds correctly (bfloat16 has f32's exponent range).
+/// dropping the low 16 bits rounds correctly (bfloat16 has f32's exponent range). The
+/// same holds for any `bits` that is not a bfloat16 midpoint (low 16 bits other than
+/// `0x8000`): [`unorm8_to_bf16_half_up`] and [`unorm16_to_bf16_half_up`] use it so.
 #[inline(always)]
 fn odd_to_bfloat16(bits: u32) -> u16 {
     (bits.wrapping_add(1 << 15) >> 16) as u16
@@ -146,4 +148,32 @@ pub fn unorm16_to_bf16_odd(x: u16) -> u16 {
 #[inline]
 pub fn unorm16_to_bf16_via_f32(x: u16) -> u16 {
     bfloat16::from_f32_bits(norm::unorm_to_f32::<16>(x).to_bits())
+}
+
+/// UNORM8 → bfloat16 bits: `x / 255` correctly rounded, through `q = fl32(x / 255)` rounded
+/// half up. Exact on every code: `q` never lands on a bfloat16 midpoint for UNORM8
+/// (module docs), so half up is ties to even there, and the result is
+/// [`unorm8_to_bf16_via_f32`]'s. The CPU's vectorised form (one add and one shift after
+/// the f32 quotient); `tests/tests/cpu_levels.rs` proves it on every code against the
+/// integer reference.
+#[inline]
+pub fn unorm8_to_bf16_half_up(x: u8) -> u16 {
+    odd_to_bfloat16(unorm8::times3_int(x).to_bits())
+}
+
+/// UNORM16 → bfloat16 bits: `x / 65535` correctly rounded, as [`unorm8_to_bf16_half_up`]
+/// does it for UNORM8. Exact on every code: `fl32(x / 65535)` never lands on a bfloat16
+/// midpoint either (module docs), so the result is [`unorm16_to_bf16_via_f32`]'s.
+#[inline]
+pub fn unorm16_to_bf16_half_up(x: u16) -> u16 {
+    odd_to_bfloat16(norm::unorm_to_f32::<16>(x).to_bits())
+}
+
+/// The round-to-odd f32 of `x / 65535` ([`round_to_odd`] of the correctly rounded
+/// quotient), as an f32: never a binary16 midpoint, so any round-to-nearest conversion
+/// to binary16 (a CPU's `vcvtps2ph`, for one) gives [`unorm16_to_f16_odd`]'s result,
+/// `x / 65535` correctly rounded, binary16 subnormals included (module docs).
+#[inline]
+pub fn unorm16_to_f32_odd(x: u16) -> f32 {
+    f32::from_bits(round_to_odd(norm::unorm_to_f32::<16>(x), f32::from(x), 65535.0))
 }

@@ -246,7 +246,7 @@ fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
     ]
 }
 
-use host::support::parallel::best_of;
+use host::support::parallel::best_of_pair;
 
 /// One conversion of `host::cpu::convert` over slices at one level in one form.
 struct SliceRow {
@@ -296,18 +296,22 @@ fn slice_rows<I: bytemuck::Pod + Sync, O: bytemuck::Pod + PartialEq + Send>(
                 let exact_path = conversion.exact_form(level) == form;
                 let all_cores = (exact_path && level == Level::detect()).then(|| {
                     let block = 1 << 16;
-                    let all = best_of(options.reps, || {
-                        out.par_chunks_mut(block)
-                            .zip(input.par_chunks(block))
-                            .for_each(|(d, s)| conversion.run_at(level, black_box(s), d));
-                    });
                     let bytes = input.len() * size_of::<I>().max(size_of::<O>());
                     let (src, mut dst) = (vec![1u8; bytes], vec![0u8; bytes]);
-                    let memcpy = best_of(options.reps, || {
-                        dst.par_chunks_mut(block * 4)
-                            .zip(src.par_chunks(block * 4))
-                            .for_each(|(d, s)| d.copy_from_slice(black_box(s)));
-                    });
+                    // In turn, so that both see the same moments of a drifting machine.
+                    let (all, memcpy) = best_of_pair(
+                        options.reps,
+                        || {
+                            out.par_chunks_mut(block)
+                                .zip(input.par_chunks(block))
+                                .for_each(|(d, s)| conversion.run_at(level, black_box(s), d));
+                        },
+                        || {
+                            dst.par_chunks_mut(block * 4)
+                                .zip(src.par_chunks(block * 4))
+                                .for_each(|(d, s)| d.copy_from_slice(black_box(s)));
+                        },
+                    );
                     (all, memcpy)
                 });
                 rows.push(SliceRow { label, level, form, exact_path, ns, differs, all_cores });

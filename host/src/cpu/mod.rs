@@ -34,6 +34,7 @@
 //! (the element types come from `shared`).
 
 pub mod convert;
+pub mod unorm;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -241,6 +242,14 @@ pub fn with_level<K: LevelLoop>(level: Level, kernel: K) -> K::Output {
         kernel.run()
     }
 }
+
+/// Outputs of at least this many bytes are written around the caches by
+/// `CpuBackend::convert`, where a conversion has a streaming form
+/// ([`unorm::UnormPath::run_streaming`]): more than a CPU's last-level cache holds for a
+/// core, so the output would not stay there anyway, and a normal store would first read
+/// every line of it. Smaller outputs (`normalize` converts about 1 Mi values at a time,
+/// which it then writes to its file) stay in cache for whoever reads them next.
+pub const STREAMING_BYTES: usize = 16 << 20;
 
 /// `dst[i]` = the stored bits of `P(src[i])` over `min(src.len(), dst.len())` elements,
 /// on the calling thread, at the level [`level`] says: exactly what `P` computes, at

@@ -88,6 +88,39 @@ pub(super) fn f16_to_f32_f16c(src: &[u16], dst: &mut [u32]) {
     });
 }
 
+/// `dst[i]` = `vcvtps2ph(quotient(src[i]))` over `min(src.len(), dst.len())` elements:
+/// the quotients go into a small f32 tile in a loop the compiler vectorises (widening the
+/// codes with `vpmovzx`), then [`f32_to_f16_f16c`] converts the tile.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn then_f32_to_f16_f16c<I: Copy>(src: &[I], dst: &mut [u16], quotient: impl Fn(I) -> f32) {
+    const TILE: usize = 512;
+    let mut tile = [0u32; TILE];
+    for (s, d) in src.chunks(TILE).zip(dst.chunks_mut(TILE)) {
+        for (t, &x) in tile.iter_mut().zip(s) {
+            *t = quotient(x).to_bits();
+        }
+        let n = s.len().min(d.len());
+        f32_to_f16_f16c(&tile[..n], &mut d[..n]);
+    }
+}
+
+/// UNORM8 → binary16 bits: `vcvtps2ph ymm` of [`shared::unorm8::times3_int`] (the
+/// correctly rounded f32 quotient `x / 255`): `unorm8_to_f16_via_f32` with the instruction
+/// for its second rounding, exact on every code (`tests/tests/cpu_levels.rs`).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn unorm8_to_f16_f16c(src: &[u8], dst: &mut [u16]) {
+    then_f32_to_f16_f16c(src, dst, shared::unorm8::times3_int);
+}
+
+/// UNORM16 → binary16 bits: `vcvtps2ph ymm` of [`shared::unorm_narrow::unorm16_to_f32_odd`]
+/// (the round-to-odd f32 quotient `x / 65535`, never a binary16 midpoint), exact on every
+/// code (`tests/tests/cpu_levels.rs`).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn unorm16_to_f16_f16c(src: &[u16], dst: &mut [u16]) {
+    then_f32_to_f16_f16c(src, dst, shared::unorm_narrow::unorm16_to_f32_odd);
+}
+
 /// AVX-512F `vcvtps2ph zmm` (round to nearest even): f32 bits → binary16 bits.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl")]
 pub(super) fn f32_to_f16_avx512(src: &[u32], dst: &mut [u16]) {
@@ -145,6 +178,129 @@ pub(super) fn f32_to_bf16_instruction(level: Level) -> Option<SliceFn<u32, u16>>
     match level {
         // SAFETY: the guard checked avx512bf16 and the level's features.
         Level::Avx512 if has_avx512bf16() => Some(|s, d| unsafe { f32_to_bf16_avx512bf16(s, d) }),
+        _ => None,
+    }
+}
+
+/// The F16C form of UNORM8 → binary16 ([`unorm8_to_f16_f16c`]), at [`Level::Avx2`] and
+/// above on a CPU that has them.
+pub(super) fn unorm8_to_f16_instruction(level: Level) -> Option<SliceFn<u8, u16>> {
+    match level {
+        // SAFETY: the guard checked the features the function enables (avx512 includes them).
+        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
+            Some(|s, d| unsafe { unorm8_to_f16_f16c(s, d) })
+        }
+        _ => None,
+    }
+}
+
+/// The F16C form of UNORM16 → binary16 ([`unorm16_to_f16_f16c`]): see
+/// [`unorm8_to_f16_instruction`].
+pub(super) fn unorm16_to_f16_instruction(level: Level) -> Option<SliceFn<u16, u16>> {
+    match level {
+        // SAFETY: the guard checked the features the function enables (avx512 includes them).
+        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
+            Some(|s, d| unsafe { unorm16_to_f16_f16c(s, d) })
+        }
+        _ => None,
+    }
+}
+
+/// `dst[i] = f(src[i])` as [`blocks`] computes it, `N` results (32 bytes) at a time, the
+/// blocks that fall on 32-byte-aligned addresses of `dst` stored with the non-temporal
+/// `vmovntdq`: the stores bypass the caches, so no line of `dst` is read before it is
+/// written (as glibc's `memcpy` does for large copies). The caller ends with `sfence`
+/// (once: each one waits for the stores to drain), so that the stores are ordered before
+/// anything its thread does next. The results are `block`'s; only the way they reach
+/// memory differs.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn blocks_streaming<I: bytemuck::Pod, O: bytemuck::Pod, const N: usize>(
+    src: &[I],
+    dst: &mut [O],
+    block: impl Fn([I; N]) -> [O; N],
+) {
+    const { assert!(N * size_of::<O>() == 32, "one block is one 32-byte store") };
+    let n = src.len().min(dst.len());
+    let head = dst.as_ptr().align_offset(32).min(n); // in elements
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    let (s_head, src) = src.split_at(head);
+    let (d_head, dst) = dst.split_at_mut(head);
+    blocks(s_head, d_head, &block);
+    let (s, s_tail) = src.as_chunks::<N>();
+    let (d, d_tail) = dst.as_chunks_mut::<N>();
+    for (s, d) in s.iter().zip(d) {
+        let result = block(*s);
+        let bytes: [u8; 32] = bytemuck::cast_slice(&result)[0];
+        let value: __m256i = bytemuck::cast(bytes);
+        let address: *mut __m256i = d.as_mut_ptr().cast();
+        // SAFETY: `address` points to the 32 bytes of `d`, held mutably here, and is
+        // 32-byte aligned: `dst` starts at the aligned element `head`, and each `d` is
+        // 32 bytes further on. AVX is among this function's features.
+        unsafe { _mm256_stream_si256(address, value) };
+    }
+    blocks(s_tail, d_tail, &block);
+}
+
+/// [`unorm16_to_f16_f16c`]'s results, the 32-byte-aligned blocks of `dst` stored around
+/// the caches with `vmovntdq` (see [`blocks_streaming`]), each computed in registers.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn unorm16_to_f16_f16c_streaming(src: &[u16], dst: &mut [u16]) {
+    let n = src.len().min(dst.len());
+    let head = dst.as_ptr().align_offset(32).min(n); // in elements
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    let (s_head, src) = src.split_at(head);
+    let (d_head, dst) = dst.split_at_mut(head);
+    unorm16_to_f16_f16c(s_head, d_head);
+    let (s, s_tail) = src.as_chunks::<16>();
+    let (d, d_tail) = dst.as_chunks_mut::<16>();
+    for (s, d) in s.iter().zip(d) {
+        let odd: [u32; 16] = core::array::from_fn(|k| shared::unorm_narrow::unorm16_to_f32_odd(s[k]).to_bits());
+        let [low, high]: [[u32; 8]; 2] = bytemuck::cast(odd);
+        let low = _mm256_cvtps_ph::<NEAREST>(bytemuck::cast(low));
+        let high = _mm256_cvtps_ph::<NEAREST>(bytemuck::cast(high));
+        let address: *mut __m256i = d.as_mut_ptr().cast();
+        // SAFETY: `address` points to the 32 bytes of `d`, held mutably here, and is
+        // 32-byte aligned: `dst` starts at the aligned element `head`, and each `d` is
+        // 32 bytes further on. AVX is among this function's features.
+        unsafe { _mm256_stream_si256(address, _mm256_set_m128i(high, low)) };
+    }
+    unorm16_to_f16_f16c(s_tail, d_tail);
+    _mm_sfence();
+}
+
+/// [`shared::unorm_narrow::unorm16_to_bf16_half_up`] over the slices, stored around the
+/// caches ([`blocks_streaming`]).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn unorm16_to_bf16_streaming(src: &[u16], dst: &mut [u16]) {
+    blocks_streaming(
+        src,
+        dst,
+        #[inline(always)]
+        |x: [u16; 16]| core::array::from_fn(|k| shared::unorm_narrow::unorm16_to_bf16_half_up(x[k])),
+    );
+    _mm_sfence();
+}
+
+/// The streaming forms of UNORM16 → binary16 / bfloat16, at [`Level::Avx2`] and above on
+/// a CPU that has them.
+pub(super) fn unorm16_to_f16_streaming_instruction(level: Level) -> Option<SliceFn<u16, u16>> {
+    match level {
+        // SAFETY: the guard checked the features the function enables (avx512 includes them).
+        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
+            Some(|s, d| unsafe { unorm16_to_f16_f16c_streaming(s, d) })
+        }
+        _ => None,
+    }
+}
+
+/// See [`unorm16_to_f16_streaming_instruction`].
+pub(super) fn unorm16_to_bf16_streaming_avx2(level: Level) -> Option<SliceFn<u16, u16>> {
+    match level {
+        // SAFETY: the guard checked the features the function enables (avx512 includes them).
+        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
+            Some(|s, d| unsafe { unorm16_to_bf16_streaming(s, d) })
+        }
         _ => None,
     }
 }

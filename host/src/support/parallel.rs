@@ -60,6 +60,18 @@ pub fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// The best wall times of `reps` runs each of `work` and of `baseline`, run in turn
+/// (`work`, `baseline`, `work`, ...), in seconds: for a ratio against a baseline on a
+/// machine whose speed drifts, both sides see the same moments.
+pub fn best_of_pair(reps: usize, mut work: impl FnMut(), mut baseline: impl FnMut()) -> (f64, f64) {
+    let (mut best_work, mut best_baseline) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..reps.max(1) {
+        best_work = best_work.min(best_of(1, &mut work));
+        best_baseline = best_baseline.min(best_of(1, &mut baseline));
+    }
+    (best_work, best_baseline)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,6 +21,7 @@ pub mod auto;
 pub mod count;
 
 use crate::cpu::Level;
+use crate::cpu::unorm::{UnormForm, UnormPath};
 use crate::files::backend::auto::{AutoChoice, AutoReason, AutoRule, GpuProbe, Measured, NextStep, Pick, next_step};
 use crate::files::backend::count::{Counts, Endian, WithCountVariant, with_count_variant};
 use crate::files::source::{Source, SourceReadError};
@@ -51,7 +52,7 @@ pub struct SampleConversion {
     in_bytes: usize,
     out_bytes: usize,
     family: shared::Family,
-    cpu: fn(Level, &[u8], &mut [u8]),
+    cpu: UnormPath,
     gpu: GpuConvert,
 }
 
@@ -77,9 +78,7 @@ impl SampleConversion {
             in_bytes: size_of::<P::In>(),
             out_bytes: size_of::<Bits<P>>(),
             family: P::FAMILY,
-            cpu: |level, src, dst| {
-                crate::cpu::map_bits_at::<P>(level, bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst))
-            },
+            cpu: crate::cpu::unorm::path_for(P::NAME).unwrap_or_else(UnormPath::variant::<P>),
             gpu: |gpu, src, dst| gpu.convert_with::<P>(bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst)),
         }
     }
@@ -100,7 +99,21 @@ impl SampleConversion {
     /// [`Backend::convert`]'s.
     pub fn convert_on_cpu_at(&self, level: Level, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
         self.elements(src, dst)?;
-        (self.cpu)(level, src, dst);
+        self.cpu.run(level, src, dst);
+        Ok(())
+    }
+
+    /// How the CPU computes it at `level`: `P` itself, or a form of its own proven to give
+    /// `P`'s results on every code ([`crate::cpu::unorm`]).
+    pub fn cpu_form(&self, level: Level) -> UnormForm {
+        self.cpu.form(level)
+    }
+
+    /// [`SampleConversion::convert_on_cpu_at`] with the stores `CpuBackend` uses for
+    /// outputs too large to stay in cache ([`UnormPath::run_streaming`]): the same results.
+    pub fn convert_on_cpu_streaming_at(&self, level: Level, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
+        self.elements(src, dst)?;
+        self.cpu.run_streaming(level, src, dst);
         Ok(())
     }
 
@@ -273,9 +286,15 @@ impl Backend for CpuBackend {
         conversion.elements(src, dst)?;
         let block = count::BLOCK_BYTES / conversion.out_bytes;
         let level = crate::cpu::level();
-        dst.par_chunks_mut(block * conversion.out_bytes)
-            .zip(src.par_chunks(block * conversion.in_bytes))
-            .for_each(|(d, s)| (conversion.cpu)(level, s, d));
+        let streaming = dst.len() >= crate::cpu::STREAMING_BYTES;
+        let (in_bytes, out_bytes) = (conversion.in_bytes, conversion.out_bytes);
+        dst.par_chunks_mut(block * out_bytes).zip(src.par_chunks(block * in_bytes)).for_each(|(d, s)| {
+            if streaming {
+                conversion.cpu.run_streaming(level, s, d);
+            } else {
+                conversion.cpu.run(level, s, d);
+            }
+        });
         Ok(())
     }
 }
