@@ -56,6 +56,30 @@ pub mod e5m2 {
         from_f32_bits_branch_free(x, Overflow::SatFinite)
     }
 
+    /// [`from_f32_bits_branch_free`] with the subnormal rounding done by one f32 addition
+    /// ([`crate::narrow::round_magnitude_by_addition`]): the same result on every input,
+    /// the CPU's fastest software form. Not for GPU kernels (flush-to-zero there).
+    #[inline]
+    pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
+        let sign = (x >> 24) as u8 & SIGN_MASK;
+        let abs = x & 0x7FFF_FFFF;
+        let rounded = crate::narrow::round_magnitude_by_addition::<5, 2>(abs.min(0x7F80_0000));
+        let rounded = finite_magnitude(rounded, overflow);
+        sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
+    }
+
+    /// [`from_f32_bits_by_addition`] with [`Overflow::Standard`].
+    #[inline]
+    pub fn from_f32_bits_standard_by_addition(x: u32) -> u8 {
+        from_f32_bits_by_addition(x, Overflow::Standard)
+    }
+
+    /// [`from_f32_bits_by_addition`] with [`Overflow::SatFinite`].
+    #[inline]
+    pub fn from_f32_bits_satfinite_by_addition(x: u32) -> u8 {
+        from_f32_bits_by_addition(x, Overflow::SatFinite)
+    }
+
     /// The rounded magnitude encoding `rounded`, or what a value past the largest finite
     /// one gives with `overflow`.
     #[inline(always)]
@@ -188,6 +212,30 @@ pub mod e4m3 {
     #[inline]
     pub fn from_f32_bits_satfinite_branch_free(x: u32) -> u8 {
         from_f32_bits_branch_free(x, Overflow::SatFinite)
+    }
+
+    /// [`from_f32_bits_branch_free`] with the subnormal rounding done by one f32 addition
+    /// ([`crate::narrow::round_magnitude_by_addition`]): the same result on every input,
+    /// the CPU's fastest software form. Not for GPU kernels (flush-to-zero there).
+    #[inline]
+    pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
+        let sign = (x >> 24) as u8 & SIGN_MASK;
+        let abs = x & 0x7FFF_FFFF;
+        let rounded = crate::narrow::round_magnitude_by_addition::<4, 3>(abs.min(0x7F80_0000));
+        let rounded = finite_magnitude(rounded, overflow);
+        sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
+    }
+
+    /// [`from_f32_bits_by_addition`] with [`Overflow::Standard`].
+    #[inline]
+    pub fn from_f32_bits_standard_by_addition(x: u32) -> u8 {
+        from_f32_bits_by_addition(x, Overflow::Standard)
+    }
+
+    /// [`from_f32_bits_by_addition`] with [`Overflow::SatFinite`].
+    #[inline]
+    pub fn from_f32_bits_satfinite_by_addition(x: u32) -> u8 {
+        from_f32_bits_by_addition(x, Overflow::SatFinite)
     }
 
     /// The rounded magnitude encoding `rounded`, or what a value past the largest finite

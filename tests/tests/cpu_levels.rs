@@ -240,7 +240,7 @@ where
             report,
             "{} at {level}: software form ({}) vs scalar: {}",
             conversion.name,
-            conversion.software_variant,
+            conversion.software_name,
             software.describe()
         );
         if software.total() != 0 {

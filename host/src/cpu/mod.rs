@@ -264,6 +264,29 @@ pub fn map_bits_at<P: Primitive>(level: Level, src: &[P::In], dst: &mut [<P::Out
     with_level(level, MapBits::<P> { src, dst });
 }
 
+/// `dst[i] = f(src[i])` over `min(src.len(), dst.len())` elements, compiled for `level`
+/// ([`with_level`]): for the CPU forms that run a `shared` function rather than a table
+/// variant. `f` is a function item or closure, not a pointer, so that its body is
+/// inlined into the level's loop.
+#[inline(always)]
+pub(crate) fn map_fn_at<I: Copy, O, F: Fn(I) -> O>(level: Level, src: &[I], dst: &mut [O], f: F) {
+    struct MapFn<'a, I, O, F> {
+        src: &'a [I],
+        dst: &'a mut [O],
+        f: F,
+    }
+    impl<I: Copy, O, F: Fn(I) -> O> LevelLoop for MapFn<'_, I, O, F> {
+        type Output = ();
+        #[inline(always)]
+        fn run(self) {
+            for (d, &s) in self.dst.iter_mut().zip(self.src) {
+                *d = (self.f)(s);
+            }
+        }
+    }
+    with_level(level, MapFn { src, dst, f });
+}
+
 /// The loop of [`map_bits_at`].
 struct MapBits<'a, P: Primitive> {
     src: &'a [P::In],

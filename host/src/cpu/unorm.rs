@@ -22,7 +22,7 @@
 //! integer reference (`tests/tests/cpu_levels.rs`); that proof, not the argument, is
 //! what lets a form run.
 
-use super::{Level, LevelLoop, map_bits_at, with_level};
+use super::{Level, map_bits_at, map_fn_at};
 use shared::{Primitive, Stored, unorm_narrow, variants};
 use std::sync::OnceLock;
 
@@ -164,8 +164,8 @@ const UNORM16_TO_F16: UnormPath = UnormPath {
 /// UNORM8 → bfloat16: the half-up form at every level (it has no FMA, so it vectorises
 /// for the baseline too).
 const UNORM8_TO_BF16: UnormPath = UnormPath {
-    run: |level, src, dst| map_fn(level, src, cast_mut(dst), unorm_narrow::unorm8_to_bf16_half_up),
-    streaming: |level, src, dst| map_fn(level, src, cast_mut(dst), unorm_narrow::unorm8_to_bf16_half_up),
+    run: |level, src, dst| map_fn_at(level, src, cast_mut(dst), unorm_narrow::unorm8_to_bf16_half_up),
+    streaming: |level, src, dst| map_fn_at(level, src, cast_mut(dst), unorm_narrow::unorm8_to_bf16_half_up),
     form: |_| UnormForm::Software("unorm8_to_bf16_half_up"),
 };
 
@@ -174,7 +174,7 @@ const UNORM8_TO_BF16: UnormPath = UnormPath {
 const UNORM16_TO_BF16: UnormPath = UnormPath {
     run: |level, src, dst| match level {
         Level::Portable => by_table::<variants::unorm16_to_bf16_via_f32, u16, { 1 << 16 }>(&UNORM16_BF16, src, dst),
-        _ => map_fn(level, cast(src), cast_mut(dst), unorm_narrow::unorm16_to_bf16_half_up),
+        _ => map_fn_at(level, cast(src), cast_mut(dst), unorm_narrow::unorm16_to_bf16_half_up),
     },
     streaming: |level, src, dst| match instruction::unorm16_to_bf16_streaming(level) {
         Some(f) => f(cast(src), cast_mut(dst)),
@@ -225,27 +225,6 @@ where
     for (d, &s) in dst.iter_mut().zip(src) {
         *d = table[s.into() & (N - 1)];
     }
-}
-
-/// `dst[i] = f(src[i])` over `min(src.len(), dst.len())` elements, compiled for `level`.
-#[inline(always)]
-fn map_fn<I: Copy, O, F: Fn(I) -> O>(level: Level, src: &[I], dst: &mut [O], f: F) {
-    /// A function item's type, not a pointer: the call is inlined into the level's loop.
-    struct MapFn<'a, I, O, F> {
-        src: &'a [I],
-        dst: &'a mut [O],
-        f: F,
-    }
-    impl<I: Copy, O, F: Fn(I) -> O> LevelLoop for MapFn<'_, I, O, F> {
-        type Output = ();
-        #[inline(always)]
-        fn run(self) {
-            for (d, &s) in self.dst.iter_mut().zip(self.src) {
-                *d = (self.f)(s);
-            }
-        }
-    }
-    with_level(level, MapFn { src, dst, f });
 }
 
 /// The instruction forms, where this CPU has them.
