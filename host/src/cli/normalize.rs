@@ -4,6 +4,7 @@
 use super::choices::{DeviceArg, DtypeArg, LayoutArg, OutputFormat};
 use super::error::CliError;
 use clap::builder::TypedValueParser as _;
+use host::files::normalize::image::{SampleWidth, conversion};
 use host::files::{self, NormalizeOptions, NormalizeReport};
 use host::support::output;
 use std::path::PathBuf;
@@ -108,7 +109,13 @@ fn print_phases(done: &NormalizeReport) {
     let level = host::cpu::level();
     let values = format!("of {}", done.dtype.name());
     // Where the CPU converts, the instruction set its loops ran with.
-    let on_cpu = format!("cpu level {level}, best here {}", host::cpu::Level::detect());
+    // And the form it computed the values with (host::cpu::unorm).
+    let form = match done.bits {
+        8 => format!(" ({})", conversion(SampleWidth::Unorm8, done.dtype).cpu_form(level)),
+        16 => format!(" ({})", conversion(SampleWidth::Unorm16, done.dtype).cpu_form(level)),
+        _ => String::new(),
+    };
+    let on_cpu = format!("cpu level {level}{form}, best here {}", host::cpu::Level::detect());
     match timing.streamed {
         None => {
             phase("decode", timing.opened, timing.sample_bytes, &of_file);

@@ -6,7 +6,10 @@
 //! - [`ConversionForm::Scalar`]: the table variant that defines the conversion (`f32_to_f16`, ...),
 //!   compiled for the baseline target: the scalar form the GPU's `Map` kernel also runs.
 //! - [`ConversionForm::Software`]: a branch-free variant of the same family (`f32_to_f16_branch_free`,
-//!   `f16_to_f32_scaled`, ...) compiled for the level, which LLVM vectorises.
+//!   `f16_to_f32_scaled`, ...) compiled for the level, which LLVM vectorises; for the FP8
+//!   narrowings a `shared` function that rounds subnormals by one f32 addition
+//!   (`fp8::e4m3::from_f32_bits_standard_by_addition`, ...), equal to the branch-free
+//!   variant on every input and faster.
 //! - [`ConversionForm::Instruction`]: the CPU's own conversion instruction, where it has one:
 //!   F16C `vcvtps2ph` / `vcvtph2ps` ([`Level::Avx2`]), their AVX-512F forms and
 //!   AVX512-BF16 `vcvtneps2bf16` ([`Level::Avx512`]).
