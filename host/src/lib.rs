@@ -3,7 +3,7 @@
 //! | module | owns | may use |
 //! |---|---|---|
 //! | [`support`] | element types, rayon loops, progress bars, visible skips, output tables | nothing |
-//! | [`cpu`] | the CPU level chosen at run time, the loops compiled for each, the CPU conversion instructions | nothing |
+//! | [`cpu`] | the CPU level chosen at run time, the loops compiled for each, the CPU conversion instructions, `normalize`'s CPU forms | nothing |
 //! | [`gpu`] | the GPU runtime: context, buffers, typed kernel launches, the embedded PTX | support |
 //! | [`verify`] | the variant table, domains, the exact reference, the CPU proofs | support, gpu |
 //! | [`bench`](mod@bench) | GPU benchmarks: bandwidth, latency, throughput, their validity | support, gpu, verify |

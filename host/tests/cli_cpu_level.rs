@@ -1,11 +1,14 @@
 //! `--cpu-level` and `BITEXACT_CPU_LEVEL` on the command line: a level the CPU has runs
 //! and gives the same output as every other; a level it lacks, or a name that is not a
-//! level, is a one-line error and exit 2; `normalize --verbose` says which level ran.
+//! level, is a one-line error and exit 2; `normalize --verbose` says which level ran, and
+//! with which CPU form.
 
 mod common;
 
 use common::bitexact_command;
 use host::cpu::{LEVEL_VARIABLE, Level};
+use host::files::normalize::image::{SampleWidth, conversion};
+use host::files::write::Dtype;
 
 /// A 16-bit greyscale PNG holding every UNORM16 code once (256×256).
 fn every_code_png(path: &std::path::Path) {
@@ -33,7 +36,10 @@ fn every_level_this_cpu_has_normalizes_to_the_same_bytes_and_says_so() {
             assert!(run.status.success(), "{level}: {stderr}");
             let convert =
                 stderr.lines().find(|l| l.starts_with("bitexact: normalize: convert ")).expect("a convert line");
-            assert!(convert.contains(&format!("; cpu level {level}, best here ")), "{stderr}");
+            // The level, and the form the CPU computed the values with at that level.
+            let dtype_of = if dtype == "f32" { Dtype::F32 } else { Dtype::F16 };
+            let form = conversion(SampleWidth::Unorm16, dtype_of).cpu_form(level);
+            assert!(convert.contains(&format!("; cpu level {level} ({form}), best here ")), "{stderr}");
             outputs.push((format!("{level} {dtype}"), std::fs::read(&out).expect("the output")));
         }
     }

@@ -1,7 +1,8 @@
 //! The CPU's instruction-set level, chosen at run time, and the CPU loops compiled for
 //! each level: [`map_bits`] (a table variant over a slice), [`with_level`] (any loop, such
-//! as `scan`'s count, a [`LevelLoop`]), and the f32 ↔ binary16 / bfloat16 / FP8 slice conversions of
-//! [`convert`].
+//! as `scan`'s count, a [`LevelLoop`]), the f32 ↔ binary16 / bfloat16 / FP8 slice conversions of
+//! [`convert`], and `normalize`'s UNORM conversions in the form fastest at each level
+//! ([`unorm`]).
 //!
 //! The binary is built for the baseline target (x86-64 with SSE2 only) and runs
 //! everywhere. At the first call, [`level`] takes the best [`Level`] the CPU has
