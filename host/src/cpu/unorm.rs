@@ -50,12 +50,16 @@ impl std::fmt::Display for UnormForm {
     }
 }
 
+/// A conversion over bytes of whole elements at a level.
+type BytesFn = fn(Level, &[u8], &mut [u8]);
+
 /// One normalize conversion on the CPU: what [`UnormPath::run`] computes at each level.
 /// Its results are those of the table variant the GPU runs, at every level.
 #[derive(Clone, Copy)]
 pub struct UnormPath {
-    run: fn(Level, &[u8], &mut [u8]),
-    streaming: fn(Level, &[u8], &mut [u8]),
+    run: BytesFn,
+    /// The streaming twin, where the form has one.
+    streaming: Option<BytesFn>,
     form: fn(Level) -> UnormForm,
 }
 
@@ -72,7 +76,7 @@ impl UnormPath {
     /// around the caches (`vmovntdq`), so that no line of `dst` is read before it is
     /// written; elsewhere it is [`UnormPath::run`].
     pub fn run_streaming(&self, level: Level, src: &[u8], dst: &mut [u8]) {
-        (self.streaming)(level, src, dst);
+        (self.streaming.unwrap_or(self.run))(level, src, dst);
     }
 
     /// The form [`UnormPath::run`] takes at `level`, for `--verbose` and the bench.
@@ -88,9 +92,7 @@ impl UnormPath {
     {
         UnormPath {
             run: |level, src, dst| map_bits_at::<P>(level, bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst)),
-            streaming: |level, src, dst| {
-                map_bits_at::<P>(level, bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst))
-            },
+            streaming: None,
             form: |_| UnormForm::Variant(P::NAME),
         }
     }
@@ -99,7 +101,6 @@ impl UnormPath {
 /// The [`UnormPath`] for the table variant `name` that `normalize` uses, if the CPU has a
 /// form of its own for it; `None` runs the variant at every level.
 pub fn path_for(name: &str) -> Option<UnormPath> {
-    let name_of = |p: &str| p == name;
     [
         (<variants::unorm16_to_f32 as Primitive>::NAME, UNORM16_TO_F32),
         (<variants::unorm8_to_f16_odd as Primitive>::NAME, UNORM8_TO_F16),
@@ -108,7 +109,7 @@ pub fn path_for(name: &str) -> Option<UnormPath> {
         (<variants::unorm16_to_bf16_via_f32 as Primitive>::NAME, UNORM16_TO_BF16),
     ]
     .into_iter()
-    .find(|(variant, _)| name_of(variant))
+    .find(|&(variant, _)| variant == name)
     .map(|(_, path)| path)
 }
 
@@ -118,10 +119,7 @@ const UNORM16_TO_F32: UnormPath = UnormPath {
         Level::Portable => by_table::<variants::unorm16_to_f32, u32, { 1 << 16 }>(&UNORM16_F32, src, dst),
         _ => map_bits_at::<variants::unorm16_to_f32>(level, cast(src), cast_mut(dst)),
     },
-    streaming: |level, src, dst| match level {
-        Level::Portable => by_table::<variants::unorm16_to_f32, u32, { 1 << 16 }>(&UNORM16_F32, src, dst),
-        _ => map_bits_at::<variants::unorm16_to_f32>(level, cast(src), cast_mut(dst)),
-    },
+    streaming: None,
     form: |level| match level {
         Level::Portable => UnormForm::Table(<variants::unorm16_to_f32 as Primitive>::NAME),
         _ => UnormForm::Variant(<variants::unorm16_to_f32 as Primitive>::NAME),
@@ -134,10 +132,7 @@ const UNORM8_TO_F16: UnormPath = UnormPath {
         Some(f) => f(src, cast_mut(dst)),
         None => by_table::<variants::unorm8_to_f16_odd, u16, { 1 << 8 }>(&UNORM8_F16, src, dst),
     },
-    streaming: |level, src, dst| match instruction::unorm8_to_f16(level) {
-        Some(f) => f(src, cast_mut(dst)),
-        None => by_table::<variants::unorm8_to_f16_odd, u16, { 1 << 8 }>(&UNORM8_F16, src, dst),
-    },
+    streaming: None,
     form: |level| match instruction::unorm8_to_f16(level) {
         Some(_) => UnormForm::Instruction("unorm8_times3_int", "vcvtps2ph"),
         None => UnormForm::Table(<variants::unorm8_to_f16_odd as Primitive>::NAME),
@@ -151,10 +146,10 @@ const UNORM16_TO_F16: UnormPath = UnormPath {
         Some(f) => f(cast(src), cast_mut(dst)),
         None => by_table::<variants::unorm16_to_f16_odd, u16, { 1 << 16 }>(&UNORM16_F16, src, dst),
     },
-    streaming: |level, src, dst| match instruction::unorm16_to_f16_streaming(level) {
+    streaming: Some(|level, src, dst| match instruction::unorm16_to_f16_streaming(level) {
         Some(f) => f(cast(src), cast_mut(dst)),
-        None => by_table::<variants::unorm16_to_f16_odd, u16, { 1 << 16 }>(&UNORM16_F16, src, dst),
-    },
+        None => (UNORM16_TO_F16.run)(level, src, dst),
+    }),
     form: |level| match instruction::unorm16_to_f16(level) {
         Some(_) => UnormForm::Instruction("unorm16_to_f32_odd", "vcvtps2ph"),
         None => UnormForm::Table(<variants::unorm16_to_f16_odd as Primitive>::NAME),
@@ -165,7 +160,7 @@ const UNORM16_TO_F16: UnormPath = UnormPath {
 /// for the baseline too).
 const UNORM8_TO_BF16: UnormPath = UnormPath {
     run: |level, src, dst| map_fn_at(level, src, cast_mut(dst), unorm_narrow::unorm8_to_bf16_half_up),
-    streaming: |level, src, dst| map_fn_at(level, src, cast_mut(dst), unorm_narrow::unorm8_to_bf16_half_up),
+    streaming: None,
     form: |_| UnormForm::Software("unorm8_to_bf16_half_up"),
 };
 
@@ -176,10 +171,10 @@ const UNORM16_TO_BF16: UnormPath = UnormPath {
         Level::Portable => by_table::<variants::unorm16_to_bf16_via_f32, u16, { 1 << 16 }>(&UNORM16_BF16, src, dst),
         _ => map_fn_at(level, cast(src), cast_mut(dst), unorm_narrow::unorm16_to_bf16_half_up),
     },
-    streaming: |level, src, dst| match instruction::unorm16_to_bf16_streaming(level) {
+    streaming: Some(|level, src, dst| match instruction::unorm16_to_bf16_streaming(level) {
         Some(f) => f(cast(src), cast_mut(dst)),
         None => (UNORM16_TO_BF16.run)(level, src, dst),
-    },
+    }),
     form: |level| match level {
         Level::Portable => UnormForm::Table(<variants::unorm16_to_bf16_via_f32 as Primitive>::NAME),
         _ => UnormForm::Software("unorm16_to_bf16_half_up"),
