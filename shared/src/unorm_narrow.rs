@@ -169,11 +169,16 @@ pub fn unorm16_to_bf16_half_up(x: u16) -> u16 {
     odd_to_bfloat16(norm::unorm_to_f32::<16>(x).to_bits())
 }
 
-/// The round-to-odd f32 of `x / 65535` ([`round_to_odd`] of the correctly rounded
-/// quotient), as an f32: never a binary16 midpoint, so any round-to-nearest conversion
-/// to binary16 (a CPU's `vcvtps2ph`, for one) gives [`unorm16_to_f16_odd`]'s result,
-/// `x / 65535` correctly rounded, binary16 subnormals included (module docs).
+/// An f32 that any round-to-nearest conversion to binary16 (a CPU's `vcvtps2ph`) takes
+/// to `x / 65535` correctly rounded: the correctly rounded quotient `q`, one f32 step
+/// down where `fma(-q, 65535, x)` is negative, with its last bit set. That is
+/// [`round_to_odd`]'s value wherever the quotient is not exact, one step cheaper (no
+/// test for an exact quotient); for the two codes whose quotient is exact (0 and 65535)
+/// it is one f32 step above it (2^-149, 1 + 2^-23), far from any binary16 midpoint.
+/// Proven with `vcvtps2ph` on every code (`tests/tests/cpu_levels.rs`).
 #[inline]
-pub fn unorm16_to_f32_odd(x: u16) -> f32 {
-    f32::from_bits(round_to_odd(norm::unorm_to_f32::<16>(x), f32::from(x), 65535.0))
+pub fn unorm16_to_f32_sticky(x: u16) -> f32 {
+    let q = norm::unorm_to_f32::<16>(x);
+    let residual = core::f32::math::mul_add(-q, 65535.0, f32::from(x)); // x - q·65535, exact
+    f32::from_bits((q.to_bits() - u32::from(residual < 0.0)) | 1)
 }

@@ -139,7 +139,7 @@ const UNORM8_TO_F16: UnormPath = UnormPath {
     },
 };
 
-/// UNORM16 → binary16: `vcvtps2ph` of the round-to-odd quotient where the CPU has F16C,
+/// UNORM16 → binary16: `vcvtps2ph` of `unorm16_to_f32_sticky` where the CPU has F16C,
 /// else a table.
 const UNORM16_TO_F16: UnormPath = UnormPath {
     run: |level, src, dst| match instruction::unorm16_to_f16(level) {
@@ -151,7 +151,7 @@ const UNORM16_TO_F16: UnormPath = UnormPath {
         None => (UNORM16_TO_F16.run)(level, src, dst),
     }),
     form: |level| match instruction::unorm16_to_f16(level) {
-        Some(_) => UnormForm::Instruction("unorm16_to_f32_odd", "vcvtps2ph"),
+        Some(_) => UnormForm::Instruction("unorm16_to_f32_sticky", "vcvtps2ph"),
         None => UnormForm::Table(<variants::unorm16_to_f16_odd as Primitive>::NAME),
     },
 };

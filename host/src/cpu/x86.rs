@@ -113,12 +113,12 @@ pub(super) fn unorm8_to_f16_f16c(src: &[u8], dst: &mut [u16]) {
     then_f32_to_f16_f16c(src, dst, shared::unorm8::times3_int);
 }
 
-/// UNORM16 → binary16 bits: `vcvtps2ph ymm` of [`shared::unorm_narrow::unorm16_to_f32_odd`]
-/// (the round-to-odd f32 quotient `x / 65535`, never a binary16 midpoint), exact on every
-/// code (`tests/tests/cpu_levels.rs`).
+/// UNORM16 → binary16 bits: `vcvtps2ph ymm` of [`shared::unorm_narrow::unorm16_to_f32_sticky`]
+/// (the f32 quotient `x / 65535` made odd on the right side: never a binary16 midpoint),
+/// exact on every code (`tests/tests/cpu_levels.rs`).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn unorm16_to_f16_f16c(src: &[u16], dst: &mut [u16]) {
-    then_f32_to_f16_f16c(src, dst, shared::unorm_narrow::unorm16_to_f32_odd);
+    then_f32_to_f16_f16c(src, dst, shared::unorm_narrow::unorm16_to_f32_sticky);
 }
 
 /// AVX-512F `vcvtps2ph zmm` (round to nearest even): f32 bits → binary16 bits.
@@ -259,8 +259,8 @@ pub(super) fn unorm16_to_f16_f16c_streaming(src: &[u16], dst: &mut [u16]) {
     let (s, s_tail) = src.as_chunks::<16>();
     let (d, d_tail) = dst.as_chunks_mut::<16>();
     for (s, d) in s.iter().zip(d) {
-        let odd: [u32; 16] = core::array::from_fn(|k| shared::unorm_narrow::unorm16_to_f32_odd(s[k]).to_bits());
-        let [low, high]: [[u32; 8]; 2] = bytemuck::cast(odd);
+        let sticky: [u32; 16] = core::array::from_fn(|k| shared::unorm_narrow::unorm16_to_f32_sticky(s[k]).to_bits());
+        let [low, high]: [[u32; 8]; 2] = bytemuck::cast(sticky);
         let low = _mm256_cvtps_ph::<NEAREST>(bytemuck::cast(low));
         let high = _mm256_cvtps_ph::<NEAREST>(bytemuck::cast(high));
         let address: *mut __m256i = d.as_mut_ptr().cast();
