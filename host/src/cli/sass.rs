@@ -55,10 +55,12 @@ pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
     if let Some(dir) = &args.emit_ptx {
         return emit_ptx(dir, &archs);
     }
-    let tools = CudaTools::find()?;
     if let Some(path) = &args.ptx {
-        return run_ptx(args, &tools, path, &archs);
+        // The file first: a missing or unreadable file is named whether or not ptxas is there.
+        let ptx = read_ptx(path)?;
+        return run_ptx(args, &CudaTools::find()?, &ptx, &archs);
     }
+    let tools = CudaTools::find()?;
     let selected: Vec<&'static Variant> = host::verify::table::selected(args.only.as_deref())?;
     if args.cxx {
         return run_cxx(args, &tools, &selected, &archs);
@@ -73,14 +75,25 @@ pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--ptx FILE`: every kernel of a PTX module of one's own, per architecture.
-fn run_ptx(args: &SassArgs, tools: &CudaTools, path: &std::path::Path, archs: &[&str]) -> Result<ExitCode, CliError> {
+/// `--ptx FILE`'s text (`-`: standard input), or a one-line error naming the file.
+fn read_ptx(path: &std::path::Path) -> Result<PtxFile, CliError> {
     let read =
         if path.as_os_str() == "-" { std::io::read_to_string(std::io::stdin()) } else { std::fs::read_to_string(path) };
-    let ptx = read.map_err(|e| CliError::Message(format!("--ptx {}: {e}", output::path_text(path))))?;
-    let rows = host::cuda_tools::listing::listing_report(tools, &ptx, archs)?;
+    let text = read.map_err(|e| CliError::Message(format!("--ptx {}: {e}", output::path_text(path))))?;
+    Ok(PtxFile { name: output::path_text(path), text })
+}
+
+/// A PTX module read from `--ptx FILE`: its name as shown, and its text.
+struct PtxFile {
+    name: String,
+    text: String,
+}
+
+/// `--ptx FILE`: every kernel of a PTX module of one's own, per architecture.
+fn run_ptx(args: &SassArgs, tools: &CudaTools, ptx: &PtxFile, archs: &[&str]) -> Result<ExitCode, CliError> {
+    let rows = host::cuda_tools::listing::listing_report(tools, &ptx.text, archs)?;
     if rows.is_empty() {
-        return Err(CliError::Message(format!("--ptx {}: no kernel (.entry) in the module", output::path_text(path))));
+        return Err(CliError::Message(format!("--ptx {}: no kernel (.entry) in the module", ptx.name)));
     }
     let text = if args.format == OutputFormat::Json {
         output::json(&rows)

@@ -773,6 +773,18 @@ pub fn conversion_input_class(family: Family, input: u64) -> InputClass {
     }
 }
 
+/// The format of the inputs of `family`, a [`Family::F32ToNarrow`] or
+/// [`Family::NarrowToF32`] conversion: binary32, or the narrow format.
+///
+/// Panics for other families (a caller bug).
+pub fn conversion_input_format(family: Family) -> Format {
+    match family {
+        Family::F32ToNarrow { .. } => Format::Binary32,
+        Family::NarrowToF32 { format } => format,
+        _ => panic!("{family} is not a conversion between f32 and a narrow format"),
+    }
+}
+
 /// Whether `output` is a NaN of the result format of `family`, a [`Family::F32ToNarrow`]
 /// or [`Family::NarrowToF32`] conversion (the narrow format, or binary32).
 ///
