@@ -122,7 +122,9 @@ enum Documented {
     /// at avx512 on all 2^32 f32: 16,711,678 inputs, every one a subnormal f32, of which
     /// 65,536 round to the smallest normal bfloat16 when rounded exactly.
     SubnormalInputAsZero,
-    /// A NaN input gives a NaN, quieted or with a payload of the instruction's own.
+    /// A NaN input gives a NaN, quieted or with a payload of the instruction's own
+    /// (`vcvtph2ps` quiets the 1,022 signalling NaNs of binary16; the fix-up that makes
+    /// it exact clears the quiet bit again).
     NanAsSomeNan,
 }
 
@@ -357,9 +359,10 @@ fn widenings_from_fp8_agree_three_ways_on_every_encoding() {
     }
 }
 
-/// What `vcvtneps2bf16` does differently: it takes subnormal inputs as zero and quiets
-/// NaNs its own way.
-const BF16_INSTRUCTION: &[Documented] = &[Documented::SubnormalInputAsZero, Documented::NanAsSomeNan];
+/// What `vcvtneps2bf16` does differently: it takes subnormal inputs as zero. Its NaNs
+/// equal the exact conversion's on all 2^32 inputs (measured at avx512), so no NaN
+/// difference is allowed.
+const BF16_INSTRUCTION: &[Documented] = &[Documented::SubnormalInputAsZero];
 
 #[test]
 fn narrowings_agree_three_ways_on_a_sample_of_every_class() {
