@@ -83,14 +83,10 @@ fn main() -> ExitCode {
         crate::cli::say!("bitexact: {error}");
         return ExitCode::from(2);
     }
-    // Ctrl-C or SIGTERM: no destructor runs, so remove the temporary files of outputs
-    // being written first; the outputs stay as they were, as on any failed run.
-    if let Err(error) = ctrlc::set_handler(|| {
-        host::files::write::temporaries::remove_pending_temporaries();
-        cli::say!("bitexact: interrupted");
-        std::process::exit(130);
-    }) {
-        cli::say!("bitexact: warning: cannot handle Ctrl-C ({error}); an interrupted run may leave a .bitexact-*.tmp");
+    // Ctrl-C, SIGTERM and the like: no destructor runs, so remove the temporary files of
+    // outputs being written first; the outputs stay as they were, as on any failed run.
+    if let Err(error) = cli::signals::remove_temporaries_on_termination() {
+        cli::say!("bitexact: warning: cannot handle signals ({error}); an interrupted run may leave a .bitexact-*.tmp");
     }
     match cli.command {
         None => finish(cli::verify::run(&default_verify_args())),

@@ -1,5 +1,5 @@
 //! The temporary files of outputs being written (`PENDING_TEMPORARIES`), so that the
-//! Ctrl-C handler can remove them ([`remove_pending_temporaries`]) before the process
+//! binary's signal handler can remove them ([`remove_pending_temporaries`]) before the process
 //! exits without running destructors.
 
 use std::path::{Path, PathBuf};
@@ -29,7 +29,7 @@ impl Drop for PendingTemporary {
 }
 
 /// Removes the temporary file of every output still being written, and returns how
-/// many it removed. For a process about to exit on a signal (Ctrl-C), which runs no
+/// many it removed. For a process about to exit on a signal (Ctrl-C, SIGTERM...), which runs no
 /// destructors: the output paths are left as they were, as on any failed run. The list
 /// stays locked, so no output is renamed into place after this has run.
 pub fn remove_pending_temporaries() -> usize {
