@@ -22,10 +22,10 @@ use std::time::Instant;
 /// Options of `bitexact bench-files`.
 #[derive(clap::Args)]
 pub struct BenchFilesArgs {
-    /// Size of the binary16 .npy that `scan` reads, in MiB.
+    /// Size of the binary16 .npy that scan reads, in MiB.
     #[arg(long, default_value_t = 1024)]
     mib: u64,
-    /// Side of the square RGB PNG (zlib level 1) that `normalize` converts, in pixels.
+    /// Side of the square RGB PNG (zlib level 1) that normalize converts, in pixels.
     #[arg(long, default_value_t = 4096)]
     side: u32,
     /// Runs of each command; the fastest counts.
