@@ -1002,3 +1002,28 @@ fn bench_checks_its_json_output_before_the_run() {
         assert_fails(&bitexact(&["bench", "--json-out", path_arg(&out)]), &out, problem);
     }
 }
+
+/// `bench-files` interrupted removes its folder of generated files (hundreds of MiB);
+/// it used to be left in the temporary folder.
+#[test]
+fn an_interrupted_bench_files_removes_its_generated_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["bench-files", "--mib", "128", "--side", "64", "--reps", "1", "--python", "/nonexistent"];
+    let mut child = common::bitexact_command()
+        .args(args)
+        .args(["--dir", path_arg(dir.path())])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted while it writes its first file, before it runs anything.
+    let halves = || std::fs::read_dir(dir.path()).unwrap().any(|e| e.unwrap().path().join("halves.npy").exists());
+    let started = std::time::Instant::now();
+    while !halves() && child.try_wait().unwrap().is_none() && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the generated files are removed");
+}

@@ -12,6 +12,7 @@
 
 use super::error::CliError;
 use host::files::write;
+use host::files::write::temporaries::PendingTemporary;
 use host::support::output::Table;
 use rayon::prelude::*;
 use std::io::Write as _;
@@ -161,6 +162,8 @@ pub fn run(args: &BenchFilesArgs) -> Result<ExitCode, CliError> {
         .prefix("bitexact-bench-files-")
         .tempdir_in(&parent)
         .map_err(|source| CliError::WriteFile { path: parent.clone(), source })?;
+    // Its files are large (--mib): an interrupted run removes them too.
+    let _listed = PendingTemporary::register(dir.path());
     let (npy, png) = (dir.path().join("halves.npy"), dir.path().join("photo.png"));
     write_halves(&npy, args.mib).map_err(|source| CliError::WriteFile { path: npy.clone(), source })?;
     write_photo(&png, args.side).map_err(|e| CliError::Message(format!("{}: {e}", png.display())))?;

@@ -5,7 +5,7 @@
 //! checks made before any work ([`check_output`], [`check_destination`],
 //! [`check_dtype`]).
 //!
-//! Owns: output files and their temporaries ([`temporaries`]: the list the Ctrl-C
+//! Owns: output files and their temporaries ([`temporaries`]: the list the signal
 //! handler empties). Uses: [`crate::files::containers`] (which container a path names,
 //! the `.safetensors` reserved key and length field).
 
