@@ -8,8 +8,8 @@ mod cli;
 /// Bit-exact numeric-format primitives: one no_std implementation for CPU and GPU,
 /// proven equal on every input.
 ///
-/// With no subcommand, runs `verify` with its defaults; its options go after `verify`
-/// (`bitexact verify --only unorm8`), as every command's go after its name.
+/// With no subcommand, runs verify with its defaults; its options go after the word
+/// verify (bitexact verify --only unorm8), as every command's go after its name.
 #[derive(Parser)]
 #[command(name = "bitexact", version, about, long_about)]
 struct Cli {
@@ -36,7 +36,7 @@ enum Command {
     /// Benchmark the kernels on a GPU: bandwidth against a same-run device copy, and
     /// per-variant latency and throughput.
     Bench(cli::bench::BenchArgs),
-    /// Time `scan` and `normalize` end to end with --device cpu, gpu and auto on the same
+    /// Time scan and normalize end to end with --device cpu, gpu and auto on the same
     /// generated files (and the Pillow + NumPy route on the same image, when Python has
     /// them); the gpu rows are skipped, visibly, without a GPU.
     BenchFiles(cli::bench_files::BenchFilesArgs),
@@ -52,14 +52,14 @@ enum Command {
     /// Find, for each denominator 2^k - 1, the cheapest division-free scheme that is
     /// correctly rounded on every code of both conversions that divide by it, UNORMk and
     /// SNORM(k+1) → f32 (proven by exhaustion against the exact rational reference);
-    /// `--emit-rust` writes the library's table.
+    /// --emit-rust writes the library's table.
     Search(cli::search::SearchArgs),
     /// Count NaN and ±inf per tensor in .npy / .npz / .safetensors files, directories and
     /// sharded checkpoints; exit 0 if all are finite, 1 if any is not, 2 on error, 3 if
     /// none is found but some tensor could not be scanned.
     Scan(cli::scan::ScanArgs),
-    /// Convert an 8- or 16-bit image to an f32 tensor in [0, 1], correctly rounded
-    /// (.npy or .safetensors).
+    /// Convert an 8- or 16-bit image to an f32, f16 or bf16 tensor in [0, 1], each value
+    /// correctly rounded (.npy or .safetensors).
     Normalize(cli::normalize::NormalizeArgs),
 }
 
@@ -83,18 +83,14 @@ fn main() -> ExitCode {
         crate::cli::say!("bitexact: {error}");
         return ExitCode::from(2);
     }
-    // Ctrl-C or SIGTERM: no destructor runs, so remove the temporary files of outputs
-    // being written first; the outputs stay as they were, as on any failed run.
-    if let Err(error) = ctrlc::set_handler(|| {
-        host::files::write::temporaries::remove_pending_temporaries();
-        cli::say!("bitexact: interrupted");
-        std::process::exit(130);
-    }) {
-        cli::say!("bitexact: warning: cannot handle Ctrl-C ({error}); an interrupted run may leave a .bitexact-*.tmp");
+    // Ctrl-C, SIGTERM and the like: no destructor runs, so remove the temporary files of
+    // outputs being written first; the outputs stay as they were, as on any failed run.
+    if let Err(error) = cli::signals::remove_temporaries_on_termination() {
+        cli::say!("bitexact: warning: cannot handle signals ({error}); an interrupted run may leave a .bitexact-*.tmp");
     }
     match cli.command {
-        None => finish(cli::verify::run(&default_verify_args())),
-        Some(Command::Verify(args)) => finish(cli::verify::run(&args)),
+        None => finish(cli::verify::run(&default_verify_args(), cli::verify::Invocation::Default)),
+        Some(Command::Verify(args)) => finish(cli::verify::run(&args, cli::verify::Invocation::Named)),
         Some(Command::Bench(args)) => finish(cli::bench::run(&args)),
         Some(Command::BenchFiles(args)) => finish(cli::bench_files::run(&args)),
         Some(Command::Ptx(args)) => finish(cli::ptx::run(&args)),

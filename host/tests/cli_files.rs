@@ -542,11 +542,12 @@ fn normalize_output_modes_follow_the_umask_and_the_replaced_file() {
     }
 }
 
-/// A stdout that cannot be written fails the run before the output is renamed into
-/// place: exit 2 and nothing changed, `--force` or not. It used to exit 2 with the
-/// output already written (and the old file already replaced).
+/// The summary is printed only once the output is in place, so a stdout that cannot be
+/// written fails the run (exit 2) with a line that says the output was written, never a
+/// summary of an output that is not there. (It used to be printed before the rename,
+/// and a failed rename followed a printed summary.)
 #[test]
-fn normalize_with_an_unwritable_stdout_changes_nothing() {
+fn normalize_with_an_unwritable_stdout_says_the_output_was_written() {
     let Some(full) = common::unwritable_stdout() else { return };
     let dir = tempfile::tempdir().unwrap();
     let png = dir.path().join("grey.png");
@@ -556,21 +557,25 @@ fn normalize_with_an_unwritable_stdout_changes_nothing() {
     std::fs::write(&old, b"precious").unwrap();
     for (out, force) in [(&new, false), (&old, true)] {
         for format in ["table", "json"] {
-            let mut args = vec!["normalize", path_arg(&png), "-o", path_arg(out), "--format", format];
-            if force {
-                args.push("--force");
+            let mut args = vec!["normalize", path_arg(&png), "-o", path_arg(out), "--format", format, "--force"];
+            if !force {
+                std::fs::remove_file(out).ok();
+                args.pop();
             }
             let output = common::bitexact_command().args(&args).stdout(full.try_clone().unwrap()).output().unwrap();
             let stderr = String::from_utf8_lossy(&output.stderr);
             assert_eq!(output.status.code(), Some(2), "{stderr}");
             assert!(stderr.starts_with("bitexact: cannot write to stdout") && stderr.lines().count() == 1, "{stderr}");
+            let written = format!("(the output {} was written)\n", out.display());
+            assert!(stderr.ends_with(&written), "{stderr}");
+            let bytes = std::fs::read(out).unwrap();
+            assert!(bytes.starts_with(b"\x93NUMPY") || bytes.len() > 8 && bytes != b"precious", "{out:?} written");
         }
     }
-    assert!(!new.exists());
-    assert_eq!(std::fs::read(&old).unwrap(), b"precious");
     let mut names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     names.sort();
-    assert_eq!(names, ["grey.png", "old.safetensors"], "no temporary files left behind");
+    assert_eq!(names, ["grey.png", "new.npy", "old.safetensors"], "no temporary files left behind");
+    std::fs::remove_file(&new).unwrap();
 
     // A reader that closed the pipe early is not an error, as for `scan`: the output is
     // in place and the exit status says so.
@@ -857,8 +862,12 @@ fn an_unwritable_stderr_does_not_turn_an_error_into_a_panic() {
     assert_eq!(output.status.code(), Some(2), "the error's status, not a panic's 101");
 }
 
+/// Each terminating signal a user meets (Ctrl-C, Ctrl-\, kill, a closed terminal, ...)
+/// during a write removes the temporary file, says which signal in one line and exits
+/// 128 + its number, the output as it was. SIGQUIT used to kill the process with a
+/// `.bitexact-*.tmp` left behind.
 #[test]
-fn ctrl_c_while_writing_removes_the_temporary_file_and_leaves_no_output() {
+fn a_terminating_signal_while_writing_removes_the_temporary_file_and_leaves_no_output() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Noise, so that decoding and writing take a while: 12 Mi samples, 48 MiB of f32.
@@ -874,30 +883,147 @@ fn ctrl_c_while_writing_removes_the_temporary_file_and_leaves_no_output() {
             .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".tmp"))
             .count()
     };
-    // The run may finish before the signal lands on a fast machine: try a few times.
-    for _ in 0..5 {
-        let mut child = common::bitexact_command()
-            .args(["normalize", path_arg(&png), "-o", path_arg(&out), "--force"])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let started = std::time::Instant::now();
-        while temporaries() == 0 && child.try_wait().unwrap().is_none() && started.elapsed().as_secs() < 60 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+    let signals = [
+        ("INT", 2, "interrupted"),
+        ("QUIT", 3, "interrupted by SIGQUIT"),
+        ("TERM", 15, "interrupted by SIGTERM"),
+        ("HUP", 1, "interrupted by SIGHUP"),
+        ("USR1", 10, "interrupted by SIGUSR1"),
+    ];
+    'signals: for (name, number, message) in signals {
+        // The run may finish before the signal lands on a fast machine: try a few times.
+        for _ in 0..5 {
+            let mut child = common::bitexact_command()
+                .args(["normalize", path_arg(&png), "-o", path_arg(&out), "--force"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            while temporaries() == 0 && child.try_wait().unwrap().is_none() && started.elapsed().as_secs() < 60 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            let killed = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();
+            let output = child.wait_with_output().unwrap();
+            assert_eq!(temporaries(), 0, "SIG{name}: no temporary file left, whatever the outcome");
+            if output.status.code() == Some(0) {
+                std::fs::remove_file(&out).unwrap();
+                continue; // finished before the signal
+            }
+            assert!(killed.success());
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(128 + number), "SIG{name}: {:?} {stderr}", output.status);
+            assert_eq!(stderr, format!("bitexact: {message}\n"));
+            assert!(!out.exists(), "no output from an interrupted run");
+            continue 'signals;
         }
-        let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-        let output = child.wait_with_output().unwrap();
-        assert_eq!(temporaries(), 0, "no temporary file left, whatever the outcome");
-        if output.status.code() == Some(0) {
-            std::fs::remove_file(&out).unwrap();
-            continue; // finished before the signal
-        }
-        assert!(killed.success());
-        assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
-        assert_eq!(String::from_utf8_lossy(&output.stderr), "bitexact: interrupted\n");
-        assert!(!out.exists(), "no output from an interrupted run");
-        return;
+        panic!("five runs finished before SIG{name} reached them: the test saw no interrupted run");
     }
-    panic!("five runs finished before Ctrl-C reached them: the test saw no interrupted run");
+}
+
+/// A write past `ulimit -f` is a write error (exit 2, one line, nothing left behind), not
+/// a death by SIGXFSZ with the temporary file in place, as it used to be.
+#[test]
+fn a_write_past_the_file_size_limit_is_an_error_that_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let png = d.join("grey.png");
+    // 256 KiB of f32, over a limit of 16 blocks (8 or 16 KiB, whichever the shell counts).
+    image::GrayImage::from_fn(256, 256, |x, y| Luma([(x ^ y) as u8])).save(&png).unwrap();
+    let out = d.join("out.npy");
+    let output = Command::new("sh")
+        .args(["-c", "ulimit -f 16 && exec \"$@\"", "sh"])
+        .arg(common::bitexact_exe())
+        .args(["normalize", path_arg(&png), "-o", path_arg(&out)])
+        .output()
+        .expect("run sh");
+    assert_fails(&output, &out, "write failed: ");
+    assert!(String::from_utf8_lossy(&output.stderr).to_lowercase().contains("file too large"), "{output:?}");
+    let names: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["grey.png"], "no output and no temporary file");
+}
+
+/// Output paths that cannot be written are refused before the input is even read (the
+/// error names the output although the input does not exist), and never after a
+/// summary: `-o x.npy/` used to print the summary, then fail the rename.
+#[test]
+fn unwritable_output_paths_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let png = d.join("grey.png");
+    grey_png(&png);
+    let missing = d.join("missing.png");
+    std::fs::write(d.join("file.txt"), b"a file").unwrap();
+    std::fs::create_dir(d.join("adir.npy")).unwrap();
+    let cases: Vec<(PathBuf, &str)> = vec![
+        (d.join("x.npy/"), "is not a file path"),
+        (d.join("x.npy/."), "is not a file path"),
+        (d.join("adir.npy"), "is a directory"),
+        (d.join("adir.npy/"), "is not a file path"),
+        (d.join("file.txt/x.npy"), "cannot create a temporary file in"),
+        (d.join("nowhere/x.npy"), "cannot create a temporary file in"),
+        // Not writable even for root.
+        (PathBuf::from("/proc/x.npy"), "cannot create a temporary file in /proc"),
+    ];
+    for (out, problem) in &cases {
+        for format in ["table", "json"] {
+            let output = bitexact(&["normalize", path_arg(&missing), "-o", path_arg(out), "--format", format]);
+            assert_fails(&output, out, problem);
+            let output = bitexact(&["normalize", path_arg(&png), "-o", path_arg(out), "--format", format]);
+            assert_fails(&output, out, problem);
+        }
+    }
+    // A directory its owner cannot write in (root can: then it is skipped, visibly).
+    let read_only = d.join("read-only");
+    std::fs::create_dir(&read_only).unwrap();
+    std::fs::set_permissions(&read_only, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    if std::fs::write(read_only.join("probe"), b"").is_ok() {
+        std::fs::remove_file(read_only.join("probe")).unwrap();
+        common::skip("a read-only directory is writable here (root?)");
+    } else {
+        let out = read_only.join("x.npy");
+        assert_fails(&bitexact(&["normalize", path_arg(&png), "-o", path_arg(&out)]), &out, "permission denied");
+    }
+    let mut names: Vec<_> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name()).collect();
+    names.sort();
+    assert_eq!(names, ["adir.npy", "file.txt", "grey.png", "read-only"], "nothing written, no temporary file");
+    assert_eq!(std::fs::read_dir(d.join("adir.npy")).unwrap().count(), 0);
+}
+
+/// `bench --json-out` checks its file's directory before the benchmark (and before
+/// looking for a GPU), not after minutes of work.
+#[test]
+fn bench_checks_its_json_output_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for (out, problem) in [
+        (dir.path().join("nowhere/report.json"), "cannot create a temporary file in"),
+        (dir.path().join("report.json/"), "is not a file path"),
+    ] {
+        assert_fails(&bitexact(&["bench", "--json-out", path_arg(&out)]), &out, problem);
+    }
+}
+
+/// `bench-files` interrupted removes its folder of generated files (hundreds of MiB);
+/// it used to be left in the temporary folder.
+#[test]
+fn an_interrupted_bench_files_removes_its_generated_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["bench-files", "--mib", "128", "--side", "64", "--reps", "1", "--python", "/nonexistent"];
+    let mut child = common::bitexact_command()
+        .args(args)
+        .args(["--dir", path_arg(dir.path())])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Interrupted while it writes its first file, before it runs anything.
+    let halves = || std::fs::read_dir(dir.path()).unwrap().any(|e| e.unwrap().path().join("halves.npy").exists());
+    let started = std::time::Instant::now();
+    while !halves() && child.try_wait().unwrap().is_none() && started.elapsed().as_secs() < 60 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the generated files are removed");
 }

@@ -120,3 +120,51 @@ fn verify_runs_on_the_thread_count_asked_for() {
         assert!(threads_line(&out.expect("bitexact runs")).starts_with("checked on 5 CPU threads "), "{extra:?}");
     }
 }
+
+/// Every command's help reads as plain text: no rustdoc link or markup (clap takes doc
+/// comments as help; `--device` used to show ``[`host::files::backend::auto`]``).
+#[test]
+fn no_help_shows_rustdoc_markup() {
+    let top = String::from_utf8_lossy(&bitexact(&["--help"]).stdout).into_owned();
+    let (_, commands) = top.split_once("Commands:").expect("a commands section");
+    let (commands, _) = commands.split_once("Options:").expect("an options section");
+    let names: Vec<&str> =
+        commands.lines().filter_map(|line| line.split_whitespace().next()).filter(|&name| name != "help").collect();
+    assert!(names.contains(&"normalize") && names.len() >= 8, "{names:?}");
+    let mut helps = vec![("bitexact --help".to_string(), top.clone())];
+    for name in names {
+        for flag in ["--help", "-h"] {
+            let out = bitexact(&[name, flag]);
+            assert!(out.status.success(), "{name} {flag}");
+            helps.push((format!("bitexact {name} {flag}"), String::from_utf8_lossy(&out.stdout).into_owned()));
+        }
+    }
+    for (command, help) in helps {
+        for markup in ["[`", "host::", "`"] {
+            assert!(!help.contains(markup), "{command} shows {markup:?}:\n{help}");
+        }
+    }
+}
+
+/// `bitexact` alone starts `verify`, which takes minutes: its first line, on stderr,
+/// says so at once, and where the other commands are. It used to print nothing for
+/// several seconds.
+#[test]
+fn bitexact_alone_says_at_once_that_it_verifies() {
+    use std::io::BufRead;
+    let mut child = common::spawn_bitexact(&[]);
+    let started = std::time::Instant::now();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let waited = started.elapsed();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(line.starts_with("bitexact: verifying ") && line.contains("variants"), "{line:?}");
+    assert!(line.contains("bitexact --help lists the other commands"), "{line:?}");
+    assert!(waited < std::time::Duration::from_secs(5), "the first line came after {waited:?}");
+    // Asked for by name, the same line without the pointer to the other commands.
+    let out = bitexact(&["verify", "--only", "unorm8_to_f32", "--cpu-elements", "0"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("bitexact: verifying "), "{stderr}");
+    assert!(!stderr.contains("--help"), "{stderr}");
+}

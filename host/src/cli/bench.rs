@@ -23,10 +23,11 @@ pub struct BenchArgs {
     reps: usize,
     #[arg(long, help = host::verify::table::ONLY_HELP)]
     only: Option<String>,
-    /// Also write the JSON report to this file (whatever --format says).
+    /// Also write the JSON report to this file (whatever --format says); its directory
+    /// is checked before the run.
     #[arg(long, value_name = "FILE")]
     json_out: Option<std::path::PathBuf>,
-    /// The GPU to run on: its CUDA device ordinal. (`--device` on scan and normalize
+    /// The GPU to run on: its CUDA device ordinal. (--device on scan and normalize
     /// chooses a backend, auto|cpu|gpu; bench always runs on a GPU.)
     #[arg(long, value_name = "ORDINAL", default_value_t = 0)]
     gpu: usize,
@@ -37,6 +38,10 @@ pub struct BenchArgs {
 pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     if args.mib == 0 || args.reps == 0 {
         return Err(CliError::Usage("--mib and --reps must be at least 1".into()));
+    }
+    if let Some(path) = &args.json_out {
+        // Before the minutes of benchmarking, not after.
+        host::files::write::check_destination(path)?;
     }
     let gpu = Gpu::open(args.gpu).map_err(|source| CliError::NeedsGpu { command: "bench", source })?;
     let config = BenchConfig {

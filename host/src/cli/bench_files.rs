@@ -12,6 +12,7 @@
 
 use super::error::CliError;
 use host::files::write;
+use host::files::write::temporaries::PendingTemporary;
 use host::support::output::Table;
 use rayon::prelude::*;
 use std::io::Write as _;
@@ -22,10 +23,10 @@ use std::time::Instant;
 /// Options of `bitexact bench-files`.
 #[derive(clap::Args)]
 pub struct BenchFilesArgs {
-    /// Size of the binary16 .npy that `scan` reads, in MiB.
+    /// Size of the binary16 .npy that scan reads, in MiB.
     #[arg(long, default_value_t = 1024)]
     mib: u64,
-    /// Side of the square RGB PNG (zlib level 1) that `normalize` converts, in pixels.
+    /// Side of the square RGB PNG (zlib level 1) that normalize converts, in pixels.
     #[arg(long, default_value_t = 4096)]
     side: u32,
     /// Runs of each command; the fastest counts.
@@ -161,6 +162,8 @@ pub fn run(args: &BenchFilesArgs) -> Result<ExitCode, CliError> {
         .prefix("bitexact-bench-files-")
         .tempdir_in(&parent)
         .map_err(|source| CliError::WriteFile { path: parent.clone(), source })?;
+    // Its files are large (--mib): an interrupted run removes them too.
+    let _listed = PendingTemporary::register(dir.path());
     let (npy, png) = (dir.path().join("halves.npy"), dir.path().join("photo.png"));
     write_halves(&npy, args.mib).map_err(|source| CliError::WriteFile { path: npy.clone(), source })?;
     write_photo(&png, args.side).map_err(|e| CliError::Message(format!("{}: {e}", png.display())))?;

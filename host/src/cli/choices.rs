@@ -22,7 +22,7 @@ pub enum OutputFormat {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum DeviceArg {
     /// Whichever of the CPU and the GPU is faster for the job, measured on its first
-    /// slices ([`host::files::backend::auto`]); the CPU when there is no usable GPU.
+    /// slices; the CPU when there is no usable GPU.
     Auto,
     /// The CPU, all cores.
     Cpu,
@@ -64,11 +64,11 @@ impl From<CpuLevelArg> for Level {
 /// The element type of a written tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum DtypeArg {
-    /// IEEE 754 binary32: `.npy` `<f4`, `.safetensors` `F32`.
+    /// IEEE 754 binary32: .npy <f4, .safetensors F32.
     F32,
-    /// IEEE 754 binary16: `.npy` `<f2`, `.safetensors` `F16`.
+    /// IEEE 754 binary16: .npy <f2, .safetensors F16.
     F16,
-    /// bfloat16: `.safetensors` `BF16`; NumPy has no such dtype, so no `.npy`.
+    /// bfloat16: .safetensors BF16; NumPy has no such dtype, so no .npy.
     Bf16,
 }
 
@@ -85,9 +85,9 @@ impl From<DtypeArg> for Dtype {
 /// Axis order of the output tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LayoutArg {
-    /// `[height, width, channels]`: the decoder's interleaved order.
+    /// [height, width, channels]: the decoder's interleaved order.
     Hwc,
-    /// `[channels, height, width]`: one plane per channel.
+    /// [channels, height, width]: one plane per channel.
     Chw,
 }
 

@@ -43,6 +43,13 @@ pub enum CliError {
     Emit(EmitError),
     /// Stdout could not be written.
     Output(OutputError),
+    /// Stdout could not be written after the output file was put in place.
+    OutputWritten {
+        /// The file written.
+        output: PathBuf,
+        /// Why stdout could not be written.
+        source: OutputError,
+    },
     /// `scan`'s arguments (directories, indexes) could not be turned into files.
     ScanInput(ScanInputError),
     /// A tensor file could not be opened, or its header is refused.
@@ -77,6 +84,9 @@ impl fmt::Display for CliError {
             CliError::Sass(e) => e.fmt(f),
             CliError::Emit(e) => e.fmt(f),
             CliError::Output(e) => e.fmt(f),
+            CliError::OutputWritten { output, source } => {
+                write!(f, "{source} (the output {} was written)", output::path_text(output))
+            }
             CliError::ScanInput(e) => e.fmt(f),
             CliError::TensorFile(e) => e.fmt(f),
             CliError::Scan(e) => e.fmt(f),
@@ -96,7 +106,7 @@ impl std::error::Error for CliError {
             CliError::Tool(e) => Some(e),
             CliError::Sass(e) => Some(e),
             CliError::Emit(e) => Some(e),
-            CliError::Output(e) => Some(e),
+            CliError::Output(e) | CliError::OutputWritten { source: e, .. } => Some(e),
             CliError::ScanInput(e) => Some(e),
             CliError::TensorFile(e) => Some(e),
             CliError::Scan(e) => Some(e),

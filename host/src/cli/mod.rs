@@ -26,4 +26,5 @@ pub mod ptx;
 pub mod sass;
 pub mod scan;
 pub mod search;
+pub mod signals;
 pub mod verify;

@@ -17,17 +17,18 @@ pub struct NormalizeArgs {
     /// Image to read: PNG, JPEG, GIF, BMP, TIFF, WebP, PNM, TGA, ICO, QOI, DDS, farbfeld
     /// (format detected from the content).
     pub image: PathBuf,
-    /// Output tensor; the extension picks the container: .npy or .safetensors. A new
-    /// file gets mode 0666 minus the umask, like a shell's `>`; one replaced with
-    /// --force keeps its permission bits, like `cp` onto an existing file.
+    /// Output tensor; the extension picks the container: .npy or .safetensors. Its
+    /// directory must exist and be writable (checked before any work). A new file gets
+    /// mode 0666 minus the umask, like a shell's > redirection; one replaced with --force
+    /// keeps its permission bits, like cp onto an existing file.
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Element type: every value is `x / 255` or `x / 65535` correctly rounded straight
-    /// to it (never through f32 first). `.npy` holds f32 and f16; bf16 needs
+    /// Element type: every value is x / 255 or x / 65535 correctly rounded straight
+    /// to it (never through f32 first). .npy holds f32 and f16; bf16 needs
     /// .safetensors (NumPy has no bfloat16).
     #[arg(long, value_enum, default_value_t = DtypeArg::F32)]
     pub dtype: DtypeArg,
-    /// Axis order: `hwc` gives shape [H, W, C], `chw` gives [C, H, W].
+    /// Axis order: hwc gives shape [H, W, C], chw gives [C, H, W].
     #[arg(long, value_enum, default_value_t = LayoutArg::Hwc)]
     pub layout: LayoutArg,
     /// Tensor name in a .safetensors output.
@@ -36,7 +37,7 @@ pub struct NormalizeArgs {
     /// Replace an existing output file.
     #[arg(long)]
     pub force: bool,
-    /// Where to convert: `auto` picks whichever of the CPU and the GPU is faster for the
+    /// Where to convert: auto picks whichever of the CPU and the GPU is faster for the
     /// job, timing both on its first slices when it is big enough (the summary says
     /// which and why); the CPU when there is no usable GPU.
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
@@ -48,7 +49,7 @@ pub struct NormalizeArgs {
     /// says so, and how long the conversion waited for it.
     #[arg(long)]
     pub verbose: bool,
-    /// Summary format: `table` (one line) or `json`.
+    /// Summary format: table (one line) or json.
     #[arg(
         long,
         default_value = "table",
@@ -58,11 +59,11 @@ pub struct NormalizeArgs {
     pub format: OutputFormat,
 }
 
-/// Exit 0 once the output is in place; `Err` (exit 2) otherwise, with the output path
-/// as it was. The summary is written before the output is renamed into place, so that
-/// a stdout that cannot be written fails the run with nothing changed; a reader that
-/// closed the pipe early is not an error (as for `scan`). A summary followed by an error
-/// means the final rename failed.
+/// Exit 0 once the output is in place; `Err` (exit 2) otherwise. The output path is
+/// checked before any work (`files::normalize`), and the summary is printed only once
+/// the output is in place: a summary always means a written output. A stdout that
+/// cannot be written after that is an error that says the output was written; a reader
+/// that closed the pipe early is not an error (as for `scan`).
 pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
     let options = NormalizeOptions {
         dtype: args.dtype.into(),
@@ -71,28 +72,32 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
         force: args.force,
         device: args.device.into(),
     };
-    let staged = files::normalize(&args.image, &args.output, &options)?;
-    let summary = &staged.report;
-    output::write_stdout(&match args.format {
-        OutputFormat::Json => output::json(summary),
-        OutputFormat::Table | OutputFormat::Markdown => format!(
-            "{}: {} {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}\n",
-            output::path_text(&args.output),
-            summary.dtype.name(),
-            summary.shape,
-            summary.layout.name(),
-            summary.bits,
-            summary.channels,
-            output::path_text(&args.image),
-            summary.divisor,
-            summary.device
-        ),
-    })?;
-    let done = staged.commit()?;
+    let done = files::normalize(&args.image, &args.output, &options)?.commit()?;
+    let summary = match args.format {
+        OutputFormat::Json => output::json(&done),
+        OutputFormat::Table | OutputFormat::Markdown => summary_line(args, &done),
+    };
+    output::write_stdout(&summary).map_err(|source| CliError::OutputWritten { output: args.output.clone(), source })?;
     if args.verbose {
         print_phases(&done);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The one-line summary of `--format table`.
+fn summary_line(args: &NormalizeArgs, summary: &NormalizeReport) -> String {
+    format!(
+        "{}: {} {:?} ({}) in [0, 1] from the {}-bit, {}-channel {}: exact x/{}, on {}\n",
+        output::path_text(&args.output),
+        summary.dtype.name(),
+        summary.shape,
+        summary.layout.name(),
+        summary.bits,
+        summary.channels,
+        output::path_text(&args.image),
+        summary.divisor,
+        summary.device
+    )
 }
 
 /// `--verbose`: one line per phase on stderr.

@@ -11,7 +11,7 @@ pub struct PtxArgs {
     /// Print only the kernel entry names, one per line.
     #[arg(long)]
     pub list: bool,
-    /// The module of this PTX target (`sm_80`, `sm_89`: the hardware conversion kernels
+    /// The module of this PTX target (sm_80, sm_89: the hardware conversion kernels
     /// that need a newer target than the baseline); default: the baseline module, sm_75.
     #[arg(long, value_name = "ARCH")]
     pub target: Option<String>,

@@ -34,13 +34,13 @@ pub struct SassArgs {
     #[arg(long)]
     pub cxx: bool,
     /// Instead of this project's kernels, list every kernel of this PTX file (a module
-    /// of one's own, e.g. built by ptx-builder; `-` reads standard input) on each
+    /// of one's own, e.g. built by ptx-builder; - reads standard input) on each
     /// architecture: its instructions, its opcodes, and any float -> integer conversion
     /// its PTX did not ask for (a narrow store ptxas turned into one; exit status 1).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["cxx", "only", "emit_ptx"])]
     pub ptx: Option<std::path::PathBuf>,
     /// With --cxx: instead of the report, write the baseline's PTX for each --arch under
-    /// each flag set into DIR (`forms-<arch>-<flags>.ptx`: default, use_fast_math, ftz,
+    /// each flag set into DIR (forms-<arch>-<flags>.ptx: default, use_fast_math, ftz,
     /// no_prec_div, no_fmad), for a GPU machine without NVRTC (the GPU check bundle).
     /// Needs NVRTC and the headers, not ptxas.
     #[arg(long, value_name = "DIR", requires = "cxx")]

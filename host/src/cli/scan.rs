@@ -23,7 +23,7 @@ pub struct ScanArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
-    /// Where to scan: `auto` picks whichever of the CPU and the GPU is faster for the
+    /// Where to scan: auto picks whichever of the CPU and the GPU is faster for the
     /// job, timing both on its first slices when it is big enough (the summary line
     /// says which and why); the CPU when there is no usable GPU.
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]

@@ -15,7 +15,7 @@ use std::time::Instant;
 #[derive(clap::Args)]
 pub struct SearchArgs {
     /// Search the denominators of these UNORM code widths (UNORMn divides by 2^n - 1,
-    /// as SNORM(n+1) does): `N`, `A..B` (inclusive), `A..=B`, or a comma list of those.
+    /// as SNORM(n+1) does): N, A..B (inclusive), A..=B, or a comma list of those.
     /// Default, with neither --unorm nor --snorm: every denominator.
     #[arg(long, value_name = "WIDTHS")]
     pub unorm: Option<String>,
@@ -26,7 +26,7 @@ pub struct SearchArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
-    /// Print `shared/src/schemes.rs` (needs every denominator: the default) instead of
+    /// Print shared/src/schemes.rs (needs every denominator: the default) instead of
     /// a report.
     #[arg(long)]
     pub emit_rust: bool,

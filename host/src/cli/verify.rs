@@ -63,8 +63,33 @@ fn progress_reporter() -> impl Fn(VerifyProgress) + Sync {
     }
 }
 
-pub fn run(args: &VerifyArgs) -> Result<ExitCode, CliError> {
+/// How `verify` was asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Invocation {
+    /// `bitexact verify`.
+    Named,
+    /// `bitexact` alone: the first line says so, and where the other commands are.
+    Default,
+}
+
+/// The line on stderr that says, before the first result (seconds away), what is being
+/// done.
+fn starting_line(variants: usize, invocation: Invocation) -> String {
+    let hint = match invocation {
+        Invocation::Named => "",
+        Invocation::Default => " (bitexact --help lists the other commands)",
+    };
+    format!(
+        "bitexact: verifying {} against the exact reference, each on every input of its domain{hint}…",
+        output::count_of(variants as u64, "variant")
+    )
+}
+
+/// Runs the verification of the variants `args` selects and prints the report; exit 1
+/// if a claim is broken.
+pub fn run(args: &VerifyArgs, invocation: Invocation) -> Result<ExitCode, CliError> {
     let selected: Vec<&Variant> = host::verify::table::selected(args.only.as_deref())?;
+    crate::cli::say!("{}", starting_line(selected.len(), invocation));
     let verifications = cpu::verify_all(&selected, &progress_reporter());
     let rows: Vec<Row> = selected
         .iter()

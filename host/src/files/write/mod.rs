@@ -2,9 +2,10 @@
 //! [`DtypeOf`]) streamed from a [`TensorSource`] a chunk at a time into a `.npy` (its
 //! header written by [`npy_header`]) or a `.safetensors` file, staged in a temporary file
 //! and renamed into place only when whole ([`stage`], [`StagedOutput::commit`]); the
-//! checks made before any work ([`check_output`], [`check_dtype`]).
+//! checks made before any work ([`check_output`], [`check_destination`],
+//! [`check_dtype`]).
 //!
-//! Owns: output files and their temporaries ([`temporaries`]: the list the Ctrl-C
+//! Owns: output files and their temporaries ([`temporaries`]: the list the signal
 //! handler empties). Uses: [`crate::files::containers`] (which container a path names,
 //! the `.safetensors` reserved key and length field).
 
@@ -40,6 +41,8 @@ pub enum TensorWriteErrorKind {
     UnknownExtension,
     /// It is a directory.
     IsDirectory,
+    /// It ends in `/`, `.` or `..`, so it names a directory whatever is there.
+    NotAFilePath,
     /// It exists, and replacing it was not asked for.
     Exists,
     /// The shape does not hold the number of values given.
@@ -86,6 +89,9 @@ impl std::fmt::Display for TensorWriteErrorKind {
                 f.write_str("unknown output extension (expected .npy or .safetensors)")
             }
             TensorWriteErrorKind::IsDirectory => f.write_str("is a directory"),
+            TensorWriteErrorKind::NotAFilePath => {
+                f.write_str("is not a file path (it ends in '/', '.' or '..'); give the file's name, e.g. out.npy")
+            }
             TensorWriteErrorKind::Exists => f.write_str("already exists (use --force to replace it)"),
             TensorWriteErrorKind::ShapeMismatch { shape, values } => {
                 write!(f, "shape {shape:?} does not hold {values} values")
@@ -135,9 +141,9 @@ impl std::error::Error for TensorWriteError {
     }
 }
 
-/// Checks, before any work, that `output` may be written: its extension names a
-/// container, it is not `input` (same file after resolving links), and it does not exist
-/// unless `force`. Returns the container; errors name the file.
+/// Checks, before any work, that `output` may be written: it is not `input` (same file
+/// after resolving links), its extension names a container, it does not exist unless
+/// `force`, and [`check_destination`]. Returns the container; errors name the file.
 pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, TensorWriteError> {
     let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
     let same = matches!((output.canonicalize(), input.canonicalize()), (Ok(a), Ok(b)) if a == b);
@@ -147,17 +153,60 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
     let Some(container) = Container::of_output(output) else {
         return fail(TensorWriteErrorKind::UnknownExtension);
     };
+    check_destination(output)?;
     // `symlink_metadata`, not `exists`: a dangling symlink is there too (and the final
     // no-clobber rename would refuse it after all the work).
-    if output.symlink_metadata().is_ok() {
-        if output.is_dir() {
-            return fail(TensorWriteErrorKind::IsDirectory);
-        }
-        if !force {
-            return fail(TensorWriteErrorKind::Exists);
-        }
+    if output.symlink_metadata().is_ok() && !force {
+        return fail(TensorWriteErrorKind::Exists);
     }
     Ok(container)
+}
+
+/// Checks, before any work, that a file can be put at `output` by renaming a temporary
+/// file onto it: `output` ends in a file name (not `/`, `.` or `..`), is not a
+/// directory, and its directory is one in which a file can be created, as proven by
+/// creating and removing one there (so a missing directory, a file in the way, a
+/// read-only or unwritable directory are all refused, whatever the permission bits
+/// say). A rename can still fail afterwards only if the directory changes meanwhile.
+pub fn check_destination(output: &Path) -> Result<(), TensorWriteError> {
+    let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
+    if !ends_in_a_file_name(output) {
+        return fail(TensorWriteErrorKind::NotAFilePath);
+    }
+    if output.is_dir() {
+        return fail(TensorWriteErrorKind::IsDirectory);
+    }
+    let directory = directory_of(output);
+    let probe = temporary_builder().tempfile_in(directory).map_err(|error| TensorWriteError {
+        path: output.to_path_buf(),
+        kind: TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error },
+    })?;
+    let pending = PendingTemporary::register(probe.path());
+    drop(probe);
+    drop(pending);
+    Ok(())
+}
+
+/// Whether `path`'s last component is a file name: not `/`, `.` or `..`, which name a
+/// directory (`x.npy/` and `x.npy/.` included) whatever is there.
+fn ends_in_a_file_name(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    path.file_name().is_some_and(|name| path.as_os_str().as_bytes().ends_with(name.as_bytes()))
+}
+
+/// The directory `out` is put in: its parent, or `.` for a bare file name.
+fn directory_of(out: &Path) -> &Path {
+    match out.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
+/// How the temporary files beside outputs are named: `.bitexact-*.tmp`.
+fn temporary_builder() -> tempfile::Builder<'static, 'static> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".bitexact-").suffix(".tmp");
+    builder
 }
 
 /// Checks, before any work, that `container` can hold values of `dtype` (`.npy` cannot
@@ -357,19 +406,14 @@ pub fn stage<S: TensorSource + ?Sized>(
         // The crate would write it, but every reader takes that key for the metadata map.
         return Err(fail(TensorWriteErrorKind::ReservedName { name: name.to_string() }));
     }
-    let directory = match out.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
+    let directory = directory_of(out);
     let replaced_mode = match std::fs::metadata(out) {
         Ok(metadata) if force && metadata.is_file() => Some(metadata.permissions().mode() & 0o777),
         _ => None,
     };
     // The kernel applies the umask to the mode asked for here; a replaced file's mode is
     // then set exactly, before any data is written.
-    let mut temporary = tempfile::Builder::new()
-        .prefix(".bitexact-")
-        .suffix(".tmp")
+    let mut temporary = temporary_builder()
         .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
         .tempfile_in(directory)
         .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;

@@ -1,5 +1,5 @@
 //! The temporary files of outputs being written (`PENDING_TEMPORARIES`), so that the
-//! Ctrl-C handler can remove them ([`remove_pending_temporaries`]) before the process
+//! binary's signal handler can remove them ([`remove_pending_temporaries`]) before the process
 //! exits without running destructors.
 
 use std::path::{Path, PathBuf};
@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 /// The temporary files of outputs being written, for [`remove_pending_temporaries`].
 pub(crate) static PENDING_TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// A temporary output file listed in [`PENDING_TEMPORARIES`] while it lives: dropped
+/// A temporary file or folder listed in [`PENDING_TEMPORARIES`] while it lives: dropped
 /// (the file renamed into place or removed), it is taken off the list.
-pub(crate) struct PendingTemporary(PathBuf);
+pub struct PendingTemporary(PathBuf);
 
 impl PendingTemporary {
-    pub(crate) fn register(path: &Path) -> PendingTemporary {
+    /// Lists `path`, a file or a folder (removed with all it holds), for
+    /// [`remove_pending_temporaries`] until the result is dropped.
+    pub fn register(path: &Path) -> PendingTemporary {
         let mut pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         pending.push(path.to_path_buf());
         PendingTemporary(path.to_path_buf())
@@ -28,13 +30,16 @@ impl Drop for PendingTemporary {
     }
 }
 
-/// Removes the temporary file of every output still being written, and returns how
-/// many it removed. For a process about to exit on a signal (Ctrl-C), which runs no
+/// Removes the temporary file of every output still being written (and every other
+/// listed temporary, folders with their contents), and returns how many it removed. For a process about to exit on a signal (Ctrl-C, SIGTERM...), which runs no
 /// destructors: the output paths are left as they were, as on any failed run. The list
 /// stays locked, so no output is renamed into place after this has run.
 pub fn remove_pending_temporaries() -> usize {
     let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let removed = pending.iter().filter(|path| std::fs::remove_file(path).is_ok()).count();
+    let removed = pending
+        .iter()
+        .filter(|path| std::fs::remove_file(path).or_else(|_| std::fs::remove_dir_all(path)).is_ok())
+        .count();
     // Held until the process exits: a commit waiting for the lock never runs.
     std::mem::forget(pending);
     removed
