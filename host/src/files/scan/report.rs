@@ -473,7 +473,8 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
         }
     }
     let unreadable: String =
-        report.unreadable.iter().map(|u| format!("unreadable: {}: {}\n", u.file_shown, excerpt(&u.error))).collect();
+        // `error` is an error's message, which escapes and shortens what it quotes.
+        report.unreadable.iter().map(|u| format!("unreadable: {}: {}\n", u.file_shown, u.error)).collect();
     let total = &report.total;
     let not_scanned = format!("{} not scanned (unsupported)", count_of(total.not_scanned as u64, "tensor"));
     let not_scanned = match report.unreadable.len() {
