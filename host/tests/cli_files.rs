@@ -87,7 +87,8 @@ fn scan_bad_inputs_exit_2_with_one_line() {
     };
     let twice = r#""t":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}"#;
     let wrong_magic = d.join("wrong_magic.npy");
-    std::fs::write(&wrong_magic, b"PK\x03\x04 not numpy").unwrap();
+    // Not a zip archive's magic either: that would be read as an archive, content first.
+    std::fs::write(&wrong_magic, b"\x93NUMPZ not numpy").unwrap();
     let empty = d.join("empty.safetensors");
     std::fs::write(&empty, b"").unwrap();
     let short_length = d.join("short_length.safetensors");

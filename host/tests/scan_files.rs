@@ -303,12 +303,12 @@ fn broken_npz_files_are_refused_with_one_line() {
     let garbage = d.join("garbage.npz");
     std::fs::write(&garbage, b"PK\x03\x04 and nothing else").unwrap();
     let bad_member = d.join("bad_member.npz");
-    common::write_npz(&bad_member, &[("a.npy", b"not numpy at all".to_vec())], ZipMethod::Stored);
+    common::write_npz(&bad_member, &[("a.npy", b"\x93NUMPY\x09\x00".to_vec())], ZipMethod::Stored);
     for (path, problem) in [
         (&truncated, "no end of central directory record"),
         (&no_npy, "no .npy member"),
         (&garbage, "no end of central directory record"),
-        (&bad_member, "member 'a.npy': not an NPY file"),
+        (&bad_member, "member 'a.npy': unsupported NPY version 9.0"),
     ] {
         assert_refused(&bitexact(&["scan", path_arg(path)]), path, problem);
     }

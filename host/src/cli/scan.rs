@@ -9,6 +9,9 @@ use std::process::ExitCode;
 
 /// Exit status when nothing non-finite was found but some tensor could not be scanned.
 const EXIT_NOT_ALL_SCANNED: u8 = 3;
+/// Exit status, after the report, when `--keep-going` met a file it could not read: that
+/// of any bad input.
+const EXIT_UNREADABLE: u8 = 2;
 
 /// Options of `bitexact scan`.
 #[derive(clap::Args)]
@@ -28,14 +31,20 @@ pub struct ScanArgs {
     /// says which and why); the CPU when there is no usable GPU.
     #[arg(long, value_enum, default_value_t = DeviceArg::Auto)]
     pub device: DeviceArg,
+    /// Scan what can be read: a file that cannot be opened or whose header is refused
+    /// is reported as unreadable (in the table and the JSON) instead of stopping the
+    /// run, which then exits 2 at its end.
+    #[arg(long)]
+    pub keep_going: bool,
 }
 
 /// Exit 0 when every value is finite, 1 when any is not, 3 when none is found but some
-/// tensor could not be scanned (its dtype or storage is not supported); `Err` (exit 2) on
-/// any bad input, reported before anything is scanned, or on a file that shrinks while
-/// it is scanned.
+/// tensor could not be scanned (its dtype or storage is not supported) or there was no
+/// tensor at all; `Err` (exit 2) on any bad input, reported before anything is scanned,
+/// or on a file that shrinks while it is scanned; 2 after the report with `--keep-going`
+/// when a file could not be read.
 pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
-    let options = ScanOptions { device: args.device.into(), progress_bar: true };
+    let options = ScanOptions { device: args.device.into(), progress_bar: true, keep_going: args.keep_going };
     let scanned = files::scan(&args.files, &options)?;
     for warning in &scanned.warnings {
         crate::cli::say!("bitexact: warning: {warning}");
@@ -46,9 +55,11 @@ pub fn run(args: &ScanArgs) -> Result<ExitCode, CliError> {
     } else {
         output::write_stdout(&report.render(args.format == OutputFormat::Markdown))?;
     }
-    Ok(if report.total.first_non_finite.is_some() {
+    Ok(if !report.unreadable.is_empty() {
+        ExitCode::from(EXIT_UNREADABLE)
+    } else if report.total.first_non_finite.is_some() {
         ExitCode::FAILURE
-    } else if report.total.not_scanned > 0 {
+    } else if report.total.not_scanned > 0 || report.total.tensors == 0 {
         ExitCode::from(EXIT_NOT_ALL_SCANNED)
     } else {
         ExitCode::SUCCESS

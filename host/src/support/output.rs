@@ -6,7 +6,29 @@ use serde_json::ser::{Formatter, PrettyFormatter};
 /// A rectangular table of strings with a header row.
 pub struct Table {
     header: Vec<String>,
-    rows: Vec<Vec<String>>,
+    rows: Vec<Vec<Cell>>,
+}
+
+/// A table cell: text from anywhere, which [`Table::render`] escapes, or text already
+/// escaped (a [`path_text`]), shown as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// Text to escape.
+    Text(String),
+    /// Text already escaped.
+    Escaped(String),
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Cell {
+        Cell::Text(text)
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(text: &str) -> Cell {
+        Cell::Text(text.to_string())
+    }
 }
 
 impl Table {
@@ -16,22 +38,23 @@ impl Table {
     }
 
     /// Appends a row (one cell per column).
-    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+    pub fn row<S: Into<Cell>>(&mut self, cells: impl IntoIterator<Item = S>) {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
     /// Renders as an aligned plain-text table or as Markdown. Every cell goes through
-    /// [`escape`] (and in Markdown `|` becomes `\|`), so that no name from a file can
-    /// move the cursor, retitle the terminal or add a row or a column; a cell over
+    /// [`escape`] (but a [`Cell::Escaped`], already escaped), and in Markdown `|`
+    /// becomes `\|`, so that no name from a file can move the cursor, retitle the terminal or add a row or a column; a cell over
     /// [`MAX_CELL_CHARS`] is [`shortened`], so that one long name does not widen every
     /// row of its column (JSON keeps the whole of it).
     pub fn render(&self, markdown: bool) -> String {
-        let cell = |text: &str| {
-            let shown = shortened(text, MAX_CELL_CHARS);
-            if markdown { shown.replace('|', "\\|") } else { shown }
+        let markdown_safe = |shown: String| if markdown { shown.replace('|', "\\|") } else { shown };
+        let cell = |cell: &Cell| match cell {
+            Cell::Text(text) => markdown_safe(shortened(text, MAX_CELL_CHARS)),
+            Cell::Escaped(text) => markdown_safe(text.clone()),
         };
-        let header: Vec<String> = self.header.iter().map(|c| cell(c)).collect();
-        let rows: Vec<Vec<String>> = self.rows.iter().map(|r| r.iter().map(|c| cell(c)).collect()).collect();
+        let header: Vec<String> = self.header.iter().map(|c| markdown_safe(shortened(c, MAX_CELL_CHARS))).collect();
+        let rows: Vec<Vec<String>> = self.rows.iter().map(|r| r.iter().map(cell).collect()).collect();
         let columns = header.len();
         let width = |c: usize| {
             rows.iter().map(|r| r.get(c).map_or(0, |s| s.chars().count())).chain([header[c].chars().count()]).max()
@@ -113,10 +136,20 @@ pub fn excerpt(text: &str) -> String {
     shortened(text, MAX_ECHO_CHARS)
 }
 
-/// A path as a message shows it: [`escape`]d (not shortened: it is the reader's own,
-/// and needed whole to find the file); bytes that are not UTF-8 show as U+FFFD.
+/// A path as a message, a table or (for a name that is not UTF-8) JSON shows it:
+/// [`escape`]d, and each byte that is not UTF-8 as `\xNN` (`bad\xff.npy`), which cannot
+/// be confused with a name holding those four characters, whose `\` is doubled. Not
+/// shortened: it is the reader's own, and needed whole to find the file.
 pub fn path_text(path: &std::path::Path) -> String {
-    escape(&path.to_string_lossy()).into_owned()
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_bytes().utf8_chunks() {
+        out.push_str(&escape(chunk.valid()));
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
 }
 
 /// `n` and `noun`, plural unless `n` is 1: `1 file`, `2 files`, `0 files`.
@@ -237,6 +270,14 @@ mod tests {
         let text = "a\\b\n\r\t\u{1b}[2J\u{7}\u{7f}\u{9b}\u{202e}\u{2028}é|";
         assert_eq!(escape(text), r"a\\b\n\r\t\u{1b}[2J\u{7}\u{7f}\u{9b}\u{202e}\u{2028}é|");
         assert!(matches!(escape("model.layers.0.weight"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_path_that_is_not_utf8_shows_its_bytes() {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::path::Path::new(std::ffi::OsStr::from_bytes(b"d\\x/bad\xff\xfe\n.npy"));
+        assert_eq!(path_text(path), r"d\\x/bad\xff\xfe\n.npy");
+        assert_eq!(path_text(std::path::Path::new("ok é.npy")), "ok é.npy");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! checked ([`TensorElement`]).
 //!
 //! `.npy` headers, of files and of `.npz` members alike, are parsed by [`npy_header`]
-//! into an entry by [`npy`] (linear time whatever the bytes); `.npz` archives by
+//! into an entry by [`npy`] (linear time whatever the bytes; the dtype string read as
+//! NumPy reads it, by [`npy_descr`]); `.npz` archives by
 //! [`npz`]; `.safetensors` headers by [`safetensors`] (no key twice in any object; dtypes
 //! kept as written, so that an unknown one is a tensor not scanned); a sharded
 //! checkpoint's `*.safetensors.index.json` by [`index`]. Every tensor's bytes must lie
@@ -18,6 +19,7 @@
 
 pub mod index;
 pub mod npy;
+pub mod npy_descr;
 pub mod npy_header;
 pub mod npz;
 pub mod safetensors;
@@ -66,26 +68,73 @@ impl Container {
         Container::from_extension(path).filter(|&container| container != Container::Npz)
     }
 
-    /// The container of an input file: by extension, else by content: NumPy's magic, a
-    /// zip archive's, or a safetensors header (see [`looks_like_safetensors`]).
+    /// The container of an input file: by content first (NumPy's magic, a zip
+    /// archive's, a safetensors header: see [`looks_like_safetensors`]), whatever the
+    /// extension; else by extension, so that a damaged file of a known extension gets
+    /// its container's own error. A file of a format `scan` does not read (a pickle, GGUF,
+    /// HDF5, ONNX) is named as such.
     pub fn detect(path: &Path, bytes: &[u8]) -> Result<Container, UnknownContainer> {
-        match Container::from_extension(path) {
-            Some(container) => Ok(container),
-            None if bytes.starts_with(npy_header::NPY_MAGIC) => Ok(Container::Npy),
-            None if npz::MAGIC.iter().any(|magic| bytes.starts_with(magic)) => Ok(Container::Npz),
-            None if looks_like_safetensors(bytes) => Ok(Container::Safetensors),
-            None => Err(UnknownContainer),
+        if bytes.starts_with(npy_header::NPY_MAGIC) {
+            Ok(Container::Npy)
+        } else if npz::MAGIC.iter().any(|magic| bytes.starts_with(magic)) {
+            Ok(Container::Npz)
+        } else if looks_like_safetensors(bytes) {
+            Ok(Container::Safetensors)
+        } else if let Some(other) = UnknownContainer::of_content(bytes) {
+            Err(other)
+        } else if let Some(container) = Container::from_extension(path) {
+            Ok(container)
+        } else if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
+            Err(UnknownContainer::Onnx)
+        } else {
+            Err(UnknownContainer::Unrecognised)
         }
     }
 }
 
-/// A file that is none of the containers, by extension or by content.
+/// What a PyTorch checkpoint is told: by content (a pickle, or a zip archive holding a
+/// `data.pkl`).
+pub const PYTORCH_CHECKPOINT: &str =
+    "a PyTorch pickle checkpoint: not supported; convert it to safetensors (safetensors.torch.save_file)";
+
+/// A file that is none of the containers, by content or by extension: a format named
+/// when its magic (or, for ONNX, which has none, its extension) says which.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UnknownContainer;
+#[non_exhaustive]
+pub enum UnknownContainer {
+    /// No format recognised.
+    Unrecognised,
+    /// A Python pickle (protocol 2 or later): what `torch.save` wrote before PyTorch 1.6.
+    Pickle,
+    /// GGUF (magic `GGUF`): llama.cpp's format.
+    Gguf,
+    /// HDF5 (magic `\x89HDF\r\n\x1a\n`): Keras' `.h5`.
+    Hdf5,
+    /// ONNX (extension `.onnx`).
+    Onnx,
+}
+
+impl UnknownContainer {
+    /// The format `bytes` start like, among those named.
+    fn of_content(bytes: &[u8]) -> Option<UnknownContainer> {
+        match bytes {
+            [0x80, 2..=5, ..] => Some(UnknownContainer::Pickle),
+            _ if bytes.starts_with(b"GGUF") => Some(UnknownContainer::Gguf),
+            _ if bytes.starts_with(b"\x89HDF\r\n\x1a\n") => Some(UnknownContainer::Hdf5),
+            _ => None,
+        }
+    }
+}
 
 impl std::fmt::Display for UnknownContainer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("unknown file type (expected a .npy, .npz or .safetensors file)")
+        f.write_str(match self {
+            UnknownContainer::Unrecognised => "unknown file type (expected a .npy, .npz or .safetensors file)",
+            UnknownContainer::Pickle => PYTORCH_CHECKPOINT,
+            UnknownContainer::Gguf => "a GGUF file: not supported (expected a .npy, .npz or .safetensors file)",
+            UnknownContainer::Hdf5 => "an HDF5 file: not supported (expected a .npy, .npz or .safetensors file)",
+            UnknownContainer::Onnx => "an ONNX model: not supported (expected a .npy, .npz or .safetensors file)",
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 //! the `.safetensors` parser gives too.
 
 use crate::files::backend::count::Endian;
+use crate::files::containers::npy_descr::{NumpyKind, NumpyType, numpy_type};
 use crate::files::containers::npy_header::{self, Descr, NpyHeaderError};
 use crate::files::containers::{TensorElement, TensorEntry};
 use crate::support::output::excerpt;
@@ -14,7 +15,7 @@ pub(crate) const INTEGER: &str = "integer dtype";
 /// Why a boolean tensor is not scanned.
 pub(crate) const BOOL: &str = "bool dtype";
 /// Why a tensor of a dtype this build does not know is not scanned: a safetensors dtype
-/// newer than its `safetensors` crate, a NumPy type string npyz does not read (`<f1`,
+/// newer than its `safetensors` crate, a NumPy type string NumPy does not read (`<f1`,
 /// which `np.save` writes for `ml_dtypes`' FP8 arrays).
 pub(crate) const UNKNOWN_DTYPE: &str = "unknown dtype";
 
@@ -96,20 +97,21 @@ impl std::fmt::Display for ShapeOverflow {
 impl std::error::Error for ShapeOverflow {}
 
 /// Parses an `.npy` header with [`npy_header`] (linear time whatever the bytes), the
-/// dtype string with npyz's `TypeStr`. `head` is the start of a file of `file_len`
+/// dtype string as NumPy reads it ([`numpy_type`]). `head` is the start of a file of `file_len`
 /// bytes: all of it, or at least [`npy_header::MAX_NPY_HEAD_BYTES`]. The file is an
 /// `.npy` file, or an `.npz` member (a deflated one's data is inflated only when it is
 /// scanned).
 pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, NpyError> {
     let (header, data_start) = npy_header::read(head)?;
     let (dtype, element, item_size) = match header.descr {
-        Descr::Plain(descr) => match descr.parse::<npyz::TypeStr>() {
-            Ok(type_str) => {
-                // `None` for pickled objects, whose size only unpickling tells: nothing is read then.
-                let item_size = type_str.num_bytes().map_or(0, |n| n as u64);
-                (type_str.to_string(), npy_element(&type_str), item_size)
+        Descr::Plain(descr) => match numpy_type(&descr) {
+            Some(numpy) => {
+                // Pickled objects' size only unpickling tells: nothing is read then.
+                let item_size = if numpy.kind == NumpyKind::Object { 0 } else { numpy.item_size };
+                let element = npy_element(&numpy);
+                (numpy.canonical, element, item_size)
             }
-            Err(_) => {
+            None => {
                 let item_size =
                     unknown_type_size(&descr).ok_or_else(|| NpyError::NotNumpyType { descr: descr.clone() })?;
                 (descr, TensorElement::Unsupported(UNKNOWN_DTYPE), item_size)
@@ -137,7 +139,7 @@ pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, NpyError> {
     })
 }
 
-/// The item size of a type string npyz does not read but that is spelled like one: a
+/// The item size of a type string NumPy does not read but that is spelled like one: a
 /// byte order (`<`, `>`, `|`, `=`, or none), a letter, and a size in bytes (`<f1`, which
 /// `np.save` writes for `ml_dtypes`' FP8 arrays). Anything else is not a type string.
 fn unknown_type_size(descr: &str) -> Option<u64> {
@@ -152,35 +154,30 @@ fn unknown_type_size(descr: &str) -> Option<u64> {
 /// How a plain npy dtype is checked: floats of 2, 4 or 8 bytes and complex numbers of
 /// two 4- or 8-byte parts are scanned; integers, booleans, strings and dates have no NaN;
 /// long double, raw bytes and pickled objects are [`TensorElement::Unsupported`].
-fn npy_element(type_str: &npyz::TypeStr) -> TensorElement {
-    use npyz::{Endianness, TypeChar};
-    let endian = match type_str.endianness() {
-        Endianness::Big => Endian::Big,
-        Endianness::Little | Endianness::Irrelevant => Endian::Little,
-    };
+fn npy_element(numpy: &NumpyType) -> TensorElement {
+    let endian = if numpy.big_endian { Endian::Big } else { Endian::Little };
     let float_of = |bytes: u64| match bytes {
         2 => Some(Format::Binary16),
         4 => Some(Format::Binary32),
         8 => Some(Format::Binary64),
         _ => None,
     };
-    match type_str.type_char() {
-        TypeChar::Bool => TensorElement::AlwaysFinite(BOOL),
-        TypeChar::Int | TypeChar::Uint => TensorElement::AlwaysFinite(INTEGER),
-        TypeChar::Float => match float_of(type_str.size_field()) {
+    match numpy.kind {
+        NumpyKind::Bool => TensorElement::AlwaysFinite(BOOL),
+        NumpyKind::Int | NumpyKind::Uint => TensorElement::AlwaysFinite(INTEGER),
+        NumpyKind::Float => match float_of(numpy.item_size) {
             Some(format) => TensorElement::Float(format, endian),
             None => TensorElement::Unsupported("extended-precision float is not supported"),
         },
-        TypeChar::Complex => match float_of(type_str.size_field() / 2) {
+        NumpyKind::Complex => match float_of(numpy.item_size / 2) {
             Some(format) if format != Format::Binary16 => TensorElement::Complex(format, endian),
             _ => TensorElement::Unsupported("extended-precision complex is not supported"),
         },
-        TypeChar::ByteStr | TypeChar::UnicodeStr | TypeChar::DateTime | TypeChar::TimeDelta => {
+        NumpyKind::Bytes | NumpyKind::Unicode | NumpyKind::DateTime | NumpyKind::TimeDelta => {
             TensorElement::AlwaysFinite("not a floating-point dtype")
         }
-        TypeChar::Object => TensorElement::Unsupported("pickled objects are not read"),
-        TypeChar::RawData => TensorElement::Unsupported("raw bytes of unknown type"),
-        _ => TensorElement::Unsupported("dtype not supported"),
+        NumpyKind::Object => TensorElement::Unsupported("pickled objects are not read"),
+        NumpyKind::Void => TensorElement::Unsupported("raw bytes of unknown type"),
     }
 }
 

@@ -20,7 +20,7 @@
 
 use crate::files::containers::npy::{self, NpyError};
 use crate::files::containers::npy_header;
-use crate::files::containers::{Deflated, TensorElement, TensorEntry};
+use crate::files::containers::{Deflated, PYTORCH_CHECKPOINT, TensorElement, TensorEntry};
 use crate::files::message::io_message;
 use crate::files::source::{Source, SourceReadError};
 use crate::support::output::excerpt;
@@ -70,8 +70,10 @@ pub enum NpzError {
     },
     /// A central directory header that does not parse.
     MalformedDirectory,
-    /// A zip archive without a `.npy` member.
+    /// A zip archive without an array (a member with NumPy's magic).
     NoNpyMember,
+    /// A zip archive without an array that holds a `data.pkl`: a PyTorch checkpoint.
+    PyTorchZip,
     /// A read of the archive failed.
     Read(SourceReadError),
     /// A member is refused.
@@ -95,6 +97,7 @@ impl std::fmt::Display for NpzError {
             }
             NpzError::MalformedDirectory => f.write_str("malformed central directory"),
             NpzError::NoNpyMember => f.write_str("no .npy member: not an .npz archive"),
+            NpzError::PyTorchZip => f.write_str(PYTORCH_CHECKPOINT),
             NpzError::Read(error) => error.fmt(f),
             NpzError::Member { name, error } => write!(f, "member '{}': {error}", excerpt(name)),
         }
@@ -277,48 +280,59 @@ impl LittleEndian for [u8] {
     }
 }
 
-/// Parses an `.npz` archive: one tensor per member, named as NumPy names it (the member's
-/// name without `.npy`). Never panics; errors say what in the archive's format is
-/// wrong, or which read failed.
+/// Parses an `.npz` archive: one tensor per member, named and read as `np.load` names
+/// and reads it: the member's name without a final `.npy` (case-sensitive: `X.NPY` stays
+/// `X.NPY`), an array if its bytes start with NumPy's magic, whatever its name; a member
+/// without the magic (`np.load` gives its bytes) is listed as not scanned. An archive
+/// with no array and no member that could not be looked at is refused: as a PyTorch
+/// checkpoint if it holds a `data.pkl`, else as no `.npz`. Never panics; errors say what
+/// in the archive's format is wrong, or which read failed.
 pub fn parse(archive: Source<'_>) -> Result<Vec<TensorEntry>, NpzError> {
     let mut directory = Vec::new();
     let members = central_directory(archive, &mut directory)?;
-    if !members.iter().any(|member| member.name.ends_with(b".npy")) {
-        return Err(NpzError::NoNpyMember);
-    }
-    members
+    let tensors = members
         .iter()
         .filter(|member| !member.name.ends_with(b"/"))
         .map(|member| {
             member_tensor(archive, member)
                 .map_err(|error| NpzError::Member { name: String::from_utf8_lossy(member.name).into_owned(), error })
         })
-        .collect()
+        .collect::<Result<Vec<_>, NpzError>>()?;
+    if tensors.iter().all(|(_, kind)| *kind == MemberKind::NotArray) {
+        let pickled = |member: &Member<'_>| member.name == b"data.pkl" || member.name.ends_with(b"/data.pkl");
+        return Err(if members.iter().any(pickled) { NpzError::PyTorchZip } else { NpzError::NoNpyMember });
+    }
+    Ok(tensors.into_iter().map(|(tensor, _)| tensor).collect())
 }
 
-/// The tensor of one member: its `.npy` header parsed, its data located.
-fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<TensorEntry, NpzMemberError> {
+/// What a member turned out to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum MemberKind {
+    /// An array: its bytes start with NumPy's magic.
+    Array,
+    /// Not an array: its bytes do not start with NumPy's magic.
+    NotArray,
+    /// Encrypted or compressed by another method: not looked at.
+    Unread,
+}
+
+/// The tensor of one member and what it is: its `.npy` header parsed and its data
+/// located if it is an array.
+fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<(TensorEntry, MemberKind), NpzMemberError> {
     let name = String::from_utf8_lossy(member.name);
-    let Some(array) = name.strip_suffix(".npy") else {
-        return Ok(not_scanned(&name, "not an .npy member"));
-    };
+    let array = name.strip_suffix(".npy").unwrap_or(&name);
     if member.flags & ENCRYPTED_FLAG != 0 {
-        return Ok(not_scanned(array, "encrypted member"));
+        return Ok((not_scanned(array, "encrypted member"), MemberKind::Unread));
     }
     let data = member_data(archive, member)?;
     // The member's first bytes, enough for the longest header accepted.
     let mut head = Vec::new();
     let head_len = member.len.min(npy_header::MAX_NPY_HEAD_BYTES);
-    let mut tensor = match member.method {
+    let head = match member.method {
         STORED if member.len != member.compressed_len => {
             return Err(NpzMemberError::StoredLengths { len: member.len, compressed_len: member.compressed_len });
         }
-        STORED => {
-            let head = archive.get(data.start..data.start + head_len as usize, &mut head)?;
-            let mut tensor = npy::parse_npy(head, member.len)?;
-            tensor.data = tensor.data.start + data.start..tensor.data.end + data.start;
-            tensor
-        }
+        STORED => archive.get(data.start..data.start + head_len as usize, &mut head)?,
         DEFLATED => {
             flate2::read::DeflateDecoder::new(SourceReader::new(archive, data.clone()))
                 .take(head_len)
@@ -327,14 +341,21 @@ fn member_tensor(archive: Source<'_>, member: &Member<'_>) -> Result<TensorEntry
             if (head.len() as u64) < head_len {
                 return Err(InflateError::Length { inflated: head.len() as u64, expected: member.len }.into());
             }
-            let mut tensor = npy::parse_npy(&head, member.len)?;
-            tensor.deflated = Some(Deflated { compressed: data, inflated_len: member.len, crc32: member.crc32 });
-            tensor
+            &head[..]
         }
-        _ => return Ok(not_scanned(array, "compressed with a method other than deflate")),
+        _ => return Ok((not_scanned(array, "compressed with a method other than deflate"), MemberKind::Unread)),
     };
+    if !head.starts_with(npy_header::NPY_MAGIC) {
+        return Ok((not_scanned(array, "not an array (no NPY magic)"), MemberKind::NotArray));
+    }
+    let mut tensor = npy::parse_npy(head, member.len)?;
+    if member.method == STORED {
+        tensor.data = tensor.data.start + data.start..tensor.data.end + data.start;
+    } else {
+        tensor.deflated = Some(Deflated { compressed: data, inflated_len: member.len, crc32: member.crc32 });
+    }
     tensor.name = array.to_string();
-    Ok(tensor)
+    Ok((tensor, MemberKind::Array))
 }
 
 /// A member listed without being read: no dtype, no shape, no data.

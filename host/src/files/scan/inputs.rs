@@ -8,7 +8,6 @@
 
 use crate::files::containers::Container;
 use crate::files::containers::index::{Index, ScanInputError, ScanInputErrorKind, read_index};
-use crate::files::read::check_regular_file;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -29,8 +28,9 @@ pub struct Inputs {
 /// walk cannot loop), with its `*.safetensors.index.json` files read as indexes that
 /// stand for their shards; a `.json` file as an index; anything else as a file to scan.
 /// A file reached by two names (a link, a path given twice) is listed once, under the
-/// first. Errors name the path: in a walk, any entry of those extensions that is not a
-/// regular file (a broken link, a link loop, a FIFO, which is not opened) is one.
+/// first. Errors name the path. In a walk, an entry of those extensions that is not a
+/// regular file (a broken link, a link loop, a FIFO) is listed all the same, for
+/// [`crate::files::read::TensorFile::open`] to refuse (without opening a FIFO).
 pub fn expand(paths: &[PathBuf]) -> Result<Inputs, ScanInputError> {
     let mut inputs = Inputs::default();
     for path in paths {
@@ -81,10 +81,8 @@ fn walk(directory: &Path, inputs: &mut Inputs) -> Result<(), ScanInputError> {
         } else if let Some(index) = indexes.remove(&path) {
             add_index(index, inputs);
         } else if Container::from_extension(&path).is_some() && !shards.contains(&path) {
-            // Not skipped: a shard that cannot be read must not leave "all finite".
-            if let Err(error) = check_regular_file(&path) {
-                return Err(ScanInputError { path, kind: ScanInputErrorKind::NotRegular(error) });
-            }
+            // Kept even if it is not a regular file: opening it says why, and one that
+            // cannot be read must not leave "all finite".
             inputs.files.push(path);
         }
     }

@@ -15,7 +15,7 @@ pub mod report;
 use crate::files::backend::{self, BackendError, Device};
 use crate::files::containers::index::{self, ScanInputError, UnlistedTensors};
 use crate::files::read::{TensorFile, TensorFileError};
-use crate::files::scan::report::{Report, ScanError};
+use crate::files::scan::report::{Report, ScanError, Unreadable};
 use crate::support::progress::Progress;
 use std::path::PathBuf;
 
@@ -27,11 +27,15 @@ pub struct ScanOptions {
     /// Draw a progress bar on stderr, if it is a terminal and the scan lasts over a
     /// second ([`Progress`]); off by default.
     pub progress_bar: bool,
+    /// Report a file that cannot be opened or whose header is refused (or an index
+    /// whose check fails) as unreadable in the report, and scan the others, instead of
+    /// failing the whole job; off by default.
+    pub keep_going: bool,
 }
 
 impl Default for ScanOptions {
     fn default() -> ScanOptions {
-        ScanOptions { device: Device::Auto, progress_bar: false }
+        ScanOptions { device: Device::Auto, progress_bar: false, keep_going: false }
     }
 }
 
@@ -109,7 +113,8 @@ impl From<ScanError> for ScanJobError {
 /// Counts NaN, +inf and -inf in every floating-point tensor of `paths`: `.npy`, `.npz`
 /// and `.safetensors` files (recognised by content), directories (walked), and sharded
 /// checkpoints' `*.safetensors.index.json` (for all their shards, whose tensor names are
-/// checked against the index).
+/// checked against the index). With [`ScanOptions::keep_going`], a file that cannot be
+/// opened or read is listed in [`Report::unreadable`] and the others are scanned.
 ///
 /// Passes through, in order: [`backend::select`] (`Device::Gpu` opens the GPU now),
 /// [`inputs::expand`] (paths → files and indexes), [`TensorFile::open`] (each
@@ -141,15 +146,27 @@ impl From<ScanError> for ScanJobError {
 pub fn scan(paths: &[PathBuf], options: &ScanOptions) -> Result<ScanReport, ScanJobError> {
     let device = backend::select(options.device)?;
     let inputs = inputs::expand(paths)?;
-    let files: Vec<TensorFile> = inputs.files.iter().map(|path| TensorFile::open(path)).collect::<Result<_, _>>()?;
+    let mut unreadable = Vec::new();
+    let mut files = Vec::new();
+    for path in &inputs.files {
+        match TensorFile::open(path) {
+            Ok(file) => files.push(file),
+            Err(error) if options.keep_going => unreadable.push(Unreadable::new(&error.path, &error.kind)),
+            Err(error) => return Err(error.into()),
+        }
+    }
     let mut warnings = Vec::new();
     for index in &inputs.indexes {
-        warnings.extend(index::check_index(index, &files)?);
+        match index::check_index(index, &files) {
+            Ok(unlisted) => warnings.extend(unlisted),
+            Err(error) if options.keep_going => unreadable.push(Unreadable::new(&error.path, &error.kind)),
+            Err(error) => return Err(error.into()),
+        }
     }
     let bytes = files.iter().map(report::bytes_to_scan).sum();
     let backend = device.for_job(bytes);
     let progress = if options.progress_bar { Progress::new(bytes, "scan") } else { Progress::hidden(bytes) };
-    let report = Report::scan(&files, backend.as_ref(), &progress)?.into_owned();
+    let report = Report::scan(&files, backend.as_ref(), &progress)?.with_unreadable(unreadable).into_owned();
     progress.finish();
     Ok(ScanReport { report, warnings })
 }

@@ -4,12 +4,13 @@ use crate::files::backend::count::{Counts, Endian};
 use crate::files::backend::{Backend, BackendError};
 use crate::files::containers::npz::{self, InflateError};
 use crate::files::containers::{Container, TensorElement, TensorEntry};
+use crate::files::message::one_line;
 use crate::files::read::{TensorFile, TensorFileError, TensorReader};
-use crate::support::output::{MAX_CELL_CHARS, Table, count_of, excerpt, path_text, shortened};
+use crate::support::output::{Cell, MAX_CELL_CHARS, Table, count_of, excerpt, path_text, shortened};
 use crate::support::progress::Progress;
 use shared::Format;
 use std::borrow::Cow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why a scan stopped: a file could not be read again, or a tensor could not be
 /// scanned. Displayed on one line, naming the file (and the tensor).
@@ -156,12 +157,37 @@ impl serde::Serialize for TensorReport<'_> {
 /// The result of scanning one file.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct FileReport<'a> {
-    /// The path as given.
+    /// The path as given; for one that is not UTF-8, its [`path_text`] (each byte that
+    /// is not UTF-8 as `\xNN`, `\` doubled), and `file_not_utf8` set.
     pub file: String,
+    /// `true` when the path is not UTF-8: `file` is then escaped.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub file_not_utf8: bool,
+    /// The path as the table and messages show it: its [`path_text`].
+    #[serde(skip)]
+    pub file_shown: String,
     /// Its container format.
     pub container: Container,
     /// One entry per tensor, in file order.
     pub tensors: Vec<TensorReport<'a>>,
+}
+
+impl<'a> FileReport<'a> {
+    /// The report of the file at `path`.
+    pub fn new(path: &Path, container: Container, tensors: Vec<TensorReport<'a>>) -> FileReport<'a> {
+        let (file, file_not_utf8, file_shown) = path_fields(path);
+        FileReport { file, file_not_utf8, file_shown, container, tensors }
+    }
+}
+
+/// A path as JSON gives it (as it is if UTF-8, else its [`path_text`]), whether it is
+/// not UTF-8, and as the table shows it (its [`path_text`]).
+fn path_fields(path: &Path) -> (String, bool, String) {
+    let shown = path_text(path);
+    match path.to_str() {
+        Some(file) => (file.to_string(), false, shown),
+        None => (shown.clone(), true, shown),
+    }
 }
 
 /// Scans every tensor of `file` on `backend`, advancing `progress` by the bytes scanned.
@@ -212,7 +238,7 @@ pub fn scan_file<'a>(
             })
         })
         .collect::<Result<_, ScanError>>()?;
-    Ok(FileReport { file: file.path.display().to_string(), container: file.container, tensors })
+    Ok(FileReport::new(&file.path, file.container, tensors))
 }
 
 /// Counts the non-finite values of `tensor` as `format`: read in blocks on all cores
@@ -256,8 +282,11 @@ fn index_text(tensor: &TensorReport<'_>, index: u64) -> String {
 /// Where the first non-finite value of the whole run is.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Location {
-    /// The file as given.
+    /// The file as given (as [`FileReport::file`] gives it).
     pub file: String,
+    /// The file as the table shows it (as [`FileReport::file_shown`]).
+    #[serde(skip)]
+    pub file_shown: String,
     /// The tensor.
     pub tensor: String,
     /// Flat index within the tensor, in storage order (of parts, for complex tensors).
@@ -295,11 +324,38 @@ pub struct Report<'a> {
     pub device: String,
     /// One entry per file, in the order given.
     pub files: Vec<FileReport<'a>>,
+    /// Files (or indexes) that could not be read, with `keep_going`: not scanned.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<Unreadable>,
     /// Totals.
     pub total: Total,
-    /// `true` iff every tensor was scanned or cannot hold NaN or infinities, and no NaN
-    /// or infinity was found.
+    /// `true` iff at least one tensor was listed, every tensor was scanned or cannot
+    /// hold NaN or infinities, every file could be read, and no NaN or infinity was
+    /// found.
     pub all_finite: bool,
+}
+
+/// A file (or an index) that could not be read, and why.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Unreadable {
+    /// The path, as [`FileReport::file`] gives it.
+    pub file: String,
+    /// `true` when the path is not UTF-8 (as [`FileReport::file_not_utf8`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub file_not_utf8: bool,
+    /// The path as the table shows it.
+    #[serde(skip)]
+    pub file_shown: String,
+    /// Why, on one line.
+    pub error: String,
+}
+
+impl Unreadable {
+    /// `path` could not be read, because of `error`.
+    pub fn new(path: &Path, error: &dyn std::fmt::Display) -> Unreadable {
+        let (file, file_not_utf8, file_shown) = path_fields(path);
+        Unreadable { file, file_not_utf8, file_shown, error: one_line(error) }
+    }
 }
 
 impl<'a> Report<'a> {
@@ -308,8 +364,15 @@ impl<'a> Report<'a> {
         let files: Vec<FileReport<'a>> =
             files.iter().map(|file| scan_file(file, backend, progress)).collect::<Result<_, _>>()?;
         let total = total(&files);
-        let all_finite = total.first_non_finite.is_none() && total.not_scanned == 0;
-        Ok(Report { device: backend.name(), files, total, all_finite })
+        let all_finite = total.first_non_finite.is_none() && total.not_scanned == 0 && total.tensors > 0;
+        Ok(Report { device: backend.name(), files, unreadable: Vec::new(), total, all_finite })
+    }
+
+    /// The report with `unreadable` files added: it is then not `all_finite`.
+    pub fn with_unreadable(mut self, unreadable: Vec<Unreadable>) -> Report<'a> {
+        self.all_finite &= unreadable.is_empty();
+        self.unreadable.extend(unreadable);
+        self
     }
 
     /// The report with its names and shapes copied, so that it outlives the files.
@@ -319,6 +382,8 @@ impl<'a> Report<'a> {
             .into_iter()
             .map(|file| FileReport {
                 file: file.file,
+                file_not_utf8: file.file_not_utf8,
+                file_shown: file.file_shown,
                 container: file.container,
                 tensors: file
                     .tensors
@@ -338,7 +403,13 @@ impl<'a> Report<'a> {
                     .collect(),
             })
             .collect();
-        Report { device: self.device, files, total: self.total, all_finite: self.all_finite }
+        Report {
+            device: self.device,
+            files,
+            unreadable: self.unreadable,
+            total: self.total,
+            all_finite: self.all_finite,
+        }
     }
 
     /// Writes the report as pretty JSON, streamed (a report may list tens of thousands
@@ -360,6 +431,7 @@ fn total(reports: &[FileReport<'_>]) -> Total {
     let first_non_finite = tensors().find_map(|(f, t)| {
         t.counts.first_non_finite.map(|index| Location {
             file: f.file.clone(),
+            file_shown: f.file_shown.clone(),
             tensor: t.name.to_string(),
             index,
             index_text: index_text(t, index),
@@ -388,21 +460,29 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
                 (None, None) => "-".into(),
             };
             table.row([
-                file.file.clone(),
-                t.name.to_string(),
-                t.dtype.to_string(),
-                format!("{:?}", t.shape),
-                t.elements.to_string(),
-                count(t.counts.nan),
-                count(t.counts.pos_inf),
-                count(t.counts.neg_inf),
-                first,
+                Cell::Escaped(file.file_shown.clone()),
+                t.name.to_string().into(),
+                t.dtype.to_string().into(),
+                format!("{:?}", t.shape).into(),
+                t.elements.to_string().into(),
+                count(t.counts.nan).into(),
+                count(t.counts.pos_inf).into(),
+                count(t.counts.neg_inf).into(),
+                first.into(),
             ]);
         }
     }
+    let unreadable: String =
+        // `error` is an error's message, which escapes and shortens what it quotes.
+        report.unreadable.iter().map(|u| format!("unreadable: {}: {}\n", u.file_shown, u.error)).collect();
     let total = &report.total;
     let not_scanned = format!("{} not scanned (unsupported)", count_of(total.not_scanned as u64, "tensor"));
-    let verdict = match (&total.first_non_finite, total.not_scanned) {
+    let not_scanned = match report.unreadable.len() {
+        0 => not_scanned,
+        n => format!("{not_scanned}, {} unreadable", count_of(n as u64, "file")),
+    };
+    let verdict = match (&total.first_non_finite, total.not_scanned + report.unreadable.len()) {
+        (None, 0) if total.tensors == 0 => "no tensors: nothing scanned".to_string(),
         (None, 0) => "all finite".to_string(),
         (None, _) => format!("no NaN or infinity in what was scanned, but {not_scanned}"),
         (Some(at), n) => format!(
@@ -410,14 +490,14 @@ fn render(report: &Report<'_>, markdown: bool) -> String {
             total.nan,
             total.pos_inf,
             total.neg_inf,
-            shortened(&at.file, MAX_CELL_CHARS),
+            at.file_shown,
             shortened(&at.tensor, MAX_CELL_CHARS),
             at.index_text,
             if n == 0 { String::new() } else { format!("; {not_scanned}") }
         ),
     };
     format!(
-        "{}\n{}, {}, {}, on {}: {verdict}\n",
+        "{}{unreadable}\n{}, {}, {}, on {}: {verdict}\n",
         table.render(markdown),
         count_of(total.files as u64, "file"),
         count_of(total.tensors as u64, "tensor"),

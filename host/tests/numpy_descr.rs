@@ -1,0 +1,139 @@
+//! `.npy` dtype strings read as NumPy reads them: every spelling of a grid (byte orders ×
+//! type characters and kinds × sizes, and NumPy's type names) is given to
+//! `npy_descr::numpy_type` and to NumPy's own `np.dtype`, which `np.load` calls on a
+//! header's `'descr'`; the two must agree on whether it is a type, on `dtype.str` and on
+//! `dtype.itemsize`. Skipped (and says so) where `python3` with NumPy is not installed;
+//! `REQUIRE_NUMPY=1` makes that a failure.
+
+use host::files::containers::npy_descr::numpy_type;
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Reads a JSON list of strings on stdin; writes, for each, `[dtype.str, itemsize]` or
+/// `null` where `np.dtype` refuses it or it is not a single type (structured, sub-array).
+const NUMPY_SCRIPT: &str = r#"
+import json, sys, numpy as np
+out = []
+for descr in json.load(sys.stdin):
+    try:
+        dt = np.dtype(descr)
+        out.append(None if dt.fields or dt.subdtype else [dt.str, dt.itemsize])
+    except Exception:
+        out.append(None)
+print(json.dumps(out))
+"#;
+
+fn spellings() -> Vec<String> {
+    let mut all = Vec::new();
+    for order in ["", "<", ">", "=", "|", "!"] {
+        for c in "efdgFDGbBhHiIlLqQpP?SUVMmacOxz".chars() {
+            all.push(format!("{order}{c}"));
+        }
+        for kind in "fciubSaUVMmOxe".chars() {
+            for size in ["0", "1", "2", "3", "4", "8", "10", "12", "16", "32", "04", "+4", " 4", "4 ", "4x"] {
+                all.push(format!("{order}{kind}{size}"));
+            }
+        }
+        for unit in ["[ns]", "[D]", "[us]", "[xs]", "[]", "ns"] {
+            all.extend(["M8", "m8", "f8", "datetime64", "timedelta64"].map(|t| format!("{order}{t}{unit}")));
+        }
+        for name in [
+            "float16",
+            "half",
+            "float32",
+            "single",
+            "float64",
+            "double",
+            "float",
+            "float128",
+            "longdouble",
+            "complex64",
+            "csingle",
+            "complex128",
+            "cdouble",
+            "complex",
+            "complex256",
+            "clongdouble",
+            "bool",
+            "bool_",
+            "int8",
+            "byte",
+            "uint8",
+            "ubyte",
+            "int16",
+            "short",
+            "uint16",
+            "ushort",
+            "int32",
+            "intc",
+            "uint32",
+            "uintc",
+            "int64",
+            "int",
+            "long",
+            "longlong",
+            "intp",
+            "uint64",
+            "uint",
+            "ulong",
+            "ulonglong",
+            "uintp",
+            "str",
+            "str_",
+            "bytes",
+            "bytes_",
+            "void",
+            "datetime64",
+            "timedelta64",
+            "object",
+            "object_",
+            "Float32",
+            "float_",
+            "cfloat",
+            "bfloat16",
+            "float96",
+            "bool8",
+            "int0",
+        ] {
+            all.push(format!("{order}{name}"));
+        }
+    }
+    all.extend(["", " f4", "f4,f4", "(2,)f4", "<<f4"].map(String::from));
+    all
+}
+
+#[test]
+fn every_spelling_is_read_as_numpy_reads_it() {
+    let spellings = spellings();
+    let numpy = Command::new("python3")
+        .args(["-c", NUMPY_SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            let input = serde_json::to_vec(&spellings).expect("a list of strings");
+            child.stdin.take().expect("piped").write_all(&input)?;
+            child.wait_with_output()
+        });
+    let answers: Vec<Option<(String, u64)>> =
+        match numpy.ok().filter(|o| o.status.success()).and_then(|o| serde_json::from_slice(&o.stdout).ok()) {
+            Some(answers) => answers,
+            None => {
+                assert!(std::env::var_os("REQUIRE_NUMPY").is_none(), "python3 with NumPy is required");
+                eprintln!("skipped: python3 with NumPy is not installed");
+                return;
+            }
+        };
+    let mismatches: Vec<String> = spellings
+        .iter()
+        .zip(&answers)
+        .filter_map(|(descr, want)| {
+            let got = numpy_type(descr).map(|t| (t.canonical, t.item_size));
+            (got != *want).then(|| format!("{descr:?}: NumPy {want:?}, ours {got:?}"))
+        })
+        .collect();
+    let accepted = answers.iter().filter(|a| a.is_some()).count();
+    assert!(mismatches.is_empty(), "{} of {} differ:\n{}", mismatches.len(), spellings.len(), mismatches.join("\n"));
+    eprintln!("{} spellings, {accepted} of them types to NumPy, all read alike", spellings.len());
+}
