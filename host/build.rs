@@ -90,7 +90,7 @@ fn build_modules(workspace: &Path, out_dir: &Path) -> Result<(), ptx_builder::Er
         let names = hardware_kernels(target);
         let source = format!("hardware_kernels!({});\n", names.join(", "));
         std::fs::write(&list, source)
-            .map_err(|source| ptx_builder::Error::Io { action: format!("writing {}", list.display()), source })?;
+            .map_err(|error| ptx_builder::Error::Io { action: format!("writing {}", list.display()), error })?;
         // LLVM's default PTX version for the baseline's architecture is the baseline's.
         let (ptx_target, cfg) = if target == BASELINE {
             (Target::new(target.sm), None)
@@ -115,5 +115,5 @@ fn build_modules(workspace: &Path, out_dir: &Path) -> Result<(), ptx_builder::Er
     modules.push_str("];\n");
     let modules_file = out_dir.join("ptx_modules.rs");
     std::fs::write(&modules_file, modules)
-        .map_err(|source| ptx_builder::Error::Io { action: format!("writing {}", modules_file.display()), source })
+        .map_err(|error| ptx_builder::Error::Io { action: format!("writing {}", modules_file.display()), error })
 }

@@ -171,26 +171,33 @@ pub struct BuiltModule {
 }
 
 /// Why a build failed. `Display` is one line; [`Error::details`] has the compiler's or
-/// ptxas's own messages.
-#[derive(Debug)]
+/// ptxas's own messages. An I/O failure is in the line, not behind `source()`.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// A variable cargo sets for build scripts is missing (not run from a build script,
     /// and no explicit value given).
+    #[error("${0} is not set: run the builder from a build script")]
     NotInBuildScript(&'static str),
     /// The toolchain has no `rust-src`, which `-Zbuild-std=core` needs.
+    #[error(
+        "building for {NVPTX_TARGET} needs the rust-src component (for -Zbuild-std=core), missing from {}; install it with: rustup component add rust-src",
+        .sysroot.display()
+    )]
     NoRustSrc {
         /// The toolchain's sysroot.
         sysroot: PathBuf,
     },
     /// Running a program (cargo, rustc, ptxas) or reading or writing a file failed.
+    #[error("{action}: {error}")]
     Io {
         /// What was being done.
         action: String,
         /// The cause.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The nested cargo failed.
+    #[error("building {module} for {NVPTX_TARGET} ({target}) failed: {}", first_compile_error(.errors))]
     Compile {
         /// The module's file name.
         module: String,
@@ -200,6 +207,7 @@ pub enum Error {
         errors: Vec<String>,
     },
     /// The PTX written breaks a check of [`check_ptx`].
+    #[error("{}: {} problem(s), the first: {}", .path.display(), .problems.len(), first_problem(.problems))]
     Check {
         /// The PTX file.
         path: PathBuf,
@@ -207,6 +215,7 @@ pub enum Error {
         problems: Vec<PtxProblem>,
     },
     /// ptxas rejected the PTX.
+    #[error("ptxas -arch={target} rejects {}: {}", .path.display(), first_ptxas_error(.log))]
     Ptxas {
         /// The PTX file.
         path: PathBuf,
@@ -230,39 +239,19 @@ impl Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::NotInBuildScript(var) => write!(f, "${var} is not set: run the builder from a build script"),
-            Error::NoRustSrc { sysroot } => write!(
-                f,
-                "building for {NVPTX_TARGET} needs the rust-src component (for -Zbuild-std=core), missing from {}; install it with: rustup component add rust-src",
-                sysroot.display()
-            ),
-            Error::Io { action, source } => write!(f, "{action}: {source}"),
-            Error::Compile { module, target, errors } => {
-                let first = errors.first().and_then(|e| e.lines().next()).unwrap_or("see the log above");
-                write!(f, "building {module} for {NVPTX_TARGET} ({target}) failed: {first}")
-            }
-            Error::Check { path, problems } => {
-                let first = problems.first().map(ToString::to_string).unwrap_or_default();
-                write!(f, "{}: {} problem(s), the first: {first}", path.display(), problems.len())
-            }
-            Error::Ptxas { path, target, log } => {
-                let first = log.lines().find(|l| l.contains("error")).or(log.lines().next()).unwrap_or("");
-                write!(f, "ptxas -arch={target} rejects {}: {first}", path.display())
-            }
-        }
-    }
+/// The first line of the compiler's first error.
+fn first_compile_error(errors: &[String]) -> &str {
+    errors.first().and_then(|e| e.lines().next()).unwrap_or("see the log above")
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
+/// The first PTX problem, as text.
+fn first_problem(problems: &[PtxProblem]) -> String {
+    problems.first().map(ToString::to_string).unwrap_or_default()
+}
+
+/// The first line of ptxas's `log` that says "error", else its first line.
+fn first_ptxas_error(log: &str) -> &str {
+    log.lines().find(|l| l.contains("error")).or(log.lines().next()).unwrap_or("")
 }
 
 /// Whether and with which ptxas the built PTX is assembled.
@@ -427,10 +416,8 @@ fn finish(
     out_dir: &Path,
     ptxas: Option<&Path>,
 ) -> Result<BuiltModule, Error> {
-    let output = output.map_err(|source| Error::Io {
-        action: format!("running cargo for {} ({NVPTX_TARGET})", module.file),
-        source,
-    })?;
+    let output = output
+        .map_err(|error| Error::Io { action: format!("running cargo for {} ({NVPTX_TARGET})", module.file), error })?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let diagnostics = split_diagnostics(&stderr);
     for warning in &diagnostics.warnings {
@@ -447,7 +434,7 @@ fn finish(
     }
     let path = out_dir.join(&module.file);
     let text = std::fs::read_to_string(&path)
-        .map_err(|source| Error::Io { action: format!("reading the PTX {}", path.display()), source })?;
+        .map_err(|error| Error::Io { action: format!("reading the PTX {}", path.display()), error })?;
     let problems = check_ptx(&text, module.target);
     if !problems.is_empty() {
         return Err(Error::Check { path, problems });
@@ -465,10 +452,10 @@ fn finish(
 /// `-Zbuild-std` needs the standard library's source: fails with how to get it if
 /// `rustc`'s sysroot lacks it.
 fn check_rust_src(rustc: &OsStr) -> Result<(), Error> {
-    let output = Command::new(rustc).args(["--print", "sysroot"]).output().map_err(|source| Error::Io {
-        action: format!("running {} --print sysroot", rustc.to_string_lossy()),
-        source,
-    })?;
+    let output = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|error| Error::Io { action: format!("running {} --print sysroot", rustc.to_string_lossy()), error })?;
     let sysroot = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
     if sysroot.join("lib/rustlib/src/rust/library/core").is_dir() { Ok(()) } else { Err(Error::NoRustSrc { sysroot }) }
 }

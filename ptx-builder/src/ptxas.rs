@@ -91,7 +91,7 @@ pub(crate) fn assemble(ptxas: &Path, ptx: &Path, target: Target) -> Result<(), E
         .arg("-o")
         .arg(&cubin)
         .output()
-        .map_err(|source| Error::Io { action: format!("running {}", ptxas.display()), source })?;
+        .map_err(|error| Error::Io { action: format!("running {}", ptxas.display()), error })?;
     if output.status.success() {
         return Ok(());
     }

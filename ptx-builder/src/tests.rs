@@ -253,3 +253,28 @@ fn a_narrow_store_of_a_float_register_fails_the_check() {
     let message = PtxProblem::NarrowFloatStore(store.clone()).to_string();
     assert!(message.contains("st.global.b8 [%rd12], %r8") && message.contains("saturating"), "{message}");
 }
+
+#[test]
+fn an_io_error_is_in_the_line_and_not_behind_source_too() {
+    let cause = std::io::Error::from(std::io::ErrorKind::NotFound);
+    let error = Error::Io { action: "running ptxas".into(), error: std::io::Error::from(std::io::ErrorKind::NotFound) };
+    assert_eq!(error.to_string(), format!("running ptxas: {cause}"));
+    assert!(std::error::Error::source(&error).is_none());
+}
+
+#[test]
+fn each_failure_is_one_line_with_the_first_message() {
+    let compile = Error::Compile {
+        module: "k.ptx".into(),
+        target: Target::new(75),
+        errors: vec!["error[E0425]: x\n  --> a.rs".into()],
+    };
+    assert_eq!(compile.to_string(), format!("building k.ptx for {NVPTX_TARGET} (sm_75) failed: error[E0425]: x"));
+    let ptxas =
+        Error::Ptxas { path: "k.ptx".into(), target: Target::new(90), log: "info\nptxas fatal error: bad\n".into() };
+    assert_eq!(ptxas.to_string(), "ptxas -arch=sm_90 rejects k.ptx: ptxas fatal error: bad");
+    assert_eq!(
+        Error::NotInBuildScript("OUT_DIR").to_string(),
+        "$OUT_DIR is not set: run the builder from a build script"
+    );
+}

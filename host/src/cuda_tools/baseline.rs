@@ -501,46 +501,20 @@ impl CxxCost {
     }
 }
 
-/// Why the C++ column could not be made.
-#[derive(Debug)]
+/// Why the C++ column could not be made: the error of the step that failed, as it is.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BaselineError {
     /// NVRTC was missing or rejected the source.
-    Nvrtc(NvrtcError),
+    #[error(transparent)]
+    Nvrtc(#[from] NvrtcError),
     /// Assembling, disassembling or finding a kernel failed.
-    Sass(SassError),
+    #[error(transparent)]
+    Sass(#[from] SassError),
 }
 
-impl fmt::Display for BaselineError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BaselineError::Nvrtc(e) => e.fmt(f),
-            BaselineError::Sass(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for BaselineError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BaselineError::Nvrtc(e) => Some(e),
-            BaselineError::Sass(e) => Some(e),
-        }
-    }
-}
-
-impl From<NvrtcError> for BaselineError {
-    fn from(e: NvrtcError) -> BaselineError {
-        BaselineError::Nvrtc(e)
-    }
-}
-
-impl From<SassError> for BaselineError {
-    fn from(e: SassError) -> BaselineError {
-        BaselineError::Sass(e)
-    }
-}
-
+/// A tool's failure is a failure of the SASS step (thiserror's `#[from]` converts one
+/// level only).
 impl From<crate::cuda_tools::tools::ToolError> for BaselineError {
     fn from(e: crate::cuda_tools::tools::ToolError) -> BaselineError {
         BaselineError::Sass(SassError::Tool(e))

@@ -24,7 +24,6 @@ use crate::verify::cpu::Mismatch;
 use crate::verify::reference::{self, FpClass, OutputKind};
 use rayon::prelude::*;
 use shared::{Family, Format};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The environment variable naming the folder of precompiled PTX files
@@ -69,21 +68,25 @@ impl FormsPtx {
     }
 }
 
-/// Why the baseline's PTX could not be had. `Display` is one line.
-#[derive(Debug)]
+/// Why the baseline's PTX could not be had. `Display` is one line, the inner error's
+/// text in it (so no variant has a `source()`).
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CxxPtxError {
     /// NVRTC is missing or failed (no folder was named).
+    #[error("{0} (or set {PTX_DIR_VAR} to a folder of precompiled PTX)")]
     Nvrtc(NvrtcError),
     /// Reading or writing a file failed.
+    #[error("{}: {error}", .path.display())]
     Io {
         /// The file or folder.
         path: PathBuf,
         /// What failed.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A file of the folder lacks a form's kernel or has it with another signature
     /// ([`misshapen_entries`]): not what `bitexact sass --cxx --emit-ptx` wrote.
+    #[error("{}: not the C++ baseline's PTX ({first})", .path.display())]
     Misshapen {
         /// The file.
         path: PathBuf,
@@ -91,6 +94,7 @@ pub enum CxxPtxError {
         first: String,
     },
     /// The folder has no PTX an `sm_<sm>` device runs.
+    #[error("{} has no C++ baseline PTX for sm_{sm} or older (found: {})", .dir.display(), listed(.found))]
     NoPtxFor {
         /// The folder.
         dir: PathBuf,
@@ -101,38 +105,9 @@ pub enum CxxPtxError {
     },
 }
 
-impl fmt::Display for CxxPtxError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CxxPtxError::Nvrtc(e) => write!(f, "{e} (or set {PTX_DIR_VAR} to a folder of precompiled PTX)"),
-            CxxPtxError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            CxxPtxError::Misshapen { path, first } => {
-                write!(f, "{}: not the C++ baseline's PTX ({first})", path.display())
-            }
-            CxxPtxError::NoPtxFor { dir, sm, found } => write!(
-                f,
-                "{} has no C++ baseline PTX for sm_{sm} or older (found: {})",
-                dir.display(),
-                if found.is_empty() { "none".to_string() } else { found.join(", ") }
-            ),
-        }
-    }
-}
-
-impl std::error::Error for CxxPtxError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CxxPtxError::Nvrtc(e) => Some(e),
-            CxxPtxError::Io { source, .. } => Some(source),
-            CxxPtxError::NoPtxFor { .. } | CxxPtxError::Misshapen { .. } => None,
-        }
-    }
-}
-
-impl From<NvrtcError> for CxxPtxError {
-    fn from(e: NvrtcError) -> CxxPtxError {
-        CxxPtxError::Nvrtc(e)
-    }
+/// `found`, comma-separated, or `none`.
+fn listed(found: &[String]) -> String {
+    if found.is_empty() { "none".to_string() } else { found.join(", ") }
 }
 
 /// [`baseline::SOURCE`] compiled by NVRTC for `arch` under every flag set.
@@ -140,7 +115,8 @@ pub fn compile(nvrtc: &Nvrtc, arch: &str) -> Result<FormsPtx, CxxPtxError> {
     let by_flags = Flags::ALL
         .into_iter()
         .map(|flags| Ok((flags, nvrtc.compile(baseline::SOURCE, baseline::SOURCE_NAME, arch, flags.options())?)))
-        .collect::<Result<_, NvrtcError>>()?;
+        .collect::<Result<_, NvrtcError>>()
+        .map_err(CxxPtxError::Nvrtc)?;
     let (major, minor) = nvrtc.version;
     Ok(FormsPtx { arch: arch.to_string(), origin: format!("NVRTC {major}.{minor}"), by_flags })
 }
@@ -148,12 +124,12 @@ pub fn compile(nvrtc: &Nvrtc, arch: &str) -> Result<FormsPtx, CxxPtxError> {
 /// Writes `ptx` into `dir` (created if need be), one file per flag set
 /// ([`ptx_file_name`]); returns the files written.
 pub fn write(ptx: &FormsPtx, dir: &Path) -> Result<Vec<PathBuf>, CxxPtxError> {
-    std::fs::create_dir_all(dir).map_err(|source| CxxPtxError::Io { path: dir.to_path_buf(), source })?;
+    std::fs::create_dir_all(dir).map_err(|error| CxxPtxError::Io { path: dir.to_path_buf(), error })?;
     ptx.by_flags
         .iter()
         .map(|(flags, text)| {
             let path = dir.join(ptx_file_name(&ptx.arch, *flags));
-            std::fs::write(&path, text).map_err(|source| CxxPtxError::Io { path: path.clone(), source })?;
+            std::fs::write(&path, text).map_err(|error| CxxPtxError::Io { path: path.clone(), error })?;
             Ok(path)
         })
         .collect()
@@ -163,7 +139,7 @@ pub fn write(ptx: &FormsPtx, dir: &Path) -> Result<Vec<PathBuf>, CxxPtxError> {
 /// highest `sm_XX` with `XX <= sm` that has a default-flags file), under every flag set.
 pub fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
     fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CxxPtxError + '_ {
-        move |source| CxxPtxError::Io { path: path.to_path_buf(), source }
+        move |error| CxxPtxError::Io { path: path.to_path_buf(), error }
     }
     let suffix = format!("-{}.ptx", Flags::Default.slug());
     let mut found: Vec<(i32, String)> = std::fs::read_dir(dir)
@@ -198,7 +174,7 @@ pub fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
 pub fn for_device(sm: i32) -> Result<FormsPtx, CxxPtxError> {
     match std::env::var_os(PTX_DIR_VAR) {
         Some(dir) => read(Path::new(&dir), sm),
-        None => compile(&Nvrtc::find()?, &format!("sm_{sm}")),
+        None => compile(&Nvrtc::find().map_err(CxxPtxError::Nvrtc)?, &format!("sm_{sm}")),
     }
 }
 

@@ -14,7 +14,6 @@
 #![allow(unsafe_code)]
 
 use crate::cuda_tools::tools::{self, ToolError, check_arch};
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -30,12 +29,14 @@ pub struct Nvrtc {
 }
 
 /// Why NVRTC could not be had, or a compilation failed. `Display` is one line.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NvrtcError {
     /// The library or the headers are not installed.
-    NotFound(ToolError),
+    #[error(transparent)]
+    NotFound(#[from] ToolError),
     /// The library is there but could not be loaded.
+    #[error("cannot load {}: {}", .path.display(), one_line(.reason))]
     Load {
         /// The library.
         path: PathBuf,
@@ -43,6 +44,7 @@ pub enum NvrtcError {
         reason: String,
     },
     /// NVRTC rejected the source.
+    #[error("NVRTC failed on {name} ({}): {}", .options.join(" "), one_line(first_error(.log)))]
     Compile {
         /// The source's name.
         name: String,
@@ -53,34 +55,9 @@ pub enum NvrtcError {
     },
 }
 
-impl fmt::Display for NvrtcError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NvrtcError::NotFound(e) => e.fmt(f),
-            NvrtcError::Load { path, reason } => {
-                write!(f, "cannot load {}: {}", path.display(), one_line(reason))
-            }
-            NvrtcError::Compile { name, options, log } => {
-                let first = log.lines().find(|l| l.contains("error")).or(log.lines().next()).unwrap_or("no log");
-                write!(f, "NVRTC failed on {name} ({}): {}", options.join(" "), one_line(first))
-            }
-        }
-    }
-}
-
-impl std::error::Error for NvrtcError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NvrtcError::NotFound(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<ToolError> for NvrtcError {
-    fn from(e: ToolError) -> NvrtcError {
-        NvrtcError::NotFound(e)
-    }
+/// The first line of NVRTC's `log` that says "error", else its first line.
+fn first_error(log: &str) -> &str {
+    log.lines().find(|l| l.contains("error")).or(log.lines().next()).unwrap_or("no log")
 }
 
 fn one_line(text: &str) -> String {

@@ -21,7 +21,6 @@ use crate::verify::table::Variant;
 use shared::hardware::{Conversion, PtxTarget};
 use shared::{KernelKind, KernelName};
 use std::collections::HashMap;
-use std::fmt;
 
 /// One SASS instruction.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,42 +185,20 @@ pub struct HardwareCost {
 }
 
 /// Why the SASS report could not be made.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SassError {
     /// A tool was missing or failed.
-    Tool(ToolError),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
     /// A kernel the table names is not in the listing.
+    #[error("kernel {kernel} is not in the {arch} SASS listing")]
     MissingKernel {
         /// The architecture of the listing.
         arch: String,
         /// The kernel looked for.
         kernel: String,
     },
-}
-
-impl fmt::Display for SassError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SassError::Tool(e) => e.fmt(f),
-            SassError::MissingKernel { arch, kernel } => write!(f, "kernel {kernel} is not in the {arch} SASS listing"),
-        }
-    }
-}
-
-impl std::error::Error for SassError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SassError::Tool(e) => Some(e),
-            SassError::MissingKernel { .. } => None,
-        }
-    }
-}
-
-impl From<ToolError> for SassError {
-    fn from(e: ToolError) -> SassError {
-        SassError::Tool(e)
-    }
 }
 
 /// The kernel `name` of a listing for `arch`.

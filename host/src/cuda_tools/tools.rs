@@ -65,11 +65,12 @@ impl fmt::Display for Tool {
 }
 
 /// Why a tool could not be found or did not do its job. `Display` is one line a user can
-/// act on.
-#[derive(Debug)]
+/// act on; an I/O failure is in it, not behind `source()`.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolError {
     /// The tool is in none of the places looked in.
+    #[error("{tool} not found {}", not_found_where(.override_dir.as_deref(), "PATH, $CUDA_HOME/bin"))]
     NotFound {
         /// The missing tool.
         tool: Tool,
@@ -78,6 +79,7 @@ pub enum ToolError {
     },
     /// NVRTC's library or the CUDA headers (for the C++ baseline) are in none of the
     /// places looked in.
+    #[error("{file} (for the CUDA C++ baseline) not found {}", not_found_where(.override_dir.as_deref(), "$CUDA_HOME"))]
     BaselineFileNotFound {
         /// What was looked for: `libnvrtc.so.12` or `include/cuda_fp16.h`.
         file: &'static str,
@@ -85,15 +87,18 @@ pub enum ToolError {
         override_dir: Option<PathBuf>,
     },
     /// An architecture name that is not of the form `sm_NN` (with an optional letter).
+    #[error("bad architecture {:?}: expected a name like sm_90 (known: {})", .0, ARCHS.join(", "))]
     BadArch(String),
     /// A file or process operation failed.
+    #[error("{action}: {error}")]
     Io {
         /// What was being done.
         action: String,
         /// The underlying error.
-        source: io::Error,
+        error: io::Error,
     },
     /// The tool ran and reported failure.
+    #[error("`{command}` failed ({status}): {}", first_line(.stderr))]
     Failed {
         /// The tool and its arguments, as run.
         command: String,
@@ -104,46 +109,22 @@ pub enum ToolError {
     },
 }
 
-impl fmt::Display for ToolError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ToolError::NotFound { tool, override_dir: Some(dir) } => write!(
-                f,
-                "{tool} not found in ${TOOLS_DIR_VAR} ({}): point it at the folder {INSTALL_COMMAND} fills, or unset it",
-                dir.display()
-            ),
-            ToolError::NotFound { tool, override_dir: None } => {
-                write!(f, "{tool} not found (looked in {LOCAL_DIR}/, PATH, $CUDA_HOME/bin): run {INSTALL_COMMAND}")
-            }
-            ToolError::BaselineFileNotFound { file, override_dir: Some(dir) } => write!(
-                f,
-                "{file} (for the CUDA C++ baseline) not found in ${TOOLS_DIR_VAR} ({}): point it at the folder {INSTALL_COMMAND} fills, or unset it",
-                dir.display()
-            ),
-            ToolError::BaselineFileNotFound { file, override_dir: None } => write!(
-                f,
-                "{file} (for the CUDA C++ baseline) not found (looked in {LOCAL_DIR}/, $CUDA_HOME): run {INSTALL_COMMAND}"
-            ),
-            ToolError::BadArch(arch) => {
-                write!(f, "bad architecture {arch:?}: expected a name like sm_90 (known: {})", ARCHS.join(", "))
-            }
-            ToolError::Io { action, source } => write!(f, "{action}: {source}"),
-            ToolError::Failed { command, status, stderr } => {
-                let first_line = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-                let first_line = first_line.split_whitespace().collect::<Vec<_>>().join(" ");
-                write!(f, "`{command}` failed ({status}): {first_line}")
-            }
-        }
+/// Where a tool or file was looked for, with what to do: in `$BITEXACT_CUDA_TOOLS` alone
+/// when it is set, else in [`LOCAL_DIR`], then `also`.
+fn not_found_where(override_dir: Option<&Path>, also: &str) -> String {
+    match override_dir {
+        Some(dir) => format!(
+            "in ${TOOLS_DIR_VAR} ({}): point it at the folder {INSTALL_COMMAND} fills, or unset it",
+            dir.display()
+        ),
+        None => format!("(looked in {LOCAL_DIR}/, {also}): run {INSTALL_COMMAND}"),
     }
 }
 
-impl std::error::Error for ToolError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ToolError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
+/// The first non-blank line of a tool's stderr, its spaces collapsed.
+fn first_line(stderr: &str) -> String {
+    let line = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The path of an executable `tool`, looked for in this order:
@@ -264,11 +245,11 @@ impl CudaTools {
         let dir = tempfile::Builder::new()
             .prefix("bitexact-ptxas-")
             .tempdir()
-            .map_err(|source| ToolError::Io { action: "creating a temporary folder".into(), source })?;
+            .map_err(|error| ToolError::Io { action: "creating a temporary folder".into(), error })?;
         let ptx_file = dir.path().join("kernels.ptx");
         let cubin = dir.path().join(format!("kernels.{arch}.cubin"));
         std::fs::write(&ptx_file, ptx)
-            .map_err(|source| ToolError::Io { action: format!("writing {}", ptx_file.display()), source })?;
+            .map_err(|error| ToolError::Io { action: format!("writing {}", ptx_file.display()), error })?;
         let mut command = Command::new(&self.ptxas);
         command.arg("-v").arg(format!("-arch={arch}")).arg(&ptx_file).arg("-o").arg(&cubin);
         let output = run(command)?;
@@ -311,7 +292,7 @@ fn run(mut command: Command) -> Result<Captured, ToolError> {
         .map(|a| Path::new(a).file_name().unwrap_or(a).to_string_lossy())
         .collect::<Vec<_>>()
         .join(" ");
-    let output = command.output().map_err(|source| ToolError::Io { action: format!("running {shown}"), source })?;
+    let output = command.output().map_err(|error| ToolError::Io { action: format!("running {shown}"), error })?;
     let captured = Captured {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -373,6 +354,52 @@ pub fn resource_usage(ptxas_log: &str) -> Vec<FunctionResources> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cuda_tools::baseline::BaselineError;
+    use crate::cuda_tools::cxx_gpu::CxxPtxError;
+    use crate::cuda_tools::nvrtc::NvrtcError;
+    use crate::cuda_tools::sass::SassError;
+    use crate::support::chain::repeated_causes;
+
+    fn io() -> ToolError {
+        ToolError::Io { action: "running ptxas".into(), error: io::Error::from(io::ErrorKind::NotFound) }
+    }
+
+    #[test]
+    fn a_tool_error_in_any_wrapper_is_one_line_that_names_each_cause_once() {
+        let line = format!("running ptxas: {}", io::Error::from(io::ErrorKind::NotFound));
+        assert_eq!(io().to_string(), line);
+        let wrapped: Vec<(Box<dyn std::error::Error>, String)> = vec![
+            (Box::new(io()), line.clone()),
+            (Box::new(SassError::from(io())), line.clone()),
+            (Box::new(NvrtcError::from(io())), line.clone()),
+            (Box::new(BaselineError::from(io())), line.clone()),
+            (Box::new(BaselineError::from(NvrtcError::from(io()))), line.clone()),
+            (
+                Box::new(CxxPtxError::Nvrtc(NvrtcError::from(io()))),
+                format!("{line} (or set BITEXACT_CXX_PTX_DIR to a folder of precompiled PTX)"),
+            ),
+        ];
+        for (error, expected) in wrapped {
+            assert_eq!(error.to_string(), expected);
+            assert_eq!(repeated_causes(error.as_ref()), Vec::<String>::new(), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_missing_tool_says_where_it_was_looked_for_and_what_to_do() {
+        let none = ToolError::NotFound { tool: Tool::Ptxas, override_dir: None };
+        assert_eq!(
+            none.to_string(),
+            format!("ptxas not found (looked in {LOCAL_DIR}/, PATH, $CUDA_HOME/bin): run {INSTALL_COMMAND}")
+        );
+        let set = ToolError::BaselineFileNotFound { file: "libnvrtc.so.12", override_dir: Some("/x".into()) };
+        assert_eq!(
+            set.to_string(),
+            format!(
+                "libnvrtc.so.12 (for the CUDA C++ baseline) not found in ${TOOLS_DIR_VAR} (/x): point it at the folder {INSTALL_COMMAND} fills, or unset it"
+            )
+        );
+    }
 
     #[test]
     fn resource_usage_reads_every_function() {

@@ -47,13 +47,17 @@ pub const BLOCK_THREADS: u32 = 256;
 /// Resident blocks per multiprocessor a grid-stride launch asks for at most.
 const BLOCKS_PER_SM: u32 = 16;
 
-/// Everything that can go wrong on the GPU side, by stage.
-#[derive(Debug)]
+/// Everything that can go wrong on the GPU side, by stage. `Display` is one line; a
+/// variant that wraps a driver error prints it and has no `source()`, so a chain printer
+/// shows it once.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GpuError {
     /// `libcuda.so` could not be loaded: no NVIDIA driver on this machine.
+    #[error("no CUDA driver: libcuda.so could not be loaded (is the NVIDIA driver installed?)")]
     NoDriver,
     /// The driver loaded but reports no device with that ordinal.
+    #[error("no CUDA device {ordinal}: the driver reports {count} device(s)")]
     NoDevice {
         /// The ordinal asked for.
         ordinal: usize,
@@ -61,42 +65,49 @@ pub enum GpuError {
         count: usize,
     },
     /// A driver call failed while doing `stage`.
+    #[error("CUDA driver error while {stage}: {error}")]
     Driver {
         /// What was being done.
         stage: String,
         /// The driver's error.
-        source: DriverError,
+        error: DriverError,
     },
     /// A module of one's own ([`Gpu::load_user_module`]) defines a kernel named like
     /// one of the embedded modules' kernels; loading it would let the table's typed
     /// launches reach a kernel whose signature nobody vouched for.
+    #[error("the module defines {name}, a name reserved for this project's own kernels; rename it")]
     NameTaken {
         /// The kernel's name.
         name: String,
     },
     /// The driver's JIT rejected the embedded PTX.
+    #[error("the driver rejected the embedded PTX: {log}")]
     PtxRejected {
         /// The JIT's error log.
         log: String,
     },
     /// The PTX has no kernel of that name (a build mismatch).
+    #[error("kernel {name} is not in the PTX")]
     KernelMissing {
         /// The kernel's name.
         name: String,
     },
     /// A kernel launch or its execution failed.
+    #[error("kernel {kernel} failed: {error}")]
     Launch {
         /// The kernel's name.
         kernel: String,
         /// The driver's error.
-        source: DriverError,
+        error: DriverError,
     },
     /// Device memory ran out.
+    #[error("out of device memory allocating {bytes} bytes")]
     OutOfMemory {
         /// Bytes asked for.
         bytes: usize,
     },
     /// A kernel's output is not what the CPU computes (found by a benchmark's check).
+    #[error("kernel {kernel} computed a wrong result: {detail}")]
     WrongResult {
         /// The kernel's name.
         kernel: String,
@@ -104,6 +115,7 @@ pub enum GpuError {
         detail: String,
     },
     /// Buffers passed to a kernel do not have the lengths it needs.
+    #[error("kernel {kernel}: {detail}")]
     Length {
         /// The kernel's name.
         kernel: String,
@@ -111,6 +123,7 @@ pub enum GpuError {
         detail: String,
     },
     /// A copy between buffers of different lengths.
+    #[error("kernel {}: {} {from} elements into {into}", .copy.kernel(), .copy.verb())]
     CopyLength {
         /// Which copy.
         copy: DeviceCopy,
@@ -122,6 +135,7 @@ pub enum GpuError {
     /// The kernel is in a PTX module this device cannot run (its target is newer than
     /// the device) or whose load failed: a hardware kernel of an instruction the device
     /// lacks. Tests report it as a skip.
+    #[error("kernel {kernel}: {reason}")]
     NeedsTarget {
         /// The kernel's name.
         kernel: String,
@@ -131,10 +145,11 @@ pub enum GpuError {
 }
 
 /// Why a newer PTX module (a hardware conversion's target) is not loaded on a device.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ModuleUnavailable {
     /// The device's compute capability is below the module's target.
+    #[error("needs {target}; device {ordinal} is sm_{sm}")]
     OlderDevice {
         /// The module's target.
         target: PtxTarget,
@@ -144,6 +159,7 @@ pub enum ModuleUnavailable {
         sm: i32,
     },
     /// The driver refused the module; its JIT log.
+    #[error("the driver rejected the {target} module: {log}")]
     Rejected {
         /// The module's target.
         target: PtxTarget,
@@ -151,19 +167,6 @@ pub enum ModuleUnavailable {
         log: String,
     },
 }
-
-impl std::fmt::Display for ModuleUnavailable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ModuleUnavailable::OlderDevice { target, ordinal, sm } => {
-                write!(f, "needs {target}; device {ordinal} is sm_{sm}")
-            }
-            ModuleUnavailable::Rejected { target, log } => write!(f, "the driver rejected the {target} module: {log}"),
-        }
-    }
-}
-
-impl std::error::Error for ModuleUnavailable {}
 
 /// A copy out of a device buffer, as [`GpuError::CopyLength`] names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,41 +178,20 @@ pub enum DeviceCopy {
     ToDevice,
 }
 
-impl std::fmt::Display for GpuError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl DeviceCopy {
+    /// The driver call's name, as [`GpuError::CopyLength`] shows it.
+    fn kernel(self) -> &'static str {
         match self {
-            GpuError::NoDriver => {
-                write!(f, "no CUDA driver: libcuda.so could not be loaded (is the NVIDIA driver installed?)")
-            }
-            GpuError::NoDevice { ordinal, count } => {
-                write!(f, "no CUDA device {ordinal}: the driver reports {count} device(s)")
-            }
-            GpuError::Driver { stage, source } => write!(f, "CUDA driver error while {stage}: {source}"),
-            GpuError::PtxRejected { log } => write!(f, "the driver rejected the embedded PTX: {log}"),
-            GpuError::KernelMissing { name } => write!(f, "kernel {name} is not in the PTX"),
-            GpuError::NameTaken { name } => {
-                write!(f, "the module defines {name}, a name reserved for this project's own kernels; rename it")
-            }
-            GpuError::Launch { kernel, source } => write!(f, "kernel {kernel} failed: {source}"),
-            GpuError::OutOfMemory { bytes } => write!(f, "out of device memory allocating {bytes} bytes"),
-            GpuError::WrongResult { kernel, detail } => write!(f, "kernel {kernel} computed a wrong result: {detail}"),
-            GpuError::Length { kernel, detail } => write!(f, "kernel {kernel}: {detail}"),
-            GpuError::NeedsTarget { kernel, reason } => write!(f, "kernel {kernel}: {reason}"),
-            GpuError::CopyLength { copy: DeviceCopy::ToHost, from, into } => {
-                write!(f, "kernel memcpy_dtoh: copying {from} elements into {into}")
-            }
-            GpuError::CopyLength { copy: DeviceCopy::ToDevice, from, into } => {
-                write!(f, "kernel memcpy_dtod: copy of {from} elements into {into}")
-            }
+            DeviceCopy::ToHost => "memcpy_dtoh",
+            DeviceCopy::ToDevice => "memcpy_dtod",
         }
     }
-}
 
-impl std::error::Error for GpuError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+    /// How [`GpuError::CopyLength`] says what was copied.
+    fn verb(self) -> &'static str {
         match self {
-            GpuError::Driver { source, .. } | GpuError::Launch { source, .. } => Some(source),
-            _ => None,
+            DeviceCopy::ToHost => "copying",
+            DeviceCopy::ToDevice => "copy of",
         }
     }
 }
@@ -222,13 +204,13 @@ impl GpuError {
 }
 
 fn driver(stage: impl Into<String>) -> impl FnOnce(DriverError) -> GpuError {
-    move |source| GpuError::Driver { stage: stage.into(), source }
+    move |error| GpuError::Driver { stage: stage.into(), error }
 }
 
 fn alloc_error(bytes: usize) -> impl FnOnce(DriverError) -> GpuError {
-    move |source| match source.0 {
+    move |error| match error.0 {
         sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => GpuError::OutOfMemory { bytes },
-        _ => GpuError::Driver { stage: format!("allocating {bytes} bytes"), source },
+        _ => GpuError::Driver { stage: format!("allocating {bytes} bytes"), error },
     }
 }
 
@@ -413,7 +395,7 @@ impl Gpu {
             start.record(&self.stream).map_err(driver("recording an event"))?;
             work()?;
             end.record(&self.stream).map_err(driver("recording an event"))?;
-            end.synchronize().map_err(|source| GpuError::Launch { kernel: "timed work".into(), source })?;
+            end.synchronize().map_err(|error| GpuError::Launch { kernel: "timed work".into(), error })?;
             times.push(f64::from(start.elapsed_ms(&end).map_err(driver("reading an event"))?));
         }
         Ok(times)
@@ -440,7 +422,7 @@ impl Gpu {
 
     /// Waits for everything queued so far; reports a failed kernel as `kernel`'s.
     pub fn wait(&self, kernel: KernelName) -> Result<(), GpuError> {
-        self.stream.synchronize().map_err(|source| GpuError::Launch { kernel: kernel.to_string(), source })
+        self.stream.synchronize().map_err(|error| GpuError::Launch { kernel: kernel.to_string(), error })
     }
 
     /// A grid-stride launch with `per_thread` elements per thread per step over `n`.
@@ -831,6 +813,28 @@ buffer_element!(u8: U8 u16: U16 u32: U32 u64: U64);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::error::Error;
+
+    #[test]
+    fn a_driver_error_is_in_the_line_and_not_behind_source_too() {
+        // Only `source()` here: a DriverError's Display asks libcuda for its text.
+        let error = || DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN);
+        let driver = GpuError::Driver { stage: "allocating 4 bytes".into(), error: error() };
+        let launch = GpuError::Launch { kernel: "k".into(), error: error() };
+        assert!(driver.source().is_none());
+        assert!(launch.source().is_none());
+    }
+
+    #[test]
+    fn each_copy_says_which_driver_call_and_the_lengths() {
+        let copy = |copy| GpuError::CopyLength { copy, from: 3, into: 2 }.to_string();
+        assert_eq!(copy(DeviceCopy::ToHost), "kernel memcpy_dtoh: copying 3 elements into 2");
+        assert_eq!(copy(DeviceCopy::ToDevice), "kernel memcpy_dtod: copy of 3 elements into 2");
+        let reason = ModuleUnavailable::OlderDevice { target: PtxTarget { sm: 89, ptx: 81 }, ordinal: 0, sm: 80 };
+        let needs = GpuError::NeedsTarget { kernel: "k".into(), reason: reason.clone() };
+        assert_eq!(needs.to_string(), format!("kernel k: {reason}"));
+        assert!(needs.source().is_none());
+    }
 
     fn device(major: i32, minor: i32) -> DeviceInfo {
         DeviceInfo {

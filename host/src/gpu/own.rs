@@ -109,7 +109,7 @@ impl KernelModule {
     }
 
     fn wait(&self, name: KernelName) -> Result<(), GpuError> {
-        self.stream.synchronize().map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+        self.stream.synchronize().map_err(|error| GpuError::Launch { kernel: name.to_string(), error })
     }
 
     /// `output[i] = P(input[i])` (equal lengths) with the module's [`KernelKind::Map`]
@@ -221,7 +221,7 @@ impl KernelModule {
     fn result(&self) -> Result<CudaSlice<u64>, GpuError> {
         self.stream
             .clone_htod(&[0u64, u64::MAX])
-            .map_err(|source| GpuError::Driver { stage: "allocating a result buffer".into(), source })
+            .map_err(|error| GpuError::Driver { stage: "allocating a result buffer".into(), error })
     }
 
     /// Waits for kernel `name` and reads its result buffer: the count and the first index.
@@ -230,7 +230,7 @@ impl KernelModule {
         let words = self
             .stream
             .clone_dtoh(result)
-            .map_err(|source| GpuError::Driver { stage: "copying results to the host".into(), source })?;
+            .map_err(|error| GpuError::Driver { stage: "copying results to the host".into(), error })?;
         match words[..] {
             [count, first] => Ok((count, (first != u64::MAX).then_some(first))),
             _ => Err(GpuError::Length {

@@ -144,7 +144,7 @@ unsafe fn launch_elementwise<I: DeviceRepr, O: DeviceRepr>(
     // pointers come from live views of element types I and O (at whole elements of
     // their allocations, so aligned for them), both of `n` elements (checked above), and
     // the kernel accesses only elements below `n`.
-    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+    unsafe { launch.launch(config) }.map(drop).map_err(|error| GpuError::Launch { kernel: name.to_string(), error })
 }
 
 /// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into
@@ -172,7 +172,7 @@ where
     // whose signature is `(*const P::In, u64, *mut u64)`; it reads the `n` elements of
     // `input` (a live view, aligned for `P::In`: a view of an allocation at a whole
     // element) and updates `result[0]` and `result[1]`, which exist (checked above).
-    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+    unsafe { launch.launch(config) }.map(drop).map_err(|error| GpuError::Launch { kernel: name.to_string(), error })
 }
 
 /// Queues `P`'s [`KernelKind::StreamCount`] kernel over `input` → `output` (equal
@@ -206,7 +206,7 @@ where
     // elements below `n` and `result[0..2]`; the device pointers come from live views of
     // those element types (aligned for them), `input` and `output` of `n` elements and
     // `result` of at least 2 (checked above).
-    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+    unsafe { launch.launch(config) }.map(drop).map_err(|error| GpuError::Launch { kernel: name.to_string(), error })
 }
 
 /// Queues `P`'s [`KernelKind::Latency`] kernel on one thread; it writes `out[0]` and
@@ -279,7 +279,7 @@ unsafe fn launch_timing(
     launch.arg(&seed).arg(&iterations).arg(out);
     // SAFETY: the caller guarantees the signature `(u64, u32, *mut u64)` and that the
     // kernel writes only elements below `needed`, which `out` holds (checked above).
-    unsafe { launch.launch(config) }.map(drop).map_err(|source| GpuError::Launch { kernel: name.to_string(), source })
+    unsafe { launch.launch(config) }.map(drop).map_err(|error| GpuError::Launch { kernel: name.to_string(), error })
 }
 
 /// `words` `u64`s of page-locked host memory (cacheable: the host reads it back as well

@@ -67,7 +67,7 @@ impl Lane {
 
     /// Waits for this lane's queued work; a failure is reported as `kernel`'s.
     fn wait(&self, kernel: KernelName) -> Result<(), GpuError> {
-        self.stream.synchronize().map_err(|source| GpuError::Launch { kernel: kernel.to_string(), source })
+        self.stream.synchronize().map_err(|error| GpuError::Launch { kernel: kernel.to_string(), error })
     }
 }
 

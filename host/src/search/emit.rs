@@ -56,12 +56,14 @@ pub fn conversions(k: u32) -> String {
 }
 
 /// Why [`emit_rust`] cannot write `shared/src/schemes.rs`. `Display` is one line.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EmitError {
     /// The answers are not those for every denominator, in order (a partial search).
+    #[error("--emit-rust needs every denominator: leave out --unorm and --snorm")]
     NotEveryDenominator,
     /// No scheme tried is exact for one denominator.
+    #[error("no division-free scheme tried is exact for d = {denominator} ({}): schemes.rs cannot be written", conversions(*.bits))]
     NoExactScheme {
         /// `2^bits - 1`.
         denominator: u32,
@@ -69,23 +71,6 @@ pub enum EmitError {
         bits: u32,
     },
 }
-
-impl std::fmt::Display for EmitError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            EmitError::NotEveryDenominator => {
-                f.write_str("--emit-rust needs every denominator: leave out --unorm and --snorm")
-            }
-            EmitError::NoExactScheme { denominator, bits } => write!(
-                f,
-                "no division-free scheme tried is exact for d = {denominator} ({}): schemes.rs cannot be written",
-                conversions(*bits)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for EmitError {}
 
 /// The text of `shared/src/schemes.rs` for `found`, which must be the answers for every
 /// denominator in the order of [`DENOMINATOR_BITS`] (as [`search_every_denominator`]

@@ -5,6 +5,8 @@
 //!
 //! Owns no domain knowledge. Uses nothing else in this crate.
 
+#[cfg(test)]
+pub(crate) mod chain;
 pub mod element;
 pub mod output;
 pub mod parallel;

@@ -35,7 +35,6 @@
 
 use super::chain::{Loop, branch_target, loops, operands, predicate};
 use super::{Instruction, Kernel};
-use std::fmt;
 
 /// One global memory access of a loop: `LDG*`, `STG*`, or an atomic (`RED*`, `ATOM*`).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -244,21 +243,14 @@ fn summary(accesses: &[Access]) -> String {
 }
 
 /// Why a bandwidth kernel's SASS does not have the coalesced shape.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{kernel}: {why}")]
 pub struct LayoutError {
     /// The kernel.
     pub kernel: String,
     /// What is wrong.
     pub why: String,
 }
-
-impl fmt::Display for LayoutError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.kernel, self.why)
-    }
-}
-
-impl std::error::Error for LayoutError {}
 
 fn shapes(kernel: &Kernel) -> Vec<Shape> {
     loops(kernel).into_iter().map(|found| Shape::of(kernel, found)).collect()
