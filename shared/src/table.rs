@@ -72,7 +72,7 @@ impl Format {
 }
 
 /// What a group of variants computes; every variant of a family is checked against the
-/// family's one exact reference (`host::reference::expected`) on the family's
+/// family's one exact reference (`host::verify::reference::expected`) on the family's
 /// [`Domain`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
