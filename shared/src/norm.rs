@@ -117,7 +117,7 @@ fn f32_to_unorm_code(bits: u32, max: f32) -> u32 {
 ///
 /// Exact by construction, and proven on all 2^32 inputs against integer arithmetic on
 /// the float's fields: `fma(c, 255, 2^23 + 2)` rounds the *exact* product once, at a place
-/// where the f32 grid is the integers (see [`ROUNDING_BIAS`]). A tie needs
+/// where the f32 grid is the integers (see `ROUNDING_BIAS` above). A tie needs
 /// `c · 255 = k + 1/2`, i.e. `c = (2k+1)/510`, which is a binary fraction only for
 /// `c = 0.5`; there ties-to-even gives 128, the same as rounding half up.
 #[inline]

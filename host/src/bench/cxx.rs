@@ -2,7 +2,7 @@
 //! (`cuda-baseline/forms.cu`, default NVRTC flags) and its Rust variant's `Map` kernel,
 //! timed over the same large input in the same run, and the form's latency and
 //! throughput from its timing kernels (the Rust variants' chain step in C++), measured
-//! and checked as the Rust variants' are ([`super::chains::measure`],
+//! and checked as the Rust variants' are (`chains::measure`,
 //! [`crate::bench::check_figures`]).
 //!
 //! The C++ PTX comes from [`cxx_gpu::for_device`] (the bundle's precompiled files, or
