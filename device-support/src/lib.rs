@@ -67,7 +67,7 @@ pub fn trap() -> ! {
 }
 
 /// Defines the kernel crate's `#[panic_handler]` for nvptx64: it traps
-/// ([`trap`](crate::trap)), which the driver reports as a launch failure, where the
+/// (`trap`, on nvptx64), which the driver reports as a launch failure, where the
 /// usual `loop {}` would hang the GPU. Invoke it once, in the crate that is built to
 /// PTX (only that crate may define a panic handler); on other targets it expands to
 /// nothing. A kernel should have no reachable panic at all (`ptx-builder` rejects PTX

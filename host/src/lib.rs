@@ -6,7 +6,7 @@
 //! | [`cpu`] | the CPU level chosen at run time, the loops compiled for each, the CPU conversion instructions, `normalize`'s CPU forms | nothing |
 //! | [`gpu`] | the GPU runtime: context, buffers, typed kernel launches, the embedded PTX | support |
 //! | [`verify`] | the variant table, domains, the exact reference, the CPU proofs | support, gpu |
-//! | [`bench`](mod@bench) | GPU benchmarks: bandwidth, latency, throughput, their validity | support, gpu, verify |
+//! | [`bench`](mod@bench) | GPU benchmarks: bandwidth, latency, throughput, their validity, the CUDA C++ baseline's rows | support, gpu, verify, cuda_tools |
 //! | [`cuda_tools`] | ptxas/cuobjdump, the SASS cost report, the PTX/SASS guards, the CUDA C++ baseline (NVRTC) | support, gpu, verify |
 //! | [`search`] | the UNORM/SNORM scheme finder | support, verify |
 //! | [`files`] | `scan` and `normalize`: tensor containers, images, backends | support, gpu, cpu |

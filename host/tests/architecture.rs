@@ -3,7 +3,9 @@
 //!
 //! - each top-level folder ("product") uses only the folders its row of [`LAYERS`]
 //!   allows, so the products form layers with no circle between them;
-//! - no two modules import each other, directly or around a longer circle;
+//! - inside every folder, at any depth, no two sibling modules (files or subfolders)
+//!   import each other, directly or around a longer circle; `crate::`, `super::` and
+//!   `self::` paths all count (except the circles of [`KNOWN_CIRCLES`], to be fixed);
 //! - no two public types (struct, enum, trait, type alias) in `host` and `shared` share
 //!   a name;
 //! - library code returns no `Result<_, String>` (errors are typed; the CLI turns them
@@ -115,6 +117,112 @@ fn crate_paths(code: &str, root: &str) -> Vec<String> {
     paths
 }
 
+/// Every path the code of module `module` names, absolute (without `crate::`): its
+/// `crate::…` paths (and `host::…` ones from the binary's `cli`), and its `super::…` and
+/// `self::…` paths resolved to the module they start from, with `use` groups expanded.
+/// Inside an inline module (`mod tests { use super::*; }`) `super` is the file's module.
+fn absolute_paths(code: &str, module: &str) -> Vec<String> {
+    let root = if module.starts_with("cli") { "host" } else { "crate" };
+    let mut paths = crate_paths(code, root);
+    if root != "crate" {
+        paths.extend(crate_paths(code, "crate"));
+    }
+    let file_module: Vec<&str> = module.split("::").collect();
+    for (start, ups, rest) in relative_starts(code) {
+        let mut base: Vec<&str> = file_module.clone();
+        base.extend(inline_modules_at(code, start));
+        if ups > base.len() {
+            continue;
+        }
+        base.truncate(base.len() - ups);
+        let prefix = base.join("::");
+        let mut found = Vec::new();
+        expand(code, rest, String::new(), &mut found);
+        if found.is_empty() && rest < code.len() && code[rest..].starts_with('*') {
+            found.push(String::new());
+        }
+        for path in found {
+            paths.push(match (prefix.is_empty(), path.is_empty()) {
+                (_, true) => prefix.clone(),
+                (true, false) => path,
+                (false, false) => format!("{prefix}::{path}"),
+            });
+        }
+    }
+    paths.retain(|p| !p.is_empty());
+    paths
+}
+
+/// Where each relative path of `code` starts: its offset, how many modules up it goes
+/// (`self::` 0, `super::` 1, `super::super::` 2), and the offset after its last `::`.
+fn relative_starts(code: &str) -> Vec<(usize, usize, usize)> {
+    let mut starts = Vec::new();
+    let mut from = 0;
+    while let Some(found) = code[from..].find('s') {
+        let start = from + found;
+        from = start + 1;
+        let before = code[..start].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let (mut at, mut ups) = (start, 0);
+        if code[at..].starts_with("self::") {
+            at += "self::".len();
+        } else {
+            while code[at..].starts_with("super::") {
+                at += "super::".len();
+                ups += 1;
+            }
+            if ups == 0 {
+                continue;
+            }
+        }
+        from = at;
+        starts.push((start, ups, at));
+    }
+    starts
+}
+
+/// The names of the inline modules (`mod name { … }`) that enclose offset `at` of
+/// `code`, outermost first.
+fn inline_modules_at(code: &str, at: usize) -> Vec<&str> {
+    let mut open: Vec<(&str, i64)> = Vec::new();
+    let mut depth = 0i64;
+    let mut pending: Option<&str> = None;
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < at {
+        // A brace in a character literal ('{') opens nothing.
+        let quoted = i > 0 && bytes[i - 1] == b'\'' && bytes.get(i + 1) == Some(&b'\'');
+        match bytes[i] {
+            b'{' | b'}' if quoted => {}
+            b'{' => {
+                depth += 1;
+                if let Some(name) = pending.take() {
+                    open.push((name, depth));
+                }
+            }
+            b'}' => {
+                if open.last().is_some_and(|&(_, d)| d == depth) {
+                    open.pop();
+                }
+                depth -= 1;
+            }
+            b';' => pending = None,
+            b'm' if code[i..].starts_with("mod ")
+                && (i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_')) =>
+            {
+                let name = code[i + 4..].trim_start();
+                let len = name.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(name.len());
+                pending = Some(&name[..len]);
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    open.into_iter().map(|(name, _)| name).collect()
+}
+
 /// Expands the path tree starting at `at` (after a `::`) into `out`, each prefixed by
 /// `prefix`.
 fn expand(code: &str, at: usize, prefix: String, out: &mut Vec<String>) {
@@ -189,9 +297,8 @@ fn host_modules() -> Crate {
     for file in &files {
         let Some(module) = module_of(&src, file) else { continue };
         let code = code_only(&std::fs::read_to_string(file).expect("read source"));
-        let root = if module.starts_with("cli") { "host" } else { "crate" };
         let mut used = BTreeSet::new();
-        for path in crate_paths(&code, root).into_iter().chain(crate_paths(&code, "crate")) {
+        for path in absolute_paths(&code, &module) {
             if let Some(target) = owning_module(&path, &modules)
                 && target != &module
                 && !module.starts_with(&format!("{target}::"))
@@ -236,39 +343,115 @@ fn every_product_folder_uses_only_the_layers_below_it() {
     }
 }
 
-#[test]
-fn no_module_imports_itself_around_a_circle() {
-    let krate = host_modules();
-    // Tarjan-free: for each edge a → b, is a reachable from b?
-    let reach = |from: &str, to: &str| {
-        let mut seen = BTreeSet::new();
-        let mut stack = vec![from.to_string()];
-        while let Some(m) = stack.pop() {
-            if m == to {
-                return true;
-            }
-            if seen.insert(m.clone())
-                && let Some(next) = krate.uses.get(&m)
-            {
-                stack.extend(next.iter().cloned());
+/// Import circles between sibling modules that are known and are being fixed
+/// elsewhere, as (folder, sibling, sibling), siblings in name order. Remove an entry
+/// once its circle is gone: the test fails while an entry names no circle.
+const KNOWN_CIRCLES: &[(&str, &str, &str)] = &[
+    // cpu::convert uses super::x86's three instruction forms; cpu::x86 uses
+    // super::convert::SliceFn.
+    ("cpu", "convert", "x86"),
+    // files::containers::index uses crate::files::read (TensorFile, check_regular_file);
+    // files::read uses crate::files::containers (parse_file, npz).
+    ("files", "containers", "read"),
+];
+
+/// The sibling of `folder` (`""` for the crate root) that holds `module`, if `module`
+/// lies inside `folder` and is not `folder` itself.
+fn child_of<'a>(folder: &str, module: &'a str) -> Option<&'a str> {
+    let rest = if folder.is_empty() { module } else { module.strip_prefix(folder)?.strip_prefix("::")? };
+    rest.split("::").next().filter(|c| !c.is_empty())
+}
+
+/// Every circle between siblings of any folder of `uses` (module → the modules it
+/// names), as `(folder, a, b)` with `a < b` for each pair of siblings on one, and the
+/// imports that make `a` use `b` or `b` use `a` directly, for the report.
+fn sibling_circles(uses: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<(String, String, String), Vec<String>> {
+    let mut folders: BTreeSet<String> = BTreeSet::from([String::new()]);
+    for module in uses.keys() {
+        let parts: Vec<&str> = module.split("::").collect();
+        folders.extend((1..parts.len()).map(|n| parts[..n].join("::")));
+    }
+    let mut circles = BTreeMap::new();
+    for folder in &folders {
+        // Sibling → siblings it uses, with the imports that say so.
+        let mut edges: BTreeMap<&str, BTreeMap<&str, Vec<String>>> = BTreeMap::new();
+        for (module, used) in uses {
+            let Some(from) = child_of(folder, module) else { continue };
+            for target in used {
+                if let Some(to) = child_of(folder, target).filter(|&to| to != from) {
+                    edges.entry(from).or_default().entry(to).or_default().push(format!("{module} → {target}"));
+                }
             }
         }
-        false
-    };
-    let mut circles = BTreeSet::new();
-    for (a, used) in &krate.uses {
-        for b in used {
-            if reach(b, a) {
-                let (x, y) = if a < b { (a, b) } else { (b, a) };
-                circles.insert(format!("{x} ↔ {y}"));
+        let reaches = |from: &str, to: &str| {
+            let mut seen = BTreeSet::new();
+            let mut stack = vec![from];
+            while let Some(m) = stack.pop() {
+                if m == to {
+                    return true;
+                }
+                if seen.insert(m)
+                    && let Some(next) = edges.get(m)
+                {
+                    stack.extend(next.keys().copied());
+                }
+            }
+            false
+        };
+        for (&a, targets) in &edges {
+            for (&b, why) in targets {
+                if reaches(b, a) {
+                    let key = if a < b { (a, b) } else { (b, a) };
+                    let entry: &mut Vec<String> =
+                        circles.entry((folder.clone(), key.0.to_string(), key.1.to_string())).or_default();
+                    entry.extend(why.iter().cloned());
+                }
             }
         }
     }
-    assert!(
-        circles.is_empty(),
-        "import circles (each edge lies on one):\n{}",
-        circles.into_iter().collect::<Vec<_>>().join("\n")
-    );
+    circles
+}
+
+#[test]
+fn no_module_imports_itself_around_a_circle() {
+    let krate = host_modules();
+    let circles = sibling_circles(&krate.uses);
+    let known = |(folder, a, b): &(String, String, String)| {
+        KNOWN_CIRCLES.iter().any(|&(f, x, y)| (f, x, y) == (folder.as_str(), a.as_str(), b.as_str()))
+    };
+    let new: Vec<String> = circles
+        .iter()
+        .filter(|(key, _)| !known(key))
+        .map(|((folder, a, b), why)| format!("in `{folder}`: {a} ↔ {b} ({})", why.join("; ")))
+        .collect();
+    assert!(new.is_empty(), "import circles between sibling modules:\n{}", new.join("\n"));
+    let gone: Vec<_> = KNOWN_CIRCLES
+        .iter()
+        .filter(|&&(f, x, y)| !circles.contains_key(&(f.to_string(), x.to_string(), y.to_string())))
+        .collect();
+    assert!(gone.is_empty(), "KNOWN_CIRCLES entries that are no longer circles (remove them): {gone:?}");
+}
+
+#[test]
+fn a_circle_is_found_at_any_depth() {
+    let uses = |edges: &[(&str, &str)]| {
+        let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for &(a, b) in edges {
+            map.entry(a.to_string()).or_default().insert(b.to_string());
+            map.entry(b.to_string()).or_default();
+        }
+        map
+    };
+    // Two folders down, through a grandchild: a::b::c::d uses a::b::e, which uses a::b::c.
+    let deep = sibling_circles(&uses(&[("a::b::c::d", "a::b::e"), ("a::b::e", "a::b::c"), ("a", "a::b")]));
+    let keys: Vec<_> = deep.keys().cloned().collect();
+    assert_eq!(keys, [("a::b".to_string(), "c".to_string(), "e".to_string())]);
+    assert_eq!(deep.values().next().map(Vec::len), Some(2), "{deep:?}");
+    // Around three top-level folders; a child using its parent is no circle.
+    let around = sibling_circles(&uses(&[("x", "y::p"), ("y::p", "z"), ("z::q", "x"), ("x::r", "x")]));
+    assert_eq!(around.len(), 3, "{around:?}");
+    assert!(around.keys().all(|(folder, _, _)| folder.is_empty()));
+    assert!(sibling_circles(&uses(&[("x::r", "x"), ("x", "x::r"), ("x::r", "y")])).is_empty());
 }
 
 #[test]
@@ -278,6 +461,24 @@ fn the_circle_check_finds_a_circle() {
     let b = code_only("use crate::{a::{self, Other}, support::x};");
     assert_eq!(crate_paths(&a, "crate"), vec!["b::Thing"]);
     assert_eq!(crate_paths(&b, "crate"), vec!["a", "a::Other", "support::x"]);
+    // super:: and self:: resolve from the file's module, and from an inline module's.
+    let c = code_only(
+        "use super::{x::Y, z};\nuse super::super::w;\nuse self::own::T;\nfn f() { super::g::h(); }\n\
+         #[cfg(test)]\nmod tests {\n    use super::*;\n    use super::super::v::K;\n}\nmod after;\nuse super::u;",
+    );
+    assert_eq!(
+        absolute_paths(&c, "files::containers::index"),
+        vec![
+            "files::containers::x::Y",
+            "files::containers::z",
+            "files::w",
+            "files::containers::index::own::T",
+            "files::containers::g::h",
+            "files::containers::index",
+            "files::containers::v::K",
+            "files::containers::u",
+        ]
+    );
 }
 
 /// `pub struct|enum|trait|type NAME` in `text`, code only.
@@ -364,4 +565,155 @@ fn every_folder_says_what_it_owns() {
         }
     }
     assert!(missing.is_empty(), "folders whose mod.rs has no module doc saying what it owns: {missing:?}");
+}
+
+/// The repository's root.
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The prose that names paths: docs/*.md, README.md, ARCHITECTURE.md, and the doc
+/// comments (`//!`, `///`) of every workspace crate's sources, as (where, the folder a
+/// path in it may also be relative to, text): a doc comment may name its own crate's
+/// `tests/` (`tests/cli_files.rs` in `host/src`).
+fn prose() -> Vec<(String, PathBuf, String)> {
+    let root = repo_root();
+    let mut out = Vec::new();
+    let mut markdown = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
+        let path = entry.expect("directory entry").path();
+        if path.extension().is_some_and(|e| e == "md") {
+            markdown.push(path);
+        }
+    }
+    for path in markdown {
+        out.push((path.display().to_string(), root.clone(), std::fs::read_to_string(&path).expect("read markdown")));
+    }
+    for dir in ["host", "shared", "kernels-gpu", "tests", "ptx-builder", "device-support", "examples"] {
+        for file in rust_files(&root.join(dir)) {
+            if file.components().any(|c| c.as_os_str() == "target") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&file).expect("read source");
+            let docs: String = text
+                .lines()
+                .map(str::trim_start)
+                .filter(|l| l.starts_with("//!") || l.starts_with("///"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let krate = file.ancestors().find(|d| d.join("Cargo.toml").exists()).unwrap_or(&root).to_path_buf();
+            out.push((file.display().to_string(), krate, docs));
+        }
+    }
+    out
+}
+
+/// Each path `text` names that starts at a folder of the repository's root and names a
+/// Rust file or a `src/` folder (`host/src/files/read.rs`, `shared/src/`), cut at the
+/// first character that cannot be in such a path.
+fn repository_paths(text: &str, roots: &BTreeSet<String>) -> Vec<String> {
+    let is_path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.');
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(|c: char| c.is_alphanumeric()) {
+        let before = rest[..i].chars().next_back();
+        let word_len = rest[i..].find(|c: char| !is_path_char(c)).unwrap_or(rest.len() - i);
+        let word = rest[i..i + word_len].trim_end_matches('.');
+        rest = &rest[i + word_len..];
+        if before.is_some_and(|c| is_path_char(c) || c == ':') {
+            continue;
+        }
+        let first = word.split('/').next().unwrap_or("");
+        if roots.contains(first) && word.contains('/') && (word.ends_with(".rs") || word.contains("/src/")) {
+            found.push(word.to_string());
+        }
+    }
+    found
+}
+
+/// Each path `host::…` that `text` names, as its segments after `host`.
+fn host_paths(text: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(i) = text[from..].find("host::") {
+        let start = from + i;
+        from = start + "host::".len();
+        if text[..start].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let path: String = text[from..].chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+        let segments: Vec<String> = path.split("::").filter(|s| !s.is_empty()).map(str::to_string).collect();
+        if !segments.is_empty() {
+            found.push(segments);
+        }
+    }
+    found
+}
+
+/// Why `host::<segments>` names nothing, if it does not: each segment must be a module
+/// of `host/src` (`x.rs` or `x/mod.rs`) until one is not; that one must be a word of the
+/// last module's source (an item or a re-export), and the first must be a module.
+fn missing_host_item(segments: &[String]) -> Option<String> {
+    let mut dir = src_dir();
+    let mut source = dir.join("lib.rs");
+    for (n, segment) in segments.iter().enumerate() {
+        let (file, folder) = (dir.join(format!("{segment}.rs")), dir.join(segment).join("mod.rs"));
+        if file.exists() || folder.exists() {
+            source = if folder.exists() { folder } else { file };
+            dir = dir.join(segment);
+            continue;
+        }
+        if n == 0 {
+            return Some(format!("no module host/src/{segment}.rs or host/src/{segment}/mod.rs"));
+        }
+        let text = std::fs::read_to_string(&source).expect("read source");
+        let is_word = |at: usize| {
+            let ok = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            ok(text[..at].chars().next_back()) && ok(text[at + segment.len()..].chars().next())
+        };
+        return (!text.match_indices(segment.as_str()).any(|(at, _)| is_word(at)))
+            .then(|| format!("`{segment}` is not in {}", source.display()));
+    }
+    None
+}
+
+#[test]
+fn every_path_the_docs_name_exists() {
+    let root = repo_root();
+    let roots: BTreeSet<String> = std::fs::read_dir(&root)
+        .expect("repository root")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut missing = Vec::new();
+    for (place, krate, text) in prose() {
+        for path in repository_paths(&text, &roots) {
+            if !root.join(&path).exists() && !krate.join(&path).exists() {
+                missing.push(format!("{place}: {path} does not exist"));
+            }
+        }
+        for segments in host_paths(&text) {
+            if let Some(why) = missing_host_item(&segments) {
+                missing.push(format!("{place}: host::{}: {why}", segments.join("::")));
+            }
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(missing.is_empty(), "paths in docs and doc comments that name nothing:\n{}", missing.join("\n"));
+}
+
+#[test]
+fn the_path_check_sees_stale_paths() {
+    let roots = BTreeSet::from(["host".to_string(), "docs".to_string()]);
+    let text = "The zip reader (`host/src/npz.rs`), see host/src/files/read.rs. and docs/x.md; \
+                not library/core/src/f16.rs nor a/host/src/x.rs.";
+    assert_eq!(repository_paths(text, &roots), ["host/src/npz.rs", "host/src/files/read.rs"]);
+    let paths = host_paths("`host::reference::expected`, host::verify::reference::expected(x), a_host::x");
+    assert_eq!(paths.len(), 2);
+    assert!(missing_host_item(&paths[0]).is_some_and(|why| why.contains("host/src/reference.rs")));
+    assert_eq!(missing_host_item(&paths[1]), None);
+    let no_item = ["verify".to_string(), "reference".to_string(), "no_such_item".to_string()];
+    assert!(missing_host_item(&no_item).is_some());
 }

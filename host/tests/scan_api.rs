@@ -3,8 +3,8 @@
 
 use host::files::backend::count::{self, Counts, Endian};
 use host::files::source::Source;
-use host::verify::reference::{self, FpClass};
-use shared::Format;
+use host::verify::reference;
+use shared::{Class, Format};
 
 /// Encodings of `format` to check: every one up to 16 bits; for binary32 and binary64
 /// every exponent field with both signs and a spread of mantissas.
@@ -24,9 +24,9 @@ fn expected(format: Format, values: &[u64]) -> Counts {
     let mut counts = Counts::default();
     for (i, &bits) in values.iter().enumerate() {
         match reference::class(format, bits) {
-            FpClass::Nan => counts.nan += 1,
-            FpClass::Infinite if bits & sign == 0 => counts.pos_inf += 1,
-            FpClass::Infinite => counts.neg_inf += 1,
+            Class::Nan => counts.nan += 1,
+            Class::Infinite if bits & sign == 0 => counts.pos_inf += 1,
+            Class::Infinite => counts.neg_inf += 1,
             _ => continue,
         }
         counts.first_non_finite.get_or_insert(i as u64);

@@ -35,6 +35,12 @@ impl Class {
         }
     }
 
+    /// `true` for zero, subnormal and normal.
+    #[inline]
+    pub const fn is_finite(self) -> bool {
+        matches!(self, Class::Zero | Class::Subnormal | Class::Normal)
+    }
+
     /// The class with code `count`, every count above 4 reading as [`Class::Nan`]. The
     /// classifiers compute the code as a count of thresholds (see [`ieee_format!`]), so
     /// this compiles to at most a clamp, never a branch.

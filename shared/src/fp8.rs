@@ -249,14 +249,14 @@ pub mod e4m3 {
         }
     }
 
-    /// [`from_f32_bits`] with [`Overflow::Standard`](crate::narrow::Overflow::Standard)
+    /// [`from_f32_bits`] with [`Overflow::Standard`]
     /// (NaN past ±448).
     #[inline]
     pub const fn from_f32_bits_standard(x: u32) -> u8 {
         from_f32_bits(x, Overflow::Standard)
     }
 
-    /// [`from_f32_bits`] with [`Overflow::SatFinite`](crate::narrow::Overflow::SatFinite)
+    /// [`from_f32_bits`] with [`Overflow::SatFinite`]
     /// (±448 past it), what `cvt.rn.satfinite.e4m3x2.f32` computes for every non-NaN
     /// input.
     #[inline]

@@ -90,7 +90,7 @@ pub fn snorm_to_f32<const N: u32>(x: u16) -> f32 {
 /// a float instruction as a saturating float → integer conversion (`F2IP.U8.F32.TRUNC`),
 /// which turns every code into 255 on the GPU. With `+ 2` the subtraction changes the low
 /// bits, so it survives as an integer instruction between the `fma` and the store. The
-/// README's toolchain section has the reproducer; `host::guards` checks every kernel for
+/// README's toolchain section has the reproducer; `host::cuda_tools::guards` checks every kernel for
 /// the pattern.
 const ROUNDING_BIAS: f32 = 8_388_610.0;
 const ROUNDING_BIAS_BITS: u32 = 0x4B00_0002;
@@ -117,7 +117,7 @@ fn f32_to_unorm_code(bits: u32, max: f32) -> u32 {
 ///
 /// Exact by construction, and proven on all 2^32 inputs against integer arithmetic on
 /// the float's fields: `fma(c, 255, 2^23 + 2)` rounds the *exact* product once, at a place
-/// where the f32 grid is the integers (see [`ROUNDING_BIAS`]). A tie needs
+/// where the f32 grid is the integers (see `ROUNDING_BIAS` above). A tie needs
 /// `c · 255 = k + 1/2`, i.e. `c = (2k+1)/510`, which is a binary fraction only for
 /// `c = 0.5`; there ties-to-even gives 128, the same as rounding half up.
 #[inline]

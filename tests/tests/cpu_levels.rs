@@ -17,9 +17,9 @@ use host::cpu::convert::{self, ConversionForm, CpuConversion};
 use host::cpu::{Level, LevelError};
 use host::files::normalize::image::{SampleWidth, conversion};
 use host::files::write::Dtype;
-use host::verify::reference::{self, FpClass, InputClass};
+use host::verify::reference::{self, InputClass};
 use rayon::prelude::*;
-use shared::Family;
+use shared::{Class, Family};
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -136,9 +136,9 @@ impl Documented {
         match self {
             Documented::SubnormalInputAsZero => {
                 let signed_zero = input & (1 << (format.bits() - 1));
-                class == FpClass::Subnormal && got == reference::expected(family, signed_zero)
+                class == Class::Subnormal && got == reference::expected(family, signed_zero)
             }
-            Documented::NanAsSomeNan => class == FpClass::Nan && reference::conversion_output_is_nan(family, got),
+            Documented::NanAsSomeNan => class == Class::Nan && reference::conversion_output_is_nan(family, got),
         }
     }
 }
@@ -148,7 +148,7 @@ impl Documented {
 #[derive(Default)]
 struct Differences {
     by_class: [u64; InputClass::ALL.len()],
-    by_input_class: [u64; FpClass::ALL.len()],
+    by_input_class: [u64; Class::ALL.len()],
     /// The smallest such input: (input, form's bits, scalar's bits).
     first: Option<(u64, u64, u64)>,
     /// Differences that none of the allowances passed to [`three_way`] explains.
@@ -184,7 +184,7 @@ impl Differences {
         let class = reference::conversion_input_class(family, input);
         self.by_class[InputClass::ALL.iter().position(|&c| c == class).expect("a class")] += 1;
         let own = reference::class(reference::conversion_input_format(family), input);
-        self.by_input_class[FpClass::ALL.iter().position(|&c| c == own).expect("a class")] += 1;
+        self.by_input_class[Class::ALL.iter().position(|&c| c == own).expect("a class")] += 1;
         self.first = self.first.or(Some((input, form, scalar)));
         if !allowed.iter().any(|a| a.explains(family, input, form)) {
             self.unexplained += 1;
@@ -201,7 +201,7 @@ impl Differences {
         let list = |counts: &mut dyn Iterator<Item = (&'static str, u64)>| -> String {
             counts.filter(|&(_, n)| n > 0).map(|(name, n)| format!("{name} {n}")).collect::<Vec<_>>().join(", ")
         };
-        let inputs = list(&mut FpClass::ALL.iter().map(fp_class_name).zip(self.by_input_class));
+        let inputs = list(&mut Class::ALL.iter().map(fp_class_name).zip(self.by_input_class));
         let exactly = list(&mut InputClass::ALL.iter().map(|c| c.name()).zip(self.by_class));
         let mut text = format!("{} (inputs: {inputs}; exactly: {exactly})", self.total());
         if let Some((input, form, scalar)) = self.first {
@@ -215,13 +215,13 @@ impl Differences {
 }
 
 /// A short name of an input's own class, for reports.
-fn fp_class_name(class: &FpClass) -> &'static str {
+fn fp_class_name(class: &Class) -> &'static str {
     match class {
-        FpClass::Zero => "zero",
-        FpClass::Subnormal => "subnormal",
-        FpClass::Normal => "normal",
-        FpClass::Infinite => "infinite",
-        FpClass::Nan => "nan",
+        Class::Zero => "zero",
+        Class::Subnormal => "subnormal",
+        Class::Normal => "normal",
+        Class::Infinite => "infinite",
+        Class::Nan => "nan",
     }
 }
 

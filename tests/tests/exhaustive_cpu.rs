@@ -4,9 +4,9 @@
 use approx::ulps_eq;
 use host::verify::cpu::{self, Verification};
 use host::verify::domain;
-use host::verify::reference::{self, FpClass, binary16_class};
+use host::verify::reference::{self, binary16_class};
 use host::verify::table::{VARIANTS, Variant, families, find};
-use shared::{Claim, Family, Format};
+use shared::{Claim, Class, Family, Format};
 use std::sync::LazyLock;
 
 fn variant(name: &str) -> &'static Variant {
@@ -208,7 +208,7 @@ fn mul_recip_is_one_ulp_off_exactly_where_the_reference_says() {
 fn unordered_compare_is_wrong_exactly_on_the_nans() {
     let v = variant("f16_finite_unordered_lt_inf");
     let wrong = Verification::all_mismatching_inputs(v);
-    let nans: Vec<u64> = (0..=u16::MAX).filter(|&b| binary16_class(b) == FpClass::Nan).map(u64::from).collect();
+    let nans: Vec<u64> = (0..=u16::MAX).filter(|&b| binary16_class(b) == Class::Nan).map(u64::from).collect();
     assert_eq!(nans.len(), 2046);
     assert_eq!(wrong, nans, "the unordered compare must fail on exactly the NaN encodings");
     for &b in &wrong {
@@ -217,20 +217,20 @@ fn unordered_compare_is_wrong_exactly_on_the_nans() {
 }
 
 /// Named binary16 edge cases, each with its expected class.
-const EDGE_CASES: [(&str, u16, FpClass); 13] = [
-    ("+0", 0x0000, FpClass::Zero),
-    ("-0", 0x8000, FpClass::Zero),
-    ("smallest subnormal", 0x0001, FpClass::Subnormal),
-    ("largest subnormal", 0x03FF, FpClass::Subnormal),
-    ("smallest normal", 0x0400, FpClass::Normal),
-    ("largest finite", 0x7BFF, FpClass::Normal),
-    ("most negative finite", 0xFBFF, FpClass::Normal),
-    ("+inf", 0x7C00, FpClass::Infinite),
-    ("-inf", 0xFC00, FpClass::Infinite),
-    ("quiet NaN", 0x7E00, FpClass::Nan),
-    ("signalling NaN", 0x7C01, FpClass::Nan),
-    ("negative NaN, all ones", 0xFFFF, FpClass::Nan),
-    ("negative quiet NaN", 0xFE00, FpClass::Nan),
+const EDGE_CASES: [(&str, u16, Class); 13] = [
+    ("+0", 0x0000, Class::Zero),
+    ("-0", 0x8000, Class::Zero),
+    ("smallest subnormal", 0x0001, Class::Subnormal),
+    ("largest subnormal", 0x03FF, Class::Subnormal),
+    ("smallest normal", 0x0400, Class::Normal),
+    ("largest finite", 0x7BFF, Class::Normal),
+    ("most negative finite", 0xFBFF, Class::Normal),
+    ("+inf", 0x7C00, Class::Infinite),
+    ("-inf", 0xFC00, Class::Infinite),
+    ("quiet NaN", 0x7E00, Class::Nan),
+    ("signalling NaN", 0x7C01, Class::Nan),
+    ("negative NaN, all ones", 0xFFFF, Class::Nan),
+    ("negative quiet NaN", 0xFE00, Class::Nan),
 ];
 
 #[test]
@@ -239,7 +239,7 @@ fn binary16_named_edge_cases() {
         assert_eq!(binary16_class(bits), class, "reference class of {name} ({bits:#06x})");
         for v in VARIANTS.iter().filter(|v| v.family == Family::IsFinite(Format::Binary16)) {
             let expected = match v.claim {
-                Claim::Incorrect => class != FpClass::Infinite, // true for NaN too
+                Claim::Incorrect => class != Class::Infinite, // true for NaN too
                 _ => class.is_finite(),
             };
             assert_eq!(v.ops.eval(u64::from(bits)), u64::from(expected), "{} on {name} ({bits:#06x})", v.name);

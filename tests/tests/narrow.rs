@@ -12,7 +12,7 @@
 use conformance::check_all;
 use host::verify::reference::{self, NarrowFormat};
 use shared::narrow::Overflow;
-use shared::{bfloat16, binary16, fp8};
+use shared::{Class, bfloat16, binary16, fp8};
 
 fn every_f32(check: impl Fn(u32) -> Result<(), String> + Sync) {
     if let Err(message) = check_all(0..1 << 32, |x| check(x as u32)) {
@@ -103,10 +103,10 @@ fn widening_is_exact_on_every_encoding() {
     for b in 0..=u16::MAX {
         let class = reference::class(shared::Format::Binary16, u64::from(b));
         let got = binary16::to_f32_bits(b);
-        if class == reference::FpClass::Nan {
+        if class == Class::Nan {
             assert!(f32::from_bits(got).is_nan() && got >> 31 == u32::from(b >> 15), "{b:#x}");
             assert_eq!(binary16::from_f32_bits(got), b | 0x0200, "{b:#x}: round trip makes the NaN quiet only");
-        } else if class == reference::FpClass::Infinite {
+        } else if class == Class::Infinite {
             assert_eq!(got, if b >> 15 == 1 { 0xFF80_0000 } else { 0x7F80_0000 });
         } else {
             assert_eq!(Some(got), widened(reference::BINARY16, u32::from(b), 16), "{b:#x}");

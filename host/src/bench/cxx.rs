@@ -2,14 +2,17 @@
 //! (`cuda-baseline/forms.cu`, default NVRTC flags) and its Rust variant's `Map` kernel,
 //! timed over the same large input in the same run, and the form's latency and
 //! throughput from its timing kernels (the Rust variants' chain step in C++), measured
-//! and checked as the Rust variants' are (`bench::measure`,
+//! and checked as the Rust variants' are (`chains::measure`,
 //! [`crate::bench::check_figures`]).
 //!
 //! The C++ PTX comes from [`cxx_gpu::for_device`] (the bundle's precompiled files, or
 //! NVRTC); without it the rows are left out and the report says why. The outputs are
 //! not checked here: `host/tests/gpu_cxx.rs` checks every form on every input.
 
-use crate::bench::{BenchConfig, TimingRow, is_selected, measure, median, scramble, throughput_launch};
+use super::bandwidth::scramble;
+use super::chains::{measure, throughput_launch};
+use super::figures::TimingRow;
+use super::{BenchConfig, is_selected, median};
 use crate::cuda_tools::baseline::{FORMS, Flags};
 use crate::cuda_tools::cxx_gpu;
 use crate::gpu::{DeviceElements, Gpu, GpuError};

@@ -21,9 +21,9 @@ use crate::cuda_tools::nvrtc::{Nvrtc, NvrtcError};
 use crate::gpu::HostElements;
 use crate::gpu::{Gpu, GpuError, KernelModule};
 use crate::verify::cpu::Mismatch;
-use crate::verify::reference::{self, FpClass, OutputKind};
+use crate::verify::reference::{self, OutputKind};
 use rayon::prelude::*;
-use shared::{Family, Format};
+use shared::{Class, Family, Format};
 use std::path::{Path, PathBuf};
 
 /// The environment variable naming the folder of precompiled PTX files
@@ -258,7 +258,7 @@ fn is_nan_result(family: Family, bits: u64) -> bool {
         OutputKind::Float16(format) | OutputKind::Narrow(format) => format,
         OutputKind::Bool | OutputKind::ClassCode | OutputKind::LaneMask | OutputKind::UnormCode => return false,
     };
-    reference::class(format, bits) == FpClass::Nan
+    reference::class(format, bits) == Class::Nan
 }
 
 /// Compares `got` (a kernel's results) with `expected` (the reference's) for `inputs` of

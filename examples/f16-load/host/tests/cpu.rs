@@ -6,8 +6,8 @@
 use device_support::{Lane, stream_count};
 use f16_load::PTX;
 use f16_load_kernels::{F16ToF32Checked, to_f32_checked};
-use host::verify::reference::{FpClass, binary16_class, expected};
-use shared::{KernelKind, KernelName, Primitive};
+use host::verify::reference::{binary16_class, expected};
+use shared::{Class, KernelKind, KernelName, Primitive};
 
 /// Every binary16 encoding, in order.
 fn every_half() -> Vec<u16> {
@@ -32,7 +32,7 @@ fn the_twin_is_exact_and_counts_every_non_finite_half() {
         // class from the fields, both `host::verify`'s, not the code under test.
         let want = expected(F16ToF32Checked::FAMILY, u64::from(b)) as u32;
         assert_eq!(bits[i], want, "input {b:#06x}: got {:#010x}, want {want:#010x}", bits[i]);
-        if matches!(binary16_class(b), FpClass::Infinite | FpClass::Nan) {
+        if matches!(binary16_class(b), Class::Infinite | Class::Nan) {
             expected_count += 1;
             expected_first = expected_first.or(Some(i as u64));
         }
