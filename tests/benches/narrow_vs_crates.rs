@@ -8,12 +8,14 @@
 //! the input buffers and our exact outputs there as raw little-endian `.bin` files, and
 //! the JSON as `narrow_vs_crates.json`, for
 //! `scripts/bench-cpu.sh` to time NumPy and ml_dtypes on the same inputs and count their
-//! differences).
+//! differences), `--only TEXT` (only the conversions whose name starts with it, such as
+//! `binary16 → f32` or `bfloat16`: the crates' rows and ours, for quicker reruns).
 //!
 //! Then the slice conversions the product runs (`host::cpu::convert`): every form
 //! (scalar, vectorised software, the CPU's instruction) at every CPU level this machine
-//! has, ns/element on one thread, each output compared with the scalar form's, and the
-//! exact path of the best level next to the fastest crate of the same run. Run without
+//! has, ns/element on one thread, each output compared with the scalar form's, which
+//! form `CpuConversion::run_at` runs for which level (`picked at`: a wider level may run
+//! a narrower level's loop), and each next to the fastest crate of the same run. Run without
 //! `--bench` (as `cargo test --benches` does) it is a smoke run: 4096 elements, one pass.
 //!
 //! Narrowings run on one buffer of f32 bit patterns drawn uniformly over all 2^32 with a
@@ -39,10 +41,19 @@ struct Options {
     json: bool,
     /// `--dump DIR`: write the inputs and the exact outputs there.
     dump: Option<String>,
+    /// `--only TEXT`: only the conversions whose name starts with it.
+    only: Option<String>,
+}
+
+impl Options {
+    /// Whether the conversion named `label` runs (`--only`).
+    fn runs(&self, label: &str) -> bool {
+        self.only.as_ref().is_none_or(|only| label.starts_with(only.as_str()))
+    }
 }
 
 fn options() -> Result<Options, String> {
-    let mut options = Options { elements: 16 << 20, reps: 5, json: false, dump: None };
+    let mut options = Options { elements: 16 << 20, reps: 5, json: false, dump: None, only: None };
     let mut bench = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -61,6 +72,7 @@ fn options() -> Result<Options, String> {
                 _ => return Err("--format takes table or json".into()),
             },
             "--dump" => options.dump = Some(args.next().ok_or("--dump takes a directory")?),
+            "--only" => options.only = Some(args.next().ok_or("--only takes a conversion's name")?),
             "--bench" => bench = true,
             _ => {} // what cargo or libtest pass
         }
@@ -153,7 +165,10 @@ fn narrowing<O: Copy + Default + PartialEq + std::fmt::LowerHex>(
     ours: impl Fn(u32) -> O,
     theirs: impl Fn(u32) -> O,
     why: impl Fn(u32, O, O) -> Why,
-) -> Row {
+) -> Option<Row> {
+    if !options.runs(conversion) {
+        return None;
+    }
     let (mut a, mut b) = (vec![O::default(); input.len()], vec![O::default(); input.len()]);
     let (mut ours_ns, mut theirs_ns) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..options.reps {
@@ -161,7 +176,7 @@ fn narrowing<O: Copy + Default + PartialEq + std::fmt::LowerHex>(
         theirs_ns = theirs_ns.min(time(input, &mut b, &theirs));
     }
     let counts = count(input.iter().zip(&a).zip(&b).map(|((&x, &a), &b)| (x, a, b)), why);
-    Row { conversion, theirs: theirs_name, ours_ns, theirs_ns, counts }
+    Some(Row { conversion, theirs: theirs_name, ours_ns, theirs_ns, counts })
 }
 
 /// Times the widenings on `input` (random encodings) and compares them on every encoding
@@ -174,7 +189,10 @@ fn widening<I: Copy + std::fmt::LowerHex>(
     ours: impl Fn(I) -> u32,
     theirs: impl Fn(I) -> u32,
     is_nan: impl Fn(I) -> bool,
-) -> Row {
+) -> Option<Row> {
+    if !options.runs(conversion) {
+        return None;
+    }
     let mut out = vec![0u32; input.len()];
     let (mut ours_ns, mut theirs_ns) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..options.reps {
@@ -188,12 +206,13 @@ fn widening<I: Copy + std::fmt::LowerHex>(
             Why::Unexplained
         }
     });
-    Row { conversion, theirs: theirs_name, ours_ns, theirs_ns, counts }
+    Some(Row { conversion, theirs: theirs_name, ours_ns, theirs_ns, counts })
 }
 
 /// binary16 both ways against half's slice conversions (`convert_from_f32_slice`,
 /// `convert_to_f32_slice`: eight at a time with F16C where half uses it), with the rules
-/// of [`narrowing`] and [`widening`].
+/// of [`narrowing`] and [`widening`] (a direction `--only` leaves out is not timed, and
+/// its row is dropped by the caller).
 fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
     use half::slice::HalfFloatSliceExt;
     let per_element = |start: Instant| start.elapsed().as_secs_f64() * 1e9 / f32s.len() as f64;
@@ -202,17 +221,22 @@ fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
     let (mut narrow, mut f16s) = (vec![0u16; f32s.len()], vec![half::f16::ZERO; f32s.len()]);
     let (mut wide, mut wide_floats) = (vec![0u32; f32s.len()], vec![0f32; f32s.len()]);
     let mut ns = [f64::INFINITY; 4];
+    let (narrowing, widening) = (options.runs("f32 → binary16"), options.runs("binary16 → f32"));
     for _ in 0..options.reps {
-        ns[0] = ns[0].min(time(f32s, &mut narrow, binary16::from_f32_bits));
-        let start = Instant::now();
-        f16s.convert_from_f32_slice(black_box(&floats));
-        black_box(&mut f16s);
-        ns[1] = ns[1].min(per_element(start));
-        ns[2] = ns[2].min(time(u16s, &mut wide, binary16::to_f32_bits));
-        let start = Instant::now();
-        black_box(&halves[..]).convert_to_f32_slice(&mut wide_floats);
-        black_box(&mut wide_floats);
-        ns[3] = ns[3].min(per_element(start));
+        if narrowing {
+            ns[0] = ns[0].min(time(f32s, &mut narrow, binary16::from_f32_bits));
+            let start = Instant::now();
+            f16s.convert_from_f32_slice(black_box(&floats));
+            black_box(&mut f16s);
+            ns[1] = ns[1].min(per_element(start));
+        }
+        if widening {
+            ns[2] = ns[2].min(time(u16s, &mut wide, binary16::to_f32_bits));
+            let start = Instant::now();
+            black_box(&halves[..]).convert_to_f32_slice(&mut wide_floats);
+            black_box(&mut wide_floats);
+            ns[3] = ns[3].min(per_element(start));
+        }
     }
     let nan16 = |v: u16| v & 0x7FFF > 0x7C00;
     let narrowed = count(f32s.iter().zip(&narrow).zip(&f16s).map(|((&x, &a), b)| (x, a, b.to_bits())), |x, a, b| {
@@ -253,8 +277,9 @@ struct SliceRow {
     label: &'static str,
     level: Level,
     form: ConversionForm,
-    /// Whether this is what `CpuConversion::run` takes at that level.
-    exact_path: bool,
+    /// The levels at which `CpuConversion::run_at` runs this form of this level's loop
+    /// (its own level, and a wider one whose loop does not pay for the conversion).
+    picked_at: Vec<Level>,
     ns: f64,
     /// Outputs that differ from the scalar form's (must be 0 for an exact path).
     differs: usize,
@@ -273,6 +298,9 @@ fn slice_rows<I: bytemuck::Pod + Sync, O: bytemuck::Pod + PartialEq + Send>(
     conversion: &CpuConversion<I, O>,
     input: &[I],
 ) -> Vec<SliceRow> {
+    if !options.runs(label) {
+        return Vec::new();
+    }
     let mut exact = vec![O::zeroed(); input.len()];
     conversion.run_form(Level::Portable, ConversionForm::Scalar, input, &mut exact);
     if let Some(dir) = &options.dump {
@@ -293,8 +321,12 @@ fn slice_rows<I: bytemuck::Pod + Sync, O: bytemuck::Pod + PartialEq + Send>(
             }
             if ns.is_finite() {
                 let differs = out.iter().zip(&exact).filter(|(a, b)| a != b).count();
-                let exact_path = conversion.exact_form(level) == form;
-                let all_cores = (exact_path && level == Level::detect()).then(|| {
+                let picked_at: Vec<Level> = Level::ALL
+                    .into_iter()
+                    .filter(|&at| conversion.loop_level(at) == level && conversion.exact_form(level) == form)
+                    .filter(|at| at.check("").is_ok())
+                    .collect();
+                let all_cores = picked_at.contains(&Level::detect()).then(|| {
                     let block = 1 << 16;
                     let bytes = input.len() * size_of::<I>().max(size_of::<O>());
                     let (src, mut dst) = (vec![1u8; bytes], vec![0u8; bytes]);
@@ -304,7 +336,7 @@ fn slice_rows<I: bytemuck::Pod + Sync, O: bytemuck::Pod + PartialEq + Send>(
                         || {
                             out.par_chunks_mut(block)
                                 .zip(input.par_chunks(block))
-                                .for_each(|(d, s)| conversion.run_at(level, black_box(s), d));
+                                .for_each(|(d, s)| conversion.run_at(Level::detect(), black_box(s), d));
                         },
                         || {
                             dst.par_chunks_mut(block * 4)
@@ -314,7 +346,7 @@ fn slice_rows<I: bytemuck::Pod + Sync, O: bytemuck::Pod + PartialEq + Send>(
                     );
                     (all, memcpy)
                 });
-                rows.push(SliceRow { label, level, form, exact_path, ns, differs, all_cores });
+                rows.push(SliceRow { label, level, form, picked_at, ns, differs, all_cores });
             }
         }
     }
@@ -367,7 +399,7 @@ fn main() {
     let e4m3 = |x: u32| float8::F8E4M3::from_f32(f32::from_bits(x)).to_bits();
     let e5m2 = |x: u32| float8::F8E5M2::from_f32(f32::from_bits(x)).to_bits();
 
-    let mut rows = vec![
+    let mut rows: Vec<Row> = [
         narrowing(
             &options,
             ("f32 → binary16", "half f16::from_f32"),
@@ -392,17 +424,20 @@ fn main() {
             bf16,
             nan_encoding16(0x7F80),
         ),
-    ];
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     for (name, overflow) in [("f32 → E4M3 satfinite", Overflow::SatFinite), ("f32 → E4M3 standard", Overflow::Standard)]
     {
         let why = fp8_why(fp8::e4m3::from_f32_bits, fp8::e4m3::is_nan, overflow);
         let ours = |x| fp8::e4m3::from_f32_bits(x, overflow);
-        rows.push(narrowing(&options, (name, "float8 F8E4M3::from_f32"), &f32s, ours, e4m3, why));
+        rows.extend(narrowing(&options, (name, "float8 F8E4M3::from_f32"), &f32s, ours, e4m3, why));
     }
     {
         let why = fp8_why(fp8::e4m3::from_f32_bits, fp8::e4m3::is_nan, Overflow::SatFinite);
         let (name, theirs) = ("f32 → E4M3 satfinite branch-free", "float8 F8E4M3::from_f32");
-        rows.push(narrowing(
+        rows.extend(narrowing(
             &options,
             (name, theirs),
             &f32s,
@@ -415,12 +450,12 @@ fn main() {
     {
         let why = fp8_why(fp8::e5m2::from_f32_bits, fp8::e5m2::is_nan, overflow);
         let ours = |x| fp8::e5m2::from_f32_bits(x, overflow);
-        rows.push(narrowing(&options, (name, "float8 F8E5M2::from_f32"), &f32s, ours, e5m2, why));
+        rows.extend(narrowing(&options, (name, "float8 F8E5M2::from_f32"), &f32s, ours, e5m2, why));
     }
     {
         let why = fp8_why(fp8::e5m2::from_f32_bits, fp8::e5m2::is_nan, Overflow::SatFinite);
         let (name, theirs) = ("f32 → E5M2 satfinite branch-free", "float8 F8E5M2::from_f32");
-        rows.push(narrowing(
+        rows.extend(narrowing(
             &options,
             (name, theirs),
             &f32s,
@@ -429,7 +464,7 @@ fn main() {
             why,
         ));
     }
-    rows.push(widening(
+    rows.extend(widening(
         &options,
         ("binary16 → f32", "half f16::to_f32"),
         &u16s,
@@ -438,7 +473,7 @@ fn main() {
         |b| half::f16::from_bits(b).to_f32().to_bits(),
         |b| b & 0x7FFF > 0x7C00,
     ));
-    rows.push(widening(
+    rows.extend(widening(
         &options,
         ("binary16 → f32 scaled", "half f16::to_f32"),
         &u16s,
@@ -447,7 +482,7 @@ fn main() {
         |b| half::f16::from_bits(b).to_f32().to_bits(),
         |b| b & 0x7FFF > 0x7C00,
     ));
-    rows.push(widening(
+    rows.extend(widening(
         &options,
         ("bfloat16 → f32", "half bf16::to_f32"),
         &u16s,
@@ -456,7 +491,7 @@ fn main() {
         |b| half::bf16::from_bits(b).to_f32().to_bits(),
         |b| b & 0x7FFF > 0x7F80,
     ));
-    rows.push(widening(
+    rows.extend(widening(
         &options,
         ("E4M3 → f32", "float8 F8E4M3::to_f32"),
         &u8s,
@@ -465,7 +500,7 @@ fn main() {
         |b| float8::F8E4M3::from_bits(b).to_f32().to_bits(),
         fp8::e4m3::is_nan,
     ));
-    rows.push(widening(
+    rows.extend(widening(
         &options,
         ("E4M3 → f32 scaled", "float8 F8E4M3::to_f32"),
         &u8s,
@@ -474,7 +509,7 @@ fn main() {
         |b| float8::F8E4M3::from_bits(b).to_f32().to_bits(),
         fp8::e4m3::is_nan,
     ));
-    rows.push(widening(
+    rows.extend(widening(
         &options,
         ("E5M2 → f32", "float8 F8E5M2::to_f32"),
         &u8s,
@@ -483,7 +518,7 @@ fn main() {
         |b| float8::F8E5M2::from_bits(b).to_f32().to_bits(),
         fp8::e5m2::is_nan,
     ));
-    rows.extend(half_slices(&options, &f32s, &u16s));
+    rows.extend(half_slices(&options, &f32s, &u16s).into_iter().filter(|r| options.runs(r.conversion)));
 
     if let Some(dir) = &options.dump {
         std::fs::create_dir_all(dir).expect("--dump directory");
@@ -541,7 +576,7 @@ fn main() {
             .map(|r| {
                 let (crate_ns, crate_name) = fastest_crate(r.label);
                 serde_json::json!({
-                    "conversion": r.label, "level": r.level, "form": r.form, "exact_path": r.exact_path,
+                    "conversion": r.label, "level": r.level, "form": r.form, "picked_at": r.picked_at,
                     "ns_per_element": r.ns, "differs_from_scalar": r.differs,
                     "all_cores_s": r.all_cores.map(|a| a.0), "memcpy_all_cores_s": r.all_cores.map(|a| a.1),
                     "fastest_crate": crate_name, "fastest_crate_ns_per_element": crate_ns,
@@ -595,10 +630,11 @@ fn main() {
         println!();
         println!("host::cpu::convert over slices, one thread; best level here: {}", Level::detect());
         println!(
-            "{:<22} {:<9} {:<12} {:>8} {:>8}  {:<30} {:>9} {:>11} {:>16}",
+            "{:<22} {:<9} {:<12} {:<14} {:>8} {:>8}  {:<30} {:>9} {:>11} {:>16}",
             "conversion",
             "level",
             "form",
+            "picked at",
             "ns",
             "differs",
             "fastest crate",
@@ -608,13 +644,15 @@ fn main() {
         );
         for r in &slices {
             let (crate_ns, crate_name) = fastest_crate(r.label);
-            let form = format!("{}{}", r.form.name(), if r.exact_path { "*" } else { "" });
+            let picked: Vec<&str> = r.picked_at.iter().map(|level| level.name()).collect();
+            let form = format!("{}{}", r.form.name(), if picked.is_empty() { "" } else { "*" });
             let vs_memcpy = r.all_cores.map_or(String::new(), |(all, memcpy)| format!("{:.2}x", memcpy / all));
             println!(
-                "{:<22} {:<9} {:<12} {:>8.3} {:>8}  {:<30} {:>9.3} {:>11.2} {:>16}",
+                "{:<22} {:<9} {:<12} {:<14} {:>8.3} {:>8}  {:<30} {:>9.3} {:>11.2} {:>16}",
                 r.label,
                 r.level.name(),
                 form,
+                picked.join(","),
                 r.ns,
                 r.differs,
                 crate_name,
@@ -624,9 +662,10 @@ fn main() {
             );
         }
         println!(
-            "*: the form host::cpu::convert runs for exact results at that level. differs: outputs unlike the scalar \
+            "*: a form host::cpu::convert runs for exact results; picked at: the levels at which it runs that \
+             level's loop in that form (a wider level runs a narrower loop where it is not slower). differs: outputs unlike the scalar \
              form's (an instruction not used for exact results may differ: see tests/tests/cpu_levels.rs). all \
-             cores/memcpy: the * row of the best level on all cores, against memcpy of the wider side's bytes."
+             cores/memcpy: what the best level runs, on all cores, against memcpy of the wider side's bytes."
         );
     }
     let unexplained: Vec<_> = rows

@@ -24,12 +24,18 @@
 //!   NaN payloads included (both keep the top 9 payload bits and set the quiet bit).
 //! - `vcvtph2ps`: alone, it makes a signalling NaN quiet, where the exact widening keeps
 //!   every payload bit (the 1,022 signalling NaN encodings differ). Used with a fix-up
-//!   that clears the quiet bit again for those inputs (`x86::keep_signalling`, integer
-//!   operations LLVM vectorises beside the instruction): equal on every encoding.
+//!   that clears the quiet bit again for those inputs (`x86::f16x8_to_f32_f16c`: two
+//!   16-bit compares and a sign-extension; at [`Level::Avx512`] a mask register from one
+//!   compare and a masked `vpandd`, no shuffle): equal on every encoding.
 //! - `vcvtneps2bf16`: not used: it takes subnormal inputs as zero and makes NaNs quiet
 //!   in its own way; its differences are counted by the proof where the CPU has it.
-//! - The AVX-512 forms of `vcvtps2ph` are proven by the same test on a machine with
-//!   AVX-512; until such a run, [`Level::Avx512`] converts with the F16C form.
+//! - The AVX-512 forms of `vcvtps2ph` / `vcvtph2ps` are proven by the same test at
+//!   [`Level::Avx512`].
+//!
+//! Every loop starts its vector stores at the output's first cache-line boundary
+//! ([`super::split_at_line`]). A level's loop runs only where it pays: where a wider one is
+//! not faster for a conversion ([`CpuConversion::widest`], measured), the wider level runs
+//! the narrower level's loop, whose instructions it has.
 
 use super::{Level, level, map_bits_at};
 use shared::{Family, Primitive, Stored, variants};
@@ -80,6 +86,10 @@ pub struct CpuConversion<I: 'static, O: 'static> {
     /// Whether [`CpuConversion::run`] uses the instruction (where the level has it): it
     /// is proven equal to the reference on every input.
     pub instruction_exact: bool,
+    /// The widest level whose loop pays for this conversion: at a wider level,
+    /// [`CpuConversion::run_at`] runs this level's loop instead ([`CpuConversion::loop_level`]),
+    /// as measured by `narrow_vs_crates` (docs/files.md, "CPU throughput").
+    pub widest: Level,
     scalar: SliceFn<I, O>,
     software: fn(Level, &[I], &mut [O]),
     instruction: fn(Level) -> Option<SliceFn<I, O>>,
@@ -93,8 +103,10 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
         self.run_at(level(), src, dst);
     }
 
-    /// [`CpuConversion::run`] at `level` (a level this CPU lacks runs the portable code).
+    /// [`CpuConversion::run`] at `level` (a level this CPU lacks runs the portable code):
+    /// the form [`CpuConversion::exact_form`] names at [`CpuConversion::loop_level`].
     pub fn run_at(&self, level: Level, src: &[I], dst: &mut [O]) {
+        let level = self.loop_level(level);
         match self.exact_form(level) {
             ConversionForm::Instruction => (self.instruction(level).expect("exact_form checked it"))(src, dst),
             ConversionForm::Software => (self.software)(level, src, dst),
@@ -102,7 +114,15 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
         }
     }
 
-    /// The form [`CpuConversion::run_at`] takes at `level`.
+    /// The level whose loop [`CpuConversion::run_at`] runs when asked for `level`: `level`,
+    /// or [`CpuConversion::widest`] where that is lower (a wider loop that is not faster
+    /// for this conversion is not run). The lower level's instructions are a subset of
+    /// `level`'s, so the CPU has them.
+    pub fn loop_level(&self, level: Level) -> Level {
+        level.min(self.widest)
+    }
+
+    /// The form [`CpuConversion::run_at`] takes with the loop of `level`.
     pub fn exact_form(&self, level: Level) -> ConversionForm {
         match self.instruction(level) {
             Some(_) if self.instruction_exact => ConversionForm::Instruction,
@@ -142,7 +162,7 @@ fn scalar<P: Primitive>(src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
 }
 
 macro_rules! conversion {
-    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, $software:ident, $instruction:expr, $mnemonic:expr, $exact:expr) => {
+    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, $software:ident, $instruction:expr, $mnemonic:expr, $exact:expr, $widest:ident) => {
         $(#[$doc])*
         pub const $const: CpuConversion<$in, $out> = CpuConversion {
             name: <variants::$variant as Primitive>::NAME,
@@ -150,12 +170,13 @@ macro_rules! conversion {
             software_name: <variants::$software as Primitive>::NAME,
             instruction_name: $mnemonic,
             instruction_exact: $exact,
+            widest: Level::$widest,
             scalar: scalar::<variants::$variant>,
             software: map_bits_at::<variants::$software>,
             instruction: $instruction,
         };
     };
-    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, fn $software:path, $instruction:expr, $mnemonic:expr, $exact:expr) => {
+    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, fn $software:path, $instruction:expr, $mnemonic:expr, $exact:expr, $widest:ident) => {
         $(#[$doc])*
         pub const $const: CpuConversion<$in, $out> = CpuConversion {
             name: <variants::$variant as Primitive>::NAME,
@@ -163,6 +184,7 @@ macro_rules! conversion {
             software_name: stringify!($software),
             instruction_name: $mnemonic,
             instruction_exact: $exact,
+            widest: Level::$widest,
             scalar: scalar::<variants::$variant>,
             software: |level, src, dst| super::map_fn_at(level, src, dst, $software),
             instruction: $instruction,
@@ -181,43 +203,43 @@ use none as f32_to_bf16_instruction;
 
 conversion!(
     /// f32 → binary16, infinity past 65504.
-    F32_TO_F16: u32 => u16, f32_to_f16, f32_to_f16_branch_free, f32_to_f16_instruction, Some("vcvtps2ph"), true
+    F32_TO_F16: u32 => u16, f32_to_f16, f32_to_f16_branch_free, f32_to_f16_instruction, Some("vcvtps2ph"), true, Avx2
 );
 conversion!(
     /// binary16 → f32.
-    F16_TO_F32: u16 => u32, f16_to_f32, f16_to_f32_scaled, f16_to_f32_instruction, Some("vcvtph2ps + signalling-NaN fix-up"), true
+    F16_TO_F32: u16 => u32, f16_to_f32, f16_to_f32_scaled, f16_to_f32_instruction, Some("vcvtph2ps + signalling-NaN fix-up"), true, Avx512
 );
 conversion!(
     /// f32 → bfloat16, infinity past the largest finite value.
-    F32_TO_BF16: u32 => u16, f32_to_bf16, f32_to_bf16, f32_to_bf16_instruction, Some("vcvtneps2bf16"), false
+    F32_TO_BF16: u32 => u16, f32_to_bf16, f32_to_bf16, f32_to_bf16_instruction, Some("vcvtneps2bf16"), false, Avx512
 );
 conversion!(
     /// bfloat16 → f32.
-    BF16_TO_F32: u16 => u32, bf16_to_f32, bf16_to_f32, none, None, false
+    BF16_TO_F32: u16 => u32, bf16_to_f32, bf16_to_f32, none, None, false, Avx512
 );
 conversion!(
     /// f32 → FP8 E4M3, NaN past 448 (OCP non-saturating).
-    F32_TO_E4M3: u32 => u8, f32_to_e4m3, fn shared::fp8::e4m3::from_f32_bits_standard_by_addition, none, None, false
+    F32_TO_E4M3: u32 => u8, f32_to_e4m3, fn shared::fp8::e4m3::from_f32_bits_standard_by_addition, none, None, false, Avx512
 );
 conversion!(
     /// f32 → FP8 E4M3, 448 past it.
-    F32_TO_E4M3_SATFINITE: u32 => u8, f32_to_e4m3_satfinite, fn shared::fp8::e4m3::from_f32_bits_satfinite_by_addition, none, None, false
+    F32_TO_E4M3_SATFINITE: u32 => u8, f32_to_e4m3_satfinite, fn shared::fp8::e4m3::from_f32_bits_satfinite_by_addition, none, None, false, Avx512
 );
 conversion!(
     /// f32 → FP8 E5M2, infinity past 57344 (OCP non-saturating).
-    F32_TO_E5M2: u32 => u8, f32_to_e5m2, fn shared::fp8::e5m2::from_f32_bits_standard_by_addition, none, None, false
+    F32_TO_E5M2: u32 => u8, f32_to_e5m2, fn shared::fp8::e5m2::from_f32_bits_standard_by_addition, none, None, false, Avx512
 );
 conversion!(
     /// f32 → FP8 E5M2, 57344 past it.
-    F32_TO_E5M2_SATFINITE: u32 => u8, f32_to_e5m2_satfinite, fn shared::fp8::e5m2::from_f32_bits_satfinite_by_addition, none, None, false
+    F32_TO_E5M2_SATFINITE: u32 => u8, f32_to_e5m2_satfinite, fn shared::fp8::e5m2::from_f32_bits_satfinite_by_addition, none, None, false, Avx512
 );
 conversion!(
     /// FP8 E4M3 → f32.
-    E4M3_TO_F32: u8 => u32, e4m3_to_f32, e4m3_to_f32_scaled, none, None, false
+    E4M3_TO_F32: u8 => u32, e4m3_to_f32, e4m3_to_f32_scaled, none, None, false, Avx512
 );
 conversion!(
     /// FP8 E5M2 → f32.
-    E5M2_TO_F32: u8 => u32, e5m2_to_f32, e5m2_to_f32_scaled, none, None, false
+    E5M2_TO_F32: u8 => u32, e5m2_to_f32, e5m2_to_f32_scaled, none, None, false, Avx512
 );
 
 /// The f32 → narrow conversions, for the proofs and the benchmarks.
@@ -258,6 +280,49 @@ mod tests {
                 continue;
             }
             assert_eq!(families(software), family, "{name}: {software} is of another family");
+        }
+    }
+
+    /// `run_at` at every level this CPU has equals the scalar form on every 16-bit
+    /// encoding, whatever the level it picks ([`CpuConversion::loop_level`]) and wherever
+    /// the output starts against a cache line (the loops cut `dst` at its first line
+    /// boundary: `super::super::split_at_line`), for lengths that end before, at and past
+    /// that boundary.
+    #[test]
+    fn run_at_every_level_equals_the_scalar_form_at_every_offset() {
+        let every: Vec<u16> = (0..=u16::MAX).collect();
+        let wide_every: Vec<u32> = (0..1 << 16).map(|i: u32| i.wrapping_mul(0x9E37_79B9)).collect();
+        for level in Level::ALL.into_iter().filter(|level| level.check("").is_ok()) {
+            for conversion in WIDENINGS_16 {
+                check_offsets(conversion, level, &every);
+            }
+            for conversion in NARROWINGS {
+                check_offsets(conversion, level, &wide_every);
+            }
+        }
+    }
+
+    fn check_offsets<I: Copy + Default, O: Copy + Default + PartialEq + std::fmt::Debug>(
+        conversion: &CpuConversion<I, O>,
+        level: Level,
+        input: &[I],
+    ) {
+        let mut exact = vec![O::default(); input.len()];
+        conversion.run_form(Level::Portable, ConversionForm::Scalar, input, &mut exact);
+        let mut buffer = vec![O::default(); input.len() + 64];
+        for offset in 0..64 / size_of::<O>() + 1 {
+            for len in [0, 1, 7, 15, 17, 63, 100, input.len() - 64] {
+                let start = input.len() - len - offset; // a different input window per case
+                let dst = &mut buffer[offset..offset + len];
+                dst.fill(O::default());
+                conversion.run_at(level, &input[start..start + len], dst);
+                assert_eq!(
+                    &dst[..],
+                    &exact[start..start + len],
+                    "{} at {level}, output {offset} elements in, {len} long",
+                    conversion.name
+                );
+            }
         }
     }
 
