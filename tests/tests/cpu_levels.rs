@@ -228,7 +228,8 @@ fn fp_class_name(class: &Class) -> &'static str {
 /// Compares, on the inputs `range` (bit patterns of `I`), each form of `conversion` at
 /// `level` with the scalar form (which `exhaustive_cpu.rs` proves equal to the exact
 /// reference on every input; a difference is checked against the reference here too),
-/// in blocks on all cores. Returns the differences of the software and the instruction
+/// in blocks on all cores; what [`CpuConversion::run_at`] runs at `level` must equal it
+/// (it panics otherwise). Returns the differences of the software and the instruction
 /// form (`None` where the CPU has no instruction); the instruction's are checked against
 /// `allowed`, the software form's against nothing.
 fn three_way<I, O>(
@@ -274,6 +275,19 @@ where
                 }
                 differences
             };
+            // What `run_at` picks at this level (the loop of `loop_level`, its exact form)
+            // is what the commands run: it must equal the scalar form too.
+            let mut picked = vec![O::zeroed(); inputs.len()];
+            conversion.run_at(level, &inputs, &mut picked);
+            let picked = tally(&picked, &[]);
+            assert_eq!(
+                picked.total(),
+                0,
+                "{} at {level}: run_at (the loop of {}) differs from the scalar form: {}",
+                conversion.name,
+                conversion.loop_level(level),
+                picked.describe()
+            );
             let software = tally(&run(ConversionForm::Software).expect("always there"), &[]);
             let instruction = run(ConversionForm::Instruction).map(|out| tally(&out, allowed));
             (software, instruction)
