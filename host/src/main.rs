@@ -58,8 +58,8 @@ enum Command {
     /// sharded checkpoints; exit 0 if all are finite, 1 if any is not, 2 on error, 3 if
     /// none is found but some tensor could not be scanned.
     Scan(cli::scan::ScanArgs),
-    /// Convert an 8- or 16-bit image to an f32 tensor in [0, 1], correctly rounded
-    /// (.npy or .safetensors).
+    /// Convert an 8- or 16-bit image to an f32, f16 or bf16 tensor in [0, 1], correctly
+    /// rounded (.npy or .safetensors).
     Normalize(cli::normalize::NormalizeArgs),
 }
 
