@@ -59,8 +59,7 @@ fn a_compressed_ancillary_chunk_is_never_inflated() {
     ];
     for (kind, data) in &chunks {
         let name = String::from_utf8_lossy(&kind[..]).into_owned();
-        for (base, layout) in
-            [(&plain, ChannelLayout::Hwc), (&plain, ChannelLayout::Chw), (&adam7, ChannelLayout::Hwc)]
+        for (base, layout) in [(&plain, ChannelLayout::Hwc), (&plain, ChannelLayout::Chw), (&adam7, ChannelLayout::Hwc)]
         {
             let png = d.join(format!("{name}.png"));
             with_chunk_after_ihdr(base, kind, data, &png);

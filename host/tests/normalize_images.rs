@@ -46,9 +46,8 @@ fn pnm(path: &Path, magic: &str, (width, height): (u32, u32), maxval: u32, sampl
 
 /// A PAM (P7) of `depth` samples per pixel, binary.
 fn pam(path: &Path, (width, height): (u32, u32), depth: u32, maxval: u32, tupltype: &str, samples: &[u32]) {
-    let header = format!(
-        "P7\nWIDTH {width}\nHEIGHT {height}\nDEPTH {depth}\nMAXVAL {maxval}\nTUPLTYPE {tupltype}\nENDHDR\n"
-    );
+    let header =
+        format!("P7\nWIDTH {width}\nHEIGHT {height}\nDEPTH {depth}\nMAXVAL {maxval}\nTUPLTYPE {tupltype}\nENDHDR\n");
     let mut file = header.into_bytes();
     if maxval < 256 {
         file.extend(samples.iter().map(|&s| s as u8));
@@ -162,7 +161,11 @@ fn a_pnm_sample_above_its_maxval_missing_or_malformed_is_refused_in_one_line() {
     }
     let letters = d.join("letters.pgm");
     std::fs::write(&letters, b"P2\n2 2\n100\n1 2 x3 4\n").unwrap();
-    assert_fails(&bitexact(&["normalize", path_arg(&letters), "-o", path_arg(&d.join("out.npy"))]), &letters, "sample 2 is not a decimal");
+    assert_fails(
+        &bitexact(&["normalize", path_arg(&letters), "-o", path_arg(&d.join("out.npy"))]),
+        &letters,
+        "sample 2 is not a decimal",
+    );
     let mut expected: Vec<String> = cases.iter().map(|c| c.0.to_string()).chain(["letters.pgm".into()]).collect();
     expected.sort();
     assert_eq!(names(d), expected, "no output and no temporary file");
@@ -170,7 +173,9 @@ fn a_pnm_sample_above_its_maxval_missing_or_malformed_is_refused_in_one_line() {
 
 /// A 300 × 300 RGB JPEG from the `image` crate's (baseline) encoder.
 fn baseline_jpeg(path: &Path) {
-    let image = image::RgbImage::from_fn(300, 300, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, ((x * y) % 251) as u8]));
+    let image = image::RgbImage::from_fn(300, 300, |x, y| {
+        image::Rgb([(x % 256) as u8, (y % 256) as u8, ((x * y) % 251) as u8])
+    });
     image.save(path).unwrap();
 }
 
@@ -269,7 +274,11 @@ fn an_image_over_the_pixel_limit_is_refused_from_its_header_in_both_layouts() {
         for layout in ["hwc", "chw"] {
             let args = ["normalize", path_arg(&path), "-o", path_arg(&out), "--layout", layout, "--force"];
             let output = bitexact(&[&args[..], &["--max-pixels", "399"]].concat());
-            assert_fails(&output, &path, "image is 20×20 = 400 pixels, over the limit of 399 (--max-pixels N raises it)");
+            assert_fails(
+                &output,
+                &path,
+                "image is 20×20 = 400 pixels, over the limit of 399 (--max-pixels N raises it)",
+            );
             let output = bitexact(&[&args[..], &["--max-pixels", "400"]].concat());
             assert_eq!(output.status.code(), Some(0), "{name} {layout}: {output:?}");
             std::fs::remove_file(&out).unwrap();

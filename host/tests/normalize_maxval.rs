@@ -39,8 +39,8 @@ fn every_code_of_a_set_of_maxvals_is_correctly_rounded_to_f32_f16_and_bf16() {
     // Small ones, the red team's (100, 1000, 1023, 4095), powers of two and their
     // neighbours, primes, and the largest ones (binary16 subnormals from m > 16384).
     let maxvals: [u16; 24] = [
-        1, 2, 3, 5, 7, 10, 100, 127, 128, 129, 254, 256, 257, 1000, 1023, 1024, 4095, 4096, 9973, 16383, 16385,
-        32749, 65521, 65534,
+        1, 2, 3, 5, 7, 10, 100, 127, 128, 129, 254, 256, 257, 1000, 1023, 1024, 4095, 4096, 9973, 16383, 16385, 32749,
+        65521, 65534,
     ];
     let wrong: Vec<String> = maxvals.par_iter().filter_map(|&m| first_wrong(m)).collect();
     assert!(wrong.is_empty(), "{wrong:?}");

@@ -345,7 +345,9 @@ impl Image {
     /// against `limits`), then the decode, its allocations capped to match.
     fn from_image_crate(path: &Path, limits: ImageLimits) -> Result<Image, ImageDecodeErrorKind> {
         let reader = || {
-            image::ImageReader::open(path).and_then(|reader| reader.with_guessed_format()).map_err(ImageDecodeErrorKind::Io)
+            image::ImageReader::open(path)
+                .and_then(|reader| reader.with_guessed_format())
+                .map_err(ImageDecodeErrorKind::Io)
         };
         let format = reader()?.format();
         if format == Some(image::ImageFormat::Jpeg) {

@@ -70,10 +70,8 @@ pub fn check_complete(bytes: &[u8]) -> Result<(), JpegTruncated> {
                     return cut("a marker segment");
                 }
                 if code == SOS {
-                    at = entropy_coded_end(bytes, at).ok_or(JpegTruncated {
-                        length: bytes.len(),
-                        inside: "the entropy-coded data",
-                    })?;
+                    at = entropy_coded_end(bytes, at)
+                        .ok_or(JpegTruncated { length: bytes.len(), inside: "the entropy-coded data" })?;
                 }
             }
         }

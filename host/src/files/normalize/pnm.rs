@@ -222,5 +222,9 @@ fn ascii_samples(reader: BufReader<File>, expected: u64, maxval: u16) -> Result<
     if got < expected {
         return Err(PnmError::Truncated { got, expected });
     }
-    Ok(if maxval < 256 { PnmSamples::Unorm8(values.iter().map(|&v| v as u8).collect()) } else { PnmSamples::Unorm16(values) })
+    Ok(if maxval < 256 {
+        PnmSamples::Unorm8(values.iter().map(|&v| v as u8).collect())
+    } else {
+        PnmSamples::Unorm16(values)
+    })
 }
