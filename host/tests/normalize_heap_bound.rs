@@ -12,7 +12,7 @@ mod common;
 
 use common::alloc_counter::{Counting, peak_growth};
 use host::files::backend::CpuBackend;
-use host::files::normalize::image::{ChannelLayout, Image, Samples};
+use host::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
 use host::files::write::{self, WRITE_CHUNK_ELEMENTS};
 use image::{ImageBuffer, Rgba};
 
@@ -42,7 +42,7 @@ fn normalize_heap_stays_near_the_decoded_image() {
     ] {
         let out = dir.path().join(name);
         let peak = peak_growth(|| {
-            let image = Image::open(&png, layout).unwrap();
+            let image = Image::open(&png, layout, ImageLimits::default()).unwrap();
             assert_eq!(matches!(image.samples, Samples::PngRows(_)), streams, "{name}: streamed");
             let shape = image.shape(layout);
             write::write_from(&out, "image", &shape, &image.normalized(layout, &CpuBackend), false).unwrap();

@@ -7,7 +7,7 @@ mod common;
 use common::{DTYPES, Rng};
 use host::files::backend::CpuBackend;
 use host::files::backend::count::BLOCK_BYTES;
-use host::files::normalize::image::{ChannelLayout, Image, Samples};
+use host::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
 use host::files::normalize::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
 use host::files::write;
 use host::verify::reference::div_to_f32;
@@ -195,7 +195,7 @@ fn assert_exact(out: &[f32], samples: &[u64], channels: usize, width: usize, lay
 /// Decodes `path` and converts it in both layouts, checking shape and every bit; then
 /// the same through [`Image::open`], which streams a PNG in HWC order.
 fn check_image(path: &Path, samples: &[u64], channels: u8, width: u32, height: u32, den: u64) {
-    let image = Image::decode(path).unwrap();
+    let image = Image::decode(path, ImageLimits::default()).unwrap();
     assert_eq!((image.channels, image.width, image.height), (channels, width, height));
     for layout in [ChannelLayout::Hwc, ChannelLayout::Chw] {
         let (h, w, c) = (u64::from(height), u64::from(width), u64::from(channels));
@@ -203,7 +203,7 @@ fn check_image(path: &Path, samples: &[u64], channels: u8, width: u32, height: u
         assert_eq!(image.shape(layout), shape);
         let out = image.to_f32(layout, &CpuBackend).unwrap();
         assert_exact(&out, samples, usize::from(channels), width as usize, layout, den);
-        let opened = Image::open(path, layout).unwrap();
+        let opened = Image::open(path, layout, ImageLimits::default()).unwrap();
         // A PNG is streamed in HWC order unless interlaced (IHDR's last byte, at 28).
         let bytes = std::fs::read(path).unwrap();
         let row_by_row = bytes.starts_with(b"\x89PNG") && bytes[28] == 0;
@@ -402,7 +402,7 @@ fn normalized_chunks_of_any_size_and_start_match_the_whole() {
     let (w, h) = (13, 7);
     let raw: Vec<u8> = random_samples((w * h * 3) as usize, 255, 21).iter().map(|&s| s as u8).collect();
     ImageBuffer::<Rgb<u8>, _>::from_raw(w, h, raw).unwrap().save(&path).unwrap();
-    let image = Image::decode(&path).unwrap();
+    let image = Image::decode(&path, ImageLimits::default()).unwrap();
     for layout in [ChannelLayout::Hwc, ChannelLayout::Chw] {
         let whole = image.to_f32(layout, &CpuBackend).unwrap();
         let source = image.normalized(layout, &CpuBackend);
@@ -481,9 +481,23 @@ fn streamed_samples(path: &Path, band: usize, chunk: usize) -> (u8, u32, Vec<u64
 }
 
 /// The samples the `image` crate decodes from `path`, widened to u64, with the
-/// channel count and bits.
+/// channel count and bits: an independent decode (`normalize` decodes PNGs with the
+/// `png` crate itself).
 fn image_crate_samples(path: &Path) -> (u8, u32, Vec<u64>) {
-    let image = Image::decode(path).unwrap();
+    let decoded = image::open(path).unwrap();
+    let channels = decoded.color().channel_count();
+    let bits = u32::from(decoded.color().bytes_per_pixel() / channels) * 8;
+    let samples = match bits {
+        8 => decoded.into_bytes().into_iter().map(u64::from).collect(),
+        _ => bytemuck::pod_collect_to_vec::<u8, u16>(&decoded.into_bytes()).into_iter().map(u64::from).collect(),
+    };
+    (channels, bits, samples)
+}
+
+/// The samples [`Image::decode`] decodes from `path` whole, widened to u64, with the
+/// channel count and bits.
+fn decoded_samples(path: &Path) -> (u8, u32, Vec<u64>) {
+    let image = Image::decode(path, ImageLimits::default()).unwrap();
     let samples = match &image.samples {
         Samples::Unorm8(s) => s.iter().map(|&s| u64::from(s)).collect(),
         Samples::Unorm16(s) => s.iter().map(|&s| u64::from(s)).collect(),
@@ -527,6 +541,7 @@ fn streamed_png_samples_are_the_image_crates_for_every_kind_of_png() {
         let path = dir.path().join(format!("kind{i}.png"));
         common::png_file(&path, (w, h), (color, depth), palette, trns, &raw);
         let want = image_crate_samples(&path);
+        assert!(decoded_samples(&path) == want, "{color:?} {depth:?}: decoded whole");
         let samples = want.2.len();
         let row = samples / h as usize;
         for band in [1, 7, row - 1, row, row + 1, samples, 1 << 20] {
@@ -557,7 +572,7 @@ fn streamed_png_samples_are_read_once_in_order() {
     assert!(matches!(rows.read(250, 7, ignore), Err(PngRowsError::OutOfRange { start: 250 })));
     rows.read(250, 6, ignore).unwrap();
     // A CHW chunk of a streamed image is refused, not made up.
-    let image = Image::open(&path, ChannelLayout::Hwc).unwrap();
+    let image = Image::open(&path, ChannelLayout::Hwc, ImageLimits::default()).unwrap();
     let mut out = vec![0.0f32; 4];
     let chw = image.normalized(ChannelLayout::Chw, &CpuBackend);
     assert!(write::TensorSource::fill(&chw, 0, &mut out).is_err());
@@ -589,5 +604,6 @@ fn an_interlaced_png_is_decoded_whole_with_the_same_samples() {
     assert!(matches!(PngRows::open(&path, 100).unwrap(), PngOpen::Interlaced));
     // The image crate decodes it to the pixels written: the file is made right.
     assert_eq!(image_crate_samples(&path), (3, 8, samples.clone()));
+    assert_eq!(decoded_samples(&path), (3, 8, samples.clone()));
     check_image(&path, &samples, 3, w, h, 255);
 }

@@ -4,7 +4,7 @@
 use super::choices::{DeviceArg, DtypeArg, LayoutArg, OutputFormat};
 use super::error::CliError;
 use clap::builder::TypedValueParser as _;
-use host::files::normalize::image::{SampleWidth, conversion};
+use host::files::normalize::image::{ImageLimits, SampleWidth, conversion};
 use host::files::{self, NormalizeOptions, NormalizeReport};
 use host::support::output;
 use std::path::PathBuf;
@@ -23,8 +23,8 @@ pub struct NormalizeArgs {
     /// keeps its permission bits, like cp onto an existing file.
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Element type: every value is x / 255 or x / 65535 correctly rounded straight
-    /// to it (never through f32 first). .npy holds f32 and f16; bf16 needs
+    /// Element type: every value is x / 255 or x / 65535 (a PNM's x / maxval)
+    /// correctly rounded straight to it (never through f32 first). .npy holds f32 and f16; bf16 needs
     /// .safetensors (NumPy has no bfloat16).
     #[arg(long, value_enum, default_value_t = DtypeArg::F32)]
     pub dtype: DtypeArg,
@@ -37,6 +37,11 @@ pub struct NormalizeArgs {
     /// Replace an existing output file.
     #[arg(long)]
     pub force: bool,
+    /// Refuse an image of more pixels (width × height) than this, from its header,
+    /// before anything is decoded or written; the same in both layouts and every format.
+    /// The default, 2^28 (16384 × 16384), bounds an RGBA f32 output at 4 GiB.
+    #[arg(long, default_value_t = host::files::normalize::image::DEFAULT_MAX_PIXELS)]
+    pub max_pixels: u64,
     /// Where to convert: auto picks whichever of the CPU and the GPU is faster for the
     /// job, timing both on its first slices when it is big enough (the summary says
     /// which and why); the CPU when there is no usable GPU.
@@ -71,6 +76,7 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
         name: args.name.clone(),
         force: args.force,
         device: args.device.into(),
+        limits: ImageLimits { max_pixels: args.max_pixels },
     };
     let done = files::normalize(&args.image, &args.output, &options)?.commit()?;
     let summary = match args.format {
@@ -116,6 +122,7 @@ fn print_phases(done: &NormalizeReport) {
     // Where the CPU converts, the instruction set its loops ran with.
     // And the form it computed the values with (host::cpu::unorm).
     let form = match done.bits {
+        _ if done.divisor != (1 << done.bits) - 1 => format!(" (x/{} by IEEE division)", done.divisor),
         8 => format!(" ({})", conversion(SampleWidth::Unorm8, done.dtype).cpu_form(level)),
         16 => format!(" ({})", conversion(SampleWidth::Unorm16, done.dtype).cpu_form(level)),
         _ => String::new(),

@@ -15,7 +15,10 @@
 
 use crate::files::backend::{Backend, BackendError, SampleConversion};
 use crate::files::message::{io_message, one_line};
-use crate::files::normalize::png_rows::{PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, check_palette};
+use crate::files::normalize::divide;
+use crate::files::normalize::jpeg::{self, JpegTruncated};
+use crate::files::normalize::png_rows::{Band, PngHeader, PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun};
+use crate::files::normalize::pnm::{PnmError, PnmHeaderRead, PnmSamples};
 use crate::files::read::{RegularFileError, check_regular_file};
 use crate::files::write::{AsBf16, AsF16, AsF32, Dtype, DtypeOf, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS};
 use crate::support::output::path_text;
@@ -65,6 +68,20 @@ pub enum ImageDecodeErrorKind {
         /// Rows.
         height: u32,
     },
+    /// It has more pixels than [`ImageLimits::max_pixels`] (found from its header,
+    /// before anything is decoded or written).
+    TooLarge {
+        /// Columns.
+        width: u32,
+        /// Rows.
+        height: u32,
+        /// The limit.
+        max_pixels: u64,
+    },
+    /// A PNM (greymap, pixmap, PAM) whose samples cannot be read.
+    Pnm(PnmError),
+    /// A JPEG that ends before its end-of-image marker.
+    JpegTruncated(JpegTruncated),
 }
 
 impl std::fmt::Display for ImageDecodeErrorKind {
@@ -81,6 +98,14 @@ impl std::fmt::Display for ImageDecodeErrorKind {
             }
             ImageDecodeErrorKind::NotUnorm(color) => f.write_str(&not_unorm(*color)),
             ImageDecodeErrorKind::NoPixels { width, height } => write!(f, "image has no pixels ({width}×{height})"),
+            ImageDecodeErrorKind::TooLarge { width, height, max_pixels } => write!(
+                f,
+                "image is {width}×{height} = {} pixels, over the limit of {max_pixels} \
+                 (--max-pixels N raises it)",
+                u64::from(*width) * u64::from(*height)
+            ),
+            ImageDecodeErrorKind::Pnm(error) => error.fmt(f),
+            ImageDecodeErrorKind::JpegTruncated(error) => error.fmt(f),
         }
     }
 }
@@ -97,7 +122,11 @@ impl std::error::Error for ImageDecodeError {
             ImageDecodeErrorKind::NotRegular(error) => Some(error),
             ImageDecodeErrorKind::Io(error) => Some(error),
             ImageDecodeErrorKind::Decode(error) | ImageDecodeErrorKind::UnknownFormat(error) => Some(error),
-            ImageDecodeErrorKind::NotUnorm(_) | ImageDecodeErrorKind::NoPixels { .. } => None,
+            ImageDecodeErrorKind::Pnm(error) => Some(error),
+            ImageDecodeErrorKind::JpegTruncated(error) => Some(error),
+            ImageDecodeErrorKind::NotUnorm(_)
+            | ImageDecodeErrorKind::NoPixels { .. }
+            | ImageDecodeErrorKind::TooLarge { .. } => None,
         }
     }
 }
@@ -172,6 +201,45 @@ pub enum Samples {
     PngRows(PngRows),
 }
 
+/// The largest image `normalize` reads by default, in pixels: 2^28 (16384 × 16384), so
+/// that a small file cannot make it write a huge tensor (an 875 KB PNG of 30000 × 30000
+/// grey pixels became 1.8 GB before it was refused). At the limit an RGBA f32 tensor is
+/// 4 GiB, and an image decoded whole (CHW, interlaced PNG, other formats) holds at most
+/// 2 GiB of 16-bit RGBA samples. Larger than any camera's single frame; raise it with
+/// [`ImageLimits::max_pixels`] (`--max-pixels`).
+pub const DEFAULT_MAX_PIXELS: u64 = 1 << 28;
+
+/// How large an image [`Image::open`] and [`Image::decode`] accept: the same in every
+/// layout and for every format, checked on the header before any sample is decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageLimits {
+    /// Width × height at most ([`DEFAULT_MAX_PIXELS`] by default).
+    pub max_pixels: u64,
+}
+
+impl Default for ImageLimits {
+    fn default() -> ImageLimits {
+        ImageLimits { max_pixels: DEFAULT_MAX_PIXELS }
+    }
+}
+
+impl ImageLimits {
+    /// [`ImageDecodeErrorKind::TooLarge`] for a `width × height` image over the limit.
+    fn check(self, width: u32, height: u32) -> Result<(), ImageDecodeErrorKind> {
+        if u64::from(width) * u64::from(height) > self.max_pixels {
+            return Err(ImageDecodeErrorKind::TooLarge { width, height, max_pixels: self.max_pixels });
+        }
+        Ok(())
+    }
+
+    /// What the `image` crate may allocate decoding an image within the limit: its
+    /// widest pixel (16-bit RGBA, 8 bytes) times the pixels, and 64 MiB for the
+    /// decoder's own buffers; never less than its default of 512 MiB.
+    fn decoder_alloc(self) -> u64 {
+        self.max_pixels.saturating_mul(8).saturating_add(64 << 20).max(512 << 20)
+    }
+}
+
 /// A decoded image: its samples and dimensions.
 pub struct Image {
     /// Rows.
@@ -180,6 +248,10 @@ pub struct Image {
     pub width: u32,
     /// Samples per pixel as decoded: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA.
     pub channels: u8,
+    /// What every sample is divided by: 255 for 8-bit samples and 65535 for 16-bit ones,
+    /// except a PNM's, which are divided by its `maxval` (1 to 65535; up to 255 held
+    /// in 8 bits).
+    pub divisor: u16,
     /// Interleaved samples, `height * width * channels` of them.
     pub samples: Samples,
 }
@@ -189,52 +261,106 @@ impl Image {
     /// in HWC order, its header read and its samples being decoded on a thread of their
     /// own a band at a time ([`Samples::PngRows`]; errors in the image data come from
     /// [`Normalized`]'s `fill`, as [`NormalizeError::Decode`]); for anything else,
-    /// [`Image::decode`]. Either way the samples are the same, bit for bit. Errors name
-    /// the file.
-    pub fn open(path: &Path, layout: ChannelLayout) -> Result<Image, ImageDecodeError> {
-        if layout != ChannelLayout::Hwc {
-            return Image::decode(path);
-        }
+    /// [`Image::decode`]. Either way the samples are the same, bit for bit, and an image
+    /// over `limits` is refused alike. Errors name the file.
+    pub fn open(path: &Path, layout: ChannelLayout, limits: ImageLimits) -> Result<Image, ImageDecodeError> {
+        Image::read(path, limits, layout == ChannelLayout::Hwc)
+    }
+
+    /// Decodes `path` whole, keeping the decoded channel count and bit depth: a PNG with
+    /// the `png` crate ([`PngHeader`]: ancillary text and ICC chunks skipped), a
+    /// greymap, pixmap or PAM with its `maxval` ([`crate::files::normalize::pnm`]), a
+    /// JPEG after checking that it is whole ([`jpeg::check_complete`]), anything else
+    /// with the `image` crate (format guessed from the content, else from the
+    /// extension: see [`KNOWN_FORMATS`]). Refused over `limits`, before decoding.
+    /// Errors name the file.
+    pub fn decode(path: &Path, limits: ImageLimits) -> Result<Image, ImageDecodeError> {
+        Image::read(path, limits, false)
+    }
+
+    /// [`Image::open`] (`stream`) or [`Image::decode`].
+    fn read(path: &Path, limits: ImageLimits, stream: bool) -> Result<Image, ImageDecodeError> {
         let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
         check_regular_file(path).map_err(|e| fail(ImageDecodeErrorKind::NotRegular(e)))?;
-        let rows = match PngRows::open(path, WRITE_CHUNK_ELEMENTS) {
-            Ok(PngOpen::Rows(rows)) => rows,
-            Ok(PngOpen::Interlaced | PngOpen::NotPng) => return Image::decode(path),
+        let png = match PngHeader::read(path) {
+            Ok(png) => png,
             Err(PngOpenError::Open(e)) => return Err(fail(ImageDecodeErrorKind::Io(e))),
             Err(PngOpenError::Decode(e)) => return Err(fail(decode_error(e))),
         };
-        let (height, width, channels) = (rows.height, rows.width, rows.channels);
-        if rows.samples() == 0 {
-            return Err(fail(ImageDecodeErrorKind::NoPixels { width, height }));
+        let image = match png {
+            Some(header) => Image::from_png(path, header, limits, stream),
+            None => match PnmHeaderRead::read(path).map_err(|e| fail(ImageDecodeErrorKind::Pnm(e)))? {
+                Some(header) => Image::from_pnm(header, limits),
+                None => Image::from_image_crate(path, limits),
+            },
         }
-        Ok(Image { height, width, channels, samples: Samples::PngRows(rows) })
+        .map_err(fail)?;
+        if image.sample_count() == 0 {
+            return Err(fail(ImageDecodeErrorKind::NoPixels { width: image.width, height: image.height }));
+        }
+        Ok(image)
     }
 
-    /// For samples being decoded ([`Samples::PngRows`]): the time the decoder has
-    /// spent decoding so far, and the time the conversion spent waiting for it.
-    pub fn stream_timing(&self) -> Option<(std::time::Duration, std::time::Duration)> {
-        match &self.samples {
-            Samples::PngRows(rows) => Some(rows.timing()),
-            _ => None,
+    /// A PNG, streamed when asked and not interlaced, else decoded whole.
+    fn from_png(
+        path: &Path,
+        header: PngHeader,
+        limits: ImageLimits,
+        stream: bool,
+    ) -> Result<Image, ImageDecodeErrorKind> {
+        let (height, width, channels, bits) = (header.height, header.width, header.channels, header.bits);
+        limits.check(width, height)?;
+        let divisor = if bits == 8 { 255 } else { 65535 };
+        if header.samples() == 0 {
+            return Err(ImageDecodeErrorKind::NoPixels { width, height });
         }
+        let samples = if stream && !header.interlaced {
+            match header.stream(path, WRITE_CHUNK_ELEMENTS) {
+                Ok(PngOpen::Rows(rows)) => Samples::PngRows(rows),
+                Ok(PngOpen::Interlaced | PngOpen::NotPng) => unreachable!("a non-interlaced PNG's header was read"),
+                Err(PngOpenError::Open(e)) => return Err(ImageDecodeErrorKind::Io(e)),
+                Err(PngOpenError::Decode(e)) => return Err(decode_error(e)),
+            }
+        } else {
+            match header.decode_whole().map_err(decode_error)? {
+                Band::Unorm8(samples) => Samples::Unorm8(samples),
+                Band::Unorm16(samples) => Samples::Unorm16(samples),
+            }
+        };
+        Ok(Image { height, width, channels, divisor, samples })
     }
 
-    /// Decodes `path` with the `image` crate (format guessed from the content, else from
-    /// the extension: see [`KNOWN_FORMATS`]), keeping
-    /// the decoded channel count and bit depth. Errors name the file.
-    pub fn decode(path: &Path) -> Result<Image, ImageDecodeError> {
-        let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
-        check_regular_file(path).map_err(|e| fail(ImageDecodeErrorKind::NotRegular(e)))?;
-        match check_palette(path) {
-            Ok(()) => {}
-            Err(PngOpenError::Open(e)) => return Err(fail(ImageDecodeErrorKind::Io(e))),
-            Err(PngOpenError::Decode(e)) => return Err(fail(decode_error(e))),
+    /// A greymap, pixmap or PAM, its samples as they are in the file.
+    fn from_pnm(header: PnmHeaderRead, limits: ImageLimits) -> Result<Image, ImageDecodeErrorKind> {
+        let (height, width, channels, divisor) = (header.height, header.width, header.channels, header.maxval);
+        limits.check(width, height)?;
+        let samples = match header.samples().map_err(ImageDecodeErrorKind::Pnm)? {
+            PnmSamples::Unorm8(samples) => Samples::Unorm8(samples),
+            PnmSamples::Unorm16(samples) => Samples::Unorm16(samples),
+        };
+        Ok(Image { height, width, channels, divisor, samples })
+    }
+
+    /// Any other format, through the `image` crate: its dimensions first (checked
+    /// against `limits`), then the decode, its allocations capped to match.
+    fn from_image_crate(path: &Path, limits: ImageLimits) -> Result<Image, ImageDecodeErrorKind> {
+        let reader = || {
+            image::ImageReader::open(path)
+                .and_then(|reader| reader.with_guessed_format())
+                .map_err(ImageDecodeErrorKind::Io)
+        };
+        let format = reader()?.format();
+        if format == Some(image::ImageFormat::Jpeg) {
+            let bytes = std::fs::read(path).map_err(ImageDecodeErrorKind::Io)?;
+            jpeg::check_complete(&bytes).map_err(ImageDecodeErrorKind::JpegTruncated)?;
         }
-        let decoded = image::ImageReader::open(path)
-            .and_then(|reader| reader.with_guessed_format())
-            .map_err(|e| fail(ImageDecodeErrorKind::Io(e)))?
-            .decode()
-            .map_err(|e| fail(decode_error(e)))?;
+        let (width, height) = reader()?.into_dimensions().map_err(decode_error)?;
+        limits.check(width, height)?;
+        let mut decoder_limits = image::Limits::default();
+        decoder_limits.max_alloc = Some(limits.decoder_alloc());
+        let mut reader = reader()?;
+        reader.limits(decoder_limits);
+        let decoded = reader.decode().map_err(decode_error)?;
         let (width, height) = (decoded.width(), decoded.height());
         use image::DynamicImage as D;
         let (channels, samples) = match decoded {
@@ -246,13 +372,19 @@ impl Image {
             D::ImageLumaA16(b) => (2, Samples::Unorm16(b.into_raw())),
             D::ImageRgb16(b) => (3, Samples::Unorm16(b.into_raw())),
             D::ImageRgba16(b) => (4, Samples::Unorm16(b.into_raw())),
-            other => return Err(fail(ImageDecodeErrorKind::NotUnorm(other.color().into()))),
+            other => return Err(ImageDecodeErrorKind::NotUnorm(other.color().into())),
         };
-        let image = Image { height, width, channels, samples };
-        if image.sample_count() == 0 {
-            return Err(fail(ImageDecodeErrorKind::NoPixels { width, height }));
+        let divisor = if matches!(samples, Samples::Unorm8(_)) { 255 } else { 65535 };
+        Ok(Image { height, width, channels, divisor, samples })
+    }
+
+    /// For samples being decoded ([`Samples::PngRows`]): the time the decoder has
+    /// spent decoding so far, and the time the conversion spent waiting for it.
+    pub fn stream_timing(&self) -> Option<(std::time::Duration, std::time::Duration)> {
+        match &self.samples {
+            Samples::PngRows(rows) => Some(rows.timing()),
+            _ => None,
         }
-        Ok(image)
     }
 
     /// `height * width * channels`.
@@ -269,6 +401,13 @@ impl Image {
         }
     }
 
+    /// Whether [`Image::divisor`] is 255 for 8-bit samples or 65535 for 16-bit ones, the
+    /// divisors the variant table converts for, on every backend ([`conversion`]); any
+    /// other (a PNM's `maxval`) is divided on the CPU ([`divide`]).
+    pub fn has_table_divisor(&self) -> bool {
+        u32::from(self.divisor) == (1 << self.bits()) - 1
+    }
+
     /// The output shape for `layout`: `[H, W, C]` or `[C, H, W]`.
     pub fn shape(&self, layout: ChannelLayout) -> Vec<u64> {
         let (h, w, c) = (u64::from(self.height), u64::from(self.width), u64::from(self.channels));
@@ -279,8 +418,10 @@ impl Image {
     }
 
     /// The samples converted to f32 in `layout` on `backend`, a chunk at a time: value
-    /// `i` is the correctly rounded `s / 255` (8-bit) or `s / 65535` (16-bit) of the
-    /// sample that lands at flat index `i` of [`Image::shape`].
+    /// `i` is the correctly rounded `s / divisor` (`s / 255` for 8-bit samples, `s /
+    /// 65535` for 16-bit ones, a PNM's `s / maxval`) of the sample that lands at flat
+    /// index `i` of [`Image::shape`]. Without [`Image::has_table_divisor`], the
+    /// conversion runs on the CPU whatever `backend` is.
     pub fn normalized<'a>(&'a self, layout: ChannelLayout, backend: &'a dyn Backend) -> Normalized<'a, AsF32> {
         self.normalized_to(layout, backend)
     }
@@ -366,11 +507,38 @@ pub fn conversion(width: SampleWidth, dtype: Dtype) -> SampleConversion {
     }
 }
 
-/// An output type `normalize` can convert samples to ([`conversion`] picks the variant).
-pub trait NormalizeTo: DtypeOf + Sync {}
-impl NormalizeTo for AsF32 {}
-impl NormalizeTo for AsF16 {}
-impl NormalizeTo for AsBf16 {}
+/// An output type `normalize` can convert samples to ([`conversion`] picks the variant
+/// for the table's divisors; [`NormalizeTo::divided`] divides by any other).
+pub trait NormalizeTo: DtypeOf + Sync {
+    /// `v / m` correctly rounded to this type, stored ([`divide`]), for `v <= m`.
+    fn divided(v: u16, m: u16) -> Self::Stored;
+}
+impl NormalizeTo for AsF32 {
+    fn divided(v: u16, m: u16) -> f32 {
+        divide::to_f32(v, m)
+    }
+}
+impl NormalizeTo for AsF16 {
+    fn divided(v: u16, m: u16) -> u16 {
+        divide::to_f16_bits(v, m)
+    }
+}
+impl NormalizeTo for AsBf16 {
+    fn divided(v: u16, m: u16) -> u16 {
+        divide::to_bf16_bits(v, m)
+    }
+}
+
+/// `out[i]` = `samples[i] / divisor` correctly rounded to `D`, on all cores.
+fn divide_into<D: NormalizeTo, S: Copy + Into<u16> + Sync>(samples: &[S], divisor: u16, out: &mut [D::Stored]) {
+    use rayon::prelude::*;
+    const BLOCK: usize = 1 << 16;
+    out.par_chunks_mut(BLOCK).zip(samples.par_chunks(BLOCK)).for_each(|(out, samples)| {
+        for (o, &s) in out.iter_mut().zip(samples) {
+            *o = D::divided(s.into(), divisor);
+        }
+    });
+}
 
 /// An image's samples as values of `D` in [0, 1], in a layout, converted on a backend as
 /// they are asked for: see [`Image::normalized_to`].
@@ -397,7 +565,16 @@ impl<D: NormalizeTo> TensorSource for Normalized<'_, D> {
         let convert = |width, samples: &[u8], out: &mut [StoredOf<Self>]| {
             self.backend.convert(conversion(width, D::DTYPE), samples, bytemuck::cast_slice_mut(out))
         };
+        let divisor = self.image.divisor;
         match &self.image.samples {
+            Samples::Unorm8(s) if !self.image.has_table_divisor() => {
+                divide_into::<D, _>(&in_layout(s, channels, self.layout, range), divisor, out);
+                Ok(())
+            }
+            Samples::Unorm16(s) if !self.image.has_table_divisor() => {
+                divide_into::<D, _>(&in_layout(s, channels, self.layout, range), divisor, out);
+                Ok(())
+            }
             Samples::Unorm8(s) => convert(SampleWidth::Unorm8, &in_layout(s, channels, self.layout, range), out),
             Samples::Unorm16(s) => {
                 convert(SampleWidth::Unorm16, bytemuck::cast_slice(&in_layout(s, channels, self.layout, range)), out)
@@ -492,7 +669,7 @@ mod format_tests {
         // TGA has no magic number: without its extension, a TGA file is this too.
         let path = dir.path().join("picture.bin");
         std::fs::write(&path, [0x00u8, 0x00, 0x02, 0x00, 0x17, 0x42, 0x99, 0x01]).expect("write");
-        let Err(error) = Image::decode(&path) else { panic!("garbage decoded") };
+        let Err(error) = Image::decode(&path, ImageLimits::default()) else { panic!("garbage decoded") };
         let shown = error.to_string();
         assert!(shown.contains("cannot decode image: "), "{shown}");
         for format in ["PNG", "JPEG", "TIFF", "TGA", ".tga"] {
@@ -501,6 +678,6 @@ mod format_tests {
         // A TGA file is read by its extension.
         let tga = dir.path().join("picture.tga");
         image::RgbImage::from_pixel(2, 1, image::Rgb([1, 2, 3])).save(&tga).expect("write a TGA");
-        assert!(Image::decode(&tga).is_ok());
+        assert!(Image::decode(&tga, ImageLimits::default()).is_ok());
     }
 }

@@ -5,15 +5,19 @@
 //! `bitexact normalize` runs, and all it runs.
 //!
 //! Owns: decoding and converting images ([`image`]; PNG a band of rows at a time,
-//! [`png_rows`]). Uses: [`crate::files::write`] (the staged output),
+//! [`png_rows`]; PNM with its `maxval`, [`pnm`], divided by [`divide`]; whether a JPEG
+//! is whole, [`jpeg`]). Uses: [`crate::files::write`] (the staged output),
 //! [`crate::files::backend`] (where the conversion runs).
 
+pub mod divide;
 pub mod image;
+pub mod jpeg;
 pub mod png_rows;
+pub mod pnm;
 
-use crate::files::backend::{self, BackendError, Device};
+use crate::files::backend::{self, Backend, BackendError, CpuBackend, Device};
 use crate::files::containers::Container;
-use crate::files::normalize::image::{ChannelLayout, Image, ImageDecodeError, NormalizeError};
+use crate::files::normalize::image::{ChannelLayout, Image, ImageDecodeError, ImageLimits, NormalizeError};
 use crate::files::write::{
     self, AsBf16, AsF16, AsF32, Dtype, StagedOutput, TensorWriteError, TensorWriteErrorKind, WritePhases,
 };
@@ -33,6 +37,8 @@ pub struct NormalizeOptions {
     pub force: bool,
     /// Where to convert ([`Device::Auto`] by default).
     pub device: Device,
+    /// How large an image is read ([`ImageLimits::default`]).
+    pub limits: ImageLimits,
 }
 
 impl Default for NormalizeOptions {
@@ -43,6 +49,7 @@ impl Default for NormalizeOptions {
             name: "image".into(),
             force: false,
             device: Device::Auto,
+            limits: ImageLimits::default(),
         }
     }
 }
@@ -69,7 +76,8 @@ pub struct NormalizeReport {
     pub bits: u32,
     /// Samples per pixel.
     pub channels: u8,
-    /// Every value is the correctly rounded sample / divisor.
+    /// Every value is the correctly rounded sample / divisor: 255 or 65535, or a PNM's
+    /// `maxval`.
     pub divisor: u32,
     /// Where the conversion ran (for `auto`, which and why).
     pub device: String,
@@ -193,9 +201,10 @@ impl NormalizeStaged {
 /// Converts the UNORM8 or UNORM16 image `input` (PNG, JPEG, GIF, BMP, TIFF, WebP, PNM,
 /// TGA, ICO, QOI, DDS, farbfeld; detected from the content, TGA from its `.tga`
 /// extension: see [`image::KNOWN_FORMATS`]) to a tensor at `output`
-/// (`.npy` or `.safetensors`, by its extension) of `x / 255` or `x / 65535`, each value
-/// correctly rounded straight to `options.dtype`; staged, then put in place by
-/// [`NormalizeStaged::commit`].
+/// (`.npy` or `.safetensors`, by its extension) of `x / 255` or `x / 65535` (a PNM's
+/// `x / maxval`), each value correctly rounded straight to `options.dtype`; staged, then
+/// put in place by [`NormalizeStaged::commit`]. An image over `options.limits` is
+/// refused before anything is written.
 ///
 /// Passes through, in order: [`write::check_output`] and [`write::check_dtype`]
 /// (before any work), [`backend::select`], [`Image::open`] (decoded, or a PNG being
@@ -221,10 +230,12 @@ pub fn normalize(
     write::check_dtype(output, container, options.dtype)?;
     let device = backend::select(options.device)?;
     let decode_start = Instant::now();
-    let image = Image::open(input, options.layout)?;
+    let image = Image::open(input, options.layout, options.limits)?;
     let opened = decode_start.elapsed();
     let sample_bytes = image.sample_count() as u64 * u64::from(image.bits() / 8);
-    let backend = device.for_job(sample_bytes);
+    // A divisor the variant table has no entry for is divided on the CPU.
+    let backend: Box<dyn Backend> =
+        if image.has_table_divisor() { device.for_job(sample_bytes) } else { Box::new(CpuBackend) };
     let shape = image.shape(options.layout);
     let (name, layout, force) = (&options.name, options.layout, options.force);
     let staged = match options.dtype {
@@ -257,8 +268,12 @@ pub fn normalize(
         input: input.display().to_string(),
         bits: image.bits(),
         channels: image.channels,
-        divisor: if image.bits() == 8 { 255 } else { 65535 },
-        device: backend.name(),
+        divisor: u32::from(image.divisor),
+        device: if image.has_table_divisor() {
+            backend.name()
+        } else {
+            format!("{} (x/{}: IEEE division on the CPU, no GPU form)", backend.name(), image.divisor)
+        },
         timing,
     };
     Ok(NormalizeStaged { report, staged, began })

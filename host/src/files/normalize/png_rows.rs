@@ -156,9 +156,10 @@ fn image_error(error: png::DecodingError) -> image::ImageError {
     use image::error::{DecodingError, LimitError, LimitErrorKind, ParameterError, ParameterErrorKind};
     match error {
         png::DecodingError::IoError(error) => image::ImageError::IoError(error),
-        png::DecodingError::Format(_) => {
-            image::ImageError::Decoding(DecodingError::new(image::ImageFormat::Png.into(), error))
-        }
+        png::DecodingError::Format(error) => image::ImageError::Decoding(DecodingError::new(
+            image::ImageFormat::Png.into(),
+            plain_chunk_types(&error.to_string()),
+        )),
         png::DecodingError::Parameter(error) => {
             image::ImageError::Parameter(ParameterError::from_kind(ParameterErrorKind::Generic(error.to_string())))
         }
@@ -168,9 +169,33 @@ fn image_error(error: png::DecodingError) -> image::ImageError {
     }
 }
 
-/// One band of samples, native order.
-enum Band {
+/// `message` with each chunk type the `png` crate writes as its Rust `Debug` value
+/// (`ChunkType { type: IDAT, critical: true, private: false, ... }`) written as its four
+/// letters (`IDAT`).
+fn plain_chunk_types(message: &str) -> String {
+    const START: &str = "ChunkType { type: ";
+    let mut plain = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(START) {
+        plain.push_str(&rest[..at]);
+        let after = &rest[at + START.len()..];
+        let (Some(name_end), Some(close)) = (after.find(','), after.find(" }")) else {
+            plain.push_str(&rest[at..]);
+            return plain;
+        };
+        plain.push_str(&after[..name_end.min(close)]);
+        rest = &after[close + 2..];
+    }
+    plain.push_str(rest);
+    plain
+}
+
+/// Consecutive samples, native order: one band of a [`PngRows`], or a whole image
+/// ([`PngHeader::decode_whole`]).
+pub enum Band {
+    /// 8-bit samples.
     Unorm8(Vec<u8>),
+    /// 16-bit samples.
     Unorm16(Vec<u16>),
 }
 
@@ -237,17 +262,36 @@ pub enum PngOpen {
     NotPng,
 }
 
-impl PngRows {
-    /// Reads `path`'s PNG header and, for a non-interlaced PNG, starts decoding its
-    /// samples on a thread of its own, `band_samples` at a time (at least 1), at most
-    /// a few bands ahead of the reader. Errors are the header's; later ones come from
-    /// [`PngRows::read`].
-    pub fn open(path: &Path, band_samples: usize) -> Result<PngOpen, PngOpenError> {
+/// A PNG whose header (every chunk before the image data) has been read, nothing of
+/// its image data yet: its size is known before anything is allocated for it. The
+/// decoder is the `png` crate's with `EXPAND` (what the `image` crate does), text chunks
+/// (`tEXt`, `zTXt`, `iTXt`) and the ICC profile (`iCCP`) skipped unread, so that a
+/// compressed ancillary chunk cannot inflate into memory (a 3 MB `iCCP` chunk inflated
+/// to 3 GiB through the `image` crate), and the `png` crate's own allocations capped at
+/// [`PNG_ALLOC_LIMIT`].
+pub struct PngHeader {
+    reader: png::Reader<BufReader<File>>,
+    /// Rows.
+    pub height: u32,
+    /// Columns.
+    pub width: u32,
+    /// Samples per pixel as decoded: 1 grey, 2 grey + alpha, 3 RGB, 4 RGBA.
+    pub channels: u8,
+    /// Bits per sample: 8 or 16.
+    pub bits: u32,
+    /// Adam7-interlaced: its rows come in seven passes.
+    pub interlaced: bool,
+}
+
+impl PngHeader {
+    /// Reads `path`'s PNG header (`None` for a file without the PNG signature), after
+    /// [`check_palette`].
+    pub fn read(path: &Path) -> Result<Option<PngHeader>, PngOpenError> {
         let mut file = File::open(path).map_err(PngOpenError::Open)?;
         let mut signature = [0u8; 8];
         let got = file.by_ref().take(8).read(&mut signature).map_err(PngOpenError::Open)?;
         if got < 8 || signature != PNG_SIGNATURE {
-            return Ok(PngOpen::NotPng);
+            return Ok(None);
         }
         check_palette(path)?;
         file.rewind().map_err(PngOpenError::Open)?;
@@ -256,9 +300,6 @@ impl PngRows {
         decoder.set_ignore_text_chunk(true);
         decoder.set_ignore_iccp_chunk(true);
         let reader = decoder.read_info().map_err(|e| PngOpenError::Decode(image_error(e)))?;
-        if reader.info().interlaced {
-            return Ok(PngOpen::Interlaced);
-        }
         let (color, depth) = reader.output_color_type();
         let bits = match depth {
             png::BitDepth::Eight => 8,
@@ -268,7 +309,42 @@ impl PngRows {
         };
         let channels = color.samples() as u8;
         let (width, height) = reader.info().size();
-        let samples = u64::from(width) * u64::from(height) * u64::from(channels);
+        let interlaced = reader.info().interlaced;
+        Ok(Some(PngHeader { reader, height, width, channels, bits, interlaced }))
+    }
+
+    /// `height * width * channels`.
+    pub fn samples(&self) -> u64 {
+        u64::from(self.width) * u64::from(self.height) * u64::from(self.channels)
+    }
+
+    /// Decodes the whole image (interlaced or not) into one band, in HWC order, 16-bit
+    /// samples in native order: the same samples as [`PngRows`] and the `image` crate.
+    pub fn decode_whole(mut self) -> Result<Band, image::ImageError> {
+        let bytes = self.reader.output_buffer_size().ok_or_else(|| {
+            use image::error::{LimitError, LimitErrorKind};
+            image::ImageError::Limits(LimitError::from_kind(LimitErrorKind::InsufficientMemory))
+        })?;
+        let mut buffer = vec![0u8; bytes];
+        self.reader.next_frame(&mut buffer).map_err(image_error)?;
+        // The data after the image's (IEND, its CRC) is read as the `image` crate does:
+        // not at all.
+        Ok(match self.bits {
+            8 => Band::Unorm8(buffer),
+            _ => Band::Unorm16(buffer.as_chunks::<2>().0.iter().map(|&be| u16::from_be_bytes(be)).collect()),
+        })
+    }
+
+    /// Starts decoding a non-interlaced PNG's samples on a thread of their own,
+    /// `band_samples` at a time (at least 1), at most a few bands ahead of the reader
+    /// ([`PngOpen::Interlaced`] for an interlaced one). Later errors come from
+    /// [`PngRows::read`].
+    pub fn stream(self, path: &Path, band_samples: usize) -> Result<PngOpen, PngOpenError> {
+        if self.interlaced {
+            return Ok(PngOpen::Interlaced);
+        }
+        let samples = self.samples();
+        let PngHeader { reader, height, width, channels, bits, .. } = self;
         let band_samples = band_samples.max(1);
         let (to_reader, full) = std::sync::mpsc::sync_channel(BANDS_AHEAD - 1);
         let (spent, reused) = std::sync::mpsc::channel();
@@ -296,6 +372,18 @@ impl PngRows {
             busy_ns,
             decoder: Some(decoder),
         }))
+    }
+}
+
+impl PngRows {
+    /// Reads `path`'s PNG header and, for a non-interlaced PNG, starts decoding its
+    /// samples on a thread of their own: [`PngHeader::read`], then
+    /// [`PngHeader::stream`].
+    pub fn open(path: &Path, band_samples: usize) -> Result<PngOpen, PngOpenError> {
+        match PngHeader::read(path)? {
+            Some(header) => header.stream(path, band_samples),
+            None => Ok(PngOpen::NotPng),
+        }
     }
 
     /// The file, as given.
@@ -548,5 +636,21 @@ impl Decoding {
             }
             (_, _) => Band::Unorm16(vec![0; len]),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_types_are_named_by_their_letters() {
+        let debug = "CRC error: expected 0x1 have 0x2 while decoding ChunkType { type: IDAT, critical: true, \
+                     private: false, reserved: false, safecopy: false } chunk.";
+        assert_eq!(plain_chunk_types(debug), "CRC error: expected 0x1 have 0x2 while decoding IDAT chunk.");
+        let two = "ChunkType { type: tRNS, critical: false } then ChunkType { type: PLTE, critical: true }";
+        assert_eq!(plain_chunk_types(two), "tRNS then PLTE");
+        assert_eq!(plain_chunk_types("no chunk here"), "no chunk here");
+        assert_eq!(plain_chunk_types("ChunkType { type: IDAT"), "ChunkType { type: IDAT");
     }
 }
