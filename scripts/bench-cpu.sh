@@ -12,7 +12,7 @@
 # are pip-installed into target/bench-venv if the system python3 lacks them.
 # Then the f32 <-> binary16 / bfloat16 / FP8 conversions next to the `half` and `float8`
 # crates (tests/benches/narrow_vs_crates.rs): ns/element, one thread, 16 Mi inputs, best
-# of BENCH_REPS, the outputs compared bit for bit, and host::cpu::convert's forms at every
+# of BENCH_REPS, the outputs compared bit for bit, and bitexact::cpu::convert's forms at every
 # level; it writes its inputs and our exact outputs to target/bench-dump, on which
 # scripts/bench_cpu_peers.py convert times NumPy and ml_dtypes `astype` and counts their
 # inexact results, ours next to the fastest peer of the run.

@@ -112,7 +112,7 @@ def convert(dump, reps):
     ]
     level = run["cpu_level"]
     print(f"numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}: astype on the same {len(f32s)} inputs, one "
-          f"thread, best of {reps}; ours: host::cpu::convert's exact path at {level}")
+          f"thread, best of {reps}; ours: bitexact::cpu::convert's exact path at {level}")
     header = (f"{'conversion':<20} {'ours ns':>8} {'fastest peer':<32} {'peer ns':>8} {'ours/peer':>9}   "
               f"{'numpy/ml_dtypes':<32} {'ns':>7} {'differ':>8} {'NaN in':>8}")
     print(header)

@@ -39,7 +39,7 @@ TARGETS = [
 
 def scramble(i):
     """The bench's input bits for element i: bits 24..55 of i * MIX mod 2^64
-    (`host::bench::scramble`, masked to 32 bits)."""
+    (`bitexact::bench::scramble`, masked to 32 bits)."""
     return ((i * MIX) % (1 << 64)) >> 24 & MASK32
 
 

@@ -9,8 +9,8 @@
 //! found here becomes a named test in `host/tests/header_fuzz.rs`.
 #![no_main]
 
-use host::files::containers::npy_header::{self, STEPS_PER_BYTE};
-use host::files::containers::{self, Container};
+use bitexact::files::containers::npy_header::{self, STEPS_PER_BYTE};
+use bitexact::files::containers::{self, Container};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let parsed = npy_header::parse(data);

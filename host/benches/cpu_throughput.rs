@@ -12,15 +12,15 @@
 //! `ours/memcpy` > 1 means faster than copying those bytes.
 //!
 //! Every `normalize` conversion runs at every CPU level this machine has
-//! ([`host::cpu::Level`]); the rows of the level `bitexact` would pick carry the plain
+//! ([`bitexact::cpu::Level`]); the rows of the level `bitexact` would pick carry the plain
 //! name, the others `@level`.
 
-use host::cpu::Level;
-use host::files::backend::count::{self, Endian};
-use host::files::backend::{Backend, CpuBackend};
-use host::files::normalize::image::{SampleWidth, conversion};
-use host::files::source::Source;
-use host::files::write::Dtype;
+use bitexact::cpu::Level;
+use bitexact::files::backend::count::{self, Endian};
+use bitexact::files::backend::{Backend, CpuBackend};
+use bitexact::files::normalize::image::{SampleWidth, conversion};
+use bitexact::files::source::Source;
+use bitexact::files::write::Dtype;
 use rayon::prelude::*;
 use shared::Format;
 use std::hint::black_box;
@@ -48,7 +48,7 @@ fn options() -> Options {
     options
 }
 
-use host::support::parallel::best_of_pair;
+use bitexact::support::parallel::best_of_pair;
 
 fn memcpy_parallel(src: &[u8], dst: &mut [u8]) {
     dst.par_chunks_mut(count::BLOCK_BYTES)
@@ -62,7 +62,7 @@ struct Measurement {
     op: String,
     /// The CPU level it ran at.
     level: Level,
-    /// How the CPU computed it at that level (`host::cpu::unorm::UnormForm`), for a
+    /// How the CPU computed it at that level (`bitexact::cpu::unorm::UnormForm`), for a
     /// conversion.
     form: String,
     /// Input bytes per run.
@@ -99,7 +99,7 @@ fn main() {
         "cpu_throughput: {} MiB inputs, best of {}, {threads} threads, cpu level {} (best here {}; rows @level: lower ones)",
         options.mib,
         options.reps,
-        host::cpu::level(),
+        bitexact::cpu::level(),
         Level::detect()
     );
 
@@ -145,7 +145,7 @@ fn main() {
         );
         results.push(Measurement {
             op: format!("scan {}", format.name()),
-            level: host::cpu::level(),
+            level: bitexact::cpu::level(),
             form: String::new(),
             bytes,
             memcpy_bytes: bytes,
@@ -182,13 +182,13 @@ fn main() {
                     || conversion.convert_on_cpu_at(level, black_box(src), dst).expect("whole elements"),
                     || copy_dst.copy_from_slice(black_box(copy_src)),
                 );
-                host::cpu::choose(Some(level)).expect("a level this CPU has");
+                bitexact::cpu::choose(Some(level)).expect("a level this CPU has");
                 let (all, memcpy_all) = best_of_pair(
                     options.reps,
                     || CpuBackend.convert(conversion, black_box(src), dst).expect("cpu"),
                     || memcpy_parallel(black_box(copy_src), copy_dst),
                 );
-                host::cpu::choose(Some(best)).expect("the detected level");
+                bitexact::cpu::choose(Some(best)).expect("the detected level");
                 results.push(Measurement {
                     op: if level == best { name.clone() } else { format!("{name} @{level}") },
                     level,

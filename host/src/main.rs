@@ -79,7 +79,7 @@ fn main() -> ExitCode {
         crate::cli::say!("bitexact: cannot start the worker threads: {error}");
         return ExitCode::from(2);
     }
-    if let Err(error) = host::cpu::choose(cli.cpu_level.map(Into::into)) {
+    if let Err(error) = bitexact::cpu::choose(cli.cpu_level.map(Into::into)) {
         crate::cli::say!("bitexact: {error}");
         return ExitCode::from(2);
     }
@@ -117,7 +117,7 @@ fn worker_threads(option: Option<usize>) -> usize {
     if asked > most {
         cli::say!(
             "bitexact: warning: {named}{asked} is more than {MAX_THREADS_PER_CORE} per core ({}): using {most}",
-            host::support::output::count_of(cores as u64, "core")
+            bitexact::support::output::count_of(cores as u64, "core")
         );
         return most;
     }

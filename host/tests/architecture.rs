@@ -99,7 +99,7 @@ fn code_only(text: &str) -> String {
     out
 }
 
-/// Every path `crate::…` (or `host::…` from the binary) the code names, with `use`
+/// Every path `crate::…` (or `bitexact::…` from the binary) the code names, with `use`
 /// groups expanded: `use crate::{a::{b, c}, d}` gives `a::b`, `a::c`, `d`.
 fn crate_paths(code: &str, root: &str) -> Vec<String> {
     let mut paths = Vec::new();
@@ -118,7 +118,7 @@ fn crate_paths(code: &str, root: &str) -> Vec<String> {
 }
 
 /// Every path the code of module `module` names, absolute (without `crate::`): its
-/// `crate::…` paths (and `host::…` ones from the binary's `cli`), and its `super::…` and
+/// `crate::…` paths (and `bitexact::…` ones from the binary's `cli`), and its `super::…` and
 /// `self::…` paths resolved to the module they start from, with `use` groups expanded.
 /// Inside an inline module (`mod tests { use super::*; }`) `super` is the file's module.
 fn absolute_paths(code: &str, module: &str) -> Vec<String> {
@@ -631,13 +631,13 @@ fn repository_paths(text: &str, roots: &BTreeSet<String>) -> Vec<String> {
     found
 }
 
-/// Each path `host::…` that `text` names, as its segments after `host`.
+/// Each path `bitexact::…` that `text` names, as its segments after `host`.
 fn host_paths(text: &str) -> Vec<Vec<String>> {
     let mut found = Vec::new();
     let mut from = 0;
-    while let Some(i) = text[from..].find("host::") {
+    while let Some(i) = text[from..].find("bitexact::") {
         let start = from + i;
-        from = start + "host::".len();
+        from = start + "bitexact::".len();
         if text[..start].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
             continue;
         }
@@ -650,7 +650,7 @@ fn host_paths(text: &str) -> Vec<Vec<String>> {
     found
 }
 
-/// Why `host::<segments>` names nothing, if it does not: each segment must be a module
+/// Why `bitexact::<segments>` names nothing, if it does not: each segment must be a module
 /// of `host/src` (`x.rs` or `x/mod.rs`) until one is not; that one must be a word of the
 /// last module's source (an item or a re-export), and the first must be a module.
 fn missing_host_item(segments: &[String]) -> Option<String> {
@@ -695,7 +695,7 @@ fn every_path_the_docs_name_exists() {
         }
         for segments in host_paths(&text) {
             if let Some(why) = missing_host_item(&segments) {
-                missing.push(format!("{place}: host::{}: {why}", segments.join("::")));
+                missing.push(format!("{place}: bitexact::{}: {why}", segments.join("::")));
             }
         }
     }
@@ -710,7 +710,7 @@ fn the_path_check_sees_stale_paths() {
     let text = "The zip reader (`host/src/npz.rs`), see host/src/files/read.rs. and docs/x.md; \
                 not library/core/src/f16.rs nor a/host/src/x.rs.";
     assert_eq!(repository_paths(text, &roots), ["host/src/npz.rs", "host/src/files/read.rs"]);
-    let paths = host_paths("`host::reference::expected`, host::verify::reference::expected(x), a_host::x");
+    let paths = host_paths("`bitexact::reference::expected`, bitexact::verify::reference::expected(x), a_host::x");
     assert_eq!(paths.len(), 2);
     assert!(missing_host_item(&paths[0]).is_some_and(|why| why.contains("host/src/reference.rs")));
     assert_eq!(missing_host_item(&paths[1]), None);

@@ -6,9 +6,9 @@
 mod common;
 
 use common::bitexact_command;
-use host::cpu::{LEVEL_VARIABLE, Level};
-use host::files::normalize::image::{SampleWidth, conversion};
-use host::files::write::Dtype;
+use bitexact::cpu::{LEVEL_VARIABLE, Level};
+use bitexact::files::normalize::image::{SampleWidth, conversion};
+use bitexact::files::write::Dtype;
 
 /// A 16-bit greyscale PNG holding every UNORM16 code once (256×256).
 fn every_code_png(path: &std::path::Path) {

@@ -204,7 +204,7 @@ fn scan_stops_before_scanning_when_any_file_is_bad() {
 
 #[test]
 fn device_gpu_without_gpu_is_a_one_line_error() {
-    if host::gpu::Gpu::open(0).is_ok() {
+    if bitexact::gpu::Gpu::open(0).is_ok() {
         common::skip("a GPU is present, so --device gpu cannot fail for want of one");
         return;
     }
@@ -249,7 +249,7 @@ fn normalize_writes_npy_and_safetensors() {
     let values: Vec<f32> = file.into_vec().unwrap();
     for (i, &sample) in raw.iter().enumerate() {
         let (pixel, c) = (i / 4, i % 4);
-        let want = host::verify::reference::div_to_f32(u64::from(sample), 65535).unwrap();
+        let want = bitexact::verify::reference::div_to_f32(u64::from(sample), 65535).unwrap();
         assert_eq!(values[c * 6 + pixel].to_bits(), want.to_bits(), "sample {i}");
     }
 
@@ -279,7 +279,7 @@ fn safetensors_u16(path: &Path, name: &str) -> (safetensors::Dtype, Vec<usize>, 
 
 #[test]
 fn normalize_dtype_f16_and_bf16_are_correctly_rounded_on_every_code() {
-    use host::verify::reference::{BFLOAT16, BINARY16, unorm_to_narrow_bits};
+    use bitexact::verify::reference::{BFLOAT16, BINARY16, unorm_to_narrow_bits};
     let dir = tempfile::tempdir().unwrap();
     // Every UNORM8 code in a 16×16 image, every UNORM16 code in a 256×256 one (codes
     // 1..=3 are binary16 subnormals; 65455 and 65519 are where rounding through f32 fails).

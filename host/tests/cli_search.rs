@@ -122,7 +122,7 @@ fn verify_runs_on_the_thread_count_asked_for() {
 }
 
 /// Every command's help reads as plain text: no rustdoc link or markup (clap takes doc
-/// comments as help; `--device` used to show ``[`host::files::backend::auto`]``).
+/// comments as help; `--device` used to show ``[`bitexact::files::backend::auto`]``).
 #[test]
 fn no_help_shows_rustdoc_markup() {
     let top = String::from_utf8_lossy(&bitexact(&["--help"]).stdout).into_owned();
@@ -140,7 +140,7 @@ fn no_help_shows_rustdoc_markup() {
         }
     }
     for (command, help) in helps {
-        for markup in ["[`", "host::", "`"] {
+        for markup in ["[`", "bitexact::", "`"] {
             assert!(!help.contains(markup), "{command} shows {markup:?}:\n{help}");
         }
     }

@@ -1,4 +1,4 @@
-//! The CUDA C++ baseline (`cuda-baseline/forms.cu`, `host::cuda_tools::baseline`),
+//! The CUDA C++ baseline (`cuda-baseline/forms.cu`, `bitexact::cuda_tools::baseline`),
 //! without a GPU: every form is paired with an existing Rust variant of the same widths
 //! and a matching claim; with NVRTC, the headers and the CUDA tools, every form compiles
 //! on every architecture under every flag set, its SASS is parsed (the parser checked
@@ -12,12 +12,12 @@
 
 mod common;
 
-use host::cuda_tools::baseline::{self, CxxCost, Expect, FORMS, Flags};
-use host::cuda_tools::nvrtc::Nvrtc;
-use host::cuda_tools::sass::{self, Kernel};
-use host::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
-use host::support::skip::require_or_skip;
-use host::verify::table::VARIANTS;
+use bitexact::cuda_tools::baseline::{self, CxxCost, Expect, FORMS, Flags};
+use bitexact::cuda_tools::nvrtc::Nvrtc;
+use bitexact::cuda_tools::sass::{self, Kernel};
+use bitexact::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
+use bitexact::support::skip::require_or_skip;
+use bitexact::verify::table::VARIANTS;
 use std::sync::OnceLock;
 
 /// `cuobjdump -sass -fun cxx_unorm8_div,cxx_unorm8_div_skeleton` (cuobjdump 13.5) of
@@ -41,7 +41,7 @@ fn report(nvrtc: &Nvrtc, tools: &CudaTools) -> &'static [CxxCost] {
     REPORT.get_or_init(|| {
         let variants: Vec<_> = VARIANTS.iter().filter(|v| FORMS.iter().any(|f| f.variant == v.name)).collect();
         let rust =
-            sass::cost_report(tools, host::gpu::ptx::MODULES, &variants, &ARCHS).unwrap_or_else(|e| panic!("{e}"));
+            sass::cost_report(tools, bitexact::gpu::ptx::MODULES, &variants, &ARCHS).unwrap_or_else(|e| panic!("{e}"));
         baseline::cost_report(tools, nvrtc, FORMS, &rust, &ARCHS).unwrap_or_else(|e| panic!("{e}"))
     })
 }
@@ -193,7 +193,7 @@ fn sass_cxx_without_nvrtc_is_one_line_and_exit_2() {
 /// latency and throughput kernels with the timing shape (64, 32, 64 bits).
 #[test]
 fn every_marker_kernel_has_its_kinds_signature_in_the_ptx_of_every_flag_set() {
-    use host::cuda_tools::cxx_gpu;
+    use bitexact::cuda_tools::cxx_gpu;
     let Some(nvrtc) = require_or_skip(REQUIRE_CUDA_TOOLS, Nvrtc::find()) else { return };
     let ptx = cxx_gpu::compile(&nvrtc, "sm_90").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(ptx.by_flags().iter().map(|(f, _)| *f).collect::<Vec<_>>(), Flags::ALL);
@@ -221,7 +221,7 @@ fn every_marker_kernel_has_its_kinds_signature_in_the_ptx_of_every_flag_set() {
 /// `cxx_gpu::read` reads back for a device of that architecture or a newer one.
 #[test]
 fn emitted_ptx_is_read_back_for_the_device() {
-    use host::cuda_tools::cxx_gpu;
+    use bitexact::cuda_tools::cxx_gpu;
     let Some(_) = require_or_skip(REQUIRE_CUDA_TOOLS, Nvrtc::find()) else { return };
     let dir = tempfile::tempdir().expect("temporary folder");
     let output = common::bitexact_command()

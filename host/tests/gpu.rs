@@ -4,11 +4,11 @@
 
 mod expected_kernels;
 
-use host::gpu::ptx;
-use host::gpu::{self, Gpu, GpuError};
-use host::verify::reference::{InputClass, conversion_input_class, conversion_output_is_nan};
-use host::verify::table::{VARIANTS, Variant};
-use host::verify::three_way::ThreeWay;
+use bitexact::gpu::ptx;
+use bitexact::gpu::{self, Gpu, GpuError};
+use bitexact::verify::reference::{InputClass, conversion_input_class, conversion_output_is_nan};
+use bitexact::verify::table::{VARIANTS, Variant};
+use bitexact::verify::three_way::ThreeWay;
 use shared::hardware::Conversion;
 use shared::{Claim, KernelKind, KernelName};
 
@@ -31,10 +31,10 @@ fn assert_matches(variant: &Variant, what: &str, check: Result<gpu::GpuCheck, Gp
 fn every_variant_matches_the_cpu_on_every_input_of_its_domain() {
     let Some(gpu) = gpu::open_or_skip() else { return };
     for v in VARIANTS {
-        let domain = host::verify::domain::count(v.family);
+        let domain = bitexact::verify::domain::count(v.family);
         for start in (0..domain).step_by(CHUNK as usize) {
             let len = (domain - start).min(CHUNK) as usize;
-            let input_at = |i: u64| host::verify::domain::input(v.family, start + i);
+            let input_at = |i: u64| bitexact::verify::domain::input(v.family, start + i);
             assert_matches(v, "whole domain", v.ops.gpu_check(&gpu, len, &input_at));
         }
         println!("{}: {domain} inputs, GPU == CPU bit for bit", v.name);
@@ -56,7 +56,7 @@ fn software_hardware_and_cpu_agree_on_every_input_of_each_conversion() {
     'variants: for v in VARIANTS {
         let Some(kernel) = v.ops.hardware() else { continue };
         let instruction = Conversion::of(v.family).expect("a hardware kernel's family has an instruction");
-        let domain = host::verify::domain::count(v.family);
+        let domain = bitexact::verify::domain::count(v.family);
         let mut total: Option<ThreeWay> = None;
         for start in (0..domain).step_by(CHUNK as usize) {
             let len = (domain - start).min(CHUNK) as usize;
@@ -119,7 +119,7 @@ fn a_buffer_over_2_pow_31_bytes_is_converted_completely() {
         println!("skipped: the device has under 4 GiB of memory");
         return;
     }
-    let v = host::verify::table::find("unorm8_times3_int").expect("in the table");
+    let v = bitexact::verify::table::find("unorm8_times3_int").expect("in the table");
     assert_matches(v, "2^31-byte output", v.ops.gpu_check(&gpu, len, &scrambled));
 }
 
@@ -194,10 +194,10 @@ fn stream_kernels_match_the_cpu_at_every_alignment_and_tail() {
             }
         }
         // An input or output of another width is a typed error, not a launch.
-        let other = host::gpu::DeviceElements::upload::<u64>(&gpu, 4, &scrambled).expect("upload");
+        let other = bitexact::gpu::DeviceElements::upload::<u64>(&gpu, 4, &scrambled).expect("upload");
         let mut output = kernel.output(&gpu, len).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(matches!(kernel.run(&gpu, &other, 0, &mut output), Err(GpuError::Length { .. })), "{name}");
-        let mut other_out = host::gpu::DeviceElements::zeros::<u64>(&gpu, len).expect("alloc");
+        let mut other_out = bitexact::gpu::DeviceElements::zeros::<u64>(&gpu, len).expect("alloc");
         assert!(matches!(kernel.run(&gpu, &input, 0, &mut other_out), Err(GpuError::Length { .. })), "{name}");
     }
 }
@@ -212,11 +212,11 @@ fn nonfinite_count_kernels_find_every_injected_value() {
         // Finite values by the reference, then non-finite ones at chosen places: in the
         // first 16 bytes (the head when starting off a boundary), in the middle, and in
         // the tail.
-        let specials = host::bench::non_finite_encodings(format);
+        let specials = bitexact::bench::non_finite_encodings(format);
         let mask = u64::MAX >> (64 - v.input_bits);
         let finite = |i: u64| {
             let bits = scrambled(i) & mask;
-            if host::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
+            if bitexact::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
         };
         let injected = [3, 4097, 5000, 70_001, len - 3, len - 1];
         let input_at = |i: u64| match injected.iter().position(|&j| j as u64 == i) {
@@ -248,11 +248,11 @@ fn first_difference(a: &[u32], b: &[u32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use host::files::backend::count::Endian;
-    use host::files::backend::{self, Backend, CpuBackend, GPU_CHUNK_BYTES};
-    use host::files::normalize::image::{SampleWidth, conversion};
-    use host::files::source::Source;
-    use host::files::write::Dtype;
+    use bitexact::files::backend::count::Endian;
+    use bitexact::files::backend::{self, Backend, CpuBackend, GPU_CHUNK_BYTES};
+    use bitexact::files::normalize::image::{SampleWidth, conversion};
+    use bitexact::files::source::Source;
+    use bitexact::files::write::Dtype;
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
     let no_progress = |_: u64| {};
@@ -264,7 +264,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
         // is a whole element of the FP8 formats).
         let chunk = GPU_CHUNK_BYTES / size;
         let len = 3 * chunk + 12_345;
-        let specials = host::bench::non_finite_encodings(format);
+        let specials = bitexact::bench::non_finite_encodings(format);
         let mask = u64::MAX >> (64 - 8 * size);
         let mut bytes = Vec::with_capacity(len * size + 1);
         for i in 0..len {
@@ -272,7 +272,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
                 Some(k) => specials[k % specials.len()],
                 None => {
                     let bits = scrambled(i as u64) & mask;
-                    if host::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
+                    if bitexact::verify::reference::class(format, bits).is_finite() { bits } else { 0 }
                 }
             };
             bytes.extend_from_slice(&bits.to_le_bytes()[..size]);

@@ -1,7 +1,7 @@
 //! The CUDA C++ baseline on the GPU: every form's kernel (`cuda-baseline/forms.cu`,
-//! markers `host::cuda_tools::baseline::cxx`) on every input of its family's domain,
+//! markers `bitexact::cuda_tools::baseline::cxx`) on every input of its family's domain,
 //! under every NVRTC flag set, compared bit for bit with the family's exact reference
-//! (`host::verify::reference`, the one the Rust variants' proofs use). Under default
+//! (`bitexact::verify::reference`, the one the Rust variants' proofs use). Under default
 //! flags every form's `Expect` must hold; under each fast-math flag the test prints the
 //! mismatch count per form instead of failing (and writes the table into
 //! `$BITEXACT_REPORT_DIR/cxx-gpu-check.md` when that is set, as `scripts/gpu-check.sh`
@@ -13,11 +13,11 @@
 //! `REQUIRE_GPU=1` makes that a failure. The comparison itself (`cxx_gpu::tally`,
 //! `cxx_gpu::holds`) is tested here on the CPU with made-up results.
 
-use host::cuda_tools::baseline::{Expect, FORMS, Flags, Form, cxx};
-use host::cuda_tools::cxx_gpu::{self, Tally};
-use host::gpu::{self, HostElements, KernelModule};
-use host::support::skip::require_or_skip;
-use host::verify::{domain, reference};
+use bitexact::cuda_tools::baseline::{Expect, FORMS, Flags, Form, cxx};
+use bitexact::cuda_tools::cxx_gpu::{self, Tally};
+use bitexact::gpu::{self, HostElements, KernelModule};
+use bitexact::support::skip::require_or_skip;
+use bitexact::verify::{domain, reference};
 use rayon::prelude::*;
 use shared::Primitive;
 use std::fmt::Write as _;
@@ -171,7 +171,7 @@ fn both_kernels_of_each_form_run_on_the_same_buffers() {
         let inputs: Vec<u64> =
             (0..len as u64).map(|i| domain::input(family, i.wrapping_mul(0x9E37_79B9) % count)).collect();
         let input = kernels.upload(&gpu, len, &|i| inputs[i as usize]).expect("upload");
-        let variant = host::verify::table::find(form.variant).expect("in the table");
+        let variant = bitexact::verify::table::find(form.variant).expect("in the table");
         let mut rust = kernels.output(&gpu, len).expect("alloc");
         kernels.run_rust(&gpu, &input, &mut rust).unwrap_or_else(|e| panic!("{}: {e}", variant.name));
         let rust = rust.download(&gpu).expect("download");

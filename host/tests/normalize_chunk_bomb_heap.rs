@@ -9,9 +9,9 @@
 mod common;
 
 use common::alloc_counter::{Counting, peak_growth};
-use host::files::backend::CpuBackend;
-use host::files::normalize::image::{ChannelLayout, Image, ImageLimits};
-use host::files::write;
+use bitexact::files::backend::CpuBackend;
+use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits};
+use bitexact::files::write;
 use std::path::Path;
 
 #[global_allocator]

@@ -11,9 +11,9 @@
 mod common;
 
 use common::alloc_counter::{Counting, peak_growth};
-use host::files::backend::CpuBackend;
-use host::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
-use host::files::write::{self, WRITE_CHUNK_ELEMENTS};
+use bitexact::files::backend::CpuBackend;
+use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
+use bitexact::files::write::{self, WRITE_CHUNK_ELEMENTS};
 use image::{ImageBuffer, Rgba};
 
 #[global_allocator]

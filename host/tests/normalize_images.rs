@@ -6,7 +6,7 @@
 mod common;
 
 use common::{bitexact, path_arg};
-use host::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow};
+use bitexact::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

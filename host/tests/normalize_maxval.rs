@@ -1,9 +1,9 @@
-//! `v / m` for a PNM's `maxval` `m`: `host::files::normalize::divide` against the exact
-//! rational reference (`host::verify::reference`) on every code `v` in `0..=m`, to f32,
+//! `v / m` for a PNM's `maxval` `m`: `bitexact::files::normalize::divide` against the exact
+//! rational reference (`bitexact::verify::reference`) on every code `v` in `0..=m`, to f32,
 //! binary16 and bfloat16, for a set of `m` here and for every `m` in the ignored test.
 
-use host::files::normalize::divide;
-use host::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow};
+use bitexact::files::normalize::divide;
+use bitexact::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow};
 use rayon::prelude::*;
 
 /// The reference encoding of `v / m` in `format`.

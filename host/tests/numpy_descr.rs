@@ -5,7 +5,7 @@
 //! `dtype.itemsize`. Skipped (and says so) where `python3` with NumPy is not installed;
 //! `REQUIRE_NUMPY=1` makes that a failure.
 
-use host::files::containers::npy_descr::numpy_type;
+use bitexact::files::containers::npy_descr::numpy_type;
 use std::io::Write;
 use std::process::{Command, Stdio};
 

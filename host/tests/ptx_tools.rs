@@ -2,9 +2,9 @@
 //! supported architecture from its target on (and a newer target's module for no older
 //! one), is self-contained, uses registers only, the SASS report covers every variant and
 //! every hardware kernel, every timing kernel's chain loop holds its variant's work, every
-//! bandwidth kernel's loop has the coalesced shape (`host::cuda_tools::sass::bandwidth`,
+//! bandwidth kernel's loop has the coalesced shape (`bitexact::cuda_tools::sass::bandwidth`,
 //! which fails on the layout before issue 10), and no kernel hides a float → integer
-//! conversion its source did not ask for (the guards of `host::cuda_tools::guards`, which
+//! conversion its source did not ask for (the guards of `bitexact::cuda_tools::guards`, which
 //! fail on commit 846e06b's kernels).
 //!
 //! Tests that need `ptxas`/`cuobjdump` print `skipped: <reason>` and pass when the tools
@@ -14,12 +14,12 @@
 mod common;
 mod expected_kernels;
 
-use host::cuda_tools::guards;
-use host::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};
-use host::cuda_tools::tools::{ARCHS, Assembled, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
-use host::gpu::ptx::{self, MODULES, Module, PTX};
-use host::support::skip::require_or_skip;
-use host::verify::table::{VARIANTS, Variant};
+use bitexact::cuda_tools::guards;
+use bitexact::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};
+use bitexact::cuda_tools::tools::{ARCHS, Assembled, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
+use bitexact::gpu::ptx::{self, MODULES, Module, PTX};
+use bitexact::support::skip::require_or_skip;
+use bitexact::verify::table::{VARIANTS, Variant};
 use ptx_builder::ptx_text;
 use shared::KernelKind;
 use std::collections::HashMap;
@@ -125,7 +125,7 @@ fn the_ptx_declares_nothing_external_and_calls_only_what_it_defines() {
 #[test]
 fn every_tool_is_found_and_runs() {
     for tool in Tool::ALL {
-        let Some(path) = require_or_skip(REQUIRE_CUDA_TOOLS, host::cuda_tools::tools::find(tool)) else { return };
+        let Some(path) = require_or_skip(REQUIRE_CUDA_TOOLS, bitexact::cuda_tools::tools::find(tool)) else { return };
         let output = Command::new(&path).arg("--version").output();
         let ran = output.as_ref().is_ok_and(|o| o.status.success());
         assert!(ran, "{tool} at {} does not run: {output:?}", path.display());
@@ -138,7 +138,7 @@ fn the_ptx_assembles_for_every_architecture() {
     for module in MODULES {
         for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
             let assembled = &assembled(&tools, module.ptx, arch).assembled;
-            let functions = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log).len();
+            let functions = bitexact::cuda_tools::tools::resource_usage(&assembled.ptxas_log).len();
             println!("module {} on {arch}: assembled ({functions} functions)", module.target);
         }
     }
@@ -163,7 +163,7 @@ fn no_function_has_a_stack_frame_or_spills() {
         let entries = ptx::entry_names(module.ptx);
         for arch in ARCHS.into_iter().filter(|arch| module.assembles_for(arch)) {
             let assembled = &assembled(&tools, module.ptx, arch).assembled;
-            let usage = host::cuda_tools::tools::resource_usage(&assembled.ptxas_log);
+            let usage = bitexact::cuda_tools::tools::resource_usage(&assembled.ptxas_log);
             for entry in &entries {
                 assert!(usage.iter().any(|f| f.function == *entry), "{arch}: ptxas -v says nothing about {entry}");
             }
@@ -218,8 +218,8 @@ fn every_timing_kernel_holds_its_variants_work_in_its_chain_loop() {
     let Some(tools) = tools() else { return };
     let mut missing = Vec::new();
     for cost in all_costs(&tools) {
-        let variant = host::verify::table::find(cost.variant).expect("a variant of the table");
-        let constant = host::bench::is_constant(variant);
+        let variant = bitexact::verify::table::find(cost.variant).expect("a variant of the table");
+        let constant = bitexact::bench::is_constant(variant);
         let chain = &cost.chain;
         match &chain.chain {
             ChainVerdict::HoldsWork => {
@@ -284,7 +284,7 @@ fn the_sass_command_without_tools_exits_2_with_one_line_saying_what_to_run() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "stderr: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("not found") && stderr.contains(host::cuda_tools::tools::INSTALL_COMMAND), "{stderr}");
+    assert!(stderr.contains("not found") && stderr.contains(bitexact::cuda_tools::tools::INSTALL_COMMAND), "{stderr}");
     assert!(output.stdout.is_empty());
 }
 
@@ -324,7 +324,7 @@ fn the_sass_command_prints_json_for_one_architecture() {
 }
 
 /// The f32 → UNORM kernels of commit 846e06b, which returned 255 for every input on an
-/// H200 (see `host::cuda_tools::guards`), and the minimal reproducer of the ptxas behaviour.
+/// H200 (see `bitexact::cuda_tools::guards`), and the minimal reproducer of the ptxas behaviour.
 const PTX_846E06B: &str = include_str!("fixtures/ptx_846e06b_f32_to_unorm.ptx");
 const REPRODUCER: &str = include_str!("../../scripts/repro/narrow-store-of-float.ptx");
 
@@ -395,7 +395,7 @@ const PTX_6148EC3: &str = include_str!("fixtures/ptx_6148ec3_wide.ptx");
 
 /// Every `Stream`, `HardwareStream` and `CountNonfinite` kernel of every variant, on
 /// every architecture its module assembles for:
-/// the loop has the shape `host::cuda_tools::sass::bandwidth` checks (one load of four
+/// the loop has the shape `bitexact::cuda_tools::sass::bandwidth` checks (one load of four
 /// inputs and one store of their four results per lane per step, e.g. `LDG.E` +
 /// `STG.E.128` for UNORM8 → f32, `LDG.E.128` + `STG.E` for f32 → UNORM8; one 16-byte
 /// load and no store), and nothing else

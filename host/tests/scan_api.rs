@@ -1,9 +1,9 @@
 //! The file tools as a library: the CPU scan of every format against the exact
 //! reference, and one `files::scan` call over a sharded checkpoint.
 
-use host::files::backend::count::{self, Counts, Endian};
-use host::files::source::Source;
-use host::verify::reference;
+use bitexact::files::backend::count::{self, Counts, Endian};
+use bitexact::files::source::Source;
+use bitexact::verify::reference;
 use shared::{Class, Format};
 
 /// Encodings of `format` to check: every one up to 16 bits; for binary32 and binary64
@@ -66,7 +66,7 @@ fn the_cpu_scan_of_every_format_matches_the_reference_in_both_byte_orders() {
 fn every_format_is_counted_by_an_exact_is_finite_variant_with_a_count_kernel() {
     for format in Format::ALL {
         let name = count::count_variant_name(format).expect("a count variant");
-        let variant = host::verify::table::VARIANTS.iter().find(|v| v.name == name).expect("in the table");
+        let variant = bitexact::verify::table::VARIANTS.iter().find(|v| v.name == name).expect("in the table");
         assert_eq!(variant.family, shared::Family::IsFinite(format), "{name}");
         assert_eq!(variant.claim, shared::Claim::Exact, "{name}");
         assert!(variant.kinds.contains(&shared::KernelKind::CountNonfinite), "{name}");
@@ -79,7 +79,7 @@ mod common;
 /// holds a tensor the index does not list there (a warning, scanned all the same).
 #[test]
 fn a_sharded_checkpoint_is_scanned_through_the_library_alone() {
-    use host::files::{ScanOptions, scan};
+    use bitexact::files::{ScanOptions, scan};
     let dir = tempfile::tempdir().unwrap();
     let f32s = |values: &[f32]| values.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
     let first = dir.path().join("model-00001-of-00002.safetensors");

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{DTYPES, Expected, ZipMethod, bitexact, path_arg};
-use host::files::backend::count::BLOCK_BYTES;
+use bitexact::files::backend::count::BLOCK_BYTES;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -229,7 +229,7 @@ struct Member {
 /// two inflate chunks long), 2-D big-endian, integer, empty.
 fn npz_members() -> Vec<Member> {
     let f32_ = &DTYPES[2];
-    let chunk_elements = host::files::containers::npz::INFLATE_CHUNK_BYTES / 4;
+    let chunk_elements = bitexact::files::containers::npz::INFLATE_CHUNK_BYTES / 4;
     let n = 2 * chunk_elements + 77;
     let positions =
         [5, BLOCK_BYTES / 4 - 1, chunk_elements - 1, chunk_elements, chunk_elements + 1, 2 * chunk_elements, n - 1];
@@ -337,10 +337,10 @@ fn broken_npz_files_are_refused_with_one_line() {
 /// archive. Through a memory map it was death by SIGBUS.
 #[test]
 fn an_npz_truncated_during_a_scan_is_an_error_naming_it() {
-    use host::files::backend::CpuBackend;
-    use host::files::read::TensorFile;
-    use host::files::scan::report::Report;
-    use host::support::progress::Progress;
+    use bitexact::files::backend::CpuBackend;
+    use bitexact::files::read::TensorFile;
+    use bitexact::files::scan::report::Report;
+    use bitexact::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     // Random values, so that the compressed data is long too.
     let values = common::elements(&DTYPES[2], 1 << 16, &[], 5);
@@ -514,11 +514,11 @@ fn an_index_that_does_not_match_its_shards() {
 /// → header → syntax), and reaches the I/O error underneath through `source()`.
 #[test]
 fn errors_are_typed_through_every_layer_and_keep_their_sources() {
-    use host::files::containers::ContainerError;
-    use host::files::containers::npy::NpyError;
-    use host::files::containers::npy_header::{NpyHeaderError, NpyHeaderKey, NpySyntaxError};
-    use host::files::containers::npz::{NpzError, NpzMemberError};
-    use host::files::read::{RegularFileError, TensorFile, TensorFileErrorKind};
+    use bitexact::files::containers::ContainerError;
+    use bitexact::files::containers::npy::NpyError;
+    use bitexact::files::containers::npy_header::{NpyHeaderError, NpyHeaderKey, NpySyntaxError};
+    use bitexact::files::containers::npz::{NpzError, NpzMemberError};
+    use bitexact::files::read::{RegularFileError, TensorFile, TensorFileErrorKind};
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.npy");
     let Err(error) = TensorFile::open(&missing) else { panic!("a missing file opened") };

@@ -5,12 +5,12 @@
 mod common;
 
 use common::{DTYPES, Rng};
-use host::files::backend::CpuBackend;
-use host::files::backend::count::BLOCK_BYTES;
-use host::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
-use host::files::normalize::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
-use host::files::write;
-use host::verify::reference::div_to_f32;
+use bitexact::files::backend::CpuBackend;
+use bitexact::files::backend::count::BLOCK_BYTES;
+use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
+use bitexact::files::normalize::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
+use bitexact::files::write;
+use bitexact::verify::reference::div_to_f32;
 use image::{ImageBuffer, Luma, LumaA, Rgb, Rgba};
 use std::path::Path;
 
@@ -66,9 +66,9 @@ fn safetensors_counts_and_first_index_in_every_float_dtype() {
 /// it killed the process with SIGBUS.
 #[test]
 fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
-    use host::files::read::TensorFile;
-    use host::files::scan::report::Report;
-    use host::support::progress::Progress;
+    use bitexact::files::read::TensorFile;
+    use bitexact::files::scan::report::Report;
+    use bitexact::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shrinking.safetensors");
     let elements = 3 * BLOCK_BYTES / 4 + 5;
@@ -92,9 +92,9 @@ fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
 /// is an error naming it, never a scan of bytes the header does not describe.
 #[test]
 fn a_file_replaced_or_removed_after_its_header_was_read_is_an_error() {
-    use host::files::read::TensorFile;
-    use host::files::scan::report::Report;
-    use host::support::progress::Progress;
+    use bitexact::files::read::TensorFile;
+    use bitexact::files::scan::report::Report;
+    use bitexact::support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("model.safetensors");
     let other = dir.path().join("other.safetensors");
@@ -356,9 +356,9 @@ fn the_reserved_safetensors_key_is_refused_as_a_tensor_name() {
 
 #[test]
 fn conversion_kernels_match_the_reference_on_every_input() {
-    use host::files::backend::convert_slices;
-    use host::files::normalize::image::{SampleWidth, conversion};
-    use host::files::write::Dtype;
+    use bitexact::files::backend::convert_slices;
+    use bitexact::files::normalize::image::{SampleWidth, conversion};
+    use bitexact::files::write::Dtype;
     let bytes: Vec<u8> = (0..=255).collect();
     let mut out = vec![0.0f32; 256];
     convert_slices(&CpuBackend, conversion(SampleWidth::Unorm8, Dtype::F32), &bytes, &mut out).unwrap();
@@ -371,10 +371,10 @@ fn conversion_kernels_match_the_reference_on_every_input() {
 
 #[test]
 fn the_16_bit_float_conversions_of_every_backend_entry_match_the_reference_on_every_code() {
-    use host::files::backend::convert_slices;
-    use host::files::normalize::image::{SampleWidth, conversion};
-    use host::files::write::Dtype;
-    use host::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, unorm_to_narrow_bits};
+    use bitexact::files::backend::convert_slices;
+    use bitexact::files::normalize::image::{SampleWidth, conversion};
+    use bitexact::files::write::Dtype;
+    use bitexact::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, unorm_to_narrow_bits};
     let check = |format: NarrowFormat, bits: u32, out: &[u16], what: &str| {
         for (code, &got) in out.iter().enumerate() {
             let want = unorm_to_narrow_bits(format, bits, code as u64);

@@ -4,7 +4,7 @@
 //! Every result leaves the `asm!` block through an integer instruction (`cvt.u32.u16`)
 //! or as a 32-bit value: a 16-bit register written by a float `cvt` never reaches a
 //! narrow store, so `ptxas` has no float register to turn into a float → integer
-//! conversion there (the issue-9 miscompilation `host::cuda_tools::guards` looks for), and the
+//! conversion there (the issue-9 miscompilation `bitexact::cuda_tools::guards` looks for), and the
 //! guards see an integer writer. Each block declares its temporaries in its own scope, so
 //! it can be inlined any number of times.
 

@@ -1,4 +1,4 @@
-//! Finding `ptxas` the way `host::cuda_tools::tools::find` does for the project's tools
+//! Finding `ptxas` the way `bitexact::cuda_tools::tools::find` does for the project's tools
 //! (`$BITEXACT_CUDA_TOOLS`, else a `.cuda-tools/` folder, as
 //! `scripts/install-cuda-tools.sh` lays it out), and assembling a module with it.
 

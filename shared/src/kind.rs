@@ -18,7 +18,7 @@
 //! # Safety
 //!
 //! The kind traits are `unsafe` to implement, because the host's safe, typed launches
-//! (`host::gpu::Gpu::map::<P>`, `stream_staged::<P, _>`, ...) trust them: a launch of
+//! (`bitexact::gpu::Gpu::map::<P>`, `stream_staged::<P, _>`, ...) trust them: a launch of
 //! `P`'s kernel of kind `K` looks the kernel up by name ([`KernelName::of`]) and
 //! passes it buffers of `P::In` and of `P::Out`'s stored bits. Implementing `K` for `P`
 //! asserts that every PTX module the host may launch `P`'s kernels from either lacks

@@ -19,7 +19,7 @@
 //! is the correctly rounded value.
 //!
 //! Proven on every f32 for binary16, bfloat16, FP8 E4M3 and E5M2 against integer
-//! arithmetic on the fields (`host::verify::reference`), by `tests/tests/narrow.rs`.
+//! arithmetic on the fields (`bitexact::verify::reference`), by `tests/tests/narrow.rs`.
 
 /// `x >> shift` rounded to nearest, ties to even, for `1 <= shift <= 31` and `x < 2^31`.
 #[inline(always)]

@@ -90,7 +90,7 @@ pub fn snorm_to_f32<const N: u32>(x: u16) -> f32 {
 /// a float instruction as a saturating float → integer conversion (`F2IP.U8.F32.TRUNC`),
 /// which turns every code into 255 on the GPU. With `+ 2` the subtraction changes the low
 /// bits, so it survives as an integer instruction between the `fma` and the store. The
-/// README's toolchain section has the reproducer; `host::cuda_tools::guards` checks every kernel for
+/// README's toolchain section has the reproducer; `bitexact::cuda_tools::guards` checks every kernel for
 /// the pattern.
 const ROUNDING_BIAS: f32 = 8_388_610.0;
 const ROUNDING_BIAS_BITS: u32 = 0x4B00_0002;

@@ -72,7 +72,7 @@ impl Format {
 }
 
 /// What a group of variants computes; every variant of a family is checked against the
-/// family's one exact reference (`host::verify::reference::expected`) on the family's
+/// family's one exact reference (`bitexact::verify::reference::expected`) on the family's
 /// [`Domain`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {
@@ -155,7 +155,7 @@ pub enum Domain {
     },
     /// Too many encodings to enumerate (binary64): every sign × every exponent × the
     /// boundary mantissas and some random ones, plus a large uniformly random sample
-    /// with a fixed seed. `host::verify::domain` generates it.
+    /// with a fixed seed. `bitexact::verify::domain` generates it.
     Sampled(Format),
 }
 
@@ -243,7 +243,7 @@ impl core::fmt::Display for Family {
 }
 
 /// What a variant promises, and so what its tests assert. Each claim is checked both
-/// ways on the family's domain (`host::verify::cpu::Verification::claim_holds`, which
+/// ways on the family's domain (`bitexact::verify::cpu::Verification::claim_holds`, which
 /// `bitexact verify` reports): a variant that is right everywhere must claim
 /// [`Claim::Exact`], so a 1-ULP or incorrect variant that stops being wrong is a
 /// broken claim, like an exact one that starts to be.

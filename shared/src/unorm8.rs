@@ -7,7 +7,7 @@
 //! result lands on the same f32 as the exact quotient rounded to nearest-even. For a
 //! form made of a few rounded operations there is no short general argument that it
 //! does: what makes each exact form here *exact* is the exhaustive check of all 256
-//! inputs against an integer-arithmetic reference (`host::verify::reference`), run by
+//! inputs against an integer-arithmetic reference (`bitexact::verify::reference`), run by
 //! `cargo test` and by `bitexact`. The constants are chosen so that this check can
 //! succeed:
 //!

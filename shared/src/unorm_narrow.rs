@@ -50,7 +50,7 @@
 //!   reference). One ULP off there, so `unorm16_to_f16_via_f32` claims one ULP.
 //!
 //! The argument explains the results; the proof is the exhaustive comparison of every
-//! form on all 256 / 65,536 codes with the integer reference (`host::verify::reference`),
+//! form on all 256 / 65,536 codes with the integer reference (`bitexact::verify::reference`),
 //! rerun by `cargo test` and `bitexact verify`.
 
 use crate::{bfloat16, binary16, norm, unorm8};

@@ -11,7 +11,7 @@
 //! differences), `--only TEXT` (only the conversions whose name starts with it, such as
 //! `binary16 → f32` or `bfloat16`: the crates' rows and ours, for quicker reruns).
 //!
-//! Then the slice conversions the product runs (`host::cpu::convert`): every form
+//! Then the slice conversions the product runs (`bitexact::cpu::convert`): every form
 //! (scalar, vectorised software, the CPU's instruction) at every CPU level this machine
 //! has, ns/element on one thread, each output compared with the scalar form's, which
 //! form `CpuConversion::run_at` runs for which level (`picked at`: a wider level may run
@@ -27,8 +27,8 @@
 //! `tests/tests/narrow.rs` proves on every f32). Any other difference is unexplained and
 //! makes the run exit 1.
 
-use host::cpu::Level;
-use host::cpu::convert::{self, ConversionForm, CpuConversion};
+use bitexact::cpu::Level;
+use bitexact::cpu::convert::{self, ConversionForm, CpuConversion};
 use rayon::prelude::*;
 use shared::narrow::Overflow;
 use shared::{bfloat16, binary16, fp8};
@@ -270,9 +270,9 @@ fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
     ]
 }
 
-use host::support::parallel::best_of_pair;
+use bitexact::support::parallel::best_of_pair;
 
-/// One conversion of `host::cpu::convert` over slices at one level in one form.
+/// One conversion of `bitexact::cpu::convert` over slices at one level in one form.
 struct SliceRow {
     label: &'static str,
     level: Level,
@@ -585,7 +585,7 @@ fn main() {
             .collect();
         let json = serde_json::json!({
             "elements": n, "reps": options.reps, "threads": 1, "half_f16_path": f16c, "rows": rows,
-            "cpu_level": host::cpu::level(), "slices": slices,
+            "cpu_level": bitexact::cpu::level(), "slices": slices,
         });
         if let Some(dir) = &options.dump {
             std::fs::write(format!("{dir}/narrow_vs_crates.json"), json.to_string()).expect("write --dump");
@@ -628,7 +628,7 @@ fn main() {
              buffer, widenings on every encoding."
         );
         println!();
-        println!("host::cpu::convert over slices, one thread; best level here: {}", Level::detect());
+        println!("bitexact::cpu::convert over slices, one thread; best level here: {}", Level::detect());
         println!(
             "{:<22} {:<9} {:<12} {:<14} {:>8} {:>8}  {:<30} {:>9} {:>11} {:>16}",
             "conversion",
@@ -662,7 +662,7 @@ fn main() {
             );
         }
         println!(
-            "*: a form host::cpu::convert runs for exact results; picked at: the levels at which it runs that \
+            "*: a form bitexact::cpu::convert runs for exact results; picked at: the levels at which it runs that \
              level's loop in that form (a wider level runs a narrower loop where it is not slower). differs: outputs unlike the scalar \
              form's (an instruction not used for exact results may differ: see tests/tests/cpu_levels.rs). all \
              cores/memcpy: what the best level runs, on all cores, against memcpy of the wider side's bytes."

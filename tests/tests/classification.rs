@@ -1,4 +1,4 @@
-//! The classification reference (`host::verify::reference::class`, integer field decoding)
+//! The classification reference (`bitexact::verify::reference::class`, integer field decoding)
 //! against independent implementations: core's `f16`/`f32`/`f64::classify`, the `half`
 //! crate, binary16 for FP8 E5M2 (its top byte), the `float8` crate's decoding to f32 for
 //! E4M3, the OCP specification's named values, and for the FNUZ formats a decoding to
@@ -10,8 +10,8 @@
 
 use conformance::check_all;
 use core::num::FpCategory;
-use host::verify::domain;
-use host::verify::reference::class;
+use bitexact::verify::domain;
+use bitexact::verify::reference::class;
 use shared::{Class, Family, Format};
 
 fn from_category(category: FpCategory) -> Class {

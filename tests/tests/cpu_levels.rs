@@ -1,4 +1,4 @@
-//! The CPU loops at every level this machine has (`host::cpu`), proven on every input:
+//! The CPU loops at every level this machine has (`bitexact::cpu`), proven on every input:
 //! the conversions `normalize` runs (every UNORM8 / UNORM16 code) and the f32 ↔
 //! binary16 / bfloat16 / FP8 conversions in their three forms (the CPU's instruction
 //! where it has one, the vectorised software form, the scalar table variant), all 2^32
@@ -8,16 +8,16 @@
 //! A level this machine lacks prints `skipped: <reason>`; `REQUIRE_CPU_LEVEL=avx512`
 //! (or `avx2`) makes a missing level up to that one fail instead. Where two forms differ,
 //! the inputs are counted by the input's own class (its encoding: zero, subnormal, …) and
-//! by where the exact conversion puts it (`host::verify::reference::InputClass`), and
+//! by where the exact conversion puts it (`bitexact::verify::reference::InputClass`), and
 //! printed; a form used for exact results (`CpuConversion::exact_form`) must not differ
 //! at all, and an instruction not used for them may differ only in the ways it is
 //! documented to ([`Documented`]), each difference checked against that documented result.
 
-use host::cpu::convert::{self, ConversionForm, CpuConversion};
-use host::cpu::{Level, LevelError};
-use host::files::normalize::image::{SampleWidth, conversion};
-use host::files::write::Dtype;
-use host::verify::reference::{self, InputClass};
+use bitexact::cpu::convert::{self, ConversionForm, CpuConversion};
+use bitexact::cpu::{Level, LevelError};
+use bitexact::files::normalize::image::{SampleWidth, conversion};
+use bitexact::files::write::Dtype;
+use bitexact::verify::reference::{self, InputClass};
 use rayon::prelude::*;
 use shared::{Class, Family};
 use std::fmt::Write as _;

@@ -1,11 +1,11 @@
 //! Every variant of the table, on every input of its family's domain, against the
-//! independent exact reference in `host::verify::reference`, bit for bit.
+//! independent exact reference in `bitexact::verify::reference`, bit for bit.
 
 use approx::ulps_eq;
-use host::verify::cpu::{self, Verification};
-use host::verify::domain;
-use host::verify::reference::{self, binary16_class};
-use host::verify::table::{VARIANTS, Variant, families, find};
+use bitexact::verify::cpu::{self, Verification};
+use bitexact::verify::domain;
+use bitexact::verify::reference::{self, binary16_class};
+use bitexact::verify::table::{VARIANTS, Variant, families, find};
 use shared::{Claim, Class, Family, Format};
 use std::sync::LazyLock;
 

@@ -3,14 +3,14 @@
 //! with round trips, and the `half` and `float8` crates on every one of the 2^32 inputs,
 //! their differences counted.
 //!
-//! The proof on every f32 against `host::verify::reference`'s integer arithmetic on the fields is
+//! The proof on every f32 against `bitexact::verify::reference`'s integer arithmetic on the fields is
 //! not here: the conversions are variants of the table (families `f32_to_binary16`,
 //! `f32_to_fp8_e4m3_satfinite`, ..., `binary16_to_f32`, ...), which `exhaustive_cpu.rs`
 //! checks on every input of their domains like every other variant, so each 2^32 walk
 //! runs once.
 
 use conformance::check_all;
-use host::verify::reference::{self, NarrowFormat};
+use bitexact::verify::reference::{self, NarrowFormat};
 use shared::narrow::Overflow;
 use shared::{Class, bfloat16, binary16, fp8};
 

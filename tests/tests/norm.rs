@@ -3,8 +3,8 @@
 //! the reference on their whole domains in `exhaustive_cpu.rs`.)
 
 use conformance::{check_all, scaled};
-use host::verify::reference::{self, div_to_f32, f32_to_unorm_exact};
-use host::verify::table::VARIANTS;
+use bitexact::verify::reference::{self, div_to_f32, f32_to_unorm_exact};
+use bitexact::verify::table::VARIANTS;
 use shared::Family;
 
 #[test]

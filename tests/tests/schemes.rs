@@ -3,8 +3,8 @@
 //! divide by it, the file identical to what the finder writes now, and the published
 //! UNORM8 results reproduced.
 
-use host::search::{self, Kind, SchemeFamily};
-use host::verify::table::find;
+use bitexact::search::{self, Kind, SchemeFamily};
+use bitexact::verify::table::find;
 use shared::scheme::Scheme;
 use shared::schemes;
 use std::sync::LazyLock;
@@ -94,7 +94,7 @@ fn the_finder_has_a_scheme_for_every_denominator_and_it_is_the_cheapest_exact_on
 fn the_finder_reproduces_the_published_unorm8_results() {
     let d255 = FOUND.iter().find(|f| f.denominator == 255).expect("d = 255 searched");
     // x * fl(1/255) is wrong, on as many inputs as the table's variant is.
-    let mul_recip = host::verify::cpu::verify(find("unorm8_mul_recip").expect("in the table"));
+    let mul_recip = bitexact::verify::cpu::verify(find("unorm8_mul_recip").expect("in the table"));
     let unorm8 = d255.naive_wrong.iter().find(|u| u.kind == Kind::Unorm).expect("UNORM8 divides by 255");
     assert!(unorm8.wrong > 0);
     assert_eq!(unorm8.wrong, mul_recip.mismatches);

@@ -4,8 +4,8 @@
 //! variants are proven against the reference on every code in `exhaustive_cpu.rs`.)
 
 use conformance::scaled;
-use host::verify::reference::{self, BFLOAT16, BINARY16, Rounded, div_to_f32, div_to_narrow};
-use host::verify::table::{VARIANTS, find};
+use bitexact::verify::reference::{self, BFLOAT16, BINARY16, Rounded, div_to_f32, div_to_narrow};
+use bitexact::verify::table::{VARIANTS, find};
 use shared::Family;
 
 #[test]

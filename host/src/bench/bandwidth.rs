@@ -103,7 +103,7 @@ fn row(kernel: String, bytes_moved: u64, ms: f64, copy: f64, checked: String) ->
 }
 
 /// Encodings of `format` that are not finite, by the independent reference
-/// (`host::verify::reference`): from the candidates ±(exponent all ones, mantissa zero),
+/// (`bitexact::verify::reference`): from the candidates ±(exponent all ones, mantissa zero),
 /// ±(all ones), the quiet NaN and the sign bit alone, those it classifies as NaN or
 /// infinite (FNUZ formats: only the sign bit alone).
 pub fn non_finite_encodings(format: Format) -> Vec<u64> {

@@ -2,9 +2,9 @@
 
 use super::choices::OutputFormat;
 use super::error::CliError;
-use host::bench::{self, BenchConfig, BenchReport, TimingRow, TimingStatus};
-use host::gpu::Gpu;
-use host::support::output::{self, Table};
+use bitexact::bench::{self, BenchConfig, BenchReport, TimingRow, TimingStatus};
+use bitexact::gpu::Gpu;
+use bitexact::support::output::{self, Table};
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -21,7 +21,7 @@ pub struct BenchArgs {
     /// Timed repetitions per figure; the median is reported.
     #[arg(long, default_value_t = 10)]
     reps: usize,
-    #[arg(long, help = host::verify::table::ONLY_HELP)]
+    #[arg(long, help = bitexact::verify::table::ONLY_HELP)]
     only: Option<String>,
     /// Also write the JSON report to this file (whatever --format says); its directory
     /// is checked before the run.
@@ -41,7 +41,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     }
     if let Some(path) = &args.json_out {
         // Before the minutes of benchmarking, not after.
-        host::files::write::check_destination(path)?;
+        bitexact::files::write::check_destination(path)?;
     }
     let gpu = Gpu::open(args.gpu).map_err(|source| CliError::NeedsGpu { command: "bench", source })?;
     let config = BenchConfig {
@@ -200,8 +200,8 @@ fn text(report: &BenchReport, config: &BenchConfig, markdown: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use host::bench::{BandwidthRow, Baseline, Figures};
-    use host::gpu::DeviceInfo;
+    use bitexact::bench::{BandwidthRow, Baseline, Figures};
+    use bitexact::gpu::DeviceInfo;
 
     #[test]
     fn invalid_and_constant_rows_print_their_status_and_conversions_their_inexact_ratio() {

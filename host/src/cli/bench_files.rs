@@ -11,9 +11,9 @@
 //! Python route is skipped the same visible way.
 
 use super::error::CliError;
-use host::files::write;
-use host::files::write::temporaries::PendingTemporary;
-use host::support::output::Table;
+use bitexact::files::write;
+use bitexact::files::write::temporaries::PendingTemporary;
+use bitexact::support::output::Table;
 use rayon::prelude::*;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

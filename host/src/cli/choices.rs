@@ -2,10 +2,10 @@
 //! value enums, with their help text, each mapped onto the library type it stands for.
 //! The library's types know nothing of clap.
 
-use host::cpu::Level;
-use host::files::backend::Device;
-use host::files::normalize::image::ChannelLayout;
-use host::files::write::Dtype;
+use bitexact::cpu::Level;
+use bitexact::files::backend::Device;
+use bitexact::files::normalize::image::ChannelLayout;
+use bitexact::files::write::Dtype;
 
 /// Output format of a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -2,19 +2,19 @@
 //! complaints about its options, each with the one line `main` prints after
 //! `bitexact: ` before it exits with status 2.
 
-use host::cuda_tools::sass::SassError;
-use host::cuda_tools::tools::ToolError;
-use host::files::backend::BackendError;
-use host::files::containers::index::ScanInputError;
-use host::files::normalize::image::ImageDecodeError;
-use host::files::read::TensorFileError;
-use host::files::scan::report::ScanError;
-use host::files::write::TensorWriteError;
-use host::files::{NormalizeJobError, ScanJobError};
-use host::gpu::GpuError;
-use host::search::EmitError;
-use host::support::output::{self, OutputError};
-use host::verify::table::NoVariantMatches;
+use bitexact::cuda_tools::sass::SassError;
+use bitexact::cuda_tools::tools::ToolError;
+use bitexact::files::backend::BackendError;
+use bitexact::files::containers::index::ScanInputError;
+use bitexact::files::normalize::image::ImageDecodeError;
+use bitexact::files::read::TensorFileError;
+use bitexact::files::scan::report::ScanError;
+use bitexact::files::write::TensorWriteError;
+use bitexact::files::{NormalizeJobError, ScanJobError};
+use bitexact::gpu::GpuError;
+use bitexact::search::EmitError;
+use bitexact::support::output::{self, OutputError};
+use bitexact::verify::table::NoVariantMatches;
 use std::fmt;
 use std::path::PathBuf;
 
@@ -187,7 +187,7 @@ mod tests {
             (gpu().into(), gpu().to_string()),
             (EmitError::NotEveryDenominator.into(), EmitError::NotEveryDenominator.to_string()),
             (
-                TensorFileError { path: "a.npy".into(), kind: host::files::read::TensorFileErrorKind::Replaced }.into(),
+                TensorFileError { path: "a.npy".into(), kind: bitexact::files::read::TensorFileErrorKind::Replaced }.into(),
                 "a.npy: replaced by another file after its header was read".into(),
             ),
             (

@@ -4,9 +4,9 @@
 use super::choices::{DeviceArg, DtypeArg, LayoutArg, OutputFormat};
 use super::error::CliError;
 use clap::builder::TypedValueParser as _;
-use host::files::normalize::image::{ImageLimits, SampleWidth, conversion};
-use host::files::{self, NormalizeOptions, NormalizeReport};
-use host::support::output;
+use bitexact::files::normalize::image::{ImageLimits, SampleWidth, conversion};
+use bitexact::files::{self, NormalizeOptions, NormalizeReport};
+use bitexact::support::output;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,7 +40,7 @@ pub struct NormalizeArgs {
     /// Refuse an image of more pixels (width × height) than this, from its header,
     /// before anything is decoded or written; the same in both layouts and every format.
     /// The default, 2^28 (16384 × 16384), bounds an RGBA f32 output at 4 GiB.
-    #[arg(long, default_value_t = host::files::normalize::image::DEFAULT_MAX_PIXELS)]
+    #[arg(long, default_value_t = bitexact::files::normalize::image::DEFAULT_MAX_PIXELS)]
     pub max_pixels: u64,
     /// Where to convert: auto picks whichever of the CPU and the GPU is faster for the
     /// job, timing both on its first slices when it is big enough (the summary says
@@ -117,17 +117,17 @@ fn print_phases(done: &NormalizeReport) {
         crate::cli::say!("bitexact: normalize: {name:<7} {ms:>8.1} ms {gbps:>7.2} GB/s ({mb:.1} MB {what})");
     };
     let of_file = format!("of samples from {:.1} MB of file", timing.file_bytes as f64 / 1e6);
-    let level = host::cpu::level();
+    let level = bitexact::cpu::level();
     let values = format!("of {}", done.dtype.name());
     // Where the CPU converts, the instruction set its loops ran with.
-    // And the form it computed the values with (host::cpu::unorm).
+    // And the form it computed the values with (bitexact::cpu::unorm).
     let form = match done.bits {
         _ if done.divisor != (1 << done.bits) - 1 => format!(" (x/{} by IEEE division)", done.divisor),
         8 => format!(" ({})", conversion(SampleWidth::Unorm8, done.dtype).cpu_form(level)),
         16 => format!(" ({})", conversion(SampleWidth::Unorm16, done.dtype).cpu_form(level)),
         _ => String::new(),
     };
-    let on_cpu = format!("cpu level {level}{form}, best here {}", host::cpu::Level::detect());
+    let on_cpu = format!("cpu level {level}{form}, best here {}", bitexact::cpu::Level::detect());
     match timing.streamed {
         None => {
             phase("decode", timing.opened, timing.sample_bytes, &of_file);

@@ -1,8 +1,8 @@
 //! `bitexact ptx`: the embedded PTX.
 
 use super::error::CliError;
-use host::gpu::ptx::{self, MODULES};
-use host::support::output::write_stdout;
+use bitexact::gpu::ptx::{self, MODULES};
+use bitexact::support::output::write_stdout;
 use std::process::ExitCode;
 
 /// Options of `bitexact ptx`.

@@ -3,14 +3,14 @@
 
 use super::choices::OutputFormat;
 use super::error::CliError;
-use host::cuda_tools::baseline::{self, CxxCost, Flags};
-use host::cuda_tools::cxx_gpu;
-use host::cuda_tools::nvrtc::Nvrtc;
-use host::cuda_tools::sass::{self, SassCost};
-use host::cuda_tools::tools::{ARCHS, CudaTools};
-use host::gpu::ptx::MODULES;
-use host::support::output::{self, Table};
-use host::verify::table::Variant;
+use bitexact::cuda_tools::baseline::{self, CxxCost, Flags};
+use bitexact::cuda_tools::cxx_gpu;
+use bitexact::cuda_tools::nvrtc::Nvrtc;
+use bitexact::cuda_tools::sass::{self, SassCost};
+use bitexact::cuda_tools::tools::{ARCHS, CudaTools};
+use bitexact::gpu::ptx::MODULES;
+use bitexact::support::output::{self, Table};
+use bitexact::verify::table::Variant;
 use std::process::ExitCode;
 
 /// How many work opcodes a table cell shows before eliding the rest (JSON has them all).
@@ -25,7 +25,7 @@ pub struct SassArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
-    #[arg(long, help = host::verify::table::ONLY_HELP)]
+    #[arg(long, help = bitexact::verify::table::ONLY_HELP)]
     pub only: Option<String>,
     /// Also compile the CUDA C++ baseline (cuda-baseline/forms.cu) with NVRTC under
     /// default flags, --use_fast_math, --ftz=true, --prec-div=false and --fmad=false, and
@@ -61,7 +61,7 @@ pub fn run(args: &SassArgs) -> Result<ExitCode, CliError> {
         return run_ptx(args, &CudaTools::find()?, &ptx, &archs);
     }
     let tools = CudaTools::find()?;
-    let selected: Vec<&'static Variant> = host::verify::table::selected(args.only.as_deref())?;
+    let selected: Vec<&'static Variant> = bitexact::verify::table::selected(args.only.as_deref())?;
     if args.cxx {
         return run_cxx(args, &tools, &selected, &archs);
     }
@@ -91,7 +91,7 @@ struct PtxFile {
 
 /// `--ptx FILE`: every kernel of a PTX module of one's own, per architecture.
 fn run_ptx(args: &SassArgs, tools: &CudaTools, ptx: &PtxFile, archs: &[&str]) -> Result<ExitCode, CliError> {
-    let rows = host::cuda_tools::listing::listing_report(tools, &ptx.text, archs)?;
+    let rows = bitexact::cuda_tools::listing::listing_report(tools, &ptx.text, archs)?;
     if rows.is_empty() {
         return Err(CliError::Message(format!("--ptx {}: no kernel (.entry) in the module", ptx.name)));
     }

@@ -2,8 +2,8 @@
 
 use super::choices::{DeviceArg, OutputFormat};
 use super::error::CliError;
-use host::files::{self, ScanOptions};
-use host::support::output;
+use bitexact::files::{self, ScanOptions};
+use bitexact::support::output;
 use std::path::PathBuf;
 use std::process::ExitCode;
 

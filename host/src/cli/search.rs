@@ -3,8 +3,8 @@
 
 use super::choices::OutputFormat;
 use super::error::CliError;
-use host::search::{self, Found, Kind, SchemeFamily};
-use host::support::output::{self, Table};
+use bitexact::search::{self, Found, Kind, SchemeFamily};
+use bitexact::support::output::{self, Table};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::ops::RangeInclusive;
@@ -95,7 +95,7 @@ pub fn run(args: &SearchArgs) -> Result<ExitCode, CliError> {
                 "\nOne scheme per denominator, each candidate checked on every code of every conversion listed against the exact rational reference; {} denominators in {:.2?} on {}.",
                 found.len(),
                 elapsed,
-                host::support::parallel::describe_threads()
+                bitexact::support::parallel::describe_threads()
             );
             out.push_str(
                 "ops: FP operations + integer multiplies (the int → f32 conversion and the SNORM sign extension and clamp are not counted).\n",

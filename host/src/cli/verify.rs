@@ -2,9 +2,9 @@
 
 use super::choices::OutputFormat;
 use super::error::CliError;
-use host::support::output::{self, Table};
-use host::verify::cpu::{self, Verification, VerifyProgress};
-use host::verify::table::Variant;
+use bitexact::support::output::{self, Table};
+use bitexact::verify::cpu::{self, Verification, VerifyProgress};
+use bitexact::verify::table::Variant;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -23,7 +23,7 @@ pub struct VerifyArgs {
     /// Timing passes per variant; the best is reported.
     #[arg(long, default_value_t = 5)]
     pub reps: usize,
-    #[arg(long, help = host::verify::table::ONLY_HELP)]
+    #[arg(long, help = bitexact::verify::table::ONLY_HELP)]
     pub only: Option<String>,
 }
 
@@ -88,7 +88,7 @@ fn starting_line(variants: usize, invocation: Invocation) -> String {
 /// Runs the verification of the variants `args` selects and prints the report; exit 1
 /// if a claim is broken.
 pub fn run(args: &VerifyArgs, invocation: Invocation) -> Result<ExitCode, CliError> {
-    let selected: Vec<&Variant> = host::verify::table::selected(args.only.as_deref())?;
+    let selected: Vec<&Variant> = bitexact::verify::table::selected(args.only.as_deref())?;
     crate::cli::say!("{}", starting_line(selected.len(), invocation));
     let verifications = cpu::verify_all(&selected, &progress_reporter());
     let rows: Vec<Row> = selected
@@ -96,7 +96,7 @@ pub fn run(args: &VerifyArgs, invocation: Invocation) -> Result<ExitCode, CliErr
         .zip(verifications)
         .map(|(v, verification)| Row {
             family: v.family.to_string(),
-            domain: host::verify::domain::describe(v.family),
+            domain: bitexact::verify::domain::describe(v.family),
             claim: v.claim.name(),
             description: v.description,
             claim_holds: verification.claim_holds(v.claim),
@@ -150,7 +150,7 @@ pub fn run(args: &VerifyArgs, invocation: Invocation) -> Result<ExitCode, CliErr
         let _ = writeln!(
             out,
             "checked on {} (--threads or RAYON_NUM_THREADS).",
-            host::support::parallel::describe_threads()
+            bitexact::support::parallel::describe_threads()
         );
         if args.cpu_elements > 0 {
             let _ = writeln!(

@@ -6,11 +6,11 @@
 
 pub mod alloc_counter;
 
-use host::files::backend::CpuBackend;
-use host::files::backend::count::Counts;
-use host::files::read::TensorFile;
-use host::files::scan::report::{self, Report};
-use host::support::progress::Progress;
+use bitexact::files::backend::CpuBackend;
+use bitexact::files::backend::count::Counts;
+use bitexact::files::read::TensorFile;
+use bitexact::files::scan::report::{self, Report};
+use bitexact::support::progress::Progress;
 use std::path::Path;
 use std::process::Command;
 

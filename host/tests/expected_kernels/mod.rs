@@ -1,12 +1,12 @@
 //! The kernel entry points the embedded PTX modules must have: for every variant of the
-//! table, one per kind of kernel its entry has ([`host::verify::table::Variant::kernels`], from
+//! table, one per kind of kernel its entry has ([`bitexact::verify::table::Variant::kernels`], from
 //! `shared::Primitive::KINDS`), named as `shared::KernelName` says, each in the module
-//! [`host::gpu::ptx::module_of`] names (a `Hardware` kernel in its instruction's target's).
+//! [`bitexact::gpu::ptx::module_of`] names (a `Hardware` kernel in its instruction's target's).
 //! `kernels-gpu` generates its entry points from the same kinds, so a kind it stops
 //! emitting, or emits for a variant whose entry does not list it, is a difference here.
 
-use host::gpu::ptx::{MODULES, module_of};
-use host::verify::table::{VARIANTS, Variant};
+use bitexact::gpu::ptx::{MODULES, module_of};
+use bitexact::verify::table::{VARIANTS, Variant};
 use shared::KernelKind;
 use shared::hardware::Conversion;
 use std::collections::BTreeSet;
@@ -28,12 +28,12 @@ pub fn names_checked_against_the_ptx() -> BTreeSet<String> {
     for v in VARIANTS {
         for name in v.kernels() {
             let module = module_of(name, Conversion::of(v.family));
-            let entries = host::gpu::ptx::entry_names(module.ptx);
+            let entries = bitexact::gpu::ptx::entry_names(module.ptx);
             assert!(entries.contains(&name.to_string().as_str()), "{name} is not in the {} module", module.target);
         }
     }
     let expected = names();
-    let entries: Vec<&str> = MODULES.iter().flat_map(|m| host::gpu::ptx::entry_names(m.ptx)).collect();
+    let entries: Vec<&str> = MODULES.iter().flat_map(|m| bitexact::gpu::ptx::entry_names(m.ptx)).collect();
     let found: BTreeSet<String> = entries.iter().map(|e| e.to_string()).collect();
     assert_eq!(found.len(), entries.len(), "an entry point is defined twice: {entries:?}");
     let missing: Vec<&String> = expected.difference(&found).collect();

@@ -4,17 +4,17 @@
 //!
 //! ```no_run
 //! use f16_load::{PTX, load_checked};
-//! let gpu = host::gpu::Gpu::open(0)?;
+//! let gpu = bitexact::gpu::Gpu::open(0)?;
 //! let module = gpu.load_user_module(PTX)?;
 //! let halves: Vec<u16> = vec![0x3C00, 0x7C00, 0xC000]; // 1.0, +inf, -2.0
 //! let (values, failing) = load_checked(&gpu, &module, &halves)?;
 //! assert_eq!(values, [1.0, f32::INFINITY, -2.0]);
 //! assert_eq!((failing.count, failing.first), (1, Some(1)));
-//! # Ok::<(), host::gpu::GpuError>(())
+//! # Ok::<(), bitexact::gpu::GpuError>(())
 //! ```
 
 use f16_load_kernels::F16ToF32Checked;
-use host::gpu::{Failing, Gpu, GpuError, KernelModule};
+use bitexact::gpu::{Failing, Gpu, GpuError, KernelModule};
 
 /// The kernel crate's PTX (sm_75; the driver compiles it for the device it loads on).
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));

@@ -6,7 +6,7 @@
 use device_support::{Lane, stream_count};
 use f16_load::PTX;
 use f16_load_kernels::{F16ToF32Checked, to_f32_checked};
-use host::verify::reference::{binary16_class, expected};
+use bitexact::verify::reference::{binary16_class, expected};
 use shared::{Class, KernelKind, KernelName, Primitive};
 
 /// Every binary16 encoding, in order.
@@ -29,7 +29,7 @@ fn the_twin_is_exact_and_counts_every_non_finite_half() {
     let mut expected_first = None;
     for (i, &b) in input.iter().enumerate() {
         // The reference: the widening by integer arithmetic on the fields, and the
-        // class from the fields, both `host::verify`'s, not the code under test.
+        // class from the fields, both `bitexact::verify`'s, not the code under test.
         let want = expected(F16ToF32Checked::FAMILY, u64::from(b)) as u32;
         assert_eq!(bits[i], want, "input {b:#06x}: got {:#010x}, want {want:#010x}", bits[i]);
         if matches!(binary16_class(b), Class::Infinite | Class::Nan) {
@@ -82,7 +82,7 @@ fn the_kernel_loop_equals_the_twin_on_every_half_for_any_lanes_and_alignment() {
 #[test]
 fn the_ptx_holds_the_kernel_the_unsafe_impl_vouches_for() {
     let name = KernelName::of::<F16ToF32Checked>(KernelKind::StreamCount).to_string();
-    assert_eq!(host::gpu::ptx::entry_names(PTX), [name.as_str()]);
+    assert_eq!(bitexact::gpu::ptx::entry_names(PTX), [name.as_str()]);
     // The parameters of `(*const u16, *mut u32, u64, *mut u64)`: four 64-bit values.
     let header = PTX.split(&format!(".entry {name}(")).nth(1).and_then(|rest| rest.split(')').next()).unwrap();
     let params: Vec<&str> = header.split(',').map(str::trim).collect();

@@ -5,7 +5,7 @@
 
 use f16_load::{PTX, load_checked};
 use f16_load_kernels::to_f32_checked;
-use host::gpu::{Failing, GpuError, open_or_skip};
+use bitexact::gpu::{Failing, GpuError, open_or_skip};
 
 #[test]
 fn the_gpu_equals_the_cpu_twin_on_every_half() -> Result<(), GpuError> {

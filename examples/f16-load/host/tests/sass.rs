@@ -6,9 +6,9 @@
 
 use f16_load::PTX;
 use f16_load_kernels::F16ToF32Checked;
-use host::cuda_tools::listing::listing_report;
-use host::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS};
-use host::support::skip::require_or_skip;
+use bitexact::cuda_tools::listing::listing_report;
+use bitexact::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS};
+use bitexact::support::skip::require_or_skip;
 use shared::{KernelKind, KernelName};
 
 #[test]

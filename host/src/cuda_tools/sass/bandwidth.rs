@@ -17,7 +17,7 @@
 //!   four `STG.E.128`, so a warp's store touched 32 pieces at a 64-byte stride; it fails
 //!   here. Every other loop of the kernel is the scalar pass: at most one load of at
 //!   most one input and at most one store of exactly one output (`STG.E.U8` for an 8-bit
-//!   result: the narrow store `host::cuda_tools::guards` watches).
+//!   result: the narrow store `bitexact::cuda_tools::guards` watches).
 //! * **CountNonfinite** (`16 / size_of::<In>()` elements per lane per step): the loop
 //!   that loads the most bytes per step holds no store or atomic, and its loads read one
 //!   16-byte piece: one `LDG.E.128`, or, where the function reads only part of each

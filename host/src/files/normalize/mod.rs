@@ -213,8 +213,8 @@ impl NormalizeStaged {
 ///
 /// ```no_run
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use host::files::{NormalizeOptions, normalize};
-/// let options = NormalizeOptions { dtype: host::files::write::Dtype::F16, ..NormalizeOptions::default() };
+/// use bitexact::files::{NormalizeOptions, normalize};
+/// let options = NormalizeOptions { dtype: bitexact::files::write::Dtype::F16, ..NormalizeOptions::default() };
 /// let done = normalize("photo.png".as_ref(), "photo.npy".as_ref(), &options)?.commit()?;
 /// println!("{:?} on {}", done.shape, done.device);
 /// # Ok(())

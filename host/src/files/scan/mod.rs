@@ -136,7 +136,7 @@ impl From<ScanError> for ScanJobError {
 /// npy.extend(values.iter().flat_map(|v| v.to_le_bytes()));
 /// std::fs::write(&path, npy)?;
 ///
-/// let scanned = host::files::scan(&[path], &host::files::ScanOptions::default())?;
+/// let scanned = bitexact::files::scan(&[path], &bitexact::files::ScanOptions::default())?;
 /// let total = &scanned.report.total;
 /// assert_eq!((total.nan, total.pos_inf, total.neg_inf), (1, 1, 0));
 /// assert_eq!(total.first_non_finite.as_ref().map(|at| at.index), Some(1));
