@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::bitexact_command;
 use bitexact::cpu::{LEVEL_VARIABLE, Level};
 use bitexact::files::normalize::image::{SampleWidth, conversion};
 use bitexact::files::write::Dtype;
+use common::bitexact_command;
 
 /// A 16-bit greyscale PNG holding every UNORM16 code once (256×256).
 fn every_code_png(path: &std::path::Path) {

@@ -6,9 +6,9 @@
 
 mod common;
 
-use common::{npy_bytes, safetensors_bytes};
 use bitexact::files::containers::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
 use bitexact::files::containers::{self, Container, TensorElement};
+use common::{npy_bytes, safetensors_bytes};
 use proptest::prelude::*;
 
 /// Parses `text` as an `.npy` header, asserts that the work stayed within the bound,

@@ -8,10 +8,10 @@
 
 mod common;
 
-use common::alloc_counter::{Counting, peak_growth};
 use bitexact::files::backend::CpuBackend;
 use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits};
 use bitexact::files::write;
+use common::alloc_counter::{Counting, peak_growth};
 use std::path::Path;
 
 #[global_allocator]

@@ -10,10 +10,10 @@
 
 mod common;
 
-use common::alloc_counter::{Counting, peak_growth};
 use bitexact::files::backend::CpuBackend;
 use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
 use bitexact::files::write::{self, WRITE_CHUNK_ELEMENTS};
+use common::alloc_counter::{Counting, peak_growth};
 use image::{ImageBuffer, Rgba};
 
 #[global_allocator]

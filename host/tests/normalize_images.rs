@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{bitexact, path_arg};
 use bitexact::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow};
+use common::{bitexact, path_arg};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

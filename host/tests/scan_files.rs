@@ -5,8 +5,8 @@
 
 mod common;
 
-use common::{DTYPES, Expected, ZipMethod, bitexact, path_arg};
 use bitexact::files::backend::count::BLOCK_BYTES;
+use common::{DTYPES, Expected, ZipMethod, bitexact, path_arg};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -4,13 +4,13 @@
 
 mod common;
 
-use common::{DTYPES, Rng};
 use bitexact::files::backend::CpuBackend;
 use bitexact::files::backend::count::BLOCK_BYTES;
 use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
 use bitexact::files::normalize::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
 use bitexact::files::write;
 use bitexact::verify::reference::div_to_f32;
+use common::{DTYPES, Rng};
 use image::{ImageBuffer, Luma, LumaA, Rgb, Rgba};
 use std::path::Path;
 

@@ -353,6 +353,66 @@ fn slice_rows<I: bytemuck::Pod + Sync, O: bytemuck::Pod + PartialEq + Send>(
     rows
 }
 
+/// One conversion timed in turn with `half`'s slice conversion: ours at every level this
+/// CPU has (`CpuConversion::run_at`, what the commands run) and half's, each pass of the
+/// same repetition one after the other, so that a drift of this shared machine moves both.
+struct InTurn {
+    label: &'static str,
+    /// (level, ns per element), every level this CPU has.
+    ours: Vec<(Level, f64)>,
+    half_ns: f64,
+}
+
+impl InTurn {
+    /// The time at the level the commands pick here ([`Level::detect`]).
+    fn picked_ns(&self) -> f64 {
+        self.ours.iter().find(|(level, _)| *level == Level::detect()).map_or(f64::NAN, |&(_, ns)| ns)
+    }
+
+    /// Whether the picked level is slower than a lower level this CPU has, by more than
+    /// `tolerance` (a ratio: 1.03 allows 3%).
+    fn picked_is_slower_than_a_lower_level(&self, tolerance: f64) -> bool {
+        let picked = self.picked_ns();
+        self.ours.iter().any(|&(level, ns)| level < Level::detect() && picked > ns * tolerance)
+    }
+}
+
+/// [`InTurn`] for `conversion` over `input` against `theirs`, half's slice conversion
+/// of the same values (`their_input`, in half's types) into `their_out`, best of `reps`
+/// each.
+fn in_turn<I: bytemuck::Pod, O: bytemuck::Pod, HI, HO>(
+    options: &Options,
+    (label, conversion): (&'static str, &CpuConversion<I, O>),
+    input: &[I],
+    (their_input, their_out): (&[HI], &mut [HO]),
+    theirs: impl Fn(&[HI], &mut [HO]),
+) -> Option<InTurn> {
+    if !options.runs(label) {
+        return None;
+    }
+    let levels: Vec<Level> = Level::ALL.into_iter().filter(|level| level.check("").is_ok()).collect();
+    // Both outputs written once before timing, so that no pass pays for first-touch faults.
+    let mut ours_out = vec![O::zeroed(); input.len()];
+    conversion.run(input, &mut ours_out);
+    theirs(their_input, their_out);
+    let mut ours = vec![f64::INFINITY; levels.len()];
+    let mut half_ns = f64::INFINITY;
+    let per_element = |start: Instant| start.elapsed().as_secs_f64() * 1e9 / input.len() as f64;
+    for _ in 0..options.reps {
+        for (ns, &level) in ours.iter_mut().zip(&levels) {
+            let start = Instant::now();
+            conversion.run_at(level, black_box(input), &mut ours_out);
+            black_box(&mut ours_out);
+            *ns = ns.min(per_element(start));
+        }
+        let start = Instant::now();
+        theirs(black_box(their_input), their_out);
+        black_box(&mut *their_out);
+        half_ns = half_ns.min(per_element(start));
+    }
+    Some(InTurn { label, ours: levels.into_iter().zip(ours).collect(), half_ns })
+}
+
 fn is_nan_f32(x: u32) -> bool {
     x & 0x7FFF_FFFF > 0x7F80_0000
 }
@@ -541,6 +601,36 @@ fn main() {
     slices.extend(slice_rows(&options, "bfloat16 → f32", &convert::BF16_TO_F32, &u16s));
     slices.extend(slice_rows(&options, "E4M3 → f32", &convert::E4M3_TO_F32, &u8s));
     slices.extend(slice_rows(&options, "E5M2 → f32", &convert::E5M2_TO_F32, &u8s));
+    use half::slice::HalfFloatSliceExt;
+    let turns: Vec<InTurn> = {
+        let floats: Vec<f32> = f32s.iter().map(|&x| f32::from_bits(x)).collect();
+        let f16s: Vec<half::f16> = u16s.iter().map(|&b| half::f16::from_bits(b)).collect();
+        let bf16s: Vec<half::bf16> = u16s.iter().map(|&b| half::bf16::from_bits(b)).collect();
+        let mut wide = vec![0f32; n];
+        let mut narrow16 = vec![half::f16::ZERO; n];
+        let mut narrow_bf16 = vec![half::bf16::ZERO; n];
+        [
+            in_turn(&options, ("binary16 → f32", &convert::F16_TO_F32), &u16s, (&f16s, &mut wide), |s, d| {
+                s.convert_to_f32_slice(d)
+            }),
+            in_turn(&options, ("bfloat16 → f32", &convert::BF16_TO_F32), &u16s, (&bf16s, &mut wide), |s, d| {
+                s.convert_to_f32_slice(d)
+            }),
+            in_turn(&options, ("f32 → binary16", &convert::F32_TO_F16), &f32s, (&floats, &mut narrow16), |s, d| {
+                d.convert_from_f32_slice(s)
+            }),
+            in_turn(
+                &options,
+                ("f32 → bfloat16", &convert::F32_TO_BF16),
+                &f32s,
+                (&floats, &mut narrow_bf16),
+                |s, d| d.convert_from_f32_slice(s),
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    };
     let fastest_crate = |label: &str| {
         rows.iter()
             .filter(|r| r.conversion.starts_with(label))
@@ -583,9 +673,21 @@ fn main() {
                 })
             })
             .collect();
+        let turns: Vec<_> = turns
+            .iter()
+            .map(|t| {
+                let ours: serde_json::Map<String, serde_json::Value> =
+                    t.ours.iter().map(|(level, ns)| (level.name().to_string(), (*ns).into())).collect();
+                serde_json::json!({
+                    "conversion": t.label, "ours_ns_per_element_by_level": ours, "picked": Level::detect(),
+                    "half_slice_ns_per_element": t.half_ns, "picked_over_half": t.picked_ns() / t.half_ns,
+                    "picked_slower_than_a_lower_level": t.picked_is_slower_than_a_lower_level(1.03),
+                })
+            })
+            .collect();
         let json = serde_json::json!({
             "elements": n, "reps": options.reps, "threads": 1, "half_f16_path": f16c, "rows": rows,
-            "cpu_level": bitexact::cpu::level(), "slices": slices,
+            "cpu_level": bitexact::cpu::level(), "slices": slices, "in_turn_with_half": turns,
         });
         if let Some(dir) = &options.dump {
             std::fs::write(format!("{dir}/narrow_vs_crates.json"), json.to_string()).expect("write --dump");
@@ -667,6 +769,33 @@ fn main() {
              form's (an instruction not used for exact results may differ: see tests/tests/cpu_levels.rs). all \
              cores/memcpy: what the best level runs, on all cores, against memcpy of the wider side's bytes."
         );
+        println!();
+        println!(
+            "In turn with half's slice conversions (each repetition times ours at every level, then half's), one thread:"
+        );
+        let levels: Vec<Level> = Level::ALL.into_iter().filter(|level| level.check("").is_ok()).collect();
+        let heads: Vec<String> = levels.iter().map(|level| format!("ours {}", level.name())).collect();
+        println!(
+            "{:<16} {} {:>10} {:>14} {:>12}  picked ({}) slower than a lower level",
+            "conversion",
+            heads.iter().map(|h| format!("{h:>13}")).collect::<String>(),
+            "half ns",
+            "picked/half",
+            "best/half",
+            Level::detect().name()
+        );
+        for t in &turns {
+            let best = t.ours.iter().map(|&(_, ns)| ns).fold(f64::INFINITY, f64::min);
+            println!(
+                "{:<16} {} {:>10.3} {:>14.2} {:>12.2}  {}",
+                t.label,
+                t.ours.iter().map(|(_, ns)| format!("{ns:>13.3}")).collect::<String>(),
+                t.half_ns,
+                t.picked_ns() / t.half_ns,
+                best / t.half_ns,
+                if t.picked_is_slower_than_a_lower_level(1.03) { "YES (by more than 3%)" } else { "no" }
+            );
+        }
     }
     let unexplained: Vec<_> = rows
         .iter()

@@ -8,10 +8,10 @@
 // Bit literals are grouped by the encoding's fields (sign_exponent_mantissa).
 #![allow(clippy::unusual_byte_groupings)]
 
-use conformance::check_all;
-use core::num::FpCategory;
 use bitexact::verify::domain;
 use bitexact::verify::reference::class;
+use conformance::check_all;
+use core::num::FpCategory;
 use shared::{Class, Family, Format};
 
 fn from_category(category: FpCategory) -> Class {

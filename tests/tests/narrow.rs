@@ -9,8 +9,8 @@
 //! checks on every input of their domains like every other variant, so each 2^32 walk
 //! runs once.
 
-use conformance::check_all;
 use bitexact::verify::reference::{self, NarrowFormat};
+use conformance::check_all;
 use shared::narrow::Overflow;
 use shared::{Class, bfloat16, binary16, fp8};
 

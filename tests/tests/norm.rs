@@ -2,9 +2,9 @@
 //! high bits, the SNORM clamp and the rounding ties. (The variants are proven against
 //! the reference on their whole domains in `exhaustive_cpu.rs`.)
 
-use conformance::{check_all, scaled};
 use bitexact::verify::reference::{self, div_to_f32, f32_to_unorm_exact};
 use bitexact::verify::table::VARIANTS;
+use conformance::{check_all, scaled};
 use shared::Family;
 
 #[test]

@@ -3,9 +3,9 @@
 //! codes where rounding twice through f32 goes wrong, derived from the reference. (The
 //! variants are proven against the reference on every code in `exhaustive_cpu.rs`.)
 
-use conformance::scaled;
 use bitexact::verify::reference::{self, BFLOAT16, BINARY16, Rounded, div_to_f32, div_to_narrow};
 use bitexact::verify::table::{VARIANTS, find};
+use conformance::scaled;
 use shared::Family;
 
 #[test]

@@ -187,7 +187,8 @@ mod tests {
             (gpu().into(), gpu().to_string()),
             (EmitError::NotEveryDenominator.into(), EmitError::NotEveryDenominator.to_string()),
             (
-                TensorFileError { path: "a.npy".into(), kind: bitexact::files::read::TensorFileErrorKind::Replaced }.into(),
+                TensorFileError { path: "a.npy".into(), kind: bitexact::files::read::TensorFileErrorKind::Replaced }
+                    .into(),
                 "a.npy: replaced by another file after its header was read".into(),
             ),
             (

@@ -3,10 +3,10 @@
 
 use super::choices::{DeviceArg, DtypeArg, LayoutArg, OutputFormat};
 use super::error::CliError;
-use clap::builder::TypedValueParser as _;
 use bitexact::files::normalize::image::{ImageLimits, SampleWidth, conversion};
 use bitexact::files::{self, NormalizeOptions, NormalizeReport};
 use bitexact::support::output;
+use clap::builder::TypedValueParser as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

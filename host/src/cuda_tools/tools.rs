@@ -354,36 +354,6 @@ pub fn resource_usage(ptxas_log: &str) -> Vec<FunctionResources> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda_tools::baseline::BaselineError;
-    use crate::cuda_tools::cxx_gpu::CxxPtxError;
-    use crate::cuda_tools::nvrtc::NvrtcError;
-    use crate::cuda_tools::sass::SassError;
-    use crate::support::chain::repeated_causes;
-
-    fn io() -> ToolError {
-        ToolError::Io { action: "running ptxas".into(), error: io::Error::from(io::ErrorKind::NotFound) }
-    }
-
-    #[test]
-    fn a_tool_error_in_any_wrapper_is_one_line_that_names_each_cause_once() {
-        let line = format!("running ptxas: {}", io::Error::from(io::ErrorKind::NotFound));
-        assert_eq!(io().to_string(), line);
-        let wrapped: Vec<(Box<dyn std::error::Error>, String)> = vec![
-            (Box::new(io()), line.clone()),
-            (Box::new(SassError::from(io())), line.clone()),
-            (Box::new(NvrtcError::from(io())), line.clone()),
-            (Box::new(BaselineError::from(io())), line.clone()),
-            (Box::new(BaselineError::from(NvrtcError::from(io()))), line.clone()),
-            (
-                Box::new(CxxPtxError::Nvrtc(NvrtcError::from(io()))),
-                format!("{line} (or set BITEXACT_CXX_PTX_DIR to a folder of precompiled PTX)"),
-            ),
-        ];
-        for (error, expected) in wrapped {
-            assert_eq!(error.to_string(), expected);
-            assert_eq!(repeated_causes(error.as_ref()), Vec::<String>::new(), "{error}");
-        }
-    }
 
     #[test]
     fn a_missing_tool_says_where_it_was_looked_for_and_what_to_do() {

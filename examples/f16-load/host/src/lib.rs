@@ -13,8 +13,8 @@
 //! # Ok::<(), bitexact::gpu::GpuError>(())
 //! ```
 
-use f16_load_kernels::F16ToF32Checked;
 use bitexact::gpu::{Failing, Gpu, GpuError, KernelModule};
+use f16_load_kernels::F16ToF32Checked;
 
 /// The kernel crate's PTX (sm_75; the driver compiles it for the device it loads on).
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));

@@ -3,10 +3,10 @@
 //! on the host against the twin, and the built PTX against what the `unsafe impl`
 //! vouches for.
 
+use bitexact::verify::reference::{binary16_class, expected};
 use device_support::{Lane, stream_count};
 use f16_load::PTX;
 use f16_load_kernels::{F16ToF32Checked, to_f32_checked};
-use bitexact::verify::reference::{binary16_class, expected};
 use shared::{Class, KernelKind, KernelName, Primitive};
 
 /// Every binary16 encoding, in order.

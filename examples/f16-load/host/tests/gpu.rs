@@ -3,9 +3,9 @@
 //! starts (the coalesced loop, its tail, and its scalar pass for a misaligned start).
 //! Without a GPU it prints `skipped: ...` (`REQUIRE_GPU=1` makes that a failure).
 
+use bitexact::gpu::{Failing, GpuError, open_or_skip};
 use f16_load::{PTX, load_checked};
 use f16_load_kernels::to_f32_checked;
-use bitexact::gpu::{Failing, GpuError, open_or_skip};
 
 #[test]
 fn the_gpu_equals_the_cpu_twin_on_every_half() -> Result<(), GpuError> {

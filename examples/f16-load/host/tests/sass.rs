@@ -4,11 +4,11 @@
 //! (scripts/install-cuda-tools.sh); without them it prints `skipped: ...`
 //! (`REQUIRE_CUDA_TOOLS=1`, as CI sets, makes that a failure).
 
-use f16_load::PTX;
-use f16_load_kernels::F16ToF32Checked;
 use bitexact::cuda_tools::listing::listing_report;
 use bitexact::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS};
 use bitexact::support::skip::require_or_skip;
+use f16_load::PTX;
+use f16_load_kernels::F16ToF32Checked;
 use shared::{KernelKind, KernelName};
 
 #[test]

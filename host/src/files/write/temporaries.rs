@@ -36,11 +36,16 @@ impl Drop for PendingTemporary {
 /// stays locked, so no output is renamed into place after this has run.
 pub fn remove_pending_temporaries() -> usize {
     let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let removed = pending
-        .iter()
-        .filter(|path| std::fs::remove_file(path).or_else(|_| std::fs::remove_dir_all(path)).is_ok())
-        .count();
+    let removed = pending.iter().filter(|path| remove_file_or_folder(path)).count();
     // Held until the process exits: a commit waiting for the lock never runs.
     std::mem::forget(pending);
     removed
+}
+
+/// Removes `path`, a file, or a folder with all it holds. A folder is tried a few times:
+/// another thread may still be creating a file in it (`bench-files` writing its inputs)
+/// between `remove_dir_all`'s listing and its final `rmdir`.
+fn remove_file_or_folder(path: &Path) -> bool {
+    const FOLDER_TRIES: usize = 8;
+    std::fs::remove_file(path).is_ok() || (0..FOLDER_TRIES).any(|_| std::fs::remove_dir_all(path).is_ok())
 }
