@@ -229,7 +229,7 @@ fn fp_class_name(class: &Class) -> &'static str {
 /// `level` with the scalar form (which `exhaustive_cpu.rs` proves equal to the exact
 /// reference on every input; a difference is checked against the reference here too),
 /// in blocks on all cores; what [`CpuConversion::run_at`] runs at `level` must equal it
-/// (it panics otherwise). Returns the differences of the software and the instruction
+/// (it panics otherwise), and so must its streaming form where it has one. Returns the differences of the software and the instruction
 /// form (`None` where the CPU has no instruction); the instruction's are checked against
 /// `allowed`, the software form's against nothing.
 fn three_way<I, O>(
@@ -288,6 +288,17 @@ where
                 conversion.loop_level(level),
                 picked.describe()
             );
+            let mut streamed = vec![O::zeroed(); inputs.len()];
+            if conversion.run_streaming_at(level, &inputs, &mut streamed) {
+                let streamed = tally(&streamed, &[]);
+                assert_eq!(
+                    streamed.total(),
+                    0,
+                    "{} at {level}: the streaming form differs from the scalar form: {}",
+                    conversion.name,
+                    streamed.describe()
+                );
+            }
             let software = tally(&run(ConversionForm::Software).expect("always there"), &[]);
             let instruction = run(ConversionForm::Instruction).map(|out| tally(&out, allowed));
             (software, instruction)
@@ -363,6 +374,51 @@ fn widenings_from_16_bits_agree_three_ways_on_every_encoding() {
     let levels = levels();
     prove(&convert::F16_TO_F32, &levels, 0..1 << 16, &[Documented::NanAsSomeNan]);
     prove(&convert::BF16_TO_F32, &levels, 0..1 << 16, &[]);
+    let every: Vec<u16> = (0..=u16::MAX).collect();
+    for conversion in convert::WIDENINGS_16 {
+        prove_streaming(conversion, &levels, &every);
+    }
+}
+
+/// The streaming form of a conversion (what `run_at` writes outputs of 16 MiB or more
+/// with) equals the scalar form on `inputs` at every level that has one: all of them, and
+/// windows of them that start and end inside a 32-byte store, written from an aligned
+/// output address and from one, two and three elements past it (the head before the
+/// first aligned store, the tail after the last). The 2^32 walks of [`three_way`] run it
+/// too, on every input.
+fn prove_streaming<I, O>(conversion: &CpuConversion<I, O>, levels: &[Level], inputs: &[I])
+where
+    I: bytemuck::Pod + std::fmt::LowerHex,
+    O: bytemuck::Pod + std::fmt::LowerHex + PartialEq,
+{
+    let mut exact = vec![O::zeroed(); inputs.len()];
+    conversion.run_form(Level::Portable, ConversionForm::Scalar, inputs, &mut exact);
+    for &level in levels {
+        let mut buffer = vec![O::zeroed(); inputs.len() + 64];
+        let skew = buffer.as_ptr().align_offset(32);
+        let mut ran = false;
+        for (from, len, past_aligned) in [(0, inputs.len(), 0), (5, inputs.len() - 12, 1), (3, 1000, 2), (1, 7, 3)] {
+            let dst = &mut buffer[skew + past_aligned..skew + past_aligned + len];
+            dst.fill(O::zeroed());
+            ran = conversion.run_streaming_at(level, &inputs[from..from + len], dst);
+            if !ran {
+                break;
+            }
+            for (i, (&got, &want)) in dst.iter().zip(&exact[from..from + len]).enumerate() {
+                assert!(
+                    got == want,
+                    "{} at {level}, streaming: input {:#x} gave {got:#x}, want {want:#x} ({len} from {from}, output {past_aligned} past aligned)",
+                    conversion.name,
+                    inputs[from + i]
+                );
+            }
+        }
+        say(&format!(
+            "{} at {level}: {}\n",
+            conversion.name,
+            if ran { "the streaming form equals the scalar form on these inputs" } else { "no streaming form" }
+        ));
+    }
 }
 
 #[test]
@@ -380,6 +436,11 @@ const BF16_INSTRUCTION: &[Documented] = &[Documented::SubnormalInputAsZero];
 
 #[test]
 fn narrowings_agree_three_ways_on_a_sample_of_every_class() {
+    // The streaming form's heads and tails, on f32s of every class (a stride over all 2^32).
+    let strided: Vec<u32> = (0..1u32 << 16).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+    for conversion in convert::NARROWINGS {
+        prove_streaming(conversion, &levels(), &strided);
+    }
     // The quick run: the first and last 2^20 f32s of each sign (zeros, subnormals, NaNs,
     // infinities) and a stride through the normals; the 2^32 walks below are `--ignored`.
     let levels = levels();

@@ -90,6 +90,11 @@ pub struct CpuConversion<I: 'static, O: 'static> {
     /// [`CpuConversion::run_at`] runs this level's loop instead ([`CpuConversion::loop_level`]),
     /// as measured by `narrow_vs_crates` (docs/files.md, "CPU throughput").
     pub widest: Level,
+    /// The form [`CpuConversion::run_at`] takes for outputs of
+    /// [`super::STREAMING_BYTES`] or more, where the level has one: the exact form's
+    /// results, stored around the caches (`vmovntdq`), so that no line of the output is
+    /// read before it is written ([`CpuConversion::run_streaming_at`]).
+    streaming: fn(Level) -> Option<SliceFn<I, O>>,
     scalar: SliceFn<I, O>,
     software: fn(Level, &[I], &mut [O]),
     instruction: fn(Level) -> Option<SliceFn<I, O>>,
@@ -105,8 +110,13 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
 
     /// [`CpuConversion::run`] at `level` (a level this CPU lacks runs the portable code):
     /// the form [`CpuConversion::exact_form`] names at [`CpuConversion::loop_level`].
+    /// An output of [`super::STREAMING_BYTES`] or more is written by the streaming form
+    /// where the level has one ([`CpuConversion::run_streaming_at`]).
     pub fn run_at(&self, level: Level, src: &[I], dst: &mut [O]) {
         let level = self.loop_level(level);
+        if size_of_val(dst) >= super::STREAMING_BYTES && self.run_streaming_at(level, src, dst) {
+            return;
+        }
         match self.exact_form(level) {
             ConversionForm::Instruction => (self.instruction(level).expect("exact_form checked it"))(src, dst),
             ConversionForm::Software => (self.software)(level, src, dst),
@@ -127,6 +137,19 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
         match self.instruction(level) {
             Some(_) if self.instruction_exact => ConversionForm::Instruction,
             _ => ConversionForm::Software,
+        }
+    }
+
+    /// The streaming form at `level` over the slices, whatever their size, or `false`
+    /// when the level has none (then `dst` is untouched). Its results are the exact
+    /// form's: `tests/tests/cpu_levels.rs` proves it on every encoding.
+    pub fn run_streaming_at(&self, level: Level, src: &[I], dst: &mut [O]) -> bool {
+        match (self.streaming)(level) {
+            Some(streaming) => {
+                streaming(src, dst);
+                true
+            }
+            None => false,
         }
     }
 
@@ -161,8 +184,18 @@ fn scalar<P: Primitive>(src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
     map_bits_at::<P>(Level::Portable, src, dst);
 }
 
+/// A conversion's streaming form, or [`none`].
+macro_rules! streaming_or_none {
+    () => {
+        none
+    };
+    ($streaming:expr) => {
+        $streaming
+    };
+}
+
 macro_rules! conversion {
-    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, $software:ident, $instruction:expr, $mnemonic:expr, $exact:expr, $widest:ident) => {
+    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, $software:ident, $instruction:expr, $mnemonic:expr, $exact:expr, $widest:ident $(, streaming: $streaming:expr)?) => {
         $(#[$doc])*
         pub const $const: CpuConversion<$in, $out> = CpuConversion {
             name: <variants::$variant as Primitive>::NAME,
@@ -171,12 +204,13 @@ macro_rules! conversion {
             instruction_name: $mnemonic,
             instruction_exact: $exact,
             widest: Level::$widest,
+            streaming: streaming_or_none!($($streaming)?),
             scalar: scalar::<variants::$variant>,
             software: map_bits_at::<variants::$software>,
             instruction: $instruction,
         };
     };
-    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, fn $software:path, $instruction:expr, $mnemonic:expr, $exact:expr, $widest:ident) => {
+    ($(#[$doc:meta])* $const:ident: $in:ty => $out:ty, $variant:ident, fn $software:path, $instruction:expr, $mnemonic:expr, $exact:expr, $widest:ident $(, streaming: $streaming:expr)?) => {
         $(#[$doc])*
         pub const $const: CpuConversion<$in, $out> = CpuConversion {
             name: <variants::$variant as Primitive>::NAME,
@@ -185,6 +219,7 @@ macro_rules! conversion {
             instruction_name: $mnemonic,
             instruction_exact: $exact,
             widest: Level::$widest,
+            streaming: streaming_or_none!($($streaming)?),
             scalar: scalar::<variants::$variant>,
             software: |level, src, dst| super::map_fn_at(level, src, dst, $software),
             instruction: $instruction,
@@ -193,21 +228,32 @@ macro_rules! conversion {
 }
 
 #[cfg(target_arch = "x86_64")]
-use super::x86::{f16_to_f32_instruction, f32_to_bf16_instruction, f32_to_f16_instruction};
+use super::x86::{
+    bf16_to_f32_streaming, f16_to_f32_instruction, f16_to_f32_streaming, f32_to_bf16_instruction,
+    f32_to_f16_instruction, f32_to_f16_streaming,
+};
 #[cfg(not(target_arch = "x86_64"))]
 use none as f32_to_f16_instruction;
 #[cfg(not(target_arch = "x86_64"))]
 use none as f16_to_f32_instruction;
 #[cfg(not(target_arch = "x86_64"))]
 use none as f32_to_bf16_instruction;
+#[cfg(not(target_arch = "x86_64"))]
+use none as f16_to_f32_streaming;
+#[cfg(not(target_arch = "x86_64"))]
+use none as bf16_to_f32_streaming;
+#[cfg(not(target_arch = "x86_64"))]
+use none as f32_to_f16_streaming;
 
 conversion!(
     /// f32 → binary16, infinity past 65504.
-    F32_TO_F16: u32 => u16, f32_to_f16, f32_to_f16_branch_free, f32_to_f16_instruction, Some("vcvtps2ph"), true, Avx2
+    F32_TO_F16: u32 => u16, f32_to_f16, f32_to_f16_branch_free, f32_to_f16_instruction, Some("vcvtps2ph"), true, Avx2,
+    streaming: f32_to_f16_streaming
 );
 conversion!(
     /// binary16 → f32.
-    F16_TO_F32: u16 => u32, f16_to_f32, f16_to_f32_scaled, f16_to_f32_instruction, Some("vcvtph2ps + signalling-NaN fix-up"), true, Avx512
+    F16_TO_F32: u16 => u32, f16_to_f32, f16_to_f32_scaled, f16_to_f32_instruction, Some("vcvtph2ps + signalling-NaN fix-up"), true, Avx512,
+    streaming: f16_to_f32_streaming
 );
 conversion!(
     /// f32 → bfloat16, infinity past the largest finite value.
@@ -215,7 +261,7 @@ conversion!(
 );
 conversion!(
     /// bfloat16 → f32.
-    BF16_TO_F32: u16 => u32, bf16_to_f32, bf16_to_f32, none, None, false, Avx512
+    BF16_TO_F32: u16 => u32, bf16_to_f32, bf16_to_f32, none, None, false, Avx512, streaming: bf16_to_f32_streaming
 );
 conversion!(
     /// f32 → FP8 E4M3, NaN past 448 (OCP non-saturating).

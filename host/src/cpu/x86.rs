@@ -352,3 +352,82 @@ pub(super) fn unorm16_to_bf16_streaming_avx2(level: Level) -> Option<SliceFn<u16
         _ => None,
     }
 }
+
+/// binary16 → f32 for large outputs: [`f16x8_to_f32_f16c`]'s results (the exact form,
+/// signalling NaNs kept) stored around the caches ([`blocks_streaming`]). Written the
+/// same way at avx512: the loop is bound by memory, and a 32-byte store per 8 elements
+/// keeps up with it.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn f16_to_f32_f16c_streaming(src: &[u16], dst: &mut [u32]) {
+    blocks_streaming(src, dst, |b: [u16; 8]| f16x8_to_f32_f16c(b));
+    _mm_sfence();
+}
+
+/// bfloat16 → f32 for large outputs: `shared::bfloat16::to_f32_bits` (the variant the
+/// software form runs) stored around the caches ([`blocks_streaming`]).
+#[target_feature(enable = "avx2,fma,f16c")]
+fn bf16_to_f32_avx2_streaming(src: &[u16], dst: &mut [u32]) {
+    blocks_streaming(
+        src,
+        dst,
+        #[inline(always)]
+        |b: [u16; 8]| core::array::from_fn(|k| shared::bfloat16::to_f32_bits(b[k])),
+    );
+    _mm_sfence();
+}
+
+/// The streaming form of binary16 → f32 ([`f16_to_f32_f16c_streaming`]), at
+/// [`Level::Avx2`] and above on a CPU that has them.
+pub(super) fn f16_to_f32_streaming(level: Level) -> Option<SliceFn<u16, u32>> {
+    match level {
+        // SAFETY: the guard checked the features the function enables (avx512 includes them).
+        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
+            Some(|s, d| unsafe { f16_to_f32_f16c_streaming(s, d) })
+        }
+        _ => None,
+    }
+}
+
+/// The streaming form of bfloat16 → f32 ([`bf16_to_f32_avx2_streaming`]), as
+/// [`f16_to_f32_streaming`].
+pub(super) fn bf16_to_f32_streaming(level: Level) -> Option<SliceFn<u16, u32>> {
+    match level {
+        // SAFETY: the guard checked the features the function enables (avx512 includes them).
+        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
+            Some(|s, d| unsafe { bf16_to_f32_avx2_streaming(s, d) })
+        }
+        _ => None,
+    }
+}
+
+/// F16C `vcvtps2ph ymm` twice: 16 f32 bits → 16 binary16 bits, one 32-byte block of
+/// [`f32_to_f16_f16c_streaming`]. A function of its own, so that the block inlines into
+/// the loop with its features (a closure calling the intrinsic directly did not).
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+fn f32x16_to_f16_f16c(x: [u32; 16]) -> [u16; 16] {
+    let [low, high]: [[u32; 8]; 2] = bytemuck::cast(x);
+    let low = _mm256_cvtps_ph::<NEAREST>(bytemuck::cast(low));
+    let high = _mm256_cvtps_ph::<NEAREST>(bytemuck::cast(high));
+    bytemuck::cast(_mm256_set_m128i(high, low))
+}
+
+/// f32 → binary16 for large outputs: [`f32_to_f16_f16c`]'s results (`vcvtps2ph`, the
+/// exact form) stored around the caches ([`blocks_streaming`]).
+#[target_feature(enable = "avx2,fma,f16c")]
+fn f32_to_f16_f16c_streaming(src: &[u32], dst: &mut [u16]) {
+    blocks_streaming(src, dst, |x: [u32; 16]| f32x16_to_f16_f16c(x));
+    _mm_sfence();
+}
+
+/// The streaming form of f32 → binary16 ([`f32_to_f16_f16c_streaming`]), as
+/// [`f16_to_f32_streaming`].
+pub(super) fn f32_to_f16_streaming(level: Level) -> Option<SliceFn<u32, u16>> {
+    match level {
+        // SAFETY: the guard checked the features the function enables (avx512 includes them).
+        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
+            Some(|s, d| unsafe { f32_to_f16_f16c_streaming(s, d) })
+        }
+        _ => None,
+    }
+}
