@@ -3,10 +3,10 @@
 
 use super::choices::{DeviceArg, DtypeArg, LayoutArg, OutputFormat};
 use super::error::CliError;
-use clap::builder::TypedValueParser as _;
 use bitexact::files::normalize::image::{ImageLimits, SampleWidth, conversion};
 use bitexact::files::{self, NormalizeOptions, NormalizeReport};
 use bitexact::support::output;
+use clap::builder::TypedValueParser as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -83,7 +83,7 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
         OutputFormat::Json => output::json(&done),
         OutputFormat::Table | OutputFormat::Markdown => summary_line(args, &done),
     };
-    output::write_stdout(&summary).map_err(|source| CliError::OutputWritten { output: args.output.clone(), source })?;
+    output::write_stdout(&summary).map_err(|error| CliError::OutputWritten { output: args.output.clone(), error })?;
     if args.verbose {
         print_phases(&done);
     }
