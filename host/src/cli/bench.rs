@@ -43,7 +43,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
         // Before the minutes of benchmarking, not after.
         bitexact::files::write::check_destination(path)?;
     }
-    let gpu = Gpu::open(args.gpu).map_err(|source| CliError::NeedsGpu { command: "bench", source })?;
+    let gpu = Gpu::open(args.gpu).map_err(|error| CliError::NeedsGpu { command: "bench", error })?;
     let config = BenchConfig {
         bytes: args.mib.checked_mul(1 << 20).ok_or_else(|| CliError::Usage("--mib is too large".into()))?,
         reps: args.reps,
@@ -59,7 +59,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     let report = bench::run(&gpu, &config, &progress)?;
     if let Some(path) = &args.json_out {
         std::fs::write(path, output::json(&report))
-            .map_err(|source| CliError::WriteFile { path: path.clone(), source })?;
+            .map_err(|error| CliError::WriteFile { path: path.clone(), error })?;
     }
     if args.format == OutputFormat::Json {
         output::write_stdout(&output::json(&report))?;

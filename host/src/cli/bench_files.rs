@@ -161,11 +161,11 @@ pub fn run(args: &BenchFilesArgs) -> Result<ExitCode, CliError> {
     let dir = tempfile::Builder::new()
         .prefix("bitexact-bench-files-")
         .tempdir_in(&parent)
-        .map_err(|source| CliError::WriteFile { path: parent.clone(), source })?;
+        .map_err(|error| CliError::WriteFile { path: parent.clone(), error })?;
     // Its files are large (--mib): an interrupted run removes them too.
     let _listed = PendingTemporary::register(dir.path());
     let (npy, png) = (dir.path().join("halves.npy"), dir.path().join("photo.png"));
-    write_halves(&npy, args.mib).map_err(|source| CliError::WriteFile { path: npy.clone(), source })?;
+    write_halves(&npy, args.mib).map_err(|error| CliError::WriteFile { path: npy.clone(), error })?;
     write_photo(&png, args.side).map_err(|e| CliError::Message(format!("{}: {e}", png.display())))?;
     let path = |p: &Path| p.display().to_string();
     let png_mb = std::fs::metadata(&png).map_or(0, |m| m.len()) as f64 / 1e6;

@@ -4,176 +4,97 @@
 
 use bitexact::cuda_tools::sass::SassError;
 use bitexact::cuda_tools::tools::ToolError;
-use bitexact::files::backend::BackendError;
-use bitexact::files::containers::index::ScanInputError;
-use bitexact::files::normalize::image::ImageDecodeError;
-use bitexact::files::read::TensorFileError;
-use bitexact::files::scan::report::ScanError;
 use bitexact::files::write::TensorWriteError;
 use bitexact::files::{NormalizeJobError, ScanJobError};
 use bitexact::gpu::GpuError;
 use bitexact::search::EmitError;
 use bitexact::support::output::{self, OutputError};
 use bitexact::verify::table::NoVariantMatches;
-use std::fmt;
 use std::path::PathBuf;
 
-/// A failed command. `Display` is one line; every one exits with status 2.
-#[derive(Debug)]
+/// A failed command. `Display` is one line, and each cause is in it once: a variant
+/// either forwards a library error (`transparent`) or prints it in its own line, and
+/// then has no `source()`. Every one exits with status 2.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
     /// An option's value, or a combination of options, that the command refuses.
+    #[error("{0}")]
     Usage(String),
     /// A command that runs on a GPU found none usable: `<command> needs a GPU: <why>`.
+    #[error("{command} needs a GPU: {error}")]
     NeedsGpu {
         /// The subcommand.
         command: &'static str,
         /// Why the GPU could not be opened.
-        source: GpuError,
+        error: GpuError,
     },
     /// A GPU operation failed.
-    Gpu(GpuError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
     /// `--only` selected no variant.
-    NoVariant(NoVariantMatches),
+    #[error(transparent)]
+    NoVariant(#[from] NoVariantMatches),
     /// A CUDA tool was missing or failed.
-    Tool(ToolError),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
     /// The SASS report could not be made.
-    Sass(SassError),
+    #[error(transparent)]
+    Sass(#[from] SassError),
     /// `search --emit-rust` could not write the schemes.
-    Emit(EmitError),
+    #[error(transparent)]
+    Emit(#[from] EmitError),
     /// Stdout could not be written.
-    Output(OutputError),
+    #[error(transparent)]
+    Output(#[from] OutputError),
     /// Stdout could not be written after the output file was put in place.
+    #[error("{error} (the output {} was written)", output::path_text(.output))]
     OutputWritten {
         /// The file written.
         output: PathBuf,
         /// Why stdout could not be written.
-        source: OutputError,
+        error: OutputError,
     },
-    /// `scan`'s arguments (directories, indexes) could not be turned into files.
-    ScanInput(ScanInputError),
-    /// A tensor file could not be opened, or its header is refused.
-    TensorFile(TensorFileError),
-    /// A scan stopped.
-    Scan(ScanError),
-    /// `normalize`'s image could not be decoded.
-    Image(ImageDecodeError),
-    /// `normalize`'s output could not be written.
-    TensorWrite(TensorWriteError),
-    /// The backend could not be had (`--device gpu` without a GPU).
-    Backend(BackendError),
+    /// `scan` could not give a report: the error of the step that failed.
+    #[error(transparent)]
+    Scan(#[from] ScanJobError),
+    /// `normalize` did not write its output: the error of the step that failed.
+    #[error(transparent)]
+    Normalize(#[from] NormalizeJobError),
+    /// An output path given to a command cannot be written there.
+    #[error(transparent)]
+    TensorWrite(#[from] TensorWriteError),
     /// A file named by an option could not be written: `<path>: <why>`.
+    #[error("{}: {error}", output::path_text(.path))]
     WriteFile {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// A message a command built as text.
+    #[error("{0}")]
     Message(String),
 }
 
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Usage(message) | CliError::Message(message) => f.write_str(message),
-            CliError::NeedsGpu { command, source } => write!(f, "{command} needs a GPU: {source}"),
-            CliError::Gpu(e) => e.fmt(f),
-            CliError::NoVariant(e) => e.fmt(f),
-            CliError::Tool(e) => e.fmt(f),
-            CliError::Sass(e) => e.fmt(f),
-            CliError::Emit(e) => e.fmt(f),
-            CliError::Output(e) => e.fmt(f),
-            CliError::OutputWritten { output, source } => {
-                write!(f, "{source} (the output {} was written)", output::path_text(output))
-            }
-            CliError::ScanInput(e) => e.fmt(f),
-            CliError::TensorFile(e) => e.fmt(f),
-            CliError::Scan(e) => e.fmt(f),
-            CliError::Image(e) => e.fmt(f),
-            CliError::TensorWrite(e) => e.fmt(f),
-            CliError::Backend(e) => e.fmt(f),
-            CliError::WriteFile { path, source } => write!(f, "{}: {source}", output::path_text(path)),
-        }
+impl From<String> for CliError {
+    fn from(message: String) -> CliError {
+        CliError::Message(message)
     }
 }
 
-impl std::error::Error for CliError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CliError::NeedsGpu { source, .. } | CliError::Gpu(source) => Some(source),
-            CliError::NoVariant(e) => Some(e),
-            CliError::Tool(e) => Some(e),
-            CliError::Sass(e) => Some(e),
-            CliError::Emit(e) => Some(e),
-            CliError::Output(e) | CliError::OutputWritten { source: e, .. } => Some(e),
-            CliError::ScanInput(e) => Some(e),
-            CliError::TensorFile(e) => Some(e),
-            CliError::Scan(e) => Some(e),
-            CliError::Image(e) => Some(e),
-            CliError::TensorWrite(e) => Some(e),
-            CliError::Backend(e) => Some(e),
-            CliError::WriteFile { source, .. } => Some(source),
-            CliError::Usage(_) | CliError::Message(_) => None,
-        }
-    }
-}
-
-/// `From` for each library error a command passes on unchanged.
-macro_rules! from {
-    ($($error:ty => $variant:ident),* $(,)?) => {
-        $(impl From<$error> for CliError {
-            fn from(e: $error) -> CliError {
-                CliError::$variant(e)
-            }
-        })*
-    };
-}
-
-from! {
-    GpuError => Gpu,
-    NoVariantMatches => NoVariant,
-    ToolError => Tool,
-    SassError => Sass,
-    EmitError => Emit,
-    OutputError => Output,
-    ScanInputError => ScanInput,
-    TensorFileError => TensorFile,
-    ScanError => Scan,
-    ImageDecodeError => Image,
-    TensorWriteError => TensorWrite,
-    BackendError => Backend,
-    String => Message,
-}
-
-/// A `scan` error is the error of the step that failed.
-impl From<ScanJobError> for CliError {
-    fn from(e: ScanJobError) -> CliError {
-        match e {
-            ScanJobError::Backend(e) => e.into(),
-            ScanJobError::Input(e) => e.into(),
-            ScanJobError::File(e) => e.into(),
-            ScanJobError::Scan(e) => e.into(),
-            other => CliError::Message(other.to_string()),
-        }
-    }
-}
-
-/// A `normalize` error is the error of the step that failed.
-impl From<NormalizeJobError> for CliError {
-    fn from(e: NormalizeJobError) -> CliError {
-        match e {
-            NormalizeJobError::Backend(e) => e.into(),
-            NormalizeJobError::Image(e) => e.into(),
-            NormalizeJobError::Output(e) => e.into(),
-            other => CliError::Message(other.to_string()),
-        }
-    }
-}
+/// The library's test helper, shared by file: the binary cannot see the library's tests.
+#[cfg(test)]
+#[path = "../support/chain.rs"]
+mod chain;
 
 #[cfg(test)]
 mod tests {
+    use super::chain::repeated_causes;
     use super::*;
+    use bitexact::files::backend::Device;
+    use bitexact::files::read::{TensorFileError, TensorFileErrorKind};
+    use bitexact::files::{NormalizeOptions, ScanOptions};
 
     #[test]
     fn each_error_is_the_one_line_its_layer_says() {
@@ -183,18 +104,18 @@ mod tests {
                 CliError::Usage("--mib and --reps must be at least 1".into()),
                 "--mib and --reps must be at least 1".into(),
             ),
-            (CliError::NeedsGpu { command: "bench", source: gpu() }, format!("bench needs a GPU: {}", gpu())),
+            (CliError::NeedsGpu { command: "bench", error: gpu() }, format!("bench needs a GPU: {}", gpu())),
             (gpu().into(), gpu().to_string()),
             (EmitError::NotEveryDenominator.into(), EmitError::NotEveryDenominator.to_string()),
             (
-                TensorFileError { path: "a.npy".into(), kind: bitexact::files::read::TensorFileErrorKind::Replaced }
+                ScanJobError::File(TensorFileError { path: "a.npy".into(), kind: TensorFileErrorKind::Replaced })
                     .into(),
                 "a.npy: replaced by another file after its header was read".into(),
             ),
             (
                 CliError::WriteFile {
                     path: "out.json".into(),
-                    source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+                    error: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
                 },
                 format!("out.json: {}", std::io::Error::from(std::io::ErrorKind::PermissionDenied)),
             ),
@@ -204,5 +125,31 @@ mod tests {
             assert!(!line.contains('\n'), "{line}");
         }
         assert_eq!(gpu().to_string(), "no CUDA device 1: the driver reports 1 device(s)");
+    }
+
+    #[test]
+    fn a_library_error_in_a_cli_error_is_one_line_that_reports_each_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = dir.path().join("photo.png");
+        std::fs::write(&image, b"not an image").unwrap();
+        let cpu = ScanOptions { device: Device::Cpu, ..ScanOptions::default() };
+        let io = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let errors: Vec<CliError> = vec![
+            bitexact::files::scan(&[dir.path().join("missing.npy")], &cpu).unwrap_err().into(),
+            bitexact::files::normalize(&image, &dir.path().join("out.npy"), &NormalizeOptions::default())
+                .err()
+                .expect("not an image")
+                .into(),
+            bitexact::files::write::check_destination(dir.path()).unwrap_err().into(),
+            OutputError::Stdout(io()).into(),
+            CliError::OutputWritten { output: "out.npy".into(), error: OutputError::Stdout(io()) },
+            CliError::NeedsGpu { command: "bench", error: GpuError::NoDevice { ordinal: 1, count: 1 } },
+            CliError::WriteFile { path: "out.json".into(), error: io() },
+        ];
+        for error in errors {
+            let line = error.to_string();
+            assert!(!line.contains('\n'), "{line}");
+            assert_eq!(repeated_causes(&error), Vec::<String>::new(), "{line}");
+        }
     }
 }

@@ -83,7 +83,7 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
         OutputFormat::Json => output::json(&done),
         OutputFormat::Table | OutputFormat::Markdown => summary_line(args, &done),
     };
-    output::write_stdout(&summary).map_err(|source| CliError::OutputWritten { output: args.output.clone(), source })?;
+    output::write_stdout(&summary).map_err(|error| CliError::OutputWritten { output: args.output.clone(), error })?;
     if args.verbose {
         print_phases(&done);
     }

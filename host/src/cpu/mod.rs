@@ -59,10 +59,11 @@ pub enum Level {
 }
 
 /// Why a level cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LevelError {
     /// The name is not a level.
+    #[error("{from}: {name:?} is not a CPU level (portable, avx2, avx512)")]
     Unknown {
         /// Where it came from: [`LEVEL_VARIABLE`] or `--cpu-level`.
         from: &'static str,
@@ -70,6 +71,7 @@ pub enum LevelError {
         name: String,
     },
     /// The CPU lacks a feature of the level.
+    #[error("{from}: this CPU cannot run level {level}: it lacks {feature} (best here: {})", Level::detect())]
     Missing {
         /// Where the level was asked for.
         from: &'static str,
@@ -79,25 +81,6 @@ pub enum LevelError {
         feature: &'static str,
     },
 }
-
-impl std::fmt::Display for LevelError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LevelError::Unknown { from, name } => {
-                write!(f, "{from}: {name:?} is not a CPU level (portable, avx2, avx512)")
-            }
-            LevelError::Missing { from, level, feature } => {
-                write!(
-                    f,
-                    "{from}: this CPU cannot run level {level}: it lacks {feature} (best here: {})",
-                    Level::detect()
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for LevelError {}
 
 impl std::fmt::Display for Level {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -18,8 +18,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Why a tensor file cannot be opened or read: the file's path and what went wrong.
-/// Displayed as `path: what`, on one line.
-#[derive(Debug)]
+/// Displayed as `path: what`, on one line; the cause is in that line, not behind
+/// `source()`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path_text(.path), one_line(.kind))]
 pub struct TensorFileError {
     /// The file, as given.
     pub path: PathBuf,
@@ -28,61 +30,33 @@ pub struct TensorFileError {
 }
 
 /// What went wrong with a tensor file: see [`TensorFileError`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TensorFileErrorKind {
     /// It is missing, or not a regular file.
+    #[error("{0}")]
     NotRegular(RegularFileError),
     /// Opening it or reading its metadata failed.
+    #[error("{}", io_message(.0))]
     Io(std::io::Error),
     /// It is empty.
+    #[error("empty file")]
     Empty,
     /// Reading its start failed.
+    #[error("{0}")]
     Read(SourceReadError),
     /// It is none of the containers.
+    #[error("{0}")]
     Unknown(UnknownContainer),
     /// Its container's bytes are refused.
+    #[error("{0}")]
     Container(ContainerError),
     /// Opening it again, to read its data, failed.
+    #[error("cannot open again after its header was read: {}", io_message(.0))]
     Reopen(std::io::Error),
     /// Another file was renamed over it after its header was read.
+    #[error("replaced by another file after its header was read")]
     Replaced,
-}
-
-impl std::fmt::Display for TensorFileErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TensorFileErrorKind::NotRegular(error) => error.fmt(f),
-            TensorFileErrorKind::Io(error) => f.write_str(&io_message(error)),
-            TensorFileErrorKind::Empty => f.write_str("empty file"),
-            TensorFileErrorKind::Read(error) => error.fmt(f),
-            TensorFileErrorKind::Unknown(error) => error.fmt(f),
-            TensorFileErrorKind::Container(error) => error.fmt(f),
-            TensorFileErrorKind::Reopen(error) => {
-                write!(f, "cannot open again after its header was read: {}", io_message(error))
-            }
-            TensorFileErrorKind::Replaced => f.write_str("replaced by another file after its header was read"),
-        }
-    }
-}
-
-impl std::fmt::Display for TensorFileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
-    }
-}
-
-impl std::error::Error for TensorFileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            TensorFileErrorKind::NotRegular(error) => Some(error),
-            TensorFileErrorKind::Io(error) | TensorFileErrorKind::Reopen(error) => Some(error),
-            TensorFileErrorKind::Read(error) => Some(error),
-            TensorFileErrorKind::Unknown(error) => Some(error),
-            TensorFileErrorKind::Container(error) => Some(error),
-            TensorFileErrorKind::Empty | TensorFileErrorKind::Replaced => None,
-        }
-    }
 }
 
 /// A tensor file whose header has been parsed. It holds no open file descriptor (so
@@ -209,37 +183,21 @@ fn read_error(file: &File, error: std::io::Error, needed: u64) -> SourceReadErro
 
 /// Why a path given as an input file is not one; displayed as a short phrase ("no such
 /// file or directory", "is a directory").
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegularFileError {
     /// Its metadata cannot be read (it does not exist, or may not be looked at).
+    #[error("{}", io_message(.0))]
     Io(std::io::Error),
     /// It is a directory.
+    #[error("is a directory")]
     IsDirectory,
     /// It is neither a file nor a directory (a device, a pipe, a socket).
+    #[error("not a regular file")]
     NotRegular,
     /// It is a symbolic link to nothing (what an interrupted download can leave).
+    #[error("broken symbolic link: its target does not exist")]
     DanglingLink,
-}
-
-impl std::fmt::Display for RegularFileError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RegularFileError::Io(error) => f.write_str(&io_message(error)),
-            RegularFileError::IsDirectory => f.write_str("is a directory"),
-            RegularFileError::NotRegular => f.write_str("not a regular file"),
-            RegularFileError::DanglingLink => f.write_str("broken symbolic link: its target does not exist"),
-        }
-    }
-}
-
-impl std::error::Error for RegularFileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RegularFileError::Io(error) => Some(error),
-            RegularFileError::IsDirectory | RegularFileError::NotRegular | RegularFileError::DanglingLink => None,
-        }
-    }
 }
 
 /// `Ok` if `path` names an existing regular file (or a link to one); else why not.

@@ -11,12 +11,14 @@ use std::ops::Range;
 /// cannot.
 pub type ReadAt<'a> = dyn Fn(u64, &mut [u8]) -> Result<(), SourceReadError> + Sync + 'a;
 
-/// A read of a [`Source`] (a positioned read of a file) that failed.
-#[derive(Debug)]
+/// A read of a [`Source`] (a positioned read of a file) that failed. The I/O error's
+/// text is in the message, not behind `source()`.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SourceReadError {
     /// The read went past the end: the file is shorter than when its header was read
     /// (another program truncated or rewrote it).
+    #[error("file shrank while being read (now {}, {needed} needed): truncated by another program?", length_text(.now))]
     Shrank {
         /// The file's length now, or why it could not be had.
         now: std::io::Result<u64>,
@@ -24,28 +26,13 @@ pub enum SourceReadError {
         needed: u64,
     },
     /// The read failed.
+    #[error("read failed: {}", io_message(.0))]
     Failed(std::io::Error),
 }
 
-impl std::fmt::Display for SourceReadError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SourceReadError::Shrank { now, needed } => {
-                let now = now.as_ref().map_or_else(io_message, |len| format!("{len} bytes"));
-                write!(f, "file shrank while being read (now {now}, {needed} needed): truncated by another program?")
-            }
-            SourceReadError::Failed(error) => write!(f, "read failed: {}", io_message(error)),
-        }
-    }
-}
-
-impl std::error::Error for SourceReadError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SourceReadError::Shrank { now: Err(error), .. } | SourceReadError::Failed(error) => Some(error),
-            SourceReadError::Shrank { now: Ok(_), .. } => None,
-        }
-    }
+/// A file's length ("123 bytes"), or why it could not be had.
+fn length_text(now: &std::io::Result<u64>) -> String {
+    now.as_ref().map_or_else(io_message, |len| format!("{len} bytes"))
 }
 
 /// The bytes to scan: in memory, or read on demand (a tensor in a file).

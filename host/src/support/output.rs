@@ -211,35 +211,14 @@ impl Formatter for InertJson<'_> {
     }
 }
 
-/// Stdout could not be written. `Display` is the one line the CLI prints.
-#[derive(Debug)]
+/// Stdout could not be written. `Display` is the one line the CLI prints; the I/O
+/// error is in it, not behind `source()`.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OutputError {
     /// Writing or flushing stdout failed, other than by a reader that closed the pipe.
+    #[error("cannot write to stdout: {0}")]
     Stdout(std::io::Error),
-}
-
-impl std::fmt::Display for OutputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            OutputError::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for OutputError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            OutputError::Stdout(e) => Some(e),
-        }
-    }
-}
-
-/// The one-line message, for command code that still builds its errors as text.
-impl From<OutputError> for String {
-    fn from(e: OutputError) -> String {
-        e.to_string()
-    }
 }
 
 /// Writes `text` to stdout. A reader that closed the pipe early (`bitexact ptx | head`)

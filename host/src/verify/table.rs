@@ -419,21 +419,10 @@ pub fn selected(only: Option<&str>) -> Result<Vec<&'static Variant>, NoVariantMa
 }
 
 /// `--only` selected no variant: the patterns given.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no variant matches {0:?} (a name prefix or a family name; `bitexact verify --cpu-elements 0` lists them)")]
 #[non_exhaustive]
 pub struct NoVariantMatches(pub String);
-
-impl core::fmt::Display for NoVariantMatches {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "no variant matches {:?} (a name prefix or a family name; `bitexact verify --cpu-elements 0` lists them)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for NoVariantMatches {}
 
 #[cfg(test)]
 mod tests {

@@ -165,17 +165,22 @@ pub enum Device {
     Gpu,
 }
 
-/// Why a backend could not do its work.
-#[derive(Debug)]
+/// Why a backend could not do its work. A GPU error that `--device gpu` meets is in
+/// the message, not behind `source()`.
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BackendError {
     /// Reading the data failed (the file shrank, a read failed).
-    Read(SourceReadError),
+    #[error(transparent)]
+    Read(#[from] SourceReadError),
     /// The GPU failed.
-    Gpu(GpuError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
     /// `--device gpu` was asked for and there is no usable GPU.
+    #[error("--device gpu: {0}")]
     NoGpu(GpuError),
     /// The GPU found non-finite values in a chunk that the CPU counts differently.
+    #[error("GPU and CPU disagree on a chunk: gpu {gpu:?}, cpu {cpu:?}")]
     Disagree {
         /// What the GPU found, indices from the chunk's start.
         gpu: NonFinite,
@@ -183,6 +188,7 @@ pub enum BackendError {
         cpu: Counts,
     },
     /// A conversion was given buffers of different lengths.
+    #[error("{src} samples cannot be converted into {dst} values")]
     Lengths {
         /// Samples.
         src: usize,
@@ -190,6 +196,7 @@ pub enum BackendError {
         dst: usize,
     },
     /// A conversion was given buffers that are not whole, aligned elements of its types.
+    #[error("{src} bytes cannot be converted into {dst} by {conversion}: not whole, aligned elements")]
     Misaligned {
         /// The conversion's variant.
         conversion: &'static str,
@@ -198,45 +205,6 @@ pub enum BackendError {
         /// Bytes of outputs.
         dst: usize,
     },
-}
-
-impl std::fmt::Display for BackendError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BackendError::Read(error) => error.fmt(f),
-            BackendError::Gpu(error) => error.fmt(f),
-            BackendError::NoGpu(error) => write!(f, "--device gpu: {error}"),
-            BackendError::Disagree { gpu, cpu } => {
-                write!(f, "GPU and CPU disagree on a chunk: gpu {gpu:?}, cpu {cpu:?}")
-            }
-            BackendError::Lengths { src, dst } => write!(f, "{src} samples cannot be converted into {dst} values"),
-            BackendError::Misaligned { conversion, src, dst } => {
-                write!(f, "{src} bytes cannot be converted into {dst} by {conversion}: not whole, aligned elements")
-            }
-        }
-    }
-}
-
-impl std::error::Error for BackendError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BackendError::Read(error) => Some(error),
-            BackendError::Gpu(error) | BackendError::NoGpu(error) => Some(error),
-            BackendError::Disagree { .. } | BackendError::Lengths { .. } | BackendError::Misaligned { .. } => None,
-        }
-    }
-}
-
-impl From<SourceReadError> for BackendError {
-    fn from(error: SourceReadError) -> BackendError {
-        BackendError::Read(error)
-    }
-}
-
-impl From<GpuError> for BackendError {
-    fn from(error: GpuError) -> BackendError {
-        BackendError::Gpu(error)
-    }
 }
 
 /// A place to run `scan` and `normalize` on.

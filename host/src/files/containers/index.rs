@@ -28,8 +28,10 @@ pub struct Index {
 }
 
 /// Why what `scan` was given cannot be turned into files to scan: the path at fault and
-/// what is wrong. Displayed as `path: what`, on one line.
-#[derive(Debug)]
+/// what is wrong. Displayed as `path: what`, on one line; the cause is in that line, not
+/// behind `source()`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path_text(.path), one_line(.kind))]
 pub struct ScanInputError {
     /// The directory, index or shard at fault.
     pub path: PathBuf,
@@ -38,41 +40,51 @@ pub struct ScanInputError {
 }
 
 /// What is wrong with an input: see [`ScanInputError`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScanInputErrorKind {
     /// A directory with no file `scan` reads under it.
+    #[error("no .npy, .npz or .safetensors file in this directory")]
     EmptyDirectory,
     /// Listing a directory, or reading an index, failed.
+    #[error("{}", io_message(.0))]
     Io(std::io::Error),
     /// An index that is missing or not a regular file, or a file met in a directory
     /// walk that is not one (a broken link, a link loop, a FIFO).
+    #[error("{0}")]
     NotRegular(RegularFileError),
     /// An index over [`MAX_INDEX_BYTES`].
+    #[error("oversized index: {len} bytes (limit {MAX_INDEX_BYTES})")]
     OversizedIndex {
         /// Its length.
         len: u64,
     },
     /// An index that is not JSON with a `weight_map` of strings.
+    #[error("invalid index: {0}")]
     InvalidIndex(serde_json::Error),
     /// A shard named by a path that leaves the index's directory.
+    #[error("shard '{}' is not a file name in the index's directory", excerpt(.shard))]
     ShardNotAFileName {
         /// The shard as the index names it.
         shard: String,
     },
     /// A tensor listed twice in an index's `weight_map`.
+    #[error("tensor '{}' is listed twice in the weight_map", excerpt(.tensor))]
     ListedTwice {
         /// The tensor.
         tensor: String,
     },
     /// An index that names no tensor.
+    #[error("empty weight_map: the index names no tensor")]
     EmptyWeightMap,
     /// A shard of the index that is not among the files opened.
+    #[error("shard {} was not opened", path_text(.shard))]
     ShardNotOpened {
         /// The shard.
         shard: PathBuf,
     },
     /// Tensors the index lists that their shards do not hold.
+    #[error("tensors listed but missing from their shards: {count} (first: '{}', not in {})", excerpt(.first), path_text(.shard))]
     MissingTensors {
         /// How many.
         count: usize,
@@ -81,48 +93,6 @@ pub enum ScanInputErrorKind {
         /// Its shard.
         shard: PathBuf,
     },
-}
-
-impl std::fmt::Display for ScanInputErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use ScanInputErrorKind as K;
-        match self {
-            K::EmptyDirectory => f.write_str("no .npy, .npz or .safetensors file in this directory"),
-            K::Io(error) => f.write_str(&io_message(error)),
-            K::NotRegular(error) => error.fmt(f),
-            K::OversizedIndex { len } => write!(f, "oversized index: {len} bytes (limit {MAX_INDEX_BYTES})"),
-            K::InvalidIndex(error) => write!(f, "invalid index: {error}"),
-            K::ShardNotAFileName { shard } => {
-                write!(f, "shard '{}' is not a file name in the index's directory", excerpt(shard))
-            }
-            K::ListedTwice { tensor } => write!(f, "tensor '{}' is listed twice in the weight_map", excerpt(tensor)),
-            K::EmptyWeightMap => f.write_str("empty weight_map: the index names no tensor"),
-            K::ShardNotOpened { shard } => write!(f, "shard {} was not opened", path_text(shard)),
-            K::MissingTensors { count, first, shard } => write!(
-                f,
-                "tensors listed but missing from their shards: {count} (first: '{}', not in {})",
-                excerpt(first),
-                path_text(shard)
-            ),
-        }
-    }
-}
-
-impl std::fmt::Display for ScanInputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
-    }
-}
-
-impl std::error::Error for ScanInputError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            ScanInputErrorKind::Io(error) => Some(error),
-            ScanInputErrorKind::NotRegular(error) => Some(error),
-            ScanInputErrorKind::InvalidIndex(error) => Some(error),
-            _ => None,
-        }
-    }
 }
 
 /// A shard that holds tensors its index does not list there: scanned all the same, and

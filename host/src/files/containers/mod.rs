@@ -99,18 +99,23 @@ pub const PYTORCH_CHECKPOINT: &str =
 
 /// A file that is none of the containers, by content or by extension: a format named
 /// when its magic (or, for ONNX, which has none, its extension) says which.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum UnknownContainer {
     /// No format recognised.
+    #[error("unknown file type (expected a .npy, .npz or .safetensors file)")]
     Unrecognised,
     /// A Python pickle (protocol 2 or later): what `torch.save` wrote before PyTorch 1.6.
+    #[error("{PYTORCH_CHECKPOINT}")]
     Pickle,
     /// GGUF (magic `GGUF`): llama.cpp's format.
+    #[error("a GGUF file: not supported (expected a .npy, .npz or .safetensors file)")]
     Gguf,
     /// HDF5 (magic `\x89HDF\r\n\x1a\n`): Keras' `.h5`.
+    #[error("an HDF5 file: not supported (expected a .npy, .npz or .safetensors file)")]
     Hdf5,
     /// ONNX (extension `.onnx`).
+    #[error("an ONNX model: not supported (expected a .npy, .npz or .safetensors file)")]
     Onnx,
 }
 
@@ -126,68 +131,19 @@ impl UnknownContainer {
     }
 }
 
-impl std::fmt::Display for UnknownContainer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            UnknownContainer::Unrecognised => "unknown file type (expected a .npy, .npz or .safetensors file)",
-            UnknownContainer::Pickle => PYTORCH_CHECKPOINT,
-            UnknownContainer::Gguf => "a GGUF file: not supported (expected a .npy, .npz or .safetensors file)",
-            UnknownContainer::Hdf5 => "an HDF5 file: not supported (expected a .npy, .npz or .safetensors file)",
-            UnknownContainer::Onnx => "an ONNX model: not supported (expected a .npy, .npz or .safetensors file)",
-        })
-    }
-}
-
-impl std::error::Error for UnknownContainer {}
-
 /// Why a container's bytes are refused by [`parse`] (or [`TensorFile::open`](crate::files::read::TensorFile::open)).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ContainerError {
     /// An `.npy` file.
-    Npy(NpyError),
+    #[error(transparent)]
+    Npy(#[from] NpyError),
     /// An `.npz` archive.
-    Npz(NpzError),
+    #[error(transparent)]
+    Npz(#[from] NpzError),
     /// A `.safetensors` file.
-    Safetensors(SafetensorsError),
-}
-
-impl std::fmt::Display for ContainerError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ContainerError::Npy(error) => error.fmt(f),
-            ContainerError::Npz(error) => error.fmt(f),
-            ContainerError::Safetensors(error) => error.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ContainerError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ContainerError::Npy(error) => Some(error),
-            ContainerError::Npz(error) => Some(error),
-            ContainerError::Safetensors(error) => Some(error),
-        }
-    }
-}
-
-impl From<NpyError> for ContainerError {
-    fn from(error: NpyError) -> ContainerError {
-        ContainerError::Npy(error)
-    }
-}
-
-impl From<NpzError> for ContainerError {
-    fn from(error: NpzError) -> ContainerError {
-        ContainerError::Npz(error)
-    }
-}
-
-impl From<SafetensorsError> for ContainerError {
-    fn from(error: SafetensorsError) -> ContainerError {
-        ContainerError::Safetensors(error)
-    }
+    #[error(transparent)]
+    Safetensors(#[from] SafetensorsError),
 }
 
 /// How the elements of a tensor are checked.

@@ -20,19 +20,23 @@ pub(crate) const BOOL: &str = "bool dtype";
 pub(crate) const UNKNOWN_DTYPE: &str = "unknown dtype";
 
 /// Why an `.npy` file (or `.npz` member) is refused by [`parse_npy`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpyError {
     /// The header is refused.
-    Header(NpyHeaderError),
+    #[error(transparent)]
+    Header(#[from] NpyHeaderError),
     /// `'descr'` is a string NumPy does not read as a dtype.
+    #[error("dtype '{}' is not a NumPy type string", excerpt(.descr))]
     NotNumpyType {
         /// `'descr'` as written.
         descr: String,
     },
     /// The shape's element count overflows.
-    Shape(ShapeOverflow),
+    #[error(transparent)]
+    Shape(#[from] ShapeOverflow),
     /// The data the header describes runs past the end of the file.
+    #[error("header claims {elements} × {item_size} data bytes, the file holds only {available} after the header")]
     DataBeyondEnd {
         /// Elements the header claims.
         elements: u64,
@@ -43,58 +47,15 @@ pub enum NpyError {
     },
 }
 
-impl std::fmt::Display for NpyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NpyError::Header(error) => error.fmt(f),
-            NpyError::NotNumpyType { descr } => write!(f, "dtype '{}' is not a NumPy type string", excerpt(descr)),
-            NpyError::Shape(error) => error.fmt(f),
-            NpyError::DataBeyondEnd { elements, item_size, available } => write!(
-                f,
-                "header claims {elements} × {item_size} data bytes, the file holds only {available} after the header"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for NpyError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NpyError::Header(error) => Some(error),
-            NpyError::Shape(error) => Some(error),
-            NpyError::NotNumpyType { .. } | NpyError::DataBeyondEnd { .. } => None,
-        }
-    }
-}
-
-impl From<NpyHeaderError> for NpyError {
-    fn from(error: NpyHeaderError) -> NpyError {
-        NpyError::Header(error)
-    }
-}
-
-impl From<ShapeOverflow> for NpyError {
-    fn from(error: ShapeOverflow) -> NpyError {
-        NpyError::Shape(error)
-    }
-}
-
 /// A tensor whose shape's element count does not fit in a `u64`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("tensor '{}': shape {} overflows", excerpt(.tensor), excerpt(&format!("{:?}", .shape)))]
 pub struct ShapeOverflow {
     /// The tensor's name.
     pub tensor: String,
     /// Its shape.
     pub shape: Vec<u64>,
 }
-
-impl std::fmt::Display for ShapeOverflow {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "tensor '{}': shape {} overflows", excerpt(&self.tensor), excerpt(&format!("{:?}", self.shape)))
-    }
-}
-
-impl std::error::Error for ShapeOverflow {}
 
 /// Parses an `.npy` header with [`npy_header`] (linear time whatever the bytes), the
 /// dtype string as NumPy reads it ([`numpy_type`]). `head` is the start of a file of `file_len`

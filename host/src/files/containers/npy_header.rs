@@ -107,10 +107,11 @@ impl NpyHeaderKey {
 }
 
 /// Why a header's text is refused by [`parse`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpySyntaxError {
     /// The text breaks the accepted grammar at byte `at` (of the text).
+    #[error("{problem} at byte {at}")]
     At {
         /// Byte offset in the header text.
         at: usize,
@@ -118,108 +119,92 @@ pub enum NpySyntaxError {
         problem: NpySyntaxProblem,
     },
     /// A known key is missing.
+    #[error("no '{}' key", .0.name())]
     MissingKey(NpyHeaderKey),
     /// A known key is given twice.
+    #[error("duplicate key '{}'", .0.name())]
     DuplicateKey(NpyHeaderKey),
 }
 
-impl std::fmt::Display for NpySyntaxError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NpySyntaxError::At { at, problem } => write!(f, "{problem} at byte {at}"),
-            NpySyntaxError::MissingKey(key) => write!(f, "no '{}' key", key.name()),
-            NpySyntaxError::DuplicateKey(key) => write!(f, "duplicate key '{}'", key.name()),
-        }
-    }
-}
-
-impl std::error::Error for NpySyntaxError {}
-
 /// What is wrong at a byte of a header's text.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpySyntaxProblem {
     /// The text does not start with `{`.
+    #[error("expected a dict")]
     ExpectedDict,
     /// Something follows the dict's `}`.
+    #[error("unexpected text after the dict")]
     TextAfterDict,
     /// A dict key is not a plain quoted string.
+    #[error("expected a string key")]
     ExpectedKey,
     /// No `:` after a key of the header dict.
+    #[error("expected ':' after a key")]
     ExpectedColonAfterKey,
     /// `'fortran_order'` is `None`.
+    #[error("'fortran_order' must be True or False")]
     FortranOrderNotBool,
     /// `'descr'` is a string of bytes that are not UTF-8.
+    #[error("'descr' is not UTF-8")]
     DescrNotUtf8,
     /// `'descr'` is neither a string nor a list.
+    #[error("'descr' must be a string or a list")]
     DescrKind,
     /// `'shape'` is neither a tuple nor a list.
+    #[error("'shape' must be a tuple of integers")]
     ShapeKind,
     /// `'shape'` is `(n)`, an integer in parentheses.
+    #[error("'shape' must be a tuple of integers, not a parenthesised integer")]
     ShapeParenthesisedInteger,
     /// A dimension with a leading zero.
+    #[error("leading zero in a dimension")]
     LeadingZero,
     /// A dimension over `u64::MAX`.
+    #[error("dimension larger than 2^64 - 1")]
     DimensionOverflow,
     /// A dimension that is not a non-negative decimal integer.
+    #[error("expected a non-negative integer dimension")]
     ExpectedDimension,
     /// Brackets nested deeper than [`MAX_NPY_NESTING`].
+    #[error("brackets nested deeper than {MAX_NPY_NESTING}")]
     TooDeep,
     /// Neither `,` nor the closing bracket after an item.
+    #[error("expected ',' or '{0}'")]
     ExpectedCommaOr(char),
     /// No value where one must be.
+    #[error("expected a value")]
     ExpectedValue,
     /// No `:` after a key of a nested dict.
+    #[error("expected ':' in a dict")]
     ExpectedColonInDict,
     /// No quote where a string must start.
+    #[error("expected a string")]
     ExpectedString,
     /// A string not closed on its line.
+    #[error("unterminated string")]
     UnterminatedString,
     /// A backslash escape in a key or in `'descr'`.
+    #[error("escape sequence in a key or in 'descr'")]
     EscapeInKey,
     /// A sign not followed by a digit or `.`.
+    #[error("expected a number")]
     ExpectedNumber,
     /// A word other than `True`, `False` and `None`.
+    #[error("expected True, False or None")]
     ExpectedWord,
 }
 
-impl std::fmt::Display for NpySyntaxProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use NpySyntaxProblem as P;
-        let text = match self {
-            P::ExpectedDict => "expected a dict",
-            P::TextAfterDict => "unexpected text after the dict",
-            P::ExpectedKey => "expected a string key",
-            P::ExpectedColonAfterKey => "expected ':' after a key",
-            P::FortranOrderNotBool => "'fortran_order' must be True or False",
-            P::DescrNotUtf8 => "'descr' is not UTF-8",
-            P::DescrKind => "'descr' must be a string or a list",
-            P::ShapeKind => "'shape' must be a tuple of integers",
-            P::ShapeParenthesisedInteger => "'shape' must be a tuple of integers, not a parenthesised integer",
-            P::LeadingZero => "leading zero in a dimension",
-            P::DimensionOverflow => "dimension larger than 2^64 - 1",
-            P::ExpectedDimension => "expected a non-negative integer dimension",
-            P::TooDeep => return write!(f, "brackets nested deeper than {MAX_NPY_NESTING}"),
-            P::ExpectedCommaOr(close) => return write!(f, "expected ',' or '{close}'"),
-            P::ExpectedValue => "expected a value",
-            P::ExpectedColonInDict => "expected ':' in a dict",
-            P::ExpectedString => "expected a string",
-            P::UnterminatedString => "unterminated string",
-            P::EscapeInKey => "escape sequence in a key or in 'descr'",
-            P::ExpectedNumber => "expected a number",
-            P::ExpectedWord => "expected True, False or None",
-        };
-        f.write_str(text)
-    }
-}
-
-/// Why the start of an `.npy` file is refused by [`read`] or [`header_text`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Why the start of an `.npy` file is refused by [`read`] or [`header_text`]. A syntax
+/// error's text is in the message, not behind `source()`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpyHeaderError {
     /// The bytes do not start with [`NPY_MAGIC`].
+    #[error("not an NPY file (wrong magic)")]
     WrongMagic,
     /// A format version other than 1.0, 2.0 and 3.0.
+    #[error("unsupported NPY version {major}.{minor}")]
     UnsupportedVersion {
         /// Major version.
         major: u8,
@@ -227,16 +212,19 @@ pub enum NpyHeaderError {
         minor: u8,
     },
     /// The bytes end before the header length field does.
+    #[error("truncated header: {len} bytes")]
     NoLength {
         /// Bytes available.
         len: usize,
     },
     /// The length field exceeds [`MAX_NPY_HEADER`].
+    #[error("oversized header: {len} bytes (limit {MAX_NPY_HEADER})")]
     Oversized {
         /// Bytes claimed.
         len: u64,
     },
     /// The bytes end before the header text does.
+    #[error("truncated header: claims {claimed} bytes, file holds {available}")]
     Truncated {
         /// Bytes of header text claimed.
         claimed: u64,
@@ -244,31 +232,8 @@ pub enum NpyHeaderError {
         available: usize,
     },
     /// The header text is refused by [`parse`].
+    #[error("invalid header: {0}")]
     Invalid(NpySyntaxError),
-}
-
-impl std::fmt::Display for NpyHeaderError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NpyHeaderError::WrongMagic => f.write_str("not an NPY file (wrong magic)"),
-            NpyHeaderError::UnsupportedVersion { major, minor } => write!(f, "unsupported NPY version {major}.{minor}"),
-            NpyHeaderError::NoLength { len } => write!(f, "truncated header: {len} bytes"),
-            NpyHeaderError::Oversized { len } => write!(f, "oversized header: {len} bytes (limit {MAX_NPY_HEADER})"),
-            NpyHeaderError::Truncated { claimed, available } => {
-                write!(f, "truncated header: claims {claimed} bytes, file holds {available}")
-            }
-            NpyHeaderError::Invalid(error) => write!(f, "invalid header: {error}"),
-        }
-    }
-}
-
-impl std::error::Error for NpyHeaderError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NpyHeaderError::Invalid(error) => Some(error),
-            _ => None,
-        }
-    }
 }
 
 impl From<NpySyntaxError> for NpyHeaderError {

@@ -52,31 +52,41 @@ const ENCRYPTED_FLAG: u16 = 1;
 pub const INFLATE_CHUNK_BYTES: usize = 4 << 20;
 
 /// Why an archive is refused by [`parse`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpzError {
     /// No end of central directory record: not a zip archive.
+    #[error("not a zip archive: no end of central directory record")]
     NotZip,
     /// An archive split over several files.
+    #[error("multi-volume zip archive: not supported")]
     MultiVolume,
     /// A ZIP64 locator that points to no ZIP64 end record.
+    #[error("ZIP64 end of central directory record missing")]
     Zip64EndMissing,
     /// The central directory lies (in part) outside the file.
+    #[error("central directory outside the file")]
     DirectoryOutside,
     /// More members claimed than the central directory has room for.
+    #[error("{count} members claimed, more than the central directory can hold")]
     TooManyMembers {
         /// Members claimed.
         count: u64,
     },
     /// A central directory header that does not parse.
+    #[error("malformed central directory")]
     MalformedDirectory,
     /// A zip archive without an array (a member with NumPy's magic).
+    #[error("no .npy member: not an .npz archive")]
     NoNpyMember,
     /// A zip archive without an array that holds a `data.pkl`: a PyTorch checkpoint.
+    #[error("{PYTORCH_CHECKPOINT}")]
     PyTorchZip,
     /// A read of the archive failed.
-    Read(SourceReadError),
+    #[error(transparent)]
+    Read(#[from] SourceReadError),
     /// A member is refused.
+    #[error("member '{}': {error}", excerpt(.name))]
     Member {
         /// The member's name, as stored (lossily decoded).
         name: String,
@@ -85,59 +95,30 @@ pub enum NpzError {
     },
 }
 
-impl std::fmt::Display for NpzError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NpzError::NotZip => f.write_str("not a zip archive: no end of central directory record"),
-            NpzError::MultiVolume => f.write_str("multi-volume zip archive: not supported"),
-            NpzError::Zip64EndMissing => f.write_str("ZIP64 end of central directory record missing"),
-            NpzError::DirectoryOutside => f.write_str("central directory outside the file"),
-            NpzError::TooManyMembers { count } => {
-                write!(f, "{count} members claimed, more than the central directory can hold")
-            }
-            NpzError::MalformedDirectory => f.write_str("malformed central directory"),
-            NpzError::NoNpyMember => f.write_str("no .npy member: not an .npz archive"),
-            NpzError::PyTorchZip => f.write_str(PYTORCH_CHECKPOINT),
-            NpzError::Read(error) => error.fmt(f),
-            NpzError::Member { name, error } => write!(f, "member '{}': {error}", excerpt(name)),
-        }
-    }
-}
-
-impl std::error::Error for NpzError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NpzError::Read(error) => Some(error),
-            NpzError::Member { error, .. } => Some(error),
-            _ => None,
-        }
-    }
-}
-
-impl From<SourceReadError> for NpzError {
-    fn from(error: SourceReadError) -> NpzError {
-        NpzError::Read(error)
-    }
-}
-
 /// Why one member of an archive is refused.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpzMemberError {
     /// Its local header's offset lies outside the file.
+    #[error("local header outside the file")]
     LocalHeaderOutside,
     /// No local header signature where the central directory says.
+    #[error("no local header where the central directory says")]
     NoLocalHeader,
     /// The file ends inside the local header.
+    #[error("truncated local header")]
     TruncatedLocalHeader,
     /// The local header names another member than the central directory.
+    #[error("the local header names another member")]
     OtherName,
     /// Its data runs past the end of the file.
+    #[error("{claimed} bytes of data claimed, beyond the end of the file")]
     DataBeyondEnd {
         /// Bytes of (compressed) data claimed.
         claimed: u64,
     },
     /// A stored member whose length and stored length differ.
+    #[error("stored, but {len} bytes long and {compressed_len} bytes in the file")]
     StoredLengths {
         /// Its length.
         len: u64,
@@ -145,71 +126,28 @@ pub enum NpzMemberError {
         compressed_len: u64,
     },
     /// A read of the archive failed.
-    Read(SourceReadError),
+    #[error(transparent)]
+    Read(#[from] SourceReadError),
     /// Its start does not inflate.
-    Inflate(InflateError),
+    #[error(transparent)]
+    Inflate(#[from] InflateError),
     /// Its `.npy` header is refused.
-    Npy(NpyError),
-}
-
-impl std::fmt::Display for NpzMemberError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NpzMemberError::LocalHeaderOutside => f.write_str("local header outside the file"),
-            NpzMemberError::NoLocalHeader => f.write_str("no local header where the central directory says"),
-            NpzMemberError::TruncatedLocalHeader => f.write_str("truncated local header"),
-            NpzMemberError::OtherName => f.write_str("the local header names another member"),
-            NpzMemberError::DataBeyondEnd { claimed } => {
-                write!(f, "{claimed} bytes of data claimed, beyond the end of the file")
-            }
-            NpzMemberError::StoredLengths { len, compressed_len } => {
-                write!(f, "stored, but {len} bytes long and {compressed_len} bytes in the file")
-            }
-            NpzMemberError::Read(error) => error.fmt(f),
-            NpzMemberError::Inflate(error) => error.fmt(f),
-            NpzMemberError::Npy(error) => error.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for NpzMemberError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NpzMemberError::Read(error) => Some(error),
-            NpzMemberError::Inflate(error) => Some(error),
-            NpzMemberError::Npy(error) => Some(error),
-            _ => None,
-        }
-    }
-}
-
-impl From<SourceReadError> for NpzMemberError {
-    fn from(error: SourceReadError) -> NpzMemberError {
-        NpzMemberError::Read(error)
-    }
-}
-
-impl From<InflateError> for NpzMemberError {
-    fn from(error: InflateError) -> NpzMemberError {
-        NpzMemberError::Inflate(error)
-    }
-}
-
-impl From<NpyError> for NpzMemberError {
-    fn from(error: NpyError) -> NpzMemberError {
-        NpzMemberError::Npy(error)
-    }
+    #[error(transparent)]
+    Npy(#[from] NpyError),
 }
 
 /// Why a deflated member does not inflate to what the archive says.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InflateError {
     /// A read of the archive failed (the file shrank): said as the read said it.
+    #[error(transparent)]
     Read(SourceReadError),
     /// The compressed stream is corrupt.
+    #[error("cannot inflate: {}", io_message(.0))]
     Corrupt(std::io::Error),
     /// The member inflates to another length than the central directory's.
+    #[error("inflates to {inflated} bytes, the archive says {expected}")]
     Length {
         /// Bytes inflated (at most one more than `expected`).
         inflated: u64,
@@ -217,37 +155,13 @@ pub enum InflateError {
         expected: u64,
     },
     /// The inflated bytes' CRC-32 is not the central directory's.
+    #[error("CRC-32 {crc:#010x} of the inflated data, the archive says {expected:#010x}")]
     Crc {
         /// CRC-32 of the inflated bytes.
         crc: u32,
         /// The central directory's.
         expected: u32,
     },
-}
-
-impl std::fmt::Display for InflateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            InflateError::Read(error) => error.fmt(f),
-            InflateError::Corrupt(error) => write!(f, "cannot inflate: {}", io_message(error)),
-            InflateError::Length { inflated, expected } => {
-                write!(f, "inflates to {inflated} bytes, the archive says {expected}")
-            }
-            InflateError::Crc { crc, expected } => {
-                write!(f, "CRC-32 {crc:#010x} of the inflated data, the archive says {expected:#010x}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for InflateError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            InflateError::Read(error) => Some(error),
-            InflateError::Corrupt(error) => Some(error),
-            InflateError::Length { .. } | InflateError::Crc { .. } => None,
-        }
-    }
 }
 
 /// One member, as the central directory describes it (its name borrowed from it).

@@ -32,20 +32,23 @@ pub const MAX_SAFETENSORS_HEADER: u64 = 2 << 20;
 pub(crate) const SAFETENSORS_LEN_BYTES: usize = 8;
 
 /// Why a `.safetensors` header is refused by [`parse_safetensors`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SafetensorsError {
     /// The file is shorter than the header length field.
+    #[error("truncated: {file_len} bytes, shorter than the 8-byte header length")]
     NoLength {
         /// The file's length.
         file_len: u64,
     },
     /// The length field exceeds [`MAX_SAFETENSORS_HEADER`].
+    #[error("oversized header: {len} bytes (limit {MAX_SAFETENSORS_HEADER})")]
     Oversized {
         /// Bytes claimed.
         len: u64,
     },
     /// The file ends before the header does.
+    #[error("truncated header: claims {claimed} bytes, file holds {available} after the length")]
     Truncated {
         /// Bytes of header claimed.
         claimed: u64,
@@ -53,11 +56,13 @@ pub enum SafetensorsError {
         available: u64,
     },
     /// A tensor name appears twice.
+    #[error("tensor name '{}' appears twice in the header", excerpt(.name))]
     DuplicateName {
         /// The name.
         name: String,
     },
     /// A key appears twice in one object inside a tensor's entry or the metadata.
+    #[error("key '{}' appears twice in the entry of '{}'", excerpt(.key), excerpt(.entry))]
     DuplicateKey {
         /// The key.
         key: String,
@@ -65,8 +70,10 @@ pub enum SafetensorsError {
         entry: String,
     },
     /// A header that is not what the format prescribes.
+    #[error("invalid header: {0}")]
     Invalid(serde_json::Error),
     /// The tensors claim more data than the file holds.
+    #[error("header claims {claimed} data bytes, the file holds only {available} after the header")]
     DataBeyondEnd {
         /// Bytes the header describes.
         claimed: u64,
@@ -74,12 +81,14 @@ pub enum SafetensorsError {
         available: u64,
     },
     /// Bytes after the last tensor's data.
+    #[error("{count} bytes after the last tensor belong to no tensor")]
     TrailingBytes {
         /// How many.
         count: u64,
     },
     /// A tensor whose data does not start where the previous one's ends (in order of
     /// offsets; the first at 0).
+    #[error("tensor '{}': data_offsets start at {start}, where the data before it ends at {expected}", excerpt(.name))]
     OffsetsOutOfOrder {
         /// The name.
         name: String,
@@ -89,66 +98,14 @@ pub enum SafetensorsError {
         expected: usize,
     },
     /// A tensor whose shape's element count overflows.
-    Shape(ShapeOverflow),
+    #[error(transparent)]
+    Shape(#[from] ShapeOverflow),
     /// A tensor whose data offsets do not match its shape and dtype.
+    #[error("tensor '{}': data_offsets do not match its shape and dtype", excerpt(.name))]
     Offsets {
         /// The name.
         name: String,
     },
-}
-
-impl std::fmt::Display for SafetensorsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SafetensorsError::NoLength { file_len } => {
-                write!(f, "truncated: {file_len} bytes, shorter than the 8-byte header length")
-            }
-            SafetensorsError::Oversized { len } => {
-                write!(f, "oversized header: {len} bytes (limit {MAX_SAFETENSORS_HEADER})")
-            }
-            SafetensorsError::Truncated { claimed, available } => {
-                write!(f, "truncated header: claims {claimed} bytes, file holds {available} after the length")
-            }
-            SafetensorsError::DuplicateName { name } => {
-                write!(f, "tensor name '{}' appears twice in the header", excerpt(name))
-            }
-            SafetensorsError::DuplicateKey { key, entry } => {
-                write!(f, "key '{}' appears twice in the entry of '{}'", excerpt(key), excerpt(entry))
-            }
-            SafetensorsError::Invalid(error) => write!(f, "invalid header: {error}"),
-            SafetensorsError::DataBeyondEnd { claimed, available } => {
-                write!(f, "header claims {claimed} data bytes, the file holds only {available} after the header")
-            }
-            SafetensorsError::TrailingBytes { count } => {
-                write!(f, "{count} bytes after the last tensor belong to no tensor")
-            }
-            SafetensorsError::OffsetsOutOfOrder { name, start, expected } => write!(
-                f,
-                "tensor '{}': data_offsets start at {start}, where the data before it ends at {expected}",
-                excerpt(name)
-            ),
-            SafetensorsError::Shape(error) => error.fmt(f),
-            SafetensorsError::Offsets { name } => {
-                write!(f, "tensor '{}': data_offsets do not match its shape and dtype", excerpt(name))
-            }
-        }
-    }
-}
-
-impl std::error::Error for SafetensorsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SafetensorsError::Invalid(error) => Some(error),
-            SafetensorsError::Shape(error) => Some(error),
-            _ => None,
-        }
-    }
-}
-
-impl From<ShapeOverflow> for SafetensorsError {
-    fn from(error: ShapeOverflow) -> SafetensorsError {
-        SafetensorsError::Shape(error)
-    }
 }
 
 /// `true` if `bytes` start like a `.safetensors` file: a little-endian header length

@@ -28,13 +28,23 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// Why an image cannot be decoded into UNORM samples: the file and what went wrong.
-/// Displayed as `path: what`, on one line.
-#[derive(Debug)]
+/// Displayed as `path: what`, on one line; the cause is in that line, not behind
+/// `source()`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path_text(.path), one_line(.kind))]
 pub struct ImageDecodeError {
     /// The image file, as given.
     pub path: PathBuf,
     /// What went wrong.
     pub kind: ImageDecodeErrorKind,
+}
+
+/// A decoder's error as the message shows it: an I/O error as a short phrase.
+fn decode_text(error: &image::ImageError) -> String {
+    match error {
+        image::ImageError::IoError(error) => io_message(error),
+        error => error.to_string(),
+    }
 }
 
 /// The image formats `normalize` reads, and how each is recognised, as its error for an
@@ -47,21 +57,27 @@ pub const KNOWN_FORMATS: &str = "by content: PNG, JPEG, GIF, BMP, TIFF, WebP, PN
                                  TGA, which has no magic number, by its .tga extension";
 
 /// What went wrong decoding an image: see [`ImageDecodeError`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ImageDecodeErrorKind {
     /// The path is missing or not a regular file.
+    #[error("{0}")]
     NotRegular(RegularFileError),
     /// Opening it, or reading its start to guess the format, failed.
+    #[error("{}", io_message(.0))]
     Io(std::io::Error),
     /// The decoder refused it.
+    #[error("cannot decode image: {}", decode_text(.0))]
     Decode(image::ImageError),
     /// Neither its content nor its extension names a format this build reads: see
     /// [`KNOWN_FORMATS`].
-    UnknownFormat(image::ImageError),
+    #[error("cannot decode image: not a format this build reads ({KNOWN_FORMATS})")]
+    UnknownFormat(#[source] image::ImageError),
     /// Its samples are not unsigned 8- or 16-bit integers.
+    #[error("{}", not_unorm(*.0))]
     NotUnorm(image::ExtendedColorType),
     /// It has no pixels.
+    #[error("image has no pixels ({width}×{height})")]
     NoPixels {
         /// Columns.
         width: u32,
@@ -70,6 +86,7 @@ pub enum ImageDecodeErrorKind {
     },
     /// It has more pixels than [`ImageLimits::max_pixels`] (found from its header,
     /// before anything is decoded or written).
+    #[error("image is {width}×{height} = {} pixels, over the limit of {max_pixels} (--max-pixels N raises it)", u64::from(*.width) * u64::from(*.height))]
     TooLarge {
         /// Columns.
         width: u32,
@@ -79,95 +96,32 @@ pub enum ImageDecodeErrorKind {
         max_pixels: u64,
     },
     /// A PNM (greymap, pixmap, PAM) whose samples cannot be read.
+    #[error("{0}")]
     Pnm(PnmError),
     /// A JPEG that ends before its end-of-image marker.
+    #[error("{0}")]
     JpegTruncated(JpegTruncated),
 }
 
-impl std::fmt::Display for ImageDecodeErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ImageDecodeErrorKind::NotRegular(error) => error.fmt(f),
-            ImageDecodeErrorKind::Io(error) => f.write_str(&io_message(error)),
-            ImageDecodeErrorKind::Decode(image::ImageError::IoError(error)) => {
-                write!(f, "cannot decode image: {}", io_message(error))
-            }
-            ImageDecodeErrorKind::Decode(error) => write!(f, "cannot decode image: {error}"),
-            ImageDecodeErrorKind::UnknownFormat(_) => {
-                write!(f, "cannot decode image: not a format this build reads ({KNOWN_FORMATS})")
-            }
-            ImageDecodeErrorKind::NotUnorm(color) => f.write_str(&not_unorm(*color)),
-            ImageDecodeErrorKind::NoPixels { width, height } => write!(f, "image has no pixels ({width}×{height})"),
-            ImageDecodeErrorKind::TooLarge { width, height, max_pixels } => write!(
-                f,
-                "image is {width}×{height} = {} pixels, over the limit of {max_pixels} \
-                 (--max-pixels N raises it)",
-                u64::from(*width) * u64::from(*height)
-            ),
-            ImageDecodeErrorKind::Pnm(error) => error.fmt(f),
-            ImageDecodeErrorKind::JpegTruncated(error) => error.fmt(f),
-        }
-    }
-}
-
-impl std::fmt::Display for ImageDecodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
-    }
-}
-
-impl std::error::Error for ImageDecodeError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            ImageDecodeErrorKind::NotRegular(error) => Some(error),
-            ImageDecodeErrorKind::Io(error) => Some(error),
-            ImageDecodeErrorKind::Decode(error) | ImageDecodeErrorKind::UnknownFormat(error) => Some(error),
-            ImageDecodeErrorKind::Pnm(error) => Some(error),
-            ImageDecodeErrorKind::JpegTruncated(error) => Some(error),
-            ImageDecodeErrorKind::NotUnorm(_)
-            | ImageDecodeErrorKind::NoPixels { .. }
-            | ImageDecodeErrorKind::TooLarge { .. } => None,
-        }
-    }
-}
-
 /// Why samples could not be converted: see [`Normalized`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NormalizeError {
     /// Samples asked for beyond the image's.
+    #[error("samples {start}.. are out of range")]
     OutOfRange {
         /// The first sample asked for.
         start: u64,
     },
     /// The backend failed.
+    #[error(transparent)]
     Backend(BackendError),
     /// A streamed PNG's decoder failed: the image's error, naming it.
+    #[error(transparent)]
     Decode(ImageDecodeError),
     /// A streamed PNG's samples were asked for out of order, or its decoder stopped.
-    Stream(PngRowsError),
-}
-
-impl std::fmt::Display for NormalizeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NormalizeError::OutOfRange { start } => write!(f, "samples {start}.. are out of range"),
-            NormalizeError::Backend(error) => error.fmt(f),
-            NormalizeError::Decode(error) => error.fmt(f),
-            NormalizeError::Stream(error) => error.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for NormalizeError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NormalizeError::Backend(error) => Some(error),
-            NormalizeError::Decode(error) => Some(error),
-            NormalizeError::Stream(error) => Some(error),
-            NormalizeError::OutOfRange { .. } => None,
-        }
-    }
+    #[error(transparent)]
+    Stream(#[from] PngRowsError),
 }
 
 /// Axis order of the output tensor.
@@ -613,12 +567,6 @@ fn run_len(run: &SampleRun<'_>) -> usize {
     match run {
         SampleRun::Unorm8(s) => s.len(),
         SampleRun::Unorm16(s) => s.len(),
-    }
-}
-
-impl From<PngRowsError> for NormalizeError {
-    fn from(error: PngRowsError) -> NormalizeError {
-        NormalizeError::Stream(error)
     }
 }
 

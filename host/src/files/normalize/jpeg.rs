@@ -13,25 +13,16 @@
 //! its segment, so it cannot end the walk early.
 
 /// A JPEG that ends before its end-of-image marker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "cannot decode image: the JPEG ends inside {inside} at byte {length}, before its end-of-image marker (truncated)"
+)]
 pub struct JpegTruncated {
     /// The file's length.
     pub length: usize,
     /// Where the file ended: `"a marker segment"`, `"the entropy-coded data"`, ...
     pub inside: &'static str,
 }
-
-impl std::fmt::Display for JpegTruncated {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "cannot decode image: the JPEG ends inside {} at byte {}, before its end-of-image marker (truncated)",
-            self.inside, self.length
-        )
-    }
-}
-
-impl std::error::Error for JpegTruncated {}
 
 /// The start-of-image marker every JPEG begins with.
 const SOI: [u8; 2] = [0xFF, 0xD8];

@@ -18,9 +18,7 @@ pub mod pnm;
 use crate::files::backend::{self, Backend, BackendError, CpuBackend, Device};
 use crate::files::containers::Container;
 use crate::files::normalize::image::{ChannelLayout, Image, ImageDecodeError, ImageLimits, NormalizeError};
-use crate::files::write::{
-    self, AsBf16, AsF16, AsF32, Dtype, StagedOutput, TensorWriteError, TensorWriteErrorKind, WritePhases,
-};
+use crate::files::write::{self, AsBf16, AsF16, AsF32, Dtype, StageError, StagedOutput, TensorWriteError, WritePhases};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -108,69 +106,35 @@ pub struct NormalizeTiming {
 }
 
 /// Why [`normalize`] did not write its output: the first error met, naming its path.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum NormalizeJobError {
     /// The device asked for cannot be had (`Device::Gpu` without a usable GPU).
-    Backend(BackendError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
     /// The image cannot be decoded (also when a PNG decoded while it is converted turns
     /// out to be damaged).
-    Image(ImageDecodeError),
-    /// The output cannot be written there, or writing or renaming it failed.
-    Output(TensorWriteError),
+    #[error(transparent)]
+    Image(#[from] ImageDecodeError),
+    /// The output cannot be written there, or writing or renaming it failed, or the
+    /// conversion failed while it was written.
+    #[error(transparent)]
+    Output(StageError<NormalizeError>),
 }
 
-impl std::fmt::Display for NormalizeJobError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NormalizeJobError::Backend(error) => error.fmt(f),
-            NormalizeJobError::Image(error) => error.fmt(f),
-            NormalizeJobError::Output(error) => error.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for NormalizeJobError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            NormalizeJobError::Backend(error) => Some(error),
-            NormalizeJobError::Image(error) => Some(error),
-            NormalizeJobError::Output(error) => Some(error),
-        }
-    }
-}
-
-impl From<BackendError> for NormalizeJobError {
-    fn from(error: BackendError) -> NormalizeJobError {
-        NormalizeJobError::Backend(error)
-    }
-}
-
-impl From<ImageDecodeError> for NormalizeJobError {
-    fn from(error: ImageDecodeError) -> NormalizeJobError {
-        NormalizeJobError::Image(error)
+impl From<TensorWriteError> for NormalizeJobError {
+    fn from(error: TensorWriteError) -> NormalizeJobError {
+        NormalizeJobError::Output(error.into())
     }
 }
 
 /// A write that failed because a streamed image could not be decoded is the image's
 /// error, naming it, as it is when the image is decoded before the write.
-impl From<TensorWriteError> for NormalizeJobError {
-    fn from(error: TensorWriteError) -> NormalizeJobError {
-        match error.kind {
-            TensorWriteErrorKind::Values(values) => match values.downcast::<NormalizeError>() {
-                Ok(normalize) => match *normalize {
-                    NormalizeError::Decode(decode) => NormalizeJobError::Image(decode),
-                    other => NormalizeJobError::Output(TensorWriteError {
-                        path: error.path,
-                        kind: TensorWriteErrorKind::Values(Box::new(other)),
-                    }),
-                },
-                Err(values) => NormalizeJobError::Output(TensorWriteError {
-                    path: error.path,
-                    kind: TensorWriteErrorKind::Values(values),
-                }),
-            },
-            kind => NormalizeJobError::Output(TensorWriteError { path: error.path, kind }),
+impl From<StageError<NormalizeError>> for NormalizeJobError {
+    fn from(error: StageError<NormalizeError>) -> NormalizeJobError {
+        match error {
+            StageError::Values { error: NormalizeError::Decode(decode), .. } => NormalizeJobError::Image(decode),
+            other => NormalizeJobError::Output(other),
         }
     }
 }

@@ -34,78 +34,44 @@ const BANDS_AHEAD: usize = 3;
 const PNG_ALLOC_LIMIT: usize = 512 << 20;
 
 /// Why a PNG's samples could not be had.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PngRowsError {
     /// The decoder refused the file (as the `image` crate reports it), or reading it
     /// failed.
+    #[error("cannot decode image: {0}")]
     Decode(image::ImageError),
     /// Samples asked for before ones already handed out: they are decoded once, front
     /// to back.
+    #[error("samples {start}.. asked for after later ones: a streamed PNG is read once, in order")]
     Unordered {
         /// The first sample asked for.
         start: u64,
     },
     /// Samples asked for beyond the image's.
+    #[error("samples {start}.. are out of range")]
     OutOfRange {
         /// The first sample asked for.
         start: u64,
     },
     /// The decoding thread ended without handing over every band or an error.
+    #[error("the PNG decoding thread stopped early")]
     Stopped,
-}
-
-impl std::fmt::Display for PngRowsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PngRowsError::Decode(error) => write!(f, "cannot decode image: {error}"),
-            PngRowsError::Unordered { start } => {
-                write!(f, "samples {start}.. asked for after later ones: a streamed PNG is read once, in order")
-            }
-            PngRowsError::OutOfRange { start } => write!(f, "samples {start}.. are out of range"),
-            PngRowsError::Stopped => f.write_str("the PNG decoding thread stopped early"),
-        }
-    }
-}
-
-impl std::error::Error for PngRowsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            PngRowsError::Decode(error) => Some(error),
-            _ => None,
-        }
-    }
 }
 
 /// Why [`PngRows::open`] (or [`check_palette`]) could not start: the file could not be
 /// opened or read ([`PngOpenError::Open`], reported as the `image` crate's
 /// `ImageReader::open` errors are), or its header was refused by the decoder
 /// ([`PngOpenError::Decode`], as the `image` crate's decoding errors are).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PngOpenError {
     /// Opening or reading the file's first bytes failed.
+    #[error(transparent)]
     Open(std::io::Error),
     /// The decoder refused the header (a truncated header included).
+    #[error("cannot decode image: {0}")]
     Decode(image::ImageError),
-}
-
-impl std::fmt::Display for PngOpenError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PngOpenError::Open(error) => write!(f, "{error}"),
-            PngOpenError::Decode(error) => write!(f, "cannot decode image: {error}"),
-        }
-    }
-}
-
-impl std::error::Error for PngOpenError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            PngOpenError::Open(error) => Some(error),
-            PngOpenError::Decode(error) => Some(error),
-        }
-    }
 }
 
 /// Refuses, before any decoder sees it, a PNG whose `PLTE` chunk is not a whole number of

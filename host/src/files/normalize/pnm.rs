@@ -20,19 +20,24 @@ use std::path::Path;
 const MAGICS: [&[u8; 2]; 5] = [b"P2", b"P3", b"P5", b"P6", b"P7"];
 
 /// Why a PNM's samples cannot be had.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PnmError {
     /// Opening or reading the file failed.
+    #[error("cannot read the PNM samples: {0}")]
     Io(std::io::Error),
     /// The `image` crate refused the header.
+    #[error("cannot decode image: {0}")]
     Header(image::ImageError),
     /// A PAM depth other than 1 to 4 samples per pixel.
+    #[error("a PAM of depth {0}: only 1 to 4 samples per pixel are read")]
     Depth(u32),
     /// A `maxval` outside 1 to 65535 (which the `image` crate's header parser refuses
     /// first).
+    #[error("a PNM maxval of {0}: only 1 to 65535 are read")]
     Maxval(u32),
     /// The file ends after `got` of its `expected` samples.
+    #[error("cannot decode image: the PNM ends after {got} of its {expected} samples (truncated)")]
     Truncated {
         /// Samples read.
         got: u64,
@@ -40,6 +45,7 @@ pub enum PnmError {
         expected: u64,
     },
     /// A sample above the header's `maxval`.
+    #[error("cannot decode image: PNM sample {index} is {value}, above the header's maxval {maxval}")]
     AboveMaxval {
         /// Its index, in file order.
         index: u64,
@@ -49,40 +55,11 @@ pub enum PnmError {
         maxval: u16,
     },
     /// A plain (ASCII) sample that is not a decimal number below 2^16.
+    #[error("cannot decode image: PNM sample {index} is not a decimal number below 65536")]
     BadDecimal {
         /// Its index, in file order.
         index: u64,
     },
-}
-
-impl std::fmt::Display for PnmError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PnmError::Io(error) => write!(f, "cannot read the PNM samples: {error}"),
-            PnmError::Header(error) => write!(f, "cannot decode image: {error}"),
-            PnmError::Depth(depth) => write!(f, "a PAM of depth {depth}: only 1 to 4 samples per pixel are read"),
-            PnmError::Maxval(maxval) => write!(f, "a PNM maxval of {maxval}: only 1 to 65535 are read"),
-            PnmError::Truncated { got, expected } => {
-                write!(f, "cannot decode image: the PNM ends after {got} of its {expected} samples (truncated)")
-            }
-            PnmError::AboveMaxval { index, value, maxval } => {
-                write!(f, "cannot decode image: PNM sample {index} is {value}, above the header's maxval {maxval}")
-            }
-            PnmError::BadDecimal { index } => {
-                write!(f, "cannot decode image: PNM sample {index} is not a decimal number below 65536")
-            }
-        }
-    }
-}
-
-impl std::error::Error for PnmError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            PnmError::Io(error) => Some(error),
-            PnmError::Header(error) => Some(error),
-            _ => None,
-        }
-    }
 }
 
 /// A PNM's samples as they are in the file: bytes for a `maxval` below 256, else

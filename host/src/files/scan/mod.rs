@@ -51,63 +51,21 @@ pub struct ScanReport {
 }
 
 /// Why [`scan`] could not give a report: the first error met, naming its path.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScanJobError {
     /// The device asked for cannot be had (`Device::Gpu` without a usable GPU).
-    Backend(BackendError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
     /// A directory or an index cannot be turned into files to scan.
-    Input(ScanInputError),
+    #[error(transparent)]
+    Input(#[from] ScanInputError),
     /// A file cannot be opened or its header read.
-    File(TensorFileError),
+    #[error(transparent)]
+    File(#[from] TensorFileError),
     /// A tensor could not be scanned.
-    Scan(ScanError),
-}
-
-impl std::fmt::Display for ScanJobError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ScanJobError::Backend(error) => error.fmt(f),
-            ScanJobError::Input(error) => error.fmt(f),
-            ScanJobError::File(error) => error.fmt(f),
-            ScanJobError::Scan(error) => error.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ScanJobError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ScanJobError::Backend(error) => Some(error),
-            ScanJobError::Input(error) => Some(error),
-            ScanJobError::File(error) => Some(error),
-            ScanJobError::Scan(error) => Some(error),
-        }
-    }
-}
-
-impl From<BackendError> for ScanJobError {
-    fn from(error: BackendError) -> ScanJobError {
-        ScanJobError::Backend(error)
-    }
-}
-
-impl From<ScanInputError> for ScanJobError {
-    fn from(error: ScanInputError) -> ScanJobError {
-        ScanJobError::Input(error)
-    }
-}
-
-impl From<TensorFileError> for ScanJobError {
-    fn from(error: TensorFileError) -> ScanJobError {
-        ScanJobError::File(error)
-    }
-}
-
-impl From<ScanError> for ScanJobError {
-    fn from(error: ScanError) -> ScanJobError {
-        ScanJobError::Scan(error)
-    }
+    #[error(transparent)]
+    Scan(#[from] ScanError),
 }
 
 /// Counts NaN, +inf and -inf in every floating-point tensor of `paths`: `.npy`, `.npz`

@@ -14,12 +14,14 @@ use std::path::{Path, PathBuf};
 
 /// Why a scan stopped: a file could not be read again, or a tensor could not be
 /// scanned. Displayed on one line, naming the file (and the tensor).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScanError {
     /// The file could not be opened again (or was replaced) after its header was read.
-    File(TensorFileError),
+    #[error(transparent)]
+    File(#[from] TensorFileError),
     /// A tensor could not be scanned.
+    #[error("{}: tensor '{}': {error}", path_text(.path), excerpt(.tensor))]
     Tensor {
         /// The file, as given.
         path: PathBuf,
@@ -30,65 +32,17 @@ pub enum ScanError {
     },
 }
 
-impl std::fmt::Display for ScanError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ScanError::File(error) => error.fmt(f),
-            ScanError::Tensor { path, tensor, error } => {
-                write!(f, "{}: tensor '{}': {error}", path_text(path), excerpt(tensor))
-            }
-        }
-    }
-}
-
-impl std::error::Error for ScanError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ScanError::File(error) => Some(error),
-            ScanError::Tensor { error, .. } => Some(error),
-        }
-    }
-}
-
-impl From<TensorFileError> for ScanError {
-    fn from(error: TensorFileError) -> ScanError {
-        ScanError::File(error)
-    }
-}
-
 /// Why one tensor could not be scanned.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TensorScanError {
     /// The backend failed, or a read of the file it was counting did (the file shrank).
+    #[error(transparent)]
     Backend(BackendError),
     /// A deflated `.npz` member does not inflate to what the archive says, or a read of
     /// it failed.
-    Inflate(InflateError),
-}
-
-impl std::fmt::Display for TensorScanError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TensorScanError::Backend(error) => error.fmt(f),
-            TensorScanError::Inflate(error) => error.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for TensorScanError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            TensorScanError::Backend(error) => Some(error),
-            TensorScanError::Inflate(error) => Some(error),
-        }
-    }
-}
-
-impl From<InflateError> for TensorScanError {
-    fn from(error: InflateError) -> TensorScanError {
-        TensorScanError::Inflate(error)
-    }
+    #[error(transparent)]
+    Inflate(#[from] InflateError),
 }
 
 /// The result of scanning one tensor (borrowing names and shapes from the file's

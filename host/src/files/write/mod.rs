@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// Why an output cannot be written: the output path and what went wrong. Displayed as
-/// `path: what`, on one line.
-#[derive(Debug)]
+/// `path: what`, on one line; the cause is in that line, not behind `source()`.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path_text(.path), one_line(.kind))]
 pub struct TensorWriteError {
     /// The output path, as given.
     pub path: PathBuf,
@@ -32,20 +33,26 @@ pub struct TensorWriteError {
 }
 
 /// What went wrong with an output: see [`TensorWriteError`].
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TensorWriteErrorKind {
     /// The output is the input file.
+    #[error("is the input file; choose another output path")]
     IsInput,
     /// Its extension names no container that can be written.
+    #[error("unknown output extension (expected .npy or .safetensors)")]
     UnknownExtension,
     /// It is a directory.
+    #[error("is a directory")]
     IsDirectory,
     /// It ends in `/`, `.` or `..`, so it names a directory whatever is there.
+    #[error("is not a file path (it ends in '/', '.' or '..'); give the file's name, e.g. out.npy")]
     NotAFilePath,
     /// It exists, and replacing it was not asked for.
+    #[error("already exists (use --force to replace it)")]
     Exists,
     /// The shape does not hold the number of values given.
+    #[error("shape {shape:?} does not hold {values} values")]
     ShapeMismatch {
         /// The shape.
         shape: Vec<u64>,
@@ -53,16 +60,19 @@ pub enum TensorWriteErrorKind {
         values: u64,
     },
     /// `.npy` cannot hold values of this type: NumPy has no bfloat16.
+    #[error(".npy cannot hold --dtype {} (NumPy has no such dtype); write a .safetensors output instead, or use --dtype f16 or f32", .dtype.name())]
     NoNpyDtype {
         /// The values' type.
         dtype: Dtype,
     },
     /// The tensor name is one the format reserves.
+    #[error("tensor name '{}' is reserved by the format", excerpt(.name))]
     ReservedName {
         /// The name.
         name: String,
     },
     /// The temporary file cannot be created.
+    #[error("cannot create a temporary file in {}: {}", path_text(.directory), io_message(.error))]
     CreateTemporary {
         /// Where it was to be.
         directory: PathBuf,
@@ -70,74 +80,49 @@ pub enum TensorWriteErrorKind {
         error: std::io::Error,
     },
     /// The temporary file's mode cannot be set.
+    #[error("cannot set the mode of the temporary file: {}", io_message(.0))]
     SetMode(std::io::Error),
     /// Writing or syncing the temporary file failed.
+    #[error("write failed: {}", io_message(.0))]
     Write(std::io::Error),
-    /// The values could not be produced (the source's own error).
-    Values(Box<dyn std::error::Error + Send + Sync>),
     /// The `.safetensors` header cannot be serialised.
+    #[error("write failed: invalid header: {0}")]
     Header(serde_json::Error),
     /// The temporary file cannot be renamed onto the output.
+    #[error("cannot rename the temporary file into place: {}", io_message(.0))]
     Rename(std::io::Error),
 }
 
-impl std::fmt::Display for TensorWriteErrorKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            TensorWriteErrorKind::IsInput => f.write_str("is the input file; choose another output path"),
-            TensorWriteErrorKind::UnknownExtension => {
-                f.write_str("unknown output extension (expected .npy or .safetensors)")
-            }
-            TensorWriteErrorKind::IsDirectory => f.write_str("is a directory"),
-            TensorWriteErrorKind::NotAFilePath => {
-                f.write_str("is not a file path (it ends in '/', '.' or '..'); give the file's name, e.g. out.npy")
-            }
-            TensorWriteErrorKind::Exists => f.write_str("already exists (use --force to replace it)"),
-            TensorWriteErrorKind::ShapeMismatch { shape, values } => {
-                write!(f, "shape {shape:?} does not hold {values} values")
-            }
-            TensorWriteErrorKind::NoNpyDtype { dtype } => write!(
-                f,
-                ".npy cannot hold --dtype {} (NumPy has no such dtype); write a .safetensors output instead, \
-                 or use --dtype f16 or f32",
-                dtype.name()
-            ),
-            TensorWriteErrorKind::ReservedName { name } => {
-                write!(f, "tensor name '{}' is reserved by the format", excerpt(name))
-            }
-            TensorWriteErrorKind::CreateTemporary { directory, error } => {
-                write!(f, "cannot create a temporary file in {}: {}", path_text(directory), io_message(error))
-            }
-            TensorWriteErrorKind::SetMode(error) => {
-                write!(f, "cannot set the mode of the temporary file: {}", io_message(error))
-            }
-            TensorWriteErrorKind::Write(error) => write!(f, "write failed: {}", io_message(error)),
-            TensorWriteErrorKind::Values(error) => write!(f, "write failed: {error}"),
-            TensorWriteErrorKind::Header(error) => write!(f, "write failed: invalid header: {error}"),
-            TensorWriteErrorKind::Rename(error) => {
-                write!(f, "cannot rename the temporary file into place: {}", io_message(error))
-            }
-        }
-    }
+/// Why [`stage`] (or [`write_from`]) did not stage an output: it cannot be written, or
+/// its [`TensorSource`] could not produce the values (the source's own error, `E`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StageError<E: std::error::Error> {
+    /// The output cannot be written there, or writing it failed.
+    #[error(transparent)]
+    Output(#[from] TensorWriteError),
+    /// The values could not be produced: `path: write failed: why`, on one line.
+    #[error("{}: write failed: {}", path_text(.path), one_line(.error))]
+    Values {
+        /// The output path, as given.
+        path: PathBuf,
+        /// The source's error.
+        error: E,
+    },
 }
 
-impl std::fmt::Display for TensorWriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", path_text(&self.path), one_line(&self.kind))
-    }
+/// What went wrong while the temporary file was written: the output's fault, or the
+/// source's own error. [`stage`] names the output in either.
+enum Staging<E> {
+    /// Writing failed.
+    Output(TensorWriteErrorKind),
+    /// The source could not produce the values.
+    Values(E),
 }
 
-impl std::error::Error for TensorWriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            TensorWriteErrorKind::CreateTemporary { error, .. }
-            | TensorWriteErrorKind::SetMode(error)
-            | TensorWriteErrorKind::Write(error)
-            | TensorWriteErrorKind::Rename(error) => Some(error),
-            TensorWriteErrorKind::Values(error) => Some(error.as_ref()),
-            TensorWriteErrorKind::Header(error) => Some(error),
-            _ => None,
-        }
+impl<E> From<TensorWriteErrorKind> for Staging<E> {
+    fn from(kind: TensorWriteErrorKind) -> Staging<E> {
+        Staging::Output(kind)
     }
 }
 
@@ -325,19 +310,12 @@ pub trait TensorSource: Sync {
 }
 
 /// Values asked for beyond the end of a slice of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("values {start}.. are out of range")]
 pub struct ValuesOutOfRange {
     /// The first value asked for.
     pub start: u64,
 }
-
-impl std::fmt::Display for ValuesOutOfRange {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "values {}.. are out of range", self.start)
-    }
-}
-
-impl std::error::Error for ValuesOutOfRange {}
 
 impl TensorSource for [f32] {
     type Dtype = AsF32;
@@ -355,20 +333,26 @@ impl TensorSource for [f32] {
 }
 
 /// Writes the f32 tensor `data` of `shape` to `out`: [`write_from`] of a slice.
-pub fn write_f32(out: &Path, name: &str, shape: &[u64], data: &[f32], force: bool) -> Result<(), TensorWriteError> {
+pub fn write_f32(
+    out: &Path,
+    name: &str,
+    shape: &[u64],
+    data: &[f32],
+    force: bool,
+) -> Result<(), StageError<ValuesOutOfRange>> {
     write_from(out, name, shape, data, force)
 }
 
 /// Writes a tensor of `shape` to `out` as the container its extension names: [`stage`],
 /// then [`StagedOutput::commit`].
-pub fn write_from(
+pub fn write_from<S: TensorSource + ?Sized>(
     out: &Path,
     name: &str,
     shape: &[u64],
-    data: &(impl TensorSource + ?Sized),
+    data: &S,
     force: bool,
-) -> Result<(), TensorWriteError> {
-    stage(out, name, shape, data, force)?.commit()
+) -> Result<(), StageError<S::Error>> {
+    Ok(stage(out, name, shape, data, force)?.commit()?)
 }
 
 /// Writes a tensor of `shape` with the values' dtype (`.npy`: `<f4` or `<f2`;
@@ -394,17 +378,17 @@ pub fn stage<S: TensorSource + ?Sized>(
     shape: &[u64],
     data: &S,
     force: bool,
-) -> Result<StagedOutput, TensorWriteError> {
+) -> Result<StagedOutput, StageError<S::Error>> {
     use std::os::unix::fs::PermissionsExt;
     let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
     let container = Container::of_output(out).ok_or_else(|| fail(TensorWriteErrorKind::UnknownExtension))?;
     check_dtype(out, container, S::Dtype::DTYPE)?;
     if shape.iter().try_fold(1u64, |n, &d| n.checked_mul(d)) != Some(data.elements()) {
-        return Err(fail(TensorWriteErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }));
+        return Err(fail(TensorWriteErrorKind::ShapeMismatch { shape: shape.to_vec(), values: data.elements() }).into());
     }
     if container == Container::Safetensors && name == METADATA_KEY {
         // The crate would write it, but every reader takes that key for the metadata map.
-        return Err(fail(TensorWriteErrorKind::ReservedName { name: name.to_string() }));
+        return Err(fail(TensorWriteErrorKind::ReservedName { name: name.to_string() }).into());
     }
     let directory = directory_of(out);
     let replaced_mode = match std::fs::metadata(out) {
@@ -430,16 +414,19 @@ pub fn stage<S: TensorSource + ?Sized>(
         Container::Npy => write_npy(&mut writer, shape, data, &mut phases),
         Container::Safetensors => write_safetensors(&mut writer, name, shape, data, &mut phases),
         // `of_output` has refused it above.
-        Container::Npz => Err(TensorWriteErrorKind::UnknownExtension),
+        Container::Npz => Err(TensorWriteErrorKind::UnknownExtension.into()),
     }
-    .and_then(|()| writer.into_inner().map(drop).map_err(|e| TensorWriteErrorKind::Write(e.into_error())))
+    .and_then(|()| writer.into_inner().map(drop).map_err(|e| TensorWriteErrorKind::Write(e.into_error()).into()))
     .and_then(|()| {
         let start = Instant::now();
         temporary.as_file().sync_all().map_err(TensorWriteErrorKind::Write)?;
         phases.sync = start.elapsed();
         Ok(())
     })
-    .map_err(fail)?;
+    .map_err(|staging| match staging {
+        Staging::Output(kind) => StageError::Output(fail(kind)),
+        Staging::Values(error) => StageError::Values { path: out.to_path_buf(), error },
+    })?;
     phases.bytes = temporary.as_file().metadata().map_or(0, |m| m.len());
     Ok(StagedOutput { temporary, out: out.to_path_buf(), force, phases, _pending: pending })
 }
@@ -506,7 +493,7 @@ fn for_each_chunk<S: TensorSource + ?Sized>(
     data: &S,
     mut write: impl FnMut(&[StoredOf<S>]) -> std::io::Result<()> + Send,
     phases: &mut WritePhases,
-) -> Result<(), TensorWriteErrorKind> {
+) -> Result<(), Staging<S::Error>> {
     let total = data.elements();
     let chunk_len = WRITE_CHUNK_ELEMENTS.min(usize::try_from(total).unwrap_or(usize::MAX));
     phases.value_bytes += total * S::Dtype::DTYPE.bytes();
@@ -542,7 +529,7 @@ fn for_each_chunk<S: TensorSource + ?Sized>(
             let len = chunk_len.min((total - start) as usize);
             let began = Instant::now();
             if let Err(e) = data.fill(start, &mut chunk[..len]) {
-                produced = Err(TensorWriteErrorKind::Values(Box::new(e)));
+                produced = Err(Staging::Values(e));
                 break;
             }
             phases.produce += began.elapsed();
@@ -595,7 +582,7 @@ fn write_npy<S: TensorSource + ?Sized>(
     shape: &[u64],
     data: &S,
     phases: &mut WritePhases,
-) -> Result<(), TensorWriteErrorKind> {
+) -> Result<(), Staging<S::Error>> {
     const _: () = assert!(cfg!(target_endian = "little"), "the header says little-endian values");
     let dtype = S::Dtype::DTYPE;
     let descr = dtype.npy_descr().ok_or(TensorWriteErrorKind::NoNpyDtype { dtype })?;
@@ -613,7 +600,7 @@ fn write_safetensors<S: TensorSource + ?Sized>(
     shape: &[u64],
     data: &S,
     phases: &mut WritePhases,
-) -> Result<(), TensorWriteErrorKind> {
+) -> Result<(), Staging<S::Error>> {
     const _: () = assert!(cfg!(target_endian = "little"), "safetensors stores little-endian values");
     /// One tensor's header entry, its fields in the crate's order.
     #[derive(serde::Serialize)]
