@@ -33,7 +33,7 @@
 //!   [`Level::Avx512`].
 //!
 //! Every loop starts its vector stores at the output's first cache-line boundary
-//! ([`super::split_at_line`]). A level's loop runs only where it pays: where a wider one is
+//! (`split_at_line`). A level's loop runs only where it pays: where a wider one is
 //! not faster for a conversion ([`CpuConversion::widest`], measured), the wider level runs
 //! the narrower level's loop, whose instructions it has.
 

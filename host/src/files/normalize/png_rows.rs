@@ -234,7 +234,7 @@ pub enum PngOpen {
 /// (`tEXt`, `zTXt`, `iTXt`) and the ICC profile (`iCCP`) skipped unread, so that a
 /// compressed ancillary chunk cannot inflate into memory (a 3 MB `iCCP` chunk inflated
 /// to 3 GiB through the `image` crate), and the `png` crate's own allocations capped at
-/// [`PNG_ALLOC_LIMIT`].
+/// `PNG_ALLOC_LIMIT`.
 pub struct PngHeader {
     reader: png::Reader<BufReader<File>>,
     /// Rows.

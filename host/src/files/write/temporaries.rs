@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 /// The temporary files of outputs being written, for [`remove_pending_temporaries`].
 pub(crate) static PENDING_TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// A temporary file or folder listed in [`PENDING_TEMPORARIES`] while it lives: dropped
+/// A temporary file or folder listed in `PENDING_TEMPORARIES` while it lives: dropped
 /// (the file renamed into place or removed), it is taken off the list.
 pub struct PendingTemporary(PathBuf);
 
