@@ -890,6 +890,8 @@ fn a_terminating_signal_while_writing_removes_the_temporary_file_and_leaves_no_o
         ("TERM", 15, "interrupted by SIGTERM"),
         ("HUP", 1, "interrupted by SIGHUP"),
         ("USR1", 10, "interrupted by SIGUSR1"),
+        ("VTALRM", 26, "interrupted by SIGVTALRM"),
+        ("PROF", 27, "interrupted by SIGPROF"),
     ];
     'signals: for (name, number, message) in signals {
         // The run may finish before the signal lands on a fast machine: try a few times.

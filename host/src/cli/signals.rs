@@ -1,18 +1,24 @@
 //! The signals that end a run: each one a user meets removes the temporary files of the
 //! outputs being written before the process exits, so that an interrupted run leaves
-//! every output path as it was (only SIGKILL, which cannot be caught, or a crash can
-//! leave a `.bitexact-*.tmp`).
+//! every output path as it was ([`TERMINATING`] says which signals are not caught:
+//! SIGKILL, a crash's, and a few no one sends a command).
 
-use signal_hook::consts::signal::{SIGALRM, SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ};
+use signal_hook::consts::signal::{
+    SIGALRM, SIGHUP, SIGINT, SIGPROF, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGXCPU, SIGXFSZ,
+};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 /// The catchable signals whose default action ends the process and that a user or a
 /// supervisor sends: Ctrl-C (INT), Ctrl-\ (QUIT), `kill` and `timeout` (TERM), a closed
-/// terminal or SSH session (HUP), `ulimit -t` (XCPU), `kill -USR1`/`-USR2`, and ALRM.
-/// SIGPIPE is not among them: Rust ignores it, so a closed stdout is a write error that
-/// the commands handle (a reader that closed the pipe early is not an error).
-pub const TERMINATING: [i32; 8] = [SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2, SIGALRM];
+/// terminal or SSH session (HUP), `ulimit -t` (XCPU), `kill -USR1`/`-USR2`, and the
+/// timers' ALRM, VTALRM and PROF. SIGPIPE is not among them: Rust ignores it, so a closed
+/// stdout is a write error that the commands handle (a reader that closed the pipe early
+/// is not an error). Not caught: the real-time signals, SIGPWR and SIGSTKFLT (no one
+/// sends them to a command), and the signals of a crash (ABRT, TRAP, SYS, SEGV, BUS, ILL,
+/// FPE): those, like SIGKILL, can leave a `.bitexact-*.tmp`.
+pub const TERMINATING: [i32; 10] =
+    [SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGXCPU, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF];
 
 /// The exit status after `signal`: 128 + its number, as a shell reports a process
 /// that the signal ended (130 for Ctrl-C).
