@@ -33,6 +33,18 @@ fn avx512<K: LevelLoop>(kernel: K) -> K::Output {
     kernel.run()
 }
 
+/// `Some` of a form that needs AVX2, FMA and F16C (and no more) where `level` is avx2 or
+/// avx512 and the CPU has them, else `None`: the guard of every such form's selector.
+macro_rules! at_avx2_and_above {
+    ($level:expr, $form:ident) => {
+        match $level {
+            // SAFETY: the guard checked the features `$form` enables (avx512 includes them).
+            Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => Some(|s, d| unsafe { $form(s, d) }),
+            _ => None,
+        }
+    };
+}
+
 /// F16C's immediate: round to nearest, ties to even, whatever MXCSR says (bit 2 clear:
 /// the immediate's mode). Exceptions stay masked, as Rust leaves MXCSR.
 const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT;
@@ -229,25 +241,13 @@ pub(super) fn f32_to_bf16_instruction(level: Level) -> Option<SliceFn<u32, u16>>
 /// The F16C form of UNORM8 → binary16 ([`unorm8_to_f16_f16c`]), at [`Level::Avx2`] and
 /// above on a CPU that has them.
 pub(super) fn unorm8_to_f16_instruction(level: Level) -> Option<SliceFn<u8, u16>> {
-    match level {
-        // SAFETY: the guard checked the features the function enables (avx512 includes them).
-        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
-            Some(|s, d| unsafe { unorm8_to_f16_f16c(s, d) })
-        }
-        _ => None,
-    }
+    at_avx2_and_above!(level, unorm8_to_f16_f16c)
 }
 
 /// The F16C form of UNORM16 → binary16 ([`unorm16_to_f16_f16c`]): see
 /// [`unorm8_to_f16_instruction`].
 pub(super) fn unorm16_to_f16_instruction(level: Level) -> Option<SliceFn<u16, u16>> {
-    match level {
-        // SAFETY: the guard checked the features the function enables (avx512 includes them).
-        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
-            Some(|s, d| unsafe { unorm16_to_f16_f16c(s, d) })
-        }
-        _ => None,
-    }
+    at_avx2_and_above!(level, unorm16_to_f16_f16c)
 }
 
 /// `dst[i] = f(src[i])` as [`blocks`] computes it, `N` results (32 bytes) at a time, the
@@ -333,24 +333,12 @@ pub(super) fn unorm16_to_bf16_streaming(src: &[u16], dst: &mut [u16]) {
 /// The streaming forms of UNORM16 → binary16 / bfloat16, at [`Level::Avx2`] and above on
 /// a CPU that has them.
 pub(super) fn unorm16_to_f16_streaming_instruction(level: Level) -> Option<SliceFn<u16, u16>> {
-    match level {
-        // SAFETY: the guard checked the features the function enables (avx512 includes them).
-        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
-            Some(|s, d| unsafe { unorm16_to_f16_f16c_streaming(s, d) })
-        }
-        _ => None,
-    }
+    at_avx2_and_above!(level, unorm16_to_f16_f16c_streaming)
 }
 
 /// See [`unorm16_to_f16_streaming_instruction`].
 pub(super) fn unorm16_to_bf16_streaming_avx2(level: Level) -> Option<SliceFn<u16, u16>> {
-    match level {
-        // SAFETY: the guard checked the features the function enables (avx512 includes them).
-        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
-            Some(|s, d| unsafe { unorm16_to_bf16_streaming(s, d) })
-        }
-        _ => None,
-    }
+    at_avx2_and_above!(level, unorm16_to_bf16_streaming)
 }
 
 /// binary16 → f32 for large outputs: [`f16x8_to_f32_f16c`]'s results (the exact form,
@@ -379,25 +367,13 @@ fn bf16_to_f32_avx2_streaming(src: &[u16], dst: &mut [u32]) {
 /// The streaming form of binary16 → f32 ([`f16_to_f32_f16c_streaming`]), at
 /// [`Level::Avx2`] and above on a CPU that has them.
 pub(super) fn f16_to_f32_streaming(level: Level) -> Option<SliceFn<u16, u32>> {
-    match level {
-        // SAFETY: the guard checked the features the function enables (avx512 includes them).
-        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
-            Some(|s, d| unsafe { f16_to_f32_f16c_streaming(s, d) })
-        }
-        _ => None,
-    }
+    at_avx2_and_above!(level, f16_to_f32_f16c_streaming)
 }
 
 /// The streaming form of bfloat16 → f32 ([`bf16_to_f32_avx2_streaming`]), as
 /// [`f16_to_f32_streaming`].
 pub(super) fn bf16_to_f32_streaming(level: Level) -> Option<SliceFn<u16, u32>> {
-    match level {
-        // SAFETY: the guard checked the features the function enables (avx512 includes them).
-        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
-            Some(|s, d| unsafe { bf16_to_f32_avx2_streaming(s, d) })
-        }
-        _ => None,
-    }
+    at_avx2_and_above!(level, bf16_to_f32_avx2_streaming)
 }
 
 /// F16C `vcvtps2ph ymm` twice: 16 f32 bits → 16 binary16 bits, one 32-byte block of
@@ -423,11 +399,5 @@ fn f32_to_f16_f16c_streaming(src: &[u32], dst: &mut [u16]) {
 /// The streaming form of f32 → binary16 ([`f32_to_f16_f16c_streaming`]), as
 /// [`f16_to_f32_streaming`].
 pub(super) fn f32_to_f16_streaming(level: Level) -> Option<SliceFn<u32, u16>> {
-    match level {
-        // SAFETY: the guard checked the features the function enables (avx512 includes them).
-        Level::Avx2 | Level::Avx512 if Level::Avx2.check("").is_ok() => {
-            Some(|s, d| unsafe { f32_to_f16_f16c_streaming(s, d) })
-        }
-        _ => None,
-    }
+    at_avx2_and_above!(level, f32_to_f16_f16c_streaming)
 }
