@@ -35,10 +35,14 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
 
-// The host tests need `std` (the test harness, `Vec`); the kernels never do.
-#[cfg(test)]
+// On the host the emulator runs blocks as OS threads, so it needs `std`; the kernels
+// (nvptx64) never do.
+#[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 
+pub mod block;
+#[cfg(not(target_arch = "nvptx64"))]
+pub mod emulator;
 pub mod loops;
 
 pub use loops::{
