@@ -51,6 +51,42 @@ pub const fn round_magnitude<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {
     }
 }
 
+/// `x >> shift` rounded to nearest, ties to even, for `1 <= shift <= 63` and `x < 2^63`.
+#[inline(always)]
+const fn shift_right_to_even_u64(x: u64, shift: u32) -> u64 {
+    (x + (1 << (shift - 1)) - 1 + ((x >> shift) & 1)) >> shift
+}
+
+/// [`round_magnitude`] of an **f64** magnitude `abs` (sign clear, finite or infinite, not
+/// NaN): the encoding, in the IEEE layout of a format with `EXP` exponent and `MAN`
+/// mantissa bits, of `abs` rounded once to nearest, ties to even, without an upper bound
+/// (a result above the format's largest finite encoding means overflow; infinity gives
+/// such a result). The same rounding argument as the module's, with f64's 11-bit
+/// exponent (bias 1023) and 52-bit mantissa. For `2 <= EXP <= 8` and `1 <= MAN <= 22`.
+///
+/// This is how a product of two f32 values, exact in f64, is rounded straight to FP8
+/// without a second rounding (`crate::fp8_scale`).
+#[inline(always)]
+pub const fn round_magnitude_f64<const EXP: u32, const MAN: u32>(abs: u64) -> u32 {
+    let bias = (1u64 << (EXP - 1)) - 1;
+    let biased = abs >> 52;
+    // The f64 biased exponent of the target's smallest normal, 2^(1 - bias).
+    let min_normal = 1024 - bias;
+    if biased >= min_normal {
+        // Below 2^63 (infinity included), so the rounding does not overflow, and below
+        // 1152 · 2^52, so the result is below 1152 · 2^MAN and fits a u32.
+        shift_right_to_even_u64(abs - ((1023 - bias) << 52), 52 - MAN) as u32
+    } else {
+        // An f64 subnormal has no implicit bit and the exponent of the smallest normal.
+        let (significand, exponent) =
+            if biased == 0 { (abs, 1) } else { ((abs & 0x000F_FFFF_FFFF_FFFF) | 1 << 52, biased) };
+        // significand · 2^(exponent - 1075) in units of 2^(1 - bias - MAN); at least
+        // `53 - MAN`, and from 54 on every significand (below 2^53) rounds to 0.
+        let units_shift = 1076 - bias - MAN as u64 - exponent;
+        shift_right_to_even_u64(significand, if units_shift > 63 { 63 } else { units_shift as u32 }) as u32
+    }
+}
+
 /// [`round_magnitude`] without a branch: both roundings of the argument (normal range and
 /// below it) are computed for every input, each kept in range for any input (the
 /// normal one saturates at 0 below the normal range; the subnormal shift is clamped to

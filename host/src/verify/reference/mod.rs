@@ -12,7 +12,8 @@
 //! [`expected`] is the one entry point; [`expected_many`] is the same for a slice. The
 //! parts, one per kind of format: [`classify`] (field layouts and the class of any
 //! encoding), [`norm`] (UNORM/SNORM codes and the integer division to f32), [`narrow`]
-//! (binary16, bfloat16 and FP8: rounding onto their grids and back to f32) and [`ulp`]
+//! (binary16, bfloat16 and FP8: rounding onto their grids and back to f32), [`scaled`]
+//! (per-tensor scaled FP8: the scale and the quantisation once or in two steps) and [`ulp`]
 //! (distances between results). Every public item is re-exported here, so callers name
 //! `verify::reference::x`.
 //!
@@ -25,13 +26,14 @@
 pub mod classify;
 pub mod narrow;
 pub mod norm;
+pub mod scaled;
 pub mod ulp;
 
 pub use classify::{FieldLayout, Specials, binary16_class, class, layout, packed_finite_mask};
 pub use narrow::{
-    BFLOAT16, BINARY16, FP8_E4M3, FP8_E5M2, InputClass, NarrowConversion, NarrowFormat, Rounded,
+    BFLOAT16, BINARY16, BINARY32, FP8_E4M3, FP8_E5M2, InputClass, NarrowConversion, NarrowFormat, Rounded,
     conversion_input_class, conversion_input_format, conversion_output_is_nan, div_to_narrow, exact_f32_bits,
-    narrow_format, narrow_to_f32_bits, round_f32_to,
+    f32_magnitude_parts, narrow_format, narrow_to_f32_bits, round_f32_to, round_to,
 };
 pub use norm::{div_to_f32, f32_to_unorm_exact, snorm_to_f32_bits, unorm_to_f32_bits, unorm_to_narrow_bits};
 pub use ulp::{f32_ulp_distance, float16_ulp_distance, narrow_ulp_distance, ulp_distance};

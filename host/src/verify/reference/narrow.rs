@@ -43,10 +43,29 @@ pub enum Rounded {
 /// quotient and remainder by that step, then the encoding from the quotient. Shares
 /// nothing with `shared::narrow`.
 pub fn round_f32_to(format: NarrowFormat, bits: u32) -> Rounded {
+    let (significand, exponent) = f32_magnitude_parts(bits);
+    round_to(format, significand, exponent)
+}
+
+/// binary32 itself as a [`NarrowFormat`]: 8 + 23 bits, largest finite (2^24 - 1) · 2^104,
+/// for rounding an exact value (a product, a quotient) to f32 on integers.
+pub const BINARY32: NarrowFormat =
+    NarrowFormat { exponent_bits: 8, mantissa_bits: 23, max_finite: ((1 << 24) - 1, 104) };
+
+/// The magnitude of the finite f32 `bits` (sign ignored) as `significand · 2^exponent`,
+/// exactly, from its fields.
+pub fn f32_magnitude_parts(bits: u32) -> (u64, i32) {
     let biased = i32::try_from((bits >> 23) & 0xFF).expect("8 bits");
     let fraction = u64::from(bits & 0x007F_FFFF);
-    // |x| = significand · 2^exponent exactly.
-    let (significand, exponent) = if biased == 0 { (fraction, -149) } else { (fraction | 1 << 23, biased - 150) };
+    if biased == 0 { (fraction, -149) } else { (fraction | 1 << 23, biased - 150) }
+}
+
+/// The magnitude `significand · 2^exponent` (`significand < 2^62`) rounded to nearest,
+/// ties to even, onto `format`'s grid, on integers: the value's binade from the
+/// significand's bit length, the grid step of that binade (or of the subnormals), the
+/// quotient and remainder by that step, then the encoding from the quotient. Shares
+/// nothing with `shared::narrow`.
+pub fn round_to(format: NarrowFormat, significand: u64, exponent: i32) -> Rounded {
     let man = format.mantissa_bits as i32;
     let bias = (1i32 << (format.exponent_bits - 1)) - 1;
     if significand == 0 {
@@ -88,6 +107,11 @@ fn encode_rounded(format: NarrowFormat, mut quotient: u64, mut step: i32) -> Rou
     }
     // Overflow: quotient · 2^step > max.significand · 2^max.exponent, compared exactly.
     let (max_significand, max_exponent) = format.max_finite;
+    // A nonzero quotient at a step 64 or more above the maximum's exponent exceeds it
+    // (the maximum's significand is below 2^64); below that, both fit a u128 exactly.
+    if quotient != 0 && step - max_exponent >= 64 {
+        return Rounded::Overflow;
+    }
     let common = step.min(max_exponent);
     let scaled = |s: u64, e: i32| u128::from(s).checked_shl((e - common) as u32).unwrap_or(u128::MAX);
     if quotient != 0 && scaled(quotient, step) > scaled(max_significand, max_exponent) {
