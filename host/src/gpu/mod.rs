@@ -10,8 +10,11 @@
 //! the kernel's; no safe function launches a kernel by name (that stays in `raw`).
 //!
 //! A PTX module of one's own loads next to the embedded ones ([`Gpu::load_user_module`],
-//! [`KernelModule`]); its kernels launch through the same typed methods, for primitives of
-//! one's own whose kind traits the user implements with an `unsafe impl` (`own`).
+//! `unsafe`: see its contract; [`KernelModule`]); its kernels launch through the same typed
+//! methods, for primitives of one's own whose kind traits the user implements with an
+//! `unsafe impl` (`own`), and any kernel declared with [`shared::kernel!`] through
+//! [`KernelModule::kernel`]'s typed handle, its parameter list checked against the PTX
+//! (`typed`).
 //!
 //! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
 //! library before cudarc can panic, and every failure is a [`GpuError`].
@@ -27,8 +30,11 @@ mod own;
 pub mod ptx;
 mod raw;
 pub mod staging;
+mod typed;
 
 pub use own::{Failing, KernelModule, RESERVED_PREFIX};
+pub use shared::launch::Dim3;
+pub use typed::{HostArg, HostArgs, LaunchLimits, LaunchShape, TypedKernel, check_params};
 
 use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
@@ -99,6 +105,23 @@ pub enum GpuError {
         kernel: String,
         /// The driver's error.
         error: DriverError,
+    },
+    /// A kernel's declaration ([`shared::kernel!`]) does not match its PTX entry's
+    /// `.param` list.
+    #[error("kernel {kernel} does not match its declaration: {detail}")]
+    Signature {
+        /// The kernel's name.
+        kernel: String,
+        /// The first difference.
+        detail: String,
+    },
+    /// A launch shape the device (or the kernel) cannot run.
+    #[error("kernel {kernel}: cannot launch {detail}")]
+    LaunchShape {
+        /// The kernel's name.
+        kernel: String,
+        /// What is out of range.
+        detail: String,
     },
     /// Device memory ran out.
     #[error("out of device memory allocating {bytes} bytes")]
@@ -272,6 +295,7 @@ pub struct Gpu {
     /// The newer modules ([`ptx::MODULES`] after the first): loaded, or why not.
     newer: Vec<(PtxTarget, Result<Arc<CudaModule>, ModuleUnavailable>)>,
     info: DeviceInfo,
+    limits: LaunchLimits,
 }
 
 impl Gpu {
@@ -300,6 +324,24 @@ impl Gpu {
             clock_khz: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
             memory_bytes: ctx.total_mem().map_err(driver("reading the memory size"))?,
         };
+        let dim = |x, y, z| -> Result<Dim3, GpuError> {
+            Ok(Dim3::new(attribute(x)? as u32, attribute(y)? as u32, attribute(z)? as u32))
+        };
+        use sys::CUdevice_attribute as A;
+        let limits = LaunchLimits {
+            max_threads_per_block: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32,
+            max_block: dim(
+                A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+            )?,
+            max_grid: dim(
+                A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+            )?,
+            max_shared_bytes_per_block: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
+        };
         let newer = ptx::MODULES[1..]
             .iter()
             .map(|m| {
@@ -311,8 +353,8 @@ impl Gpu {
             })
             .collect();
         let stream = ctx.default_stream();
-        let baseline = KernelModule::new(module.clone(), stream.clone(), info.multiprocessors, ptx::PTX);
-        Ok(Gpu { ctx, stream, module, baseline, newer, info })
+        let baseline = KernelModule::new(module.clone(), stream.clone(), info.multiprocessors, limits, ptx::PTX);
+        Ok(Gpu { ctx, stream, module, baseline, newer, info, limits })
     }
 
     /// The loaded module that holds kernel `name` (whose variant's family has the
@@ -338,6 +380,11 @@ impl Gpu {
             Some((_, Err(reason))) => Err(reason.clone()),
             _ => Ok(()),
         }
+    }
+
+    /// What the device lets a launch ask for (threads, extents, shared memory).
+    pub fn launch_limits(&self) -> &LaunchLimits {
+        &self.limits
     }
 
     /// What the device is.

@@ -14,8 +14,9 @@
 //! [`GpuError::KernelMissing`]. The same holds for the CUDA C++ baseline's kernels, whose
 //! names ([`RESERVED_PREFIX`]) only the baseline's own loader may use.
 
+use super::typed::LaunchLimits;
 use super::{Bits, Gpu, GpuError, NonFinite, grid_stride_config, ptx, raw};
-use cudarc::driver::{CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
+use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use shared::{KernelKind, KernelName, kind};
 use std::sync::Arc;
 
@@ -27,7 +28,10 @@ pub struct KernelModule {
     module: Arc<CudaModule>,
     stream: Arc<CudaStream>,
     multiprocessors: u32,
+    limits: LaunchLimits,
     entries: Vec<String>,
+    /// The module's text: [`KernelModule::kernel`] checks declarations against it.
+    ptx: Arc<str>,
 }
 
 /// How many elements failed a [`kind::StreamCount`] kernel's check, and the first one.
@@ -45,7 +49,29 @@ impl Gpu {
     /// defines a kernel named like one of the embedded kernels or starting with
     /// [`RESERVED_PREFIX`], and with
     /// [`GpuError::PtxRejected`] (the JIT's log) if the driver rejects it.
-    pub fn load_user_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
+    ///
+    /// # Safety
+    /// The safe launches of the returned module rest on promises about its kernels: each
+    /// `unsafe impl` of a [`shared::kind`] trait for a primitive `P` promises that the
+    /// kernel of `P`'s name takes that kind's parameters and touches only the elements it
+    /// says. Those promises are about the kernels of `P`'s own kernel crate, so `ptx` must
+    /// be that crate's PTX (built by `ptx_builder` from it, typically `include_str!`-ed),
+    /// or a module whose every kernel named like a kind kernel of a primitive keeps that
+    /// primitive's promise. A safe call could otherwise load a kernel of the same name
+    /// that does something else and launch it through `stream_count::<P>`. (Kernels
+    /// declared with [`shared::kernel!`] launch through [`KernelModule::kernel`], whose
+    /// launch is `unsafe` itself and whose parameter list is checked against this PTX.)
+    ///
+    /// Calling it without `unsafe` does not compile:
+    ///
+    /// ```compile_fail,E0133
+    /// fn load(gpu: &bitexact::gpu::Gpu, foreign_ptx: &str) {
+    ///     let _ = gpu.load_user_module(foreign_ptx);
+    /// }
+    /// ```
+    // Declaring it `unsafe` is the point (its contract above); it does nothing unsafe.
+    #[allow(unsafe_code)]
+    pub unsafe fn load_user_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
         self.load_module(ptx, entries_of_ones_own(ptx, false)?)
     }
 
@@ -61,7 +87,14 @@ impl Gpu {
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(ptx) })?;
-        Ok(KernelModule { module, stream: self.stream.clone(), multiprocessors: self.info.multiprocessors, entries })
+        Ok(KernelModule {
+            module,
+            stream: self.stream.clone(),
+            multiprocessors: self.info.multiprocessors,
+            limits: self.limits,
+            entries,
+            ptx: ptx.into(),
+        })
     }
 }
 
@@ -88,10 +121,36 @@ fn entries_of_ones_own(ptx: &str, reserved_allowed: bool) -> Result<Vec<String>,
 
 impl KernelModule {
     /// The module `module` (of text `ptx`), launching on `stream` with grids for
-    /// `multiprocessors` SMs.
-    pub(super) fn new(module: Arc<CudaModule>, stream: Arc<CudaStream>, multiprocessors: u32, ptx: &str) -> Self {
+    /// `multiprocessors` SMs, within `limits`.
+    pub(super) fn new(
+        module: Arc<CudaModule>,
+        stream: Arc<CudaStream>,
+        multiprocessors: u32,
+        limits: LaunchLimits,
+        ptx: &str,
+    ) -> Self {
         let entries = ptx::entry_names(ptx).into_iter().map(String::from).collect();
-        KernelModule { module, stream, multiprocessors, entries }
+        KernelModule { module, stream, multiprocessors, limits, entries, ptx: ptx.into() }
+    }
+
+    /// The module's PTX text.
+    pub fn ptx(&self) -> &str {
+        &self.ptx
+    }
+
+    /// What the device lets a launch of this module ask for.
+    pub fn limits(&self) -> &LaunchLimits {
+        &self.limits
+    }
+
+    /// The stream its launches are queued on.
+    pub(super) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Its kernel `name`, or [`GpuError::KernelMissing`].
+    pub(super) fn function(&self, name: &str) -> Result<CudaFunction, GpuError> {
+        self.module.load_function(name).map_err(|_| GpuError::KernelMissing { name: name.to_string() })
     }
 
     /// The names of the module's kernels, in the PTX's order.

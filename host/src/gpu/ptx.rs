@@ -64,6 +64,61 @@ pub fn entry_names(ptx: &str) -> Vec<&str> {
         .collect()
 }
 
+/// One parameter of a kernel entry as the PTX declares it: `.param .u64 .ptr .align 1
+/// k_param_0` is `{ ty: "u64", pointer: true }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxParam {
+    /// The type without its dot (`u64`, `u32`, `f32`, `b8`…).
+    pub ty: String,
+    /// Whether LLVM marked it `.ptr` (a pointer parameter).
+    pub pointer: bool,
+    /// Whether it is an array (`name[N]`: an aggregate passed by value).
+    pub aggregate: bool,
+}
+
+/// The parameter list of kernel `name` in `ptx` (`.entry name( … )`), or `None` if the PTX
+/// has no such entry.
+pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<PtxParam>> {
+    let mut lines = ptx.lines().map(str::trim);
+    let header = lines.by_ref().find(|line| {
+        let rest = line.strip_prefix(".visible ").unwrap_or(line);
+        rest.strip_prefix(".entry ").and_then(|r| r.split('(').next()).map(str::trim) == Some(name)
+    })?;
+    let after_paren = header.split_once('(').map_or("", |(_, rest)| rest);
+    let mut params = Vec::new();
+    let mut parse = |text: &str| {
+        for declaration in text.split(',') {
+            let words: Vec<&str> = declaration.split_whitespace().collect();
+            if words.first() != Some(&".param") {
+                continue;
+            }
+            let ty = words.iter().skip(1).find(|w| {
+                !matches!(**w, ".ptr" | ".align" | ".global" | ".shared" | ".const" | ".local") && w.starts_with('.')
+            });
+            params.push(PtxParam {
+                ty: ty.map_or(String::new(), |t| t.trim_start_matches('.').to_string()),
+                pointer: words.contains(&".ptr"),
+                aggregate: words.last().is_some_and(|w| w.contains('[')),
+            });
+        }
+    };
+    if let Some((inside, _)) = after_paren.split_once(')') {
+        parse(inside);
+        return Some(params);
+    }
+    parse(after_paren);
+    for line in lines {
+        match line.split_once(')') {
+            Some((inside, _)) => {
+                parse(inside);
+                break;
+            }
+            None => parse(line),
+        }
+    }
+    Some(params)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +138,17 @@ mod tests {
         let ptx =
             ".visible .entry k(\n\t.param .u64 a\n)\n{\n\tret;\n}\n.entry j(\n)\n{\n}\n.visible .func f()\n{\n}\n";
         assert_eq!(entry_names(ptx), ["k", "j"]);
+    }
+
+    #[test]
+    fn entry_params_are_read_from_the_header() {
+        let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .f32 k_param_1,\n\t.param .align 4 .b8 k_param_2[8]\n)\n{\n}\n.entry j()\n{\n}\n";
+        let p = |ty: &str, pointer, aggregate| PtxParam { ty: ty.into(), pointer, aggregate };
+        assert_eq!(
+            entry_params(ptx, "k"),
+            Some(vec![p("u64", true, false), p("f32", false, false), p("b8", false, true)])
+        );
+        assert_eq!(entry_params(ptx, "j"), Some(vec![]));
+        assert_eq!(entry_params(ptx, "missing"), None);
     }
 }

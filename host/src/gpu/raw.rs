@@ -34,6 +34,18 @@ fn function(module: &Arc<CudaModule>, name: KernelName) -> Result<CudaFunction, 
     module.load_function(&name.to_string()).map_err(|_| GpuError::KernelMissing { name: name.to_string() })
 }
 
+/// Queues a launch whose arguments `typed::TypedKernel::launch` checked: the parameter
+/// list against the PTX, the argument types against the declaration, the shape against
+/// the device. The caller of that `unsafe fn` vouches for the kernel's memory accesses.
+pub(super) fn launch_checked(
+    mut launch: cudarc::driver::LaunchArgs<'_>,
+    config: LaunchConfig,
+) -> Result<(), DriverError> {
+    // SAFETY: see above: everything a launch needs beyond the kernel's own contract is
+    // checked by `TypedKernel::launch`, and that contract is its caller's promise.
+    unsafe { launch.launch(config) }.map(drop)
+}
+
 /// A [`GpuError::Length`] for kernel `name`.
 fn length_error(name: KernelName, detail: String) -> GpuError {
     GpuError::Length { kernel: name.to_string(), detail }

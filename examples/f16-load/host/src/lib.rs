@@ -5,7 +5,8 @@
 //! ```no_run
 //! use f16_load::{PTX, load_checked};
 //! let gpu = bitexact::gpu::Gpu::open(0)?;
-//! let module = gpu.load_user_module(PTX)?;
+//! // SAFETY: `PTX` is `f16-load-kernels`' own, whose `unsafe impl StreamCount` it keeps.
+//! let module = unsafe { gpu.load_user_module(PTX)? };
 //! let halves: Vec<u16> = vec![0x3C00, 0x7C00, 0xC000]; // 1.0, +inf, -2.0
 //! let (values, failing) = load_checked(&gpu, &module, &halves)?;
 //! assert_eq!(values, [1.0, f32::INFINITY, -2.0]);

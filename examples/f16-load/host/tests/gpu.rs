@@ -10,7 +10,8 @@ use f16_load_kernels::to_f32_checked;
 #[test]
 fn the_gpu_equals_the_cpu_twin_on_every_half() -> Result<(), GpuError> {
     let Some(gpu) = open_or_skip() else { return Ok(()) };
-    let module = gpu.load_user_module(PTX)?;
+    // SAFETY: `PTX` is `f16-load-kernels`' own, whose `unsafe impl StreamCount` it keeps.
+    let module = unsafe { gpu.load_user_module(PTX)? };
     let every: Vec<u16> = (0..=u16::MAX).collect();
     // All 65,536 in order; again rotated, so the first non-finite value moves; 64 copies
     // (4 Mi elements, every lane busy), and short and misaligned pieces.
