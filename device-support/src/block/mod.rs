@@ -37,31 +37,8 @@ pub const WARP_SIZE: u32 = 32;
 /// A mask naming all 32 lanes of a warp.
 pub const FULL_MASK: u32 = u32::MAX;
 
-/// A 3-D index or extent, CUDA's `dim3`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Dim3 {
-    pub x: u32,
-    pub y: u32,
-    pub z: u32,
-}
-
-impl Dim3 {
-    /// `(x, 1, 1)`.
-    pub const fn x(x: u32) -> Dim3 {
-        Dim3 { x, y: 1, z: 1 }
-    }
-
-    /// The number of points of an extent, `x · y · z`, in 64 bits (no wrap).
-    pub const fn volume(self) -> u64 {
-        self.x as u64 * self.y as u64 * self.z as u64
-    }
-
-    /// The row-major rank of index `self` in an extent `extent`: `x + extent.x · (y +
-    /// extent.y · z)`, in 64 bits, CUDA's linear thread (or block) number.
-    pub const fn rank_in(self, extent: Dim3) -> u64 {
-        self.x as u64 + extent.x as u64 * (self.y as u64 + extent.y as u64 * self.z as u64)
-    }
-}
+/// A 3-D index or extent, CUDA's `dim3` (the one type host and device share).
+pub use shared::launch::Dim3;
 
 /// The calling thread's index in its block (`%tid`).
 #[inline(always)]
