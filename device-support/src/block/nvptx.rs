@@ -14,8 +14,9 @@
 //!   `bar.sync 0`, whose `.aligned` promise (every thread of the warp executes the same
 //!   barrier instruction) breaks when threads diverge (rust-lang/rust#137086): for a
 //!   barrier in each branch of an `if`, ptxas then predicates the two
-//!   (`@P2 BAR.SYNC.DEFER_BLOCKING 0x0; @!P2 BAR.SYNC.DEFER_BLOCKING 0x0`), so one warp
-//!   arrives twice. With `barrier.sync` the sm_90 SASS is `BRA.DIV` (a divergent warp takes
+//!   (`@P2 BAR.SYNC.DEFER_BLOCKING 0x0; @!P2 BAR.SYNC.DEFER_BLOCKING 0x0`), so a warp
+//!   whose threads took both branches executes two barriers where the block counts one
+//!   (undefined for `.aligned`). With `barrier.sync` the sm_90 SASS is `BRA.DIV` (a divergent warp takes
 //!   a slow path that waits for its threads), `BAR.SYNC.DEFER_BLOCKING 0x0`, then
 //!   `WARPSYNC.ALL`; the reductions are `BAR.RED.{POPC,AND,OR}.DEFER_BLOCKING 0x0` and
 //!   `B2R.RESULT`.
@@ -35,8 +36,8 @@
 //!   and `cvta.shared.u64` of it (a pure `asm!`, so LLVM may merge or drop it).
 //! * **Atomics and fences**: `asm!`, because LLVM 23 has no scoped-atomic intrinsics any
 //!   more and Rust's atomics come out `.sys`: `atom.relaxed.{cta,gpu,sys}.<op>` on a generic
-//!   address, so global and shared memory both work (SASS `ATOM.E.<OP>.STRONG.{SM,GPU,SYS}`,
-//!   with a shared-window path for 64-bit ones), and `fence.acq_rel.{cta,gpu,sys}`
+//!   address, so global and shared memory both work (SASS `ATOM.E.<OP>.STRONG.{SM,GPU,SYS}`),
+//!   and `fence.acq_rel.{cta,gpu,sys}`
 //!   (`MEMBAR.ALL.{CTA,GPU,SYS}`). Their placement does not matter for convergence, and an
 //!   `asm!` without `nomem` is a compiler barrier for the memory around it.
 //!   `atom.add.f32` is `ATOM.E.ADD.F32.FTZ.RN`: subnormal inputs and results are flushed
