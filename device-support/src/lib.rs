@@ -33,7 +33,14 @@
 //! tests run them one lane after another over real buffers, so an indexing, alignment,
 //! tail or packing mistake fails without a GPU.
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(stdarch_nvptx))]
+// nvptx64's block-level backend (`block/nvptx.rs`) reaches LLVM's NVVM intrinsics, inline
+// PTX for the scoped atomics, and core's dynamic shared memory intrinsic.
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(stdarch_nvptx, link_llvm_intrinsics, asm_experimental_arch, core_intrinsics, gpu_intrinsics),
+    feature(gpu_launch_sized_workgroup_mem, allow_internal_unstable),
+    allow(internal_features)
+)]
 
 // On the host the emulator runs blocks as OS threads, so it needs `std`; the kernels
 // (nvptx64) never do.

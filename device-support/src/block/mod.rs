@@ -245,7 +245,7 @@ pub unsafe fn shfl_idx(mask: u32, value: u32, src_lane: u32) -> u32 {
 }
 
 /// `value` of lane `lane_id() - delta`, or the caller's own `value` where that is below 0
-/// (`shfl.sync.up.b32`).
+/// (`shfl.sync.up.b32`); `delta` is taken mod 32 (the GPU reads its low 5 bits).
 ///
 /// # Safety
 /// As [`shfl_idx`].
@@ -257,7 +257,7 @@ pub unsafe fn shfl_up(mask: u32, value: u32, delta: u32) -> u32 {
 }
 
 /// `value` of lane `lane_id() + delta`, or the caller's own `value` where that is past 31
-/// (`shfl.sync.down.b32`).
+/// (`shfl.sync.down.b32`); `delta` is taken mod 32 (the GPU reads its low 5 bits).
 ///
 /// # Safety
 /// As [`shfl_idx`].
@@ -268,7 +268,7 @@ pub unsafe fn shfl_down(mask: u32, value: u32, delta: u32) -> u32 {
     unsafe { imp::shfl_down(mask, value, delta) }
 }
 
-/// `value` of lane `lane_id() ^ lane_mask` (`shfl.sync.bfly.b32`).
+/// `value` of lane `lane_id() ^ (lane_mask % 32)` (`shfl.sync.bfly.b32`).
 ///
 /// # Safety
 /// As [`shfl_idx`].
@@ -335,7 +335,13 @@ pub enum Scope {
 /// `address` is valid for reads and writes of `Self`, aligned, and every concurrent access
 /// to it is atomic.
 pub trait Atomic: Copy {
-    /// `*address += value` (wrapping for integers, IEEE round-to-nearest-even for f32).
+    /// `*address += value` (wrapping for integers; for f32 round-to-nearest-even with
+    /// subnormal inputs and results flushed to zero of the same sign, as the GPU's
+    /// `atom.add.f32` does).
+    ///
+    /// # Safety
+    /// `address` is valid for reads and writes of `Self`, aligned, and every concurrent
+    /// access to it is atomic.
     unsafe fn atomic_add(address: *mut Self, value: Self, scope: Scope) -> Self;
 }
 
@@ -345,12 +351,24 @@ pub trait Atomic: Copy {
 /// As [`Atomic`].
 pub trait AtomicInteger: Atomic {
     /// `*address = min(*address, value)`.
+    ///
+    /// # Safety
+    /// As [`Atomic`].
     unsafe fn atomic_min(address: *mut Self, value: Self, scope: Scope) -> Self;
     /// `*address = max(*address, value)`.
+    ///
+    /// # Safety
+    /// As [`Atomic`].
     unsafe fn atomic_max(address: *mut Self, value: Self, scope: Scope) -> Self;
     /// `*address = value`.
+    ///
+    /// # Safety
+    /// As [`Atomic`].
     unsafe fn atomic_exchange(address: *mut Self, value: Self, scope: Scope) -> Self;
     /// `*address = new` if `*address == expected`; returns the old value either way.
+    ///
+    /// # Safety
+    /// As [`Atomic`].
     unsafe fn atomic_compare_exchange(address: *mut Self, expected: Self, new: Self, scope: Scope) -> Self;
 }
 

@@ -62,7 +62,12 @@ pub unsafe fn warp_max_u32(value: u32) -> u32 {
 /// As [`block_sum_u32`].
 #[inline(always)]
 #[track_caller]
-unsafe fn block_combine(value: u32, scratch: SharedSlice<u32>, op: impl Fn(u32, u32) -> u32 + Copy, identity: u32) -> u32 {
+unsafe fn block_combine(
+    value: u32,
+    scratch: SharedSlice<u32>,
+    op: impl Fn(u32, u32) -> u32 + Copy,
+    identity: u32,
+) -> u32 {
     let (rank, lane) = (thread_rank(), lane_id());
     // SAFETY: the caller guarantees all lanes of every (full) warp execute this call.
     let warp_result = unsafe { warp_combine(value, op) };
