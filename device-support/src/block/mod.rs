@@ -358,7 +358,11 @@ pub enum Scope {
 /// `address` is valid for reads and writes of `Self`, aligned, and every concurrent access
 /// to it is atomic.
 pub trait Atomic: Copy {
-    /// `*address += value` (wrapping for integers, IEEE round-to-nearest-even for f32).
+    /// `*address += value` (wrapping for integers; for f32 rounded to nearest even, with
+    /// subnormal inputs and results flushed to zero of their sign, as `atom.add.f32` does).
+    ///
+    /// # Safety
+    /// As the trait's.
     unsafe fn atomic_add(address: *mut Self, value: Self, scope: Scope) -> Self;
 }
 
@@ -368,12 +372,24 @@ pub trait Atomic: Copy {
 /// As [`Atomic`].
 pub trait AtomicInteger: Atomic {
     /// `*address = min(*address, value)`.
+    ///
+    /// # Safety
+    /// As [`Atomic`]'s.
     unsafe fn atomic_min(address: *mut Self, value: Self, scope: Scope) -> Self;
     /// `*address = max(*address, value)`.
+    ///
+    /// # Safety
+    /// As [`Atomic`]'s.
     unsafe fn atomic_max(address: *mut Self, value: Self, scope: Scope) -> Self;
     /// `*address = value`.
+    ///
+    /// # Safety
+    /// As [`Atomic`]'s.
     unsafe fn atomic_exchange(address: *mut Self, value: Self, scope: Scope) -> Self;
     /// `*address = new` if `*address == expected`; returns the old value either way.
+    ///
+    /// # Safety
+    /// As [`Atomic`]'s.
     unsafe fn atomic_compare_exchange(address: *mut Self, expected: Self, new: Self, scope: Scope) -> Self;
 }
 
