@@ -58,9 +58,10 @@
 //!   (the later block never starts), and so does a thread that loops forever without a
 //!   sync point, as on a GPU.
 //! * Anything rustc's nvptx backend or ptxas does to the kernel (the PTX checks and the
-//!   GPU tests cover that), and GPU float arithmetic outside the atomics (the body's f32
-//!   operations are the host's, which differ from the GPU's only in NaN payloads: the
-//!   GPU's are canonical).
+//!   GPU tests cover that). The body's own arithmetic is the host's: IEEE operations
+//!   give the GPU's results but for NaN payloads (the GPU returns a canonical NaN; so may
+//!   its f32 atomic add, where the emulator keeps the host's NaN), and library math
+//!   (`sin`, `exp`) is the host's.
 //! * The kernel body must unwind (a Rust function, not `extern "C"`), since stopped
 //!   threads unwind out of it.
 //!

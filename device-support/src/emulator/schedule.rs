@@ -58,6 +58,8 @@ pub(super) struct State {
     /// The running block's linear index (`Dim3::rank_in` the grid).
     block: u64,
     status: Vec<Status>,
+    /// How many threads of the block have exited.
+    exited: u32,
     /// Each thread's result of its last completed barrier or warp operation.
     results: Vec<u32>,
     /// The one thread that may run.
@@ -80,6 +82,7 @@ impl State {
             threads,
             block: 0,
             status: vec![Status::Ready; threads as usize],
+            exited: 0,
             results: vec![0; threads as usize],
             baton: 0,
             barrier: None,
@@ -118,8 +121,8 @@ impl State {
         site: Site,
     ) -> Result<(), EmulatorError> {
         let (kernel, block) = (self.kernel, self.block_idx());
-        let exited = self.ranks_with(Status::Exited);
-        if !exited.is_empty() {
+        if self.exited > 0 {
+            let exited = self.ranks_with(Status::Exited);
             let arrived = self.barrier.as_ref().map_or(&[][..], |b| &b.arrived[..]);
             let missing = (0..self.threads).filter(|r| *r != rank && !arrived.contains(r)).collect();
             return Err(EmulatorError::BarrierExited { kernel, block, site, missing, exited });
@@ -220,6 +223,7 @@ impl State {
     /// thread. An exit that a waiting barrier or warp operation needed is an error.
     pub(super) fn exit(&mut self, rank: u32) -> Result<bool, EmulatorError> {
         self.status[rank as usize] = Status::Exited;
+        self.exited += 1;
         let (kernel, block) = (self.kernel, self.block_idx());
         if let Some(barrier) = &self.barrier {
             let (exited, missing) = (self.ranks_with(Status::Exited), self.not_arrived(barrier));
@@ -230,7 +234,7 @@ impl State {
             let problem = WarpProblem::ExitedLanes { lanes: vec![lane], mask: w.mask };
             return Err(EmulatorError::Warp { kernel, block, warp, op: w.op, site: w.site, problem });
         }
-        Ok(self.status.iter().all(|&s| s == Status::Exited))
+        Ok(self.exited == self.threads)
     }
 
     /// After the block's last exit: starts the next block with thread 0, or, after the
@@ -242,6 +246,7 @@ impl State {
             return false;
         }
         self.status.fill(Status::Ready);
+        self.exited = 0;
         self.baton = 0;
         true
     }
