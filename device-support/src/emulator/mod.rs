@@ -68,10 +68,10 @@
 //! # Speed
 //! The cost is in the hand-overs (an OS thread switch per thread and sync point), not in
 //! the elements. Measured with `max_reduction_speed` on this project's 2-core build
-//! machine under a load of about 5: a 2^20-element `u32` max over a grid-stride loop and
-//! `block_max_u32`, in 256-thread blocks (about 9 sync points per thread), took 0.43 to
-//! 0.64 s for 16 blocks and 2.6 to 3.3 s for 64: about 40 ms per block, 15 to 20 µs per
-//! hand-over.
+//! machine under a load of 6 to 10: a 2^20-element `u32` max over a grid-stride loop and
+//! `block_max_u32`, in 256-thread blocks (about 2,500 hand-overs per block), took 0.27 to
+//! 0.99 s (most runs about 0.33 s) for 16 blocks and 1.0 to 2.7 s for 64: 16 to 40 ms
+//! per block, 6 to 16 µs per hand-over.
 
 mod error;
 mod memory;

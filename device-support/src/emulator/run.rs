@@ -84,9 +84,12 @@ impl Shared {
         self.lock().state.error.take().map_or(Ok(()), Err)
     }
 
-    /// Wakes the thread that holds the baton now.
-    fn wake_baton(&self, inner: &Inner) {
-        self.wake[inner.state.baton as usize].notify_one();
+    /// Releases the lock, then wakes the thread that holds the baton now (so that it
+    /// does not wake to a lock still held).
+    fn wake_baton(&self, inner: MutexGuard<'_, Inner>) {
+        let baton = inner.state.baton;
+        drop(inner);
+        self.wake[baton as usize].notify_one();
     }
 
     /// Sleeps until the baton comes to `rank`; None if the launch ended first.
@@ -147,7 +150,7 @@ pub(super) fn run_thread(shared: &Arc<Shared>, rank: u32, body: &(dyn Fn() + Syn
             Err(error) => Err(error),
         };
         match next {
-            Ok(()) => shared.wake_baton(&inner),
+            Ok(()) => shared.wake_baton(inner),
             Err(error) => {
                 drop(inner);
                 shared.stop(error);
@@ -197,8 +200,8 @@ fn sync_point(what: &str, arrive: impl FnOnce(&mut State, u32) -> Result<(), Emu
         drop(inner);
         stop_and_unwind(&shared, error);
     }
-    shared.wake_baton(&inner);
-    match shared.wait_turn(inner, rank) {
+    shared.wake_baton(inner);
+    match shared.wait_turn(shared.lock(), rank) {
         Some(inner) => inner.state.result(rank),
         None => std::panic::resume_unwind(Box::new(Stopped)),
     }
