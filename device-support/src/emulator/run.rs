@@ -1,0 +1,256 @@
+//! The emulated threads: one OS thread per thread of a block, reused from block to block,
+//! each knowing (thread-locally) which thread it is, and the baton that lets exactly one
+//! of them run. A thread runs until its next sync point (barrier, warp operation,
+//! atomic, fence) or its exit, then hands the baton to the next ready thread in rank
+//! order and sleeps on its own condition variable until the baton comes back.
+
+use super::error::{EmulatorError, Site, WarpOp};
+use super::memory::Memory;
+use super::schedule::State;
+use crate::block::{Dim3, WARP_SIZE};
+use core::alloc::Layout;
+use core::cell::RefCell;
+use std::boxed::Box;
+use std::string::{String, ToString};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::vec::Vec;
+
+pub(crate) use super::schedule::BarrierForm;
+
+/// What the emulated threads of a launch share.
+pub(super) struct Shared {
+    kernel: &'static str,
+    grid: Dim3,
+    block_dim: Dim3,
+    inner: Mutex<Inner>,
+    /// One per thread, so that handing on the baton wakes one thread, not all.
+    wake: Vec<Condvar>,
+}
+
+struct Inner {
+    state: State,
+    memory: Memory,
+}
+
+/// The emulated thread an OS thread is, while it runs the kernel body.
+struct Context {
+    shared: Arc<Shared>,
+    rank: u32,
+    thread: Dim3,
+    block: Dim3,
+}
+
+std::thread_local! {
+    static CONTEXT: RefCell<Option<Context>> = const { RefCell::new(None) };
+}
+
+/// The payload a thread unwinds out of the kernel body with when the launch has been
+/// stopped (by an error elsewhere): not a panic of the kernel's.
+struct Stopped;
+
+impl Shared {
+    /// The shared state of a launch of `grid` blocks of `block_dim` threads.
+    pub(super) fn new(kernel: &'static str, grid: Dim3, block_dim: Dim3, dynamic_shared_bytes: usize) -> Shared {
+        let threads = block_dim.volume() as u32;
+        Shared {
+            kernel,
+            grid,
+            block_dim,
+            inner: Mutex::new(Inner {
+                state: State::new(kernel, grid, threads),
+                memory: Memory::new(dynamic_shared_bytes),
+            }),
+            wake: (0..threads).map(|_| Condvar::new()).collect(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A poisoned lock means an emulated thread panicked outside the kernel body while
+        // holding it; the state is still whole (every transition completes or errs first).
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Ends the launch with `error` (unless one ended it already) and wakes every thread,
+    /// so that each returns or unwinds.
+    pub(super) fn stop(&self, error: EmulatorError) {
+        let mut inner = self.lock();
+        inner.state.stop(error);
+        drop(inner);
+        self.wake.iter().for_each(Condvar::notify_one);
+    }
+
+    /// The launch's outcome, after every thread has returned.
+    pub(super) fn outcome(&self) -> Result<(), EmulatorError> {
+        self.lock().state.error.take().map_or(Ok(()), Err)
+    }
+
+    /// Releases the lock, then wakes the thread that holds the baton now (so that it
+    /// does not wake to a lock still held).
+    fn wake_baton(&self, inner: MutexGuard<'_, Inner>) {
+        let baton = inner.state.baton;
+        drop(inner);
+        self.wake[baton as usize].notify_one();
+    }
+
+    /// Sleeps until the baton comes to `rank`; None if the launch ended first.
+    fn wait_turn<'a>(&'a self, mut inner: MutexGuard<'a, Inner>, rank: u32) -> Option<MutexGuard<'a, Inner>> {
+        loop {
+            if inner.state.over {
+                return None;
+            }
+            if inner.state.baton == rank {
+                return Some(inner);
+            }
+            inner = self.wake[rank as usize].wait(inner).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// `rank`'s index in the block (x fastest).
+    fn thread_of(&self, rank: u32) -> Dim3 {
+        let (x, y) = (self.block_dim.x, self.block_dim.y);
+        Dim3 { x: rank % x, y: rank / x % y, z: rank / (x * y) }
+    }
+}
+
+/// Emulated thread `rank` of every block in turn: waits for the baton, runs `body`, exits
+/// (handing the baton on, or starting the next block), until the grid is done or an
+/// error stops the launch. A panic of `body` stops the launch with
+/// [`EmulatorError::Panicked`].
+pub(super) fn run_thread(shared: &Arc<Shared>, rank: u32, body: &(dyn Fn() + Sync)) {
+    let thread = shared.thread_of(rank);
+    loop {
+        let Some(inner) = shared.wait_turn(shared.lock(), rank) else { return };
+        let block = inner.state.block_idx();
+        drop(inner);
+        CONTEXT.set(Some(Context { shared: Arc::clone(shared), rank, thread, block }));
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+        CONTEXT.set(None);
+        if let Err(payload) = outcome {
+            if !payload.is::<Stopped>() {
+                let message = panic_message(payload);
+                shared.stop(EmulatorError::Panicked { kernel: shared.kernel, block, thread, message });
+            }
+            return;
+        }
+        let mut inner = shared.lock();
+        if inner.state.over {
+            return;
+        }
+        let next = match inner.state.exit(rank) {
+            Ok(true) => {
+                if !inner.state.next_block() {
+                    drop(inner);
+                    shared.wake.iter().for_each(Condvar::notify_one);
+                    return;
+                }
+                inner.memory.refill();
+                Ok(())
+            }
+            Ok(false) => inner.state.hand_on(rank),
+            Err(error) => Err(error),
+        };
+        match next {
+            Ok(()) => shared.wake_baton(inner),
+            Err(error) => {
+                drop(inner);
+                shared.stop(error);
+                return;
+            }
+        }
+    }
+}
+
+/// A panic payload's message (`panic!` gives a `&str` or a `String`).
+fn panic_message(payload: Box<dyn core::any::Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(message) => *message,
+        Err(payload) => {
+            payload.downcast_ref::<&str>().map_or_else(|| "a panic without a message".to_string(), |m| m.to_string())
+        }
+    }
+}
+
+/// `f` of the calling thread's context.
+///
+/// # Panics
+/// Outside [`super::launch`]'s kernel body, naming `what` was called.
+fn with_context<R>(what: &str, f: impl FnOnce(&Context) -> R) -> R {
+    CONTEXT.with_borrow(|context| match context {
+        Some(context) => f(context),
+        None => panic!(
+            "device_support::block::{what} was called outside device_support::emulator::launch: on the host there is no block to ask"
+        ),
+    })
+}
+
+/// Stops the launch with `error` and unwinds the calling thread out of the kernel body.
+fn stop_and_unwind(shared: &Shared, error: EmulatorError) -> ! {
+    shared.stop(error);
+    std::panic::resume_unwind(Box::new(Stopped))
+}
+
+/// A sync point of the calling thread: `arrive` records it in the state, the baton goes
+/// to the next ready thread, and the caller sleeps until it comes back; then its result
+/// (of a barrier or warp operation) is returned.
+fn sync_point(what: &str, arrive: impl FnOnce(&mut State, u32) -> Result<(), EmulatorError>) -> u32 {
+    let (shared, rank) = with_context(what, |c| (Arc::clone(&c.shared), c.rank));
+    let mut inner = shared.lock();
+    let arrived = arrive(&mut inner.state, rank).and_then(|()| inner.state.hand_on(rank));
+    if let Err(error) = arrived {
+        drop(inner);
+        stop_and_unwind(&shared, error);
+    }
+    shared.wake_baton(inner);
+    match shared.wait_turn(shared.lock(), rank) {
+        Some(inner) => inner.state.result(rank),
+        None => std::panic::resume_unwind(Box::new(Stopped)),
+    }
+}
+
+pub(crate) fn thread_idx() -> Dim3 {
+    with_context("thread_idx", |c| c.thread)
+}
+
+pub(crate) fn block_idx() -> Dim3 {
+    with_context("block_idx", |c| c.block)
+}
+
+pub(crate) fn block_dim() -> Dim3 {
+    with_context("block_dim", |c| c.shared.block_dim)
+}
+
+pub(crate) fn grid_dim() -> Dim3 {
+    with_context("grid_dim", |c| c.shared.grid)
+}
+
+pub(crate) fn lane_id() -> u32 {
+    with_context("lane_id", |c| c.rank % WARP_SIZE)
+}
+
+/// The block barrier in `form`; the form's reduction of the block's predicates.
+pub(crate) fn barrier(form: BarrierForm, predicate: bool, site: Site) -> u32 {
+    sync_point("sync_threads", |state, rank| state.arrive_barrier(rank, form, predicate, site))
+}
+
+/// Warp operation `op` with `(mask, value, operand)`; the calling lane's result.
+pub(crate) fn warp(op: WarpOp, args: (u32, u32, u32), site: Site) -> u32 {
+    sync_point("a warp operation", |state, rank| state.arrive_warp(rank, op, args, site))
+}
+
+/// A sync point that waits for nobody (an atomic, a fence): the baton goes round once.
+pub(crate) fn yield_baton(what: &str) {
+    sync_point(what, |_, _| Ok(()));
+}
+
+/// The block's dynamic shared memory.
+pub(crate) fn dynamic_shared() -> (*mut u8, usize) {
+    let shared = with_context("dynamic_shared", |c| Arc::clone(&c.shared));
+    shared.lock().memory.dynamic()
+}
+
+/// The block's static shared array `name` of `layout`.
+pub(super) fn static_shared(name: &'static str, layout: Layout) -> *mut u8 {
+    let shared = with_context("static_shared!", |c| Arc::clone(&c.shared));
+    let array = shared.lock().memory.static_array(shared.kernel, name, layout);
+    array.unwrap_or_else(|error| stop_and_unwind(&shared, error))
+}
