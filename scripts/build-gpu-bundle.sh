@@ -59,6 +59,17 @@ cargo test --release -p host --no-run 2>&1 | tee "$bundle/build.log" |
     name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
     cp "$path" "$bundle/bin/test-$name"
   done
+# The block-level example (examples/fp8-scale): its tests (the GPU proof among them) as
+# test-fp8_scale_*, and its GPU benchmark.
+cargo test --release -p fp8-scale --no-run 2>&1 | tee -a "$bundle/build.log" |
+  sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1|\2/p' |
+  while IFS='|' read -r what path; do
+    name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
+    cp "$path" "$bundle/bin/test-fp8_scale_$name"
+  done
+cargo build --release -p fp8-scale --bin fp8-scale-gpu-bench
+cp "${CARGO_TARGET_DIR:-target}/release/fp8-scale-gpu-bench" "$bundle/bin/fp8-scale-gpu-bench"
+cp scripts/fp8_torch.py "$bundle/fp8_torch.py"
 # The gpu check runs the GPU tests and the CUDA-tool tests first, by these names.
 for name in gpu gpu_cxx ptx_tools; do
   [ -x "$bundle/bin/test-$name" ] || { echo "build-gpu-bundle: no test binary $name" >&2; exit 1; }

@@ -68,6 +68,8 @@ need_and_limit() {
     gpu_cxx::every_cxx_form_holds_its_claim_on_every_input_and_fast_math_mismatches_are_counted) echo "60 300" ;;
     "bitexact bench") echo "60 240" ;;
     "bench: pytorch baseline") echo "20 120" ;;
+    "fp8-scale: gpu bench") echo "20 120" ;;
+    "fp8-scale: pytorch") echo "15 90" ;;
     "bitexact verify") echo "40 150" ;;
     "bitexact sass --arch sm_90") echo "10 60" ;;
     *) echo "5 90" ;;
@@ -110,7 +112,7 @@ skip_reason() {
 report_summary() {
   case "$1" in
     *.json) echo "$(grep -c '"claim_holds": true' "$1") variants, every claim holds (${1#"$out"/})" ;;
-    *torch-baseline.md) sed -n 's/^summary: //p' "$1" | tail -n 1 | one_line ;;
+    *torch-baseline.md | *fp8-torch.md) sed -n 's/^summary: //p' "$1" | tail -n 1 | one_line ;;
     *bench-files.txt) awk '/^(scan|normalize) / { printf "%s%s/%s %ss", sep, $1, $2, $3; sep = ", " }' "$1" ;;
     *) echo "$(grep -c '^|' "$1") table lines in ${1#"$out"/}" ;;
   esac
@@ -227,6 +229,15 @@ run_check report "bitexact bench" "$out/logs/bench.log" "$out/bench.md" \
 # bench's f32 -> binary16 / bfloat16 / FP8 rows (skips itself without torch or CUDA).
 run_check report "bench: pytorch baseline" "$out/logs/torch-baseline.log" "$out/torch-baseline.md" \
   python3 "$here/torch_baseline.py" --bench-json "$out/bench.json" --json-out "$out/torch-baseline.json"
+# The block-level example (examples/fp8-scale, issue 30): both passes against a same-run
+# device copy, codes checked against the CPU twin; then PyTorch's per-tensor E4M3 on the
+# same tensor, against its own device copy, its codes compared with two_step (not yet
+# timed: 2^28 elements, about 20 s with the CPU twin's check).
+mkdir -p "$out/fp8"
+run_check report "fp8-scale: gpu bench" "$out/logs/fp8-scale-bench.log" "$out/fp8-scale-bench.md" \
+  "$bin/fp8-scale-gpu-bench" --dump "$out/fp8"
+run_check report "fp8-scale: pytorch" "$out/logs/fp8-torch.log" "$out/fp8-torch.md" \
+  python3 "$here/fp8_torch.py" "$out/fp8"
 # The CUDA-tool tests with the machine's ptxas (CI runs them too, without a GPU), then
 # the other test binaries (CPU only).
 run_binary "$bin/test-ptx_tools"

@@ -48,7 +48,7 @@ pub fn grid_stride(lane: Lane, n: u64, mut body: impl FnMut(usize)) {
     }
 }
 
-pub type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
+pub use shared::Bits;
 
 /// `output[i] = P::apply(input[i])` for all `i < n`.
 ///

@@ -41,6 +41,10 @@ pub use class::Class;
 pub use kind::{KernelKind, KernelName};
 pub use table::{Claim, Domain, Family, Format, Primitive, Stored};
 
+/// The stored result type of a primitive: the bits its kernels write (`u32` for an f32
+/// result, `u16` for binary16, …). One definition for the host and the kernels.
+pub type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
+
 /// One marker type per entry of [`for_each_variant!`], each implementing [`Primitive`]
 /// and the [`kind`] trait of each kind of kernel the entry has.
 ///

@@ -11,6 +11,7 @@ use super::{FULL_MASK, SharedSlice, WARP_SIZE, lane_id, shfl_xor, sync_threads, 
 /// # Safety
 /// All 32 lanes of the warp execute this same call.
 #[inline(always)]
+#[track_caller]
 unsafe fn warp_combine(mut value: u32, op: impl Fn(u32, u32) -> u32) -> u32 {
     let mut lane_mask = WARP_SIZE / 2;
     while lane_mask > 0 {

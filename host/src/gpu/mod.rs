@@ -34,19 +34,19 @@ mod typed;
 
 pub use own::{Failing, KernelModule, RESERVED_PREFIX};
 pub use shared::launch::Dim3;
-pub use typed::{HostArg, HostArgs, LaunchLimits, LaunchShape, TypedKernel, check_params};
+pub use typed::{HostArg, HostArgs, LaunchLimits, LaunchShape, TypedKernel, check_params, kind_params};
 
 use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
 use shared::hardware::{Conversion, PtxTarget};
-use shared::{KernelKind, KernelName, Primitive, Stored, kind};
+use shared::{KernelKind, KernelName, Stored, kind};
 use std::sync::Arc;
 
 pub use cudarc::driver::CudaSlice as DeviceBuffer;
 
-/// The stored result type of a primitive.
-pub type Bits<P> = <<P as Primitive>::Out as Stored>::Bits;
+/// The stored result type of a primitive (`shared`'s, the kernels' too).
+pub use shared::Bits;
 
 /// Threads per block of every launch.
 pub const BLOCK_THREADS: u32 = 256;

@@ -34,14 +34,9 @@ pub struct KernelModule {
     ptx: Arc<str>,
 }
 
-/// How many elements failed a [`kind::StreamCount`] kernel's check, and the first one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Failing {
-    /// The number of failing elements.
-    pub count: u64,
-    /// The index of the first, if any.
-    pub first: Option<u64>,
-}
+/// How many elements failed a [`kind::StreamCount`] kernel's check, and the first one:
+/// the same type as a count kernel's [`NonFinite`] (the count, the first index).
+pub type Failing = NonFinite;
 
 impl Gpu {
     /// Loads `ptx`, a module of one's own (built by `ptx_builder::PtxBuilder`, or by

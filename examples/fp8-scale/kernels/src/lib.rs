@@ -22,7 +22,7 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
-use device_support::block::{self, Atomic, AtomicInteger, Scope};
+use device_support::block::{self, AtomicInteger, Scope};
 pub use shared::fp8_scale::{Fp8Format, Rounding};
 use shared::fp8_scale::{dequant_scale, is_nonfinite, magnitude_bits, quantize as quantize_one, scale_for};
 
