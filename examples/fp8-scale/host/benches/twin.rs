@@ -36,7 +36,7 @@ fn main() {
     let mut dst: Vec<u8> = vec![0; 4 * n];
     let memcpy = best_of(5, || dst.copy_from_slice(black_box(&src)));
     let memcpy_rate = (8 * n) as f64 / memcpy.as_secs_f64();
-    println!("memcpy {} MiB: {:.2} GB/s touched (read + written)", 4 * n >> 20, memcpy_rate / 1e9);
+    println!("memcpy {} MiB: {:.2} GB/s touched (read + written)", (4 * n) >> 20, memcpy_rate / 1e9);
     let a = amax(&x).expect("finite");
     let pass1 = best_of(5, || {
         black_box(amax(black_box(&x)).ok());
