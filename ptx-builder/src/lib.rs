@@ -33,10 +33,12 @@
 //!   the build-std crates (`core`, `compiler_builtins`) get them too;
 //! * passes on the nested build's warnings (`cargo::warning=` lines, so cargo shows
 //!   them) and, if it fails, its errors;
-//! * checks the PTX it wrote ([`check_ptx`]): the module's `.target`, no `.extern`
-//!   declaration, no call to a function the module does not define, no call into a
-//!   panic or formatting path, no 8- or 16-bit store of a float-written register
-//!   ([`guards`]);
+//! * checks the PTX it wrote ([`check_ptx`]), naming the function that holds each
+//!   problem, demangled ([`symbol`]): the module's `.target`, no `.extern` declaration
+//!   but shared memory, no call to a function the module does not define, no call into
+//!   core's panic machinery, no kernel with a mangled name, no aligned block barrier and
+//!   no barrier or warp collective in inline assembly ([`convergence`]), no 8- or 16-bit
+//!   store of a float-written register ([`guards`]);
 //! * assembles it with `ptxas` for the module's target when ptxas is found
 //!   ([`find_ptxas`]), and reports ptxas's error as a build error.
 //!
@@ -44,10 +46,12 @@
 //! reported with the command that installs it.
 
 mod check;
+pub mod convergence;
 mod diagnostics;
 pub mod guards;
 pub mod ptx_text;
 mod ptxas;
+pub mod symbol;
 
 pub use check::{PtxProblem, check_ptx};
 pub use diagnostics::{Diagnostics, split_diagnostics};
