@@ -104,6 +104,8 @@ fn warnings_and_errors_are_split_out_of_the_nested_log() {
         "building k.ptx for nvptx64-nvidia-cuda (sm_75) failed: error[E0425]: cannot find value `y` in this scope"
     );
     assert_eq!(split_diagnostics("   Compiling a\n    Finished `release`\n"), Diagnostics::default());
+    let failed = split_diagnostics("warning: build failed, waiting for other jobs to finish...\nerror: x\n");
+    assert_eq!((failed.warnings.len(), failed.errors.len()), (0, 1), "{failed:?}");
 }
 
 /// A module as rustc writes it: one kernel calling a helper it defines.
@@ -399,4 +401,101 @@ fn each_failure_is_one_line_with_the_first_message() {
         Error::NotInBuildScript("OUT_DIR").to_string(),
         "$OUT_DIR is not set: run the builder from a build script"
     );
+}
+
+/// Writes a package `name` in `dir` with `dependencies` (TOML lines) and an empty
+/// library; `workspace` is the extra manifest text (a `[workspace]` table or nothing).
+fn write_package(dir: &Path, name: &str, dependencies: &str, workspace: &str) {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+    let manifest =
+        format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n{dependencies}\n{workspace}");
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+}
+
+/// A kernel crate in a workspace of its own, with a path dependency in its workspace
+/// that depends on one in another workspace (through `workspace = true`), which depends
+/// on a third; plus a build-dependency and a dev-dependency. Every path dependency but
+/// the dev-dependency is watched, the crate itself is not listed.
+#[test]
+fn every_path_dependency_is_watched_transitively_across_workspaces_but_dev_dependencies() {
+    let root = std::env::temp_dir().join(format!("ptx-builder-watch-{}", std::process::id()));
+    let (kernels, near, build, dev) =
+        (root.join("app/kernels"), root.join("app/near"), root.join("app/build"), root.join("app/dev"));
+    let (far, farther) = (root.join("lib/far"), root.join("lib/farther"));
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    std::fs::write(
+        root.join("app/Cargo.toml"),
+        "[workspace]\nmembers = [\"kernels\", \"near\", \"build\", \"dev\"]\nresolver = \"3\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("lib")).unwrap();
+    std::fs::write(
+        root.join("lib/Cargo.toml"),
+        "[workspace]\nmembers = [\"far\", \"farther\"]\nresolver = \"3\"\n[workspace.dependencies]\nfarther = { path = \"farther\" }\n",
+    )
+    .unwrap();
+    write_package(
+        &kernels,
+        "kernels",
+        "[dependencies]\nnear = { path = \"../near\" }\n[build-dependencies]\nbuild = { path = \"../build\" }\n[dev-dependencies]\ndev = { path = \"../dev\" }",
+        "",
+    );
+    write_package(&near, "near", "[dependencies]\nfar = { path = \"../../lib/far\" }", "");
+    write_package(&build, "build", "", "");
+    write_package(&dev, "dev", "", "");
+    write_package(&far, "far", "[dependencies]\nfarther.workspace = true", "");
+    write_package(&farther, "farther", "", "");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let watched = watch::path_dependencies(&cargo, &kernels.join("../kernels")).unwrap_or_else(|e| panic!("{e}"));
+    let canonical = |paths: &[PathBuf]| -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = paths.iter().map(|p| p.canonicalize().unwrap()).collect();
+        paths.sort();
+        paths
+    };
+    assert_eq!(canonical(&watched), canonical(&[near, build, far, farther]));
+    let missing = watch::path_dependencies(&cargo, &root.join("nowhere")).expect_err("no crate there");
+    assert!(missing.to_string().starts_with("cargo metadata --manifest-path "), "{missing}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn what_a_crate_outside_the_workspace_misses_gets_a_hint() {
+    let compile = |error: &str| Error::Compile {
+        module: "k.ptx".into(),
+        target: Target::new(75),
+        errors: vec![error.into(), "error: could not compile `k`".into()],
+    };
+    let stable = compile(
+        "error: the `-Z` flag is only accepted on the nightly channel of Cargo, but this is the `stable` channel",
+    );
+    assert!(
+        stable
+            .to_string()
+            .contains("; hint: building for nvptx64 needs a nightly toolchain: put a rust-toolchain.toml"),
+        "{stable}"
+    );
+    let with_std = compile("error[E0463]: can't find crate for `std`");
+    assert!(
+        with_std.to_string().contains("; hint: the kernel crate and every crate it depends on must be #![no_std]"),
+        "{with_std}"
+    );
+    let other = compile("error[E0425]: cannot find value `y` in this scope");
+    assert!(!other.to_string().contains("hint"), "{other}");
+}
+
+/// A kernel crate in a folder below another workspace's root, listed in neither its
+/// members nor its exclude: cargo refuses it, and the message says what to add.
+#[test]
+fn a_kernel_crate_inside_a_foreign_workspace_is_told_what_to_add() {
+    let root = std::env::temp_dir().join(format!("ptx-builder-foreign-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("Cargo.toml"), "[workspace]\nmembers = []\n").unwrap();
+    write_package(&root.join("kernels"), "kernels", "", "");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let error = watch::path_dependencies(&cargo, &root.join("kernels")).expect_err("cargo refuses the crate");
+    let message = error.to_string();
+    assert!(message.contains("believes it's in a workspace when it's not"), "{message}");
+    assert!(message.contains("; hint: the kernel crate lies inside another workspace's folder"), "{message}");
+    std::fs::remove_dir_all(&root).unwrap();
 }
