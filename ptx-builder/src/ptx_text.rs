@@ -91,6 +91,15 @@ pub fn inline_asm_regions(text: &str) -> Vec<Range<usize>> {
     regions
 }
 
+/// The architecture of the module's `.target` directive (`sm_90` of `.target sm_90`, or
+/// of `.target sm_90a, texmode_independent`), if it has one.
+pub fn module_target(ptx: &str) -> Option<&str> {
+    ptx.lines()
+        .map(|line| line.split("//").next().unwrap_or("").trim())
+        .find_map(|line| line.strip_prefix(".target"))
+        .and_then(|rest| rest.split([',', ' ', '\t']).find(|word| !word.is_empty()))
+}
+
 /// Every `.extern` declaration line in `ptx`, trimmed (a self-contained PTX has none).
 pub fn extern_declarations(ptx: &str) -> Vec<&str> {
     ptx.lines().map(str::trim).filter(|l| l.starts_with(".extern")).collect()
@@ -229,6 +238,13 @@ $L__BB0_1:
     #[test]
     fn extern_declarations_are_listed() {
         assert_eq!(extern_declarations(SAMPLE), [".extern .func panic_fmt(.param .b64 p);"]);
+    }
+
+    #[test]
+    fn the_module_target_is_the_first_word_of_its_directive() {
+        assert_eq!(module_target(".version 7.8\n.target sm_90a, texmode_independent\n"), Some("sm_90a"));
+        assert_eq!(module_target("// .target sm_50\n\t.target\tsm_75 // the baseline\n"), Some("sm_75"));
+        assert_eq!(module_target(SAMPLE), None);
     }
 
     #[test]
