@@ -115,7 +115,8 @@ fn the_ptx_holds_the_kernel_with_the_current_tag_and_passes_the_checks() {
 EOF
 
 echo "outside-crate-check: building a kernel crate outside the workspace in $work"
-cargo test --manifest-path "$work/Cargo.toml" -p scale-app -q
+# Not quiet: the builder's warnings (a missing ptxas) show in the log.
+cargo test --manifest-path "$work/Cargo.toml" -p scale-app
 if [[ -n "${BITEXACT_CUDA_TOOLS:-}" ]]; then
     cubins=$(find "$work/target" -name 'kernels.sm_75.cubin' | wc -l)
     [[ $cubins -ge 1 ]] || { echo "outside-crate-check: ptxas is at $BITEXACT_CUDA_TOOLS but no cubin was assembled" >&2; exit 1; }
