@@ -552,3 +552,33 @@ fn sass_of_a_ptx_file_lists_its_kernels_and_fails_on_an_unasked_conversion() {
     assert!(unrequested("f32_to_unorm8") > 0 && unrequested("f32_to_unorm16") > 0);
     assert_eq!(unrequested("f32_to_unorm8_mul_add_half"), 0, "it converts on purpose");
 }
+
+/// `bitexact sass --ptx FILE` on a module whose `.target` is sm_86 (commit 846e06b's
+/// kernels, retargeted): the architectures asked below it are skipped in one line that
+/// says why, the others listed; asked only older ones, one line and exit 2. Before this,
+/// ptxas's refusal for sm_75 failed the whole command.
+#[test]
+fn sass_of_a_ptx_file_skips_the_architectures_below_its_target() {
+    if tools().is_none() {
+        return;
+    }
+    let fixture = include_str!("fixtures/ptx_846e06b_f32_to_unorm.ptx");
+    let for_sm_86 = fixture.replace(".target sm_75", ".target sm_86").replace(".version 7.0", ".version 7.8");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = dir.path().join("sm_86.ptx");
+    std::fs::write(&path, for_sm_86).expect("write the module");
+    let path = path.to_str().expect("a UTF-8 path");
+    let run = common::bitexact(&["sass", "--ptx", path, "--arch", "sm_75,sm_80,sm_86,sm_90", "--format", "json"]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "the fixture's unasked conversions: {stderr}");
+    assert!(stderr.lines().any(|l| l.starts_with("skipped sm_75, sm_80: the module's .target is sm_86")), "{stderr}");
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&run.stdout).expect("JSON rows");
+    let mut archs: Vec<&str> = rows.iter().map(|r| r["arch"].as_str().expect("an arch")).collect();
+    archs.dedup();
+    assert_eq!(archs, ["sm_86", "sm_90"]);
+    let older = common::bitexact(&["sass", "--ptx", path, "--arch", "sm_75,sm_80"]);
+    let stderr = String::from_utf8_lossy(&older.stderr);
+    assert_eq!(older.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("none of --arch sm_75,sm_80: the module's .target is sm_86"), "{stderr}");
+}

@@ -15,7 +15,7 @@
 //! `host` crate checks that a kernel has an `F2I*` instruction only where its PTX asks
 //! for one).
 
-use crate::ptx_text::strip_comments;
+use crate::ptx_text::{functions, strip_comments};
 use std::collections::{HashMap, HashSet};
 
 /// One PTX instruction: its opcode with modifiers (`fma.rn.f32`) and its operands, split
@@ -128,39 +128,15 @@ pub struct PtxKernel {
 /// (`.func`) are not kernels and are skipped.
 pub fn ptx_kernels(ptx: &str) -> Vec<PtxKernel> {
     let code = strip_comments(ptx);
-    let mut kernels = Vec::new();
-    let mut rest = code.as_str();
-    while let Some(at) = rest.find(".entry") {
-        let after = &rest[at + ".entry".len()..];
-        let name = after.trim_start().split(|c: char| c == '(' || c.is_whitespace()).next().unwrap_or("");
-        let Some(open) = after.find('{') else { break };
-        let (body, next) = matching_brace(&after[open..]);
-        kernels.push(PtxKernel { name: name.to_string(), instructions: parse_body(body) });
-        rest = next;
-    }
-    kernels
+    functions(&code)
+        .into_iter()
+        .filter(|f| f.is_entry)
+        .map(|f| PtxKernel { instructions: parse_body(&code[f.body]), name: f.name })
+        .collect()
 }
 
-/// Splits `text` (starting with `{`) at its matching `}`: the inside, and what follows.
-fn matching_brace(text: &str) -> (&str, &str) {
-    let mut depth = 0usize;
-    for (i, c) in text.char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return (&text[1..i], &text[i + 1..]);
-                }
-            }
-            _ => {}
-        }
-    }
-    (text.get(1..).unwrap_or(""), "")
-}
-
-/// The instructions of a kernel body.
-fn parse_body(body: &str) -> Vec<PtxInstruction> {
+/// The instructions of a function body, or of any run of PTX statements.
+pub(crate) fn parse_body(body: &str) -> Vec<PtxInstruction> {
     body.split(';').filter_map(parse_statement).collect()
 }
 

@@ -33,10 +33,12 @@
 //!   the build-std crates (`core`, `compiler_builtins`) get them too;
 //! * passes on the nested build's warnings (`cargo::warning=` lines, so cargo shows
 //!   them) and, if it fails, its errors;
-//! * checks the PTX it wrote ([`check_ptx`]): the module's `.target`, no `.extern`
-//!   declaration, no call to a function the module does not define, no call into a
-//!   panic or formatting path, no 8- or 16-bit store of a float-written register
-//!   ([`guards`]);
+//! * checks the PTX it wrote ([`check_ptx`]), naming the function that holds each
+//!   problem, demangled ([`symbol`]): the module's `.target`, no `.extern` declaration
+//!   but shared memory, no call to a function the module does not define, no call into
+//!   core's panic machinery, no kernel with a mangled name, no aligned block barrier and
+//!   no barrier or warp collective in inline assembly ([`convergence`]), no 8- or 16-bit
+//!   store of a float-written register ([`guards`]);
 //! * assembles it with `ptxas` for the module's target when ptxas is found
 //!   ([`find_ptxas`]), and reports ptxas's error as a build error.
 //!
@@ -44,13 +46,16 @@
 //! reported with the command that installs it.
 
 mod check;
+pub mod convergence;
 mod diagnostics;
 pub mod guards;
 pub mod ptx_text;
 mod ptxas;
+pub mod symbol;
+pub mod watch;
 
 pub use check::{PtxProblem, check_ptx};
-pub use diagnostics::{Diagnostics, split_diagnostics};
+pub use diagnostics::{Diagnostics, hint, split_diagnostics};
 pub use ptxas::{TOOLS_DIR_VAR, find_below_in, find_ptxas, is_executable};
 
 use std::ffi::{OsStr, OsString};
@@ -197,7 +202,11 @@ pub enum Error {
         error: std::io::Error,
     },
     /// The nested cargo failed.
-    #[error("building {module} for {NVPTX_TARGET} ({target}) failed: {}", first_compile_error(.errors))]
+    #[error(
+        "building {module} for {NVPTX_TARGET} ({target}) failed: {}{}",
+        first_compile_error(.errors),
+        diagnostics::hint(&.errors.join("\n"))
+    )]
     Compile {
         /// The module's file name.
         module: String,
@@ -214,6 +223,9 @@ pub enum Error {
         /// What is wrong.
         problems: Vec<PtxProblem>,
     },
+    /// The kernel crate's path dependencies could not be read.
+    #[error(transparent)]
+    Watch(#[from] watch::WatchError),
     /// ptxas rejected the PTX.
     #[error("ptxas -arch={target} rejects {}: {}", .path.display(), first_ptxas_error(.log))]
     Ptxas {
@@ -253,6 +265,10 @@ fn first_problem(problems: &[PtxProblem]) -> String {
 fn first_ptxas_error(log: &str) -> &str {
     log.lines().find(|l| l.contains("error")).or(log.lines().next()).unwrap_or("")
 }
+
+/// The warning of a build that found no ptxas: where it looks.
+pub const PTXAS_NOT_FOUND: &str = "ptxas not found (in $BITEXACT_CUDA_TOOLS, or a .cuda-tools/ folder in or above \
+     the kernel crate, as scripts/install-cuda-tools.sh lays it out): the PTX is checked but not assembled";
 
 /// Whether and with which ptxas the built PTX is assembled.
 #[derive(Clone, Debug)]
@@ -354,7 +370,9 @@ impl PtxBuilder {
 
     /// Builds every module, checks and assembles it, and prints the nested builds'
     /// warnings as `cargo::warning=` lines and a `cargo::rerun-if-changed` for the
-    /// kernel crate. Builds all modules before reporting the first failure.
+    /// kernel crate and for each of its path dependencies, transitively
+    /// ([`watch::path_dependencies`]). Builds all modules before reporting the first
+    /// failure.
     pub fn build(&self) -> Result<Vec<BuiltModule>, Error> {
         let out_dir = match &self.out_dir {
             Some(dir) => dir.clone(),
@@ -363,10 +381,19 @@ impl PtxBuilder {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
         println!("cargo::rerun-if-changed={}", self.crate_dir.display());
+        for dependency in watch::path_dependencies(&cargo, &self.crate_dir)? {
+            println!("cargo::rerun-if-changed={}", dependency.display());
+        }
         println!("cargo::rerun-if-env-changed={TOOLS_DIR_VAR}");
         check_rust_src(&rustc)?;
         let ptxas = match &self.ptxas {
-            Ptxas::Find => find_ptxas(&self.crate_dir),
+            Ptxas::Find => {
+                let found = find_ptxas(&self.crate_dir);
+                if found.is_none() {
+                    println!("cargo::warning={PTXAS_NOT_FOUND}");
+                }
+                found
+            }
             Ptxas::At(path) => Some(path.clone()),
             Ptxas::Skip => None,
         };

@@ -1,28 +1,103 @@
 //! Reading PTX text: the functions a module defines, its `.extern` declarations, the
-//! targets of its calls, and its code without comments. [`crate::check_ptx`] is built
-//! on them, and so are the host's PTX guards.
+//! targets of its calls, its inline-assembly regions, and its code without comments.
+//! [`crate::check_ptx`] is built on them, and so are the host's PTX guards.
 
-/// Names of the functions `ptx` defines with a body (`.func NAME(...) {`), in order;
-/// forward declarations and `.extern .func` declarations are not definitions.
-pub fn defined_functions(ptx: &str) -> Vec<String> {
+use std::ops::Range;
+
+/// A function of a PTX module that has a body: a kernel (`.entry`) or a `.func`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxFunction {
+    /// Its name as the PTX spells it (mangled, for a Rust function without
+    /// `#[unsafe(no_mangle)]`).
+    pub name: String,
+    /// Whether it is a kernel (`.entry`) rather than a `.func`.
+    pub is_entry: bool,
+    /// Where its body (between its braces) is in the module's text: the same bytes in
+    /// the text with comments ([`strip_comments`] keeps offsets) and without.
+    pub body: Range<usize>,
+}
+
+/// Every function of `ptx` that has a body (`.entry NAME(...) {`, `.func NAME(...) {`),
+/// in order; forward declarations and `.extern .func` declarations are not functions.
+pub fn functions(ptx: &str) -> Vec<PtxFunction> {
     let code = strip_comments(ptx);
-    let mut names = Vec::new();
-    for (at, _) in code.match_indices(".func") {
+    let mut keywords: Vec<(usize, bool)> = code.match_indices(".entry").map(|(at, _)| (at, true)).collect();
+    keywords.extend(code.match_indices(".func").map(|(at, _)| (at, false)));
+    keywords.sort_unstable();
+    let mut found: Vec<PtxFunction> = Vec::new();
+    for (at, is_entry) in keywords {
+        if found.last().is_some_and(|f| at < f.body.end) {
+            continue;
+        }
         let before = code[..at].rsplit('\n').next().unwrap_or("");
         if before.contains(".extern") || !before.split_whitespace().all(|w| w.starts_with('.')) {
             continue;
         }
-        let header = &code[at + ".func".len()..];
+        let header_start = at + if is_entry { ".entry".len() } else { ".func".len() };
+        let header = &code[header_start..];
         if !header.starts_with(char::is_whitespace) {
             continue;
         }
         let Some(name) = function_name(header) else { continue };
-        let has_body = header.find(['{', ';']).is_some_and(|end| header[end..].starts_with('{'));
-        if has_body {
-            names.push(name.to_string());
+        let Some(end) = header.find(['{', ';']) else { continue };
+        if !header[end..].starts_with('{') {
+            continue;
+        }
+        let open = header_start + end;
+        let close = closing_brace(&code, open);
+        found.push(PtxFunction { name: name.to_string(), is_entry, body: open + 1..close });
+    }
+    found
+}
+
+/// The offset of the `}` that closes the `{` at `open` in `code`, or the end of `code`.
+fn closing_brace(code: &str, open: usize) -> usize {
+    let mut depth = 0usize;
+    for (i, c) in code[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return open + i;
+                }
+            }
+            _ => {}
         }
     }
-    names
+    code.len()
+}
+
+/// Names of the functions `ptx` defines with a body (`.func NAME(...) {`), in order;
+/// kernels, forward declarations and `.extern .func` declarations are not among them.
+pub fn defined_functions(ptx: &str) -> Vec<String> {
+    functions(ptx).into_iter().filter(|f| !f.is_entry).map(|f| f.name).collect()
+}
+
+/// The parts of `text` that LLVM marks as inline assembly (between `// begin inline asm`
+/// and `// end inline asm`), as byte ranges: what an `asm!` block became. An unclosed
+/// region runs to the end.
+pub fn inline_asm_regions(text: &str) -> Vec<Range<usize>> {
+    const BEGIN: &str = "// begin inline asm";
+    const END: &str = "// end inline asm";
+    let mut regions = Vec::new();
+    let mut at = 0;
+    while let Some(begin) = text[at..].find(BEGIN) {
+        let start = at + begin + BEGIN.len();
+        let end = text[start..].find(END).map_or(text.len(), |e| start + e);
+        regions.push(start..end);
+        at = (end + END.len()).min(text.len());
+    }
+    regions
+}
+
+/// The architecture of the module's `.target` directive (`sm_90` of `.target sm_90`, or
+/// of `.target sm_90a, texmode_independent`), if it has one.
+pub fn module_target(ptx: &str) -> Option<&str> {
+    ptx.lines()
+        .map(|line| line.split("//").next().unwrap_or("").trim())
+        .find_map(|line| line.strip_prefix(".target"))
+        .and_then(|rest| rest.split([',', ' ', '\t']).find(|word| !word.is_empty()))
 }
 
 /// Every `.extern` declaration line in `ptx`, trimmed (a self-contained PTX has none).
@@ -64,7 +139,7 @@ pub fn call_targets(ptx: &str) -> Vec<String> {
 }
 
 /// The name after `.func` in `header`, skipping a `(.param ...)` return value.
-fn function_name(header: &str) -> Option<&str> {
+pub(crate) fn function_name(header: &str) -> Option<&str> {
     let mut rest = header.trim_start();
     if rest.starts_with('(') {
         rest = rest[rest.find(')')? + 1..].trim_start();
@@ -73,7 +148,9 @@ fn function_name(header: &str) -> Option<&str> {
     (end > 0).then(|| &rest[..end])
 }
 
-/// `ptx` with `//` line comments and `/* */` block comments blanked out (newlines kept).
+/// `ptx` with `//` line comments and `/* */` block comments blanked out: every byte of a
+/// comment but its newlines becomes a space, so offsets into the result are offsets into
+/// `ptx`.
 pub fn strip_comments(ptx: &str) -> String {
     let mut out = String::with_capacity(ptx.len());
     let mut rest = ptx;
@@ -91,8 +168,13 @@ pub fn strip_comments(ptx: &str) -> String {
         if end == 1 {
             out.push('/');
         } else {
-            out.extend(skipped.chars().filter(|&c| c == '\n'));
-            out.push(' ');
+            for c in skipped.chars() {
+                if c == '\n' {
+                    out.push('\n');
+                } else {
+                    out.extend(std::iter::repeat_n(' ', c.len_utf8()));
+                }
+            }
         }
         rest = after;
     }
@@ -156,6 +238,13 @@ $L__BB0_1:
     #[test]
     fn extern_declarations_are_listed() {
         assert_eq!(extern_declarations(SAMPLE), [".extern .func panic_fmt(.param .b64 p);"]);
+    }
+
+    #[test]
+    fn the_module_target_is_the_first_word_of_its_directive() {
+        assert_eq!(module_target(".version 7.8\n.target sm_90a, texmode_independent\n"), Some("sm_90a"));
+        assert_eq!(module_target("// .target sm_50\n\t.target\tsm_75 // the baseline\n"), Some("sm_75"));
+        assert_eq!(module_target(SAMPLE), None);
     }
 
     #[test]

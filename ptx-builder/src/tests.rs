@@ -104,6 +104,8 @@ fn warnings_and_errors_are_split_out_of_the_nested_log() {
         "building k.ptx for nvptx64-nvidia-cuda (sm_75) failed: error[E0425]: cannot find value `y` in this scope"
     );
     assert_eq!(split_diagnostics("   Compiling a\n    Finished `release`\n"), Diagnostics::default());
+    let failed = split_diagnostics("warning: build failed, waiting for other jobs to finish...\nerror: x\n");
+    assert_eq!((failed.warnings.len(), failed.errors.len()), (0, 1), "{failed:?}");
 }
 
 /// A module as rustc writes it: one kernel calling a helper it defines.
@@ -144,29 +146,150 @@ fn a_module_for_another_target_fails() {
     assert_eq!(problems, [PtxProblem::WrongTarget { wanted: ".target sm_89".into() }]);
 }
 
-#[test]
-fn externs_undefined_calls_and_panic_paths_are_found() {
-    let ptx = SELF_CONTAINED.replace(".target sm_75", ".target sm_75\n.extern .func missing(.param .b64 p);")
-        + "
-.visible .entry other()
-{
-\tcall.uni missing, (param0);
-\t@%p1 call.uni _ZN4core9panicking5panic17h0E, (param0);
-\tcall %rd4, (param0), prototype_1; // an indirect call
-\tret;
+/// A module of [`SELF_CONTAINED`]'s header with `body` after it (declarations, functions).
+fn module_with(body: &str) -> String {
+    SELF_CONTAINED.to_string() + body
 }
-";
+
+/// A kernel `name` whose body is `statements`.
+fn kernel(name: &str, statements: &str) -> String {
+    format!("\n.visible .entry {name}(.param .u64 p)\n{{\n{statements}\n\tret;\n}}\n")
+}
+
+#[test]
+fn a_bad_call_names_its_function_demangled_and_tells_a_panic_path_from_a_missing_function() {
+    let helper = symbol::tests::v0(&["my_kernels", "helper"]);
+    let index_fail = symbol::tests::v0(&["core", "slice", "index", "slice_index_fail"]);
+    let panic = symbol::tests::v0(&["core", "panicking", "panic"]);
+    let not_inlined = symbol::tests::v0(&["my_dep", "not_inlined"]);
+    let ptx = module_with(&format!(
+        "
+.extern .func {index_fail}(.param .b64 p);
+.extern .func (.param .b32 func_retval0) {not_inlined}(.param .b64 p);
+.func {helper}(.param .b64 p)
+{{
+\t@%p1 call.uni {index_fail}, (param0);
+\tcall.uni (retval0), {not_inlined}, (param0);
+\tret;
+}}
+{}",
+        kernel(
+            "scale",
+            &format!(
+                "\tcall.uni {helper}, (param0);\n\t@%p2 call.uni {panic}, (param0);\n\tcall %rd4, (param0), prototype_1;"
+            )
+        )
+    ));
     let problems = check_ptx(&ptx, Target::new(75));
     assert_eq!(
         problems,
         [
-            PtxProblem::Extern(".extern .func missing(.param .b64 p);".into()),
-            PtxProblem::UndefinedCall("missing".into()),
-            PtxProblem::PanicPath("_ZN4core9panicking5panic17h0E".into()),
-        ]
+            PtxProblem::PanicPath { caller: helper.clone(), callee: index_fail },
+            PtxProblem::UndefinedCall { caller: helper, callee: not_inlined },
+            PtxProblem::PanicPath { caller: "scale".into(), callee: panic },
+        ],
+        "a called .extern is reported at its call, an indirect call not at all"
     );
+    let messages: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    assert!(messages[0].starts_with("`my_kernels::helper` can panic: it calls `core::slice::index::slice_index_fail`"));
+    assert!(messages[1].starts_with("`my_kernels::helper` calls `my_dep::not_inlined`, which the PTX does not define"));
+    assert!(messages[2].starts_with("`scale` can panic: it calls `core::panicking::panic`"));
+    assert!(messages.iter().all(|m| !m.contains("_R")), "{messages:?}");
+    assert!(messages[0].contains("must not panic") && messages[1].contains("#[inline]"), "{messages:?}");
     let error = Error::Check { path: "k.ptx".into(), problems };
-    assert!(error.to_string().starts_with("k.ptx: 3 problem(s), the first: `.extern"), "{error}");
+    assert!(error.to_string().starts_with("k.ptx: 3 problem(s), the first: `my_kernels::helper` can panic"), "{error}");
+}
+
+#[test]
+fn shared_memory_declarations_are_accepted_and_other_externs_are_not() {
+    let uses_them = kernel("tile", "\tmov.u64 %rd1, dyn_smem;\n\tmov.u64 %rd2, tile_smem;");
+    let ptx = module_with(&format!(
+        ".extern .shared .align 16 .b8 dyn_smem[];\n.shared .align 4 .b8 tile_smem[128];\n{uses_them}"
+    ));
+    assert_eq!(check_ptx(&ptx, Target::new(75)), []);
+    let other = ".extern .global .align 4 .b8 a_static[4];";
+    let uncalled = ".extern .func never_called(.param .b64 p);";
+    let problems = check_ptx(&module_with(&format!("{other}\n{uncalled}\n")), Target::new(75));
+    assert_eq!(problems, [PtxProblem::Extern(other.into()), PtxProblem::Extern(uncalled.into())]);
+}
+
+/// `instruction` in a kernel, outside and inside inline assembly as LLVM marks it.
+fn in_kernel_and_in_inline_asm(instruction: &str) -> (String, String) {
+    let outside = kernel("k", &format!("\t{instruction};"));
+    let inside = kernel("k", &format!("\t// begin inline asm\n\t{instruction};\n\t// end inline asm"));
+    (module_with(&outside), module_with(&inside))
+}
+
+#[test]
+fn aligned_barriers_and_collectives_in_inline_asm_are_refused_naming_the_function() {
+    let aligned = [
+        "bar.sync 0",
+        "bar.red.popc.u32 %r1, 0, %p1",
+        "barrier.sync.aligned 0",
+        "barrier.red.and.aligned.pred %p2, 0, %p1",
+    ];
+    let divergence_safe = ["barrier.sync 0", "barrier.red.popc.u32 %r1, 0, %p1", "bar.warp.sync -1"];
+    let warp = [
+        "shfl.sync.bfly.b32 %r2, %r1, 16, 31, -1",
+        "vote.sync.ballot.b32 %r2, %p1, -1",
+        "match.any.sync.b32 %r2, %r1, -1",
+        "redux.sync.add.u32 %r2, %r1, -1",
+    ];
+    let fine_in_asm = [
+        "atom.shared.cta.add.u32 %r2, [%rd1], 1",
+        "atom.global.gpu.cas.b32 %r2, [%rd1], %r3, %r4",
+        "red.global.add.u32 [%rd1], 1",
+        "fence.acq_rel.cta",
+        "mov.u32 %r1, %laneid",
+    ];
+    let one = |ptx: &str| -> PtxProblem {
+        let problems = check_ptx(ptx, Target::new(75));
+        let [problem] = problems.as_slice() else { panic!("{problems:?}") };
+        let message = problem.to_string();
+        assert!(message.starts_with("`k`: ") && message.contains("device_support::block"), "{message}");
+        problem.clone()
+    };
+    for instruction in aligned {
+        let (outside, inside) = in_kernel_and_in_inline_asm(instruction);
+        let problem = one(&outside);
+        assert!(
+            matches!(problem, PtxProblem::AlignedBarrier { .. }) && problem.to_string().contains("137086"),
+            "{problem}"
+        );
+        assert!(
+            matches!(one(&inside), PtxProblem::CollectiveInInlineAsm { .. }),
+            "{instruction}: reported once, as inline asm"
+        );
+    }
+    for instruction in divergence_safe.iter().chain(&warp) {
+        let (outside, inside) = in_kernel_and_in_inline_asm(instruction);
+        assert_eq!(check_ptx(&outside, Target::new(75)), [], "{instruction} from an intrinsic");
+        let problem = one(&inside);
+        assert!(
+            matches!(problem, PtxProblem::CollectiveInInlineAsm { .. }) && problem.to_string().contains("inline asm"),
+            "{problem}"
+        );
+    }
+    for instruction in fine_in_asm {
+        let (outside, inside) = in_kernel_and_in_inline_asm(instruction);
+        assert_eq!(check_ptx(&outside, Target::new(75)), [], "{instruction}");
+        assert_eq!(check_ptx(&inside, Target::new(75)), [], "{instruction} in inline asm");
+    }
+}
+
+#[test]
+fn a_kernel_with_a_mangled_name_is_refused_with_the_attribute_to_add() {
+    let name = symbol::tests::v0(&["my_kernels", "scale"]);
+    let problems = check_ptx(&module_with(&kernel(&name, "")), Target::new(75));
+    assert_eq!(problems, [PtxProblem::MangledEntry(name.clone())]);
+    let message = problems[0].to_string();
+    assert!(message.starts_with("the kernel `my_kernels::scale` has the mangled name `_R"), "{message}");
+    assert!(message.ends_with("add #[unsafe(no_mangle)] to it"), "{message}");
+    let legacy = "_ZN10my_kernels5scale17h0123456789abcdefE";
+    assert_eq!(
+        check_ptx(&module_with(&kernel(legacy, "")), Target::new(75)),
+        [PtxProblem::MangledEntry(legacy.into())]
+    );
 }
 
 #[test]
@@ -181,7 +304,8 @@ fn a_function_only_declared_or_named_in_a_comment_is_not_defined() {
 }
 ";
     let problems = check_ptx(ptx, Target::new(75));
-    assert_eq!(problems, [PtxProblem::UndefinedCall("declared".into()), PtxProblem::UndefinedCall("commented".into())]);
+    let undefined = |callee: &str| PtxProblem::UndefinedCall { caller: "kernel".into(), callee: callee.into() };
+    assert_eq!(problems, [undefined("declared"), undefined("commented")]);
 }
 
 #[test]
@@ -277,4 +401,101 @@ fn each_failure_is_one_line_with_the_first_message() {
         Error::NotInBuildScript("OUT_DIR").to_string(),
         "$OUT_DIR is not set: run the builder from a build script"
     );
+}
+
+/// Writes a package `name` in `dir` with `dependencies` (TOML lines) and an empty
+/// library; `workspace` is the extra manifest text (a `[workspace]` table or nothing).
+fn write_package(dir: &Path, name: &str, dependencies: &str, workspace: &str) {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "").unwrap();
+    let manifest =
+        format!("[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n{dependencies}\n{workspace}");
+    std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+}
+
+/// A kernel crate in a workspace of its own, with a path dependency in its workspace
+/// that depends on one in another workspace (through `workspace = true`), which depends
+/// on a third; plus a build-dependency and a dev-dependency. Every path dependency but
+/// the dev-dependency is watched, the crate itself is not listed.
+#[test]
+fn every_path_dependency_is_watched_transitively_across_workspaces_but_dev_dependencies() {
+    let root = std::env::temp_dir().join(format!("ptx-builder-watch-{}", std::process::id()));
+    let (kernels, near, build, dev) =
+        (root.join("app/kernels"), root.join("app/near"), root.join("app/build"), root.join("app/dev"));
+    let (far, farther) = (root.join("lib/far"), root.join("lib/farther"));
+    std::fs::create_dir_all(root.join("app")).unwrap();
+    std::fs::write(
+        root.join("app/Cargo.toml"),
+        "[workspace]\nmembers = [\"kernels\", \"near\", \"build\", \"dev\"]\nresolver = \"3\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("lib")).unwrap();
+    std::fs::write(
+        root.join("lib/Cargo.toml"),
+        "[workspace]\nmembers = [\"far\", \"farther\"]\nresolver = \"3\"\n[workspace.dependencies]\nfarther = { path = \"farther\" }\n",
+    )
+    .unwrap();
+    write_package(
+        &kernels,
+        "kernels",
+        "[dependencies]\nnear = { path = \"../near\" }\n[build-dependencies]\nbuild = { path = \"../build\" }\n[dev-dependencies]\ndev = { path = \"../dev\" }",
+        "",
+    );
+    write_package(&near, "near", "[dependencies]\nfar = { path = \"../../lib/far\" }", "");
+    write_package(&build, "build", "", "");
+    write_package(&dev, "dev", "", "");
+    write_package(&far, "far", "[dependencies]\nfarther.workspace = true", "");
+    write_package(&farther, "farther", "", "");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let watched = watch::path_dependencies(&cargo, &kernels.join("../kernels")).unwrap_or_else(|e| panic!("{e}"));
+    let canonical = |paths: &[PathBuf]| -> Vec<PathBuf> {
+        let mut paths: Vec<PathBuf> = paths.iter().map(|p| p.canonicalize().unwrap()).collect();
+        paths.sort();
+        paths
+    };
+    assert_eq!(canonical(&watched), canonical(&[near, build, far, farther]));
+    let missing = watch::path_dependencies(&cargo, &root.join("nowhere")).expect_err("no crate there");
+    assert!(missing.to_string().starts_with("cargo metadata --manifest-path "), "{missing}");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn what_a_crate_outside_the_workspace_misses_gets_a_hint() {
+    let compile = |error: &str| Error::Compile {
+        module: "k.ptx".into(),
+        target: Target::new(75),
+        errors: vec![error.into(), "error: could not compile `k`".into()],
+    };
+    let stable = compile(
+        "error: the `-Z` flag is only accepted on the nightly channel of Cargo, but this is the `stable` channel",
+    );
+    assert!(
+        stable
+            .to_string()
+            .contains("; hint: building for nvptx64 needs a nightly toolchain: put a rust-toolchain.toml"),
+        "{stable}"
+    );
+    let with_std = compile("error[E0463]: can't find crate for `std`");
+    assert!(
+        with_std.to_string().contains("; hint: the kernel crate and every crate it depends on must be #![no_std]"),
+        "{with_std}"
+    );
+    let other = compile("error[E0425]: cannot find value `y` in this scope");
+    assert!(!other.to_string().contains("hint"), "{other}");
+}
+
+/// A kernel crate in a folder below another workspace's root, listed in neither its
+/// members nor its exclude: cargo refuses it, and the message says what to add.
+#[test]
+fn a_kernel_crate_inside_a_foreign_workspace_is_told_what_to_add() {
+    let root = std::env::temp_dir().join(format!("ptx-builder-foreign-{}", std::process::id()));
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("Cargo.toml"), "[workspace]\nmembers = []\n").unwrap();
+    write_package(&root.join("kernels"), "kernels", "", "");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let error = watch::path_dependencies(&cargo, &root.join("kernels")).expect_err("cargo refuses the crate");
+    let message = error.to_string();
+    assert!(message.contains("believes it's in a workspace when it's not"), "{message}");
+    assert!(message.contains("; hint: the kernel crate lies inside another workspace's folder"), "{message}");
+    std::fs::remove_dir_all(&root).unwrap();
 }

@@ -5,9 +5,10 @@ use super::choices::OutputFormat;
 use super::error::CliError;
 use bitexact::cuda_tools::baseline::{self, CxxCost, Flags};
 use bitexact::cuda_tools::cxx_gpu;
+use bitexact::cuda_tools::listing;
 use bitexact::cuda_tools::nvrtc::Nvrtc;
 use bitexact::cuda_tools::sass::{self, SassCost};
-use bitexact::cuda_tools::tools::{ARCHS, CudaTools};
+use bitexact::cuda_tools::tools::{ARCHS, CudaTools, check_arch};
 use bitexact::gpu::ptx::MODULES;
 use bitexact::support::output::{self, Table};
 use bitexact::verify::table::Variant;
@@ -89,9 +90,21 @@ struct PtxFile {
     text: String,
 }
 
-/// `--ptx FILE`: every kernel of a PTX module of one's own, per architecture.
+/// `--ptx FILE`: every kernel of a PTX module of one's own, per architecture from the
+/// module's `.target` on (the others skipped, in a line on standard error).
 fn run_ptx(args: &SassArgs, tools: &CudaTools, ptx: &PtxFile, archs: &[&str]) -> Result<ExitCode, CliError> {
-    let rows = bitexact::cuda_tools::listing::listing_report(tools, &ptx.text, archs)?;
+    for arch in archs {
+        check_arch(arch)?;
+    }
+    let choice = listing::archs_for_module(&ptx.text, archs);
+    if choice.kept.is_empty() {
+        let reason = choice.reason();
+        return Err(CliError::Message(format!("--ptx {}: none of --arch {}: {reason}", ptx.name, archs.join(","))));
+    }
+    if !choice.skipped.is_empty() {
+        super::say!("{choice}");
+    }
+    let rows = listing::listing_report(tools, &ptx.text, &choice.kept)?;
     if rows.is_empty() {
         return Err(CliError::Message(format!("--ptx {}: no kernel (.entry) in the module", ptx.name)));
     }
