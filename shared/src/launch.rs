@@ -3,7 +3,7 @@
 //! loads, against the PTX's own `.param` list (count, widths, pointer or value).
 //!
 //! [`kernel!`](crate::kernel) writes the GPU entry point (`extern "ptx-kernel"`,
-//! `#[unsafe(no_mangle)]`, on nvptx64) and a marker type implementing [`Kernel`] from one
+//! `#[unsafe(no_mangle)]`, on nvptx64) and a marker type implementing [`DeclaredKernel`] from one
 //! signature, so the name and the parameters the host launches with cannot drift from the
 //! kernel's:
 //!
@@ -20,7 +20,7 @@
 //! ```
 //!
 //! On the host the same function is an ordinary `pub unsafe fn` (for the CPU emulator,
-//! `device_support::emulator`), and `Scale: Kernel` with `NAME = "scale_f32"` and
+//! `device_support::emulator`), and `Scale: DeclaredKernel` with `NAME = "scale_f32"` and
 //! `Params = (*const f32, *mut f32, u64, f32)`; `bitexact::gpu` launches it with
 //! `(&CudaSlice<f32>, &mut CudaSlice<f32>, u64, f32)`.
 
@@ -127,7 +127,7 @@ value_params! {
 
 /// A kernel declared by [`kernel!`](crate::kernel): its PTX entry name and its parameter
 /// list.
-pub trait Kernel {
+pub trait DeclaredKernel {
     /// The PTX entry point's name (unmangled).
     const NAME: &'static str;
     /// The parameters as a tuple of their Rust types, in order.
@@ -136,7 +136,7 @@ pub trait Kernel {
     const PARAMS: &'static [Param];
 }
 
-/// Declares a kernel: a marker type implementing [`launch::Kernel`](crate::launch::Kernel)
+/// Declares a kernel: a marker type implementing [`launch::DeclaredKernel`](crate::launch::DeclaredKernel)
 /// and the function itself, an `extern "ptx-kernel"` entry point with
 /// `#[unsafe(no_mangle)]` on nvptx64 and an ordinary `unsafe fn` elsewhere (for the CPU
 /// emulator). See the [`launch`](crate::launch) module. Every parameter's type must be a
@@ -152,7 +152,7 @@ macro_rules! kernel {
         $(#[$marker_attr])*
         $vis struct $marker;
 
-        impl $crate::launch::Kernel for $marker {
+        impl $crate::launch::DeclaredKernel for $marker {
             const NAME: &'static str = stringify!($name);
             type Params = ($($ty,)*);
             const PARAMS: &'static [$crate::launch::Param] =
@@ -201,7 +201,7 @@ mod tests {
                 Param::Float { bytes: 4 }
             ]
         );
-        let same: fn(<Saxpy as Kernel>::Params) -> (*const f32, *mut f32, u64, f32) = |p| p;
+        let same: fn(<Saxpy as DeclaredKernel>::Params) -> (*const f32, *mut f32, u64, f32) = |p| p;
         let (x, mut y) = ([1.0f32, 2.0], [10.0f32, 20.0]);
         let _ = same((x.as_ptr(), y.as_mut_ptr(), 2, 3.0));
         // SAFETY: both arrays hold 2 values.

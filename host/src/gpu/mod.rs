@@ -29,12 +29,14 @@
 mod own;
 pub mod ptx;
 mod raw;
+mod shape;
 pub mod staging;
 mod typed;
 
 pub use own::{Failing, KernelModule, RESERVED_PREFIX};
+pub use shape::{LaunchLimits, LaunchShape, ShapeProblem};
 pub use shared::launch::Dim3;
-pub use typed::{HostArg, HostArgs, LaunchLimits, LaunchShape, TypedKernel, check_params, kind_params};
+pub use typed::{HostArg, HostArgs, TypedKernel, check_params, kind_params};
 
 use crate::support::element::Element;
 use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
@@ -116,12 +118,12 @@ pub enum GpuError {
         detail: String,
     },
     /// A launch shape the device (or the kernel) cannot run.
-    #[error("kernel {kernel}: cannot launch {detail}")]
+    #[error("kernel {kernel}: cannot launch {problem}")]
     LaunchShape {
         /// The kernel's name.
         kernel: String,
         /// What is out of range.
-        detail: String,
+        problem: ShapeProblem,
     },
     /// Device memory ran out.
     #[error("out of device memory allocating {bytes} bytes")]

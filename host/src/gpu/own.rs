@@ -14,7 +14,7 @@
 //! [`GpuError::KernelMissing`]. The same holds for the CUDA C++ baseline's kernels, whose
 //! names ([`RESERVED_PREFIX`]) only the baseline's own loader may use.
 
-use super::typed::LaunchLimits;
+use super::shape::LaunchLimits;
 use super::{Bits, Gpu, GpuError, NonFinite, grid_stride_config, ptx, raw};
 use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use shared::{KernelKind, KernelName, kind};

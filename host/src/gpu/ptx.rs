@@ -98,7 +98,7 @@ pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<PtxParam>> {
             params.push(PtxParam {
                 ty: ty.map_or(String::new(), |t| t.trim_start_matches('.').to_string()),
                 pointer: words.contains(&".ptr"),
-                aggregate: words.last().is_some_and(|w| w.contains('[')),
+                aggregate: words.iter().any(|w| w.contains('[')),
             });
         }
     };

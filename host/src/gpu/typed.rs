@@ -37,10 +37,11 @@
 
 use super::own::KernelModule;
 use super::ptx::{PtxParam, entry_params};
+use super::shape::{DEFAULT_DYNAMIC_SHARED_LIMIT, LaunchShape};
 use super::{GpuError, raw};
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchArgs, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchArgs, PushKernelArg, sys};
 use shared::KernelKind;
-use shared::launch::{Dim3, Kernel, Param};
+use shared::launch::{DeclaredKernel, Param};
 use std::marker::PhantomData;
 
 /// Checks the declared parameter list `declared` of kernel `name` against the `.param`
@@ -127,89 +128,6 @@ pub fn kind_params(kind: KernelKind, input_bytes: usize, output_bytes: usize) ->
     }
 }
 
-/// What a device lets a launch ask for (the driver's attributes, read when the device
-/// opens).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchLimits {
-    /// Threads per block (`MAX_THREADS_PER_BLOCK`, 1024 on sm_75 … sm_120).
-    pub max_threads_per_block: u32,
-    /// The largest block extent per dimension (1024, 1024, 64).
-    pub max_block: Dim3,
-    /// The largest grid extent per dimension (2^31 - 1, 65535, 65535).
-    pub max_grid: Dim3,
-    /// Shared memory one block may have, static and dynamic together, with the opt-in
-    /// above 48 KiB (`MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`; 227 KiB on an H100/H200).
-    pub max_shared_bytes_per_block: u32,
-}
-
-/// A launch's grid, block and dynamic shared memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchShape {
-    /// Blocks per dimension.
-    pub grid: Dim3,
-    /// Threads per block per dimension.
-    pub block: Dim3,
-    /// Bytes of dynamic shared memory per block (`device_support::block::dynamic_shared`).
-    pub dynamic_shared_bytes: u32,
-}
-
-/// Dynamic shared memory a launch gets without the opt-in attribute.
-const DEFAULT_DYNAMIC_SHARED_LIMIT: u32 = 48 * 1024;
-
-impl LaunchShape {
-    /// `blocks` blocks of `threads` threads, in x, no dynamic shared memory.
-    pub const fn linear(blocks: u32, threads: u32) -> LaunchShape {
-        LaunchShape { grid: Dim3::x(blocks), block: Dim3::x(threads), dynamic_shared_bytes: 0 }
-    }
-
-    /// The same shape with `bytes` of dynamic shared memory per block.
-    pub const fn with_dynamic_shared(self, bytes: u32) -> LaunchShape {
-        LaunchShape { dynamic_shared_bytes: bytes, ..self }
-    }
-
-    /// Whether the device can run this shape for a kernel whose static shared memory is
-    /// `static_shared_bytes` and whose own thread limit (registers) is
-    /// `kernel_max_threads`: every extent at least 1 and within `limits`, the block's
-    /// thread count within both limits, static plus dynamic shared memory within the
-    /// block's. The error says which.
-    pub fn check(
-        &self,
-        limits: &LaunchLimits,
-        static_shared_bytes: u32,
-        kernel_max_threads: u32,
-    ) -> Result<(), String> {
-        let dims = |d: Dim3| [d.x, d.y, d.z];
-        for (what, extent, max) in [("grid", self.grid, limits.max_grid), ("block", self.block, limits.max_block)] {
-            for ((axis, e), m) in ["x", "y", "z"].into_iter().zip(dims(extent)).zip(dims(max)) {
-                if e == 0 || e > m {
-                    return Err(format!("{what}.{axis} = {e}, but it must be 1 ..= {m} on this device"));
-                }
-            }
-        }
-        let threads = self.block.volume();
-        let thread_limit = limits.max_threads_per_block.min(kernel_max_threads);
-        if threads > u64::from(thread_limit) {
-            return Err(format!("a block of {threads} threads, but this kernel may have at most {thread_limit}"));
-        }
-        let shared = u64::from(static_shared_bytes) + u64::from(self.dynamic_shared_bytes);
-        if shared > u64::from(limits.max_shared_bytes_per_block) {
-            return Err(format!(
-                "{shared} bytes of shared memory per block ({static_shared_bytes} static + {} dynamic), but the device allows {}",
-                self.dynamic_shared_bytes, limits.max_shared_bytes_per_block
-            ));
-        }
-        Ok(())
-    }
-
-    fn config(&self) -> LaunchConfig {
-        LaunchConfig {
-            grid_dim: (self.grid.x, self.grid.y, self.grid.z),
-            block_dim: (self.block.x, self.block.y, self.block.z),
-            shared_mem_bytes: self.dynamic_shared_bytes,
-        }
-    }
-}
-
 /// A host value that a kernel parameter of type `P` is launched with: `&CudaSlice<T>` or
 /// `&CudaView<T>` for `*const T`, `&mut CudaSlice<T>` or `&mut CudaViewMut<T>` for
 /// `*mut T`, and the integers and floats by value for themselves. The element type must
@@ -256,7 +174,7 @@ macro_rules! value_args {
 value_args!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
 
 /// The host arguments of a whole launch: a tuple of [`HostArg`]s, one per parameter of
-/// the tuple `Params` (a kernel's [`Kernel::Params`]), in order.
+/// the tuple `Params` (a kernel's [`DeclaredKernel::Params`]), in order.
 pub trait HostArgs<Params> {
     /// Adds every value to a launch, in order.
     fn push_all<'a>(&'a mut self, launch: &mut LaunchArgs<'a>);
@@ -300,14 +218,14 @@ impl KernelModule {
     /// The typed handle of kernel `K`: fails with [`GpuError::KernelMissing`] if the
     /// module has no entry `K::NAME`, and with [`GpuError::Signature`] if the entry's
     /// `.param` list is not `K::PARAMS` ([`check_params`]).
-    pub fn kernel<K: Kernel>(&self) -> Result<TypedKernel<'_, K>, GpuError> {
+    pub fn kernel<K: DeclaredKernel>(&self) -> Result<TypedKernel<'_, K>, GpuError> {
         check_params(K::NAME, K::PARAMS, self.ptx())?;
         let function = self.function(K::NAME)?;
         Ok(TypedKernel { module: self, function, _kernel: PhantomData })
     }
 }
 
-impl<K: Kernel> TypedKernel<'_, K> {
+impl<K: DeclaredKernel> TypedKernel<'_, K> {
     /// The kernel's name.
     pub fn name(&self) -> &'static str {
         K::NAME
@@ -334,7 +252,7 @@ impl<K: Kernel> TypedKernel<'_, K> {
         let kernel_threads = attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?;
         shape
             .check(self.module.limits(), static_shared.max(0) as u32, kernel_threads.max(0) as u32)
-            .map_err(|detail| GpuError::LaunchShape { kernel: K::NAME.to_string(), detail })?;
+            .map_err(|problem| GpuError::LaunchShape { kernel: K::NAME.to_string(), problem })?;
         if shape.dynamic_shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT {
             self.function
                 .set_attribute(
@@ -414,31 +332,5 @@ mod tests {
         }
         let missing = check_params(Quantize::NAME, Quantize::PARAMS, &entry("other", &[])).unwrap_err();
         assert!(matches!(missing, GpuError::KernelMissing { name } if name == "quantize"));
-    }
-
-    #[test]
-    fn a_launch_shape_is_checked_against_the_device_limits() {
-        let limits = LaunchLimits {
-            max_threads_per_block: 1024,
-            max_block: Dim3::new(1024, 1024, 64),
-            max_grid: Dim3::new(i32::MAX as u32, 65535, 65535),
-            max_shared_bytes_per_block: 227 * 1024,
-        };
-        let ok = LaunchShape { grid: Dim3::new(4, 2, 1), block: Dim3::new(32, 8, 4), dynamic_shared_bytes: 100 * 1024 };
-        assert_eq!(ok.check(&limits, 1024, 1024), Ok(()));
-        let fails = [
-            (LaunchShape::linear(0, 32), "grid.x = 0"),
-            (LaunchShape { block: Dim3::new(32, 1, 65), ..ok }, "block.z = 65"),
-            (LaunchShape { grid: Dim3::new(1, 65536, 1), ..ok }, "grid.y = 65536"),
-            (LaunchShape::linear(1, 2048), "block.x = 2048"),
-            (LaunchShape { block: Dim3::new(64, 32, 1), ..ok }, "a block of 2048 threads"),
-            (ok.with_dynamic_shared(227 * 1024), "shared memory per block"),
-        ];
-        for (shape, expected) in fails {
-            let error = shape.check(&limits, 1024, 1024).unwrap_err();
-            assert!(error.contains(expected), "{error} should say {expected:?}");
-        }
-        // A kernel whose registers allow only 512 threads per block.
-        assert!(LaunchShape::linear(1, 1024).check(&limits, 0, 512).unwrap_err().contains("at most 512"));
     }
 }

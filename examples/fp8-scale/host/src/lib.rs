@@ -20,7 +20,7 @@ use bitexact::gpu::{Gpu, GpuError, KernelModule, LaunchShape};
 use fp8_scale_kernels::{
     Amax, Fp8Format, NonFinite, QuantizeE4m3Once, QuantizeE4m3TwoStep, QuantizeE5m2Once, QuantizeE5m2TwoStep, Rounding,
 };
-use shared::launch::Kernel;
+use shared::launch::DeclaredKernel;
 
 /// The kernel crate's PTX (sm_75; the driver compiles it for the device it loads on).
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));

@@ -7,9 +7,9 @@ use fp8_scale::PTX;
 use fp8_scale_kernels::{
     Amax, DequantizeE4m3, DequantizeE5m2, QuantizeE4m3Once, QuantizeE4m3TwoStep, QuantizeE5m2Once, QuantizeE5m2TwoStep,
 };
-use shared::launch::{Kernel, Param};
+use shared::launch::{DeclaredKernel, Param};
 
-fn check<K: Kernel>() -> Result<(), GpuError> {
+fn check<K: DeclaredKernel>() -> Result<(), GpuError> {
     check_params(K::NAME, K::PARAMS, PTX)
 }
 
