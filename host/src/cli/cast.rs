@@ -6,7 +6,7 @@ use super::error::CliError;
 use bitexact::files;
 use bitexact::files::cast::convert::Target;
 use bitexact::files::cast::select::Patterns;
-use bitexact::files::cast::{CastOptions, CastReport, NonFinite, ScaleMode};
+use bitexact::files::cast::{CastOptions, CastReport, NonFiniteValues, ScaleMode};
 use bitexact::support::output;
 use shared::fp8_scale::Rounding;
 use std::path::PathBuf;
@@ -174,8 +174,8 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
         },
         saturate: !args.no_saturate,
         nonfinite: match args.nonfinite {
-            NonFiniteArg::Refuse => NonFinite::Refuse,
-            NonFiniteArg::Keep => NonFinite::Keep,
+            NonFiniteArg::Refuse => NonFiniteValues::Refuse,
+            NonFiniteArg::Keep => NonFiniteValues::Keep,
         },
         patterns: Patterns { only: regex("--only", &args.only)?, skip: regex("--skip", &args.skip)? },
         dry_run: args.dry_run,

@@ -126,7 +126,7 @@ pub enum Outcome {
     /// A finite input, converted to a finite value (saturated, where asked).
     Finite,
     /// A NaN or infinite input.
-    NonFinite,
+    NonFiniteValues,
     /// A finite input that became infinite or NaN: past the target's range without
     /// saturation.
     Overflow,
@@ -195,7 +195,7 @@ pub fn narrow_f64(x: u64, target: Target, overflow: Overflow) -> (u16, Outcome) 
     let sign = (x >> e.sign_shift) as u32 & if target.bytes() == 2 { 0x8000 } else { 0x80 };
     let abs = x & 0x7FFF_FFFF_FFFF_FFFF;
     if abs > 0x7FF0_0000_0000_0000 {
-        return ((sign | e.nan) as u16, Outcome::NonFinite);
+        return ((sign | e.nan) as u16, Outcome::NonFiniteValues);
     }
     let rounded = match target {
         Target::Bf16 => round_magnitude_f64::<8, 7>(abs),
@@ -206,8 +206,8 @@ pub fn narrow_f64(x: u64, target: Target, overflow: Overflow) -> (u16, Outcome) 
     let finite_input = abs < 0x7FF0_0000_0000_0000;
     let (magnitude, outcome) = match overflow {
         _ if rounded <= e.max_finite => (rounded, Outcome::Finite),
-        Overflow::SatFinite => (e.max_finite, if finite_input { Outcome::Finite } else { Outcome::NonFinite }),
-        Overflow::Standard => (e.overflow, if finite_input { Outcome::Overflow } else { Outcome::NonFinite }),
+        Overflow::SatFinite => (e.max_finite, if finite_input { Outcome::Finite } else { Outcome::NonFiniteValues }),
+        Overflow::Standard => (e.overflow, if finite_input { Outcome::Overflow } else { Outcome::NonFiniteValues }),
     };
     ((sign | magnitude) as u16, outcome)
 }
@@ -232,7 +232,7 @@ fn outcome_of(input_nonfinite: bool, target: Target, out: u16) -> Outcome {
     let e = encodings(target);
     let magnitude = u32::from(out) & if target.bytes() == 2 { 0x7FFF } else { 0x7F };
     if input_nonfinite {
-        Outcome::NonFinite
+        Outcome::NonFiniteValues
     } else if magnitude > e.max_finite {
         Outcome::Overflow
     } else {
@@ -241,17 +241,17 @@ fn outcome_of(input_nonfinite: bool, target: Target, out: u16) -> Outcome {
 }
 
 /// `sat_rne(x · s)` of the f32 `x` (bits) with [`shared::fp8_scale::quantize`]: never an
-/// overflow (it saturates); NaN and ±inf inputs are [`Outcome::NonFinite`] (NaN gives
+/// overflow (it saturates); NaN and ±inf inputs are [`Outcome::NonFiniteValues`] (NaN gives
 /// NaN, ±inf the largest finite).
 #[inline]
 pub fn quantize_scaled(x: u32, s: f32, format: Fp8Format, rounding: Rounding) -> (u8, Outcome) {
     let q = shared::fp8_scale::quantize(x, s, format, rounding);
-    (q, if f32_is_nonfinite(x) { Outcome::NonFinite } else { Outcome::Finite })
+    (q, if f32_is_nonfinite(x) { Outcome::NonFiniteValues } else { Outcome::Finite })
 }
 
 /// How the elements of one tensor are converted: straight, or scaled to FP8.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Conversion {
+pub enum ElementCast {
     /// Each value rounded to `target` ([`narrow_f32`] after the exact widening, or
     /// [`narrow_f64`]), `overflow` deciding what a value past its range gives.
     Plain {
@@ -275,19 +275,19 @@ pub enum Conversion {
     },
 }
 
-impl Conversion {
+impl ElementCast {
     /// The source dtype.
     pub const fn source(&self) -> SourceDtype {
         match *self {
-            Conversion::Plain { source, .. } | Conversion::Scaled { source, .. } => source,
+            ElementCast::Plain { source, .. } | ElementCast::Scaled { source, .. } => source,
         }
     }
 
     /// Bytes per output element.
     pub const fn output_bytes(&self) -> usize {
         match *self {
-            Conversion::Plain { target, .. } => target.bytes(),
-            Conversion::Scaled { .. } => 1,
+            ElementCast::Plain { target, .. } => target.bytes(),
+            ElementCast::Scaled { .. } => 1,
         }
     }
 
@@ -296,12 +296,14 @@ impl Conversion {
     #[inline]
     pub fn one(&self, bytes: &[u8]) -> (u16, Outcome) {
         match *self {
-            Conversion::Plain { source: SourceDtype::F64, target, overflow } => {
+            ElementCast::Plain { source: SourceDtype::F64, target, overflow } => {
                 let x = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
                 narrow_f64(x, target, overflow)
             }
-            Conversion::Plain { source, target, overflow } => narrow_f32(widen_to_f32(source, bytes), target, overflow),
-            Conversion::Scaled { source, format, s, rounding } => {
+            ElementCast::Plain { source, target, overflow } => {
+                narrow_f32(widen_to_f32(source, bytes), target, overflow)
+            }
+            ElementCast::Scaled { source, format, s, rounding } => {
                 let (q, outcome) = quantize_scaled(widen_to_f32(source, bytes), s, format, rounding);
                 (u16::from(q), outcome)
             }
@@ -367,15 +369,21 @@ mod tests {
         assert_eq!(narrow_f64((-1e300f64).to_bits(), Target::E4m3, Overflow::Standard), (0xFF, Outcome::Overflow));
         assert_eq!(
             narrow_f64(f64::NEG_INFINITY.to_bits(), Target::E5m2, Overflow::SatFinite),
-            (0xFB, Outcome::NonFinite)
+            (0xFB, Outcome::NonFiniteValues)
         );
-        assert_eq!(narrow_f64(f64::NAN.to_bits(), Target::Bf16, Overflow::Standard), (0x7FC0, Outcome::NonFinite));
+        assert_eq!(
+            narrow_f64(f64::NAN.to_bits(), Target::Bf16, Overflow::Standard),
+            (0x7FC0, Outcome::NonFiniteValues)
+        );
     }
 
     #[test]
     fn f32_overflow_is_an_outcome_of_its_own() {
         assert_eq!(narrow_f32(70000f32.to_bits(), Target::F16, Overflow::Standard), (0x7C00, Outcome::Overflow));
-        assert_eq!(narrow_f32(f32::INFINITY.to_bits(), Target::F16, Overflow::Standard), (0x7C00, Outcome::NonFinite));
+        assert_eq!(
+            narrow_f32(f32::INFINITY.to_bits(), Target::F16, Overflow::Standard),
+            (0x7C00, Outcome::NonFiniteValues)
+        );
         assert_eq!(narrow_f32(500f32.to_bits(), Target::E4m3, Overflow::SatFinite), (0x7E, Outcome::Finite));
     }
 }

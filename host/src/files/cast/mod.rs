@@ -46,7 +46,7 @@ pub enum ScaleMode {
 /// infinite or NaN).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum NonFinite {
+pub enum NonFiniteValues {
     /// The job fails, naming the tensor and the index of the first one, and writes
     /// nothing.
     Refuse,
@@ -69,8 +69,8 @@ pub struct CastOptions {
     /// For unscaled FP8: saturate at `±max` (the default) or the standard conversion
     /// (E4M3 overflow gives NaN, E5M2 gives ±inf).
     pub saturate: bool,
-    /// NaN and infinities ([`NonFinite::Refuse`] by default).
-    pub nonfinite: NonFinite,
+    /// NaN and infinities ([`NonFiniteValues::Refuse`] by default).
+    pub nonfinite: NonFiniteValues,
     /// `--only` / `--skip`.
     pub patterns: Patterns,
     /// Plan only: report what would be done, read no data, write nothing.
@@ -84,7 +84,7 @@ impl Default for CastOptions {
             scale: ScaleMode::PerTensor,
             rounding: Rounding::Once,
             saturate: true,
-            nonfinite: NonFinite::Refuse,
+            nonfinite: NonFiniteValues::Refuse,
             patterns: Patterns::default(),
             dry_run: false,
         }
@@ -100,7 +100,7 @@ impl CastOptions {
 
 /// One tensor of the report.
 #[derive(Clone, Debug, serde::Serialize)]
-pub struct TensorReport {
+pub struct CastTensor {
     /// The output file that holds it (its file name).
     pub file: String,
     /// Its name.
@@ -136,7 +136,7 @@ pub struct CastReport {
     /// A dry run: nothing was read or written.
     pub dry_run: bool,
     /// Every tensor, file by file, in file order.
-    pub tensors: Vec<TensorReport>,
+    pub tensors: Vec<CastTensor>,
     /// The index files rewritten (file names in the output).
     pub indexes: Vec<String>,
     /// Whether a `config.json` was written beside the tensors, and with a
@@ -260,7 +260,7 @@ pub struct Refusal {
 pub enum RefusalKind {
     /// NaN or infinite.
     #[error("not finite; nothing written (--nonfinite keep converts it as the format allows)")]
-    NonFinite,
+    NonFiniteValues,
     /// Finite, but past the target's range (it would become infinite or NaN).
     #[error("out of the range of {}; nothing written (--nonfinite keep converts it to infinity or NaN)", .0.name())]
     Overflow(Target),
@@ -326,19 +326,15 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
                     dtype: tensor.dtype.clone(),
                 });
             }
-            if let Decision::Cast(source) = decision {
-                if options.scaled() {
-                    if source == SourceDtype::F64 {
-                        return Err(CastError::ScaledF64 { path: fail_path(), tensor: tensor.name.clone() });
-                    }
-                    let scale = scale_name(&tensor.name);
-                    if all_names.contains(scale.as_str()) {
-                        return Err(CastError::ScaleNameTaken {
-                            path: fail_path(),
-                            tensor: tensor.name.clone(),
-                            scale,
-                        });
-                    }
+            if let Decision::Cast(source) = decision
+                && options.scaled()
+            {
+                if source == SourceDtype::F64 {
+                    return Err(CastError::ScaledF64 { path: fail_path(), tensor: tensor.name.clone() });
+                }
+                let scale = scale_name(&tensor.name);
+                if all_names.contains(scale.as_str()) {
+                    return Err(CastError::ScaleNameTaken { path: fail_path(), tensor: tensor.name.clone(), scale });
                 }
             }
             decisions.push(decision);
@@ -367,12 +363,12 @@ fn config_beside(inputs: &[PathBuf]) -> Option<PathBuf> {
 }
 
 /// The report's tensors of a plan (before any value is computed).
-fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<TensorReport> {
+fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<CastTensor> {
     let mut tensors = Vec::new();
     for file in &plan.files {
         for (tensor, &decision) in file.file.tensors.iter().zip(&file.decisions) {
             let cast = matches!(decision, Decision::Cast(_));
-            tensors.push(TensorReport {
+            tensors.push(CastTensor {
                 file: file.name.clone(),
                 name: tensor.name.clone(),
                 shape: tensor.shape.clone(),

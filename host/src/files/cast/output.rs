@@ -5,10 +5,10 @@
 //! listed for the signal handler ([`crate::files::write::temporaries`]), so that an
 //! interrupted run leaves nothing.
 
-use crate::files::cast::convert::{Conversion, Outcome, SourceDtype, Target, amax};
+use crate::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target, amax};
 use crate::files::cast::select::Decision;
 use crate::files::cast::{
-    CastError, CastOptions, ConfigWritten, NonFinite, Plan, PlannedFile, Refusal, RefusalKind, scale_name,
+    CastError, CastOptions, ConfigWritten, NonFiniteValues, Plan, PlannedFile, Refusal, RefusalKind, scale_name,
 };
 use crate::files::containers::Container;
 use crate::files::containers::TensorEntry;
@@ -317,7 +317,7 @@ fn write_file(
     let mut text = Value::Object(header).to_string();
     // Padded with spaces to a multiple of 8 bytes, as the safetensors crate writes it,
     // so that every tensor's data is 8-byte aligned in the file.
-    while (SAFETENSORS_LEN_BYTES + text.len()) % 8 != 0 {
+    while !(SAFETENSORS_LEN_BYTES + text.len()).is_multiple_of(8) {
         text.push(' ');
     }
     let file = std::fs::File::create_new(path).map_err(write_failed)?;
@@ -413,10 +413,10 @@ fn copy_tensor(reader: &TensorReader, tensor: &TensorEntry, writer: &mut impl Wr
 /// non-finite values are refused.
 fn refusal(first: Option<(u64, Outcome)>, target: Target, options: &CastOptions) -> Result<(), PieceError> {
     match first {
-        Some((index, outcome)) if options.nonfinite == NonFinite::Refuse => {
+        Some((index, outcome)) if options.nonfinite == NonFiniteValues::Refuse => {
             let kind = match outcome {
                 Outcome::Overflow => RefusalKind::Overflow(target),
-                _ => RefusalKind::NonFinite,
+                _ => RefusalKind::NonFiniteValues,
             };
             Err(PieceError::Refused(index, kind))
         }
@@ -446,17 +446,17 @@ fn cast_tensor(
                     })
                     .reduce(|| (0, None), |a, b| (a.0.max(b.0), first_of(a.1, b.1)));
                 max = max.max(chunk_max);
-                refusal(nonfinite.map(|i| (i, Outcome::NonFinite)), options.to, options)
+                refusal(nonfinite.map(|i| (i, Outcome::NonFiniteValues)), options.to, options)
             })?;
             let s = scale_for(f32::from_bits(max), format);
-            (Conversion::Scaled { source, format, s, rounding: options.rounding }, Some(dequant_scale(s)))
+            (ElementCast::Scaled { source, format, s, rounding: options.rounding }, Some(dequant_scale(s)))
         }
         fp8 => {
             let overflow = if fp8.is_some() && options.saturate { Overflow::SatFinite } else { Overflow::Standard };
-            (Conversion::Plain { source, target: options.to, overflow }, None)
+            (ElementCast::Plain { source, target: options.to, overflow }, None)
         }
     };
-    let stop_at_first = options.nonfinite == NonFinite::Refuse;
+    let stop_at_first = options.nonfinite == NonFiniteValues::Refuse;
     let ob = conversion.output_bytes();
     let mut out = Vec::new();
     for_each_chunk(reader, tensor, source.bytes(), |first, bytes| {
@@ -581,10 +581,12 @@ fn quantization_config(plan: &Plan) -> Value {
     for file in &plan.files {
         for (tensor, decision) in file.file.tensors.iter().zip(&file.decisions) {
             let floating = SourceDtype::of_safetensors(&tensor.dtype).is_some();
-            if let Some(module) = tensor.name.strip_suffix(".weight") {
-                if floating && tensor.shape.len() >= 2 && !matches!(decision, Decision::Cast(_)) {
-                    ignore.push(module.to_string());
-                }
+            if let Some(module) = tensor.name.strip_suffix(".weight")
+                && floating
+                && tensor.shape.len() >= 2
+                && !matches!(decision, Decision::Cast(_))
+            {
+                ignore.push(module.to_string());
             }
         }
     }

@@ -71,10 +71,10 @@ pub fn decide(name: &str, dtype: &str, dims: usize, target: Target, patterns: &P
     if patterns.skip.as_ref().is_some_and(|skip| skip.is_match(name)) {
         return Decision::Skipped;
     }
-    if let Some(only) = &patterns.only {
-        if !only.is_match(name) {
-            return Decision::NotMatchedByOnly;
-        }
+    if let Some(only) = &patterns.only
+        && !only.is_match(name)
+    {
+        return Decision::NotMatchedByOnly;
     }
     let Some(source) = SourceDtype::of_safetensors(dtype) else {
         return Decision::NotASource;
