@@ -61,6 +61,11 @@ enum Command {
     /// Convert an 8- or 16-bit image to an f32, f16 or bf16 tensor in [0, 1], each value
     /// correctly rounded (.npy or .safetensors).
     Normalize(cli::normalize::NormalizeArgs),
+    /// Cast safetensors checkpoints to bf16, f16 or FP8 (per-tensor scaled, vLLM's
+    /// layout), each value correctly rounded from its own source value; exit 0 when
+    /// written, 1 when a value is refused (non-finite), 2 on error; nothing written
+    /// unless whole.
+    Cast(cli::cast::CastArgs),
 }
 
 /// `verify`'s options at their defaults, as its own parser gives them.
@@ -98,6 +103,7 @@ fn main() -> ExitCode {
         Some(Command::Search(args)) => finish(cli::search::run(&args)),
         Some(Command::Scan(args)) => finish(cli::scan::run(&args)),
         Some(Command::Normalize(args)) => finish(cli::normalize::run(&args)),
+        Some(Command::Cast(args)) => finish(cli::cast::run(&args)),
     }
 }
 

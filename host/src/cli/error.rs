@@ -61,6 +61,9 @@ pub enum CliError {
     /// `normalize` did not write its output: the error of the step that failed.
     #[error(transparent)]
     Normalize(#[from] NormalizeJobError),
+    /// `cast` wrote nothing: the error of the step that failed.
+    #[error(transparent)]
+    Cast(#[from] bitexact::files::CastError),
     /// An output path given to a command cannot be written there.
     #[error(transparent)]
     TensorWrite(#[from] TensorWriteError),

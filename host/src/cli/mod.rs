@@ -19,6 +19,7 @@ pub(crate) use say;
 
 pub mod bench;
 pub mod bench_files;
+pub mod cast;
 pub mod choices;
 pub mod error;
 pub mod normalize;

@@ -45,6 +45,7 @@
 //! level chosen at run time).
 
 pub mod backend;
+pub mod cast;
 pub mod containers;
 pub mod message;
 pub mod normalize;
@@ -53,6 +54,7 @@ pub mod scan;
 pub mod source;
 pub mod write;
 
+pub use cast::{CastError, CastOptions, CastReport, cast};
 pub use normalize::{NormalizeJobError, NormalizeOptions, NormalizeReport, NormalizeStaged, normalize};
 pub use scan::{ScanJobError, ScanOptions, ScanReport, scan};
 

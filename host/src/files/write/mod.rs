@@ -180,7 +180,7 @@ fn ends_in_a_file_name(path: &Path) -> bool {
 }
 
 /// The directory `out` is put in: its parent, or `.` for a bare file name.
-fn directory_of(out: &Path) -> &Path {
+pub(crate) fn directory_of(out: &Path) -> &Path {
     match out.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -188,7 +188,7 @@ fn directory_of(out: &Path) -> &Path {
 }
 
 /// How the temporary files beside outputs are named: `.bitexact-*.tmp`.
-fn temporary_builder() -> tempfile::Builder<'static, 'static> {
+pub(crate) fn temporary_builder() -> tempfile::Builder<'static, 'static> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".bitexact-").suffix(".tmp");
     builder

@@ -1,0 +1,213 @@
+//! `bitexact cast`: safetensors checkpoints to bfloat16, binary16 or FP8 (per-tensor
+//! scaled or not), every value correctly rounded from its own source value.
+
+use super::choices::OutputFormat;
+use super::error::CliError;
+use bitexact::files;
+use bitexact::files::cast::convert::Target;
+use bitexact::files::cast::select::Patterns;
+use bitexact::files::cast::{CastOptions, CastReport, NonFiniteValues, ScaleMode};
+use bitexact::support::output;
+use shared::fp8_scale::Rounding;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `--to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetArg {
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary16.
+    F16,
+    /// OCP FP8 E4M3 (largest finite 448, no infinity).
+    E4m3,
+    /// OCP FP8 E5M2 (largest finite 57344).
+    E5m2,
+}
+
+/// `--scale`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScaleArg {
+    /// s = fl32(max / amax) per tensor; fl32(1/s) stored as <name>_scale (F32, shape [1]).
+    PerTensor,
+    /// No scale: each value converted as it is (saturating unless --no-saturate).
+    None,
+}
+
+/// `--rounding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoundingArg {
+    /// The exact product x·s rounded once to FP8.
+    Once,
+    /// fl32(x·s) first, then FP8 (what Transformer Engine and torchao compute).
+    TwoStep,
+}
+
+/// `--nonfinite`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NonFiniteArg {
+    /// Refuse the input (exit 1, nothing written), naming the first such value.
+    Refuse,
+    /// Convert them as the format allows.
+    Keep,
+}
+
+/// Options of `bitexact cast`.
+#[derive(clap::Args)]
+pub struct CastArgs {
+    /// The checkpoint: .safetensors files, a sharded checkpoint's
+    /// model.safetensors.index.json, or its directory.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output: a new folder (one file per input file, same names, the index rewritten,
+    /// config.json carried over), or for one input file a new .safetensors file.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Target format. bf16/f16: every f32, f64, bf16 and f16 tensor. e4m3/e5m2: those
+    /// of 2+ dimensions but the embedding and the output head (a name component
+    /// embed_tokens, lm_head, wte, wpe, word_embeddings, embed_in or embed_out).
+    #[arg(long, value_enum)]
+    pub to: TargetArg,
+    /// Cast only the tensors whose name matches this regular expression (anywhere in
+    /// the name), in place of the default choice.
+    #[arg(long, value_name = "REGEX")]
+    pub only: Option<String>,
+    /// Do not cast the tensors whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub skip: Option<String>,
+    /// FP8 only: per-tensor scale, or none.
+    #[arg(long, value_enum)]
+    pub scale: Option<ScaleArg>,
+    /// Scaled FP8 only: how x·s is rounded.
+    #[arg(long, value_enum)]
+    pub rounding: Option<RoundingArg>,
+    /// FP8 with --scale none only: the standard conversion (E4M3 overflow gives NaN,
+    /// E5M2 gives infinity) instead of saturating at ±max.
+    #[arg(long)]
+    pub no_saturate: bool,
+    /// NaN and infinite inputs, and finite ones past the target's range.
+    #[arg(long, value_enum, default_value_t = NonFiniteArg::Refuse)]
+    pub nonfinite: NonFiniteArg,
+    /// List what would be done (tensor, from, to, scale or not) and write nothing; no
+    /// data is read, so values are not checked.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Summary format: table or json.
+    #[arg(
+        long,
+        default_value = "table",
+        value_parser = clap::builder::PossibleValuesParser::new(["table", "json"])
+            .map(|s| if s == "json" { OutputFormat::Json } else { OutputFormat::Table }),
+    )]
+    pub format: OutputFormat,
+}
+
+use clap::builder::TypedValueParser as _;
+
+/// Exit status of a refused input (a non-finite or out-of-range value).
+const EXIT_REFUSED: u8 = 1;
+
+/// Exit 0 once the output is in place (or the dry run listed), 1 when a value is
+/// refused (nothing written), `Err` (exit 2) on any other error (nothing written).
+pub fn run(args: &CastArgs) -> Result<ExitCode, CliError> {
+    let options = options(args)?;
+    let report = match files::cast(&args.inputs, &args.output, &options) {
+        Ok(report) => report,
+        Err(error) if error.is_refusal() => {
+            crate::cli::say!("bitexact: {error}");
+            return Ok(ExitCode::from(EXIT_REFUSED));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let text = match args.format {
+        OutputFormat::Json => output::json(&report),
+        OutputFormat::Table | OutputFormat::Markdown => summary(&report),
+    };
+    let written = |error| CliError::OutputWritten { output: args.output.clone(), error };
+    if report.dry_run {
+        output::write_stdout(&text)?;
+    } else {
+        output::write_stdout(&text).map_err(written)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The library's options from the arguments; options that do not apply to the target
+/// are refused.
+fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
+    let to = match args.to {
+        TargetArg::Bf16 => Target::Bf16,
+        TargetArg::F16 => Target::F16,
+        TargetArg::E4m3 => Target::E4m3,
+        TargetArg::E5m2 => Target::E5m2,
+    };
+    let fp8 = to.fp8().is_some();
+    if !fp8 && (args.scale.is_some() || args.rounding.is_some() || args.no_saturate) {
+        return Err(CliError::Usage(format!(
+            "--scale, --rounding and --no-saturate apply to FP8 targets, not --to {}",
+            to.name()
+        )));
+    }
+    let scale = match args.scale {
+        Some(ScaleArg::None) => ScaleMode::None,
+        _ => ScaleMode::PerTensor,
+    };
+    if scale == ScaleMode::PerTensor && args.no_saturate {
+        return Err(CliError::Usage("--no-saturate applies to --scale none (a scaled cast always saturates)".into()));
+    }
+    if scale == ScaleMode::None && args.rounding.is_some() {
+        return Err(CliError::Usage("--rounding applies to a scaled cast, not --scale none".into()));
+    }
+    let regex = |option: &str, pattern: &Option<String>| {
+        pattern
+            .as_deref()
+            .map(regex::Regex::new)
+            .transpose()
+            .map_err(|e| CliError::Usage(format!("{option}: {}", e.to_string().replace('\n', " "))))
+    };
+    Ok(CastOptions {
+        to,
+        scale,
+        rounding: match args.rounding {
+            Some(RoundingArg::TwoStep) => Rounding::TwoStep,
+            _ => Rounding::Once,
+        },
+        saturate: !args.no_saturate,
+        nonfinite: match args.nonfinite {
+            NonFiniteArg::Refuse => NonFiniteValues::Refuse,
+            NonFiniteArg::Keep => NonFiniteValues::Keep,
+        },
+        patterns: Patterns { only: regex("--only", &args.only)?, skip: regex("--skip", &args.skip)? },
+        dry_run: args.dry_run,
+    })
+}
+
+/// One line per tensor (file, name, from → to, scale or why copied), then a total.
+fn summary(report: &CastReport) -> String {
+    let mut text = String::new();
+    let mut cast = 0;
+    for tensor in &report.tensors {
+        let what = match tensor.decision.reason() {
+            None => {
+                cast += 1;
+                let scale = match (&tensor.scale_tensor, tensor.dequant_scale) {
+                    (Some(name), Some(value)) => format!(", scale {name} = {value:e}"),
+                    (Some(name), None) => format!(", scale {name}"),
+                    _ => String::new(),
+                };
+                format!("{} -> {}{scale}", tensor.from, tensor.to)
+            }
+            Some(reason) => format!("{} copied ({reason})", tensor.from),
+        };
+        text.push_str(&format!("{} {} {:?}: {what}\n", tensor.file, output::excerpt(&tensor.name), tensor.shape));
+    }
+    let verb = if report.dry_run { "would cast" } else { "cast" };
+    text.push_str(&format!(
+        "{}: {verb} {cast} of {} tensors to {}{}\n",
+        output::path_text(report.output.as_ref()),
+        report.tensors.len(),
+        report.to.name(),
+        if report.dry_run { " (dry run: nothing read or written)" } else { "" }
+    ));
+    text
+}

@@ -1,0 +1,389 @@
+//! The per-element conversions of `cast`: each source value rounded once, to nearest,
+//! ties to even, from its own value straight to the target format.
+//!
+//! - f32, binary16 and bfloat16 sources are first widened to f32 ([`widen_to_f32`]):
+//!   exact, since both 16-bit formats are subsets of f32, so the one rounding that
+//!   follows is the only one.
+//! - f64 sources are rounded straight from the f64 ([`narrow_f64`], on
+//!   [`shared::narrow::round_magnitude_f64`]), never through f32.
+//! - Scaled FP8 is [`shared::fp8_scale`]'s definition: `q = sat_rne(x · s)`, once or in
+//!   two steps.
+//!
+//! Every function here is pure; [`Outcome`] says whether a value was out of range so
+//! that the caller can refuse it.
+
+use shared::fp8::{e4m3, e5m2};
+use shared::fp8_scale::{Fp8Format, Rounding};
+use shared::narrow::{Overflow, round_magnitude_f64};
+
+/// A source element type `cast` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceDtype {
+    /// IEEE binary64.
+    F64,
+    /// IEEE binary32.
+    F32,
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary16.
+    F16,
+}
+
+impl SourceDtype {
+    /// The source dtype a safetensors dtype string names (`F64`, `F32`, `BF16`, `F16`).
+    pub fn of_safetensors(dtype: &str) -> Option<SourceDtype> {
+        match dtype {
+            "F64" => Some(SourceDtype::F64),
+            "F32" => Some(SourceDtype::F32),
+            "BF16" => Some(SourceDtype::Bf16),
+            "F16" => Some(SourceDtype::F16),
+            _ => None,
+        }
+    }
+
+    /// Bytes per element.
+    pub const fn bytes(self) -> usize {
+        match self {
+            SourceDtype::F64 => 8,
+            SourceDtype::F32 => 4,
+            SourceDtype::Bf16 | SourceDtype::F16 => 2,
+        }
+    }
+
+    /// The safetensors dtype string.
+    pub const fn safetensors_name(self) -> &'static str {
+        match self {
+            SourceDtype::F64 => "F64",
+            SourceDtype::F32 => "F32",
+            SourceDtype::Bf16 => "BF16",
+            SourceDtype::F16 => "F16",
+        }
+    }
+}
+
+/// The format `cast` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary16.
+    F16,
+    /// OCP FP8 E4M3 (no infinity, largest finite 448).
+    E4m3,
+    /// OCP FP8 E5M2 (IEEE-like, largest finite 57344).
+    E5m2,
+}
+
+impl Target {
+    /// `bf16`, `f16`, `e4m3` or `e5m2`, as `--to` spells it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Target::Bf16 => "bf16",
+            Target::F16 => "f16",
+            Target::E4m3 => "e4m3",
+            Target::E5m2 => "e5m2",
+        }
+    }
+
+    /// The safetensors dtype string.
+    pub const fn safetensors_name(self) -> &'static str {
+        match self {
+            Target::Bf16 => "BF16",
+            Target::F16 => "F16",
+            Target::E4m3 => "F8_E4M3",
+            Target::E5m2 => "F8_E5M2",
+        }
+    }
+
+    /// Bytes per element.
+    pub const fn bytes(self) -> usize {
+        match self {
+            Target::Bf16 | Target::F16 => 2,
+            Target::E4m3 | Target::E5m2 => 1,
+        }
+    }
+
+    /// The FP8 format, for the two FP8 targets.
+    pub const fn fp8(self) -> Option<Fp8Format> {
+        match self {
+            Target::E4m3 => Some(Fp8Format::E4M3),
+            Target::E5m2 => Some(Fp8Format::E5M2),
+            Target::Bf16 | Target::F16 => None,
+        }
+    }
+
+    /// Whether `source` already is this format (the tensor is then copied as it is).
+    pub const fn is(self, source: SourceDtype) -> bool {
+        matches!((self, source), (Target::Bf16, SourceDtype::Bf16) | (Target::F16, SourceDtype::F16))
+    }
+}
+
+/// What one element's conversion gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A finite input, converted to a finite value (saturated, where asked).
+    Finite,
+    /// A NaN or infinite input.
+    NonFiniteValues,
+    /// A finite input that became infinite or NaN: past the target's range without
+    /// saturation.
+    Overflow,
+}
+
+/// The f32 bits of the element at `bytes` (little-endian) of an f32, binary16 or
+/// bfloat16 source: exact. Not for f64 (see [`narrow_f64`]).
+#[inline]
+pub fn widen_to_f32(source: SourceDtype, bytes: &[u8]) -> u32 {
+    match source {
+        SourceDtype::F32 => u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
+        SourceDtype::Bf16 => shared::bfloat16::to_f32_bits(u16::from_le_bytes([bytes[0], bytes[1]])),
+        SourceDtype::F16 => shared::binary16::to_f32_bits(u16::from_le_bytes([bytes[0], bytes[1]])),
+        SourceDtype::F64 => unreachable!("an f64 is never widened to f32: it is rounded straight to the target"),
+    }
+}
+
+/// Whether the f32 `x` (bits) is NaN or infinite.
+#[inline]
+pub const fn f32_is_nonfinite(x: u32) -> bool {
+    shared::fp8_scale::is_nonfinite(x)
+}
+
+/// Whether the f64 `x` (bits) is NaN or infinite.
+#[inline]
+pub const fn f64_is_nonfinite(x: u64) -> bool {
+    x & 0x7FF0_0000_0000_0000 == 0x7FF0_0000_0000_0000
+}
+
+/// The encoding fields of a target, for the f64 rounding: largest finite magnitude,
+/// infinity (E4M3 has none: its NaN), and the NaN produced.
+struct Encodings {
+    max_finite: u32,
+    overflow: u32,
+    nan: u32,
+    sign_shift: u32,
+}
+
+const fn encodings(target: Target) -> Encodings {
+    match target {
+        Target::Bf16 => Encodings { max_finite: 0x7F7F, overflow: 0x7F80, nan: 0x7FC0, sign_shift: 48 },
+        Target::F16 => Encodings { max_finite: 0x7BFF, overflow: 0x7C00, nan: 0x7E00, sign_shift: 48 },
+        Target::E4m3 => Encodings {
+            max_finite: e4m3::MAX_ABS as u32,
+            overflow: e4m3::NAN_ABS as u32,
+            nan: e4m3::NAN_ABS as u32,
+            sign_shift: 56,
+        },
+        Target::E5m2 => Encodings {
+            max_finite: e5m2::MAX_FINITE as u32,
+            overflow: e5m2::POS_INFINITY as u32,
+            nan: e5m2::NAN_ABS as u32,
+            sign_shift: 56,
+        },
+    }
+}
+
+/// The f64 `x` (bits) rounded once, to nearest, ties to even, straight to `target`
+/// (never through f32), with `overflow` deciding what a finite value past the largest
+/// finite gives (and ±inf: the largest finite under [`Overflow::SatFinite`]). NaN gives
+/// the target's quiet NaN with `x`'s sign (its payload is not kept). Returns the
+/// encoding (in the low bits) and the [`Outcome`].
+#[inline]
+pub fn narrow_f64(x: u64, target: Target, overflow: Overflow) -> (u16, Outcome) {
+    let e = encodings(target);
+    let sign = (x >> e.sign_shift) as u32 & if target.bytes() == 2 { 0x8000 } else { 0x80 };
+    let abs = x & 0x7FFF_FFFF_FFFF_FFFF;
+    if abs > 0x7FF0_0000_0000_0000 {
+        return ((sign | e.nan) as u16, Outcome::NonFiniteValues);
+    }
+    let rounded = match target {
+        Target::Bf16 => round_magnitude_f64::<8, 7>(abs),
+        Target::F16 => round_magnitude_f64::<5, 10>(abs),
+        Target::E4m3 => round_magnitude_f64::<4, 3>(abs),
+        Target::E5m2 => round_magnitude_f64::<5, 2>(abs),
+    };
+    let finite_input = abs < 0x7FF0_0000_0000_0000;
+    let (magnitude, outcome) = match overflow {
+        _ if rounded <= e.max_finite => (rounded, Outcome::Finite),
+        Overflow::SatFinite => (e.max_finite, if finite_input { Outcome::Finite } else { Outcome::NonFiniteValues }),
+        Overflow::Standard => (e.overflow, if finite_input { Outcome::Overflow } else { Outcome::NonFiniteValues }),
+    };
+    ((sign | magnitude) as u16, outcome)
+}
+
+/// The f32 `x` (bits) rounded to nearest, ties to even, to `target`, with `overflow`
+/// deciding what a value past the largest finite (and ±inf) gives; through `shared`'s
+/// exact conversions. Returns the encoding and the [`Outcome`].
+#[inline]
+pub fn narrow_f32(x: u32, target: Target, overflow: Overflow) -> (u16, Outcome) {
+    let out = match target {
+        Target::Bf16 => shared::bfloat16::from_f32_bits_overflow(x, overflow),
+        Target::F16 => shared::binary16::from_f32_bits_overflow(x, overflow),
+        Target::E4m3 => u16::from(e4m3::from_f32_bits(x, overflow)),
+        Target::E5m2 => u16::from(e5m2::from_f32_bits(x, overflow)),
+    };
+    (out, outcome_of(f32_is_nonfinite(x), target, out))
+}
+
+/// The outcome of a conversion of an input (non-finite or not) that gave `out`.
+#[inline]
+fn outcome_of(input_nonfinite: bool, target: Target, out: u16) -> Outcome {
+    let e = encodings(target);
+    let magnitude = u32::from(out) & if target.bytes() == 2 { 0x7FFF } else { 0x7F };
+    if input_nonfinite {
+        Outcome::NonFiniteValues
+    } else if magnitude > e.max_finite {
+        Outcome::Overflow
+    } else {
+        Outcome::Finite
+    }
+}
+
+/// `sat_rne(x · s)` of the f32 `x` (bits) with [`shared::fp8_scale::quantize`]: never an
+/// overflow (it saturates); NaN and ±inf inputs are [`Outcome::NonFiniteValues`] (NaN gives
+/// NaN, ±inf the largest finite).
+#[inline]
+pub fn quantize_scaled(x: u32, s: f32, format: Fp8Format, rounding: Rounding) -> (u8, Outcome) {
+    let q = shared::fp8_scale::quantize(x, s, format, rounding);
+    (q, if f32_is_nonfinite(x) { Outcome::NonFiniteValues } else { Outcome::Finite })
+}
+
+/// How the elements of one tensor are converted: straight, or scaled to FP8.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ElementCast {
+    /// Each value rounded to `target` ([`narrow_f32`] after the exact widening, or
+    /// [`narrow_f64`]), `overflow` deciding what a value past its range gives.
+    Plain {
+        /// The source dtype.
+        source: SourceDtype,
+        /// The target.
+        target: Target,
+        /// Past the largest finite: infinity/NaN or saturation.
+        overflow: Overflow,
+    },
+    /// `sat_rne(x · s)` ([`quantize_scaled`]); not for f64 sources.
+    Scaled {
+        /// The source dtype (f32, bf16 or f16).
+        source: SourceDtype,
+        /// The FP8 format.
+        format: Fp8Format,
+        /// The scale `s`.
+        s: f32,
+        /// Once or in two steps.
+        rounding: Rounding,
+    },
+}
+
+impl ElementCast {
+    /// The source dtype.
+    pub const fn source(&self) -> SourceDtype {
+        match *self {
+            ElementCast::Plain { source, .. } | ElementCast::Scaled { source, .. } => source,
+        }
+    }
+
+    /// Bytes per output element.
+    pub const fn output_bytes(&self) -> usize {
+        match *self {
+            ElementCast::Plain { target, .. } => target.bytes(),
+            ElementCast::Scaled { .. } => 1,
+        }
+    }
+
+    /// One element, its little-endian bytes in `bytes`: the output encoding (in the low
+    /// bits) and the [`Outcome`].
+    #[inline]
+    pub fn one(&self, bytes: &[u8]) -> (u16, Outcome) {
+        match *self {
+            ElementCast::Plain { source: SourceDtype::F64, target, overflow } => {
+                let x = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+                narrow_f64(x, target, overflow)
+            }
+            ElementCast::Plain { source, target, overflow } => {
+                narrow_f32(widen_to_f32(source, bytes), target, overflow)
+            }
+            ElementCast::Scaled { source, format, s, rounding } => {
+                let (q, outcome) = quantize_scaled(widen_to_f32(source, bytes), s, format, rounding);
+                (u16::from(q), outcome)
+            }
+        }
+    }
+
+    /// Converts the elements of `input` into `output` (little-endian, [`Self::output_bytes`]
+    /// each); returns the index and outcome of the first element whose outcome is not
+    /// [`Outcome::Finite`], if any (the elements after it may then be left unconverted).
+    pub fn run(&self, input: &[u8], output: &mut [u8], stop_at_first: bool) -> Option<(usize, Outcome)> {
+        let (ib, ob) = (self.source().bytes(), self.output_bytes());
+        let mut first = None;
+        for (index, (i, o)) in input.chunks_exact(ib).zip(output.chunks_exact_mut(ob)).enumerate() {
+            let (bits, outcome) = self.one(i);
+            o.copy_from_slice(&bits.to_le_bytes()[..ob]);
+            if outcome != Outcome::Finite && first.is_none() {
+                first = Some((index, outcome));
+                if stop_at_first {
+                    break;
+                }
+            }
+        }
+        first
+    }
+}
+
+/// The amax pass of a scaled tensor over `input` (elements of `source`, f32/bf16/f16):
+/// the largest magnitude's f32 bits among the finite elements (0 for none), and the
+/// index of the first non-finite element, if any.
+pub fn amax(source: SourceDtype, input: &[u8]) -> (u32, Option<usize>) {
+    let mut max = 0;
+    let mut first = None;
+    for (index, bytes) in input.chunks_exact(source.bytes()).enumerate() {
+        let x = widen_to_f32(source, bytes);
+        if f32_is_nonfinite(x) {
+            first = first.or(Some(index));
+        } else {
+            max = max.max(shared::fp8_scale::magnitude_bits(x));
+        }
+    }
+    (max, first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f64_rounds_straight_to_bfloat16_not_through_f32() {
+        // 1 + 2^-8 + 2^-30: through f32 it becomes 1 + 2^-8 (the 2^-30 is lost), a tie
+        // that goes to even, 1.0; straight, it is above the tie and rounds up.
+        let x = (1.0f64 + 2f64.powi(-8) + 2f64.powi(-30)).to_bits();
+        assert_eq!(narrow_f64(x, Target::Bf16, Overflow::Standard), (0x3F81, Outcome::Finite));
+        let through_f32 = shared::bfloat16::from_f32_bits((f64::from_bits(x) as f32).to_bits());
+        assert_eq!(through_f32, 0x3F80);
+    }
+
+    #[test]
+    fn f64_overflow_is_reported_or_saturated() {
+        let big = 1e300f64.to_bits();
+        assert_eq!(narrow_f64(big, Target::F16, Overflow::Standard), (0x7C00, Outcome::Overflow));
+        assert_eq!(narrow_f64(big, Target::F16, Overflow::SatFinite), (0x7BFF, Outcome::Finite));
+        assert_eq!(narrow_f64((-1e300f64).to_bits(), Target::E4m3, Overflow::Standard), (0xFF, Outcome::Overflow));
+        assert_eq!(
+            narrow_f64(f64::NEG_INFINITY.to_bits(), Target::E5m2, Overflow::SatFinite),
+            (0xFB, Outcome::NonFiniteValues)
+        );
+        assert_eq!(
+            narrow_f64(f64::NAN.to_bits(), Target::Bf16, Overflow::Standard),
+            (0x7FC0, Outcome::NonFiniteValues)
+        );
+    }
+
+    #[test]
+    fn f32_overflow_is_an_outcome_of_its_own() {
+        assert_eq!(narrow_f32(70000f32.to_bits(), Target::F16, Overflow::Standard), (0x7C00, Outcome::Overflow));
+        assert_eq!(
+            narrow_f32(f32::INFINITY.to_bits(), Target::F16, Overflow::Standard),
+            (0x7C00, Outcome::NonFiniteValues)
+        );
+        assert_eq!(narrow_f32(500f32.to_bits(), Target::E4m3, Overflow::SatFinite), (0x7E, Outcome::Finite));
+    }
+}

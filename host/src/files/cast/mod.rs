@@ -1,0 +1,436 @@
+//! The cast job: one library call, [`cast()`] (safetensors checkpoints → bfloat16,
+//! binary16 or FP8, every value correctly rounded from its own source value), with
+//! plain options that default to what the command line does ([`CastOptions`]) and a
+//! report ([`CastReport`]). What `bitexact cast` runs, and all it runs.
+//!
+//! One call passes through, in order: [`crate::files::scan::inputs::expand`] (files,
+//! directories, indexes), [`TensorFile::open`] of each file, the index checked against
+//! its shards ([`check_index`]), [`plan`] (each tensor's [`Decision`], every refusal
+//! that needs no data: before anything is written), then [`output::write_all`] (every
+//! output file into a temporary folder beside the output, each tensor streamed a chunk
+//! at a time, in two passes where a scale is needed) and [`output::Staged::commit`]
+//! (the folder, or the single file, renamed into place).
+//!
+//! Owns: the per-element conversions ([`convert`]), which tensors are cast
+//! ([`select`]), the output files ([`output`]). Uses: [`crate::files::read`],
+//! [`crate::files::containers`], [`crate::files::scan::inputs`] and
+//! [`crate::files::write`] (the temporaries' naming and their signal-time cleanup).
+
+pub mod convert;
+pub mod output;
+pub mod select;
+
+use crate::files::containers::Container;
+use crate::files::containers::index::{Index, ScanInputError, check_index};
+use crate::files::read::{TensorFile, TensorFileError};
+use crate::files::source::SourceReadError;
+use crate::support::output::{excerpt, path_text};
+use convert::{SourceDtype, Target};
+use select::{Decision, Patterns, decide};
+use shared::fp8_scale::Rounding;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Whether FP8 values are scaled per tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScaleMode {
+    /// `s = fl32(max / amax)`, `q = sat_rne(x · s)`, `fl32(1 / s)` stored as
+    /// `<name>_scale` (F32, shape `[1]`).
+    PerTensor,
+    /// No scale: each value converted as it is.
+    None,
+}
+
+/// What is done with NaN and infinite source values (and finite ones that would become
+/// infinite or NaN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NonFiniteValues {
+    /// The job fails, naming the tensor and the index of the first one, and writes
+    /// nothing.
+    Refuse,
+    /// Converted as the format allows (NaN to NaN; ±inf to ±inf, or where the format
+    /// has none or saturation applies, to ±max).
+    Keep,
+}
+
+/// How [`cast`] converts.
+#[derive(Clone, Debug)]
+pub struct CastOptions {
+    /// The target format ([`Target::Bf16`] by default).
+    pub to: Target,
+    /// For FP8: per-tensor scale or none ([`ScaleMode::PerTensor`] by default). Ignored
+    /// for bf16/f16.
+    pub scale: ScaleMode,
+    /// For scaled FP8: the exact product rounded once ([`Rounding::Once`], the default)
+    /// or `fl32(x · s)` first ([`Rounding::TwoStep`]).
+    pub rounding: Rounding,
+    /// For unscaled FP8: saturate at `±max` (the default) or the standard conversion
+    /// (E4M3 overflow gives NaN, E5M2 gives ±inf).
+    pub saturate: bool,
+    /// NaN and infinities ([`NonFiniteValues::Refuse`] by default).
+    pub nonfinite: NonFiniteValues,
+    /// `--only` / `--skip`.
+    pub patterns: Patterns,
+    /// Plan only: report what would be done, read no data, write nothing.
+    pub dry_run: bool,
+}
+
+impl Default for CastOptions {
+    fn default() -> CastOptions {
+        CastOptions {
+            to: Target::Bf16,
+            scale: ScaleMode::PerTensor,
+            rounding: Rounding::Once,
+            saturate: true,
+            nonfinite: NonFiniteValues::Refuse,
+            patterns: Patterns::default(),
+            dry_run: false,
+        }
+    }
+}
+
+impl CastOptions {
+    /// Whether a cast tensor gets a per-tensor scale.
+    pub fn scaled(&self) -> bool {
+        self.to.fp8().is_some() && self.scale == ScaleMode::PerTensor
+    }
+}
+
+/// One tensor of the report.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CastTensor {
+    /// The output file that holds it (its file name).
+    pub file: String,
+    /// Its name.
+    pub name: String,
+    /// Its shape.
+    pub shape: Vec<u64>,
+    /// Its dtype in the input.
+    pub from: String,
+    /// Its dtype in the output.
+    pub to: String,
+    /// Cast, or copied and why.
+    pub decision: Decision,
+    /// For a scaled FP8 tensor: the name of its dequantisation scale tensor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_tensor: Option<String>,
+    /// And the scale's value `fl32(1 / s)` (after the cast; not in a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dequant_scale: Option<f32>,
+}
+
+/// What [`cast`] wrote (or, in a dry run, would write).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CastReport {
+    /// The output path, as given.
+    pub output: String,
+    /// The target format.
+    pub to: Target,
+    /// Scaled FP8 or not.
+    pub scale: Option<ScaleMode>,
+    /// For scaled FP8, the rounding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounding: Option<&'static str>,
+    /// A dry run: nothing was read or written.
+    pub dry_run: bool,
+    /// Every tensor, file by file, in file order.
+    pub tensors: Vec<CastTensor>,
+    /// The index files rewritten (file names in the output).
+    pub indexes: Vec<String>,
+    /// Whether a `config.json` was written beside the tensors, and with a
+    /// `quantization_config`.
+    pub config: Option<ConfigWritten>,
+}
+
+/// What was done with the input's `config.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConfigWritten {
+    /// Copied with `quantization_config` (compressed-tensors, per-tensor FP8) added.
+    WithQuantizationConfig,
+    /// Copied with `torch_dtype` set to the target (bf16/f16), where it had one.
+    Copied,
+}
+
+/// Why [`cast`] wrote nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CastError {
+    /// The inputs cannot be expanded (a missing path, a bad index).
+    #[error(transparent)]
+    Inputs(#[from] ScanInputError),
+    /// A file cannot be opened or its header is refused.
+    #[error(transparent)]
+    File(#[from] TensorFileError),
+    /// An input that is not a safetensors file.
+    #[error("{}: cast reads .safetensors files only (this is {container:?})", path_text(.path))]
+    NotSafetensors {
+        /// The file.
+        path: PathBuf,
+        /// What it is.
+        container: Container,
+    },
+    /// Two input files of one name, which the output folder cannot both hold.
+    #[error("{}: another input has the file name '{}'; cast them to separate outputs", path_text(.path), excerpt(.name))]
+    SameFileName {
+        /// The second of them.
+        path: PathBuf,
+        /// The name.
+        name: String,
+    },
+    /// `--only` selected a tensor that is not of a dtype `cast` reads.
+    #[error("{}: tensor '{}' is {}, not f32, f64, bf16 or f16: cannot be cast (narrow --only)", path_text(.path), excerpt(.tensor), excerpt(.dtype))]
+    NotCastable {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// Its dtype.
+        dtype: String,
+    },
+    /// An f64 tensor to be scaled to FP8: not supported (its exact product with the
+    /// scale does not fit f64).
+    #[error("{}: tensor '{}' is F64: per-tensor scaled FP8 of f64 is not supported; use --scale none, or --skip it", path_text(.path), excerpt(.tensor))]
+    ScaledF64 {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+    },
+    /// The name a scale tensor would get is taken.
+    #[error("{}: the scale of tensor '{}' would be '{}', which already exists", path_text(.path), excerpt(.tensor), excerpt(.scale))]
+    ScaleNameTaken {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// The scale's name.
+        scale: String,
+    },
+    /// The output cannot be put there.
+    #[error("{}: {}", path_text(.path), .kind)]
+    Output {
+        /// The output path.
+        path: PathBuf,
+        /// Why.
+        kind: output::OutputErrorKind,
+    },
+    /// Reading a tensor's data failed.
+    #[error("{}: tensor '{}': {error}", path_text(.path), excerpt(.tensor))]
+    Read {
+        /// The input file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// Why.
+        error: SourceReadError,
+    },
+    /// A value that cannot be cast as asked (exit 1 in the CLI).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+}
+
+impl CastError {
+    /// Whether the input was refused for its values (a non-finite value, an overflow),
+    /// not for an error of the job: the CLI's exit status 1.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, CastError::Refused(_))
+    }
+}
+
+/// A value refused: the first non-finite (or overflowing) value of a tensor.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: tensor '{}' index {index}: {}", path_text(.path), excerpt(.tensor), .kind)]
+pub struct Refusal {
+    /// The input file.
+    pub path: PathBuf,
+    /// The tensor.
+    pub tensor: String,
+    /// The element's index, in flat order.
+    pub index: u64,
+    /// What is wrong with it.
+    pub kind: RefusalKind,
+}
+
+/// What is wrong with a refused value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefusalKind {
+    /// NaN or infinite.
+    #[error("not finite; nothing written (--nonfinite keep converts it as the format allows)")]
+    NonFiniteValues,
+    /// Finite, but past the target's range (it would become infinite or NaN).
+    #[error("out of the range of {}; nothing written (--nonfinite keep converts it to infinity or NaN)", .0.name())]
+    Overflow(Target),
+}
+
+/// One input file with its plan.
+pub struct PlannedFile {
+    /// The file, opened.
+    pub file: TensorFile,
+    /// Its name in the output.
+    pub name: String,
+    /// One decision per tensor, in the order of `file.tensors`.
+    pub decisions: Vec<Decision>,
+}
+
+/// The whole job's plan: every refusal that needs no data made.
+pub struct Plan {
+    /// The files, in input order.
+    pub files: Vec<PlannedFile>,
+    /// The indexes met.
+    pub indexes: Vec<Index>,
+    /// The input's `config.json`, if there is one beside the first input.
+    pub config: Option<PathBuf>,
+}
+
+/// The name of the dequantisation scale of tensor `name`: `<name>_scale`, so that
+/// `<module>.weight` gets `<module>.weight_scale`, the name vLLM loads.
+pub fn scale_name(name: &str) -> String {
+    format!("{name}_scale")
+}
+
+/// Opens the inputs and decides what becomes of every tensor, refusing before any data
+/// is read what can be refused from the headers alone.
+pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError> {
+    let expanded = crate::files::scan::inputs::expand(inputs)?;
+    let mut files = Vec::new();
+    let mut names = HashSet::new();
+    for path in &expanded.files {
+        let file = TensorFile::open(path)?;
+        if file.container != Container::Safetensors {
+            return Err(CastError::NotSafetensors { path: path.clone(), container: file.container });
+        }
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if !names.insert(name.clone()) {
+            return Err(CastError::SameFileName { path: path.clone(), name });
+        }
+        files.push(file);
+    }
+    for index in &expanded.indexes {
+        check_index(index, &files)?;
+    }
+    let all_names: HashSet<&str> = files.iter().flat_map(|f| f.tensors.iter().map(|t| t.name.as_str())).collect();
+    let mut planned = Vec::new();
+    for file in &files {
+        let mut decisions = Vec::new();
+        for tensor in &file.tensors {
+            let decision = decide(&tensor.name, &tensor.dtype, tensor.shape.len(), options.to, &options.patterns);
+            let fail_path = || file.path.clone();
+            if decision == Decision::NotASource && options.patterns.only.is_some() {
+                return Err(CastError::NotCastable {
+                    path: fail_path(),
+                    tensor: tensor.name.clone(),
+                    dtype: tensor.dtype.clone(),
+                });
+            }
+            if let Decision::Cast(source) = decision
+                && options.scaled()
+            {
+                if source == SourceDtype::F64 {
+                    return Err(CastError::ScaledF64 { path: fail_path(), tensor: tensor.name.clone() });
+                }
+                let scale = scale_name(&tensor.name);
+                if all_names.contains(scale.as_str()) {
+                    return Err(CastError::ScaleNameTaken { path: fail_path(), tensor: tensor.name.clone(), scale });
+                }
+            }
+            decisions.push(decision);
+        }
+        planned.push(decisions);
+    }
+    let config = config_beside(inputs);
+    let files = files
+        .into_iter()
+        .zip(planned)
+        .map(|(file, decisions)| {
+            let name = file.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            PlannedFile { file, name, decisions }
+        })
+        .collect();
+    Ok(Plan { files, indexes: expanded.indexes, config })
+}
+
+/// The `config.json` beside the first input: in it, for a directory; in its directory,
+/// for a file or an index.
+fn config_beside(inputs: &[PathBuf]) -> Option<PathBuf> {
+    let first = inputs.first()?;
+    let directory = if first.is_dir() { first.as_path() } else { first.parent().unwrap_or(Path::new("")) };
+    let config = directory.join("config.json");
+    config.is_file().then_some(config)
+}
+
+/// The report's tensors of a plan (before any value is computed).
+fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<CastTensor> {
+    let mut tensors = Vec::new();
+    for file in &plan.files {
+        for (tensor, &decision) in file.file.tensors.iter().zip(&file.decisions) {
+            let cast = matches!(decision, Decision::Cast(_));
+            tensors.push(CastTensor {
+                file: file.name.clone(),
+                name: tensor.name.clone(),
+                shape: tensor.shape.clone(),
+                from: tensor.dtype.clone(),
+                to: if cast { options.to.safetensors_name().to_string() } else { tensor.dtype.clone() },
+                decision,
+                scale_tensor: (cast && options.scaled()).then(|| scale_name(&tensor.name)),
+                dequant_scale: None,
+            });
+        }
+    }
+    tensors
+}
+
+/// Casts the safetensors checkpoint(s) `inputs` (files, a sharded checkpoint's index or
+/// its directory) to `options.to`, into `output`: a folder (which must not exist)
+/// holding one output file per input file, of the same name, each index rewritten and
+/// the `config.json` beside the input carried over; or, for a single input file and an
+/// `output` ending in `.safetensors`, that file. Every value cast is correctly rounded
+/// from its own source value (see [`convert`]). Nothing is in place until every file
+/// is written whole and synced; on any error, nothing is left.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use bitexact::files::cast::{CastOptions, cast, convert::Target};
+/// let options = CastOptions { to: Target::E4m3, ..CastOptions::default() };
+/// let report = cast(&["model".into()], "model-fp8".as_ref(), &options)?;
+/// println!("{} tensors", report.tensors.len());
+/// # Ok(())
+/// # }
+/// ```
+pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<CastReport, CastError> {
+    let plan = plan(inputs, options)?;
+    let single_file = output::single_file_output(output, &plan)?;
+    output::check_output(output)?;
+    let mut report = CastReport {
+        output: output.display().to_string(),
+        to: options.to,
+        scale: options.to.fp8().map(|_| options.scale),
+        rounding: options.scaled().then_some(match options.rounding {
+            Rounding::Once => "once",
+            Rounding::TwoStep => "two-step",
+        }),
+        dry_run: options.dry_run,
+        tensors: planned_tensors(&plan, options),
+        indexes: plan
+            .indexes
+            .iter()
+            .filter_map(|i| i.path.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect(),
+        config: None,
+    };
+    if options.dry_run {
+        return Ok(report);
+    }
+    let staged = output::write_all(output, &plan, options, single_file)?;
+    let scales: BTreeMap<(String, String), f32> = staged.scales.clone();
+    for tensor in &mut report.tensors {
+        tensor.dequant_scale = scales.get(&(tensor.file.clone(), tensor.name.clone())).copied();
+    }
+    report.config = staged.config;
+    staged.commit()?;
+    Ok(report)
+}

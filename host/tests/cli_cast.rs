@@ -1,0 +1,543 @@
+//! `bitexact cast` end to end: small generated safetensors files (one file, a sharded
+//! checkpoint) cast by the built binary, every output element checked against the
+//! integer references of `bitexact::verify::reference` (which share nothing with
+//! `shared`'s conversions); the refusals (exit 1, nothing written), the errors (exit 2),
+//! the dry run, and the index, metadata and config contents.
+
+mod common;
+
+use bitexact::verify::reference::narrow::{self, BFLOAT16, BINARY16, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded};
+use bitexact::verify::reference::scaled;
+use common::{Rng, bitexact, path_arg};
+use safetensors::{Dtype, SafeTensors};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A tensor to write: name, dtype, shape, little-endian bytes.
+type Tensor = (&'static str, Dtype, Vec<usize>, Vec<u8>);
+
+/// Writes `tensors` with the safetensors crate, with `__metadata__` `{"format": "pt"}`.
+fn write_file(path: &Path, tensors: &[Tensor]) {
+    let views: Vec<(&str, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .map(|(name, dtype, shape, data)| {
+            (*name, safetensors::tensor::TensorView::new(*dtype, shape.clone(), data).unwrap())
+        })
+        .collect();
+    let metadata = HashMap::from([("format".to_string(), "pt".to_string())]);
+    std::fs::write(path, safetensors::serialize(views, Some(metadata)).unwrap()).unwrap();
+}
+
+/// f32 bits with magnitudes from `2^min_exp` to below `2^max_exp` (unbiased), random
+/// signs and mantissas, subnormals below 2^-126 included; then `specials`.
+fn f32_values(n: usize, min_exp: i32, max_exp: i32, seed: u64, specials: &[f32]) -> Vec<u32> {
+    let mut rng = Rng::new(seed);
+    let mut values: Vec<u32> = (0..n)
+        .map(|_| {
+            let r = rng.next();
+            let exp = min_exp + (r % (max_exp - min_exp) as u64) as i32;
+            let biased = (exp + 127).max(0) as u32;
+            let mantissa = (r >> 20) as u32 & 0x007F_FFFF;
+            ((r >> 63) as u32) << 31 | biased << 23 | mantissa
+        })
+        .collect();
+    values.extend(specials.iter().map(|v| v.to_bits()));
+    values
+}
+
+/// f64 bits likewise (a random 52-bit mantissa: most are not exact in f32).
+fn f64_values(n: usize, min_exp: i32, max_exp: i32, seed: u64, specials: &[f64]) -> Vec<u64> {
+    let mut rng = Rng::new(seed);
+    let mut values: Vec<u64> = (0..n)
+        .map(|_| {
+            let (r, m) = (rng.next(), rng.next());
+            let exp = min_exp + (r % (max_exp - min_exp) as u64) as i32;
+            let biased = (exp + 1023).max(0) as u64;
+            (r >> 63) << 63 | biased << 52 | (m & 0x000F_FFFF_FFFF_FFFF)
+        })
+        .collect();
+    values.extend(specials.iter().map(|v| v.to_bits()));
+    values
+}
+
+fn f32_bytes(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn f64_bytes(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The top halves of f32 values (bfloat16 encodings, truncated: any value is fine here).
+fn bf16_bytes(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| ((v >> 16) as u16).to_le_bytes()).collect()
+}
+
+/// binary16 encodings of the f32 values that are exact in binary16 (via `half`).
+fn f16_bytes(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| half::f16::from_f32(f32::from_bits(*v)).to_bits().to_le_bytes()).collect()
+}
+
+/// The exact f32 value of a source element (its bits widened by `half` or by shifting).
+fn source_f32(dtype: Dtype, bytes: &[u8]) -> u32 {
+    match dtype {
+        Dtype::F32 => u32::from_le_bytes(bytes.try_into().unwrap()),
+        Dtype::BF16 => u32::from(u16::from_le_bytes(bytes.try_into().unwrap())) << 16,
+        Dtype::F16 => half::f16::from_bits(u16::from_le_bytes(bytes.try_into().unwrap())).to_f32().to_bits(),
+        other => panic!("not a 32-bit-or-less source: {other:?}"),
+    }
+}
+
+/// The magnitude of a finite f64 as `significand · 2^exponent`, from its fields.
+fn f64_parts(bits: u64) -> (u64, i32) {
+    let biased = ((bits >> 52) & 0x7FF) as i32;
+    let fraction = bits & 0x000F_FFFF_FFFF_FFFF;
+    if biased == 0 { (fraction, -1074) } else { (fraction | 1 << 52, biased - 1075) }
+}
+
+/// The reference rounding of a finite source element to `format`, unscaled, with
+/// `saturate` at the largest finite value: the encoding, sign included.
+fn reference_plain(format: NarrowFormat, dtype: Dtype, bytes: &[u8], saturate: bool) -> Option<u64> {
+    let (negative, (significand, exponent)) = match dtype {
+        Dtype::F64 => {
+            let bits = u64::from_le_bytes(bytes.try_into().unwrap());
+            (bits >> 63 == 1, f64_parts(bits))
+        }
+        _ => {
+            let bits = source_f32(dtype, bytes);
+            (bits >> 31 == 1, narrow::f32_magnitude_parts(bits))
+        }
+    };
+    let width = 1 + format.exponent_bits + format.mantissa_bits;
+    let magnitude = match narrow::round_to(format, significand, exponent) {
+        Rounded::Finite(encoding) => encoding,
+        Rounded::Overflow if saturate => match narrow::round_to(format, format.max_finite.0, format.max_finite.1) {
+            Rounded::Finite(max) => max,
+            Rounded::Overflow => unreachable!(),
+        },
+        Rounded::Overflow => return None,
+    };
+    Some(u64::from(negative) << (width - 1) | magnitude)
+}
+
+/// Reads a safetensors output with the safetensors crate.
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// `__metadata__` of a safetensors file.
+fn metadata(bytes: &[u8]) -> HashMap<String, String> {
+    let (_, meta) = SafeTensors::read_metadata(bytes).unwrap();
+    meta.metadata().clone().unwrap_or_default()
+}
+
+/// Asserts that the output tensor `name` is `input` cast to `format` without a scale,
+/// element by element.
+fn assert_plain(out: &SafeTensors, input: &Tensor, format: NarrowFormat, out_dtype: Dtype, saturate: bool) {
+    let (name, dtype, shape, data) = input;
+    let view = out.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(view.dtype(), out_dtype, "{name}");
+    assert_eq!(view.shape(), &shape[..], "{name}");
+    let (ib, ob) = (dtype.bitsize() / 8, out_dtype.bitsize() / 8);
+    for (i, (x, y)) in data.chunks(ib).zip(view.data().chunks(ob)).enumerate() {
+        let expected = reference_plain(format, *dtype, x, saturate).expect("in range");
+        let got = y.iter().rev().fold(0u64, |v, &b| v << 8 | u64::from(b));
+        assert_eq!(got, expected, "{name}[{i}]: input {x:02x?}: got {got:#x}, expected {expected:#x}");
+    }
+}
+
+/// Asserts that `name` is `input` scaled to FP8 (`format`) with `once` or two-step
+/// rounding, and `name_scale` its dequantisation scale, against `scaled`'s rationals.
+fn assert_scaled(out: &SafeTensors, input: &Tensor, format: NarrowFormat, once: bool) {
+    let (name, dtype, shape, data) = input;
+    let ib = dtype.bitsize() / 8;
+    let xs: Vec<u32> = data.chunks(ib).map(|b| source_f32(*dtype, b)).collect();
+    let amax = xs.iter().map(|x| x & 0x7FFF_FFFF).max().unwrap();
+    let s = scaled::scale_for(format, amax);
+    let view = out.tensor(name).unwrap();
+    assert_eq!(view.shape(), &shape[..]);
+    for (i, (&x, &q)) in xs.iter().zip(view.data()).enumerate() {
+        let expected = if once { scaled::quantize_once(format, x, s) } else { scaled::quantize_two_step(format, x, s) };
+        assert_eq!(q, expected, "{name}[{i}]: x {x:#010x}, s {s:#010x}: got {q:#04x}, expected {expected:#04x}");
+    }
+    let scale = out.tensor(&format!("{name}_scale")).unwrap();
+    assert_eq!((scale.dtype(), scale.shape()), (Dtype::F32, &[1][..]), "{name}_scale");
+    assert_eq!(scale.data(), &scaled::dequant_scale(s).to_le_bytes(), "{name}_scale");
+}
+
+/// The tensors of every source dtype, odd lengths, subnormals, ties and values near the
+/// range's ends, all finite and (but for f32's and f64's far ends) within binary16's
+/// range; one integer tensor.
+fn sixteen_bit_inputs() -> Vec<Tensor> {
+    // Ties for both 16-bit formats: 1 + 2^-8 (bf16's halfway), 1 + 2^-11 (f16's),
+    // 65504 and 65519 (f16's largest and just below its overflow midpoint), the
+    // smallest f16 subnormal's half, 2^-25 (a tie to zero), and 3 · 2^-26.
+    let ties =
+        [1.0 + 2f32.powi(-8), 1.0 + 2f32.powi(-11), 65504.0, 65519.0, 2f32.powi(-25), 3.0 * 2f32.powi(-26), -0.0];
+    let f32s = f32_values(1001, -30, 15, 1, &ties);
+    let f64s = f64_values(777, -30, 15, 2, &[1.0 + 2f64.powi(-8) + 2f64.powi(-40), 65519.999, 2f64.powi(-25)]);
+    let in_range = f32_values(333, -24, 15, 3, &[65504.0]);
+    vec![
+        ("a.f32", Dtype::F32, vec![4, f32s.len() / 4], f32_bytes(&f32s[..f32s.len() / 4 * 4])),
+        ("b.f64", Dtype::F64, vec![f64s.len()], f64_bytes(&f64s)),
+        ("c.bf16", Dtype::BF16, vec![in_range.len()], bf16_bytes(&in_range)),
+        ("d.f16", Dtype::F16, vec![in_range.len()], f16_bytes(&in_range)),
+        ("e.ids", Dtype::I32, vec![3], vec![1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0]),
+    ]
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let output = bitexact(args);
+    assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Nothing named `.bitexact-*` left in `dir`.
+fn assert_no_temporaries(dir: &Path) {
+    let left: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(".bitexact-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn bf16_and_f16_are_each_value_rounded_once_from_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    let tensors = sixteen_bit_inputs();
+    write_file(&input, &tensors);
+    for (to, format, dtype) in [("bf16", BFLOAT16, Dtype::BF16), ("f16", BINARY16, Dtype::F16)] {
+        let out = dir.path().join(format!("out-{to}"));
+        run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", to]);
+        let bytes = read(&out.join("model.safetensors"));
+        let cast = SafeTensors::deserialize(&bytes).unwrap();
+        for tensor in &tensors {
+            match tensor.1 {
+                Dtype::I32 => assert_eq!(cast.tensor(tensor.0).unwrap().data(), &tensor.3[..]),
+                d if d == dtype => assert_eq!(cast.tensor(tensor.0).unwrap().data(), &tensor.3[..], "copied"),
+                _ => assert_plain(&cast, tensor, format, dtype, false),
+            }
+        }
+        let meta = metadata(&bytes);
+        assert_eq!(meta.get("format").map(String::as_str), Some("pt"), "{meta:?}");
+        let record: serde_json::Value = serde_json::from_str(&meta["bitexact.cast"]).unwrap();
+        assert_eq!(record["to"], dtype_name(dtype));
+        assert_eq!(record["tensors"]["b.f64"], "F64", "{record}");
+        assert!(record["tensors"].get("e.ids").is_none(), "{record}");
+    }
+}
+
+fn dtype_name(dtype: Dtype) -> &'static str {
+    match dtype {
+        Dtype::BF16 => "BF16",
+        Dtype::F16 => "F16",
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn f32_to_f16_in_range_matches_the_reference_and_out_of_range_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("w.safetensors");
+    let values = f32_values(501, -30, 16, 9, &[65519.0, -65504.0, 70000.0]);
+    let (ok, bad): (Vec<u32>, Vec<u32>) = values.iter().partition(|v| f32::from_bits(**v).abs() < 65520.0);
+    let tensor: Tensor = ("w", Dtype::F32, vec![ok.len()], f32_bytes(&ok));
+    write_file(&input, std::slice::from_ref(&tensor));
+    let out = dir.path().join("out.safetensors");
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "f16"]);
+    let bytes = read(&out);
+    assert_plain(&SafeTensors::deserialize(&bytes).unwrap(), &tensor, BINARY16, Dtype::F16, false);
+
+    assert!(!bad.is_empty(), "the generator gives values past 65520");
+    let mut with_bad = ok.clone();
+    with_bad.insert(3, bad[0]);
+    write_file(&input, &[("w", Dtype::F32, vec![with_bad.len()], f32_bytes(&with_bad))]);
+    let out = dir.path().join("refused.safetensors");
+    let output = bitexact(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "f16"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tensor 'w' index 3: out of the range of f16"), "{stderr}");
+    assert!(!out.exists());
+    assert_no_temporaries(dir.path());
+}
+
+/// Weights of each 32-bit-or-less source dtype, with a 1-D norm, the embedding and the
+/// head (kept by default).
+fn fp8_inputs() -> Vec<Tensor> {
+    let w = f32_values(2 * 301, -20, 6, 4, &[]);
+    let subnormal_heavy = f32_values(3 * 111 - 1, -140, -100, 5, &[0.0]);
+    let halves = f32_values(5 * 40, -8, 8, 6, &[]);
+    let norm = f32_values(64, -2, 2, 7, &[]);
+    vec![
+        ("model.layers.0.mlp.up_proj.weight", Dtype::F32, vec![2, 301], f32_bytes(&w)),
+        ("model.layers.0.mlp.down_proj.weight", Dtype::F32, vec![3, 111], f32_bytes(&subnormal_heavy)),
+        ("model.layers.0.self_attn.q_proj.weight", Dtype::BF16, vec![5, 40], bf16_bytes(&halves)),
+        ("model.layers.0.self_attn.k_proj.weight", Dtype::F16, vec![40, 5], f16_bytes(&halves)),
+        ("model.layers.0.input_layernorm.weight", Dtype::F32, vec![64], f32_bytes(&norm)),
+        ("model.embed_tokens.weight", Dtype::BF16, vec![8, 8], bf16_bytes(&norm)),
+        ("lm_head.weight", Dtype::BF16, vec![8, 8], bf16_bytes(&norm)),
+    ]
+}
+
+#[test]
+fn scaled_fp8_matches_the_rational_reference_once_and_in_two_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    let tensors = fp8_inputs();
+    write_file(&input, &tensors);
+    for (to, format, rounding) in
+        [("e4m3", FP8_E4M3, "once"), ("e4m3", FP8_E4M3, "two-step"), ("e5m2", FP8_E5M2, "once")]
+    {
+        let out = dir.path().join(format!("{to}-{rounding}"));
+        run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", to, "--rounding", rounding]);
+        let bytes = read(&out.join("model.safetensors"));
+        let cast = SafeTensors::deserialize(&bytes).unwrap();
+        for tensor in &tensors[..4] {
+            assert_scaled(&cast, tensor, format, rounding == "once");
+        }
+        for tensor in &tensors[4..] {
+            assert_eq!(cast.tensor(tensor.0).unwrap().data(), &tensor.3[..], "{} is kept", tensor.0);
+            assert!(cast.tensor(&format!("{}_scale", tensor.0)).is_err(), "{} has no scale", tensor.0);
+        }
+    }
+}
+
+#[test]
+fn unscaled_fp8_saturates_unless_asked_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("w.safetensors");
+    let values = f32_values(300, -12, 8, 8, &[448.0, 464.0, 500.0, -1e6]);
+    let f64s = f64_values(300, -12, 8, 10, &[448.0, 464.000001, -1e300]);
+    let tensors: Vec<Tensor> = vec![
+        ("w", Dtype::F32, vec![values.len(), 1], f32_bytes(&values)),
+        ("v", Dtype::F64, vec![1, f64s.len()], f64_bytes(&f64s)),
+    ];
+    write_file(&input, &tensors);
+    let out = dir.path().join("sat.safetensors");
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3", "--scale", "none"]);
+    let bytes = read(&out);
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    for tensor in &tensors {
+        assert_plain(&cast, tensor, FP8_E4M3, Dtype::F8_E4M3, true);
+    }
+    assert!(cast.tensor("w_scale").is_err());
+
+    let refused = dir.path().join("refused.safetensors");
+    let args = ["cast", path_arg(&input), "-o", path_arg(&refused), "--to", "e4m3", "--scale", "none", "--no-saturate"];
+    let output = bitexact(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // 464 is the midpoint between 448 (mantissa 110) and 480 (111): a tie to even, 448;
+    // 500 and 464.000001 round to 480, past the range.
+    let w = format!("tensor 'w' index {}: out of the range of e4m3", values.len() - 2);
+    let v = format!("tensor 'v' index {}: out of the range of e4m3", f64s.len() - 2);
+    assert!(stderr.contains(&w) || stderr.contains(&v), "{stderr}");
+    assert!(!refused.exists());
+
+    run_ok(&[&args[..], &["--nonfinite", "keep"]].concat());
+    let bytes = read(&refused);
+    let w = SafeTensors::deserialize(&bytes).unwrap().tensor("w").unwrap().data().to_vec();
+    assert_eq!(&w[values.len() - 4..], &[0x7E, 0x7E, 0x7F, 0xFF], "448 twice, then NaN past it with the sign");
+}
+
+#[test]
+fn a_non_finite_value_is_refused_with_its_tensor_and_index_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    let mut values = f32_values(100, -5, 5, 11, &[]);
+    values[17] = f32::NAN.to_bits();
+    values[40] = f32::INFINITY.to_bits();
+    let tensors: Vec<Tensor> = vec![
+        ("ok.weight", Dtype::F32, vec![10, 10], f32_bytes(&f32_values(100, -5, 5, 12, &[]))),
+        ("bad.weight", Dtype::F32, vec![10, 10], f32_bytes(&values)),
+    ];
+    write_file(&input, &tensors);
+    for to in ["bf16", "f16", "e4m3", "e5m2"] {
+        let out = dir.path().join(format!("out-{to}"));
+        let output = bitexact(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", to]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{to}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("tensor 'bad.weight' index 17: not finite"), "{to}: {stderr}");
+        assert!(!out.exists(), "{to}");
+        assert_no_temporaries(dir.path());
+    }
+    let out = dir.path().join("kept");
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3", "--nonfinite", "keep"]);
+    let bytes = read(&out.join("model.safetensors"));
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    let q = cast.tensor("bad.weight").unwrap().data();
+    assert_eq!((q[17] & 0x7F, q[40]), (0x7F, 0x7E), "NaN stays NaN, +inf saturates to 448");
+    // The scale is that of the finite values' amax.
+    let amax = values.iter().filter(|v| *v & 0x7F80_0000 != 0x7F80_0000).map(|v| v & 0x7FFF_FFFF).max().unwrap();
+    let scale = cast.tensor("bad.weight_scale").unwrap();
+    assert_eq!(scale.data(), &scaled::dequant_scale(scaled::scale_for(FP8_E4M3, amax)).to_le_bytes());
+}
+
+/// A two-shard checkpoint with an index (with metadata) and a config.json.
+fn sharded_checkpoint(dir: &Path) -> Vec<Tensor> {
+    let tensors = fp8_inputs();
+    write_file(&dir.join("model-00001-of-00002.safetensors"), &tensors[..3]);
+    write_file(&dir.join("model-00002-of-00002.safetensors"), &tensors[3..]);
+    let weight_map: serde_json::Map<String, serde_json::Value> = tensors
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let shard = if i < 3 { "model-00001-of-00002.safetensors" } else { "model-00002-of-00002.safetensors" };
+            (t.0.to_string(), shard.into())
+        })
+        .collect();
+    let index = serde_json::json!({ "metadata": { "total_size": 1, "kept": "yes" }, "weight_map": weight_map });
+    std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+    let config = serde_json::json!({ "model_type": "llama", "torch_dtype": "float32", "hidden_size": 8 });
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    tensors
+}
+
+#[test]
+fn a_sharded_checkpoint_gives_shards_alike_a_rewritten_index_and_a_quantization_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("model");
+    std::fs::create_dir(&checkpoint).unwrap();
+    let tensors = sharded_checkpoint(&checkpoint);
+    let out = dir.path().join("model-fp8");
+    let index_arg = checkpoint.join("model.safetensors.index.json");
+    for input in [checkpoint.clone(), index_arg] {
+        run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3"]);
+        let mut names: Vec<String> =
+            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                "config.json",
+                "model-00001-of-00002.safetensors",
+                "model-00002-of-00002.safetensors",
+                "model.safetensors.index.json"
+            ]
+        );
+        let index: serde_json::Value =
+            serde_json::from_slice(&read(&out.join("model.safetensors.index.json"))).unwrap();
+        let map = index["weight_map"].as_object().unwrap();
+        let mut total = 0;
+        for shard in ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"] {
+            let bytes = read(&out.join(shard));
+            let cast = SafeTensors::deserialize(&bytes).unwrap();
+            for (name, view) in cast.tensors() {
+                assert_eq!(map.get(&name).and_then(|v| v.as_str()), Some(shard), "{name} in the weight_map");
+                total += view.data().len();
+            }
+            assert_eq!(cast.len(), map.values().filter(|v| v.as_str() == Some(shard)).count(), "{shard}");
+        }
+        assert_eq!(map.len(), tensors.len() + 4, "every tensor and the four scales");
+        assert_eq!(index["metadata"]["total_size"], total);
+        assert_eq!(index["metadata"]["kept"], "yes");
+        let bytes = read(&out.join("model-00002-of-00002.safetensors"));
+        assert_scaled(&SafeTensors::deserialize(&bytes).unwrap(), &tensors[3], FP8_E4M3, true);
+
+        let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
+        assert_eq!(config["hidden_size"], 8);
+        let quantization = &config["quantization_config"];
+        assert_eq!(quantization["quant_method"], "compressed-tensors");
+        assert_eq!(quantization["format"], "float-quantized");
+        assert_eq!(quantization["config_groups"]["group_0"]["weights"]["strategy"], "tensor");
+        assert_eq!(quantization["ignore"], serde_json::json!(["lm_head", "model.embed_tokens"]));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}
+
+#[test]
+fn a_dry_run_lists_every_tensor_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("model");
+    std::fs::create_dir(&checkpoint).unwrap();
+    sharded_checkpoint(&checkpoint);
+    let out = dir.path().join("out");
+    let stdout = run_ok(&["cast", path_arg(&checkpoint), "-o", path_arg(&out), "--to", "e4m3", "--dry-run"]);
+    assert!(!out.exists());
+    assert_no_temporaries(dir.path());
+    assert!(
+        stdout.contains(
+            "model.layers.0.mlp.up_proj.weight [2, 301]: F32 -> F8_E4M3, scale model.layers.0.mlp.up_proj.weight_scale"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("lm_head.weight [8, 8]: BF16 copied (embedding or output head (FP8 default))"), "{stdout}");
+    assert!(stdout.contains("input_layernorm.weight [64]: F32 copied (fewer than 2 dimensions"), "{stdout}");
+    assert!(stdout.contains("would cast 4 of 7 tensors to e4m3"), "{stdout}");
+
+    let stdout = run_ok(&[
+        "cast",
+        path_arg(&checkpoint),
+        "-o",
+        path_arg(&out),
+        "--to",
+        "e4m3",
+        "--dry-run",
+        "--only",
+        "proj|lm_head",
+        "--skip",
+        "k_proj",
+    ]);
+    assert!(stdout.contains("lm_head.weight [8, 8]: BF16 -> F8_E4M3"), "{stdout}");
+    assert!(stdout.contains("k_proj.weight [40, 5]: F16 copied (matched by --skip)"), "{stdout}");
+    assert!(stdout.contains("would cast 4 of 7 tensors"), "{stdout}");
+}
+
+/// Asserts exit 2, one stderr line containing `problem`, nothing at `out`.
+fn assert_error(args: &[&str], out: &Path, problem: &str) {
+    let output = bitexact(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(problem), "{stderr:?} should mention {problem:?}");
+    assert!(!out.exists() || problem.contains("already exists"));
+}
+
+#[test]
+fn bad_requests_are_one_line_and_exit_2_with_nothing_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    let tensors = sixteen_bit_inputs();
+    write_file(&input, &tensors);
+    let out = dir.path().join("out");
+    let (i, o) = (path_arg(&input), path_arg(&out));
+    assert_error(&["cast", i, "-o", o, "--to", "bf16", "--only", "ids"], &out, "tensor 'e.ids' is I32");
+    assert_error(
+        &["cast", i, "-o", o, "--to", "e4m3", "--only", "f64"],
+        &out,
+        "per-tensor scaled FP8 of f64 is not supported",
+    );
+    assert_error(&["cast", i, "-o", o, "--to", "bf16", "--scale", "none"], &out, "apply to FP8 targets");
+    assert_error(&["cast", i, "-o", o, "--to", "bf16", "--only", "("], &out, "--only:");
+    let npy = dir.path().join("x.npy");
+    common::write_npy(&npy, &common::DTYPES[2], &[2], &[0, 0], false);
+    assert_error(&["cast", path_arg(&npy), "-o", o, "--to", "bf16"], &out, "cast reads .safetensors files only");
+    let second = dir.path().join("b");
+    std::fs::create_dir(&second).unwrap();
+    std::fs::copy(&input, second.join("other.safetensors")).unwrap();
+    std::fs::copy(&input, second.join("model.safetensors")).unwrap();
+    assert_error(
+        &["cast", i, path_arg(&second.join("model.safetensors")), "-o", o, "--to", "bf16"],
+        &out,
+        "another input has the file name",
+    );
+    assert_error(
+        &[
+            "cast",
+            i,
+            path_arg(&second.join("other.safetensors")),
+            "-o",
+            path_arg(&out.with_extension("safetensors")),
+            "--to",
+            "bf16",
+        ],
+        &out.with_extension("safetensors"),
+        "takes one input file",
+    );
+    std::fs::create_dir(&out).unwrap();
+    assert_error(&["cast", i, "-o", o, "--to", "bf16"], &out, "already exists");
+    assert_no_temporaries(dir.path());
+}
