@@ -1,7 +1,7 @@
 //! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
 
 use crate::files::backend::count::{Counts, Endian};
-use crate::files::backend::{Backend, BackendError};
+use crate::files::backend::{Backend, BackendError, CountJob};
 use crate::files::containers::npz::{self, InflateError};
 use crate::files::containers::{Container, TensorElement, TensorEntry};
 use crate::files::message::one_line;
@@ -208,8 +208,8 @@ fn scan_tensor(
 ) -> Result<Counts, TensorScanError> {
     let mut counts = Counts::default();
     reader.for_each_chunk(tensor, npz::INFLATE_CHUNK_BYTES, |first_byte, source| {
-        let found =
-            backend.count(format, endian, source, &|done| progress.advance(done)).map_err(TensorScanError::Backend)?;
+        let job = CountJob { format, endian, data: source, progress: &|done| progress.advance(done) };
+        let found = backend.count(job).map_err(TensorScanError::Backend)?;
         counts = counts.merged(found.shifted(first_byte / format.bytes() as u64));
         Ok::<(), TensorScanError>(())
     })?;
