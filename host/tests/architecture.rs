@@ -5,7 +5,7 @@
 //!   allows, so the products form layers with no circle between them;
 //! - inside every folder, at any depth, no two sibling modules (files or subfolders)
 //!   import each other, directly or around a longer circle; `crate::`, `super::` and
-//!   `self::` paths all count (except the circles of [`KNOWN_CIRCLES`], to be fixed);
+//!   `self::` paths all count;
 //! - no two public types (struct, enum, trait, type alias) in `host` and `shared` share
 //!   a name;
 //! - library code returns no `Result<_, String>` (errors are typed; the CLI turns them
@@ -122,7 +122,7 @@ fn crate_paths(code: &str, root: &str) -> Vec<String> {
 /// `self::…` paths resolved to the module they start from, with `use` groups expanded.
 /// Inside an inline module (`mod tests { use super::*; }`) `super` is the file's module.
 fn absolute_paths(code: &str, module: &str) -> Vec<String> {
-    let root = if module.starts_with("cli") { "host" } else { "crate" };
+    let root = if module.starts_with("cli") { "bitexact" } else { "crate" };
     let mut paths = crate_paths(code, root);
     if root != "crate" {
         paths.extend(crate_paths(code, "crate"));
@@ -334,7 +334,7 @@ fn every_product_folder_uses_only_the_layers_below_it() {
     }
     assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
     // The check sees the imports it should: a few known edges must be found.
-    for (from, to) in [("bench", "gpu"), ("verify::table", "gpu"), ("files::backend", "gpu")] {
+    for (from, to) in [("bench", "gpu"), ("verify::table", "gpu"), ("files::backend", "gpu"), ("cli::scan", "files")] {
         assert!(
             krate.uses.get(from).is_some_and(|u| u.iter().any(|t| t == to || t.starts_with(&format!("{to}::")))),
             "the import scan no longer sees {from} → {to}: {:?}",
@@ -342,18 +342,6 @@ fn every_product_folder_uses_only_the_layers_below_it() {
         );
     }
 }
-
-/// Import circles between sibling modules that are known and are being fixed
-/// elsewhere, as (folder, sibling, sibling), siblings in name order. Remove an entry
-/// once its circle is gone: the test fails while an entry names no circle.
-const KNOWN_CIRCLES: &[(&str, &str, &str)] = &[
-    // cpu::convert uses super::x86's three instruction forms; cpu::x86 uses
-    // super::convert::SliceFn.
-    ("cpu", "convert", "x86"),
-    // files::containers::index uses crate::files::read (TensorFile, check_regular_file);
-    // files::read uses crate::files::containers (parse_file, npz).
-    ("files", "containers", "read"),
-];
 
 /// The sibling of `folder` (`""` for the crate root) that holds `module`, if `module`
 /// lies inside `folder` and is not `folder` itself.
@@ -415,21 +403,11 @@ fn sibling_circles(uses: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<(Strin
 #[test]
 fn no_module_imports_itself_around_a_circle() {
     let krate = host_modules();
-    let circles = sibling_circles(&krate.uses);
-    let known = |(folder, a, b): &(String, String, String)| {
-        KNOWN_CIRCLES.iter().any(|&(f, x, y)| (f, x, y) == (folder.as_str(), a.as_str(), b.as_str()))
-    };
-    let new: Vec<String> = circles
+    let circles: Vec<String> = sibling_circles(&krate.uses)
         .iter()
-        .filter(|(key, _)| !known(key))
         .map(|((folder, a, b), why)| format!("in `{folder}`: {a} ↔ {b} ({})", why.join("; ")))
         .collect();
-    assert!(new.is_empty(), "import circles between sibling modules:\n{}", new.join("\n"));
-    let gone: Vec<_> = KNOWN_CIRCLES
-        .iter()
-        .filter(|&&(f, x, y)| !circles.contains_key(&(f.to_string(), x.to_string(), y.to_string())))
-        .collect();
-    assert!(gone.is_empty(), "KNOWN_CIRCLES entries that are no longer circles (remove them): {gone:?}");
+    assert!(circles.is_empty(), "import circles between sibling modules:\n{}", circles.join("\n"));
 }
 
 #[test]

@@ -248,11 +248,11 @@ fn first_difference(a: &[u32], b: &[u32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use bitexact::files::backend::count::Endian;
     use bitexact::files::backend::{self, Backend, CountJob, CpuBackend, GPU_CHUNK_BYTES};
     use bitexact::files::normalize::image::{SampleWidth, conversion};
     use bitexact::files::source::Source;
     use bitexact::files::write::Dtype;
+    use bitexact::support::element::Endian;
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
     for format in shared::Format::ALL {

@@ -227,6 +227,11 @@ pub fn with_level<K: LevelLoop>(level: Level, kernel: K) -> K::Output {
     }
 }
 
+/// A slice conversion: `dst[i]` = the result for `src[i]` over
+/// `min(src.len(), dst.len())` elements (the forms of [`convert`] and [`unorm`], some of
+/// them the CPU's own instructions).
+pub type SliceFn<I, O> = fn(&[I], &mut [O]);
+
 /// Outputs of at least this many bytes are written around the caches by
 /// `CpuBackend::convert`, where a conversion has a streaming form
 /// ([`unorm::UnormPath::run_streaming`]): more than a CPU's last-level cache holds for a

@@ -225,7 +225,7 @@ where
 /// The instruction forms, where this CPU has them.
 mod instruction {
     #[cfg(not(target_arch = "x86_64"))]
-    use super::super::{Level, convert::SliceFn};
+    use super::super::{Level, SliceFn};
 
     #[cfg(target_arch = "x86_64")]
     pub(super) use super::super::x86::{

@@ -417,8 +417,8 @@ impl Backend for AutoBackend {
 mod tests {
     use super::*;
     use crate::files::backend::conversion::convert_slices;
-    use crate::files::backend::count::Endian;
     use crate::files::backend::cpu::CpuBackend;
+    use crate::support::element::Endian;
     use shared::Format;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -3,12 +3,13 @@
 //! lanes ([`crate::gpu::staging`]).
 
 use crate::files::backend::conversion::SampleConversion;
-use crate::files::backend::count::{self, Counts, Endian, WithCountVariant, with_count_variant};
+use crate::files::backend::count::{self, Counts, WithCountVariant, with_count_variant};
 use crate::files::backend::cpu::CpuBackend;
 use crate::files::backend::{Backend, BackendError, CountJob};
 use crate::files::source::{Source, SourceReadError};
 use crate::gpu::Gpu;
 use crate::gpu::staging::Staging;
+use crate::support::element::Endian;
 use rayon::prelude::*;
 use std::sync::{Mutex, PoisonError};
 

@@ -1,6 +1,6 @@
 //! Where `scan` and `normalize` do their work: the CPU (all cores, [`CpuBackend`]), the
 //! GPU ([`GpuBackend`]), or whichever of the two is faster for the job at hand
-//! ([`AutoBackend`](auto::AutoBackend), the default: `--device auto`).
+//! ([`AutoBackend`], the default: `--device auto`).
 //!
 //! A backend does two things ([`Backend`]): [`Backend::count`] counts the non-finite
 //! values of a buffer ([`CountJob`]), and [`Backend::convert`] runs a
@@ -33,9 +33,10 @@ pub use cpu::CpuBackend;
 pub use gpu::{GPU_CHUNK_BYTES, GpuBackend, gpu_backend};
 
 use crate::files::backend::auto::{AutoBackend, AutoRule};
-use crate::files::backend::count::{Counts, Endian};
+use crate::files::backend::count::Counts;
 use crate::files::source::{Source, SourceReadError};
 use crate::gpu::{Gpu, GpuError, NonFinite};
+use crate::support::element::Endian;
 use shared::Format;
 
 /// Where a job runs (the command line's `--device`).

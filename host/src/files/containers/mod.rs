@@ -13,9 +13,10 @@
 //! [`crate::support::output::MAX_ECHO_CHARS`] characters of any name or dtype, escaped.
 //!
 //! Owns: what the bytes of a tensor file mean, up to where each tensor's data lies.
-//! Uses: [`crate::files::source`] (positioned reads), [`crate::files::read`] (the index
-//! check's opened shards), and [`crate::files::backend::count`] (its byte order
-//! [`Endian`], and the counting loop that [`parse_checked`] runs).
+//! Uses: [`crate::files::source`] (positioned reads), [`crate::files::regular_file`] (an
+//! index is checked to be a regular file), [`crate::support::element`] (the byte order
+//! [`Endian`]) and [`crate::files::backend::count`] (the counting loop that
+//! [`parse_checked`], the fuzz target's check, runs).
 
 pub mod index;
 pub mod npy;
@@ -24,13 +25,14 @@ pub mod npy_header;
 pub mod npz;
 pub mod safetensors;
 
-use crate::files::backend::count::{self, Endian};
+use crate::files::backend::count;
 use crate::files::containers::npy::{NpyError, parse_npy};
 use crate::files::containers::npz::{InflateError, NpzError};
 use crate::files::containers::safetensors::{
     MAX_SAFETENSORS_HEADER, SAFETENSORS_LEN_BYTES, SafetensorsError, looks_like_safetensors, parse_safetensors,
 };
 use crate::files::source::Source;
+use crate::support::element::Endian;
 use shared::Format;
 use std::ops::Range;
 use std::path::Path;

@@ -19,7 +19,7 @@ use crate::files::normalize::divide;
 use crate::files::normalize::jpeg::{self, JpegTruncated};
 use crate::files::normalize::png_rows::{Band, PngHeader, PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun};
 use crate::files::normalize::pnm::{PnmError, PnmHeaderRead, PnmSamples};
-use crate::files::read::{RegularFileError, check_regular_file};
+use crate::files::regular_file::{RegularFileError, check_regular_file};
 use crate::files::write::{AsBf16, AsF16, AsF32, Dtype, DtypeOf, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS};
 use crate::support::output::path_text;
 use std::borrow::Cow;

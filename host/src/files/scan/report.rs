@@ -1,11 +1,12 @@
 //! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
 
-use crate::files::backend::count::{Counts, Endian};
+use crate::files::backend::count::Counts;
 use crate::files::backend::{Backend, BackendError, CountJob};
 use crate::files::containers::npz::{self, InflateError};
 use crate::files::containers::{Container, TensorElement, TensorEntry};
 use crate::files::message::one_line;
 use crate::files::read::{TensorFile, TensorFileError, TensorReader};
+use crate::support::element::Endian;
 use crate::support::output::{Cell, MAX_CELL_CHARS, Table, count_of, excerpt, path_text, shortened};
 use crate::support::progress::Progress;
 use shared::Format;
