@@ -1,5 +1,5 @@
 //! Tensor files opened for reading: a file checked to be a regular one
-//! ([`check_regular_file`](crate::files::regular_file::check_regular_file)), its container detected and its header parsed
+//! ([`check_regular_file`]), its container detected and its header parsed
 //! ([`TensorFile::open`], through [`crate::files::containers`]), then its tensors' data
 //! read a chunk at a time ([`TensorReader`]; a deflated `.npz` member inflated as it is
 //! read), with [`TensorFileError`] naming the file when anything fails.
@@ -104,7 +104,7 @@ impl TensorFile {
     }
 
     /// `true` if `path` names the file whose header was parsed (by another name, maybe).
-    pub fn is_at(&self, path: &Path) -> bool {
+    pub(crate) fn is_at(&self, path: &Path) -> bool {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.identity)
     }
