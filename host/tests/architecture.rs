@@ -11,7 +11,8 @@
 //! - library code returns no `Result<_, String>` (errors are typed; the CLI turns them
 //!   into its one-line messages), and does not mention clap (the CLI's own value enums
 //!   map onto the library's types);
-//! - every folder's `mod.rs` starts with a module doc saying what it owns.
+//! - every folder's `mod.rs` starts with a module doc saying what it owns;
+//! - every `pub` item outside the API modules ([`API_MODULES`]) has a doc comment.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -694,4 +695,128 @@ fn the_path_check_sees_stale_paths() {
     assert_eq!(missing_host_item(&paths[1]), None);
     let no_item = ["verify".to_string(), "reference".to_string(), "no_such_item".to_string()];
     assert!(missing_host_item(&no_item).is_some());
+}
+
+/// The modules whose `pub` items are the library's API, the one list of them (each with
+/// its submodules; `files` itself only re-exports): the jobs
+/// (`scan`, `normalize` and their options, reports, errors and devices), the GPU device
+/// and its modules, the CPU level and conversions, the verification entry points, the
+/// benchmarks, the CUDA tool reports and the scheme search, each with its submodules.
+/// Every other module is implementation: its `pub` items are there for the crate's own
+/// tests, benches and binary (what nothing outside the crate uses is `pub(crate)`).
+const API_MODULES: &[&str] = &[
+    "files::scan",
+    "files::normalize",
+    "files::backend",
+    "files::write",
+    "gpu",
+    "cpu",
+    "verify",
+    "bench",
+    "cuda_tools",
+    "search",
+];
+
+/// Whether `module` is one of [`API_MODULES`] or inside one.
+fn is_api(module: &str) -> bool {
+    API_MODULES.iter().any(|api| module == *api || module.starts_with(&format!("{api}::")))
+}
+
+/// The `pub` items (not `pub(crate)`, `pub(super)`, nor re-exports) of `text` outside its
+/// `#[cfg(test)] mod tests`, with whether a doc comment (`///` or `#[doc`) comes before
+/// each (attributes between them skipped), as (line, item, documented). A `pub mod x;` is
+/// documented by its file's `//!`, which `module_doc` answers.
+fn public_items(text: &str, module_doc: impl Fn(&str) -> bool) -> Vec<(usize, String, bool)> {
+    let kinds = [
+        "fn ",
+        "const fn ",
+        "unsafe fn ",
+        "struct ",
+        "enum ",
+        "trait ",
+        "type ",
+        "const ",
+        "static ",
+        "mod ",
+        "union ",
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    let mut items = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("mod tests") && n > 0 && lines[n - 1].trim() == "#[cfg(test)]" {
+            break;
+        }
+        let Some(rest) = code.strip_prefix("pub ") else { continue };
+        let Some(kind) = kinds.iter().find(|k| rest.starts_with(**k)) else { continue };
+        let name: String = rest[kind.len()..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let mut at = n;
+        let documented = loop {
+            let Some(prev) = at.checked_sub(1).map(|i| lines[i].trim()) else { break false };
+            at -= 1;
+            if prev.starts_with("///") || prev.starts_with("#[doc") {
+                break true;
+            }
+            let in_attribute =
+                prev.starts_with("#[") || prev.ends_with(")]") || prev.ends_with(',') || prev.ends_with('(');
+            if !in_attribute && !prev.starts_with('"') {
+                break false;
+            }
+        };
+        let documented = documented || (kind.starts_with("mod") && rest.trim_end().ends_with(';') && module_doc(&name));
+        items.push((n + 1, format!("pub {}{name}", kind), documented));
+    }
+    items
+}
+
+#[test]
+fn every_public_item_outside_the_api_is_documented() {
+    let src = src_dir();
+    let (mut total, mut api, mut undocumented) = (0, 0, Vec::new());
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).expect("under src");
+        if rel.starts_with("cli") || rel == Path::new("main.rs") {
+            continue;
+        }
+        let module = module_of(&src, &file).unwrap_or_default();
+        let text = std::fs::read_to_string(&file).expect("read source");
+        let folder = if file.ends_with("mod.rs") || file.ends_with("lib.rs") {
+            file.parent().expect("in a folder").to_path_buf()
+        } else {
+            file.with_extension("")
+        };
+        let module_doc = |name: &str| {
+            [folder.join(format!("{name}.rs")), folder.join(name).join("mod.rs")]
+                .iter()
+                .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.starts_with("//!")))
+        };
+        for (line, item, documented) in public_items(&text, module_doc) {
+            total += 1;
+            if is_api(&module) {
+                api += 1;
+            } else if !documented {
+                undocumented.push(format!("{}:{line}: {item}", rel.display()));
+            }
+        }
+    }
+    println!("{total} pub items in host/src (not the binary's), {api} of them in the API modules");
+    assert!(
+        undocumented.is_empty(),
+        "pub items outside the API modules ({API_MODULES:?}) without a doc comment: document them, or make \
+         them pub(crate) if nothing outside the crate uses them:\n{}",
+        undocumented.join("\n")
+    );
+}
+
+#[test]
+fn the_surface_check_sees_undocumented_items() {
+    let text = "/// Doc.\npub fn a() {}\npub struct B;\n/// Doc.\n#[derive(Debug)]\n#[error(\n    \"x\"\n)]\npub enum C {}\n\
+                pub(crate) fn d() {}\npub use e::E;\npub mod f;\npub mod g;\n#[cfg(test)]\nmod tests {\n    pub fn h() {}\n}";
+    let items = public_items(text, |name| name == "f");
+    let seen: Vec<(&str, bool)> = items.iter().map(|(_, item, documented)| (item.as_str(), *documented)).collect();
+    assert_eq!(
+        seen,
+        [("pub fn a", true), ("pub struct B", false), ("pub enum C", true), ("pub mod f", true), ("pub mod g", false)]
+    );
+    assert!(is_api("files::scan::report") && is_api("gpu") && !is_api("files::containers") && !is_api("support"));
 }

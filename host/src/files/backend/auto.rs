@@ -42,7 +42,7 @@ pub struct Rate {
 
 impl Rate {
     /// Bytes per second (infinite for bytes in no measurable time).
-    pub fn bytes_per_s(self) -> f64 {
+    pub(crate) fn bytes_per_s(self) -> f64 {
         if self.seconds > 0.0 { self.bytes as f64 / self.seconds } else { f64::INFINITY }
     }
 
@@ -107,7 +107,7 @@ pub struct Measured {
 
 impl Measured {
     /// Nothing done yet.
-    pub const START: Measured =
+    pub(crate) const START: Measured =
         Measured { done_bytes: 0, cpu: Rate { bytes: 0, seconds: 0.0 }, gpu: GpuProbe::NotOpened };
 }
 
@@ -249,7 +249,7 @@ impl std::fmt::Display for AutoChoice {
 }
 
 /// Opens the GPU backend when the auto rule asks for it (a test passes a stand-in).
-pub type GpuOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, BackendError> + Send>;
+pub(crate) type GpuOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, BackendError> + Send>;
 
 /// `--device auto`: runs a job on the CPU or the GPU as this module's rule ([`next_step`])
 /// says, measuring both on the job's first slices when the job is big enough (every

@@ -57,7 +57,7 @@ impl Counts {
 
     /// The counts of two disjoint pieces of one buffer, whose indices are already
     /// absolute: sums, and the smaller first index. Associative and commutative.
-    pub fn merged(self, other: Counts) -> Counts {
+    pub(crate) fn merged(self, other: Counts) -> Counts {
         let first_non_finite = match (self.first_non_finite, other.first_non_finite) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -58,7 +58,7 @@ pub enum Container {
 impl Container {
     /// The container named by `path`'s extension (`.npy`, `.npz`, `.safetensors`, in
     /// any case: `X.NPY` too), if any.
-    pub fn from_extension(path: &Path) -> Option<Container> {
+    pub(crate) fn from_extension(path: &Path) -> Option<Container> {
         let extension = path.extension()?.to_str()?;
         [("npy", Container::Npy), ("npz", Container::Npz), ("safetensors", Container::Safetensors)]
             .into_iter()
@@ -66,7 +66,7 @@ impl Container {
     }
 
     /// The container an output path names: `.npy` or `.safetensors` (`.npz` is read only).
-    pub fn of_output(path: &Path) -> Option<Container> {
+    pub(crate) fn of_output(path: &Path) -> Option<Container> {
         Container::from_extension(path).filter(|&container| container != Container::Npz)
     }
 
@@ -96,7 +96,7 @@ impl Container {
 
 /// What a PyTorch checkpoint is told: by content (a pickle, or a zip archive holding a
 /// `data.pkl`).
-pub const PYTORCH_CHECKPOINT: &str =
+pub(crate) const PYTORCH_CHECKPOINT: &str =
     "a PyTorch pickle checkpoint: not supported; convert it to safetensors (safetensors.torch.save_file)";
 
 /// A file that is none of the containers, by content or by extension: a format named
@@ -169,7 +169,7 @@ pub enum TensorElement {
 
 impl TensorElement {
     /// The format and byte order the tensor's bytes are scanned as, if they are.
-    pub fn scanned_as(self) -> Option<(Format, Endian)> {
+    pub(crate) fn scanned_as(self) -> Option<(Format, Endian)> {
         match self {
             TensorElement::Float(format, endian) | TensorElement::Complex(format, endian) => Some((format, endian)),
             TensorElement::AlwaysFinite(_) | TensorElement::Unsupported(_) => None,

@@ -29,7 +29,7 @@ use std::ops::Range;
 
 /// How an archive starts: with a member's local header, or, when it has no member, with
 /// the end of central directory record.
-pub const MAGIC: [&[u8]; 2] = [b"PK\x03\x04", b"PK\x05\x06"];
+pub(crate) const MAGIC: [&[u8]; 2] = [b"PK\x03\x04", b"PK\x05\x06"];
 
 const LOCAL_HEADER: u32 = 0x0403_4B50;
 const CENTRAL_HEADER: u32 = 0x0201_4B50;

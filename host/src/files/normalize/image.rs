@@ -334,7 +334,7 @@ impl Image {
 
     /// For samples being decoded ([`Samples::PngRows`]): the time the decoder has
     /// spent decoding so far, and the time the conversion spent waiting for it.
-    pub fn stream_timing(&self) -> Option<(std::time::Duration, std::time::Duration)> {
+    pub(crate) fn stream_timing(&self) -> Option<(std::time::Duration, std::time::Duration)> {
         match &self.samples {
             Samples::PngRows(rows) => Some(rows.timing()),
             _ => None,
@@ -342,7 +342,7 @@ impl Image {
     }
 
     /// `height * width * channels`.
-    pub fn sample_count(&self) -> usize {
+    pub(crate) fn sample_count(&self) -> usize {
         self.height as usize * self.width as usize * usize::from(self.channels)
     }
 

@@ -324,7 +324,7 @@ impl<'a> Report<'a> {
     }
 
     /// The report with `unreadable` files added: it is then not `all_finite`.
-    pub fn with_unreadable(mut self, unreadable: Vec<Unreadable>) -> Report<'a> {
+    pub(crate) fn with_unreadable(mut self, unreadable: Vec<Unreadable>) -> Report<'a> {
         self.all_finite &= unreadable.is_empty();
         self.unreadable.extend(unreadable);
         self
