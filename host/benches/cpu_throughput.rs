@@ -16,11 +16,12 @@
 //! name, the others `@level`.
 
 use bitexact::cpu::Level;
-use bitexact::files::backend::count::{self, Endian};
+use bitexact::files::backend::count;
 use bitexact::files::backend::{Backend, CpuBackend};
 use bitexact::files::normalize::image::{SampleWidth, conversion};
 use bitexact::files::source::Source;
 use bitexact::files::write::Dtype;
+use bitexact::support::element::Endian;
 use rayon::prelude::*;
 use shared::Format;
 use std::hint::black_box;

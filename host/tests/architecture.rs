@@ -5,13 +5,14 @@
 //!   allows, so the products form layers with no circle between them;
 //! - inside every folder, at any depth, no two sibling modules (files or subfolders)
 //!   import each other, directly or around a longer circle; `crate::`, `super::` and
-//!   `self::` paths all count (except the circles of [`KNOWN_CIRCLES`], to be fixed);
+//!   `self::` paths all count;
 //! - no two public types (struct, enum, trait, type alias) in `host` and `shared` share
 //!   a name;
 //! - library code returns no `Result<_, String>` (errors are typed; the CLI turns them
 //!   into its one-line messages), and does not mention clap (the CLI's own value enums
 //!   map onto the library's types);
-//! - every folder's `mod.rs` starts with a module doc saying what it owns.
+//! - every folder's `mod.rs` starts with a module doc saying what it owns;
+//! - every `pub` item outside the API modules ([`API_MODULES`]) has a doc comment.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -122,7 +123,7 @@ fn crate_paths(code: &str, root: &str) -> Vec<String> {
 /// `self::…` paths resolved to the module they start from, with `use` groups expanded.
 /// Inside an inline module (`mod tests { use super::*; }`) `super` is the file's module.
 fn absolute_paths(code: &str, module: &str) -> Vec<String> {
-    let root = if module.starts_with("cli") { "host" } else { "crate" };
+    let root = if module.starts_with("cli") { "bitexact" } else { "crate" };
     let mut paths = crate_paths(code, root);
     if root != "crate" {
         paths.extend(crate_paths(code, "crate"));
@@ -334,7 +335,7 @@ fn every_product_folder_uses_only_the_layers_below_it() {
     }
     assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
     // The check sees the imports it should: a few known edges must be found.
-    for (from, to) in [("bench", "gpu"), ("verify::table", "gpu"), ("files::backend", "gpu")] {
+    for (from, to) in [("bench", "gpu"), ("verify::table", "gpu"), ("files::backend", "gpu"), ("cli::scan", "files")] {
         assert!(
             krate.uses.get(from).is_some_and(|u| u.iter().any(|t| t == to || t.starts_with(&format!("{to}::")))),
             "the import scan no longer sees {from} → {to}: {:?}",
@@ -342,18 +343,6 @@ fn every_product_folder_uses_only_the_layers_below_it() {
         );
     }
 }
-
-/// Import circles between sibling modules that are known and are being fixed
-/// elsewhere, as (folder, sibling, sibling), siblings in name order. Remove an entry
-/// once its circle is gone: the test fails while an entry names no circle.
-const KNOWN_CIRCLES: &[(&str, &str, &str)] = &[
-    // cpu::convert uses super::x86's three instruction forms; cpu::x86 uses
-    // super::convert::SliceFn.
-    ("cpu", "convert", "x86"),
-    // files::containers::index uses crate::files::read (TensorFile, check_regular_file);
-    // files::read uses crate::files::containers (parse_file, npz).
-    ("files", "containers", "read"),
-];
 
 /// The sibling of `folder` (`""` for the crate root) that holds `module`, if `module`
 /// lies inside `folder` and is not `folder` itself.
@@ -415,21 +404,11 @@ fn sibling_circles(uses: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<(Strin
 #[test]
 fn no_module_imports_itself_around_a_circle() {
     let krate = host_modules();
-    let circles = sibling_circles(&krate.uses);
-    let known = |(folder, a, b): &(String, String, String)| {
-        KNOWN_CIRCLES.iter().any(|&(f, x, y)| (f, x, y) == (folder.as_str(), a.as_str(), b.as_str()))
-    };
-    let new: Vec<String> = circles
+    let circles: Vec<String> = sibling_circles(&krate.uses)
         .iter()
-        .filter(|(key, _)| !known(key))
         .map(|((folder, a, b), why)| format!("in `{folder}`: {a} ↔ {b} ({})", why.join("; ")))
         .collect();
-    assert!(new.is_empty(), "import circles between sibling modules:\n{}", new.join("\n"));
-    let gone: Vec<_> = KNOWN_CIRCLES
-        .iter()
-        .filter(|&&(f, x, y)| !circles.contains_key(&(f.to_string(), x.to_string(), y.to_string())))
-        .collect();
-    assert!(gone.is_empty(), "KNOWN_CIRCLES entries that are no longer circles (remove them): {gone:?}");
+    assert!(circles.is_empty(), "import circles between sibling modules:\n{}", circles.join("\n"));
 }
 
 #[test]
@@ -716,4 +695,128 @@ fn the_path_check_sees_stale_paths() {
     assert_eq!(missing_host_item(&paths[1]), None);
     let no_item = ["verify".to_string(), "reference".to_string(), "no_such_item".to_string()];
     assert!(missing_host_item(&no_item).is_some());
+}
+
+/// The modules whose `pub` items are the library's API, the one list of them (each with
+/// its submodules; `files` itself only re-exports): the jobs
+/// (`scan`, `normalize` and their options, reports, errors and devices), the GPU device
+/// and its modules, the CPU level and conversions, the verification entry points, the
+/// benchmarks, the CUDA tool reports and the scheme search, each with its submodules.
+/// Every other module is implementation: its `pub` items are there for the crate's own
+/// tests, benches and binary (what nothing outside the crate uses is `pub(crate)`).
+const API_MODULES: &[&str] = &[
+    "files::scan",
+    "files::normalize",
+    "files::backend",
+    "files::write",
+    "gpu",
+    "cpu",
+    "verify",
+    "bench",
+    "cuda_tools",
+    "search",
+];
+
+/// Whether `module` is one of [`API_MODULES`] or inside one.
+fn is_api(module: &str) -> bool {
+    API_MODULES.iter().any(|api| module == *api || module.starts_with(&format!("{api}::")))
+}
+
+/// The `pub` items (not `pub(crate)`, `pub(super)`, nor re-exports) of `text` outside its
+/// `#[cfg(test)] mod tests`, with whether a doc comment (`///` or `#[doc`) comes before
+/// each (attributes between them skipped), as (line, item, documented). A `pub mod x;` is
+/// documented by its file's `//!`, which `module_doc` answers.
+fn public_items(text: &str, module_doc: impl Fn(&str) -> bool) -> Vec<(usize, String, bool)> {
+    let kinds = [
+        "fn ",
+        "const fn ",
+        "unsafe fn ",
+        "struct ",
+        "enum ",
+        "trait ",
+        "type ",
+        "const ",
+        "static ",
+        "mod ",
+        "union ",
+    ];
+    let lines: Vec<&str> = text.lines().collect();
+    let mut items = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        if code.starts_with("mod tests") && n > 0 && lines[n - 1].trim() == "#[cfg(test)]" {
+            break;
+        }
+        let Some(rest) = code.strip_prefix("pub ") else { continue };
+        let Some(kind) = kinds.iter().find(|k| rest.starts_with(**k)) else { continue };
+        let name: String = rest[kind.len()..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let mut at = n;
+        let documented = loop {
+            let Some(prev) = at.checked_sub(1).map(|i| lines[i].trim()) else { break false };
+            at -= 1;
+            if prev.starts_with("///") || prev.starts_with("#[doc") {
+                break true;
+            }
+            let in_attribute =
+                prev.starts_with("#[") || prev.ends_with(")]") || prev.ends_with(',') || prev.ends_with('(');
+            if !in_attribute && !prev.starts_with('"') {
+                break false;
+            }
+        };
+        let documented = documented || (kind.starts_with("mod") && rest.trim_end().ends_with(';') && module_doc(&name));
+        items.push((n + 1, format!("pub {}{name}", kind), documented));
+    }
+    items
+}
+
+#[test]
+fn every_public_item_outside_the_api_is_documented() {
+    let src = src_dir();
+    let (mut total, mut api, mut undocumented) = (0, 0, Vec::new());
+    for file in rust_files(&src) {
+        let rel = file.strip_prefix(&src).expect("under src");
+        if rel.starts_with("cli") || rel == Path::new("main.rs") {
+            continue;
+        }
+        let module = module_of(&src, &file).unwrap_or_default();
+        let text = std::fs::read_to_string(&file).expect("read source");
+        let folder = if file.ends_with("mod.rs") || file.ends_with("lib.rs") {
+            file.parent().expect("in a folder").to_path_buf()
+        } else {
+            file.with_extension("")
+        };
+        let module_doc = |name: &str| {
+            [folder.join(format!("{name}.rs")), folder.join(name).join("mod.rs")]
+                .iter()
+                .any(|f| std::fs::read_to_string(f).is_ok_and(|t| t.starts_with("//!")))
+        };
+        for (line, item, documented) in public_items(&text, module_doc) {
+            total += 1;
+            if is_api(&module) {
+                api += 1;
+            } else if !documented {
+                undocumented.push(format!("{}:{line}: {item}", rel.display()));
+            }
+        }
+    }
+    println!("{total} pub items in host/src (not the binary's), {api} of them in the API modules");
+    assert!(
+        undocumented.is_empty(),
+        "pub items outside the API modules ({API_MODULES:?}) without a doc comment: document them, or make \
+         them pub(crate) if nothing outside the crate uses them:\n{}",
+        undocumented.join("\n")
+    );
+}
+
+#[test]
+fn the_surface_check_sees_undocumented_items() {
+    let text = "/// Doc.\npub fn a() {}\npub struct B;\n/// Doc.\n#[derive(Debug)]\n#[error(\n    \"x\"\n)]\npub enum C {}\n\
+                pub(crate) fn d() {}\npub use e::E;\npub mod f;\npub mod g;\n#[cfg(test)]\nmod tests {\n    pub fn h() {}\n}";
+    let items = public_items(text, |name| name == "f");
+    let seen: Vec<(&str, bool)> = items.iter().map(|(_, item, documented)| (item.as_str(), *documented)).collect();
+    assert_eq!(
+        seen,
+        [("pub fn a", true), ("pub struct B", false), ("pub enum C", true), ("pub mod f", true), ("pub mod g", false)]
+    );
+    assert!(is_api("files::scan::report") && is_api("gpu") && !is_api("files::containers") && !is_api("support"));
 }

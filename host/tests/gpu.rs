@@ -248,14 +248,13 @@ fn first_difference(a: &[u32], b: &[u32]) -> Option<(usize, String, String)> {
 
 #[test]
 fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
-    use bitexact::files::backend::count::Endian;
-    use bitexact::files::backend::{self, Backend, CpuBackend, GPU_CHUNK_BYTES};
+    use bitexact::files::backend::{self, Backend, CountJob, CpuBackend, GPU_CHUNK_BYTES};
     use bitexact::files::normalize::image::{SampleWidth, conversion};
     use bitexact::files::source::Source;
     use bitexact::files::write::Dtype;
+    use bitexact::support::element::Endian;
     let Some(_) = gpu::open_or_skip() else { return };
     let gpu = backend::gpu_backend().expect("a GPU that opened once opens again");
-    let no_progress = |_: u64| {};
     for format in shared::Format::ALL {
         let size = format.bytes();
         // Over three staging chunks and a ragged fourth, so that both lanes are used
@@ -292,14 +291,16 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
         let sources =
             [Source::Bytes(&bytes), Source::Bytes(&shifted[1..]), Source::Read { len: bytes.len(), read: &read }];
         for data in sources {
-            let on_gpu = gpu.count(format, Endian::Little, data, &no_progress).expect("gpu");
-            let on_cpu = CpuBackend.count(format, Endian::Little, data, &no_progress).expect("cpu");
+            let job = CountJob { format, endian: Endian::Little, data, progress: &|_| {} };
+            let on_gpu = gpu.count(job).expect("gpu");
+            let on_cpu = CpuBackend.count(job).expect("cpu");
             assert_eq!(on_gpu, on_cpu, "{}", format.name());
             assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (3, Some(777)), "{}", format.name());
         }
         // A tensor smaller than one chunk, after the big ones (the staging is reused).
         let small = Source::Bytes(&bytes[..1000 * size + 1]);
-        let on_gpu = gpu.count(format, Endian::Little, small, &no_progress).expect("gpu");
+        let on_gpu =
+            gpu.count(CountJob { format, endian: Endian::Little, data: small, progress: &|_| {} }).expect("gpu");
         assert_eq!((on_gpu.non_finite(), on_gpu.first_non_finite), (1, Some(777)), "{}", format.name());
     }
     // Conversions, every one `normalize` runs: one call of several staging chunks (both

@@ -1,8 +1,9 @@
 //! The file tools as a library: the CPU scan of every format against the exact
 //! reference, and one `files::scan` call over a sharded checkpoint.
 
-use bitexact::files::backend::count::{self, Counts, Endian};
+use bitexact::files::backend::count::{self, Counts};
 use bitexact::files::source::Source;
+use bitexact::support::element::Endian;
 use bitexact::verify::reference;
 use shared::{Class, Format};
 

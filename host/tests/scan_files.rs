@@ -519,7 +519,8 @@ fn errors_are_typed_through_every_layer_and_say_each_cause_once() {
     use bitexact::files::containers::npy::NpyError;
     use bitexact::files::containers::npy_header::{NpyHeaderError, NpyHeaderKey, NpySyntaxError};
     use bitexact::files::containers::npz::{NpzError, NpzMemberError};
-    use bitexact::files::read::{RegularFileError, TensorFile, TensorFileErrorKind};
+    use bitexact::files::read::{TensorFile, TensorFileErrorKind};
+    use bitexact::files::regular_file::RegularFileError;
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.npy");
     let Err(error) = TensorFile::open(&missing) else { panic!("a missing file opened") };

@@ -57,7 +57,7 @@ pub struct CxxRows {
 /// Times every selected form's kernel and its Rust variant's over `config.bytes` of
 /// input (`scramble`d bits of the input width; one input per width, shared). A
 /// missing C++ PTX is no error: the rows are left out and `ptx` says why.
-pub fn bench_map(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<CxxRows, GpuError> {
+pub(crate) fn bench_map(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<CxxRows, GpuError> {
     let ptx = match cxx_gpu::for_device(gpu.info().sm()) {
         Ok(ptx) => ptx,
         Err(why) => {

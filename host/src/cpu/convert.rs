@@ -37,7 +37,7 @@
 //! not faster for a conversion ([`CpuConversion::widest`], measured), the wider level runs
 //! the narrower level's loop, whose instructions it has.
 
-use super::{Level, level, map_bits_at};
+use super::{Level, SliceFn, level, map_bits_at};
 use shared::{Family, Primitive, Stored, variants};
 
 /// How a conversion is computed: see the module doc.
@@ -66,10 +66,6 @@ impl ConversionForm {
         }
     }
 }
-
-/// A slice conversion: `dst[i]` = the result for `src[i]` over
-/// `min(src.len(), dst.len())` elements.
-pub type SliceFn<I, O> = fn(&[I], &mut [O]);
 
 /// One f32 ↔ narrow conversion on the CPU, in its forms: see the module doc.
 pub struct CpuConversion<I: 'static, O: 'static> {

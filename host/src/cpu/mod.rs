@@ -110,7 +110,7 @@ impl Level {
     }
 
     /// The features the level needs, in the order they are checked.
-    pub const fn features(self) -> &'static [&'static str] {
+    pub(crate) const fn features(self) -> &'static [&'static str] {
         match self {
             Level::Portable => &[],
             Level::Avx2 => &["avx2", "fma", "f16c"],
@@ -140,7 +140,7 @@ impl Level {
 
 /// Whether the CPU has `feature` (an `is_x86_feature_detected!` name); always false off
 /// x86-64, where only [`Level::Portable`] runs.
-pub fn has_feature(feature: &str) -> bool {
+pub(crate) fn has_feature(feature: &str) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         match feature {
@@ -167,7 +167,7 @@ const UNSET: u8 = u8::MAX;
 
 /// The level [`LEVEL_VARIABLE`] asks for (checked against this CPU), or `None` when it
 /// is unset or empty.
-pub fn level_from_env() -> Result<Option<Level>, LevelError> {
+pub(crate) fn level_from_env() -> Result<Option<Level>, LevelError> {
     match std::env::var(LEVEL_VARIABLE) {
         Ok(name) if !name.is_empty() => Level::parse(&name, LEVEL_VARIABLE)?.check(LEVEL_VARIABLE).map(Some),
         _ => Ok(None),
@@ -226,6 +226,11 @@ pub fn with_level<K: LevelLoop>(level: Level, kernel: K) -> K::Output {
         kernel.run()
     }
 }
+
+/// A slice conversion: `dst[i]` = the result for `src[i]` over
+/// `min(src.len(), dst.len())` elements (the forms of [`convert`] and [`unorm`], some of
+/// them the CPU's own instructions).
+pub(crate) type SliceFn<I, O> = fn(&[I], &mut [O]);
 
 /// Outputs of at least this many bytes are written around the caches by
 /// `CpuBackend::convert`, where a conversion has a streaming form

@@ -100,7 +100,7 @@ impl UnormPath {
 
 /// The [`UnormPath`] for the table variant `name` that `normalize` uses, if the CPU has a
 /// form of its own for it; `None` runs the variant at every level.
-pub fn path_for(name: &str) -> Option<UnormPath> {
+pub(crate) fn path_for(name: &str) -> Option<UnormPath> {
     [
         (<variants::unorm16_to_f32 as Primitive>::NAME, UNORM16_TO_F32),
         (<variants::unorm8_to_f16_odd as Primitive>::NAME, UNORM8_TO_F16),
@@ -225,7 +225,7 @@ where
 /// The instruction forms, where this CPU has them.
 mod instruction {
     #[cfg(not(target_arch = "x86_64"))]
-    use super::super::{Level, convert::SliceFn};
+    use super::super::{Level, SliceFn};
 
     #[cfg(target_arch = "x86_64")]
     pub(super) use super::super::x86::{

@@ -7,8 +7,7 @@
 //! arrays cast to and from vector types with `bytemuck` (no pointers).
 #![allow(unsafe_code)]
 
-use super::convert::SliceFn;
-use super::{Level, LevelLoop};
+use super::{Level, LevelLoop, SliceFn};
 use std::arch::x86_64::*;
 
 /// `kernel.run()` compiled for `level`; see [`super::with_level`].

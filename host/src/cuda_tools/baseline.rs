@@ -38,7 +38,7 @@ use std::marker::PhantomData;
 pub const SOURCE: &str = include_str!("../../../cuda-baseline/forms.cu");
 
 /// The source's name, as NVRTC reports it.
-pub const SOURCE_NAME: &str = "cuda-baseline/forms.cu";
+pub(crate) const SOURCE_NAME: &str = "cuda-baseline/forms.cu";
 
 /// What a C++ form is expected to get right against its Rust variant's family reference,
 /// under default flags. The GPU proof of these is owed until a GPU runs it.
@@ -426,7 +426,7 @@ impl Flags {
     /// The name of its precompiled PTX file's flag part
     /// ([`crate::cuda_tools::cxx_gpu::ptx_file_name`]): `default`, `use_fast_math`, `ftz`,
     /// `no_prec_div`, `no_fmad`.
-    pub const fn slug(self) -> &'static str {
+    pub(crate) const fn slug(self) -> &'static str {
         match self {
             Flags::Default => "default",
             Flags::UseFastMath => "use_fast_math",

@@ -182,7 +182,7 @@ pub fn find_cuda_include() -> Result<PathBuf, ToolError> {
 }
 
 /// The file name of the NVRTC library the baseline loads.
-pub const NVRTC_LIBRARY: &str = "libnvrtc.so.12";
+pub(crate) const NVRTC_LIBRARY: &str = "libnvrtc.so.12";
 
 /// `name` in a `folder` folder below `$BITEXACT_CUDA_TOOLS` (and only there, when set),
 /// else below `.cuda-tools/`, else in one of `cuda_home_dirs` of `$CUDA_HOME`.
@@ -270,7 +270,7 @@ impl CudaTools {
 
 /// Accepts `sm_` followed by digits and an optional lowercase letter suffix (`sm_90a`);
 /// whether ptxas knows the architecture is for ptxas to say.
-pub fn check_arch(arch: &str) -> Result<(), ToolError> {
+pub(crate) fn check_arch(arch: &str) -> Result<(), ToolError> {
     let number = arch.strip_prefix("sm_").unwrap_or("");
     let digits = number.trim_end_matches(|c: char| c.is_ascii_lowercase());
     let well_formed =

@@ -4,7 +4,7 @@
 //! one line.
 
 /// `error` as a short lowercase phrase ("no such file or directory").
-pub fn io_message(error: &std::io::Error) -> String {
+pub(crate) fn io_message(error: &std::io::Error) -> String {
     let text = error.to_string();
     // "No such file or directory (os error 2)" → "no such file or directory"
     let text = text.split(" (os error").next().unwrap_or(&text);
@@ -14,6 +14,6 @@ pub fn io_message(error: &std::io::Error) -> String {
 
 /// `message` on one line: line breaks (which some decoders' messages contain) become
 /// "; ".
-pub fn one_line(message: impl std::fmt::Display) -> String {
+pub(crate) fn one_line(message: impl std::fmt::Display) -> String {
     message.to_string().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")
 }

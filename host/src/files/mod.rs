@@ -8,8 +8,9 @@
 //! - [`containers`]: what a tensor file's bytes mean: `.npy` ([`containers::npy`],
 //!   [`containers::npy_header`]), `.npz` ([`containers::npz`]), `.safetensors`
 //!   ([`containers::safetensors`]) and the sharded index ([`containers::index`]).
-//! - Reading: [`source`] (positioned reads of a file), [`read`] (a file opened, its
-//!   header parsed, its tensors read a chunk at a time).
+//! - Reading: [`regular_file`] (an input checked to be a regular file), [`source`]
+//!   (positioned reads of a file), [`read`] (a file opened, its header parsed, its
+//!   tensors read a chunk at a time).
 //! - Writing: [`write`](mod@write) (tensors staged and renamed into place; the temporary
 //!   files the Ctrl-C handler removes, [`write::temporaries`]).
 //! - [`scan`](mod@scan): the job, its inputs ([`scan::inputs`]: directories and sharded
@@ -30,7 +31,7 @@
 //!    [`containers::index`]);
 //! 3. [`read`] (with [`containers`] and [`source`]): each file's header read into its
 //!    tensor list, before anything is scanned;
-//! 4. [`containers::index::check_index`]: each index checked against its shards
+//! 4. [`scan::inputs::check_index`]: each index checked against its shards
 //!    (warnings);
 //! 5. [`backend::DeviceChoice::for_job`] and [`backend::auto`]: the backend for the
 //!    job's bytes;
@@ -50,6 +51,7 @@ pub mod containers;
 pub mod message;
 pub mod normalize;
 pub mod read;
+pub mod regular_file;
 pub mod scan;
 pub mod source;
 pub mod write;

@@ -11,6 +11,7 @@
 use crate::files::containers::npz::{self, InflateError};
 use crate::files::containers::{Container, ContainerError, HEAD_BYTES, TensorEntry, UnknownContainer, parse_file};
 use crate::files::message::{io_message, one_line};
+use crate::files::regular_file::{RegularFileError, check_regular_file};
 use crate::files::source::{Source, SourceReadError};
 use crate::support::output::path_text;
 use std::fs::File;
@@ -103,7 +104,7 @@ impl TensorFile {
     }
 
     /// `true` if `path` names the file whose header was parsed (by another name, maybe).
-    pub fn is_at(&self, path: &Path) -> bool {
+    pub(crate) fn is_at(&self, path: &Path) -> bool {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino()) == self.identity)
     }
@@ -178,44 +179,5 @@ fn read_error(file: &File, error: std::io::Error, needed: u64) -> SourceReadErro
         SourceReadError::Shrank { now: file.metadata().map(|m| m.len()), needed }
     } else {
         SourceReadError::Failed(error)
-    }
-}
-
-/// Why a path given as an input file is not one; displayed as a short phrase ("no such
-/// file or directory", "is a directory").
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegularFileError {
-    /// Its metadata cannot be read (it does not exist, or may not be looked at).
-    #[error("{}", io_message(.0))]
-    Io(std::io::Error),
-    /// It is a directory.
-    #[error("is a directory")]
-    IsDirectory,
-    /// It is neither a file nor a directory (a device, a pipe, a socket).
-    #[error("not a regular file")]
-    NotRegular,
-    /// It is a symbolic link to nothing (what an interrupted download can leave).
-    #[error("broken symbolic link: its target does not exist")]
-    DanglingLink,
-}
-
-/// `Ok` if `path` names an existing regular file (or a link to one); else why not.
-/// Nothing is opened: a FIFO is refused without blocking.
-pub fn check_regular_file(path: &Path) -> Result<(), RegularFileError> {
-    let metadata = std::fs::metadata(path).map_err(|error| {
-        let is_link = || std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-        if error.kind() == std::io::ErrorKind::NotFound && is_link() {
-            RegularFileError::DanglingLink
-        } else {
-            RegularFileError::Io(error)
-        }
-    })?;
-    if metadata.is_dir() {
-        Err(RegularFileError::IsDirectory)
-    } else if !metadata.is_file() {
-        Err(RegularFileError::NotRegular)
-    } else {
-        Ok(())
     }
 }

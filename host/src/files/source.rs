@@ -81,7 +81,7 @@ impl<'a> Source<'a> {
 
     /// Fills `buf` with the bytes from `offset` on (a range inside `0..len()`): copied
     /// from memory, or read.
-    pub fn read_into(&self, offset: usize, buf: &mut [u8]) -> Result<(), SourceReadError> {
+    pub(crate) fn read_into(&self, offset: usize, buf: &mut [u8]) -> Result<(), SourceReadError> {
         match *self {
             Source::Bytes(bytes) => {
                 buf.copy_from_slice(&bytes[offset..offset + buf.len()]);

@@ -7,7 +7,7 @@ use shared::scheme::Scheme;
 
 /// Exact hexadecimal form of an f32, as C's `%a`: `0x1.010102p-8`, `-0x1p+0`,
 /// `0x0.000002p-126` for subnormals, `0x0p+0` for zero.
-pub fn hex_f32(x: f32) -> String {
+pub(crate) fn hex_f32(x: f32) -> String {
     let bits = x.to_bits();
     let sign = if bits >> 31 == 1 { "-" } else { "" };
     let exponent = (bits >> 23 & 0xFF) as i32;
@@ -39,7 +39,7 @@ pub fn formula(scheme: Scheme) -> String {
 }
 
 /// The scheme as a Rust expression (constants by their exact bits).
-pub fn rust_expression(scheme: Scheme) -> String {
+pub(crate) fn rust_expression(scheme: Scheme) -> String {
     let bits = |c: f32| format!("f32::from_bits({:#010x})", c.to_bits());
     match scheme {
         Scheme::Convert => "Scheme::Convert".into(),

@@ -10,9 +10,9 @@ use std::ops::RangeInclusive;
 pub const DENOMINATOR_BITS: RangeInclusive<u32> = 1..=16;
 
 /// Largest integer multiplier `times_m` tries.
-pub const MAX_MULTIPLIER: i32 = 4095;
+pub(crate) const MAX_MULTIPLIER: i32 = 4095;
 /// How far (in ULPs) `times_m` moves its constant away from `fl(1/(m·d))`.
-pub const CONSTANT_NUDGE: i32 = 2;
+pub(crate) const CONSTANT_NUDGE: i32 = 2;
 
 /// UNORM or SNORM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -192,7 +192,7 @@ pub(super) fn times_pow2(x: f32, exponent: i32) -> f32 {
 
 /// Giesen's series constants for `d = 2^k - 1`: `k0 = Σ_{j=1..J} 2^(-jk)` with
 /// `J = floor(23/k) + 1` (exact: at most 24 significant bits) and `k1 = k0 · 2^(-Jk)`.
-pub fn series_constants(d: u32) -> (f32, f32) {
+pub(crate) fn series_constants(d: u32) -> (f32, f32) {
     let k = (d + 1).trailing_zeros();
     assert_eq!(d + 1, 1 << k, "{d} is not 2^k - 1");
     let terms = 23 / k + 1;
@@ -203,7 +203,7 @@ pub fn series_constants(d: u32) -> (f32, f32) {
 
 /// The constant `1/d` split in two: `hi = fl(1/d)`, `lo = fl(1/d - hi)`, both rounded
 /// from the exact rationals by integer arithmetic.
-pub fn split_constants(d: u32) -> (f32, f32) {
+pub(crate) fn split_constants(d: u32) -> (f32, f32) {
     let hi = recip(u64::from(d));
     // hi = significand · 2^-shift exactly; 1/d - hi = (2^shift - d·significand) / (d·2^shift).
     let bits = hi.to_bits();

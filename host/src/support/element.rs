@@ -1,5 +1,7 @@
 //! The integer element types that inputs and stored outputs are made of (`u8`, `u16`,
-//! `u32`, `u64`), as the CPU checks and the GPU buffers both need them.
+//! `u32`, `u64`), as the CPU checks and the GPU buffers both need them, and the byte
+//! order elements are stored in ([`Endian`]), as tensor files and the loops that count
+//! them both need it.
 
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 
@@ -31,3 +33,13 @@ macro_rules! element {
     )*};
 }
 element!(u8 u16 u32 u64);
+
+/// Byte order of stored elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Endian {
+    /// Least significant byte first (safetensors, `<` in npy).
+    Little,
+    /// Most significant byte first (`>` in npy).
+    Big,
+}

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use serde_json::ser::{Formatter, PrettyFormatter};
+use unicode_width::UnicodeWidthStr;
 
 /// A rectangular table of strings with a header row.
 pub struct Table {
@@ -42,7 +43,8 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
-    /// Renders as an aligned plain-text table or as Markdown. Every cell goes through
+    /// Renders as an aligned plain-text table or as Markdown, columns padded to the same
+    /// width in terminal columns (a CJK character or an emoji is two). Every cell goes through
     /// [`escape`] (but a [`Cell::Escaped`], already escaped), and in Markdown `|`
     /// becomes `\|`, so that no name from a file can move the cursor, retitle the terminal or add a row or a column; a cell over
     /// [`MAX_CELL_CHARS`] is [`shortened`], so that one long name does not widen every
@@ -56,16 +58,15 @@ impl Table {
         let header: Vec<String> = self.header.iter().map(|c| markdown_safe(shortened(c, MAX_CELL_CHARS))).collect();
         let rows: Vec<Vec<String>> = self.rows.iter().map(|r| r.iter().map(cell).collect()).collect();
         let columns = header.len();
-        let width = |c: usize| {
-            rows.iter().map(|r| r.get(c).map_or(0, |s| s.chars().count())).chain([header[c].chars().count()]).max()
-        };
+        // Terminal columns, not chars: a CJK character or an emoji takes two (UAX #11).
+        let width = |c: usize| rows.iter().map(|r| r.get(c).map_or(0, |s| s.width())).chain([header[c].width()]).max();
         let widths: Vec<usize> = (0..columns).map(|c| width(c).unwrap_or(0)).collect();
         // Padded by hand: `format!("{:<w$}")` panics on a width over u16::MAX.
         let line = |cells: &[String]| {
             let padded: Vec<String> = (0..columns)
                 .map(|c| {
                     let text = cells.get(c).map_or("", String::as_str);
-                    format!("{text}{}", " ".repeat(widths[c].saturating_sub(text.chars().count())))
+                    format!("{text}{}", " ".repeat(widths[c].saturating_sub(text.width())))
                 })
                 .collect();
             if markdown { format!("| {} |", padded.join(" | ")) } else { padded.join("  ").trim_end().to_string() }
@@ -132,7 +133,7 @@ pub fn shortened(text: &str, max_chars: usize) -> String {
 }
 
 /// Input echoed in an error or warning line: [`shortened`] to [`MAX_ECHO_CHARS`].
-pub fn excerpt(text: &str) -> String {
+pub(crate) fn excerpt(text: &str) -> String {
     shortened(text, MAX_ECHO_CHARS)
 }
 
@@ -276,6 +277,20 @@ mod tests {
             assert!(text.lines().all(|l| l.chars().count() < 2 * MAX_CELL_CHARS), "{markdown}");
             assert_eq!(text.contains(r"a\|b"), markdown);
         }
+    }
+
+    #[test]
+    fn wide_names_line_up_by_display_columns() {
+        // East Asian Wide characters and emoji take two terminal columns each (Unicode
+        // UAX #11): "重みの名前" is 5 characters in 10 columns, "🔥🔥" 2 in 4.
+        let mut table = Table::new(["tensor", "nan"]);
+        for (name, nan) in [("重みの名前", "1"), ("🔥🔥", "2"), ("weights", "3")] {
+            table.row([name, nan]);
+        }
+        let expected = "tensor      nan\n----------  ---\n重みの名前  1\n🔥🔥        2\nweights     3\n";
+        assert_eq!(table.render(false), expected);
+        let markdown = "| tensor     | nan |\n|------------|-----|\n| 重みの名前 | 1   |\n| 🔥🔥       | 2   |\n| weights    | 3   |\n";
+        assert_eq!(table.render(true), markdown);
     }
 
     #[test]

@@ -10,13 +10,13 @@ pub fn describe_threads() -> String {
 }
 
 /// `(0..len).map(f).collect()`, computed on the rayon pool.
-pub fn map_indices<T: Send>(len: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+pub(crate) fn map_indices<T: Send>(len: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
     (0..len).into_par_iter().map(&f).collect()
 }
 
 /// How many `i < len` give `Some`, and the `Some` of the smallest such `i`; on the
 /// rayon pool. The result does not depend on how the range is split.
-pub fn count_where<M: Send>(len: usize, f: impl Fn(usize) -> Option<M> + Sync) -> (u64, Option<M>) {
+pub(crate) fn count_where<M: Send>(len: usize, f: impl Fn(usize) -> Option<M> + Sync) -> (u64, Option<M>) {
     let Hits(count, first) = (0..len)
         .into_par_iter()
         .fold(Hits::default, |hits, i| hits.merge(Hits::at(i, f(i))))
@@ -50,7 +50,7 @@ impl<M> Hits<M> {
 
 /// The best wall time of `reps` runs of `work` (at least one), in seconds: the CPU
 /// benchmarks' measure on a shared, noisy machine.
-pub fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
+pub(crate) fn best_of(reps: usize, mut work: impl FnMut()) -> f64 {
     (0..reps.max(1))
         .map(|_| {
             let start = std::time::Instant::now();

@@ -37,12 +37,12 @@ impl Progress {
     }
 
     /// A bar over `total_bytes` that is never drawn.
-    pub fn hidden(total_bytes: u64) -> Progress {
+    pub(crate) fn hidden(total_bytes: u64) -> Progress {
         Progress { may_show: false, ..Progress::new(total_bytes, "") }
     }
 
     /// Records `bytes` more done.
-    pub fn advance(&self, bytes: u64) {
+    pub(crate) fn advance(&self, bytes: u64) {
         self.bar.inc(bytes);
         if self.may_show && self.start.elapsed() >= SHOW_AFTER && !self.shown.swap(true, Ordering::Relaxed) {
             self.bar.set_draw_target(ProgressDrawTarget::stderr());

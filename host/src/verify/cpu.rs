@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How many mismatching inputs a report keeps verbatim.
-pub const MISMATCHES_KEPT: usize = 16;
+pub(crate) const MISMATCHES_KEPT: usize = 16;
 
 /// Inputs a worker checks at a time.
 const CHUNK: u64 = 1 << 14;

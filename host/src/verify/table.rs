@@ -167,7 +167,7 @@ pub struct ByFunction;
 pub struct ByInstruction;
 
 /// How [`Streamed`] queues `P`'s stream kernel of kind [`StreamLaunch::KIND`].
-pub trait StreamLaunch<P: Primitive> {
+pub(crate) trait StreamLaunch<P: Primitive> {
     /// The kernel's kind.
     const KIND: KernelKind;
     /// Queues it over `input` → `output` (equal lengths); does not wait.
@@ -376,7 +376,7 @@ pub fn families() -> Vec<Family> {
 }
 
 /// The families of `variants`, each once, in order of first appearance.
-pub fn families_of<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<Family> {
+pub(crate) fn families_of<'a>(variants: impl IntoIterator<Item = &'a Variant>) -> Vec<Family> {
     let mut families: Vec<Family> = Vec::new();
     for v in variants {
         if !families.contains(&v.family) {

@@ -215,7 +215,7 @@ impl fmt::Display for ThreeWay {
 
 /// A variant's hardware stream kernel run on `len` inputs, element `i` the low bits of
 /// `input_at(i)`: its results, downloaded.
-pub type StreamRun<'a> = &'a dyn Fn(usize, InputAt<'_>) -> Result<HostElements, GpuError>;
+pub(crate) type StreamRun<'a> = &'a dyn Fn(usize, InputAt<'_>) -> Result<HostElements, GpuError>;
 
 /// Runs inputs `first .. first + len` of `P`'s domain through `P`'s hardware kernel,
 /// its hardware stream kernel (`hardware_stream`, if it has one) and its own kernel on

@@ -59,7 +59,7 @@ impl Loop {
 
 /// The loop of a timing kernel that holds its chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChainLoop {
+pub(crate) struct ChainLoop {
     /// Instructions in the loop, loop control included.
     pub instructions: usize,
     /// Applications of the variant's function per iteration (steps of the chain for the
@@ -194,7 +194,7 @@ pub fn check(variant: &Kernel, skeleton: &Kernel, latency: &Kernel, throughput: 
 /// The loop of `kernel` that holds the most applications of `work` (operations as
 /// [`chain_operation`] gives them), remainder loops excepted; see the module
 /// documentation. An empty `work` is found nowhere.
-pub fn chain_loop(work: &[&str], kernel: &Kernel) -> Result<ChainLoop, NoChain> {
+pub(crate) fn chain_loop(work: &[&str], kernel: &Kernel) -> Result<ChainLoop, NoChain> {
     let all = loops(kernel);
     if all.is_empty() {
         return Err(NoChain::NoLoop);

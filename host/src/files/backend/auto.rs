@@ -1,11 +1,11 @@
 //! `--device auto`: the rule that picks the CPU or the GPU for a job, from rates
-//! measured on the job itself.
+//! measured on the job itself, and the backend that follows it ([`AutoBackend`]).
 //!
 //! The rule is a pure function, [`next_step`]: given the job's size and what has been
 //! measured so far, it says what to do next (time the CPU on the next slice of the job,
-//! open the GPU, warm it up, time it) or which backend runs the rest and why. The
-//! backend that follows it ([`crate::files::backend`]'s auto backend) does real work in
-//! every step: the measured slices are part of the job.
+//! open the GPU, warm it up, time it) or which backend runs the rest and why.
+//! [`AutoBackend`] is the state machine that takes those steps, doing real work in
+//! every one: the measured slices are part of the job.
 //!
 //! The steps:
 //! 1. A job under [`AutoRule::min_job_bytes`] runs on the CPU, unmeasured: too small
@@ -21,7 +21,15 @@
 //! 5. The GPU runs the rest if its rate beats the CPU's by [`AutoRule::gpu_margin`];
 //!    else the CPU does.
 
+use crate::files::backend::conversion::SampleConversion;
+use crate::files::backend::count::Counts;
+use crate::files::backend::{Backend, BackendError, CountJob};
+use crate::files::source::Source;
+use crate::gpu::GpuError;
 use crate::support::output::count_of;
+use std::ops::Range;
+use std::sync::{Mutex, PoisonError};
+use std::time::Instant;
 
 /// Bytes of a job run in a measured time: a rate.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -34,7 +42,7 @@ pub struct Rate {
 
 impl Rate {
     /// Bytes per second (infinite for bytes in no measurable time).
-    pub fn bytes_per_s(self) -> f64 {
+    pub(crate) fn bytes_per_s(self) -> f64 {
         if self.seconds > 0.0 { self.bytes as f64 / self.seconds } else { f64::INFINITY }
     }
 
@@ -99,7 +107,7 @@ pub struct Measured {
 
 impl Measured {
     /// Nothing done yet.
-    pub const START: Measured =
+    pub(crate) const START: Measured =
         Measured { done_bytes: 0, cpu: Rate { bytes: 0, seconds: 0.0 }, gpu: GpuProbe::NotOpened };
 }
 
@@ -240,9 +248,180 @@ impl std::fmt::Display for AutoChoice {
     }
 }
 
+/// Opens the GPU backend when the auto rule asks for it (a test passes a stand-in).
+pub(crate) type GpuOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, BackendError> + Send>;
+
+/// `--device auto`: runs a job on the CPU or the GPU as this module's rule ([`next_step`])
+/// says, measuring both on the job's first slices when the job is big enough (every
+/// measured slice is real work, on the CPU or the GPU), and says in [`Backend::name`]
+/// which it picked and why. A GPU that fails while it is measured is dropped and its
+/// slice redone on the CPU.
+///
+/// The job is everything run through this backend, in call order: the rule sees the
+/// bytes of all calls together, whatever their number.
+pub struct AutoBackend {
+    rule: AutoRule,
+    job_bytes: u64,
+    cpu: Box<dyn Backend>,
+    state: Mutex<AutoState>,
+}
+
+/// What [`AutoBackend`] knows so far.
+struct AutoState {
+    measured: Measured,
+    opener: Option<GpuOpener>,
+    gpu: Option<Box<dyn Backend>>,
+    choice: Option<AutoChoice>,
+}
+
+impl AutoBackend {
+    /// A backend for a job of `job_bytes` bytes of input (what `scan` reads, the samples
+    /// `normalize` converts) that follows `rule` between `cpu` and the GPU `open_gpu`
+    /// gives, if the rule asks for it.
+    pub fn new(rule: AutoRule, job_bytes: u64, cpu: Box<dyn Backend>, open_gpu: GpuOpener) -> AutoBackend {
+        let state = AutoState { measured: Measured::START, opener: Some(open_gpu), gpu: None, choice: None };
+        AutoBackend { rule, job_bytes, cpu, state: Mutex::new(state) }
+    }
+
+    /// Runs `len` bytes of input through `run(backend, bytes)`, in the pieces the rule
+    /// asks for (each piece starts at a multiple of `unit`, the element size).
+    fn drive(
+        &self,
+        len: usize,
+        unit: usize,
+        mut run: impl FnMut(&dyn Backend, Range<usize>) -> Result<(), BackendError>,
+    ) -> Result<(), BackendError> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = &mut *state;
+        let piece = |at: usize, bytes: u64| {
+            at..(at + usize::try_from(bytes).unwrap_or(usize::MAX).next_multiple_of(unit).max(unit)).min(len)
+        };
+        let mut at = 0;
+        while at < len {
+            let step = match &state.choice {
+                Some(choice) => NextStep::Decided(choice.clone()),
+                None => next_step(&self.rule, self.job_bytes, &state.measured),
+            };
+            match step {
+                NextStep::Decided(choice) => {
+                    let backend = match (choice.pick, &state.gpu) {
+                        (Pick::Gpu, Some(gpu)) => gpu.as_ref(),
+                        _ => self.cpu.as_ref(),
+                    };
+                    state.choice = Some(choice);
+                    return run(backend, at..len);
+                }
+                NextStep::TimeCpu(bytes) => {
+                    let range = piece(at, bytes);
+                    let start = Instant::now();
+                    run(self.cpu.as_ref(), range.clone())?;
+                    let m = &mut state.measured;
+                    m.cpu = m.cpu.plus(range.len() as u64, start.elapsed().as_secs_f64());
+                    m.done_bytes += range.len() as u64;
+                    at = range.end;
+                }
+                NextStep::OpenGpu => {
+                    let opened = state.opener.take().map(|open| open());
+                    state.measured.gpu = match opened {
+                        Some(Ok(gpu)) => {
+                            state.gpu = Some(gpu);
+                            GpuProbe::Opened
+                        }
+                        Some(Err(BackendError::Gpu(GpuError::NoDriver))) => {
+                            GpuProbe::Unavailable("no CUDA driver".into())
+                        }
+                        Some(Err(error)) => GpuProbe::Unavailable(error.to_string()),
+                        None => GpuProbe::Unavailable("it could not be opened".into()),
+                    };
+                }
+                NextStep::WarmGpu(bytes) | NextStep::TimeGpu(bytes) => {
+                    let Some(gpu) = state.gpu.as_deref() else {
+                        state.measured.gpu = GpuProbe::Unavailable("it could not be opened".into());
+                        continue;
+                    };
+                    let range = piece(at, bytes);
+                    let start = Instant::now();
+                    match run(gpu, range.clone()) {
+                        // The GPU failed: the CPU redoes the piece and the rest.
+                        Err(BackendError::Gpu(error)) => {
+                            state.gpu = None;
+                            state.measured.gpu = GpuProbe::Unavailable(format!("it failed: {error}"));
+                            continue;
+                        }
+                        result => result?,
+                    }
+                    let m = &mut state.measured;
+                    m.gpu = match (&m.gpu, matches!(step, NextStep::TimeGpu(_))) {
+                        (GpuProbe::Timed(rate), true) => {
+                            GpuProbe::Timed(rate.plus(range.len() as u64, start.elapsed().as_secs_f64()))
+                        }
+                        _ => GpuProbe::Timed(Default::default()),
+                    };
+                    m.done_bytes += range.len() as u64;
+                    at = range.end;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Backend for AutoBackend {
+    fn name(&self) -> String {
+        let state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let choice = match &state.choice {
+            Some(choice) => choice.clone(),
+            None => match next_step(&self.rule, self.job_bytes, &state.measured) {
+                NextStep::Decided(choice) => choice,
+                _ => AutoChoice { pick: Pick::Cpu, reason: AutoReason::EndedWhileMeasuring },
+            },
+        };
+        let picked = match (choice.pick, &state.gpu) {
+            (Pick::Gpu, Some(gpu)) => gpu.name(),
+            _ => self.cpu.name(),
+        };
+        format!("{picked} ({choice})")
+    }
+
+    fn count(&self, job: CountJob<'_>) -> Result<Counts, BackendError> {
+        let size = job.format.bytes();
+        let mut total = Counts::default();
+        self.drive(job.data.len(), size, |backend, range| {
+            let first_index = (range.start / size) as u64;
+            let counts = match job.data {
+                Source::Bytes(bytes) => backend.count(job.over(Source::Bytes(&bytes[range]))),
+                Source::Read { read, .. } => {
+                    let offset = range.start as u64;
+                    let read_piece = |at: u64, buf: &mut [u8]| read(offset + at, buf);
+                    backend.count(job.over(Source::Read { len: range.len(), read: &read_piece }))
+                }
+            }?;
+            total = total.merged(counts.shifted(first_index));
+            Ok(())
+        })?;
+        Ok(total)
+    }
+
+    /// Measured in bytes of `src`: each piece a backend gets is whole elements of both.
+    fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
+        conversion.elements(src, dst)?;
+        let (width, out) = (conversion.in_bytes(), conversion.out_bytes());
+        self.drive(src.len(), width, |backend, bytes| {
+            let outputs = bytes.start / width * out..bytes.end / width * out;
+            backend.convert(conversion, &src[bytes], &mut dst[outputs])
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::backend::conversion::convert_slices;
+    use crate::files::backend::cpu::CpuBackend;
+    use crate::support::element::Endian;
+    use shared::Format;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     const RULE: AutoRule = AutoRule::DEFAULT;
     const GIB: u64 = 1 << 30;
@@ -325,5 +504,180 @@ mod tests {
         let step = next_step(&RULE, GIB, &measured(done, cpu, GpuProbe::Timed(rate(20.0, RULE.measure_bytes))));
         let NextStep::Decided(choice) = step else { panic!("{step:?}") };
         assert_eq!(choice.to_string(), "auto: cpu 2.0 GB/s vs gpu 20.0 GB/s, each timed on 16.0 MiB of this job");
+    }
+
+    /// A stand-in device: the CPU's work, then a sleep so that a call takes at least
+    /// `bytes / bytes_per_s` (or a GPU error, when `fails`); counts the bytes it ran.
+    struct Paced {
+        name: &'static str,
+        bytes_per_s: f64,
+        fails: bool,
+        ran: Arc<AtomicU64>,
+    }
+
+    impl Paced {
+        fn run<R>(&self, bytes: usize, work: impl FnOnce() -> Result<R, BackendError>) -> Result<R, BackendError> {
+            if self.fails {
+                return Err(GpuError::OutOfMemory { bytes }.into());
+            }
+            let start = Instant::now();
+            let result = work()?;
+            let due = std::time::Duration::from_secs_f64(bytes as f64 / self.bytes_per_s);
+            std::thread::sleep(due.saturating_sub(start.elapsed()));
+            self.ran.fetch_add(bytes as u64, Ordering::Relaxed);
+            Ok(result)
+        }
+    }
+
+    impl Backend for Paced {
+        fn name(&self) -> String {
+            self.name.into()
+        }
+
+        fn count(&self, job: CountJob<'_>) -> Result<Counts, BackendError> {
+            self.run(job.data.len(), || CpuBackend.count(job))
+        }
+
+        fn convert(&self, conversion: SampleConversion, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
+            self.run(src.len(), || CpuBackend.convert(conversion, src, dst))
+        }
+    }
+
+    /// A small rule, so that the tests run on small jobs.
+    const SMALL: AutoRule = AutoRule {
+        min_job_bytes: 1 << 20,
+        measure_bytes: 256 << 10,
+        warmup_bytes: 64 << 10,
+        gpu_start_s: 0.0,
+        gpu_margin: 1.1,
+    };
+
+    /// Fast: close to what the CPU does anyway. Slow: 256 KiB take 26 ms.
+    const FAST: f64 = 4e9;
+    const SLOW: f64 = 1e7;
+
+    struct Setup {
+        auto: AutoBackend,
+        cpu_ran: Arc<AtomicU64>,
+        gpu_ran: Arc<AtomicU64>,
+        opened: Arc<AtomicBool>,
+    }
+
+    /// An auto backend for a job of `job_bytes` between a CPU stand-in of `cpu` bytes/s
+    /// and a GPU stand-in of `gpu` bytes/s (`None`: no GPU; `Some(0.0)`: one that fails).
+    fn setup(rule: AutoRule, job_bytes: u64, cpu: f64, gpu: Option<f64>) -> Setup {
+        let (cpu_ran, gpu_ran, opened) = (Arc::default(), Arc::<AtomicU64>::default(), Arc::<AtomicBool>::default());
+        let cpu = Box::new(Paced { name: "cpu", bytes_per_s: cpu, fails: false, ran: Arc::clone(&cpu_ran) });
+        let (ran, was_opened) = (Arc::clone(&gpu_ran), Arc::clone(&opened));
+        let opener: GpuOpener = Box::new(move || {
+            was_opened.store(true, Ordering::Relaxed);
+            match gpu {
+                None => Err(GpuError::NoDriver.into()),
+                Some(rate) => {
+                    Ok(Box::new(Paced { name: "gpu", bytes_per_s: rate, fails: rate == 0.0, ran }) as Box<dyn Backend>)
+                }
+            }
+        });
+        Setup { auto: AutoBackend::new(rule, job_bytes, cpu, opener), cpu_ran, gpu_ran, opened }
+    }
+
+    /// Binary16 data of `len` bytes (a trailing partial element when odd), finite but
+    /// for a NaN, +inf and -inf at the given element indices.
+    fn halves(len: usize, specials: &[usize]) -> Vec<u8> {
+        let mut bytes: Vec<u8> = (0..len).map(|i| (i as u8) & 0x3B).collect();
+        for (&at, bits) in specials.iter().zip([0x7E01u16, 0x7C00, 0xFC00]) {
+            bytes[2 * at..2 * at + 2].copy_from_slice(&bits.to_le_bytes());
+        }
+        bytes
+    }
+
+    /// Counts of `bytes` by the auto backend, read on demand from an odd offset as
+    /// files are, and by the CPU backend.
+    fn both_counts(auto: &AutoBackend, bytes: &[u8]) -> (Counts, Counts) {
+        let read = |offset: u64, buf: &mut [u8]| {
+            buf.copy_from_slice(&bytes[offset as usize..offset as usize + buf.len()]);
+            Ok(())
+        };
+        let source = Source::Read { len: bytes.len(), read: &read };
+        let job = CountJob { format: Format::Binary16, endian: Endian::Little, data: source, progress: &|_| {} };
+        let on_auto = auto.count(job).expect("auto");
+        (on_auto, CpuBackend.count(job.over(Source::Bytes(bytes))).expect("cpu"))
+    }
+
+    #[test]
+    fn auto_on_a_tiny_job_is_the_cpu_without_measuring() {
+        let bytes = halves(1001, &[3, 400]);
+        let job = setup(SMALL, bytes.len() as u64, FAST, Some(FAST));
+        let (auto, cpu) = both_counts(&job.auto, &bytes);
+        assert_eq!(auto, cpu);
+        assert!(!job.opened.load(Ordering::Relaxed), "the GPU was opened for a tiny job");
+        assert_eq!(job.cpu_ran.load(Ordering::Relaxed), bytes.len() as u64);
+        assert_eq!(job.auto.name(), "cpu (auto: a job of 1001 bytes, under 1.0 MiB: cpu without measuring)");
+    }
+
+    #[test]
+    fn auto_without_a_gpu_is_the_cpu() {
+        let bytes = halves(3 << 20, &[5, 200_000, 1_500_000]);
+        let job = setup(SMALL, bytes.len() as u64, FAST, None);
+        let (auto, cpu) = both_counts(&job.auto, &bytes);
+        assert_eq!(auto, cpu);
+        assert!(job.opened.load(Ordering::Relaxed));
+        assert_eq!(job.cpu_ran.load(Ordering::Relaxed), bytes.len() as u64);
+        assert_eq!(job.auto.name(), "cpu (auto: no usable gpu (no CUDA driver))");
+    }
+
+    #[test]
+    fn auto_keeps_the_cpu_when_the_gpu_is_slower() {
+        let bytes = halves((3 << 20) + 1, &[1, 140_000, 1_400_000]);
+        let job = setup(SMALL, bytes.len() as u64, FAST, Some(SLOW));
+        let (auto, cpu) = both_counts(&job.auto, &bytes);
+        assert_eq!(auto, cpu);
+        // The GPU ran its warm-up and measured slices, nothing more.
+        assert_eq!(job.gpu_ran.load(Ordering::Relaxed), SMALL.warmup_bytes + SMALL.measure_bytes);
+        let name = job.auto.name();
+        assert!(
+            name.starts_with("cpu (auto: cpu ") && name.ends_with(", each timed on 256.0 KiB of this job)"),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn auto_moves_to_the_gpu_when_it_is_faster() {
+        // Conversions this time: the job spans several calls, as `normalize` makes them.
+        let samples: Vec<u8> = (0..(4 << 20) + 7).map(|i: u32| (i * 7) as u8).collect();
+        let job = setup(SMALL, samples.len() as u64, SLOW, Some(FAST));
+        let mut on_auto = vec![0f32; samples.len()];
+        for (src, dst) in samples.chunks(1 << 20).zip(on_auto.chunks_mut(1 << 20)) {
+            convert_slices(&job.auto, SampleConversion::of::<shared::variants::unorm8_times3_int>(), src, dst)
+                .expect("auto");
+        }
+        let mut on_cpu = vec![0f32; samples.len()];
+        convert_slices(
+            &CpuBackend,
+            SampleConversion::of::<shared::variants::unorm8_times3_int>(),
+            &samples,
+            &mut on_cpu,
+        )
+        .expect("cpu");
+        assert!(on_auto.iter().zip(&on_cpu).all(|(a, c)| a.to_bits() == c.to_bits()));
+        assert_eq!(job.cpu_ran.load(Ordering::Relaxed), SMALL.measure_bytes, "the CPU ran its measured slice only");
+        assert_eq!(job.gpu_ran.load(Ordering::Relaxed), samples.len() as u64 - SMALL.measure_bytes);
+        let name = job.auto.name();
+        assert!(name.starts_with("gpu (auto: cpu 0.0 GB/s vs gpu "), "{name}");
+    }
+
+    #[test]
+    fn auto_drops_a_gpu_that_fails_and_redoes_its_slice_on_the_cpu() {
+        let words: Vec<u16> = (0..(1 << 20) + 3).map(|i: u32| (i * 31) as u16).collect();
+        let job = setup(SMALL, words.len() as u64 * 2, FAST, Some(0.0));
+        let mut on_auto = vec![0f32; words.len()];
+        let unorm16 = SampleConversion::of::<shared::variants::unorm16_to_f32>();
+        convert_slices(&job.auto, unorm16, &words, &mut on_auto).expect("auto");
+        let mut on_cpu = vec![0f32; words.len()];
+        convert_slices(&CpuBackend, unorm16, &words, &mut on_cpu).expect("cpu");
+        assert!(on_auto.iter().zip(&on_cpu).all(|(a, c)| a.to_bits() == c.to_bits()));
+        assert_eq!(job.cpu_ran.load(Ordering::Relaxed), words.len() as u64 * 2);
+        let name = job.auto.name();
+        assert!(name.starts_with("cpu (auto: no usable gpu (it failed: out of device memory"), "{name}");
     }
 }

@@ -17,7 +17,7 @@
 use crate::files::source::{Source, SourceReadError};
 
 use crate::gpu::BufferElement;
-use crate::support::element::Element;
+use crate::support::element::{Element, Endian};
 use rayon::prelude::*;
 use shared::{Claim, Family, Format, Primitive, Stored, kind};
 use std::cell::RefCell;
@@ -29,16 +29,6 @@ pub const BLOCK_BYTES: usize = 1 << 20;
 /// Elements tested together before the one branch that decides whether the group
 /// needs counting.
 const GROUP: usize = 256;
-
-/// Byte order of stored elements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Endian {
-    /// Least significant byte first (safetensors, `<` in npy).
-    Little,
-    /// Most significant byte first (`>` in npy).
-    Big,
-}
 
 /// Non-finite values found in a buffer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -67,7 +57,7 @@ impl Counts {
 
     /// The counts of two disjoint pieces of one buffer, whose indices are already
     /// absolute: sums, and the smaller first index. Associative and commutative.
-    pub fn merged(self, other: Counts) -> Counts {
+    pub(crate) fn merged(self, other: Counts) -> Counts {
         let first_non_finite = match (self.first_non_finite, other.first_non_finite) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -1,16 +1,17 @@
 //! A sharded checkpoint's index (`*.safetensors.index.json`): read into the tensor →
-//! shard map it gives ([`read_index`], bounded by [`MAX_INDEX_BYTES`]), and checked
-//! against the tensors its shards hold once they are opened ([`check_index`]; a tensor a
-//! shard holds but the index does not list is a warning, [`UnlistedTensors`]).
+//! shard map it gives ([`read_index`], bounded by [`MAX_INDEX_BYTES`]), and what its
+//! check against the tensors its shards hold finds once they are opened
+//! ([`crate::files::scan::inputs::check_index`]; a tensor a shard holds but the index
+//! does not list is a warning, [`UnlistedTensors`]).
 //!
 //! [`ScanInputError`] lives here, not with the directory walk that also returns it
 //! ([`crate::files::scan::inputs`]), so that the walk uses the index and not the other
 //! way round.
 
 use crate::files::message::{io_message, one_line};
-use crate::files::read::{RegularFileError, TensorFile, check_regular_file};
+use crate::files::regular_file::{RegularFileError, check_regular_file};
 use crate::support::output::{excerpt, path_text};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 /// Largest index file read, in bytes. An index lists every tensor once with its shard's
@@ -183,47 +184,4 @@ impl<'de> serde::Deserialize<'de> for Pairs {
         }
         deserializer.deserialize_map(Visitor)
     }
-}
-
-/// Checks the tensor names of an index's shards (opened among `files`) against the
-/// index. A tensor the index lists but its shard does not hold is an error (the
-/// checkpoint would not load as the index says); a tensor a shard holds but the index
-/// does not list (or lists in another shard) is a warning, one per shard, and is
-/// scanned like any other. Returns the warnings.
-pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<UnlistedTensors>, ScanInputError> {
-    let fail = |kind: ScanInputErrorKind| ScanInputError { path: index.path.clone(), kind };
-    let mut names: BTreeMap<&Path, HashSet<&str>> = BTreeMap::new();
-    for shard in index.weight_map.values() {
-        // Under another name if an alias of it came first.
-        let file = files.iter().find(|f| &f.path == shard).or_else(|| files.iter().find(|f| f.is_at(shard)));
-        let file = file.ok_or_else(|| fail(ScanInputErrorKind::ShardNotOpened { shard: shard.clone() }))?;
-        names.entry(shard).or_insert_with(|| file.tensors.iter().map(|t| t.name.as_str()).collect());
-    }
-    let missing: Vec<(&String, &PathBuf)> = index
-        .weight_map
-        .iter()
-        .filter(|(tensor, shard)| names.get(shard.as_path()).is_none_or(|held| !held.contains(tensor.as_str())))
-        .collect();
-    if let Some(&(tensor, shard)) = missing.first() {
-        return Err(fail(ScanInputErrorKind::MissingTensors {
-            count: missing.len(),
-            first: tensor.clone(),
-            shard: shard.clone(),
-        }));
-    }
-    let mut warnings = Vec::new();
-    for (shard, held) in &names {
-        let mut extra: Vec<&str> =
-            held.iter().copied().filter(|t| index.weight_map.get(*t).is_none_or(|s| s != shard)).collect();
-        extra.sort_unstable();
-        if let Some(first) = extra.first() {
-            warnings.push(UnlistedTensors {
-                shard: shard.to_path_buf(),
-                index: index.path.clone(),
-                count: extra.len(),
-                first: first.to_string(),
-            });
-        }
-    }
-    Ok(warnings)
 }

@@ -13,9 +13,10 @@
 //! [`crate::support::output::MAX_ECHO_CHARS`] characters of any name or dtype, escaped.
 //!
 //! Owns: what the bytes of a tensor file mean, up to where each tensor's data lies.
-//! Uses: [`crate::files::source`] (positioned reads), [`crate::files::read`] (the index
-//! check's opened shards), and [`crate::files::backend::count`] (its byte order
-//! [`Endian`], and the counting loop that [`parse_checked`] runs).
+//! Uses: [`crate::files::source`] (positioned reads), [`crate::files::regular_file`] (an
+//! index is checked to be a regular file), [`crate::support::element`] (the byte order
+//! [`Endian`]) and [`crate::files::backend::count`] (the counting loop that
+//! [`parse_checked`], the fuzz target's check, runs).
 
 pub mod index;
 pub mod npy;
@@ -24,13 +25,14 @@ pub mod npy_header;
 pub mod npz;
 pub mod safetensors;
 
-use crate::files::backend::count::{self, Endian};
+use crate::files::backend::count;
 use crate::files::containers::npy::{NpyError, parse_npy};
 use crate::files::containers::npz::{InflateError, NpzError};
 use crate::files::containers::safetensors::{
     MAX_SAFETENSORS_HEADER, SAFETENSORS_LEN_BYTES, SafetensorsError, looks_like_safetensors, parse_safetensors,
 };
 use crate::files::source::Source;
+use crate::support::element::Endian;
 use shared::Format;
 use std::ops::Range;
 use std::path::Path;
@@ -56,7 +58,7 @@ pub enum Container {
 impl Container {
     /// The container named by `path`'s extension (`.npy`, `.npz`, `.safetensors`, in
     /// any case: `X.NPY` too), if any.
-    pub fn from_extension(path: &Path) -> Option<Container> {
+    pub(crate) fn from_extension(path: &Path) -> Option<Container> {
         let extension = path.extension()?.to_str()?;
         [("npy", Container::Npy), ("npz", Container::Npz), ("safetensors", Container::Safetensors)]
             .into_iter()
@@ -64,7 +66,7 @@ impl Container {
     }
 
     /// The container an output path names: `.npy` or `.safetensors` (`.npz` is read only).
-    pub fn of_output(path: &Path) -> Option<Container> {
+    pub(crate) fn of_output(path: &Path) -> Option<Container> {
         Container::from_extension(path).filter(|&container| container != Container::Npz)
     }
 
@@ -94,7 +96,7 @@ impl Container {
 
 /// What a PyTorch checkpoint is told: by content (a pickle, or a zip archive holding a
 /// `data.pkl`).
-pub const PYTORCH_CHECKPOINT: &str =
+pub(crate) const PYTORCH_CHECKPOINT: &str =
     "a PyTorch pickle checkpoint: not supported; convert it to safetensors (safetensors.torch.save_file)";
 
 /// A file that is none of the containers, by content or by extension: a format named
@@ -167,7 +169,7 @@ pub enum TensorElement {
 
 impl TensorElement {
     /// The format and byte order the tensor's bytes are scanned as, if they are.
-    pub fn scanned_as(self) -> Option<(Format, Endian)> {
+    pub(crate) fn scanned_as(self) -> Option<(Format, Endian)> {
         match self {
             TensorElement::Float(format, endian) | TensorElement::Complex(format, endian) => Some((format, endian)),
             TensorElement::AlwaysFinite(_) | TensorElement::Unsupported(_) => None,

@@ -3,10 +3,10 @@
 //! the reasons a tensor is listed but not scanned (integer, bool, unknown dtypes), which
 //! the `.safetensors` parser gives too.
 
-use crate::files::backend::count::Endian;
 use crate::files::containers::npy_descr::{NumpyKind, NumpyType, numpy_type};
 use crate::files::containers::npy_header::{self, Descr, NpyHeaderError};
 use crate::files::containers::{TensorElement, TensorEntry};
+use crate::support::element::Endian;
 use crate::support::output::excerpt;
 use shared::Format;
 

@@ -49,7 +49,7 @@ const PREFIX_V1: usize = 10;
 /// Bytes before the header text in versions 2.0 and 3.0: magic, version, u32 length.
 const PREFIX_V2: usize = 12;
 /// The longest prefix before the header text.
-pub const MAX_NPY_PREFIX: u64 = PREFIX_V2 as u64;
+pub(crate) const MAX_NPY_PREFIX: u64 = PREFIX_V2 as u64;
 /// Bytes at the start of an `.npy` file that hold the longest header accepted: [`read`]
 /// needs no more.
 pub const MAX_NPY_HEAD_BYTES: u64 = MAX_NPY_PREFIX + MAX_NPY_HEADER;

@@ -6,9 +6,9 @@
 
 pub(crate) mod header;
 
-use crate::files::backend::count::Endian;
 use crate::files::containers::npy::{BOOL, INTEGER, ShapeOverflow, UNKNOWN_DTYPE, element_count};
 use crate::files::containers::{TensorElement, TensorEntry};
+use crate::support::element::Endian;
 use crate::support::output::excerpt;
 use shared::Format;
 

@@ -19,7 +19,7 @@ use crate::files::normalize::divide;
 use crate::files::normalize::jpeg::{self, JpegTruncated};
 use crate::files::normalize::png_rows::{Band, PngHeader, PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun};
 use crate::files::normalize::pnm::{PnmError, PnmHeaderRead, PnmSamples};
-use crate::files::read::{RegularFileError, check_regular_file};
+use crate::files::regular_file::{RegularFileError, check_regular_file};
 use crate::files::write::{AsBf16, AsF16, AsF32, Dtype, DtypeOf, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS};
 use crate::support::output::path_text;
 use std::borrow::Cow;
@@ -334,7 +334,7 @@ impl Image {
 
     /// For samples being decoded ([`Samples::PngRows`]): the time the decoder has
     /// spent decoding so far, and the time the conversion spent waiting for it.
-    pub fn stream_timing(&self) -> Option<(std::time::Duration, std::time::Duration)> {
+    pub(crate) fn stream_timing(&self) -> Option<(std::time::Duration, std::time::Duration)> {
         match &self.samples {
             Samples::PngRows(rows) => Some(rows.timing()),
             _ => None,
@@ -342,7 +342,7 @@ impl Image {
     }
 
     /// `height * width * channels`.
-    pub fn sample_count(&self) -> usize {
+    pub(crate) fn sample_count(&self) -> usize {
         self.height as usize * self.width as usize * usize::from(self.channels)
     }
 

@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The 8 bytes every PNG file starts with.
-pub const PNG_SIGNATURE: [u8; 8] = *b"\x89PNG\r\n\x1a\n";
+pub(crate) const PNG_SIGNATURE: [u8; 8] = *b"\x89PNG\r\n\x1a\n";
 
 /// Bands decoded ahead of the reader, at most (one more is the reader's own): the
 /// decoder keeps going while a band is converted and written.
@@ -158,7 +158,7 @@ fn plain_chunk_types(message: &str) -> String {
 
 /// Consecutive samples, native order: one band of a [`PngRows`], or a whole image
 /// ([`PngHeader::decode_whole`]).
-pub enum Band {
+pub(crate) enum Band {
     /// 8-bit samples.
     Unorm8(Vec<u8>),
     /// 16-bit samples.
@@ -286,7 +286,7 @@ impl PngHeader {
 
     /// Decodes the whole image (interlaced or not) into one band, in HWC order, 16-bit
     /// samples in native order: the same samples as [`PngRows`] and the `image` crate.
-    pub fn decode_whole(mut self) -> Result<Band, image::ImageError> {
+    pub(crate) fn decode_whole(mut self) -> Result<Band, image::ImageError> {
         let bytes = self.reader.output_buffer_size().ok_or_else(|| {
             use image::error::{LimitError, LimitErrorKind};
             image::ImageError::Limits(LimitError::from_kind(LimitErrorKind::InsufficientMemory))

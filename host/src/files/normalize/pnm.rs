@@ -65,7 +65,7 @@ pub enum PnmError {
 /// A PNM's samples as they are in the file: bytes for a `maxval` below 256, else
 /// 16-bit words.
 #[derive(Debug)]
-pub enum PnmSamples {
+pub(crate) enum PnmSamples {
     /// `maxval` 1 to 255.
     Unorm8(Vec<u8>),
     /// `maxval` 256 to 65535.
@@ -74,7 +74,7 @@ pub enum PnmSamples {
 
 /// A PNM whose header has been read, its reader at the first sample: see
 /// [`PnmHeaderRead::read`] and [`PnmHeaderRead::samples`].
-pub struct PnmHeaderRead {
+pub(crate) struct PnmHeaderRead {
     reader: BufReader<File>,
     encoding: SampleEncoding,
     /// Columns.
@@ -109,7 +109,7 @@ impl PnmHeaderRead {
     }
 
     /// `width · height · channels`.
-    pub fn sample_count(&self) -> u64 {
+    pub(crate) fn sample_count(&self) -> u64 {
         u64::from(self.width) * u64::from(self.height) * u64::from(self.channels)
     }
 

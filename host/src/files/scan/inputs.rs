@@ -7,7 +7,8 @@
 //! names.
 
 use crate::files::containers::Container;
-use crate::files::containers::index::{Index, ScanInputError, ScanInputErrorKind, read_index};
+use crate::files::containers::index::{Index, ScanInputError, ScanInputErrorKind, UnlistedTensors, read_index};
+use crate::files::read::TensorFile;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -94,4 +95,47 @@ fn add_index(index: Index, inputs: &mut Inputs) {
     let shards: BTreeSet<&PathBuf> = index.weight_map.values().collect();
     inputs.files.extend(shards.into_iter().cloned());
     inputs.indexes.push(index);
+}
+
+/// Checks the tensor names of an index's shards (opened among `files`) against the
+/// index. A tensor the index lists but its shard does not hold is an error (the
+/// checkpoint would not load as the index says); a tensor a shard holds but the index
+/// does not list (or lists in another shard) is a warning, one per shard, and is
+/// scanned like any other. Returns the warnings.
+pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<UnlistedTensors>, ScanInputError> {
+    let fail = |kind: ScanInputErrorKind| ScanInputError { path: index.path.clone(), kind };
+    let mut names: BTreeMap<&Path, HashSet<&str>> = BTreeMap::new();
+    for shard in index.weight_map.values() {
+        // Under another name if an alias of it came first.
+        let file = files.iter().find(|f| &f.path == shard).or_else(|| files.iter().find(|f| f.is_at(shard)));
+        let file = file.ok_or_else(|| fail(ScanInputErrorKind::ShardNotOpened { shard: shard.clone() }))?;
+        names.entry(shard).or_insert_with(|| file.tensors.iter().map(|t| t.name.as_str()).collect());
+    }
+    let missing: Vec<(&String, &PathBuf)> = index
+        .weight_map
+        .iter()
+        .filter(|(tensor, shard)| names.get(shard.as_path()).is_none_or(|held| !held.contains(tensor.as_str())))
+        .collect();
+    if let Some(&(tensor, shard)) = missing.first() {
+        return Err(fail(ScanInputErrorKind::MissingTensors {
+            count: missing.len(),
+            first: tensor.clone(),
+            shard: shard.clone(),
+        }));
+    }
+    let mut warnings = Vec::new();
+    for (shard, held) in &names {
+        let mut extra: Vec<&str> =
+            held.iter().copied().filter(|t| index.weight_map.get(*t).is_none_or(|s| s != shard)).collect();
+        extra.sort_unstable();
+        if let Some(first) = extra.first() {
+            warnings.push(UnlistedTensors {
+                shard: shard.to_path_buf(),
+                index: index.path.clone(),
+                count: extra.len(),
+                first: first.to_string(),
+            });
+        }
+    }
+    Ok(warnings)
 }

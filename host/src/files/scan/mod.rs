@@ -13,7 +13,7 @@ pub mod inputs;
 pub mod report;
 
 use crate::files::backend::{self, BackendError, Device};
-use crate::files::containers::index::{self, ScanInputError, UnlistedTensors};
+use crate::files::containers::index::{ScanInputError, UnlistedTensors};
 use crate::files::read::{TensorFile, TensorFileError};
 use crate::files::scan::report::{Report, ScanError, Unreadable};
 use crate::support::progress::Progress;
@@ -77,7 +77,7 @@ pub enum ScanJobError {
 /// Passes through, in order: [`backend::select`] (`Device::Gpu` opens the GPU now),
 /// [`inputs::expand`] (paths → files and indexes), [`TensorFile::open`] (each
 /// header, so that any bad input fails before anything is scanned),
-/// [`index::check_index`] (warnings), [`backend::DeviceChoice::for_job`] (the
+/// [`inputs::check_index`] (warnings), [`backend::DeviceChoice::for_job`] (the
 /// backend, sized to the bytes to scan), [`Report::scan`] (every tensor, on that
 /// backend).
 ///
@@ -115,7 +115,7 @@ pub fn scan(paths: &[PathBuf], options: &ScanOptions) -> Result<ScanReport, Scan
     }
     let mut warnings = Vec::new();
     for index in &inputs.indexes {
-        match index::check_index(index, &files) {
+        match inputs::check_index(index, &files) {
             Ok(unlisted) => warnings.extend(unlisted),
             Err(error) if options.keep_going => unreadable.push(Unreadable::new(&error.path, &error.kind)),
             Err(error) => return Err(error.into()),

@@ -1,11 +1,12 @@
 //! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
 
-use crate::files::backend::count::{Counts, Endian};
-use crate::files::backend::{Backend, BackendError};
+use crate::files::backend::count::Counts;
+use crate::files::backend::{Backend, BackendError, CountJob};
 use crate::files::containers::npz::{self, InflateError};
 use crate::files::containers::{Container, TensorElement, TensorEntry};
 use crate::files::message::one_line;
 use crate::files::read::{TensorFile, TensorFileError, TensorReader};
+use crate::support::element::Endian;
 use crate::support::output::{Cell, MAX_CELL_CHARS, Table, count_of, excerpt, path_text, shortened};
 use crate::support::progress::Progress;
 use shared::Format;
@@ -208,8 +209,8 @@ fn scan_tensor(
 ) -> Result<Counts, TensorScanError> {
     let mut counts = Counts::default();
     reader.for_each_chunk(tensor, npz::INFLATE_CHUNK_BYTES, |first_byte, source| {
-        let found =
-            backend.count(format, endian, source, &|done| progress.advance(done)).map_err(TensorScanError::Backend)?;
+        let job = CountJob { format, endian, data: source, progress: &|done| progress.advance(done) };
+        let found = backend.count(job).map_err(TensorScanError::Backend)?;
         counts = counts.merged(found.shifted(first_byte / format.bytes() as u64));
         Ok::<(), TensorScanError>(())
     })?;
@@ -323,7 +324,7 @@ impl<'a> Report<'a> {
     }
 
     /// The report with `unreadable` files added: it is then not `all_finite`.
-    pub fn with_unreadable(mut self, unreadable: Vec<Unreadable>) -> Report<'a> {
+    pub(crate) fn with_unreadable(mut self, unreadable: Vec<Unreadable>) -> Report<'a> {
         self.all_finite &= unreadable.is_empty();
         self.unreadable.extend(unreadable);
         self

@@ -238,7 +238,7 @@ impl Dtype {
     }
 
     /// The `.safetensors` dtype string.
-    pub const fn safetensors_name(self) -> &'static str {
+    pub(crate) const fn safetensors_name(self) -> &'static str {
         match self {
             Dtype::F32 => "F32",
             Dtype::F16 => "F16",
@@ -292,7 +292,7 @@ impl DtypeOf for AsBf16 {
 }
 
 /// The stored form of the values of a [`TensorSource`].
-pub type StoredOf<S> = <<S as TensorSource>::Dtype as DtypeOf>::Stored;
+pub(crate) type StoredOf<S> = <<S as TensorSource>::Dtype as DtypeOf>::Stored;
 
 /// A tensor's values in flat order, produced a chunk at a time, so that writing one
 /// never needs them all in memory. `Sync`: the next chunk is produced while the

@@ -42,7 +42,7 @@ use shared::{Family, Format};
 
 /// How a family's stored result is to be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OutputKind {
+pub(crate) enum OutputKind {
     /// One byte, 0 or 1.
     Bool,
     /// One byte, the [`shared::Class`] discriminant (zero 0, subnormal 1, normal 2,
@@ -61,7 +61,7 @@ pub enum OutputKind {
 }
 
 /// How `family`'s results are stored.
-pub const fn output_kind(family: Family) -> OutputKind {
+pub(crate) const fn output_kind(family: Family) -> OutputKind {
     match family {
         Family::IsFinite(_) | Family::IsNan(_) | Family::IsInfinite(_) => OutputKind::Bool,
         Family::Classify(_) => OutputKind::ClassCode,
