@@ -270,7 +270,7 @@ impl CudaTools {
 
 /// Accepts `sm_` followed by digits and an optional lowercase letter suffix (`sm_90a`);
 /// whether ptxas knows the architecture is for ptxas to say.
-pub(crate) fn check_arch(arch: &str) -> Result<(), ToolError> {
+pub fn check_arch(arch: &str) -> Result<(), ToolError> {
     let number = arch.strip_prefix("sm_").unwrap_or("");
     let digits = number.trim_end_matches(|c: char| c.is_ascii_lowercase());
     let well_formed =

@@ -133,7 +133,7 @@ pub fn shortened(text: &str, max_chars: usize) -> String {
 }
 
 /// Input echoed in an error or warning line: [`shortened`] to [`MAX_ECHO_CHARS`].
-pub(crate) fn excerpt(text: &str) -> String {
+pub fn excerpt(text: &str) -> String {
     shortened(text, MAX_ECHO_CHARS)
 }
 

@@ -21,8 +21,9 @@ pub mod output;
 pub mod select;
 
 use crate::files::containers::Container;
-use crate::files::containers::index::{Index, ScanInputError, check_index};
+use crate::files::containers::index::{Index, ScanInputError};
 use crate::files::read::{TensorFile, TensorFileError};
+use crate::files::scan::inputs::check_index;
 use crate::files::source::SourceReadError;
 use crate::support::output::{excerpt, path_text};
 use convert::{SourceDtype, Target};
