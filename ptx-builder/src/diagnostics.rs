@@ -73,7 +73,7 @@ const HINTS: [(&str, &str); 3] = [
 ];
 
 /// `; hint: …` for the first message in `text` that says something a kernel crate needs
-/// is missing ([`HINTS`]), else nothing.
+/// is missing (`HINTS`), else nothing.
 pub fn hint(text: &str) -> String {
     HINTS.iter().find(|(says, _)| text.contains(says)).map(|(_, hint)| format!("; hint: {hint}")).unwrap_or_default()
 }
