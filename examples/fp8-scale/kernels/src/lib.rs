@@ -28,6 +28,10 @@ use shared::fp8_scale::{dequant_scale, is_nonfinite, magnitude_bits, quantize as
 
 device_support::trap_on_panic!();
 
+// The CPU twin detects AVX2 at run time (host only; the kernels never use std).
+#[cfg(not(target_arch = "nvptx64"))]
+extern crate std;
+
 // One partial maximum per warp of the block (at most 32 warps of 32).
 device_support::static_shared!(fn warp_maxima: [u32; 32]);
 
@@ -157,28 +161,65 @@ pub struct NonFinite {
 
 /// The CPU twin of pass 1: `max |x|` (as magnitude bits), or the first non-finite value's
 /// index. Equal to the kernel's results on every input (the example's tests run both).
+/// On x86-64 with AVX2 (detected at run time) the same loop compiled for AVX2.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn amax(x: &[u32]) -> Result<u32, NonFinite> {
-    let mut amax = 0;
-    for (i, &v) in x.iter().enumerate() {
-        if is_nonfinite(v) {
-            return Err(NonFinite { index: i as u64 });
-        }
-        amax = amax.max(magnitude_bits(v));
+    // The max over whole chunks first (vectorisable: no early exit), then the first
+    // non-finite index, if the max says there is one.
+    let max = with_avx2_if_present(|| x.iter().fold(0, |m, &v| m.max(magnitude_bits(v))));
+    if is_nonfinite(max) {
+        let index = x.iter().position(|&v| is_nonfinite(v)).unwrap_or(0);
+        return Err(NonFinite { index: index as u64 });
     }
-    Ok(amax)
+    Ok(max)
+}
+
+/// `f()`, compiled for AVX2 where the CPU has it (a loop inlined into it is then
+/// vectorised with AVX2), else as it is.
+#[cfg(not(target_arch = "nvptx64"))]
+#[inline(always)]
+fn with_avx2_if_present<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        fn avx2<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (detected just above).
+            return unsafe { avx2(f) };
+        }
+    }
+    f()
 }
 
 /// The CPU twin of pass 2: `q[i] = sat_rne(x[i] · s)` with `s = fl32(max / amax)`, and
-/// returns `(s, fl32(1 / s))`.
+/// returns `(s, fl32(1 / s))`, compiled for AVX2 where the CPU has it. `TwoStep` goes through `shared::fp8`'s branch-free
+/// `from_f32_bits_satfinite_by_addition` forms (equal to the saturating conversion on
+/// every f32, `tests/tests/cpu_levels.rs`), which the compiler vectorises; `Once` through
+/// [`shared::fp8_scale::quantize_once`]. The kernels' results equal these (the example's
+/// emulator and GPU tests).
 ///
 /// # Panics
 /// If `q` is shorter than `x`.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn quantize(x: &[u32], amax: u32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) -> (f32, f32) {
+    use shared::fp8::{e4m3, e5m2};
     let s = scale_for(f32::from_bits(amax), format);
-    for (y, &v) in q[..x.len()].iter_mut().zip(x) {
-        *y = quantize_one(v, s, format, rounding);
-    }
+    let q = &mut q[..x.len()];
+    // fl32(x · s), or x itself where it is NaN (its sign kept, as quantize_two_step does).
+    let product = |v: u32| {
+        let p = (f32::from_bits(v) * s).to_bits();
+        core::hint::select_unpredictable(magnitude_bits(v) > 0x7F80_0000, v, p)
+    };
+    with_avx2_if_present(|| match (format, rounding) {
+        (_, Rounding::Once) => q.iter_mut().zip(x).for_each(|(y, &v)| *y = quantize_one(v, s, format, rounding)),
+        (Fp8Format::E4M3, Rounding::TwoStep) => {
+            q.iter_mut().zip(x).for_each(|(y, &v)| *y = e4m3::from_f32_bits_satfinite_by_addition(product(v)))
+        }
+        (Fp8Format::E5M2, Rounding::TwoStep) => {
+            q.iter_mut().zip(x).for_each(|(y, &v)| *y = e5m2::from_f32_bits_satfinite_by_addition(product(v)))
+        }
+    });
     (s, dequant_scale(s))
 }
