@@ -90,6 +90,17 @@ pub fn scale_on_gpu(
     Ok(Ok(Scaled { codes, amax, scale: shared::fp8_scale::scale_for(amax, format), dequant }))
 }
 
+/// A fixed tensor of `n` f32 (bits) for the example's tests and benchmarks: both signs,
+/// exponents 2^-17 … 2^12 around 1, every mantissa pattern a hash gives; `seed` varies it.
+pub fn sample_tensor(n: usize, seed: u64) -> Vec<u32> {
+    (0..n as u64)
+        .map(|i| {
+            let h = (i ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 29;
+            ((h as u32) & 0x807F_FFFF) | ((110 + (h as u32 >> 23) % 30) << 23)
+        })
+        .collect()
+}
+
 /// The names of the example's declared kernels, for the PTX checks.
 pub const KERNELS: [&str; 5] =
     [Amax::NAME, QuantizeE4m3Once::NAME, QuantizeE4m3TwoStep::NAME, QuantizeE5m2Once::NAME, QuantizeE5m2TwoStep::NAME];

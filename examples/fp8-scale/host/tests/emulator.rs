@@ -7,6 +7,7 @@
 
 use device_support::block::Dim3;
 use device_support::emulator::{EmulatorError, Launch, launch};
+use fp8_scale::sample_tensor;
 use fp8_scale_kernels::{
     Fp8Format, NonFinite, Rounding, amax, fp8_amax, fp8_dequantize_e4m3, fp8_quantize_e4m3_once,
     fp8_quantize_e4m3_two_step, fp8_quantize_e5m2_once, fp8_quantize_e5m2_two_step, quantize,
@@ -27,16 +28,6 @@ impl<T: Copy> Pointers<T> {
     fn get(self) -> T {
         self.0
     }
-}
-
-/// A fixed tensor of `n` f32 bits: both signs, exponents around 1, all mantissas.
-fn tensor(n: usize, seed: u64) -> Vec<u32> {
-    (0..n as u64)
-        .map(|i| {
-            let h = (i ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 29;
-            ((h as u32) & 0x807F_FFFF) | ((110 + (h as u32 >> 23) % 30) << 23)
-        })
-        .collect()
 }
 
 fn shape(kernel: &'static str, grid: u32, block: u32) -> Launch {
@@ -84,7 +75,7 @@ fn emulated_quantize(
 
 #[test]
 fn the_emulated_kernels_equal_the_cpu_twin() -> Result<(), EmulatorError> {
-    let big = tensor(70_000, 3);
+    let big = sample_tensor(70_000, 3);
     let started = Instant::now();
     let mut launches = 0;
     for n in [0usize, 1, 3, 4, 5, 31, 33, 257, 4099, 70_000] {
@@ -114,7 +105,7 @@ fn the_emulated_kernels_equal_the_cpu_twin() -> Result<(), EmulatorError> {
 
 #[test]
 fn a_nan_or_infinity_is_reported_with_its_first_index_not_hidden_in_the_max() -> Result<(), EmulatorError> {
-    let mut x = tensor(5000, 11);
+    let mut x = sample_tensor(5000, 11);
     x[4321] = f32::NEG_INFINITY.to_bits();
     x[1234] = 0x7FC0_0000;
     x[2000] = 0xFF80_0001;
@@ -130,7 +121,7 @@ fn a_nan_or_infinity_is_reported_with_its_first_index_not_hidden_in_the_max() ->
 fn a_block_size_that_is_not_a_multiple_of_32_is_an_error_not_a_wrong_max() {
     // Pass 1's contract asks for whole warps; the emulator finds the partial warp's
     // missing lanes at the first shuffle.
-    let x = tensor(1000, 5);
+    let x = sample_tensor(1000, 5);
     let error = emulated_amax(&x, 1, 48).unwrap_err();
     assert!(error.to_string().contains("fp8_amax"), "{error}");
 }

@@ -5,25 +5,15 @@
 //! `skipped: ...` (`REQUIRE_GPU=1` makes that a failure).
 
 use bitexact::gpu::{GpuError, open_or_skip};
-use fp8_scale::{PTX, scale_on_gpu};
+use fp8_scale::{PTX, sample_tensor, scale_on_gpu};
 use fp8_scale_kernels::{Fp8Format, NonFinite, Rounding, amax, quantize};
-
-/// A fixed tensor of `n` f32 bits: every sign, exponents around 1, all mantissas.
-fn tensor(n: usize, seed: u64) -> Vec<u32> {
-    (0..n as u64)
-        .map(|i| {
-            let h = (i ^ seed).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 29;
-            ((h as u32) & 0x807F_FFFF) | ((110 + (h as u32 >> 23) % 30) << 23)
-        })
-        .collect()
-}
 
 #[test]
 fn the_gpu_equals_the_cpu_twin() -> Result<(), GpuError> {
     let Some(gpu) = open_or_skip() else { return Ok(()) };
     // SAFETY: `PTX` is `fp8-scale-kernels`' own.
     let module = unsafe { gpu.load_user_module(PTX)? };
-    let big = tensor((1 << 22) + 3, 7);
+    let big = sample_tensor((1 << 22) + 3, 7);
     let mut cases: Vec<(String, &[u32])> = vec![("4 Mi + 3".into(), &big)];
     for n in [0usize, 1, 3, 4, 5, 31, 32, 33, 255, 256, 257, 1000, 65_537] {
         cases.push((format!("{n} elements"), &big[..n]));
@@ -47,7 +37,7 @@ fn the_gpu_equals_the_cpu_twin() -> Result<(), GpuError> {
         }
     }
     // A NaN or infinity is reported with the first index holding one.
-    let mut planted = tensor(100_000, 9);
+    let mut planted = sample_tensor(100_000, 9);
     planted[77_777] = f32::INFINITY.to_bits();
     planted[123] = 0xFFC0_0001;
     let result = scale_on_gpu(&gpu, &module, &planted, Fp8Format::E4M3, Rounding::Once)?;

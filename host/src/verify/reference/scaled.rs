@@ -41,10 +41,11 @@ fn fp8_sign(x: u32) -> u8 {
     ((x >> 31) as u8) << 7
 }
 
-/// `sat_rne(x · s)` onto `format` (E4M3 or E5M2), the exact product rounded once: `x`
-/// any f32 (bits), `s` a positive finite f32 (bits). NaN gives the format's NaN with
-/// `x`'s sign, ±inf the largest finite magnitude.
-pub fn quantize_once(format: NarrowFormat, x: u32, s: u32) -> u8 {
+/// The FP8 encoding of `x · s` for any f32 `x` (bits) and a positive finite `s` (bits):
+/// NaN gives the format's NaN with `x`'s sign, ±inf the largest finite magnitude, and a
+/// finite `x` the magnitude `finite(significand, exponent)` computes from the exact
+/// product `significand · 2^exponent` of the two magnitudes, with `x`'s sign.
+fn scaled_product(format: NarrowFormat, x: u32, s: u32, finite: impl FnOnce(u64, i32) -> u8) -> u8 {
     if is_nan(x) {
         return fp8_sign(x) | FP8_NAN_ABS;
     }
@@ -52,30 +53,28 @@ pub fn quantize_once(format: NarrowFormat, x: u32, s: u32) -> u8 {
         max_encoding(format)
     } else {
         let ((mx, ex), (ms, es)) = (f32_magnitude_parts(x), f32_magnitude_parts(s));
-        saturated(format, round_to(format, mx * ms, ex + es))
+        finite(mx * ms, ex + es)
     };
     fp8_sign(x) | magnitude
+}
+
+/// `sat_rne(x · s)` onto `format` (E4M3 or E5M2), the exact product rounded once: `x`
+/// any f32 (bits), `s` a positive finite f32 (bits). NaN gives the format's NaN with
+/// `x`'s sign, ±inf the largest finite magnitude.
+pub fn quantize_once(format: NarrowFormat, x: u32, s: u32) -> u8 {
+    scaled_product(format, x, s, |significand, exponent| saturated(format, round_to(format, significand, exponent)))
 }
 
 /// `sat_rne(fl32(x · s))` onto `format`: the exact product rounded to f32 (infinity past
 /// f32's largest finite value), then that f32 rounded to `format`, saturating. NaN and
 /// ±inf as [`quantize_once`].
 pub fn quantize_two_step(format: NarrowFormat, x: u32, s: u32) -> u8 {
-    if is_nan(x) {
-        return fp8_sign(x) | FP8_NAN_ABS;
-    }
-    let magnitude = if is_infinite(x) {
-        max_encoding(format)
-    } else {
-        let ((mx, ex), (ms, es)) = (f32_magnitude_parts(x), f32_magnitude_parts(s));
-        match round_to(BINARY32, mx * ms, ex + es) {
-            Rounded::Overflow => max_encoding(format),
-            Rounded::Finite(f32_magnitude) => {
-                saturated(format, round_f32_to(format, u32::try_from(f32_magnitude).expect("an f32 encoding")))
-            }
+    scaled_product(format, x, s, |significand, exponent| match round_to(BINARY32, significand, exponent) {
+        Rounded::Overflow => max_encoding(format),
+        Rounded::Finite(f32_magnitude) => {
+            saturated(format, round_f32_to(format, u32::try_from(f32_magnitude).expect("an f32 encoding")))
         }
-    };
-    fp8_sign(x) | magnitude
+    })
 }
 
 /// The f32 bits of `numerator / denominator` (both positive finite f32 bits) rounded to
