@@ -11,19 +11,10 @@ or CUDA.
 import sys
 from pathlib import Path
 
-
-def median_ms(torch, fn, reps=10, warmup=3):
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return sorted(times)[len(times) // 2]
+# The same event timing as the bench's PyTorch baseline (beside this file here and in the
+# GPU bundle).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from torch_baseline import median_ms  # noqa: E402
 
 
 def main():
@@ -45,9 +36,9 @@ def main():
     x = torch.from_numpy(x_host).cuda()
     scale = torch.tensor(s, dtype=torch.float32, device="cuda")
     copy = torch.empty_like(x)
-    t_copy = median_ms(torch, lambda: copy.copy_(x))
+    t_copy = median_ms(torch, lambda: copy.copy_(x), 3, 10)
     quantise = lambda: (x * scale).clamp(-448, 448).to(torch.float8_e4m3fn)
-    t_torch = median_ms(torch, quantise)
+    t_torch = median_ms(torch, quantise, 3, 10)
     codes = quantise().view(torch.uint8).cpu().numpy()
     differ = int(np.count_nonzero(codes != ours))
     n = x.numel()
