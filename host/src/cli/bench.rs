@@ -58,8 +58,8 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     };
     let report = bench::run(&gpu, &config, &progress)?;
     if let Some(path) = &args.json_out {
-        std::fs::write(path, output::json(&report))
-            .map_err(|error| CliError::WriteFile { path: path.clone(), error })?;
+        // Whole or not at all: an interrupted run leaves the previous report in place.
+        bitexact::files::write::write_whole(path, output::json(&report).as_bytes())?;
     }
     if args.format == OutputFormat::Json {
         output::write_stdout(&output::json(&report))?;

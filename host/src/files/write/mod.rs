@@ -431,6 +431,29 @@ pub fn stage<S: TensorSource + ?Sized>(
     Ok(StagedOutput { temporary, out: out.to_path_buf(), force, phases, _pending: pending })
 }
 
+/// Writes `bytes` (a report: JSON, text) to `out` whole or not at all: into a temporary
+/// file beside it, synced, then renamed onto `out`, replacing what was there (the
+/// temporary listed for the signal handler meanwhile). On any error `out` is left as it
+/// was and the temporary file is removed.
+pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), TensorWriteError> {
+    let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
+    let directory = directory_of(out);
+    let mut temporary = temporary_builder()
+        .tempfile_in(directory)
+        .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
+    let pending = PendingTemporary::register(temporary.path());
+    temporary
+        .write_all(bytes)
+        .and_then(|()| temporary.as_file().sync_all())
+        .map_err(|e| fail(TensorWriteErrorKind::Write(e)))?;
+    // Under the list's lock, as in [`StagedOutput::commit`].
+    let lock = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let persisted = temporary.persist(out);
+    drop(lock);
+    drop(pending);
+    persisted.map(drop).map_err(|e| fail(TensorWriteErrorKind::Rename(e.error)))
+}
+
 /// Where the time of [`stage`] went. Producing and writing overlap: their sum may
 /// exceed the time both took.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -622,6 +645,26 @@ fn write_safetensors<S: TensorSource + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_whole_replaces_the_file_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("report.json");
+        std::fs::write(&out, b"old").unwrap();
+        write_whole(&out, b"{\"new\": 1}").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"{\"new\": 1}");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, [std::ffi::OsString::from("report.json")]);
+    }
+
+    #[test]
+    fn write_whole_into_a_missing_folder_is_an_error_naming_the_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("missing").join("report.json");
+        let error = write_whole(&out, b"x").unwrap_err();
+        assert!(error.to_string().starts_with(&out.display().to_string()), "{error}");
+        assert!(!out.exists());
+    }
 
     #[test]
     fn the_npy_header_reads_back_and_aligns_the_data_to_64_bytes() {
