@@ -217,7 +217,7 @@ pub fn normalize(
         opened,
         streamed: image.stream_timing(),
         sample_bytes,
-        file_bytes: std::fs::metadata(input).map_or(0, |m| m.len()),
+        file_bytes: image.file_bytes(),
         write: staged.phases(),
         rename: Duration::ZERO,
         total: began.elapsed(),
