@@ -496,9 +496,12 @@ pub enum SampleWidth {
     Unorm16,
 }
 
-/// The conversion `normalize` runs for samples of `width` into `dtype`, on every
-/// backend: `x / 255` or `x / 65535` correctly rounded to `dtype`, each proven on every
-/// code by verify. The one place a (sample width, dtype) gets its variant:
+/// The conversions `normalize` runs, one entry per sample width and dtype: its table
+/// variant (what every backend's results are, the GPU's `Stream` kernel) and the CPU's
+/// forms of it per level ([`crate::cpu::unorm`]), each `x / 255` or `x / 65535`
+/// correctly rounded to the dtype. Adding a dtype is an entry here; its proof is
+/// `tests/tests/cpu_levels.rs`, which walks this table on every code at every level (and
+/// verify proves each variant on every code).
 ///
 /// - 8 bits → f32: `unorm8_times3_int`, the ×3 form.
 /// - 16 bits → f32: `unorm16_to_f32`, the division-free scheme for 65535 from
@@ -510,16 +513,26 @@ pub enum SampleWidth {
 /// - → bfloat16: `unorm8_to_bf16_via_f32`, `unorm16_to_bf16_via_f32`, through the exact
 ///   f32 quotient (two roundings that are never wrong for 255 and 65535; the cheapest
 ///   exact form on the CPU).
-pub fn conversion(width: SampleWidth, dtype: Dtype) -> SampleConversion {
+pub fn conversions() -> [(SampleWidth, Dtype, SampleConversion); 6] {
+    use crate::cpu::unorm;
+    use SampleWidth::{Unorm8, Unorm16};
     use shared::variants::*;
-    match (width, dtype) {
-        (SampleWidth::Unorm8, Dtype::F32) => SampleConversion::of::<unorm8_times3_int>(),
-        (SampleWidth::Unorm16, Dtype::F32) => SampleConversion::of::<unorm16_to_f32>(),
-        (SampleWidth::Unorm8, Dtype::F16) => SampleConversion::of::<unorm8_to_f16_odd>(),
-        (SampleWidth::Unorm16, Dtype::F16) => SampleConversion::of::<unorm16_to_f16_odd>(),
-        (SampleWidth::Unorm8, Dtype::Bf16) => SampleConversion::of::<unorm8_to_bf16_via_f32>(),
-        (SampleWidth::Unorm16, Dtype::Bf16) => SampleConversion::of::<unorm16_to_bf16_via_f32>(),
-    }
+    [
+        (Unorm8, Dtype::F32, SampleConversion::of::<unorm8_times3_int>()),
+        (Unorm16, Dtype::F32, SampleConversion::with_cpu_forms::<unorm16_to_f32>(unorm::UNORM16_TO_F32)),
+        (Unorm8, Dtype::F16, SampleConversion::with_cpu_forms::<unorm8_to_f16_odd>(unorm::UNORM8_TO_F16)),
+        (Unorm16, Dtype::F16, SampleConversion::with_cpu_forms::<unorm16_to_f16_odd>(unorm::UNORM16_TO_F16)),
+        (Unorm8, Dtype::Bf16, SampleConversion::with_cpu_forms::<unorm8_to_bf16_via_f32>(unorm::UNORM8_TO_BF16)),
+        (Unorm16, Dtype::Bf16, SampleConversion::with_cpu_forms::<unorm16_to_bf16_via_f32>(unorm::UNORM16_TO_BF16)),
+    ]
+}
+
+/// The conversion `normalize` runs for samples of `width` into `dtype`, on every
+/// backend: its entry in [`conversions`].
+pub fn conversion(width: SampleWidth, dtype: Dtype) -> SampleConversion {
+    let entry = conversions().into_iter().find(|&(w, d, _)| (w, d) == (width, dtype));
+    let Some((_, _, conversion)) = entry else { unreachable!("conversions has an entry for every width and dtype") };
+    conversion
 }
 
 /// An output type `normalize` can convert samples to ([`conversion`] picks the variant
@@ -671,6 +684,18 @@ mod tests {
 #[cfg(test)]
 mod format_tests {
     use super::*;
+
+    #[test]
+    fn every_width_and_dtype_has_one_conversion_of_its_width() {
+        for width in [SampleWidth::Unorm8, SampleWidth::Unorm16] {
+            for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+                let entries: Vec<_> = conversions().into_iter().filter(|&(w, d, _)| (w, d) == (width, dtype)).collect();
+                assert_eq!(entries.len(), 1, "{width:?} → {dtype:?}");
+                let bytes = if width == SampleWidth::Unorm8 { 1 } else { 2 };
+                assert_eq!((entries[0].2.in_bytes(), entries[0].2.out_bytes()), (bytes, dtype.bytes() as usize));
+            }
+        }
+    }
 
     #[test]
     fn an_unrecognised_image_names_the_formats_read_and_how_tga_is_told() {
