@@ -1,5 +1,6 @@
 //! f32 ↔ binary16 / bfloat16 / FP8 over slices, on the CPU, at the level
-//! [`super::level`] says: each conversion a [`CpuConversion`] with up to three forms
+//! [`super::level`] says: each conversion a [`CpuConversion`] (its [`LevelForms`], the
+//! idea every CPU conversion shares with `normalize`'s) with up to three forms
 //! ([`ConversionForm`]), the one [`CpuConversion::run`] takes for exact results being the fastest
 //! that is proven equal to the exact reference on every input.
 //!
@@ -100,6 +101,23 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
     /// The exact result of every element, by the fastest proven form at the chosen level:
     /// the instruction where [`CpuConversion::instruction_exact`] and the CPU has it, else
     /// the software form (branch-free, faster than the scalar one even for the baseline).
+    /// Converts `min(src.len(), dst.len())` elements, f32s and narrow values as their bits.
+    ///
+    /// ```
+    /// use bitexact::cpu::convert::{F16_TO_F32, F32_TO_BF16, F32_TO_F16};
+    /// let values = [1.0f32, 0.1, 65520.0, f32::NAN];
+    /// let bits: Vec<u32> = values.iter().map(|v| v.to_bits()).collect();
+    /// let mut f16 = [0u16; 4];
+    /// F32_TO_F16.run(&bits, &mut f16);
+    /// // 65520 is the midpoint past 65504 that rounds to infinity; NaN stays NaN.
+    /// assert_eq!(f16, [0x3c00, 0x2e66, 0x7c00, 0x7e00]);
+    /// let mut bf16 = [0u16; 4];
+    /// F32_TO_BF16.run(&bits, &mut bf16);
+    /// assert_eq!(bf16[..3], [0x3f80, 0x3dcd, 0x4780]);
+    /// let mut back = [0u32; 4];
+    /// F16_TO_F32.run(&f16, &mut back);
+    /// assert_eq!(f32::from_bits(back[1]), 0.0999755859375); // 0.1 rounded to binary16
+    /// ```
     pub fn run(&self, src: &[I], dst: &mut [O]) {
         self.run_at(level(), src, dst);
     }
@@ -167,6 +185,43 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
             },
         }
         true
+    }
+}
+
+/// A conversion's CPU forms per level: what runs at each level, its streaming twin, and
+/// which form it is. The one idea behind [`CpuConversion`] (f32 ↔ binary16 / bfloat16 /
+/// FP8, typed) and [`super::unorm::UnormPath`] (`normalize`'s UNORM conversions, over
+/// bytes, their types erased by the variant that defines them).
+pub trait LevelForms<I, O> {
+    /// The exact result of every element at `level` (a level this CPU lacks runs the
+    /// portable code), by the fastest form proven equal to the reference there.
+    fn run_at(&self, level: Level, src: &[I], dst: &mut [O]);
+
+    /// [`LevelForms::run_at`]'s results with stores around the caches, where `level`
+    /// has such a form: `true`; else `false`, `dst` untouched.
+    fn run_streaming_at(&self, level: Level, src: &[I], dst: &mut [O]) -> bool;
+
+    /// What [`LevelForms::run_at`] computes with at `level`, for `--verbose`, the bench
+    /// and the proofs' messages.
+    fn form_at(&self, level: Level) -> String;
+}
+
+impl<I: Copy, O: Copy> LevelForms<I, O> for CpuConversion<I, O> {
+    fn run_at(&self, level: Level, src: &[I], dst: &mut [O]) {
+        CpuConversion::run_at(self, level, src, dst);
+    }
+
+    fn run_streaming_at(&self, level: Level, src: &[I], dst: &mut [O]) -> bool {
+        CpuConversion::run_streaming_at(self, level, src, dst)
+    }
+
+    /// The instruction's mnemonic, the software form's name, or the variant's.
+    fn form_at(&self, level: Level) -> String {
+        match self.exact_form(self.loop_level(level)) {
+            ConversionForm::Instruction => self.instruction_name.unwrap_or(self.name).to_string(),
+            ConversionForm::Software => self.software_name.to_string(),
+            ConversionForm::Scalar => self.name.to_string(),
+        }
     }
 }
 

@@ -234,7 +234,7 @@ pub(crate) type SliceFn<I, O> = fn(&[I], &mut [O]);
 
 /// Outputs of at least this many bytes are written around the caches by
 /// `CpuBackend::convert`, where a conversion has a streaming form
-/// ([`unorm::UnormPath::run_streaming`]): more than a CPU's last-level cache holds for a
+/// ([`convert::LevelForms::run_streaming_at`]): more than a CPU's last-level cache holds for a
 /// core, so the output would not stay there anyway, and a normal store would first read
 /// every line of it. Smaller outputs (`normalize` converts about 1 Mi values at a time,
 /// which it then writes to its file) stay in cache for whoever reads them next.

@@ -1,5 +1,6 @@
 //! `normalize`'s conversions on the CPU, UNORM8 / UNORM16 → f32 / binary16 / bfloat16,
-//! each by the fastest form proven exact at the level ([`UnormPath`]).
+//! each by the fastest form proven exact at the level ([`UnormPath`], its
+//! [`LevelForms`]).
 //!
 //! The GPU runs each conversion's table variant (its `Stream` kernel). The CPU computes
 //! the same correctly rounded results, but its cheapest route differs by level:
@@ -22,6 +23,7 @@
 //! integer reference (`tests/tests/cpu_levels.rs`); that proof, not the argument, is
 //! what lets a form run.
 
+use super::convert::LevelForms;
 use super::{Level, map_bits_at, map_fn_at};
 use shared::{Primitive, Stored, unorm_narrow, variants};
 use std::sync::OnceLock;
@@ -53,8 +55,10 @@ impl std::fmt::Display for UnormForm {
 /// A conversion over bytes of whole elements at a level.
 type BytesFn = fn(Level, &[u8], &mut [u8]);
 
-/// One normalize conversion on the CPU: what [`UnormPath::run`] computes at each level.
-/// Its results are those of the table variant the GPU runs, at every level.
+/// One normalize conversion on the CPU, over bytes: its forms per level
+/// ([`LevelForms`], as for every CPU conversion). Its results are those of the table
+/// variant the GPU runs, at every level. Which conversion gets which is the entry's
+/// choice in `normalize`'s table of conversions (one entry per sample width and dtype).
 #[derive(Clone, Copy)]
 pub struct UnormPath {
     run: BytesFn,
@@ -63,23 +67,35 @@ pub struct UnormPath {
     form: fn(Level) -> UnormForm,
 }
 
-impl UnormPath {
+impl LevelForms<u8, u8> for UnormPath {
     /// The conversion over whole elements of the input (`u8` or `u16` codes) and output
     /// (`f32`, binary16 or bfloat16 bits) at `level` (a level the CPU lacks runs the
     /// portable form). The caller checks lengths and alignment (`SampleConversion`).
-    pub fn run(&self, level: Level, src: &[u8], dst: &mut [u8]) {
+    fn run_at(&self, level: Level, src: &[u8], dst: &mut [u8]) {
         (self.run)(level, src, dst);
     }
 
-    /// [`UnormPath::run`]'s results, for an output too large to stay in cache
-    /// ([`super::STREAMING_BYTES`]): where the form has a streaming twin, its stores go
-    /// around the caches (`vmovntdq`), so that no line of `dst` is read before it is
-    /// written; elsewhere it is [`UnormPath::run`].
-    pub fn run_streaming(&self, level: Level, src: &[u8], dst: &mut [u8]) {
-        (self.streaming.unwrap_or(self.run))(level, src, dst);
+    /// Where the form has a streaming twin, [`LevelForms::run_at`]'s results with stores
+    /// that go around the caches (`vmovntdq`), so that no line of `dst` is read before
+    /// it is written; elsewhere `false`, `dst` untouched.
+    fn run_streaming_at(&self, level: Level, src: &[u8], dst: &mut [u8]) -> bool {
+        match self.streaming {
+            Some(streaming) => {
+                streaming(level, src, dst);
+                true
+            }
+            None => false,
+        }
     }
 
-    /// The form [`UnormPath::run`] takes at `level`, for `--verbose` and the bench.
+    /// The form [`LevelForms::run_at`] takes at `level` ([`UnormPath::form`]'s text).
+    fn form_at(&self, level: Level) -> String {
+        self.form(level).to_string()
+    }
+}
+
+impl UnormPath {
+    /// The form [`LevelForms::run_at`] takes at `level`, for `--verbose` and the bench.
     pub fn form(&self, level: Level) -> UnormForm {
         (self.form)(level)
     }
@@ -98,23 +114,8 @@ impl UnormPath {
     }
 }
 
-/// The [`UnormPath`] for the table variant `name` that `normalize` uses, if the CPU has a
-/// form of its own for it; `None` runs the variant at every level.
-pub(crate) fn path_for(name: &str) -> Option<UnormPath> {
-    [
-        (<variants::unorm16_to_f32 as Primitive>::NAME, UNORM16_TO_F32),
-        (<variants::unorm8_to_f16_odd as Primitive>::NAME, UNORM8_TO_F16),
-        (<variants::unorm16_to_f16_odd as Primitive>::NAME, UNORM16_TO_F16),
-        (<variants::unorm8_to_bf16_via_f32 as Primitive>::NAME, UNORM8_TO_BF16),
-        (<variants::unorm16_to_bf16_via_f32 as Primitive>::NAME, UNORM16_TO_BF16),
-    ]
-    .into_iter()
-    .find(|&(variant, _)| variant == name)
-    .map(|(_, path)| path)
-}
-
 /// UNORM16 → f32: a table at the portable level, else the variant.
-const UNORM16_TO_F32: UnormPath = UnormPath {
+pub const UNORM16_TO_F32: UnormPath = UnormPath {
     run: |level, src, dst| match level {
         Level::Portable => by_table::<variants::unorm16_to_f32, u32, { 1 << 16 }>(&UNORM16_F32, src, dst),
         _ => map_bits_at::<variants::unorm16_to_f32>(level, cast(src), cast_mut(dst)),
@@ -127,7 +128,7 @@ const UNORM16_TO_F32: UnormPath = UnormPath {
 };
 
 /// UNORM8 → binary16: `vcvtps2ph` of the f32 quotient where the CPU has F16C, else a table.
-const UNORM8_TO_F16: UnormPath = UnormPath {
+pub const UNORM8_TO_F16: UnormPath = UnormPath {
     run: |level, src, dst| match instruction::unorm8_to_f16(level) {
         Some(f) => f(src, cast_mut(dst)),
         None => by_table::<variants::unorm8_to_f16_odd, u16, { 1 << 8 }>(&UNORM8_F16, src, dst),
@@ -141,7 +142,7 @@ const UNORM8_TO_F16: UnormPath = UnormPath {
 
 /// UNORM16 → binary16: `vcvtps2ph` of `unorm16_to_f32_sticky` where the CPU has F16C,
 /// else a table.
-const UNORM16_TO_F16: UnormPath = UnormPath {
+pub const UNORM16_TO_F16: UnormPath = UnormPath {
     run: |level, src, dst| match instruction::unorm16_to_f16(level) {
         Some(f) => f(cast(src), cast_mut(dst)),
         None => by_table::<variants::unorm16_to_f16_odd, u16, { 1 << 16 }>(&UNORM16_F16, src, dst),
@@ -158,7 +159,7 @@ const UNORM16_TO_F16: UnormPath = UnormPath {
 
 /// UNORM8 → bfloat16: the half-up form at every level (it has no FMA, so it vectorises
 /// for the baseline too).
-const UNORM8_TO_BF16: UnormPath = UnormPath {
+pub const UNORM8_TO_BF16: UnormPath = UnormPath {
     run: |level, src, dst| map_fn_at(level, src, cast_mut(dst), unorm_narrow::unorm8_to_bf16_half_up),
     streaming: None,
     form: |_| UnormForm::Software("unorm8_to_bf16_half_up"),
@@ -166,7 +167,7 @@ const UNORM8_TO_BF16: UnormPath = UnormPath {
 
 /// UNORM16 → bfloat16: the half-up form, or a table at the portable level (its quotient
 /// takes an FMA).
-const UNORM16_TO_BF16: UnormPath = UnormPath {
+pub const UNORM16_TO_BF16: UnormPath = UnormPath {
     run: |level, src, dst| match level {
         Level::Portable => by_table::<variants::unorm16_to_bf16_via_f32, u16, { 1 << 16 }>(&UNORM16_BF16, src, dst),
         _ => map_fn_at(level, cast(src), cast_mut(dst), unorm_narrow::unorm16_to_bf16_half_up),

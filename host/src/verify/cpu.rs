@@ -81,6 +81,14 @@ pub struct VerifyProgress {
 
 /// Checks `variant` on every input of its family's domain, comparing stored bits with
 /// the reference (on the global rayon pool).
+///
+/// ```
+/// use bitexact::verify::{cpu, table};
+/// let variant = table::find("unorm8_times3_int").expect("a variant of the table");
+/// let report = cpu::verify(variant);
+/// assert_eq!((report.inputs_checked, report.mismatches), (256, 0)); // every UNORM8 code
+/// assert!(report.claim_holds(variant.claim));
+/// ```
 pub fn verify(variant: &Variant) -> Verification {
     verify_all(&[variant], &|_| {}).remove(0)
 }

@@ -4,6 +4,7 @@
 //! [`crate::cpu::unorm`]) and on the GPU (its stream kernel over staged chunks).
 
 use crate::cpu::Level;
+use crate::cpu::convert::LevelForms;
 use crate::cpu::unorm::{UnormForm, UnormPath};
 use crate::files::backend::BackendError;
 use crate::gpu::staging::Staging;
@@ -38,8 +39,20 @@ impl std::fmt::Debug for SampleConversion {
 }
 
 impl SampleConversion {
-    /// The conversion by the variant `P`.
+    /// The conversion by the variant `P`, which the CPU runs too, at every level.
     pub fn of<P>() -> SampleConversion
+    where
+        P: kind::Stream,
+        P::In: Element,
+        Bits<P>: Element,
+    {
+        SampleConversion::with_cpu_forms::<P>(UnormPath::variant::<P>())
+    }
+
+    /// The conversion by the variant `P` on the GPU and by `cpu` on the CPU: forms of
+    /// its own per level, which must give `P`'s results on every code (what
+    /// `tests/tests/cpu_levels.rs` proves of every entry of `normalize`'s table).
+    pub fn with_cpu_forms<P>(cpu: UnormPath) -> SampleConversion
     where
         P: kind::Stream,
         P::In: Element,
@@ -50,7 +63,7 @@ impl SampleConversion {
             in_bytes: size_of::<P::In>(),
             out_bytes: size_of::<Bits<P>>(),
             family: P::FAMILY,
-            cpu: crate::cpu::unorm::path_for(P::NAME).unwrap_or_else(UnormPath::variant::<P>),
+            cpu,
             gpu: |gpu, staging, src, dst| {
                 stream_staged::<P>(gpu, staging, bytemuck::cast_slice(src), bytemuck::cast_slice_mut(dst))
             },
@@ -73,7 +86,7 @@ impl SampleConversion {
     /// [`Backend::convert`](super::Backend::convert)'s.
     pub fn convert_on_cpu_at(&self, level: Level, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
         self.elements(src, dst)?;
-        self.cpu.run(level, src, dst);
+        self.cpu.run_at(level, src, dst);
         Ok(())
     }
 
@@ -84,10 +97,13 @@ impl SampleConversion {
     }
 
     /// [`SampleConversion::convert_on_cpu_at`] with the stores `CpuBackend` uses for
-    /// outputs too large to stay in cache ([`UnormPath::run_streaming`]): the same results.
+    /// outputs too large to stay in cache ([`LevelForms::run_streaming_at`], where the
+    /// level has such a form): the same results.
     pub fn convert_on_cpu_streaming_at(&self, level: Level, src: &[u8], dst: &mut [u8]) -> Result<(), BackendError> {
         self.elements(src, dst)?;
-        self.cpu.run_streaming(level, src, dst);
+        if !self.cpu.run_streaming_at(level, src, dst) {
+            self.cpu.run_at(level, src, dst);
+        }
         Ok(())
     }
 

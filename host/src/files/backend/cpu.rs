@@ -2,6 +2,7 @@
 //! [`BLOCK_BYTES`], each block run by the loops compiled for the CPU level chosen at run
 //! time.
 
+use crate::cpu::convert::LevelForms;
 use crate::files::backend::conversion::SampleConversion;
 use crate::files::backend::count::{self, BLOCK_BYTES, Counts};
 use crate::files::backend::{Backend, BackendError, CountJob};
@@ -27,10 +28,8 @@ impl Backend for CpuBackend {
         let streaming = dst.len() >= crate::cpu::STREAMING_BYTES;
         let path = conversion.cpu_path();
         dst.par_chunks_mut(block * out_bytes).zip(src.par_chunks(block * in_bytes)).for_each(|(d, s)| {
-            if streaming {
-                path.run_streaming(level, s, d);
-            } else {
-                path.run(level, s, d);
+            if !(streaming && path.run_streaming_at(level, s, d)) {
+                path.run_at(level, s, d);
             }
         });
         Ok(())

@@ -17,12 +17,16 @@ use crate::files::backend::{Backend, BackendError, SampleConversion};
 use crate::files::message::{io_message, one_line};
 use crate::files::normalize::divide;
 use crate::files::normalize::jpeg::{self, JpegTruncated};
-use crate::files::normalize::png_rows::{Band, PngHeader, PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun};
-use crate::files::normalize::pnm::{PnmError, PnmHeaderRead, PnmSamples};
+use crate::files::normalize::png_rows::{
+    Band, PNG_SIGNATURE, PngHeader, PngOpen, PngOpenError, PngRows, PngRowsError, SampleRun, read_up_to_at,
+};
+use crate::files::normalize::pnm::{self, PnmError, PnmHeaderRead, PnmSamples};
 use crate::files::regular_file::{RegularFileError, check_regular_file};
 use crate::files::write::{AsBf16, AsF16, AsF32, Dtype, DtypeOf, StoredOf, TensorSource, WRITE_CHUNK_ELEMENTS};
 use crate::support::output::path_text;
 use std::borrow::Cow;
+use std::fs::File;
+use std::io::{BufReader, Read};
 use std::marker::PhantomData;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -208,6 +212,8 @@ pub struct Image {
     pub divisor: u16,
     /// Interleaved samples, `height * width * channels` of them.
     pub samples: Samples,
+    /// Bytes of the image file, as it was when opened.
+    file_bytes: u64,
 }
 
 impl Image {
@@ -232,26 +238,52 @@ impl Image {
         Image::read(path, limits, false)
     }
 
-    /// [`Image::open`] (`stream`) or [`Image::decode`].
+    /// The image in `file`, open and at its start, ready to be converted in `layout`:
+    /// what [`Image::open`] does once it has opened `path`. `path` only names the file
+    /// in errors and, for a TGA, gives its extension: the file is read through `file`
+    /// alone, never opened again by name (so its path may be gone, or name another file
+    /// by now).
+    pub fn from_file(
+        file: File,
+        path: &Path,
+        layout: ChannelLayout,
+        limits: ImageLimits,
+    ) -> Result<Image, ImageDecodeError> {
+        Image::from_open(file, path, limits, layout == ChannelLayout::Hwc)
+    }
+
+    /// [`Image::open`] (`stream`) or [`Image::decode`]: `path` checked to be a regular
+    /// file, opened once, then [`Image::from_open`].
     fn read(path: &Path, limits: ImageLimits, stream: bool) -> Result<Image, ImageDecodeError> {
         let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
         check_regular_file(path).map_err(|e| fail(ImageDecodeErrorKind::NotRegular(e)))?;
-        let png = match PngHeader::read(path) {
-            Ok(png) => png,
-            Err(PngOpenError::Open(e)) => return Err(fail(ImageDecodeErrorKind::Io(e))),
-            Err(PngOpenError::Decode(e)) => return Err(fail(decode_error(e))),
+        let file = File::open(path).map_err(|e| fail(ImageDecodeErrorKind::Io(e)))?;
+        Image::from_open(file, path, limits, stream)
+    }
+
+    /// The image in the open `file`: its first bytes (read at their offset, the file's
+    /// position left at its start) say which reader takes the file: PNG, PNM, or the
+    /// `image` crate. Each reads it through `file`.
+    fn from_open(file: File, path: &Path, limits: ImageLimits, stream: bool) -> Result<Image, ImageDecodeError> {
+        let fail = |kind: ImageDecodeErrorKind| ImageDecodeError { path: path.to_path_buf(), kind };
+        let file_bytes = file.metadata().map_err(|e| fail(ImageDecodeErrorKind::Io(e)))?.len();
+        let mut head = [0u8; PNG_SIGNATURE.len()];
+        let got = read_up_to_at(&file, &mut head, 0).map_err(|e| fail(ImageDecodeErrorKind::Io(e)))?;
+        let head = &head[..got];
+        let image = if head == PNG_SIGNATURE {
+            let header = PngHeader::from_file(file).map_err(|e| fail(png_open_error(e)))?;
+            Image::from_png(path, header, limits, stream)
+        } else if pnm::is_read_here(head) {
+            let header = PnmHeaderRead::from_file(file).map_err(|e| fail(ImageDecodeErrorKind::Pnm(e)))?;
+            Image::from_pnm(header, limits)
+        } else {
+            Image::from_image_crate(file, path, limits)
         };
-        let image = match png {
-            Some(header) => Image::from_png(path, header, limits, stream),
-            None => match PnmHeaderRead::read(path).map_err(|e| fail(ImageDecodeErrorKind::Pnm(e)))? {
-                Some(header) => Image::from_pnm(header, limits),
-                None => Image::from_image_crate(path, limits),
-            },
-        }
-        .map_err(fail)?;
+        let mut image = image.map_err(fail)?;
         if image.sample_count() == 0 {
             return Err(fail(ImageDecodeErrorKind::NoPixels { width: image.width, height: image.height }));
         }
+        image.file_bytes = file_bytes;
         Ok(image)
     }
 
@@ -272,8 +304,7 @@ impl Image {
             match header.stream(path, WRITE_CHUNK_ELEMENTS) {
                 Ok(PngOpen::Rows(rows)) => Samples::PngRows(rows),
                 Ok(PngOpen::Interlaced | PngOpen::NotPng) => unreachable!("a non-interlaced PNG's header was read"),
-                Err(PngOpenError::Open(e)) => return Err(ImageDecodeErrorKind::Io(e)),
-                Err(PngOpenError::Decode(e)) => return Err(decode_error(e)),
+                Err(e) => return Err(png_open_error(e)),
             }
         } else {
             match header.decode_whole().map_err(decode_error)? {
@@ -281,7 +312,7 @@ impl Image {
                 Band::Unorm16(samples) => Samples::Unorm16(samples),
             }
         };
-        Ok(Image { height, width, channels, divisor, samples })
+        Ok(Image { height, width, channels, divisor, samples, file_bytes: 0 })
     }
 
     /// A greymap, pixmap or PAM, its samples as they are in the file.
@@ -292,29 +323,46 @@ impl Image {
             PnmSamples::Unorm8(samples) => Samples::Unorm8(samples),
             PnmSamples::Unorm16(samples) => Samples::Unorm16(samples),
         };
-        Ok(Image { height, width, channels, divisor, samples })
+        Ok(Image { height, width, channels, divisor, samples, file_bytes: 0 })
     }
 
-    /// Any other format, through the `image` crate: its dimensions first (checked
-    /// against `limits`), then the decode, its allocations capped to match.
-    fn from_image_crate(path: &Path, limits: ImageLimits) -> Result<Image, ImageDecodeErrorKind> {
-        let reader = || {
-            image::ImageReader::open(path)
-                .and_then(|reader| reader.with_guessed_format())
-                .map_err(ImageDecodeErrorKind::Io)
-        };
-        let format = reader()?.format();
-        if format == Some(image::ImageFormat::Jpeg) {
-            let bytes = std::fs::read(path).map_err(ImageDecodeErrorKind::Io)?;
-            jpeg::check_complete(&bytes).map_err(ImageDecodeErrorKind::JpegTruncated)?;
+    /// Any other format, through the `image` crate, from the open `file`: the format
+    /// guessed from the content, else from `path`'s extension (as
+    /// `image::ImageReader::open` would); a JPEG checked to be whole, then decoded from
+    /// the bytes read for that check.
+    fn from_image_crate(file: File, path: &Path, limits: ImageLimits) -> Result<Image, ImageDecodeErrorKind> {
+        let mut reader = image::ImageReader::new(BufReader::new(file));
+        if let Some(format) = path.extension().and_then(image::ImageFormat::from_extension) {
+            reader.set_format(format);
         }
-        let (width, height) = reader()?.into_dimensions().map_err(decode_error)?;
-        limits.check(width, height)?;
+        let reader = reader.with_guessed_format().map_err(ImageDecodeErrorKind::Io)?;
+        if reader.format() == Some(image::ImageFormat::Jpeg) {
+            let mut bytes = Vec::new();
+            reader.into_inner().read_to_end(&mut bytes).map_err(ImageDecodeErrorKind::Io)?;
+            jpeg::check_complete(&bytes).map_err(ImageDecodeErrorKind::JpegTruncated)?;
+            let jpeg = image::ImageReader::with_format(std::io::Cursor::new(bytes), image::ImageFormat::Jpeg);
+            return Image::decode_by_image_crate(jpeg, limits);
+        }
+        Image::decode_by_image_crate(reader, limits)
+    }
+
+    /// Decodes through `reader`'s one decoder: its dimensions first (checked against
+    /// `limits`), then the pixels, its allocations capped to match (what
+    /// `image::ImageReader::decode` reserves, with that cap).
+    fn decode_by_image_crate<R: std::io::BufRead + std::io::Seek>(
+        mut reader: image::ImageReader<R>,
+        limits: ImageLimits,
+    ) -> Result<Image, ImageDecodeErrorKind> {
+        use image::ImageDecoder;
         let mut decoder_limits = image::Limits::default();
         decoder_limits.max_alloc = Some(limits.decoder_alloc());
-        let mut reader = reader()?;
-        reader.limits(decoder_limits);
-        let decoded = reader.decode().map_err(decode_error)?;
+        reader.limits(decoder_limits.clone());
+        let mut decoder = reader.into_decoder().map_err(decode_error)?;
+        let (width, height) = decoder.dimensions();
+        limits.check(width, height)?;
+        decoder_limits.reserve(decoder.total_bytes()).map_err(decode_error)?;
+        decoder.set_limits(decoder_limits).map_err(decode_error)?;
+        let decoded = image::DynamicImage::from_decoder(decoder).map_err(decode_error)?;
         let (width, height) = (decoded.width(), decoded.height());
         use image::DynamicImage as D;
         let (channels, samples) = match decoded {
@@ -329,7 +377,7 @@ impl Image {
             other => return Err(ImageDecodeErrorKind::NotUnorm(other.color().into())),
         };
         let divisor = if matches!(samples, Samples::Unorm8(_)) { 255 } else { 65535 };
-        Ok(Image { height, width, channels, divisor, samples })
+        Ok(Image { height, width, channels, divisor, samples, file_bytes: 0 })
     }
 
     /// For samples being decoded ([`Samples::PngRows`]): the time the decoder has
@@ -339,6 +387,11 @@ impl Image {
             Samples::PngRows(rows) => Some(rows.timing()),
             _ => None,
         }
+    }
+
+    /// Bytes of the image file, as it was when opened.
+    pub(crate) fn file_bytes(&self) -> u64 {
+        self.file_bytes
     }
 
     /// `height * width * channels`.
@@ -412,6 +465,14 @@ fn decode_error(error: image::ImageError) -> ImageDecodeErrorKind {
     }
 }
 
+/// A PNG reader's refusal: the file unreadable, or its header refused.
+fn png_open_error(error: PngOpenError) -> ImageDecodeErrorKind {
+    match error {
+        PngOpenError::Open(e) => ImageDecodeErrorKind::Io(e),
+        PngOpenError::Decode(e) => decode_error(e),
+    }
+}
+
 /// Why an image of `color` is refused, and what it is.
 fn not_unorm(color: image::ExtendedColorType) -> String {
     use image::ExtendedColorType as C;
@@ -435,9 +496,12 @@ pub enum SampleWidth {
     Unorm16,
 }
 
-/// The conversion `normalize` runs for samples of `width` into `dtype`, on every
-/// backend: `x / 255` or `x / 65535` correctly rounded to `dtype`, each proven on every
-/// code by verify. The one place a (sample width, dtype) gets its variant:
+/// The conversions `normalize` runs, one entry per sample width and dtype: its table
+/// variant (what every backend's results are, the GPU's `Stream` kernel) and the CPU's
+/// forms of it per level ([`crate::cpu::unorm`]), each `x / 255` or `x / 65535`
+/// correctly rounded to the dtype. Adding a dtype is an entry here; its proof is
+/// `tests/tests/cpu_levels.rs`, which walks this table on every code at every level (and
+/// verify proves each variant on every code).
 ///
 /// - 8 bits → f32: `unorm8_times3_int`, the ×3 form.
 /// - 16 bits → f32: `unorm16_to_f32`, the division-free scheme for 65535 from
@@ -449,16 +513,26 @@ pub enum SampleWidth {
 /// - → bfloat16: `unorm8_to_bf16_via_f32`, `unorm16_to_bf16_via_f32`, through the exact
 ///   f32 quotient (two roundings that are never wrong for 255 and 65535; the cheapest
 ///   exact form on the CPU).
-pub fn conversion(width: SampleWidth, dtype: Dtype) -> SampleConversion {
+pub fn conversions() -> [(SampleWidth, Dtype, SampleConversion); 6] {
+    use crate::cpu::unorm;
+    use SampleWidth::{Unorm8, Unorm16};
     use shared::variants::*;
-    match (width, dtype) {
-        (SampleWidth::Unorm8, Dtype::F32) => SampleConversion::of::<unorm8_times3_int>(),
-        (SampleWidth::Unorm16, Dtype::F32) => SampleConversion::of::<unorm16_to_f32>(),
-        (SampleWidth::Unorm8, Dtype::F16) => SampleConversion::of::<unorm8_to_f16_odd>(),
-        (SampleWidth::Unorm16, Dtype::F16) => SampleConversion::of::<unorm16_to_f16_odd>(),
-        (SampleWidth::Unorm8, Dtype::Bf16) => SampleConversion::of::<unorm8_to_bf16_via_f32>(),
-        (SampleWidth::Unorm16, Dtype::Bf16) => SampleConversion::of::<unorm16_to_bf16_via_f32>(),
-    }
+    [
+        (Unorm8, Dtype::F32, SampleConversion::of::<unorm8_times3_int>()),
+        (Unorm16, Dtype::F32, SampleConversion::with_cpu_forms::<unorm16_to_f32>(unorm::UNORM16_TO_F32)),
+        (Unorm8, Dtype::F16, SampleConversion::with_cpu_forms::<unorm8_to_f16_odd>(unorm::UNORM8_TO_F16)),
+        (Unorm16, Dtype::F16, SampleConversion::with_cpu_forms::<unorm16_to_f16_odd>(unorm::UNORM16_TO_F16)),
+        (Unorm8, Dtype::Bf16, SampleConversion::with_cpu_forms::<unorm8_to_bf16_via_f32>(unorm::UNORM8_TO_BF16)),
+        (Unorm16, Dtype::Bf16, SampleConversion::with_cpu_forms::<unorm16_to_bf16_via_f32>(unorm::UNORM16_TO_BF16)),
+    ]
+}
+
+/// The conversion `normalize` runs for samples of `width` into `dtype`, on every
+/// backend: its entry in [`conversions`].
+pub fn conversion(width: SampleWidth, dtype: Dtype) -> SampleConversion {
+    let entry = conversions().into_iter().find(|&(w, d, _)| (w, d) == (width, dtype));
+    let Some((_, _, conversion)) = entry else { unreachable!("conversions has an entry for every width and dtype") };
+    conversion
 }
 
 /// An output type `normalize` can convert samples to ([`conversion`] picks the variant
@@ -610,6 +684,18 @@ mod tests {
 #[cfg(test)]
 mod format_tests {
     use super::*;
+
+    #[test]
+    fn every_width_and_dtype_has_one_conversion_of_its_width() {
+        for width in [SampleWidth::Unorm8, SampleWidth::Unorm16] {
+            for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+                let entries: Vec<_> = conversions().into_iter().filter(|&(w, d, _)| (w, d) == (width, dtype)).collect();
+                assert_eq!(entries.len(), 1, "{width:?} → {dtype:?}");
+                let bytes = if width == SampleWidth::Unorm8 { 1 } else { 2 };
+                assert_eq!((entries[0].2.in_bytes(), entries[0].2.out_bytes()), (bytes, dtype.bytes() as usize));
+            }
+        }
+    }
 
     #[test]
     fn an_unrecognised_image_names_the_formats_read_and_how_tga_is_told() {

@@ -175,12 +175,25 @@ impl NormalizeStaged {
 /// decoded on its own thread), [`backend::DeviceChoice::for_job`], [`write::stage`]
 /// of [`Image::normalized_to`] (converted and written a chunk at a time).
 ///
-/// ```no_run
+/// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use bitexact::files::backend::Device;
+/// use bitexact::files::write::Dtype;
 /// use bitexact::files::{NormalizeOptions, normalize};
-/// let options = NormalizeOptions { dtype: bitexact::files::write::Dtype::F16, ..NormalizeOptions::default() };
-/// let done = normalize("photo.png".as_ref(), "photo.npy".as_ref(), &options)?.commit()?;
-/// println!("{:?} on {}", done.shape, done.device);
+/// let dir = tempfile::tempdir()?;
+/// let (photo, tensor) = (dir.path().join("photo.png"), dir.path().join("photo.npy"));
+/// // A 2 × 1 RGB image: samples 0, 51, 255 and 1, 2, 3.
+/// image::RgbImage::from_raw(2, 1, vec![0, 51, 255, 1, 2, 3]).expect("6 samples").save(&photo)?;
+///
+/// let options = NormalizeOptions { dtype: Dtype::F16, device: Device::Cpu, ..NormalizeOptions::default() };
+/// let staged = normalize(&photo, &tensor, &options)?; // written, not yet in place
+/// assert!(!tensor.exists());
+/// let done = staged.commit()?;
+/// assert_eq!((done.shape.as_slice(), done.divisor), (&[1u64, 2, 3][..], 255));
+/// // The values are the last 12 bytes of the .npy: binary16 bits, little-endian.
+/// let bytes = std::fs::read(&tensor)?;
+/// let values: Vec<u16> = bytes[bytes.len() - 12..].chunks(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+/// assert_eq!(values[..3], [0x0000, 0x3266, 0x3c00]); // 0, 51/255 = 0.2 rounded to binary16, 1
 /// # Ok(())
 /// # }
 /// ```
@@ -217,7 +230,7 @@ pub fn normalize(
         opened,
         streamed: image.stream_timing(),
         sample_bytes,
-        file_bytes: std::fs::metadata(input).map_or(0, |m| m.len()),
+        file_bytes: image.file_bytes(),
         write: staged.phases(),
         rename: Duration::ZERO,
         total: began.elapsed(),

@@ -14,7 +14,7 @@
 //! truncated file) is reported before the last samples are.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender};
@@ -77,15 +77,17 @@ pub enum PngOpenError {
 /// Refuses, before any decoder sees it, a PNG whose `PLTE` chunk is not a whole number of
 /// 3-byte RGB entries: the `png` crate (0.18) panics expanding such a palette instead of
 /// returning an error. Walks the chunk headers up to the first `IDAT` (or the end),
-/// reading 8 bytes a chunk and seeking over the data; a file that is not a PNG passes.
-pub fn check_palette(path: &Path) -> Result<(), PngOpenError> {
-    let mut file = BufReader::new(File::open(path).map_err(PngOpenError::Open)?);
+/// reading 8 bytes a chunk at their offsets (positioned reads: `file`'s own position is
+/// left where it was, so a decoder can read it from the start next); a file that is not
+/// a PNG passes.
+pub fn check_palette(file: &File) -> Result<(), PngOpenError> {
     let mut head = [0u8; 8];
-    if read_up_to(&mut file, &mut head).map_err(PngOpenError::Open)? < 8 || head != PNG_SIGNATURE {
+    if read_up_to_at(file, &mut head, 0).map_err(PngOpenError::Open)? < 8 || head != PNG_SIGNATURE {
         return Ok(());
     }
+    let mut at = PNG_SIGNATURE.len() as u64;
     loop {
-        if read_up_to(&mut file, &mut head).map_err(PngOpenError::Open)? < 8 {
+        if read_up_to_at(file, &mut head, at).map_err(PngOpenError::Open)? < 8 {
             return Ok(()); // truncated: the decoder says so
         }
         let length = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
@@ -98,16 +100,18 @@ pub fn check_palette(path: &Path) -> Result<(), PngOpenError> {
             }
             _ => {}
         }
-        // The data and its 4-byte CRC.
-        file.seek_relative(i64::from(length) + 4).map_err(PngOpenError::Open)?;
+        // The chunk's header, its data and its 4-byte CRC.
+        at += 8 + u64::from(length) + 4;
     }
 }
 
-/// Reads into `buf` until it is full or the file ends; how many bytes it got.
-fn read_up_to(file: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+/// Reads `file`'s bytes from `offset` into `buf` until it is full or the file ends (a
+/// positioned read: the file's position is not moved); how many bytes it got.
+pub(crate) fn read_up_to_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    use std::os::unix::fs::FileExt;
     let mut got = 0;
     while got < buf.len() {
-        match file.read(&mut buf[got..]) {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
             Ok(0) => break,
             Ok(n) => got += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -250,17 +254,22 @@ pub struct PngHeader {
 }
 
 impl PngHeader {
-    /// Reads `path`'s PNG header (`None` for a file without the PNG signature), after
-    /// [`check_palette`].
+    /// Reads `path`'s PNG header (`None` for a file without the PNG signature): the file
+    /// opened once, then [`PngHeader::from_file`].
     pub fn read(path: &Path) -> Result<Option<PngHeader>, PngOpenError> {
-        let mut file = File::open(path).map_err(PngOpenError::Open)?;
+        let file = File::open(path).map_err(PngOpenError::Open)?;
         let mut signature = [0u8; 8];
-        let got = file.by_ref().take(8).read(&mut signature).map_err(PngOpenError::Open)?;
-        if got < 8 || signature != PNG_SIGNATURE {
+        if read_up_to_at(&file, &mut signature, 0).map_err(PngOpenError::Open)? < 8 || signature != PNG_SIGNATURE {
             return Ok(None);
         }
-        check_palette(path)?;
-        file.rewind().map_err(PngOpenError::Open)?;
+        PngHeader::from_file(file).map(Some)
+    }
+
+    /// Reads the PNG header of `file`, open and at its start, after [`check_palette`]; the
+    /// decoder then owns the file, so nothing opens it again. A file without the PNG
+    /// signature is the decoder's error.
+    pub fn from_file(file: File) -> Result<PngHeader, PngOpenError> {
+        check_palette(&file)?;
         let mut decoder = png::Decoder::new_with_limits(BufReader::new(file), png::Limits { bytes: PNG_ALLOC_LIMIT });
         decoder.set_transformations(png::Transformations::EXPAND);
         decoder.set_ignore_text_chunk(true);
@@ -276,7 +285,7 @@ impl PngHeader {
         let channels = color.samples() as u8;
         let (width, height) = reader.info().size();
         let interlaced = reader.info().interlaced;
-        Ok(Some(PngHeader { reader, height, width, channels, bits, interlaced }))
+        Ok(PngHeader { reader, height, width, channels, bits, interlaced })
     }
 
     /// `height * width * channels`.

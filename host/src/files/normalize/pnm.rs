@@ -14,7 +14,6 @@
 use image::codecs::pnm::{PnmDecoder, PnmHeader, PnmSubtype, SampleEncoding};
 use std::fs::File;
 use std::io::{BufReader, Read};
-use std::path::Path;
 
 /// The magic numbers this module reads: greymaps, pixmaps and PAM.
 const MAGICS: [&[u8; 2]; 5] = [b"P2", b"P3", b"P5", b"P6", b"P7"];
@@ -62,6 +61,12 @@ pub enum PnmError {
     },
 }
 
+/// Whether a file starting with `head` is a greymap, pixmap or PAM, which this module
+/// reads (bitmaps are not).
+pub(crate) fn is_read_here(head: &[u8]) -> bool {
+    head.first_chunk::<2>().is_some_and(|magic| MAGICS.contains(&magic))
+}
+
 /// A PNM's samples as they are in the file: bytes for a `maxval` below 256, else
 /// 16-bit words.
 #[derive(Debug)]
@@ -73,7 +78,7 @@ pub(crate) enum PnmSamples {
 }
 
 /// A PNM whose header has been read, its reader at the first sample: see
-/// [`PnmHeaderRead::read`] and [`PnmHeaderRead::samples`].
+/// [`PnmHeaderRead::from_file`] and [`PnmHeaderRead::samples`].
 pub(crate) struct PnmHeaderRead {
     reader: BufReader<File>,
     encoding: SampleEncoding,
@@ -88,16 +93,10 @@ pub(crate) struct PnmHeaderRead {
 }
 
 impl PnmHeaderRead {
-    /// `path`'s PNM header, for a greymap, pixmap or PAM (`None` for anything else,
-    /// bitmaps included); nothing of the samples is read yet.
-    pub fn read(path: &Path) -> Result<Option<PnmHeaderRead>, PnmError> {
-        let mut file = File::open(path).map_err(PnmError::Io)?;
-        let mut magic = [0u8; 2];
-        let got = file.by_ref().take(2).read(&mut magic).map_err(PnmError::Io)?;
-        if got < 2 || !MAGICS.contains(&&magic) {
-            return Ok(None);
-        }
-        let file = File::open(path).map_err(PnmError::Io)?;
+    /// The PNM header of `file`, open and at its start (its first bytes passed
+    /// [`is_read_here`]); the reader then owns the file, so nothing opens it again.
+    /// Nothing of the samples is read yet.
+    pub fn from_file(file: File) -> Result<PnmHeaderRead, PnmError> {
         let decoder = PnmDecoder::new(BufReader::new(file)).map_err(PnmError::Header)?;
         let (reader, header) = decoder.into_inner();
         let (encoding, depth) = encoding_and_depth(&header);
@@ -105,7 +104,7 @@ impl PnmHeaderRead {
         // `PnmDecoder::new` refuses a maxval of 0 or above 65535.
         let maxval = header.maximal_sample();
         let maxval = u16::try_from(maxval).ok().filter(|&m| m > 0).ok_or(PnmError::Maxval(maxval))?;
-        Ok(Some(PnmHeaderRead { reader, encoding, width: header.width(), height: header.height(), channels, maxval }))
+        Ok(PnmHeaderRead { reader, encoding, width: header.width(), height: header.height(), channels, maxval })
     }
 
     /// `width · height · channels`.
