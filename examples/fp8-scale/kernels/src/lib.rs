@@ -24,9 +24,9 @@
 
 use device_support::block::{self, AtomicInteger, Scope};
 pub use shared::fp8_scale::{Fp8Format, Rounding};
-use shared::fp8_scale::{dequant_scale, is_nonfinite, magnitude_bits, quantize as quantize_one, scale_for};
 #[cfg(not(target_arch = "nvptx64"))]
 use shared::fp8_scale::{Residual, quantize_slice};
+use shared::fp8_scale::{dequant_scale, is_nonfinite, magnitude_bits, quantize as quantize_one, scale_for};
 
 device_support::trap_on_panic!();
 
