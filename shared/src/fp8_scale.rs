@@ -23,9 +23,28 @@
 //!
 //! Proven on every f32 input at a set of scales against rational arithmetic on integers
 //! (`bitexact::verify::reference::scaled`), by `tests/tests/fp8_scale.rs`.
+//!
+//! # The CPU's fast forms: round to odd, then the by-addition FP8 rounding
+//! [`quantize_once`] does not vectorise: its f64 rounding branches on the FP8 subnormal
+//! range and works on 64-bit lanes. [`quantize_slice`] computes the same bits in 32-bit
+//! lanes without a branch. For `Once` it takes `p = fl32(x · s)` and which side of `p` the
+//! exact product lies on ([`Residual`]: `fma(x, s, -p)`, or the exact f64 product minus
+//! `p`), and makes `p` *round to odd* ([`product_to_odd`]): the f32 just below the exact
+//! product (towards zero) with its last bit set where the product is not exact. An
+//! inexact product lies strictly between two neighbouring f32, and its round-to-odd value
+//! is the odd one of them; every FP8 value and every midpoint between two (at most 5
+//! significant bits, at least 2^-17) is an f32 with its last bit clear. So no midpoint
+//! lies between the exact product and its round-to-odd value, nor on it, and the two round
+//! alike: rounding it to nearest even once more
+//! ([`crate::narrow::round_magnitude_by_addition`], saturated) gives the exact product
+//! rounded once. (A product below f32's normal range rounds to zero in FP8 either way; one
+//! past `f32::MAX` gives `f32::MAX`, which saturates.) `TwoStep` is that same FP8 rounding
+//! of `p`.
+//! Both equal [`quantize`] on every f32 at the scales `tests/tests/fp8_scale.rs` walks
+//! (`--ignored`), and on a sample at many scales in the quick run.
 
 use crate::fp8::{e4m3, e5m2};
-use crate::narrow::{Overflow, round_magnitude_f64};
+use crate::narrow::{Overflow, round_magnitude_by_addition, round_magnitude_f64};
 
 /// One of the two OCP FP8 formats a tensor is scaled into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -164,5 +183,107 @@ pub fn quantize(x: u32, s: f32, format: Fp8Format, rounding: Rounding) -> u8 {
     match rounding {
         Rounding::Once => quantize_once(x, s, format),
         Rounding::TwoStep => quantize_two_step(x, s, format),
+    }
+}
+
+/// How [`product_to_odd`] learns on which side of `p = fl32(x · s)` the exact product
+/// lies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Residual {
+    /// `fma(x, s, -p)`, the product's rounding error rounded once: its sign and whether
+    /// it is zero are the exact error's. One instruction where the target has FMA (x86-64
+    /// with the `fma` feature, a GPU's `fma.rn.f32`); a call into `fmaf` per element on
+    /// the baseline x86-64 target, where [`Residual::F64`] is the fast one.
+    Fma,
+    /// The exact f64 product compared with `p` widened to f64 (both exact).
+    F64,
+}
+
+/// `x · s` (`x` as f32 bits, `s` positive and finite) rounded to odd in f32: the exact
+/// product where f32 holds it, else the f32 next to it towards zero with its last
+/// mantissa bit set (bits, `x`'s sign). For finite `x` whose product overflows f32 it is
+/// `±f32::MAX`; for infinite or NaN `x` it is unspecified (the callers select `x` there).
+/// The same bits for both [`Residual`]s on every finite `x`.
+#[inline(always)]
+pub fn product_to_odd(x: u32, s: f32, residual: Residual) -> u32 {
+    let x = f32::from_bits(x);
+    let p = x * s;
+    // Whether the exact product differs from p, and whether it lies nearer zero.
+    let (inexact, below) = match residual {
+        Residual::Fma => {
+            let error = core::f32::math::mul_add(x, s, -p);
+            (error != 0.0, (error.to_bits() ^ p.to_bits()) >> 31 != 0)
+        }
+        Residual::F64 => {
+            let (exact, rounded) = (f64::from(x) * f64::from(s), f64::from(p));
+            (exact != rounded, exact.abs() < rounded.abs())
+        }
+    };
+    // Where inexact, p is not zero, so one step down in its bits is one step towards zero.
+    let down = u32::from(inexact & below);
+    (p.to_bits().wrapping_sub(down)) | u32::from(inexact)
+}
+
+/// [`quantize_once`] by [`product_to_odd`] and the by-addition FP8 rounding (see the
+/// module doc): the same result on every input (`tests/tests/fp8_scale.rs`), without a
+/// branch. CPU only: the FP8 rounding adds in f32, which a GPU may flush to zero.
+#[inline(always)]
+pub fn quantize_once_to_odd(x: u32, s: f32, format: Fp8Format, residual: Residual) -> u8 {
+    saturating_code(x, product_to_odd(x, s, residual), format)
+}
+
+/// [`quantize_two_step`] by the by-addition FP8 rounding of `fl32(x · s)`: the same result
+/// on every input (`tests/tests/fp8_scale.rs`), without a branch. CPU only, as
+/// [`quantize_once_to_odd`].
+#[inline(always)]
+pub fn quantize_two_step_by_addition(x: u32, s: f32, format: Fp8Format) -> u8 {
+    saturating_code(x, (f32::from_bits(x) * s).to_bits(), format)
+}
+
+/// The saturating FP8 code of `y` (f32 bits, `x · s` rounded in f32 one way or another),
+/// the sign and NaN taken from the input `x`: [`crate::narrow::round_magnitude_by_addition`]
+/// of `|y|` (at most infinity's bits: an infinite `x` saturates whatever `y` is), at most
+/// the largest finite code, or NaN's code where `x` is NaN. Computed in 32-bit lanes and
+/// narrowed once, so that a vector loop packs one vector of codes, not its masks too.
+#[inline(always)]
+fn saturating_code(x: u32, y: u32, format: Fp8Format) -> u8 {
+    let abs = magnitude_bits(y).min(0x7F80_0000);
+    let (rounded, max, nan) = match format {
+        Fp8Format::E4M3 => (round_magnitude_by_addition::<4, 3>(abs), e4m3::MAX_ABS, e4m3::NAN_ABS),
+        Fp8Format::E5M2 => (round_magnitude_by_addition::<5, 2>(abs), e5m2::MAX_FINITE, e5m2::NAN_ABS),
+    };
+    // NaN's code has every bit of the largest finite one, so OR-ing it in gives NaN.
+    let nan = if magnitude_bits(x) > 0x7F80_0000 { u32::from(nan) } else { 0 };
+    ((x >> 24) & 0x80 | rounded.min(u32::from(max)) | nan) as u8
+}
+
+// `saturating_code` ORs NaN's code over the magnitude's.
+const _: () = assert!(e4m3::NAN_ABS & e4m3::MAX_ABS == e4m3::MAX_ABS && e4m3::NAN_ABS == 0x7F);
+const _: () = assert!(e5m2::NAN_ABS & e5m2::MAX_FINITE == e5m2::MAX_FINITE && e5m2::NAN_ABS == 0x7F);
+
+/// `q[i] = quantize(x[i], s, format, rounding)` over `min(x.len(), q.len())` elements, by
+/// [`quantize_once_to_odd`] (with `residual`) or [`quantize_two_step_by_addition`]: the
+/// same bits as [`quantize`], in one loop per format and rounding that LLVM vectorises
+/// (it is `#[inline(always)]`, so it is compiled with the caller's target features: call
+/// it from an AVX2 or AVX-512 function to get those instructions, and take
+/// [`Residual::Fma`] only where FMA is one of them). CPU only, as [`quantize_once_to_odd`].
+#[inline(always)]
+pub fn quantize_slice(x: &[u32], s: f32, format: Fp8Format, rounding: Rounding, residual: Residual, q: &mut [u8]) {
+    use Fp8Format::{E4M3, E5M2};
+    match (rounding, residual, format) {
+        (Rounding::Once, Residual::Fma, E4M3) => each(x, q, |v| quantize_once_to_odd(v, s, E4M3, Residual::Fma)),
+        (Rounding::Once, Residual::Fma, E5M2) => each(x, q, |v| quantize_once_to_odd(v, s, E5M2, Residual::Fma)),
+        (Rounding::Once, Residual::F64, E4M3) => each(x, q, |v| quantize_once_to_odd(v, s, E4M3, Residual::F64)),
+        (Rounding::Once, Residual::F64, E5M2) => each(x, q, |v| quantize_once_to_odd(v, s, E5M2, Residual::F64)),
+        (Rounding::TwoStep, _, E4M3) => each(x, q, |v| quantize_two_step_by_addition(v, s, E4M3)),
+        (Rounding::TwoStep, _, E5M2) => each(x, q, |v| quantize_two_step_by_addition(v, s, E5M2)),
+    }
+}
+
+/// `q[i] = f(x[i])` over `min(x.len(), q.len())` elements, one loop.
+#[inline(always)]
+fn each(x: &[u32], q: &mut [u8], f: impl Fn(u32) -> u8) {
+    for (y, &v) in q.iter_mut().zip(x) {
+        *y = f(v);
     }
 }

@@ -6,6 +6,8 @@
 //! them on a sample of every binade at many scales in the quick run. Plus, for
 //! publication, how often the two roundings differ on tensors that look like weights.
 
+use bitexact::cpu::fp8_scale as cpu_fp8;
+use bitexact::cpu::{Level, LevelError};
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, scaled};
 use conformance::check_all;
 use shared::fp8_scale::{self, Fp8Format, Rounding};
@@ -225,5 +227,196 @@ fn how_often_once_and_two_step_differ_on_weight_like_tensors() {
                 check_quantize(format, s, x.to_bits()).unwrap_or_else(|m| panic!("{m}"));
             }
         }
+    }
+}
+
+// The fast forms: `quantize_slice` (round to odd, then the by-addition FP8 rounding)
+// against `quantize` (proven above against the reference), bit for bit.
+
+/// Every fast form the CPU runs: each rounding, `Once` with each residual.
+const FAST_FORMS: [(Rounding, fp8_scale::Residual); 3] = [
+    (Rounding::Once, fp8_scale::Residual::Fma),
+    (Rounding::Once, fp8_scale::Residual::F64),
+    (Rounding::TwoStep, fp8_scale::Residual::Fma),
+];
+
+/// `quantize_slice` of `x` at scale `s` in every fast form against `quantize` per
+/// element; the first difference, in hex.
+fn check_fast_slice(format: Fp8Format, s: f32, x: &[u32]) -> Result<(), String> {
+    let mut q = vec![0u8; x.len()];
+    for (rounding, residual) in FAST_FORMS {
+        fp8_scale::quantize_slice(x, s, format, rounding, residual, &mut q);
+        for (&v, &got) in x.iter().zip(&q) {
+            let want = fp8_scale::quantize(v, s, format, rounding);
+            if got != want {
+                return Err(format!(
+                    "{format:?} {rounding:?} {residual:?}: x = {v:#010x} ({}), s = {s:e} ({:#010x}): fast {got:#04x}, quantize {want:#04x}",
+                    f32::from_bits(v),
+                    s.to_bits()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Inputs whose products fall on and around the FP8 grid at scale `s`: for every value
+/// of the format, the midpoint above it and the midpoint past the largest finite one (the
+/// saturation boundary), `x = fl32(t / s)` and the 8 f32 on either side, both signs.
+/// These are the ties and the near-ties where rounding twice would go wrong.
+fn around_the_grid(format: Fp8Format, s: f32) -> Vec<u32> {
+    let max_code = match format {
+        Fp8Format::E4M3 => shared::fp8::e4m3::MAX_ABS,
+        Fp8Format::E5M2 => shared::fp8::e5m2::MAX_FINITE,
+    };
+    let value = |code: u8| f64::from(f32::from_bits(format.to_f32_bits(code)));
+    let mut targets = Vec::new();
+    for code in 0..=max_code {
+        let next = if code == max_code { 2.0 * value(code) - value(code - 1) } else { value(code + 1) };
+        targets.extend([value(code), (value(code) + next) / 2.0]);
+    }
+    let mut inputs = Vec::new();
+    for t in targets {
+        let x = (t / f64::from(s)) as f32;
+        for d in 0..=16u32 {
+            let near = x.to_bits().wrapping_add(d).wrapping_sub(8);
+            inputs.extend([near & 0x7FFF_FFFF, near | 0x8000_0000]);
+        }
+    }
+    inputs
+}
+
+/// [`scales`] and 64 more, from amax values spread over every binade.
+fn many_scales(format: Fp8Format) -> Vec<f32> {
+    let mut all = scales(format);
+    all.extend(
+        (1..=64u32).map(|i| fp8_scale::scale_for(f32::from_bits(i.wrapping_mul(0x01FB_6C53) % 0x7F80_0000), format)),
+    );
+    all
+}
+
+#[test]
+fn the_fast_forms_equal_quantize_on_a_sample_and_around_the_grid_at_many_scales() {
+    let sample: Vec<u32> = sampled_f32().collect();
+    for format in Fp8Format::ALL {
+        for s in many_scales(format) {
+            let near = around_the_grid(format, s);
+            if let Err(message) = check_fast_slice(format, s, &sample).and_then(|()| check_fast_slice(format, s, &near))
+            {
+                panic!("{message}");
+            }
+        }
+    }
+}
+
+/// Makes a missing CPU level fail when set to that level or a higher one.
+const REQUIRE: &str = "REQUIRE_CPU_LEVEL";
+
+/// Every CPU level this machine has; each other one prints `skipped: <reason>`, or fails
+/// the test when [`REQUIRE`] names it or a higher level.
+fn levels() -> Vec<Level> {
+    let required = std::env::var(REQUIRE).ok().map(|name| Level::parse(&name, REQUIRE).expect("a level name"));
+    Level::each()
+        .filter_map(|level| match level {
+            Ok(level) => Some(level),
+            Err(error @ LevelError::Missing { level, .. }) => {
+                assert!(required.is_none_or(|r| r < level), "{error} (required because {REQUIRE} is set)");
+                eprintln!("skipped: {error} [{REQUIRE}={level} makes this a failure]");
+                None
+            }
+            Err(error) => panic!("{error}"),
+        })
+        .collect()
+}
+
+/// `cpu::fp8_scale::quantize_at` of `x` at every level in `levels`, both roundings,
+/// against `quantize` per element; the first difference, in hex. The output starts one
+/// byte past a cache line, so that the loop's head (before the line) runs too.
+fn check_levels(levels: &[Level], format: Fp8Format, s: f32, x: &[u32]) -> Result<(), String> {
+    let mut buffer = vec![0u8; x.len() + 128];
+    let start = buffer.as_ptr().align_offset(64) + 1;
+    for rounding in [Rounding::Once, Rounding::TwoStep] {
+        let want: Vec<u8> = x.iter().map(|&v| fp8_scale::quantize(v, s, format, rounding)).collect();
+        for &level in levels {
+            let q = &mut buffer[start..start + x.len()];
+            cpu_fp8::quantize_at(level, x, s, format, rounding, q);
+            if let Some(i) = (0..x.len()).find(|&i| q[i] != want[i]) {
+                return Err(format!(
+                    "{level} {format:?} {rounding:?}: x = {:#010x} ({}), s = {s:e} ({:#010x}): got {:#04x}, quantize {:#04x}",
+                    x[i],
+                    f32::from_bits(x[i]),
+                    s.to_bits(),
+                    q[i],
+                    want[i]
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_cpu_level_quantizes_as_quantize_on_a_sample_at_many_scales() {
+    let levels = levels();
+    let sample: Vec<u32> = sampled_f32().collect();
+    for format in Fp8Format::ALL {
+        for s in many_scales(format) {
+            let near = around_the_grid(format, s);
+            // An odd length, so that the vector loops' tails run.
+            let result = check_levels(&levels, format, s, &sample[..(sample.len() - 2) | 1])
+                .and_then(|()| check_levels(&levels, format, s, &near));
+            if let Err(message) = result {
+                panic!("{message}");
+            }
+        }
+    }
+}
+
+#[test]
+fn every_cpu_level_finds_the_finite_amax_and_the_first_non_finite_value() {
+    let sample: Vec<u32> = sampled_f32().collect();
+    let finite: Vec<u32> = sample.iter().copied().filter(|&v| !fp8_scale::is_nonfinite(v)).collect();
+    let want_max = |x: &[u32]| x.iter().filter(|&&v| !fp8_scale::is_nonfinite(v)).map(|&v| v & 0x7FFF_FFFF).max();
+    for level in levels() {
+        assert_eq!(cpu_fp8::amax_at(level, &finite), (want_max(&finite).unwrap_or(0), None), "{level}");
+        let first = sample.iter().position(|&v| fp8_scale::is_nonfinite(v));
+        assert!(first.is_some());
+        assert_eq!(cpu_fp8::amax_at(level, &sample), (want_max(&sample).unwrap_or(0), first), "{level}");
+        // A NaN and an infinity late in an otherwise small tensor, and nothing at all.
+        let mut late = vec![0x3F80_0000u32; 1001];
+        late[997] = 0xFF80_0000;
+        late[999] = 0x7FC0_0001;
+        assert_eq!(cpu_fp8::amax_at(level, &late), (0x3F80_0000, Some(997)), "{level}");
+        assert_eq!(cpu_fp8::amax_at(level, &[]), (0, None), "{level}");
+    }
+}
+
+/// The CPU loops at every level this machine has, on all 2^32 f32 at `s`, in slices of
+/// 2^16 inputs.
+fn every_f32_fast_at(format: Fp8Format, s: f32) {
+    let levels = levels();
+    let check = |block: u64| {
+        let x: Vec<u32> = (block << 16..(block + 1) << 16).map(|v| v as u32).collect();
+        check_levels(&levels, format, s, &x)
+    };
+    if let Err(message) = check_all(0..1 << 16, check) {
+        panic!("{message}");
+    }
+}
+
+// The scales of the 2^32 tests above, and 1 (where two-step is the plain conversion).
+#[test]
+#[ignore = "2^32 inputs"]
+fn every_cpu_level_quantizes_e4m3_as_quantize_on_every_f32_at_the_proven_scales() {
+    for s in [2f32.powi(-4), fp8_scale::scale_for(0.0123, Fp8Format::E4M3), 1.0] {
+        every_f32_fast_at(Fp8Format::E4M3, s);
+    }
+}
+
+#[test]
+#[ignore = "2^32 inputs"]
+fn every_cpu_level_quantizes_e5m2_as_quantize_on_every_f32_at_the_proven_scales() {
+    for s in [2f32.powi(3), fp8_scale::scale_for(3.7, Fp8Format::E5M2), 1.0] {
+        every_f32_fast_at(Fp8Format::E5M2, s);
     }
 }

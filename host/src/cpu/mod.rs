@@ -35,6 +35,7 @@
 //! (the element types come from `shared`).
 
 pub mod convert;
+pub mod fp8_scale;
 pub mod unorm;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -24,6 +24,8 @@
 
 use device_support::block::{self, AtomicInteger, Scope};
 pub use shared::fp8_scale::{Fp8Format, Rounding};
+#[cfg(not(target_arch = "nvptx64"))]
+use shared::fp8_scale::{Residual, quantize_slice};
 use shared::fp8_scale::{dequant_scale, is_nonfinite, magnitude_bits, quantize as quantize_one, scale_for};
 
 device_support::trap_on_panic!();
@@ -194,32 +196,33 @@ fn with_avx2_if_present<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// The CPU twin of pass 2: `q[i] = sat_rne(x[i] · s)` with `s = fl32(max / amax)`, and
-/// returns `(s, fl32(1 / s))`, compiled for AVX2 where the CPU has it. `TwoStep` goes through `shared::fp8`'s branch-free
-/// `from_f32_bits_satfinite_by_addition` forms (equal to the saturating conversion on
-/// every f32, `tests/tests/cpu_levels.rs`), which the compiler vectorises; `Once` through
-/// [`shared::fp8_scale::quantize_once`]. The kernels' results equal these (the example's
-/// emulator and GPU tests).
+/// returns `(s, fl32(1 / s))`. Through [`shared::fp8_scale::quantize_slice`], the
+/// branch-free forms equal to [`shared::fp8_scale::quantize`] on every f32
+/// (`tests/tests/fp8_scale.rs`), which LLVM vectorises: compiled for AVX2 and FMA where
+/// the CPU has them (detected at run time; `Once` then finds the product's rounding
+/// error by FMA), else for the baseline (`Once` by the f64 product). The kernels' results
+/// equal these (the example's emulator and GPU tests).
 ///
 /// # Panics
 /// If `q` is shorter than `x`.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn quantize(x: &[u32], amax: u32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) -> (f32, f32) {
-    use shared::fp8::{e4m3, e5m2};
     let s = scale_for(f32::from_bits(amax), format);
     let q = &mut q[..x.len()];
-    // fl32(x · s), or x itself where it is NaN (its sign kept, as quantize_two_step does).
-    let product = |v: u32| {
-        let p = (f32::from_bits(v) * s).to_bits();
-        core::hint::select_unpredictable(magnitude_bits(v) > 0x7F80_0000, v, p)
-    };
-    with_avx2_if_present(|| match (format, rounding) {
-        (_, Rounding::Once) => q.iter_mut().zip(x).for_each(|(y, &v)| *y = quantize_one(v, s, format, rounding)),
-        (Fp8Format::E4M3, Rounding::TwoStep) => {
-            q.iter_mut().zip(x).for_each(|(y, &v)| *y = e4m3::from_f32_bits_satfinite_by_addition(product(v)))
-        }
-        (Fp8Format::E5M2, Rounding::TwoStep) => {
-            q.iter_mut().zip(x).for_each(|(y, &v)| *y = e5m2::from_f32_bits_satfinite_by_addition(product(v)))
-        }
-    });
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU has AVX2 and FMA (detected just above).
+        unsafe { quantize_avx2_fma(x, s, format, rounding, q) };
+        return (s, dequant_scale(s));
+    }
+    quantize_slice(x, s, format, rounding, Residual::F64, q);
     (s, dequant_scale(s))
+}
+
+/// [`quantize_slice`] compiled for AVX2 and FMA (it is `#[inline(always)]`, so its loops
+/// are vectorised with them), the product's error found by FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn quantize_avx2_fma(x: &[u32], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
+    quantize_slice(x, s, format, rounding, Residual::Fma, q);
 }

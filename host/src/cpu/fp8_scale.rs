@@ -1,0 +1,93 @@
+//! Per-tensor scaled FP8 over slices on the CPU, at a level: pass 1 ([`amax`]) and pass 2
+//! ([`quantize`]) of `shared::fp8_scale`'s definitions, for `bitexact cast`.
+//!
+//! Both are `shared` code compiled for each level ([`super::with_level`]) and vectorised
+//! by LLVM: pass 2 is [`shared::fp8_scale::quantize_slice`] (round to odd, then the
+//! by-addition FP8 rounding), with the product's rounding error found by FMA at
+//! [`Level::Avx2`] and [`Level::Avx512`] and by the f64 product at [`Level::Portable`]
+//! (the baseline target has no FMA instruction). Every level gives
+//! [`shared::fp8_scale::quantize`]'s bits (`tests/tests/fp8_scale.rs`: a sample at many
+//! scales at every level this machine has, all 2^32 f32 at the proven scales with
+//! `--ignored`).
+
+use super::{Level, LevelLoop, level, split_at_line, with_level};
+use shared::fp8_scale::{Fp8Format, Residual, Rounding, is_nonfinite, magnitude_bits, quantize_slice};
+
+/// Pass 1 at [`level`]: the largest magnitude's f32 bits among the finite elements of `x`
+/// (f32 bits; 0 for none), and the index of the first NaN or infinity, if any.
+pub fn amax(x: &[u32]) -> (u32, Option<usize>) {
+    amax_at(level(), x)
+}
+
+/// [`amax`] at `level` (a level the CPU lacks runs the portable loop): the same result at
+/// every level.
+pub fn amax_at(level: Level, x: &[u32]) -> (u32, Option<usize>) {
+    let (finite, all) = with_level(level, Maxima { x });
+    // Only when the max over all says there is one: the search stops at it.
+    let first = if is_nonfinite(all) { x.iter().position(|&v| is_nonfinite(v)) } else { None };
+    (finite, first)
+}
+
+/// Pass 2 at [`level`]: `q[i] = shared::fp8_scale::quantize(x[i], s, format, rounding)`
+/// over `min(x.len(), q.len())` elements, for a positive finite scale `s`: the same bits
+/// at every level.
+pub fn quantize(x: &[u32], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
+    quantize_at(level(), x, s, format, rounding, q);
+}
+
+/// [`quantize`] at `level` (a level the CPU lacks runs the portable loop).
+pub fn quantize_at(level: Level, x: &[u32], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
+    let residual = residual_at(level);
+    with_level(level, Quantize { x, s, format, rounding, residual, q });
+}
+
+/// How `Once` finds the product's rounding error at `level`: by FMA where the level's
+/// loop has the instruction, else (the baseline target, or a level the CPU lacks, which
+/// runs the baseline's loop) by the f64 product, not by a call into `fmaf` per element.
+fn residual_at(level: Level) -> Residual {
+    match level {
+        Level::Avx2 | Level::Avx512 if level.check("").is_ok() => Residual::Fma,
+        _ => Residual::F64,
+    }
+}
+
+/// The loop of [`amax_at`]: the max of the finite magnitudes and the max of all of them
+/// (a NaN's or infinity's magnitude bits exceed every finite one's), in one pass.
+struct Maxima<'a> {
+    x: &'a [u32],
+}
+
+impl LevelLoop for Maxima<'_> {
+    type Output = (u32, u32);
+
+    #[inline(always)]
+    fn run(self) -> (u32, u32) {
+        self.x.iter().fold((0, 0), |(finite, all), &v| {
+            let m = magnitude_bits(v);
+            (finite.max(if is_nonfinite(m) { 0 } else { m }), all.max(m))
+        })
+    }
+}
+
+/// The loop of [`quantize_at`]: the elements before `q`'s first cache-line boundary,
+/// then the rest, so that the rest's vector stores each fall within one line.
+struct Quantize<'a> {
+    x: &'a [u32],
+    s: f32,
+    format: Fp8Format,
+    rounding: Rounding,
+    residual: Residual,
+    q: &'a mut [u8],
+}
+
+impl LevelLoop for Quantize<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        let Quantize { x, s, format, rounding, residual, q } = self;
+        let ((x_head, q_head), (x_rest, q_rest)) = split_at_line(x, q);
+        quantize_slice(x_head, s, format, rounding, residual, q_head);
+        quantize_slice(x_rest, s, format, rounding, residual, q_rest);
+    }
+}
