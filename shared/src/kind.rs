@@ -372,3 +372,119 @@ pub unsafe trait HardwareStream:
     Hardware + Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>>
 {
 }
+
+/// A [`KernelKind`] as a type, for [`KindKernel`]: the markers of [`tag`].
+pub trait KindTag {
+    /// The kind.
+    const KIND: KernelKind;
+}
+
+/// The declaration of `P`'s kernel of kind `K` (a marker of [`tag`]): a
+/// [`DeclaredKernel`](crate::launch::DeclaredKernel) whose name is [`KernelName::of`]
+/// and whose parameters are the kind's signature as [`KernelKind`] documents it, with
+/// `In = P::In` and `Bits = Bits<P>`. It implements the trait only where `P`
+/// implements the kind's trait of this module, so a launch through it stands on that
+/// trait's promise; the host checks the parameter list against the PTX's before it
+/// launches, as it does a kernel of one's own declared with [`kernel!`](crate::kernel).
+pub struct KindKernel<P, K>(core::marker::PhantomData<fn() -> (P, K)>);
+
+impl<P: Primitive, K: KindTag> KindKernel<P, K> {
+    /// The kernel's name, joined at compile time.
+    const JOINED: crate::launch::JoinedName = crate::launch::JoinedName::new(P::NAME, K::KIND.suffix());
+}
+
+/// Defines the markers of [`tag`] and each kind's declaration: the kind's trait bound and
+/// its parameter tuple, the one place the host's side of each signature is written.
+macro_rules! kind_declarations {
+    ($($(#[doc = $doc:literal])* $kind:ident: ($($param:ty),*);)*) => {
+        /// One marker type per [`KernelKind`], named like it, for [`KindKernel`].
+        pub mod tag {
+            $(
+                $(#[doc = $doc])*
+                pub struct $kind;
+                impl super::KindTag for $kind {
+                    const KIND: super::KernelKind = super::KernelKind::$kind;
+                }
+            )*
+        }
+
+        $(
+            impl<P: $kind> crate::launch::DeclaredKernel for KindKernel<P, tag::$kind> {
+                const NAME: &'static str = Self::JOINED.as_str();
+                type Params = ($($param,)*);
+                const PARAMS: &'static [crate::launch::Param] =
+                    <Self::Params as crate::launch::ParamList>::PARAMS;
+            }
+        )*
+    };
+}
+
+kind_declarations! {
+    /// [`KernelKind::Map`]: `(input, output, n)`.
+    Map: (*const P::In, *mut crate::Bits<P>, u64);
+    /// [`KernelKind::Skeleton`]: `(input, output, n)`.
+    Skeleton: (*const P::In, *mut crate::Bits<P>, u64);
+    /// [`KernelKind::Latency`]: `(seed, iterations, out)`.
+    Latency: (u64, u32, *mut u64);
+    /// [`KernelKind::Throughput`]: `(seed, iterations, out)`.
+    Throughput: (u64, u32, *mut u64);
+    /// [`KernelKind::Stream`]: `(input, output, n)`.
+    Stream: (*const P::In, *mut crate::Bits<P>, u64);
+    /// [`KernelKind::CountNonfinite`]: `(input, n, result)`.
+    CountNonfinite: (*const P::In, u64, *mut u64);
+    /// [`KernelKind::Hardware`]: `(input, output, n)`.
+    Hardware: (*const P::In, *mut crate::Bits<P>, u64);
+    /// [`KernelKind::HardwareStream`]: `(input, output, n)`.
+    HardwareStream: (*const P::In, *mut crate::Bits<P>, u64);
+    /// [`KernelKind::StreamCount`]: `(input, output, n, result)`.
+    StreamCount: (*const P::In, *mut crate::Bits<P>, u64, *mut u64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::{DeclaredKernel, Param};
+    use crate::variants::{f16_finite_exp_mask, f32_to_e4m3, unorm8_times3_int};
+
+    /// Every marker of [`tag`] says its own kind, and the kinds are all there.
+    #[test]
+    fn each_tag_is_its_kind() {
+        let tags = [
+            tag::Map::KIND,
+            tag::Skeleton::KIND,
+            tag::Latency::KIND,
+            tag::Throughput::KIND,
+            tag::Stream::KIND,
+            tag::CountNonfinite::KIND,
+            tag::Hardware::KIND,
+            tag::HardwareStream::KIND,
+            tag::StreamCount::KIND,
+        ];
+        assert_eq!(tags, KernelKind::ALL);
+    }
+
+    fn name_and_params<K: DeclaredKernel>() -> (&'static str, &'static [Param]) {
+        (K::NAME, K::PARAMS)
+    }
+
+    #[test]
+    fn a_kind_declaration_is_named_and_typed_as_its_kind_says() {
+        let (input, output) = (Param::ConstPtr { element_bytes: 1 }, Param::MutPtr { element_bytes: 4 });
+        let (n, result) = (Param::Integer { bytes: 8 }, Param::MutPtr { element_bytes: 8 });
+        type U = unorm8_times3_int;
+        let stream = name_and_params::<KindKernel<U, tag::Stream>>();
+        assert_eq!(stream, ("unorm8_times3_int_stream", &[input, output, n][..]));
+        assert_eq!(name_and_params::<KindKernel<U, tag::Map>>(), ("unorm8_times3_int", &[input, output, n][..]));
+        let timing = [Param::Integer { bytes: 8 }, Param::Integer { bytes: 4 }, result];
+        assert_eq!(name_and_params::<KindKernel<U, tag::Throughput>>(), ("unorm8_times3_int_throughput", &timing[..]));
+        let count = name_and_params::<KindKernel<f16_finite_exp_mask, tag::CountNonfinite>>();
+        assert_eq!(count, ("f16_finite_exp_mask_count_nonfinite", &[Param::ConstPtr { element_bytes: 2 }, n, result][..]));
+        let hardware = name_and_params::<KindKernel<f32_to_e4m3, tag::Hardware>>();
+        let narrow = [Param::ConstPtr { element_bytes: 4 }, Param::MutPtr { element_bytes: 1 }, n];
+        assert_eq!(hardware, ("f32_to_e4m3_hw", &narrow[..]));
+        // The same name as `KernelName`'s `Display`: the variant's, then the kind's suffix.
+        let name = KernelName::of::<f32_to_e4m3>(KernelKind::Hardware);
+        let joined = <KindKernel<f32_to_e4m3, tag::Hardware>>::NAME;
+        assert_eq!(joined.strip_prefix(name.variant).and_then(|rest| rest.strip_suffix(name.kind.suffix())), Some(""));
+    }
+}
