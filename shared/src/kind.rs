@@ -20,7 +20,11 @@
 //! The kind traits are `unsafe` to implement, because the host's safe, typed launches
 //! (`bitexact::gpu::Gpu::map::<P>`, `stream_staged::<P, _>`, ...) trust them: a launch of
 //! `P`'s kernel of kind `K` looks the kernel up by name ([`KernelName::of`]) and
-//! passes it buffers of `P::In` and of `P::Out`'s stored bits. Implementing `K` for `P`
+//! passes it buffers of `P::In` and of `P::Out`'s stored bits. (It goes through the
+//! kind's declaration, [`KindKernel`], so the host first checks the entry's `.param`
+//! list, the count, widths and pointer or value, against it; what the PTX cannot show,
+//! the pointees' types and how far the kernel reaches, rests on this promise.)
+//! Implementing `K` for `P`
 //! asserts that every PTX module the host may launch `P`'s kernels from either lacks
 //! an entry point of that name (the launch then fails with an error) or has one whose
 //! parameters are exactly those [`KernelKind`] documents for `K`, with `In = P::In` and
@@ -396,7 +400,7 @@ impl<P: Primitive, K: KindTag> KindKernel<P, K> {
 /// Defines the markers of [`tag`] and each kind's declaration: the kind's trait bound and
 /// its parameter tuple, the one place the host's side of each signature is written.
 macro_rules! kind_declarations {
-    ($($(#[doc = $doc:literal])* $kind:ident: ($($param:ty),*);)*) => {
+    ($($(#[doc = $doc:literal])* $kind:ident: $params:ty;)*) => {
         /// One marker type per [`KernelKind`], named like it, for [`KindKernel`].
         pub mod tag {
             $(
@@ -411,7 +415,7 @@ macro_rules! kind_declarations {
         $(
             impl<P: $kind> crate::launch::DeclaredKernel for KindKernel<P, tag::$kind> {
                 const NAME: &'static str = Self::JOINED.as_str();
-                type Params = ($($param,)*);
+                type Params = $params;
                 const PARAMS: &'static [crate::launch::Param] =
                     <Self::Params as crate::launch::ParamList>::PARAMS;
             }
@@ -419,24 +423,32 @@ macro_rules! kind_declarations {
     };
 }
 
+/// The parameters of the element-wise kinds (`Map`, `Skeleton`, `Stream`, `Hardware`,
+/// `HardwareStream`): `(input: *const I, output: *mut O, n: u64)`.
+pub type Elementwise<I, O> = (*const I, *mut O, u64);
+
+/// The parameters of the timing kinds (`Latency`, `Throughput`):
+/// `(seed: u64, iterations: u32, out: *mut u64)`.
+pub type Timing = (u64, u32, *mut u64);
+
 kind_declarations! {
-    /// [`KernelKind::Map`]: `(input, output, n)`.
-    Map: (*const P::In, *mut crate::Bits<P>, u64);
-    /// [`KernelKind::Skeleton`]: `(input, output, n)`.
-    Skeleton: (*const P::In, *mut crate::Bits<P>, u64);
-    /// [`KernelKind::Latency`]: `(seed, iterations, out)`.
-    Latency: (u64, u32, *mut u64);
-    /// [`KernelKind::Throughput`]: `(seed, iterations, out)`.
-    Throughput: (u64, u32, *mut u64);
-    /// [`KernelKind::Stream`]: `(input, output, n)`.
-    Stream: (*const P::In, *mut crate::Bits<P>, u64);
-    /// [`KernelKind::CountNonfinite`]: `(input, n, result)`.
+    /// [`KernelKind::Map`]: [`Elementwise`].
+    Map: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::Skeleton`]: [`Elementwise`].
+    Skeleton: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::Latency`]: [`Timing`].
+    Latency: Timing;
+    /// [`KernelKind::Throughput`]: [`Timing`].
+    Throughput: Timing;
+    /// [`KernelKind::Stream`]: [`Elementwise`].
+    Stream: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::CountNonfinite`]: `(input: *const In, n: u64, result: *mut u64)`.
     CountNonfinite: (*const P::In, u64, *mut u64);
-    /// [`KernelKind::Hardware`]: `(input, output, n)`.
-    Hardware: (*const P::In, *mut crate::Bits<P>, u64);
-    /// [`KernelKind::HardwareStream`]: `(input, output, n)`.
-    HardwareStream: (*const P::In, *mut crate::Bits<P>, u64);
-    /// [`KernelKind::StreamCount`]: `(input, output, n, result)`.
+    /// [`KernelKind::Hardware`]: [`Elementwise`].
+    Hardware: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::HardwareStream`]: [`Elementwise`].
+    HardwareStream: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::StreamCount`]: `(input: *const In, output: *mut Bits, n: u64, result: *mut u64)`.
     StreamCount: (*const P::In, *mut crate::Bits<P>, u64, *mut u64);
 }
 
@@ -478,7 +490,10 @@ mod tests {
         let timing = [Param::Integer { bytes: 8 }, Param::Integer { bytes: 4 }, result];
         assert_eq!(name_and_params::<KindKernel<U, tag::Throughput>>(), ("unorm8_times3_int_throughput", &timing[..]));
         let count = name_and_params::<KindKernel<f16_finite_exp_mask, tag::CountNonfinite>>();
-        assert_eq!(count, ("f16_finite_exp_mask_count_nonfinite", &[Param::ConstPtr { element_bytes: 2 }, n, result][..]));
+        assert_eq!(
+            count,
+            ("f16_finite_exp_mask_count_nonfinite", &[Param::ConstPtr { element_bytes: 2 }, n, result][..])
+        );
         let hardware = name_and_params::<KindKernel<f32_to_e4m3, tag::Hardware>>();
         let narrow = [Param::ConstPtr { element_bytes: 4 }, Param::MutPtr { element_bytes: 1 }, n];
         assert_eq!(hardware, ("f32_to_e4m3_hw", &narrow[..]));

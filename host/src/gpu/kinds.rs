@@ -1,10 +1,11 @@
 //! The kinds' launches ([`shared::KernelKind`]), on the one typed path: each is the
 //! kind's declaration [`KindKernel`]`<P, tag::Kind>` made into a typed handle
 //! ([`KernelModule::kernel`]: the declaration checked against the module's PTX) and
-//! launched with [`TypedKernel::launch`](super::TypedKernel::launch). The argument list
-//! of each signature is pushed in one place: [`elementwise`](KernelModule::map)'s
-//! `(input, output, n)`, the timing kinds' `(seed, iterations, out)`, the count's
-//! `(input, n, result)` and the stream count's `(input, output, n, result)`.
+//! launched with `TypedKernel::launch`. The arguments of each signature are pushed in one
+//! place: `elementwise`'s `(input, output, n)` for the five element-wise kinds
+//! ([`kind::Elementwise`]), `timing`'s `(seed, iterations, out)` for both timing kinds
+//! ([`kind::Timing`]), the count's `(input, n, result)` and the stream count's
+//! `(input, output, n, result)`.
 //!
 //! What the typed launch leaves to its caller, that the kernel's accesses stay inside
 //! the buffers, each kind's trait promises ([`shared::kind`]'s `Safety` section): the
@@ -43,7 +44,7 @@ impl KernelModule {
         output: &mut CudaViewMut<'_, O>,
     ) -> Result<(), GpuError>
     where
-        K: DeclaredKernel<Params = (*const I, *mut O, u64)>,
+        K: DeclaredKernel<Params = kind::Elementwise<I, O>>,
     {
         if input.len() != output.len() {
             let detail = format!("input has {} elements but output {}", input.len(), output.len());
@@ -70,7 +71,7 @@ impl KernelModule {
         out: &mut CudaSlice<u64>,
     ) -> Result<(), GpuError>
     where
-        K: DeclaredKernel<Params = (u64, u32, *mut u64)>,
+        K: DeclaredKernel<Params = kind::Timing>,
     {
         if (out.len() as u64) < needed {
             return Err(length_error(K::NAME, format!("out has {} elements, needs {needed}", out.len())));
@@ -222,7 +223,12 @@ impl KernelModule {
     /// Runs the module's [`KernelKind::Latency`] kernel of `P` on one thread: a dependent
     /// chain of `iterations` steps from `seed`, whose cycles and final value it writes to
     /// `out[0]` and `out[1]`; waits for it.
-    pub fn latency<P: kind::Latency>(&self, seed: u64, iterations: u32, out: &mut CudaSlice<u64>) -> Result<(), GpuError> {
+    pub fn latency<P: kind::Latency>(
+        &self,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
         let one_thread = LaunchShape::linear(1, 1);
         // SAFETY: `P: kind::Latency`: on one thread its kernel writes `out[0..2]`.
         unsafe { self.timing::<KindKernel<P, tag::Latency>>(one_thread, 2, seed, iterations, out)? };
