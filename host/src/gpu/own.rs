@@ -37,6 +37,8 @@ pub struct KernelModule {
     /// Each entry's `.param` list, read from the PTX once when the module loaded:
     /// [`KernelModule::kernel`] checks declarations against it.
     params: HashMap<String, Vec<PtxParam>>,
+    /// Whether the PTX marks pointer parameters `.ptr` (`typed::marks_pointers`).
+    marks_pointers: bool,
     /// The module's text.
     ptx: Arc<str>,
 }
@@ -127,8 +129,10 @@ impl KernelModule {
         ptx: &str,
     ) -> Self {
         let entries = ptx::entry_names(ptx).into_iter().map(String::from).collect();
-        let params = ptx::entries_with_params(ptx).into_iter().map(|(name, list)| (name.to_string(), list)).collect();
-        KernelModule { module, stream, multiprocessors, limits, entries, params, ptx: ptx.into() }
+        let params: HashMap<String, Vec<PtxParam>> =
+            ptx::entries_with_params(ptx).into_iter().map(|(name, list)| (name.to_string(), list)).collect();
+        let marks_pointers = params.values().flatten().any(|param| param.pointer);
+        KernelModule { module, stream, multiprocessors, limits, entries, params, marks_pointers, ptx: ptx.into() }
     }
 
     /// The module's PTX text.
@@ -155,6 +159,11 @@ impl KernelModule {
     /// such entry.
     pub(super) fn entry_params(&self, name: &str) -> Option<&[PtxParam]> {
         self.params.get(name).map(Vec::as_slice)
+    }
+
+    /// Whether its PTX marks pointer parameters `.ptr` (`typed::marks_pointers`).
+    pub(super) fn marks_pointers(&self) -> bool {
+        self.marks_pointers
     }
 
     /// The names of the module's kernels, in the PTX's order.

@@ -46,15 +46,30 @@ use std::marker::PhantomData;
 /// Checks the declared parameter list `declared` of kernel `name` against the `.param`
 /// list of its entry in `ptx`: the same count, and each parameter of the same kind and
 /// width (a pointer is a `.u64` LLVM marks `.ptr`; an integer `.u8`/`.s8`/`.b8` …
-/// `.u64` of its width; a float `.f32` or `.f64`). [`GpuError::KernelMissing`] if the PTX
-/// has no such entry, [`GpuError::Signature`] naming the kernel and the first difference.
+/// `.u64` of its width; a float `.f32` or `.f64`). PTX that marks no parameter `.ptr`
+/// (NVRTC's and nvcc's, such as the C++ baseline's) cannot tell a pointer from a `u64`:
+/// there a pointer is any `.u64` that is not marked. [`GpuError::KernelMissing`] if the
+/// PTX has no such entry, [`GpuError::Signature`] naming the kernel and the first
+/// difference.
 pub fn check_params(name: &str, declared: &[Param], ptx: &str) -> Result<(), GpuError> {
-    check_found(name, declared, entry_params(ptx, name).as_deref())
+    check_found(name, declared, entry_params(ptx, name).as_deref(), marks_pointers(ptx))
+}
+
+/// Whether `ptx` marks pointer parameters `.ptr` (LLVM's NVPTX backend, so rustc, does;
+/// NVVM, so NVRTC and nvcc, does not): whether any `.param` line has the mark.
+pub(super) fn marks_pointers(ptx: &str) -> bool {
+    ptx.lines().any(|line| line.trim_start().starts_with(".param") && line.split_whitespace().any(|w| w == ".ptr"))
 }
 
 /// [`check_params`] against `found`, the entry's parameters as its PTX declares them
-/// (`None`: the PTX has no entry `name`).
-pub(super) fn check_found(name: &str, declared: &[Param], found: Option<&[PtxParam]>) -> Result<(), GpuError> {
+/// (`None`: the PTX has no entry `name`), in PTX that marks pointers `.ptr` or not
+/// (`pointers_marked`, [`marks_pointers`]).
+pub(super) fn check_found(
+    name: &str,
+    declared: &[Param],
+    found: Option<&[PtxParam]>,
+    pointers_marked: bool,
+) -> Result<(), GpuError> {
     let found = found.ok_or_else(|| GpuError::KernelMissing { name: name.to_string() })?;
     let mismatch = |detail: String| GpuError::Signature { kernel: name.to_string(), detail };
     if found.len() != declared.len() {
@@ -65,7 +80,7 @@ pub(super) fn check_found(name: &str, declared: &[Param], found: Option<&[PtxPar
         )));
     }
     for (i, (&param, ptx_param)) in declared.iter().zip(found).enumerate() {
-        if !matches_ptx(param, ptx_param) {
+        if !matches_ptx(param, ptx_param, pointers_marked) {
             return Err(mismatch(format!(
                 "parameter {i} is declared {} but the PTX has {}",
                 describe(param),
@@ -76,14 +91,15 @@ pub(super) fn check_found(name: &str, declared: &[Param], found: Option<&[PtxPar
     Ok(())
 }
 
-/// Whether the PTX parameter `found` is what `param` is passed as.
-fn matches_ptx(param: Param, found: &PtxParam) -> bool {
+/// Whether the PTX parameter `found` is what `param` is passed as, in PTX that marks
+/// pointers `.ptr` or not (`pointers_marked`).
+fn matches_ptx(param: Param, found: &PtxParam, pointers_marked: bool) -> bool {
     let width = |ty: &str| ty[1..].parse::<usize>().ok().map(|bits| bits / 8);
     if found.aggregate {
         return false;
     }
     match param {
-        Param::ConstPtr { .. } | Param::MutPtr { .. } => found.pointer && found.ty == "u64",
+        Param::ConstPtr { .. } | Param::MutPtr { .. } => (found.pointer || !pointers_marked) && found.ty == "u64",
         Param::Integer { bytes } => {
             !found.pointer
                 && matches!(found.ty.as_bytes().first(), Some(b'u' | b's' | b'b'))
@@ -201,7 +217,7 @@ impl KernelModule {
     /// when the module loaded). The same for a kernel of one's own and for the kinds'
     /// declarations ([`shared::kind::KindKernel`]), which every kind launch makes first.
     pub fn kernel<K: DeclaredKernel>(&self) -> Result<TypedKernel<'_, K>, GpuError> {
-        check_found(K::NAME, K::PARAMS, self.entry_params(K::NAME))?;
+        check_found(K::NAME, K::PARAMS, self.entry_params(K::NAME), self.marks_pointers())?;
         let function = self.function(K::NAME)?;
         Ok(TypedKernel { module: self, function, _kernel: PhantomData })
     }
@@ -328,6 +344,14 @@ mod tests {
             assert!(matches!(&error, GpuError::Signature { kernel, .. } if kernel == "quantize"), "{error}");
             assert!(error.to_string().contains(expected), "{error} should say {expected:?}");
         }
+        // NVRTC's PTX marks no pointer: a `.u64` may be one; the widths are still checked.
+        let nvrtc = entry("quantize", &[".u64", ".u64", ".u64", ".f32"]);
+        check_params(Quantize::NAME, Quantize::PARAMS, &nvrtc).expect("pointers unmarked in the whole module");
+        let narrow = entry("quantize", &[".u64", ".u32", ".u64", ".f32"]);
+        let error = check_params(Quantize::NAME, Quantize::PARAMS, &narrow).unwrap_err().to_string();
+        assert!(
+            error.contains("parameter 1 is declared a pointer (*mut, 1-byte elements) but the PTX has .param .u32")
+        );
         let missing = check_params(Quantize::NAME, Quantize::PARAMS, &entry("other", &[])).unwrap_err();
         assert!(matches!(missing, GpuError::KernelMissing { name } if name == "quantize"));
     }
