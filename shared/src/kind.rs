@@ -432,23 +432,23 @@ pub type Elementwise<I, O> = (*const I, *mut O, u64);
 pub type Timing = (u64, u32, *mut u64);
 
 kind_declarations! {
-    /// [`KernelKind::Map`]: [`Elementwise`].
+    /// [`KernelKind::Map`](crate::KernelKind::Map): [`Elementwise`](super::Elementwise).
     Map: Elementwise<P::In, crate::Bits<P>>;
-    /// [`KernelKind::Skeleton`]: [`Elementwise`].
+    /// [`KernelKind::Skeleton`](crate::KernelKind::Skeleton): [`Elementwise`](super::Elementwise).
     Skeleton: Elementwise<P::In, crate::Bits<P>>;
-    /// [`KernelKind::Latency`]: [`Timing`].
+    /// [`KernelKind::Latency`](crate::KernelKind::Latency): [`Timing`](super::Timing).
     Latency: Timing;
-    /// [`KernelKind::Throughput`]: [`Timing`].
+    /// [`KernelKind::Throughput`](crate::KernelKind::Throughput): [`Timing`](super::Timing).
     Throughput: Timing;
-    /// [`KernelKind::Stream`]: [`Elementwise`].
+    /// [`KernelKind::Stream`](crate::KernelKind::Stream): [`Elementwise`](super::Elementwise).
     Stream: Elementwise<P::In, crate::Bits<P>>;
-    /// [`KernelKind::CountNonfinite`]: `(input: *const In, n: u64, result: *mut u64)`.
+    /// [`KernelKind::CountNonfinite`](crate::KernelKind::CountNonfinite): `(input: *const In, n: u64, result: *mut u64)`.
     CountNonfinite: (*const P::In, u64, *mut u64);
-    /// [`KernelKind::Hardware`]: [`Elementwise`].
+    /// [`KernelKind::Hardware`](crate::KernelKind::Hardware): [`Elementwise`](super::Elementwise).
     Hardware: Elementwise<P::In, crate::Bits<P>>;
-    /// [`KernelKind::HardwareStream`]: [`Elementwise`].
+    /// [`KernelKind::HardwareStream`](crate::KernelKind::HardwareStream): [`Elementwise`](super::Elementwise).
     HardwareStream: Elementwise<P::In, crate::Bits<P>>;
-    /// [`KernelKind::StreamCount`]: `(input: *const In, output: *mut Bits, n: u64, result: *mut u64)`.
+    /// [`KernelKind::StreamCount`](crate::KernelKind::StreamCount): `(input: *const In, output: *mut Bits, n: u64, result: *mut u64)`.
     StreamCount: (*const P::In, *mut crate::Bits<P>, u64, *mut u64);
 }
 
