@@ -43,7 +43,7 @@ pub struct KernelModule {
     ptx: Arc<str>,
 }
 
-/// How many elements failed a [`kind::StreamCount`] kernel's check, and the first one:
+/// How many elements failed a [`shared::kind::StreamCount`] kernel's check, and the first one:
 /// the same type as a count kernel's [`NonFinite`] (the count, the first index).
 pub type Failing = NonFinite;
 
