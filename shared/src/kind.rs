@@ -20,7 +20,11 @@
 //! The kind traits are `unsafe` to implement, because the host's safe, typed launches
 //! (`bitexact::gpu::Gpu::map::<P>`, `stream_staged::<P, _>`, ...) trust them: a launch of
 //! `P`'s kernel of kind `K` looks the kernel up by name ([`KernelName::of`]) and
-//! passes it buffers of `P::In` and of `P::Out`'s stored bits. Implementing `K` for `P`
+//! passes it buffers of `P::In` and of `P::Out`'s stored bits. (It goes through the
+//! kind's declaration, [`KindKernel`], so the host first checks the entry's `.param`
+//! list, the count, widths and pointer or value, against it; what the PTX cannot show,
+//! the pointees' types and how far the kernel reaches, rests on this promise.)
+//! Implementing `K` for `P`
 //! asserts that every PTX module the host may launch `P`'s kernels from either lacks
 //! an entry point of that name (the launch then fails with an error) or has one whose
 //! parameters are exactly those [`KernelKind`] documents for `K`, with `In = P::In` and
@@ -371,4 +375,131 @@ pub unsafe trait Hardware: Primitive {}
 pub unsafe trait HardwareStream:
     Hardware + Primitive<In: StreamElement, Out: Stored<Bits: StreamElement>>
 {
+}
+
+/// A [`KernelKind`] as a type, for [`KindKernel`]: the markers of [`tag`].
+pub trait KindTag {
+    /// The kind.
+    const KIND: KernelKind;
+}
+
+/// The declaration of `P`'s kernel of kind `K` (a marker of [`tag`]): a
+/// [`DeclaredKernel`](crate::launch::DeclaredKernel) whose name is [`KernelName::of`]
+/// and whose parameters are the kind's signature as [`KernelKind`] documents it, with
+/// `In = P::In` and `Bits = Bits<P>`. It implements the trait only where `P`
+/// implements the kind's trait of this module, so a launch through it stands on that
+/// trait's promise; the host checks the parameter list against the PTX's before it
+/// launches, as it does a kernel of one's own declared with [`kernel!`](crate::kernel).
+pub struct KindKernel<P, K>(core::marker::PhantomData<fn() -> (P, K)>);
+
+impl<P: Primitive, K: KindTag> KindKernel<P, K> {
+    /// The kernel's name, joined at compile time.
+    const JOINED: crate::launch::JoinedName = crate::launch::JoinedName::new(P::NAME, K::KIND.suffix());
+}
+
+/// Defines the markers of [`tag`] and each kind's declaration: the kind's trait bound and
+/// its parameter tuple, the one place the host's side of each signature is written.
+macro_rules! kind_declarations {
+    ($($(#[doc = $doc:literal])* $kind:ident: $params:ty;)*) => {
+        /// One marker type per [`KernelKind`], named like it, for [`KindKernel`].
+        pub mod tag {
+            $(
+                $(#[doc = $doc])*
+                pub struct $kind;
+                impl super::KindTag for $kind {
+                    const KIND: super::KernelKind = super::KernelKind::$kind;
+                }
+            )*
+        }
+
+        $(
+            impl<P: $kind> crate::launch::DeclaredKernel for KindKernel<P, tag::$kind> {
+                const NAME: &'static str = Self::JOINED.as_str();
+                type Params = $params;
+                const PARAMS: &'static [crate::launch::Param] =
+                    <Self::Params as crate::launch::ParamList>::PARAMS;
+            }
+        )*
+    };
+}
+
+/// The parameters of the element-wise kinds (`Map`, `Skeleton`, `Stream`, `Hardware`,
+/// `HardwareStream`): `(input: *const I, output: *mut O, n: u64)`.
+pub type Elementwise<I, O> = (*const I, *mut O, u64);
+
+/// The parameters of the timing kinds (`Latency`, `Throughput`):
+/// `(seed: u64, iterations: u32, out: *mut u64)`.
+pub type Timing = (u64, u32, *mut u64);
+
+kind_declarations! {
+    /// [`KernelKind::Map`](crate::KernelKind::Map): [`Elementwise`](super::Elementwise).
+    Map: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::Skeleton`](crate::KernelKind::Skeleton): [`Elementwise`](super::Elementwise).
+    Skeleton: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::Latency`](crate::KernelKind::Latency): [`Timing`](super::Timing).
+    Latency: Timing;
+    /// [`KernelKind::Throughput`](crate::KernelKind::Throughput): [`Timing`](super::Timing).
+    Throughput: Timing;
+    /// [`KernelKind::Stream`](crate::KernelKind::Stream): [`Elementwise`](super::Elementwise).
+    Stream: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::CountNonfinite`](crate::KernelKind::CountNonfinite): `(input: *const In, n: u64, result: *mut u64)`.
+    CountNonfinite: (*const P::In, u64, *mut u64);
+    /// [`KernelKind::Hardware`](crate::KernelKind::Hardware): [`Elementwise`](super::Elementwise).
+    Hardware: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::HardwareStream`](crate::KernelKind::HardwareStream): [`Elementwise`](super::Elementwise).
+    HardwareStream: Elementwise<P::In, crate::Bits<P>>;
+    /// [`KernelKind::StreamCount`](crate::KernelKind::StreamCount): `(input: *const In, output: *mut Bits, n: u64, result: *mut u64)`.
+    StreamCount: (*const P::In, *mut crate::Bits<P>, u64, *mut u64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launch::{DeclaredKernel, Param};
+    use crate::variants::{f16_finite_exp_mask, f32_to_e4m3, unorm8_times3_int};
+
+    /// Every marker of [`tag`] says its own kind, and the kinds are all there.
+    #[test]
+    fn each_tag_is_its_kind() {
+        let tags = [
+            tag::Map::KIND,
+            tag::Skeleton::KIND,
+            tag::Latency::KIND,
+            tag::Throughput::KIND,
+            tag::Stream::KIND,
+            tag::CountNonfinite::KIND,
+            tag::Hardware::KIND,
+            tag::HardwareStream::KIND,
+            tag::StreamCount::KIND,
+        ];
+        assert_eq!(tags, KernelKind::ALL);
+    }
+
+    fn name_and_params<K: DeclaredKernel>() -> (&'static str, &'static [Param]) {
+        (K::NAME, K::PARAMS)
+    }
+
+    #[test]
+    fn a_kind_declaration_is_named_and_typed_as_its_kind_says() {
+        let (input, output) = (Param::ConstPtr { element_bytes: 1 }, Param::MutPtr { element_bytes: 4 });
+        let (n, result) = (Param::Integer { bytes: 8 }, Param::MutPtr { element_bytes: 8 });
+        type U = unorm8_times3_int;
+        let stream = name_and_params::<KindKernel<U, tag::Stream>>();
+        assert_eq!(stream, ("unorm8_times3_int_stream", &[input, output, n][..]));
+        assert_eq!(name_and_params::<KindKernel<U, tag::Map>>(), ("unorm8_times3_int", &[input, output, n][..]));
+        let timing = [Param::Integer { bytes: 8 }, Param::Integer { bytes: 4 }, result];
+        assert_eq!(name_and_params::<KindKernel<U, tag::Throughput>>(), ("unorm8_times3_int_throughput", &timing[..]));
+        let count = name_and_params::<KindKernel<f16_finite_exp_mask, tag::CountNonfinite>>();
+        assert_eq!(
+            count,
+            ("f16_finite_exp_mask_count_nonfinite", &[Param::ConstPtr { element_bytes: 2 }, n, result][..])
+        );
+        let hardware = name_and_params::<KindKernel<f32_to_e4m3, tag::Hardware>>();
+        let narrow = [Param::ConstPtr { element_bytes: 4 }, Param::MutPtr { element_bytes: 1 }, n];
+        assert_eq!(hardware, ("f32_to_e4m3_hw", &narrow[..]));
+        // The same name as `KernelName`'s `Display`: the variant's, then the kind's suffix.
+        let name = KernelName::of::<f32_to_e4m3>(KernelKind::Hardware);
+        let joined = <KindKernel<f32_to_e4m3, tag::Hardware>>::NAME;
+        assert_eq!(joined.strip_prefix(name.variant).and_then(|rest| rest.strip_suffix(name.kind.suffix())), Some(""));
+    }
 }

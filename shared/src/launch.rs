@@ -125,8 +125,10 @@ value_params! {
     f32: Float; f64: Float;
 }
 
-/// A kernel declared by [`kernel!`](crate::kernel): its PTX entry name and its parameter
-/// list.
+/// A kernel's declaration: its PTX entry name and its parameter list. [`kernel!`](crate::kernel)
+/// writes one for a kernel of one's own; [`crate::kind::KindKernel`] is the one of each
+/// [`crate::KernelKind`] of a primitive (the table's kernels, the C++ baseline's, a kernel
+/// crate's `unsafe impl`ed kinds), so every launch goes through the same typed path.
 pub trait DeclaredKernel {
     /// The PTX entry point's name (unmangled).
     const NAME: &'static str;
@@ -134,6 +136,78 @@ pub trait DeclaredKernel {
     type Params;
     /// The parameters as the PTX declares them, in order.
     const PARAMS: &'static [Param];
+}
+
+/// A tuple of [`KernelParam`]s: its [`Param`] list, so that a declaration writes its
+/// parameters once, as the tuple type, and the list the load-time check compares follows.
+pub trait ParamList {
+    /// The tuple's parameters as the PTX declares them, in order.
+    const PARAMS: &'static [Param];
+}
+
+macro_rules! param_lists {
+    ($(($($p:ident),*);)*) => {$(
+        impl<$($p: KernelParam),*> ParamList for ($($p,)*) {
+            const PARAMS: &'static [Param] = &[$(<$p as KernelParam>::PARAM),*];
+        }
+    )*};
+}
+
+param_lists! {
+    ();
+    (P0);
+    (P0, P1);
+    (P0, P1, P2);
+    (P0, P1, P2, P3);
+    (P0, P1, P2, P3, P4);
+    (P0, P1, P2, P3, P4, P5);
+    (P0, P1, P2, P3, P4, P5, P6);
+    (P0, P1, P2, P3, P4, P5, P6, P7);
+    (P0, P1, P2, P3, P4, P5, P6, P7, P8);
+    (P0, P1, P2, P3, P4, P5, P6, P7, P8, P9);
+}
+
+/// The longest kernel name a [`JoinedName`] holds, in bytes.
+pub const MAX_JOINED_NAME_BYTES: usize = 128;
+
+/// Two strings joined at compile time, for a generic declaration's
+/// [`DeclaredKernel::NAME`] (a primitive's name and its kind's suffix): a `const` of this
+/// type and [`JoinedName::as_str`] of a reference to it give a `&'static str`.
+#[derive(Clone, Copy, Debug)]
+pub struct JoinedName {
+    bytes: [u8; MAX_JOINED_NAME_BYTES],
+    len: usize,
+}
+
+impl JoinedName {
+    /// `head` followed by `tail`. Evaluated in a `const`, a name longer than
+    /// [`MAX_JOINED_NAME_BYTES`] is a compile-time error.
+    pub const fn new(head: &str, tail: &str) -> JoinedName {
+        let (head, tail) = (head.as_bytes(), tail.as_bytes());
+        assert!(head.len() + tail.len() <= MAX_JOINED_NAME_BYTES, "a kernel name longer than 128 bytes");
+        let mut bytes = [0u8; MAX_JOINED_NAME_BYTES];
+        let mut i = 0;
+        while i < head.len() {
+            bytes[i] = head[i];
+            i += 1;
+        }
+        let mut j = 0;
+        while j < tail.len() {
+            bytes[i + j] = tail[j];
+            j += 1;
+        }
+        JoinedName { bytes, len: head.len() + tail.len() }
+    }
+
+    /// The joined string.
+    pub const fn as_str(&self) -> &str {
+        let (joined, _) = self.bytes.split_at(self.len);
+        match core::str::from_utf8(joined) {
+            Ok(name) => name,
+            // Two whole UTF-8 strings joined are UTF-8.
+            Err(_) => panic!("two UTF-8 strings joined are UTF-8"),
+        }
+    }
 }
 
 /// Declares a kernel: a marker type implementing [`launch::DeclaredKernel`](crate::launch::DeclaredKernel)
@@ -156,7 +230,7 @@ macro_rules! kernel {
             const NAME: &'static str = stringify!($name);
             type Params = ($($ty,)*);
             const PARAMS: &'static [$crate::launch::Param] =
-                &[$(<$ty as $crate::launch::KernelParam>::PARAM),*];
+                <($($ty,)*) as $crate::launch::ParamList>::PARAMS;
         }
 
         $(#[$fn_attr])*

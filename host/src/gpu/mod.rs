@@ -3,18 +3,36 @@
 //! the table over host slices or device buffers; the hardware conversion kernels from
 //! the newer targets' modules where the device can run them.
 //!
+//! Layered as cudarc is (its `sys`/`result` → `safe`):
+//! - `raw`: every `unsafe` driver call (the driver probe, the one kernel launch
+//!   `raw::launch_checked`, pinned memory, views of words as another integer type, the
+//!   JIT log). Nothing else here calls the driver unsafely.
+//! - the typed module: [`KernelModule`] (`own`: a loaded module, its PTX's `.param`
+//!   lists, and loading modules of one's own), its typed handle [`TypedKernel`]
+//!   (`typed`: a declaration checked against the PTX, the host arguments against the
+//!   declaration by the compiler, the [`LaunchShape`] (`shape`) against the device),
+//!   and the kinds' launches (`kinds`: each [`shared::KernelKind`] declared as
+//!   [`shared::kind::KindKernel`] and launched through that one handle; [`staging`]'s
+//!   two-lane pipeline over them).
+//! - [`Gpu`] (this file): the device, holding its modules (the embedded baseline and
+//!   the newer targets' as [`KernelModule`]s), its buffers, events and limits; its kind
+//!   methods hand each launch to the module that holds the kernel.
+//!
 //! Kernels are launched through one typed method per kind of kernel
 //! ([`shared::KernelKind`]), bound by that kind's trait: [`Gpu::map`] needs
 //! `P: kind::Map`, [`Gpu::launch_stream`] `P: kind::Stream`, and so on. The table implements a
 //! kind's trait only for the variants that have the kernel, so the method's signature is
-//! the kernel's; no safe function launches a kernel by name (that stays in `raw`).
+//! the kernel's, and the declaration is checked against the PTX's own `.param` list
+//! before the launch; no safe function launches a kernel by name.
 //!
 //! A PTX module of one's own loads next to the embedded ones ([`Gpu::load_user_module`],
 //! `unsafe`: see its contract; [`KernelModule`]); its kernels launch through the same typed
 //! methods, for primitives of one's own whose kind traits the user implements with an
-//! `unsafe impl` (`own`), and any kernel declared with [`shared::kernel!`] through
-//! [`KernelModule::kernel`]'s typed handle, its parameter list checked against the PTX
-//! (`typed`).
+//! `unsafe impl`, and any kernel declared with [`shared::kernel!`] through
+//! [`KernelModule::kernel`]'s typed handle. Such a module gets what the embedded ones get:
+//! the same kind launches, staging ([`KernelModule::stream_staged`],
+//! [`KernelModule::count_staged`]) and timing ([`Gpu::time_ms`] times work on the stream
+//! every module of the `Gpu` launches on).
 //!
 //! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
 //! library before cudarc can panic, and every failure is a [`GpuError`].
@@ -23,9 +41,10 @@
 //! lanes, so that reading, copies and kernels overlap.
 //!
 //! Owns: the CUDA context, device buffers, the embedded PTX ([`ptx`]) and every kernel
-//! launch (the `unsafe` ones stay in `raw`). Uses: [`crate::support`] only; it knows
-//! kernels by their `shared` types, never the variant table.
+//! launch (the `unsafe` driver calls stay in `raw`). Uses: [`crate::support`] only; it
+//! knows kernels by their `shared` types, never the variant table.
 
+mod kinds;
 mod own;
 pub mod ptx;
 mod raw;
@@ -36,10 +55,10 @@ mod typed;
 pub use own::{Failing, KernelModule, RESERVED_PREFIX};
 pub use shape::{LaunchLimits, LaunchShape, ShapeProblem};
 pub use shared::launch::Dim3;
-pub use typed::{HostArg, HostArgs, TypedKernel, check_params, kind_params};
+pub use typed::{HostArg, HostArgs, TypedKernel, check_params};
 
 use crate::support::element::Element;
-use cudarc::driver::{CudaContext, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
 use shared::hardware::{Conversion, PtxTarget};
 use shared::{KernelKind, KernelName, Stored, kind};
@@ -289,13 +308,11 @@ fn grid_stride_config(multiprocessors: u32, work: u64) -> LaunchConfig {
 pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    /// The baseline module ([`ptx::PTX`]).
-    module: Arc<CudaModule>,
-    /// The baseline module again, with its launch settings: the typed launches of its
-    /// `Map`, `Stream` and `CountNonfinite` kernels are [`KernelModule`]'s.
+    /// The baseline module ([`ptx::PTX`]), whose kinds' typed launches are
+    /// [`KernelModule`]'s.
     baseline: KernelModule,
     /// The newer modules ([`ptx::MODULES`] after the first): loaded, or why not.
-    newer: Vec<(PtxTarget, Result<Arc<CudaModule>, ModuleUnavailable>)>,
+    newer: Vec<(PtxTarget, Result<KernelModule, ModuleUnavailable>)>,
     info: DeviceInfo,
     limits: LaunchLimits,
 }
@@ -344,33 +361,35 @@ impl Gpu {
             )?,
             max_shared_bytes_per_block: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
         };
+        let stream = ctx.default_stream();
+        let typed = |module, ptx| KernelModule::new(module, stream.clone(), info.multiprocessors, limits, ptx);
         let newer = ptx::MODULES[1..]
             .iter()
             .map(|m| {
                 let loaded = runs_target(&info, m.target).and_then(|()| {
                     ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx))
+                        .map(|module| typed(module, m.ptx))
                         .map_err(|_| ModuleUnavailable::Rejected { target: m.target, log: raw::jit_error_log(m.ptx) })
                 });
                 (m.target, loaded)
             })
             .collect();
-        let stream = ctx.default_stream();
-        let baseline = KernelModule::new(module.clone(), stream.clone(), info.multiprocessors, limits, ptx::PTX);
-        Ok(Gpu { ctx, stream, module, baseline, newer, info, limits })
+        let baseline = typed(module, ptx::PTX);
+        Ok(Gpu { ctx, stream, baseline, newer, info, limits })
     }
 
     /// The loaded module that holds kernel `name` (whose variant's family has the
     /// conversion `instruction`, if any), or why this device has none
     /// ([`GpuError::NeedsTarget`]).
-    fn module_for(&self, name: KernelName, instruction: Option<Conversion>) -> Result<&Arc<CudaModule>, GpuError> {
+    fn module_for(&self, name: KernelName, instruction: Option<Conversion>) -> Result<&KernelModule, GpuError> {
         self.loaded(name, ptx::module_of(name, instruction).target)
     }
 
     /// The loaded module of PTX target `target`, or why this device has none, for kernel
     /// `name` ([`GpuError::NeedsTarget`]).
-    fn loaded(&self, name: KernelName, target: PtxTarget) -> Result<&Arc<CudaModule>, GpuError> {
+    fn loaded(&self, name: KernelName, target: PtxTarget) -> Result<&KernelModule, GpuError> {
         match self.newer.iter().find(|(t, _)| *t == target) {
-            None => Ok(&self.module),
+            None => Ok(&self.baseline),
             Some((_, Ok(module))) => Ok(module),
             Some((_, Err(reason))) => Err(GpuError::NeedsTarget { kernel: name.to_string(), reason: reason.clone() }),
         }
@@ -411,7 +430,7 @@ impl Gpu {
         let Some(module) = ptx::module_holding(name) else {
             return Err(GpuError::KernelMissing { name: name.to_string() });
         };
-        raw::load(self.loaded(name, module.target)?, name)
+        self.loaded(name, module.target)?.function(&name.to_string()).map(drop)
     }
 
     /// A grid-stride launch for `work` items: enough blocks to fill the device, at
@@ -474,11 +493,6 @@ impl Gpu {
         self.stream.synchronize().map_err(|error| GpuError::Launch { kernel: kernel.to_string(), error })
     }
 
-    /// A grid-stride launch with `per_thread` elements per thread per step over `n`.
-    fn elementwise_config(&self, n: usize, per_thread: u64) -> LaunchConfig {
-        self.launch_config((n as u64).div_ceil(per_thread))
-    }
-
     /// `output[i] = P(input[i])` on the device (equal lengths), with `P`'s
     /// [`KernelKind::Map`] kernel; waits for it.
     pub fn map<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
@@ -518,16 +532,8 @@ impl Gpu {
         P::In: DeviceRepr,
         Bits<P>: DeviceRepr,
     {
-        let name = KernelName::of::<P>(KernelKind::Hardware);
-        let module = self.module_for(name, Conversion::of(P::FAMILY))?;
-        raw::launch_hardware::<P>(
-            &self.stream,
-            module,
-            self.elementwise_config(input.len(), 1),
-            &input.as_view(),
-            &mut output.as_view_mut(),
-        )?;
-        self.wait(name)
+        let module = self.module_for(KernelName::of::<P>(KernelKind::Hardware), Conversion::of(P::FAMILY))?;
+        module.map_hardware::<P>(&input.as_view(), &mut output.as_view_mut())
     }
 
     /// Queues `P`'s [`KernelKind::HardwareStream`] kernel ([`Gpu::launch_stream`] with
@@ -545,8 +551,7 @@ impl Gpu {
         Bits<P>: DeviceRepr,
     {
         let module = self.module_for(KernelName::of::<P>(KernelKind::HardwareStream), Conversion::of(P::FAMILY))?;
-        let config = self.elementwise_config(input.len(), kind::STREAM_LANE_ELEMENTS);
-        raw::launch_hardware_stream::<P>(&self.stream, module, config, input, output)
+        module.launch_hardware_stream::<P>(input, output)
     }
 
     /// Runs `P` over a host slice and returns the stored results.
@@ -581,8 +586,7 @@ impl Gpu {
         P: kind::CountNonfinite,
         P::In: DeviceRepr,
     {
-        let config = self.elementwise_config(input.len(), kind::count_lane_elements::<P::In>());
-        raw::launch_count::<P>(&self.stream, &self.module, config, input, &mut result.as_view_mut())
+        self.baseline.launch_count::<P>(input, result)
     }
 
     /// Runs `P`'s [`KernelKind::Latency`] kernel on one thread: a dependent chain of

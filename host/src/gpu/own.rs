@@ -1,6 +1,7 @@
-//! Kernels of one's own: a PTX module built from a kernel crate of one's own (with
-//! `ptx-builder`), loaded next to the embedded ones, its kernels launched through the
-//! same typed, bounds-checked methods as the table's.
+//! The typed module, [`KernelModule`], and kernels of one's own: a PTX module built from a
+//! kernel crate of one's own (with `ptx-builder`), loaded next to the embedded ones, its
+//! kernels launched through the same typed, bounds-checked methods as the table's (the
+//! kinds' launches are `kinds`', the typed handle `typed`'s).
 //!
 //! A kernel of one's own is described to the host by a primitive of one's own (a type
 //! implementing [`shared::Primitive`]) and an `unsafe impl` of the kind trait of each
@@ -14,27 +15,35 @@
 //! [`GpuError::KernelMissing`]. The same holds for the CUDA C++ baseline's kernels, whose
 //! names ([`RESERVED_PREFIX`]) only the baseline's own loader may use.
 
-use super::shape::LaunchLimits;
-use super::{Bits, Gpu, GpuError, NonFinite, grid_stride_config, ptx, raw};
-use cudarc::driver::{CudaFunction, CudaModule, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
-use shared::{KernelKind, KernelName, kind};
+use super::ptx::PtxParam;
+use super::shape::{LaunchLimits, LaunchShape};
+use super::{Gpu, GpuError, NonFinite, grid_stride_config, ptx, raw};
+use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
+use shared::{KernelKind, KernelName};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A loaded PTX module and its typed launches, on a [`Gpu`]'s stream: one of one's own
-/// ([`Gpu::load_user_module`]), the C++ baseline's, or the embedded baseline, whose
-/// `Map`, `Stream`, `CountNonfinite`, `Latency` and `Throughput` launches [`Gpu`]'s
-/// methods of those names hand to one of these.
+/// ([`Gpu::load_user_module`]), the C++ baseline's, or one of the embedded modules, whose
+/// kind launches [`Gpu`]'s methods of those names hand to one of these. Every launch,
+/// of a kind or of a kernel of one's own, goes through [`KernelModule::kernel`]'s typed
+/// handle, whose declaration is checked against the module's PTX first.
 pub struct KernelModule {
     module: Arc<CudaModule>,
     stream: Arc<CudaStream>,
     multiprocessors: u32,
     limits: LaunchLimits,
     entries: Vec<String>,
-    /// The module's text: [`KernelModule::kernel`] checks declarations against it.
+    /// Each entry's `.param` list, read from the PTX once when the module loaded:
+    /// [`KernelModule::kernel`] checks declarations against it.
+    params: HashMap<String, Vec<PtxParam>>,
+    /// Whether the PTX marks pointer parameters `.ptr` (`typed::marks_pointers`).
+    marks_pointers: bool,
+    /// The module's text.
     ptx: Arc<str>,
 }
 
-/// How many elements failed a [`kind::StreamCount`] kernel's check, and the first one:
+/// How many elements failed a [`shared::kind::StreamCount`] kernel's check, and the first one:
 /// the same type as a count kernel's [`NonFinite`] (the count, the first index).
 pub type Failing = NonFinite;
 
@@ -82,14 +91,9 @@ impl Gpu {
             .ctx
             .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(ptx) })?;
-        Ok(KernelModule {
-            module,
-            stream: self.stream.clone(),
-            multiprocessors: self.info.multiprocessors,
-            limits: self.limits,
-            entries,
-            ptx: ptx.into(),
-        })
+        let mut loaded = KernelModule::new(module, self.stream.clone(), self.info.multiprocessors, self.limits, ptx);
+        loaded.entries = entries;
+        Ok(loaded)
     }
 }
 
@@ -125,7 +129,10 @@ impl KernelModule {
         ptx: &str,
     ) -> Self {
         let entries = ptx::entry_names(ptx).into_iter().map(String::from).collect();
-        KernelModule { module, stream, multiprocessors, limits, entries, ptx: ptx.into() }
+        let params: HashMap<String, Vec<PtxParam>> =
+            ptx::entries_with_params(ptx).into_iter().map(|(name, list)| (name.to_string(), list)).collect();
+        let marks_pointers = params.values().flatten().any(|param| param.pointer);
+        KernelModule { module, stream, multiprocessors, limits, entries, params, marks_pointers, ptx: ptx.into() }
     }
 
     /// The module's PTX text.
@@ -148,150 +155,37 @@ impl KernelModule {
         self.module.load_function(name).map_err(|_| GpuError::KernelMissing { name: name.to_string() })
     }
 
+    /// The `.param` list of its entry `name`, as the PTX declares it; `None` if it has no
+    /// such entry.
+    pub(super) fn entry_params(&self, name: &str) -> Option<&[PtxParam]> {
+        self.params.get(name).map(Vec::as_slice)
+    }
+
+    /// Whether its PTX marks pointer parameters `.ptr` (`typed::marks_pointers`).
+    pub(super) fn marks_pointers(&self) -> bool {
+        self.marks_pointers
+    }
+
     /// The names of the module's kernels, in the PTX's order.
     pub fn entries(&self) -> &[String] {
         &self.entries
     }
 
-    /// Checks that the module has `P`'s kernel of kind `kind`.
+    /// Checks that the module has `P`'s kernel of kind `kind` and that it loads.
     pub fn load<P: shared::Primitive>(&self, kind: KernelKind) -> Result<(), GpuError> {
-        raw::load(&self.module, KernelName::of::<P>(kind))
+        self.function(&KernelName::of::<P>(kind).to_string()).map(drop)
     }
 
-    fn config(&self, n: usize, per_thread: u64) -> cudarc::driver::LaunchConfig {
-        grid_stride_config(self.multiprocessors, (n as u64).div_ceil(per_thread))
+    /// A grid-stride launch over `n` elements, `per_thread` per thread per step (the
+    /// grids the kind launches have always used: [`super::BLOCK_THREADS`]-thread blocks,
+    /// enough to fill the device, at least one).
+    pub(super) fn grid_stride(&self, n: usize, per_thread: u64) -> LaunchShape {
+        LaunchShape::of_config(grid_stride_config(self.multiprocessors, (n as u64).div_ceil(per_thread)))
     }
 
-    fn wait(&self, name: KernelName) -> Result<(), GpuError> {
+    /// Waits for the module's stream; a failure is reported as kernel `name`'s.
+    pub(super) fn wait(&self, name: KernelName) -> Result<(), GpuError> {
         self.stream.synchronize().map_err(|error| GpuError::Launch { kernel: name.to_string(), error })
-    }
-
-    /// `output[i] = P(input[i])` (equal lengths) with the module's [`KernelKind::Map`]
-    /// kernel of `P`; waits for it.
-    pub fn map<P>(&self, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, Bits<P>>) -> Result<(), GpuError>
-    where
-        P: kind::Map,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        raw::launch_map::<P>(&self.stream, &self.module, self.config(input.len(), 1), input, output)?;
-        self.wait(KernelName::of::<P>(KernelKind::Map))
-    }
-
-    /// Queues the module's [`KernelKind::Stream`] kernel of `P` (equal lengths); does not
-    /// wait.
-    pub fn launch_stream<P>(
-        &self,
-        input: &CudaView<'_, P::In>,
-        output: &mut CudaViewMut<'_, Bits<P>>,
-    ) -> Result<(), GpuError>
-    where
-        P: kind::Stream,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        let config = self.config(input.len(), kind::STREAM_LANE_ELEMENTS);
-        raw::launch_stream::<P>(&self.stream, &self.module, config, input, output)
-    }
-
-    /// Counts the non-finite values of `input` with the module's
-    /// [`KernelKind::CountNonfinite`] kernel of `P`, and finds the first.
-    pub fn count_nonfinite<P>(&self, input: &CudaView<'_, P::In>) -> Result<NonFinite, GpuError>
-    where
-        P: kind::CountNonfinite,
-        P::In: DeviceRepr,
-    {
-        let name = KernelName::of::<P>(KernelKind::CountNonfinite);
-        let mut result = self.result()?;
-        let config = self.config(input.len(), kind::count_lane_elements::<P::In>());
-        raw::launch_count::<P>(&self.stream, &self.module, config, input, &mut result.as_view_mut())?;
-        let (count, first) = self.read_result(name, &result)?;
-        Ok(NonFinite { count, first })
-    }
-
-    /// `output[i] = P(input[i])` (equal lengths) and the elements failing
-    /// [`kind::StreamCount::passes`], in one pass, with the module's
-    /// [`KernelKind::StreamCount`] kernel of `P`; waits for it.
-    pub fn stream_count<P>(
-        &self,
-        input: &CudaView<'_, P::In>,
-        output: &mut CudaViewMut<'_, Bits<P>>,
-    ) -> Result<Failing, GpuError>
-    where
-        P: kind::StreamCount,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        let name = KernelName::of::<P>(KernelKind::StreamCount);
-        let mut result = self.result()?;
-        self.launch_stream_count::<P>(input, output, &mut result)?;
-        let (count, first) = self.read_result(name, &result)?;
-        Ok(Failing { count, first })
-    }
-
-    /// Queues [`KernelModule::stream_count`]'s kernel, accumulating into `result` (2
-    /// elements: the count, and the first index, which starts at `u64::MAX`); does not
-    /// wait. For a buffer processed in pieces: the index is the piece's own.
-    pub fn launch_stream_count<P>(
-        &self,
-        input: &CudaView<'_, P::In>,
-        output: &mut CudaViewMut<'_, Bits<P>>,
-        result: &mut CudaSlice<u64>,
-    ) -> Result<(), GpuError>
-    where
-        P: kind::StreamCount,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        let config = self.config(input.len(), kind::STREAM_LANE_ELEMENTS);
-        raw::launch_stream_count::<P>(&self.stream, &self.module, config, input, output, &mut result.as_view_mut())
-    }
-
-    /// Runs the module's [`KernelKind::Latency`] kernel of `P` on one thread, as
-    /// [`Gpu::latency`] does the table's; waits for it.
-    pub fn latency<P: kind::Latency>(
-        &self,
-        seed: u64,
-        iterations: u32,
-        out: &mut CudaSlice<u64>,
-    ) -> Result<(), GpuError> {
-        raw::launch_latency::<P>(&self.stream, &self.module, seed, iterations, out)?;
-        self.wait(KernelName::of::<P>(KernelKind::Latency))
-    }
-
-    /// Queues the module's [`KernelKind::Throughput`] kernel of `P` with `config`, as
-    /// [`Gpu::launch_throughput`] does the table's; does not wait.
-    pub fn launch_throughput<P: kind::Throughput>(
-        &self,
-        config: cudarc::driver::LaunchConfig,
-        seed: u64,
-        iterations: u32,
-        out: &mut CudaSlice<u64>,
-    ) -> Result<(), GpuError> {
-        raw::launch_throughput::<P>(&self.stream, &self.module, config, seed, iterations, out)
-    }
-
-    /// A result buffer: count 0, first index `u64::MAX` (none).
-    fn result(&self) -> Result<CudaSlice<u64>, GpuError> {
-        self.stream
-            .clone_htod(&[0u64, u64::MAX])
-            .map_err(|error| GpuError::Driver { stage: "allocating a result buffer".into(), error })
-    }
-
-    /// Waits for kernel `name` and reads its result buffer: the count and the first index.
-    fn read_result(&self, name: KernelName, result: &CudaSlice<u64>) -> Result<(u64, Option<u64>), GpuError> {
-        self.wait(name)?;
-        let words = self
-            .stream
-            .clone_dtoh(result)
-            .map_err(|error| GpuError::Driver { stage: "copying results to the host".into(), error })?;
-        match words[..] {
-            [count, first] => Ok((count, (first != u64::MAX).then_some(first))),
-            _ => Err(GpuError::Length {
-                kernel: name.to_string(),
-                detail: format!("result buffer came back with {} elements", words.len()),
-            }),
-        }
     }
 }
 

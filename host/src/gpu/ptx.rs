@@ -80,10 +80,32 @@ pub struct PtxParam {
 /// has no such entry.
 pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<PtxParam>> {
     let mut lines = ptx.lines().map(str::trim);
-    let header = lines.by_ref().find(|line| {
-        let rest = line.strip_prefix(".visible ").unwrap_or(line);
-        rest.strip_prefix(".entry ").and_then(|r| r.split('(').next()).map(str::trim) == Some(name)
-    })?;
+    let header = lines.by_ref().find(|line| entry_name(line) == Some(name))?;
+    Some(header_params(header, lines))
+}
+
+/// Every kernel entry of `ptx` with its parameter list, in order, read in one pass: what
+/// a loaded module checks declarations against ([`entry_params`] of each, without
+/// searching the text once per kernel).
+pub fn entries_with_params(ptx: &str) -> Vec<(&str, Vec<PtxParam>)> {
+    let mut lines = ptx.lines().map(str::trim);
+    let mut entries = Vec::new();
+    while let Some(header) = lines.by_ref().find(|line| entry_name(line).is_some()) {
+        let name = entry_name(header).unwrap_or_default();
+        entries.push((name, header_params(header, lines.by_ref())));
+    }
+    entries
+}
+
+/// The kernel name of an `.entry` header line (`.visible .entry NAME(` or `.entry NAME(`).
+fn entry_name(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix(".visible ").unwrap_or(line);
+    rest.strip_prefix(".entry ").and_then(|r| r.split('(').next()).map(str::trim)
+}
+
+/// The parameters of the entry whose header line is `header`, reading on through `lines`
+/// (the lines after it) to the closing parenthesis.
+fn header_params<'a>(header: &'a str, lines: impl Iterator<Item = &'a str>) -> Vec<PtxParam> {
     let after_paren = header.split_once('(').map_or("", |(_, rest)| rest);
     let mut params = Vec::new();
     let mut parse = |text: &str| {
@@ -104,7 +126,7 @@ pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<PtxParam>> {
     };
     if let Some((inside, _)) = after_paren.split_once(')') {
         parse(inside);
-        return Some(params);
+        return params;
     }
     parse(after_paren);
     for line in lines {
@@ -116,7 +138,7 @@ pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<PtxParam>> {
             None => parse(line),
         }
     }
-    Some(params)
+    params
 }
 
 #[cfg(test)]
@@ -150,5 +172,11 @@ mod tests {
         );
         assert_eq!(entry_params(ptx, "j"), Some(vec![]));
         assert_eq!(entry_params(ptx, "missing"), None);
+        let all = entries_with_params(ptx);
+        let names: Vec<&str> = all.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["k", "j"]);
+        for (name, params) in all {
+            assert_eq!(Some(params), entry_params(ptx, name), "{name}");
+        }
     }
 }

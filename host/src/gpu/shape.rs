@@ -120,6 +120,17 @@ impl LaunchShape {
         Ok(())
     }
 
+    /// The shape of the driver's launch configuration `config`, the same grid, block and
+    /// dynamic shared memory: the driver configuration of the result is `config` again.
+    pub fn of_config(config: LaunchConfig) -> LaunchShape {
+        let dim = |(x, y, z): (u32, u32, u32)| Dim3::new(x, y, z);
+        LaunchShape {
+            grid: dim(config.grid_dim),
+            block: dim(config.block_dim),
+            dynamic_shared_bytes: config.shared_mem_bytes,
+        }
+    }
+
     /// The driver's launch configuration of this shape.
     pub(super) fn config(&self) -> LaunchConfig {
         LaunchConfig {
@@ -156,6 +167,12 @@ mod tests {
             let error = shape.check(&limits, 1024, 1024).unwrap_err().to_string();
             assert!(error.contains(expected), "{error} should say {expected:?}");
         }
+        let config = LaunchConfig { grid_dim: (7, 2, 3), block_dim: (256, 2, 1), shared_mem_bytes: 96 };
+        let round_trip = LaunchShape::of_config(config).config();
+        assert_eq!(
+            (round_trip.grid_dim, round_trip.block_dim, round_trip.shared_mem_bytes),
+            (config.grid_dim, config.block_dim, config.shared_mem_bytes)
+        );
         // A kernel whose registers allow only 512 threads per block.
         assert!(LaunchShape::linear(1, 1024).check(&limits, 0, 512).unwrap_err().to_string().contains("at most 512"));
     }

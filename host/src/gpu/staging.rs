@@ -7,7 +7,7 @@
 //! The only `unsafe` (allocating pinned memory, viewing a device buffer as another
 //! integer type) stays in `raw`.
 
-use super::{Bits, Gpu, GpuError, NonFinite, alloc_error, driver, raw};
+use super::{Bits, Gpu, GpuError, KernelModule, NonFinite, alloc_error, driver, raw};
 use crate::support::element::Element;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PinnedHostSlice};
 use shared::{KernelKind, KernelName, kind};
@@ -174,8 +174,46 @@ impl Gpu {
         })
     }
 
-    /// `P`'s [`KernelKind::Stream`] kernel over `chunks` chunks staged through
-    /// `staging`, two in flight: `fill(i, input)` writes chunk `i`'s inputs at the start
+    /// `P`'s [`KernelKind::Stream`] kernel of the embedded baseline module over `chunks`
+    /// chunks staged through `staging`: [`KernelModule::stream_staged`].
+    pub fn stream_staged<P, E>(
+        &self,
+        staging: &mut Staging,
+        chunks: usize,
+        fill: impl FnMut(usize, &mut [P::In]) -> Result<usize, E>,
+        drain: impl FnMut(usize, &[P::In], &[Bits<P>]) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        P: kind::Stream,
+        P::In: Element,
+        Bits<P>: Element,
+        E: From<GpuError>,
+    {
+        self.baseline.stream_staged::<P, E>(staging, chunks, fill, drain)
+    }
+
+    /// `P`'s [`KernelKind::CountNonfinite`] kernel of the embedded baseline module over
+    /// `chunks` chunks staged through `staging`: [`KernelModule::count_staged`].
+    pub fn count_staged<P, E>(
+        &self,
+        staging: &mut Staging,
+        chunks: usize,
+        fill: impl FnMut(usize, &mut [P::In]) -> Result<usize, E>,
+        drain: impl FnMut(usize, &[P::In], NonFinite) -> Result<(), E>,
+    ) -> Result<(), E>
+    where
+        P: kind::CountNonfinite,
+        P::In: Element,
+        E: From<GpuError>,
+    {
+        self.baseline.count_staged::<P, E>(staging, chunks, fill, drain)
+    }
+}
+
+impl KernelModule {
+    /// The module's [`KernelKind::Stream`] kernel of `P` over `chunks` chunks staged
+    /// through `staging` (made by [`Gpu::staging`] of the `Gpu` that loaded the module),
+    /// two in flight: `fill(i, input)` writes chunk `i`'s inputs at the start
     /// of `input` and returns how many (at most `staging.input_bytes() /
     /// size_of::<P::In>()`, and `staging.output_bytes()` must hold a stored result for
     /// each); `drain(i, input, output)` then gets the chunk's inputs and their stored
@@ -201,15 +239,15 @@ impl Gpu {
                 kernel: name.to_string(),
                 detail: format!("{n} results do not fit the staging output"),
             })?;
-            let config = self.elementwise_config(n, kind::STREAM_LANE_ELEMENTS);
-            raw::launch_stream::<P>(stream, &self.module, config, input, &mut output)?;
+            self.launch_stream_on::<P>(stream, input, &mut output)?;
             Ok(n)
         };
         staging.run(name, chunks, &mut fill, queue, &mut drain)
     }
 
-    /// `P`'s [`KernelKind::CountNonfinite`] kernel over `chunks` chunks staged through
-    /// `staging`, two in flight: `fill(i, input)` writes chunk `i`'s elements at the
+    /// The module's [`KernelKind::CountNonfinite`] kernel of `P` over `chunks` chunks
+    /// staged through `staging` (made by [`Gpu::staging`] of the `Gpu` that loaded the
+    /// module), two in flight: `fill(i, input)` writes chunk `i`'s elements at the
     /// start of `input` and returns how many; `drain(i, input, found)` then gets the
     /// chunk's elements and what the kernel found in them (indices from the chunk's
     /// start), chunks in order. The host fills chunk `i + 1` while chunk `i` is on the
@@ -234,8 +272,7 @@ impl Gpu {
             })?;
             // Count 0, first index "none": the kernel adds to the one and lowers the other.
             stream.memcpy_htod(&[0u64, u64::MAX], &mut result).map_err(driver("resetting a count"))?;
-            let config = self.elementwise_config(input.len(), kind::count_lane_elements::<P::In>());
-            raw::launch_count::<P>(stream, &self.module, config, input, &mut result)?;
+            self.launch_count_on::<P>(stream, input, &mut result)?;
             Ok(2)
         };
         let drain_counts = |chunk: usize, input: &[P::In], result: &[u64]| {

@@ -39,18 +39,38 @@ use super::own::KernelModule;
 use super::ptx::{PtxParam, entry_params};
 use super::shape::{DEFAULT_DYNAMIC_SHARED_LIMIT, LaunchShape};
 use super::{GpuError, raw};
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, LaunchArgs, PushKernelArg, sys};
-use shared::KernelKind;
+use cudarc::driver::{CudaFunction, CudaSlice, CudaStream, CudaView, CudaViewMut, LaunchArgs, PushKernelArg, sys};
 use shared::launch::{DeclaredKernel, Param};
 use std::marker::PhantomData;
 
 /// Checks the declared parameter list `declared` of kernel `name` against the `.param`
 /// list of its entry in `ptx`: the same count, and each parameter of the same kind and
 /// width (a pointer is a `.u64` LLVM marks `.ptr`; an integer `.u8`/`.s8`/`.b8` …
-/// `.u64` of its width; a float `.f32` or `.f64`). [`GpuError::KernelMissing`] if the PTX
-/// has no such entry, [`GpuError::Signature`] naming the kernel and the first difference.
+/// `.u64` of its width; a float `.f32` or `.f64`). PTX that marks no parameter `.ptr`
+/// (NVRTC's and nvcc's, such as the C++ baseline's) cannot tell a pointer from a `u64`:
+/// there a pointer is any `.u64` that is not marked. [`GpuError::KernelMissing`] if the
+/// PTX has no such entry, [`GpuError::Signature`] naming the kernel and the first
+/// difference.
 pub fn check_params(name: &str, declared: &[Param], ptx: &str) -> Result<(), GpuError> {
-    let found = entry_params(ptx, name).ok_or_else(|| GpuError::KernelMissing { name: name.to_string() })?;
+    check_found(name, declared, entry_params(ptx, name).as_deref(), marks_pointers(ptx))
+}
+
+/// Whether `ptx` marks pointer parameters `.ptr` (LLVM's NVPTX backend, so rustc, does;
+/// NVVM, so NVRTC and nvcc, does not): whether any `.param` line has the mark.
+pub(super) fn marks_pointers(ptx: &str) -> bool {
+    ptx.lines().any(|line| line.trim_start().starts_with(".param") && line.split_whitespace().any(|w| w == ".ptr"))
+}
+
+/// [`check_params`] against `found`, the entry's parameters as its PTX declares them
+/// (`None`: the PTX has no entry `name`), in PTX that marks pointers `.ptr` or not
+/// (`pointers_marked`, [`marks_pointers`]).
+pub(super) fn check_found(
+    name: &str,
+    declared: &[Param],
+    found: Option<&[PtxParam]>,
+    pointers_marked: bool,
+) -> Result<(), GpuError> {
+    let found = found.ok_or_else(|| GpuError::KernelMissing { name: name.to_string() })?;
     let mismatch = |detail: String| GpuError::Signature { kernel: name.to_string(), detail };
     if found.len() != declared.len() {
         return Err(mismatch(format!(
@@ -59,8 +79,8 @@ pub fn check_params(name: &str, declared: &[Param], ptx: &str) -> Result<(), Gpu
             found.len()
         )));
     }
-    for (i, (&param, ptx_param)) in declared.iter().zip(&found).enumerate() {
-        if !matches_ptx(param, ptx_param) {
+    for (i, (&param, ptx_param)) in declared.iter().zip(found).enumerate() {
+        if !matches_ptx(param, ptx_param, pointers_marked) {
             return Err(mismatch(format!(
                 "parameter {i} is declared {} but the PTX has {}",
                 describe(param),
@@ -71,14 +91,15 @@ pub fn check_params(name: &str, declared: &[Param], ptx: &str) -> Result<(), Gpu
     Ok(())
 }
 
-/// Whether the PTX parameter `found` is what `param` is passed as.
-fn matches_ptx(param: Param, found: &PtxParam) -> bool {
+/// Whether the PTX parameter `found` is what `param` is passed as, in PTX that marks
+/// pointers `.ptr` or not (`pointers_marked`).
+fn matches_ptx(param: Param, found: &PtxParam, pointers_marked: bool) -> bool {
     let width = |ty: &str| ty[1..].parse::<usize>().ok().map(|bits| bits / 8);
     if found.aggregate {
         return false;
     }
     match param {
-        Param::ConstPtr { .. } | Param::MutPtr { .. } => found.pointer && found.ty == "u64",
+        Param::ConstPtr { .. } | Param::MutPtr { .. } => (found.pointer || !pointers_marked) && found.ty == "u64",
         Param::Integer { bytes } => {
             !found.pointer
                 && matches!(found.ty.as_bytes().first(), Some(b'u' | b's' | b'b'))
@@ -101,31 +122,6 @@ fn describe_ptx(found: &PtxParam) -> String {
     let pointer = if found.pointer { " .ptr (a pointer)" } else { "" };
     let aggregate = if found.aggregate { " (an aggregate by value)" } else { "" };
     format!(".param .{}{pointer}{aggregate}", found.ty)
-}
-
-/// The parameter list of a kernel of kind `kind` (as [`shared::KernelKind`]'s docs give
-/// each kind's signature) for a variant with `input_bytes`-wide inputs and
-/// `output_bytes`-wide stored results: the declarations the table's kernels are checked
-/// against (`host/tests/ptx_signatures.rs` checks every kernel of the embedded modules).
-pub fn kind_params(kind: KernelKind, input_bytes: usize, output_bytes: usize) -> Vec<Param> {
-    let input = Param::ConstPtr { element_bytes: input_bytes };
-    let output = Param::MutPtr { element_bytes: output_bytes };
-    let n = Param::Integer { bytes: 8 };
-    let result = Param::MutPtr { element_bytes: 8 };
-    match kind {
-        KernelKind::Map
-        | KernelKind::Skeleton
-        | KernelKind::Stream
-        | KernelKind::Hardware
-        | KernelKind::HardwareStream => {
-            vec![input, output, n]
-        }
-        KernelKind::Latency | KernelKind::Throughput => {
-            vec![Param::Integer { bytes: 8 }, Param::Integer { bytes: 4 }, result]
-        }
-        KernelKind::CountNonfinite => vec![input, n, result],
-        KernelKind::StreamCount => vec![input, output, n, result],
-    }
 }
 
 /// A host value that a kernel parameter of type `P` is launched with: `&CudaSlice<T>` or
@@ -217,9 +213,11 @@ pub struct TypedKernel<'m, K> {
 impl KernelModule {
     /// The typed handle of kernel `K`: fails with [`GpuError::KernelMissing`] if the
     /// module has no entry `K::NAME`, and with [`GpuError::Signature`] if the entry's
-    /// `.param` list is not `K::PARAMS` ([`check_params`]).
+    /// `.param` list is not `K::PARAMS` ([`check_params`], against the lists read once
+    /// when the module loaded). The same for a kernel of one's own and for the kinds'
+    /// declarations ([`shared::kind::KindKernel`]), which every kind launch makes first.
     pub fn kernel<K: DeclaredKernel>(&self) -> Result<TypedKernel<'_, K>, GpuError> {
-        check_params(K::NAME, K::PARAMS, self.ptx())?;
+        check_found(K::NAME, K::PARAMS, self.entry_params(K::NAME), self.marks_pointers())?;
         let function = self.function(K::NAME)?;
         Ok(TypedKernel { module: self, function, _kernel: PhantomData })
     }
@@ -245,7 +243,23 @@ impl<K: DeclaredKernel> TypedKernel<'_, K> {
     // Declaring an `unsafe fn` is the one `unsafe` here: its contract is the caller's; the
     // launch call itself is `raw::launch_checked`'s.
     #[allow(unsafe_code)]
-    pub unsafe fn launch<A: HostArgs<K::Params>>(&self, shape: LaunchShape, mut args: A) -> Result<(), GpuError> {
+    pub unsafe fn launch<A: HostArgs<K::Params>>(&self, shape: LaunchShape, args: A) -> Result<(), GpuError> {
+        // SAFETY: the caller's contract is this function's own.
+        unsafe { self.launch_on(self.module.stream(), shape, args) }
+    }
+
+    /// [`TypedKernel::launch`] on `stream`, a stream of the module's context (a staging
+    /// lane's).
+    ///
+    /// # Safety
+    /// As for [`TypedKernel::launch`].
+    #[allow(unsafe_code)]
+    pub(super) unsafe fn launch_on<A: HostArgs<K::Params>>(
+        &self,
+        stream: &CudaStream,
+        shape: LaunchShape,
+        mut args: A,
+    ) -> Result<(), GpuError> {
         let failed = |error| GpuError::Launch { kernel: K::NAME.to_string(), error };
         let attribute = |a| self.function.get_attribute(a).map_err(failed);
         let static_shared = attribute(sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
@@ -261,7 +275,7 @@ impl<K: DeclaredKernel> TypedKernel<'_, K> {
                 )
                 .map_err(failed)?;
         }
-        let mut launch = self.module.stream().launch_builder(&self.function);
+        let mut launch = stream.launch_builder(&self.function);
         args.push_all(&mut launch);
         // The parameter list matches the PTX's (checked when the handle was made), each
         // argument is of its parameter's type (the compiler checked
@@ -330,6 +344,14 @@ mod tests {
             assert!(matches!(&error, GpuError::Signature { kernel, .. } if kernel == "quantize"), "{error}");
             assert!(error.to_string().contains(expected), "{error} should say {expected:?}");
         }
+        // NVRTC's PTX marks no pointer: a `.u64` may be one; the widths are still checked.
+        let nvrtc = entry("quantize", &[".u64", ".u64", ".u64", ".f32"]);
+        check_params(Quantize::NAME, Quantize::PARAMS, &nvrtc).expect("pointers unmarked in the whole module");
+        let narrow = entry("quantize", &[".u64", ".u32", ".u64", ".f32"]);
+        let error = check_params(Quantize::NAME, Quantize::PARAMS, &narrow).unwrap_err().to_string();
+        assert!(
+            error.contains("parameter 1 is declared a pointer (*mut, 1-byte elements) but the PTX has .param .u32")
+        );
         let missing = check_params(Quantize::NAME, Quantize::PARAMS, &entry("other", &[])).unwrap_err();
         assert!(matches!(missing, GpuError::KernelMissing { name } if name == "quantize"));
     }
