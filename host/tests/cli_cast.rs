@@ -684,7 +684,11 @@ fn numpy_arrays_that_safetensors_cannot_hold_are_one_line_and_exit_2() {
     let out = d.join("out.safetensors");
     let o = path_arg(&out);
     assert_error(&["cast", &npy("fortran"), "-o", o, "--to", "bf16"], &out, "array 'fortran' is in Fortran order");
-    assert_error(&["cast", &npy("complex"), "-o", o, "--to", "bf16"], &out, "array 'complex' is <c8, which a safetensors file cannot hold");
+    assert_error(
+        &["cast", &npy("complex"), "-o", o, "--to", "bf16"],
+        &out,
+        "array 'complex' is <c8, which a safetensors file cannot hold",
+    );
     let mixed = path_arg(&d.join("mixed.npz")).to_string();
     assert_error(&["cast", &mixed, "-o", o, "--to", "f16"], &out, "array 'z' is <c8");
     assert_error(&["cast", &mixed, "-o", o, "--to", "f16", "--only", "z"], &out, "tensor 'z' is <c8, not f32");

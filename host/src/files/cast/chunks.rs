@@ -141,7 +141,12 @@ fn first_refused(x: &[u32], out: impl Fn(usize) -> u32, max_finite: u32) -> Opti
 /// same bits as [`ElementCast::run`]; where `check`, returns the index and outcome of the
 /// first element whose outcome is not [`Outcome::Finite`] (and, unlike the scalar loop,
 /// every element is converted all the same). `None` when not `check`.
-pub fn convert_block(conversion: &ElementCast, input: &[u8], output: &mut [u8], check: bool) -> Option<(usize, Outcome)> {
+pub fn convert_block(
+    conversion: &ElementCast,
+    input: &[u8],
+    output: &mut [u8],
+    check: bool,
+) -> Option<(usize, Outcome)> {
     let mut scratch = Vec::new();
     match *conversion {
         ElementCast::Plain { source, target, overflow } if source != SourceDtype::F64 => {
@@ -205,7 +210,8 @@ mod tests {
         let mut shifted_in = vec![0u8; input.len() + 1];
         shifted_in[1..].copy_from_slice(input);
         let mut shifted_out = vec![0u8; expected.len() + 1];
-        for (input, output) in [(input, &mut vec![0u8; expected.len()][..]), (&shifted_in[1..], &mut shifted_out[1..])] {
+        for (input, output) in [(input, &mut vec![0u8; expected.len()][..]), (&shifted_in[1..], &mut shifted_out[1..])]
+        {
             let got = convert_block(conversion, input, output, true);
             assert!(output == &expected[..], "{conversion:?}: outputs differ");
             assert_eq!(got, first, "{conversion:?}: first refused element");
@@ -250,7 +256,8 @@ mod tests {
     #[test]
     fn the_first_refused_element_is_the_first_whichever_group_it_is_in() {
         let mut x = vec![1.0f32.to_bits(); 1000];
-        let conversion = ElementCast::Plain { source: SourceDtype::F32, target: Target::F16, overflow: Overflow::Standard };
+        let conversion =
+            ElementCast::Plain { source: SourceDtype::F32, target: Target::F16, overflow: Overflow::Standard };
         let mut out = vec![0u8; 2000];
         assert_eq!(convert_block(&conversion, &f32_bytes(&x), &mut out, true), None);
         x[999] = f32::NAN.to_bits();

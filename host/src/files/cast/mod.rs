@@ -18,7 +18,6 @@
 //! [`crate::files::containers`], [`crate::files::scan::inputs`] and
 //! [`crate::files::write`] (the temporaries' naming and their signal-time cleanup).
 
-
 pub mod chunks;
 pub mod convert;
 pub mod numpy;
@@ -31,6 +30,7 @@ use crate::files::read::{TensorFile, TensorFileError};
 use crate::files::scan::inputs::check_index;
 use crate::files::source::SourceReadError;
 use crate::support::output::{excerpt, path_text};
+use crate::support::progress::Progress;
 use convert::{SourceDtype, Target};
 use select::{Decision, Patterns, decide};
 use shared::fp8_scale::Rounding;
@@ -81,6 +81,9 @@ pub struct CastOptions {
     pub patterns: Patterns,
     /// Plan only: report what would be done, read no data, write nothing.
     pub dry_run: bool,
+    /// Draw a progress bar on stderr (bytes of tensor data read), if stderr is a
+    /// terminal and the job lasts over a second. Off by default; the CLI turns it on.
+    pub progress_bar: bool,
 }
 
 impl Default for CastOptions {
@@ -93,6 +96,7 @@ impl Default for CastOptions {
             nonfinite: NonFiniteValues::Refuse,
             patterns: Patterns::default(),
             dry_run: false,
+            progress_bar: false,
         }
     }
 }
@@ -474,7 +478,16 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
     if options.dry_run {
         return Ok(report);
     }
-    let staged = output::write_all(output, &plan, options, single_file)?;
+    let bytes: u64 = plan
+        .files
+        .iter()
+        .flat_map(|f| f.file.tensors.iter().zip(&f.decisions))
+        .map(|(t, d)| t.data.len() as u64 * if matches!(d, Decision::Cast(_)) && options.scaled() { 2 } else { 1 })
+        .sum();
+    let progress = if options.progress_bar { Progress::new(bytes, "cast") } else { Progress::hidden(bytes) };
+    let staged = output::write_all(output, &plan, options, single_file, &progress);
+    progress.finish();
+    let staged = staged?;
     let scales: BTreeMap<(String, String), f32> = staged.scales.clone();
     for tensor in &mut report.tensors {
         tensor.dequant_scale = scales.get(&(tensor.file.clone(), tensor.name.clone())).copied();

@@ -21,6 +21,7 @@ use crate::files::read::TensorReader;
 use crate::files::source::{Source, SourceReadError};
 use crate::files::write::temporaries::{PENDING_TEMPORARIES, PendingTemporary};
 use crate::files::write::{directory_of, temporary_builder};
+use crate::support::progress::Progress;
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 use shared::fp8_scale::{dequant_scale, scale_for};
@@ -33,8 +34,8 @@ use std::path::{Path, PathBuf};
 /// Elements read, converted and written at a time: a few MiB per chunk, whatever the
 /// tensor's size.
 pub const CHUNK_ELEMENTS: usize = 1 << 20;
-/// Elements per parallel block of a chunk.
-const BLOCK_ELEMENTS: usize = 1 << 14;
+/// Elements per parallel block of a chunk: one task of the rayon pool.
+pub const BLOCK_ELEMENTS: usize = 1 << 14;
 /// The `__metadata__` key under which each output file records how it was cast.
 pub const METADATA_CAST_KEY: &str = "bitexact.cast";
 
@@ -160,7 +161,14 @@ impl Staged {
 }
 
 /// Writes every output file of `plan` into a new temporary folder beside `output`.
-pub fn write_all(output: &Path, plan: &Plan, options: &CastOptions, single_file: bool) -> Result<Staged, CastError> {
+/// `progress` advances by every byte of tensor data read (a scaled tensor's twice).
+pub fn write_all(
+    output: &Path,
+    plan: &Plan,
+    options: &CastOptions,
+    single_file: bool,
+    progress: &Progress,
+) -> Result<Staged, CastError> {
     let directory = directory_of(output);
     let folder = temporary_builder().tempdir_in(directory).map_err(|error| {
         output_error(output, OutputErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
@@ -169,7 +177,7 @@ pub fn write_all(output: &Path, plan: &Plan, options: &CastOptions, single_file:
     let mut scales = BTreeMap::new();
     let mut written: BTreeMap<String, WrittenFile> = BTreeMap::new();
     for planned in &plan.files {
-        let done = write_file(&folder.path().join(&planned.name), output, planned, options)?;
+        let done = write_file(&folder.path().join(&planned.name), output, planned, options, progress)?;
         for (tensor, scale) in &done.scales {
             scales.insert((planned.name.clone(), tensor.clone()), *scale);
         }
@@ -227,7 +235,8 @@ impl Piece<'_> {
 /// its scale.
 fn pieces<'a>(planned: &'a PlannedFile, options: &CastOptions) -> Vec<Piece<'a>> {
     let mut pieces = Vec::new();
-    for ((tensor, decision), &big_endian) in planned.file.tensors.iter().zip(&planned.decisions).zip(&planned.big_endian)
+    for ((tensor, decision), &big_endian) in
+        planned.file.tensors.iter().zip(&planned.decisions).zip(&planned.big_endian)
     {
         match *decision {
             Decision::Cast(source) => {
@@ -308,6 +317,7 @@ fn write_file(
     output: &Path,
     planned: &PlannedFile,
     options: &CastOptions,
+    progress: &Progress,
 ) -> Result<WrittenFile, CastError> {
     let write_failed = |error| output_error(output, OutputErrorKind::Write { file: planned.name.clone(), error });
     let pieces = pieces(planned, options);
@@ -336,9 +346,9 @@ fn write_file(
     let mut last_scale = None;
     for piece in &pieces {
         match *piece {
-            Piece::Copy(tensor, big_endian) => copy_tensor(&reader, tensor, big_endian, &mut writer),
+            Piece::Copy(tensor, big_endian) => copy_tensor(&reader, tensor, big_endian, progress, &mut writer),
             Piece::Cast(tensor, source, big_endian) => {
-                cast_tensor(&reader, tensor, source, big_endian, options, &mut writer).map(|scale| {
+                cast_tensor(&reader, tensor, source, big_endian, options, progress, &mut writer).map(|scale| {
                     last_scale = scale;
                 })
             }
@@ -392,12 +402,14 @@ fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: 
 
 /// Calls `use_chunk(first_element, bytes)` on `tensor`'s data, [`CHUNK_ELEMENTS`]
 /// elements of `element_bytes` at a time, each element's bytes reversed first where
-/// `big_endian` (so that `use_chunk` sees little-endian elements).
+/// `big_endian` (so that `use_chunk` sees little-endian elements); `progress` advanced
+/// by each chunk's bytes.
 fn for_each_chunk(
     reader: &TensorReader,
     tensor: &TensorEntry,
     element_bytes: usize,
     big_endian: bool,
+    progress: &Progress,
     mut use_chunk: impl FnMut(u64, &[u8]) -> Result<(), PieceError>,
 ) -> Result<(), PieceError> {
     let chunk_bytes = CHUNK_ELEMENTS * element_bytes;
@@ -414,6 +426,7 @@ fn for_each_chunk(
                 bytes = &swapped;
             }
             use_chunk((first_byte + start as u64) / element_bytes as u64, bytes)?;
+            progress.advance(bytes.len() as u64);
             start = end;
         }
         Ok(())
@@ -425,10 +438,12 @@ fn copy_tensor(
     reader: &TensorReader,
     tensor: &TensorEntry,
     big_endian: bool,
+    progress: &Progress,
     writer: &mut impl Write,
 ) -> Result<(), PieceError> {
-    let element_bytes = if big_endian && tensor.elements > 0 { tensor.data.len() / tensor.elements as usize } else { 1 };
-    for_each_chunk(reader, tensor, element_bytes, big_endian, |_, bytes| {
+    let element_bytes =
+        if big_endian && tensor.elements > 0 { tensor.data.len() / tensor.elements as usize } else { 1 };
+    for_each_chunk(reader, tensor, element_bytes, big_endian, progress, |_, bytes| {
         writer.write_all(bytes).map_err(PieceError::Write)
     })
 }
@@ -456,12 +471,13 @@ fn cast_tensor(
     source: SourceDtype,
     big_endian: bool,
     options: &CastOptions,
+    progress: &Progress,
     writer: &mut impl Write,
 ) -> Result<Option<f32>, PieceError> {
     let (conversion, scale) = match options.to.fp8() {
         Some(format) if options.scaled() => {
             let mut max = 0u32;
-            for_each_chunk(reader, tensor, source.bytes(), big_endian, |first, bytes| {
+            for_each_chunk(reader, tensor, source.bytes(), big_endian, progress, |first, bytes| {
                 let (chunk_max, nonfinite) = bytes
                     .par_chunks(BLOCK_ELEMENTS * source.bytes())
                     .enumerate()
@@ -484,7 +500,7 @@ fn cast_tensor(
     let check = options.nonfinite == NonFiniteValues::Refuse;
     let ob = conversion.output_bytes();
     let mut out = Vec::new();
-    for_each_chunk(reader, tensor, source.bytes(), big_endian, |first, bytes| {
+    for_each_chunk(reader, tensor, source.bytes(), big_endian, progress, |first, bytes| {
         out.resize(bytes.len() / source.bytes() * ob, 0);
         let bad = bytes
             .par_chunks(BLOCK_ELEMENTS * source.bytes())
