@@ -86,7 +86,7 @@ fn widened<'a>(source: SourceDtype, input: &'a [u8], scratch: &'a mut Vec<u32>) 
             Ok(x) => x,
             Err(_) => {
                 scratch.clear();
-                scratch.extend(input.chunks_exact(4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+                scratch.extend(input.as_chunks::<4>().0.iter().map(|&b| u32::from_le_bytes(b)));
                 scratch
             }
         },
@@ -96,7 +96,7 @@ fn widened<'a>(source: SourceDtype, input: &'a [u8], scratch: &'a mut Vec<u32>) 
             match bytemuck::try_cast_slice::<u8, u16>(input) {
                 Ok(x) => widening.run(x, scratch),
                 Err(_) => {
-                    let x: Vec<u16> = input.chunks_exact(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
+                    let x: Vec<u16> = input.as_chunks::<2>().0.iter().map(|&b| u16::from_le_bytes(b)).collect();
                     widening.run(&x, scratch);
                 }
             }
