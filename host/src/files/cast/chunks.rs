@@ -6,7 +6,7 @@
 //!   of f32), then narrowed by the [`CpuConversion`] of the target and overflow mode
 //!   ([`narrowing_u16`], [`narrowing_u8`]): each is proven equal to the exact reference on
 //!   every input at every level (`tests/tests/cpu_levels.rs`), and its scalar form is the
-//!   very function [`convert::narrow_f32`] calls, so the results are
+//!   very function [`crate::files::cast::convert::narrow_f32`] calls, so the results are
 //!   [`ElementCast::run`]'s, bit for bit (`chunks_equal_the_scalar_path` below, and all
 //!   2^32 f32 inputs in the ignored `every_f32_through_the_block_loop_equals_the_scalar_path`).
 //!   A narrowing with no such conversion (a saturating bfloat16 or binary16, which `cast`
