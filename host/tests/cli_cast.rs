@@ -2,7 +2,9 @@
 //! checkpoint) cast by the built binary, every output element checked against the
 //! integer references of `bitexact::verify::reference` (which share nothing with
 //! `shared`'s conversions); the refusals (exit 1, nothing written), the errors (exit 2),
-//! the dry run, and the index, metadata and config contents.
+//! the dry run, and the index, metadata and config contents; `.npy` and `.npz` inputs
+//! written by NumPy (skipped, visibly, where python3 has no NumPy; `REQUIRE_NUMPY=1`
+//! makes that a failure).
 
 mod common;
 
@@ -512,9 +514,6 @@ fn bad_requests_are_one_line_and_exit_2_with_nothing_written() {
     );
     assert_error(&["cast", i, "-o", o, "--to", "bf16", "--scale", "none"], &out, "apply to FP8 targets");
     assert_error(&["cast", i, "-o", o, "--to", "bf16", "--only", "("], &out, "--only:");
-    let npy = dir.path().join("x.npy");
-    common::write_npy(&npy, &common::DTYPES[2], &[2], &[0, 0], false);
-    assert_error(&["cast", path_arg(&npy), "-o", o, "--to", "bf16"], &out, "cast reads .safetensors files only");
     let second = dir.path().join("b");
     std::fs::create_dir(&second).unwrap();
     std::fs::copy(&input, second.join("other.safetensors")).unwrap();
@@ -540,4 +539,158 @@ fn bad_requests_are_one_line_and_exit_2_with_nothing_written() {
     std::fs::create_dir(&out).unwrap();
     assert_error(&["cast", i, "-o", o, "--to", "bf16"], &out, "already exists");
     assert_no_temporaries(dir.path());
+}
+
+/// Writes NumPy files with python3: each job `[raw, dtype, shape, order, out]` reads the
+/// little-endian `<f4`/`<f8`/`<f2`/... bytes of the file `raw`, makes them an array of
+/// `dtype` (a NumPy type string: `>f4` swaps the bytes, the values stay) of `shape` in
+/// `order` (`C` or `F`), and saves it to `out` (`.npy`); jobs whose `out` is
+/// `ARCHIVE.npz:member` are saved together into `ARCHIVE.npz` by `np.savez_compressed`.
+/// `false` (after printing `skipped: ...`) where python3 has no NumPy.
+fn numpy_write(jobs: &serde_json::Value) -> bool {
+    const SCRIPT: &str = r#"
+import json, sys, collections
+import numpy as np
+archives = collections.defaultdict(dict)
+for raw, dtype, shape, order, out in json.loads(sys.argv[1]):
+    kind = np.dtype(dtype).newbyteorder('<')
+    a = np.fromfile(raw, dtype=kind).reshape(shape).astype(dtype)
+    a = np.asfortranarray(a) if order == 'F' else np.ascontiguousarray(a)
+    if ':' in out:
+        archive, member = out.split(':')
+        archives[archive][member] = a
+    else:
+        np.save(out, a)
+for archive, members in archives.items():
+    np.savez_compressed(archive, **members)
+"#;
+    let status = std::process::Command::new("python3")
+        .args(["-c", SCRIPT, &jobs.to_string()])
+        .stderr(std::process::Stdio::null())
+        .status();
+    if status.is_ok_and(|s| s.success()) {
+        return true;
+    }
+    assert!(std::env::var_os("REQUIRE_NUMPY").is_none(), "python3 with NumPy is required");
+    common::skip("python3 with NumPy is not installed: the .npy/.npz cast tests did not run");
+    false
+}
+
+/// Writes `bytes` to `dir/name.raw` for [`numpy_write`].
+fn raw(dir: &Path, name: &str, bytes: &[u8]) -> String {
+    let path = dir.join(format!("{name}.raw"));
+    std::fs::write(&path, bytes).unwrap();
+    path_arg(&path).to_string()
+}
+
+#[test]
+fn npy_files_of_every_float_dtype_and_byte_order_are_cast_each_value_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tensors = sixteen_bit_inputs();
+    let [(_, _, f32_shape, f32s), (_, _, f64_shape, f64s), _, (_, _, f16_shape, f16s), _] = &tensors[..] else {
+        unreachable!()
+    };
+    let npy = |name: &str| path_arg(&d.join(format!("{name}.npy"))).to_string();
+    let jobs = serde_json::json!([
+        [raw(d, "f32", f32s), "<f4", f32_shape, "C", npy("w32")],
+        [raw(d, "f32", f32s), ">f4", f32_shape, "C", npy("w32_be")],
+        [raw(d, "f64", f64s), "<f8", f64_shape, "C", npy("w64")],
+        [raw(d, "f64", f64s), ">f8", f64_shape, "C", npy("w64_be")],
+        [raw(d, "f16", f16s), "<f2", f16_shape, "C", npy("w16")],
+        [raw(d, "f16", f16s), ">f2", f16_shape, "C", npy("w16_be")],
+        // Fortran order with one dimension longer than 1: the same bytes as C order.
+        [raw(d, "f32", f32s), "<f4", [1, f32s.len() / 4], "F", npy("row_f")],
+    ]);
+    if !numpy_write(&jobs) {
+        return;
+    }
+    let cases: [(&str, &Tensor); 7] = [
+        ("w32", &tensors[0]),
+        ("w32_be", &tensors[0]),
+        ("w64", &tensors[1]),
+        ("w64_be", &tensors[1]),
+        ("w16", &tensors[3]),
+        ("w16_be", &tensors[3]),
+        ("row_f", &tensors[0]),
+    ];
+    for (to, format, out_dtype) in [("bf16", BFLOAT16, Dtype::BF16), ("f16", BINARY16, Dtype::F16)] {
+        for (stem, (_, dtype, shape, data)) in cases {
+            let out = d.join(format!("{stem}-{to}.safetensors"));
+            run_ok(&["cast", &npy(stem), "-o", path_arg(&out), "--to", to]);
+            let bytes = read(&out);
+            let cast = SafeTensors::deserialize(&bytes).unwrap();
+            assert_eq!(cast.names(), [stem], "the array is named after the file");
+            let shape = if stem == "row_f" { vec![1, data.len() / 4] } else { shape.clone() };
+            let tensor: Tensor = (stem, *dtype, shape, data.clone());
+            if *dtype == out_dtype {
+                let view = cast.tensor(stem).unwrap();
+                assert_eq!((view.dtype(), view.data()), (out_dtype, &data[..]), "{stem}: copied little-endian");
+            } else {
+                assert_plain(&cast, &tensor, format, out_dtype, false);
+            }
+        }
+    }
+}
+
+#[test]
+fn an_npz_archive_gives_its_members_by_name_and_keeps_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tensors = fp8_inputs();
+    let archive = path_arg(&d.join("model.npz")).to_string();
+    let member = |name: &str| format!("{archive}:{name}");
+    let ids: Vec<u8> = (0..7i64).flat_map(|v| (v * 1000 - 3).to_le_bytes()).collect();
+    let jobs = serde_json::json!([
+        [raw(d, "up", &tensors[0].3), "<f4", tensors[0].2, "C", member("up_proj.weight")],
+        [raw(d, "down", &tensors[1].3), ">f4", tensors[1].2, "C", member("down_proj.weight")],
+        [raw(d, "k", &tensors[3].3), "<f2", tensors[3].2, "C", member("k_proj.weight")],
+        [raw(d, "norm", &tensors[4].3), "<f4", tensors[4].2, "C", member("norm.weight")],
+        [raw(d, "ids", &ids), ">i8", [7], "C", member("ids")],
+    ]);
+    if !numpy_write(&jobs) {
+        return;
+    }
+    let out = d.join("out");
+    run_ok(&["cast", &archive, "-o", path_arg(&out), "--to", "e4m3"]);
+    let bytes = read(&out.join("model.safetensors"));
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    for (name, index) in [("up_proj.weight", 0), ("down_proj.weight", 1), ("k_proj.weight", 3)] {
+        let (_, dtype, shape, data) = &tensors[index];
+        let renamed: Tensor = (name, *dtype, shape.clone(), data.clone());
+        assert_scaled(&cast, &renamed, FP8_E4M3, true);
+    }
+    let norm = cast.tensor("norm.weight").unwrap();
+    assert_eq!((norm.dtype(), norm.data()), (Dtype::F32, &tensors[4].3[..]), "a vector is kept");
+    let kept = cast.tensor("ids").unwrap();
+    assert_eq!((kept.dtype(), kept.data()), (Dtype::I64, &ids[..]), "integers copied, little-endian");
+}
+
+#[test]
+fn numpy_arrays_that_safetensors_cannot_hold_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f32s = f32_bytes(&f32_values(6, -3, 3, 21, &[]));
+    let npy = |name: &str| path_arg(&d.join(format!("{name}.npy"))).to_string();
+    let jobs = serde_json::json!([
+        [raw(d, "x", &f32s), "<f4", [2, 3], "F", npy("fortran")],
+        [raw(d, "x", &f32s), "<c8", [3], "C", npy("complex")],
+        [raw(d, "x", &f32s), "<f4", [6], "C", format!("{}:ok", path_arg(&d.join("mixed.npz")))],
+        [raw(d, "x", &f32s), "<c8", [3], "C", format!("{}:z", path_arg(&d.join("mixed.npz")))],
+    ]);
+    if !numpy_write(&jobs) {
+        return;
+    }
+    let out = d.join("out.safetensors");
+    let o = path_arg(&out);
+    assert_error(&["cast", &npy("fortran"), "-o", o, "--to", "bf16"], &out, "array 'fortran' is in Fortran order");
+    assert_error(
+        &["cast", &npy("complex"), "-o", o, "--to", "bf16"],
+        &out,
+        "array 'complex' is <c8, which a safetensors file cannot hold",
+    );
+    let mixed = path_arg(&d.join("mixed.npz")).to_string();
+    assert_error(&["cast", &mixed, "-o", o, "--to", "f16"], &out, "array 'z' is <c8");
+    assert_error(&["cast", &mixed, "-o", o, "--to", "f16", "--only", "z"], &out, "tensor 'z' is <c8, not f32");
+    assert_no_temporaries(d);
 }

@@ -1,4 +1,4 @@
-//! `bitexact cast`: safetensors checkpoints to bfloat16, binary16 or FP8 (per-tensor
+//! `bitexact cast`: safetensors checkpoints (and `.npy` / `.npz` files) to bfloat16, binary16 or FP8 (per-tensor
 //! scaled or not), every value correctly rounded from its own source value.
 
 use super::choices::OutputFormat;
@@ -56,7 +56,8 @@ pub enum NonFiniteArg {
 #[derive(clap::Args)]
 pub struct CastArgs {
     /// The checkpoint: .safetensors files, a sharded checkpoint's
-    /// model.safetensors.index.json, or its directory.
+    /// model.safetensors.index.json, or its directory; or .npy / .npz files (a .npy's
+    /// array is named after the file, .npz members keep their names).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
     /// Output: a new folder (one file per input file, same names, the index rewritten,
@@ -179,6 +180,7 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
         },
         patterns: Patterns { only: regex("--only", &args.only)?, skip: regex("--skip", &args.skip)? },
         dry_run: args.dry_run,
+        progress_bar: true,
     })
 }
 

@@ -105,6 +105,12 @@ impl Target {
         }
     }
 
+    /// The largest finite magnitude's encoding (sign clear): `0x7F7F`, `0x7BFF`, `0x7E`,
+    /// `0x7B`.
+    pub const fn max_finite_bits(self) -> u32 {
+        encodings(self).max_finite
+    }
+
     /// The FP8 format, for the two FP8 targets.
     pub const fn fp8(self) -> Option<Fp8Format> {
         match self {
@@ -328,23 +334,6 @@ impl ElementCast {
         }
         first
     }
-}
-
-/// The amax pass of a scaled tensor over `input` (elements of `source`, f32/bf16/f16):
-/// the largest magnitude's f32 bits among the finite elements (0 for none), and the
-/// index of the first non-finite element, if any.
-pub fn amax(source: SourceDtype, input: &[u8]) -> (u32, Option<usize>) {
-    let mut max = 0;
-    let mut first = None;
-    for (index, bytes) in input.chunks_exact(source.bytes()).enumerate() {
-        let x = widen_to_f32(source, bytes);
-        if f32_is_nonfinite(x) {
-            first = first.or(Some(index));
-        } else {
-            max = max.max(shared::fp8_scale::magnitude_bits(x));
-        }
-    }
-    (max, first)
 }
 
 #[cfg(test)]

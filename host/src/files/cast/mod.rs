@@ -1,4 +1,5 @@
-//! The cast job: one library call, [`cast()`] (safetensors checkpoints → bfloat16,
+//! The cast job: one library call, [`cast()`] (safetensors checkpoints, `.npy` and
+//! `.npz` files → bfloat16,
 //! binary16 or FP8, every value correctly rounded from its own source value), with
 //! plain options that default to what the command line does ([`CastOptions`]) and a
 //! report ([`CastReport`]). What `bitexact cast` runs, and all it runs.
@@ -11,12 +12,15 @@
 //! at a time, in two passes where a scale is needed) and [`output::Staged::commit`]
 //! (the folder, or the single file, renamed into place).
 //!
-//! Owns: the per-element conversions ([`convert`]), which tensors are cast
-//! ([`select`]), the output files ([`output`]). Uses: [`crate::files::read`],
+//! Owns: the per-element conversions ([`convert`]) and their runs over slices on all
+//! cores ([`chunks`]), which tensors are cast ([`select`]), what NumPy inputs become
+//! ([`numpy`]), the output files ([`output`]). Uses: [`crate::files::read`],
 //! [`crate::files::containers`], [`crate::files::scan::inputs`] and
 //! [`crate::files::write`] (the temporaries' naming and their signal-time cleanup).
 
+pub mod chunks;
 pub mod convert;
+pub mod numpy;
 pub mod output;
 pub mod select;
 
@@ -26,6 +30,7 @@ use crate::files::read::{TensorFile, TensorFileError};
 use crate::files::scan::inputs::check_index;
 use crate::files::source::SourceReadError;
 use crate::support::output::{excerpt, path_text};
+use crate::support::progress::Progress;
 use convert::{SourceDtype, Target};
 use select::{Decision, Patterns, decide};
 use shared::fp8_scale::Rounding;
@@ -76,6 +81,9 @@ pub struct CastOptions {
     pub patterns: Patterns,
     /// Plan only: report what would be done, read no data, write nothing.
     pub dry_run: bool,
+    /// Draw a progress bar on stderr (bytes of tensor data read), if stderr is a
+    /// terminal and the job lasts over a second. Off by default; the CLI turns it on.
+    pub progress_bar: bool,
 }
 
 impl Default for CastOptions {
@@ -88,6 +96,7 @@ impl Default for CastOptions {
             nonfinite: NonFiniteValues::Refuse,
             patterns: Patterns::default(),
             dry_run: false,
+            progress_bar: false,
         }
     }
 }
@@ -165,13 +174,23 @@ pub enum CastError {
     /// A file cannot be opened or its header is refused.
     #[error(transparent)]
     File(#[from] TensorFileError),
-    /// An input that is not a safetensors file.
-    #[error("{}: cast reads .safetensors files only (this is {container:?})", path_text(.path))]
-    NotSafetensors {
+    /// A NumPy array of a dtype safetensors has no name for (complex, strings, ...).
+    #[error("{}: array '{}' is {}, which a safetensors file cannot hold; remove it from the input", path_text(.path), excerpt(.tensor), excerpt(.dtype))]
+    NoSafetensorsDtype {
         /// The file.
         path: PathBuf,
-        /// What it is.
-        container: Container,
+        /// The array.
+        tensor: String,
+        /// Its NumPy type string.
+        dtype: String,
+    },
+    /// A Fortran-ordered NumPy array of two or more dimensions longer than 1.
+    #[error("{}: array '{}' is in Fortran order; save it in C order (np.ascontiguousarray) to cast it", path_text(.path), excerpt(.tensor))]
+    FortranOrder {
+        /// The file.
+        path: PathBuf,
+        /// The array.
+        tensor: String,
     },
     /// Two input files of one name, which the output folder cannot both hold.
     #[error("{}: another input has the file name '{}'; cast them to separate outputs", path_text(.path), excerpt(.name))]
@@ -275,6 +294,8 @@ pub struct PlannedFile {
     pub name: String,
     /// One decision per tensor, in the order of `file.tensors`.
     pub decisions: Vec<Decision>,
+    /// Per tensor: stored big-endian (a `.npy` array of `>` byte order), to be swapped.
+    pub big_endian: Vec<bool>,
 }
 
 /// The whole job's plan: every refusal that needs no data made.
@@ -297,17 +318,16 @@ pub fn scale_name(name: &str) -> String {
 /// is read what can be refused from the headers alone.
 pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError> {
     let expanded = crate::files::scan::inputs::expand(inputs)?;
-    let mut files = Vec::new();
+    let (mut files, mut output_names, mut big_endians) = (Vec::new(), Vec::new(), Vec::new());
     let mut names = HashSet::new();
     for path in &expanded.files {
-        let file = TensorFile::open(path)?;
-        if file.container != Container::Safetensors {
-            return Err(CastError::NotSafetensors { path: path.clone(), container: file.container });
-        }
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut file = TensorFile::open(path)?;
+        let name = numpy::output_file_name(path, file.container);
         if !names.insert(name.clone()) {
             return Err(CastError::SameFileName { path: path.clone(), name });
         }
+        big_endians.push(numpy_as_safetensors(&mut file)?);
+        output_names.push(name);
         files.push(file);
     }
     for index in &expanded.indexes {
@@ -322,6 +342,13 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
             let fail_path = || file.path.clone();
             if decision == Decision::NotASource && options.patterns.only.is_some() {
                 return Err(CastError::NotCastable {
+                    path: fail_path(),
+                    tensor: tensor.name.clone(),
+                    dtype: tensor.dtype.clone(),
+                });
+            }
+            if !matches!(decision, Decision::Cast(_)) && numpy::is_numpy_type_string(&tensor.dtype) {
+                return Err(CastError::NoSafetensorsDtype {
                     path: fail_path(),
                     tensor: tensor.name.clone(),
                     dtype: tensor.dtype.clone(),
@@ -345,13 +372,38 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
     let config = config_beside(inputs);
     let files = files
         .into_iter()
+        .zip(output_names.into_iter().zip(big_endians))
         .zip(planned)
-        .map(|(file, decisions)| {
-            let name = file.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            PlannedFile { file, name, decisions }
-        })
+        .map(|((file, (name, big_endian)), decisions)| PlannedFile { file, name, decisions, big_endian })
         .collect();
     Ok(Plan { files, indexes: expanded.indexes, config })
+}
+
+/// For a `.npy` or `.npz` file: its arrays named and typed as in the output ([`numpy`]:
+/// a `.npy`'s one array after the file, every dtype a safetensors name where there is
+/// one; the NumPy type string is kept where there is none, for [`plan`] to refuse), a
+/// Fortran-ordered array that needs reordering refused. Returns, per tensor, whether it
+/// is stored big-endian. A safetensors file is left as it is (all little-endian).
+fn numpy_as_safetensors(file: &mut TensorFile) -> Result<Vec<bool>, CastError> {
+    if file.container == Container::Safetensors {
+        return Ok(vec![false; file.tensors.len()]);
+    }
+    if file.container == Container::Npy
+        && let [array] = &mut file.tensors[..]
+    {
+        array.name = numpy::npy_tensor_name(&file.path);
+    }
+    let mut big_endian = Vec::new();
+    for tensor in &mut file.tensors {
+        if numpy::needs_reordering(tensor) {
+            return Err(CastError::FortranOrder { path: file.path.clone(), tensor: tensor.name.clone() });
+        }
+        big_endian.push(numpy::is_big_endian(&tensor.dtype));
+        if let Some(dtype) = numpy::safetensors_dtype_of_numpy(&tensor.dtype) {
+            tensor.dtype = dtype.to_string();
+        }
+    }
+    Ok(big_endian)
 }
 
 /// The `config.json` beside the first input: in it, for a directory; in its directory,
@@ -426,7 +478,16 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
     if options.dry_run {
         return Ok(report);
     }
-    let staged = output::write_all(output, &plan, options, single_file)?;
+    let bytes: u64 = plan
+        .files
+        .iter()
+        .flat_map(|f| f.file.tensors.iter().zip(&f.decisions))
+        .map(|(t, d)| t.data.len() as u64 * if matches!(d, Decision::Cast(_)) && options.scaled() { 2 } else { 1 })
+        .sum();
+    let progress = if options.progress_bar { Progress::new(bytes, "cast") } else { Progress::hidden(bytes) };
+    let staged = output::write_all(output, &plan, options, single_file, &progress);
+    progress.finish();
+    let staged = staged?;
     let scales: BTreeMap<(String, String), f32> = staged.scales.clone();
     for tensor in &mut report.tensors {
         tensor.dequant_scale = scales.get(&(tensor.file.clone(), tensor.name.clone())).copied();

@@ -5,7 +5,8 @@
 //! listed for the signal handler ([`crate::files::write::temporaries`]), so that an
 //! interrupted run leaves nothing.
 
-use crate::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target, amax};
+use crate::files::cast::chunks::{amax_block, convert_block};
+use crate::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
 use crate::files::cast::select::Decision;
 use crate::files::cast::{
     CastError, CastOptions, ConfigWritten, NonFiniteValues, Plan, PlannedFile, Refusal, RefusalKind, scale_name,
@@ -20,6 +21,7 @@ use crate::files::read::TensorReader;
 use crate::files::source::{Source, SourceReadError};
 use crate::files::write::temporaries::{PENDING_TEMPORARIES, PendingTemporary};
 use crate::files::write::{directory_of, temporary_builder};
+use crate::support::progress::Progress;
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 use shared::fp8_scale::{dequant_scale, scale_for};
@@ -32,8 +34,8 @@ use std::path::{Path, PathBuf};
 /// Elements read, converted and written at a time: a few MiB per chunk, whatever the
 /// tensor's size.
 pub const CHUNK_ELEMENTS: usize = 1 << 20;
-/// Elements per parallel block of a chunk.
-const BLOCK_ELEMENTS: usize = 1 << 14;
+/// Elements per parallel block of a chunk: one task of the rayon pool.
+pub const BLOCK_ELEMENTS: usize = 1 << 14;
 /// The `__metadata__` key under which each output file records how it was cast.
 pub const METADATA_CAST_KEY: &str = "bitexact.cast";
 
@@ -159,7 +161,14 @@ impl Staged {
 }
 
 /// Writes every output file of `plan` into a new temporary folder beside `output`.
-pub fn write_all(output: &Path, plan: &Plan, options: &CastOptions, single_file: bool) -> Result<Staged, CastError> {
+/// `progress` advances by every byte of tensor data read (a scaled tensor's twice).
+pub fn write_all(
+    output: &Path,
+    plan: &Plan,
+    options: &CastOptions,
+    single_file: bool,
+    progress: &Progress,
+) -> Result<Staged, CastError> {
     let directory = directory_of(output);
     let folder = temporary_builder().tempdir_in(directory).map_err(|error| {
         output_error(output, OutputErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
@@ -168,7 +177,7 @@ pub fn write_all(output: &Path, plan: &Plan, options: &CastOptions, single_file:
     let mut scales = BTreeMap::new();
     let mut written: BTreeMap<String, WrittenFile> = BTreeMap::new();
     for planned in &plan.files {
-        let done = write_file(&folder.path().join(&planned.name), output, planned, options)?;
+        let done = write_file(&folder.path().join(&planned.name), output, planned, options, progress)?;
         for (tensor, scale) in &done.scales {
             scales.insert((planned.name.clone(), tensor.clone()), *scale);
         }
@@ -195,12 +204,13 @@ struct WrittenFile {
     data_bytes: u64,
 }
 
-/// One tensor of an output file: where its bytes come from.
+/// One tensor of an output file: where its bytes come from. The `bool`: its elements
+/// are stored big-endian, and are swapped as they are read.
 enum Piece<'a> {
-    /// The input tensor's bytes, as they are.
-    Copy(&'a TensorEntry),
+    /// The input tensor's bytes, as they are (but for their byte order).
+    Copy(&'a TensorEntry, bool),
     /// The input tensor converted from `SourceDtype`.
-    Cast(&'a TensorEntry, SourceDtype),
+    Cast(&'a TensorEntry, SourceDtype, bool),
     /// The dequantisation scale of the tensor before it.
     Scale(&'a TensorEntry),
 }
@@ -209,8 +219,8 @@ impl Piece<'_> {
     /// The output tensor's name, dtype, shape and byte length.
     fn layout(&self, options: &CastOptions) -> (String, String, Vec<u64>, u64) {
         match *self {
-            Piece::Copy(t) => (t.name.clone(), t.dtype.clone(), t.shape.clone(), t.data.len() as u64),
-            Piece::Cast(t, _) => (
+            Piece::Copy(t, _) => (t.name.clone(), t.dtype.clone(), t.shape.clone(), t.data.len() as u64),
+            Piece::Cast(t, _, _) => (
                 t.name.clone(),
                 options.to.safetensors_name().to_string(),
                 t.shape.clone(),
@@ -225,22 +235,28 @@ impl Piece<'_> {
 /// its scale.
 fn pieces<'a>(planned: &'a PlannedFile, options: &CastOptions) -> Vec<Piece<'a>> {
     let mut pieces = Vec::new();
-    for (tensor, decision) in planned.file.tensors.iter().zip(&planned.decisions) {
+    for ((tensor, decision), &big_endian) in
+        planned.file.tensors.iter().zip(&planned.decisions).zip(&planned.big_endian)
+    {
         match *decision {
             Decision::Cast(source) => {
-                pieces.push(Piece::Cast(tensor, source));
+                pieces.push(Piece::Cast(tensor, source, big_endian));
                 if options.scaled() {
                     pieces.push(Piece::Scale(tensor));
                 }
             }
-            _ => pieces.push(Piece::Copy(tensor)),
+            _ => pieces.push(Piece::Copy(tensor, big_endian)),
         }
     }
     pieces
 }
 
-/// The `__metadata__` of the safetensors file at `path` (empty when it has none).
-fn read_metadata(path: &Path) -> Result<Map<String, Value>, CastError> {
+/// The `__metadata__` of the input file at `path` (empty when it has none, and for a
+/// `.npy` or `.npz` file).
+fn read_metadata(path: &Path, container: Container) -> Result<Map<String, Value>, CastError> {
+    if container != Container::Safetensors {
+        return Ok(Map::new());
+    }
     let fail = |error: String| CastError::Output {
         path: path.to_path_buf(),
         kind: OutputErrorKind::Json { path: path.to_path_buf(), error },
@@ -301,10 +317,11 @@ fn write_file(
     output: &Path,
     planned: &PlannedFile,
     options: &CastOptions,
+    progress: &Progress,
 ) -> Result<WrittenFile, CastError> {
     let write_failed = |error| output_error(output, OutputErrorKind::Write { file: planned.name.clone(), error });
     let pieces = pieces(planned, options);
-    let mut metadata = read_metadata(&planned.file.path)?;
+    let mut metadata = read_metadata(&planned.file.path, planned.file.container)?;
     metadata.insert(METADATA_CAST_KEY.to_string(), Value::String(cast_record(planned, options)));
     let mut header = Map::new();
     header.insert("__metadata__".to_string(), Value::Object(metadata));
@@ -329,10 +346,12 @@ fn write_file(
     let mut last_scale = None;
     for piece in &pieces {
         match *piece {
-            Piece::Copy(tensor) => copy_tensor(&reader, tensor, &mut writer),
-            Piece::Cast(tensor, source) => cast_tensor(&reader, tensor, source, options, &mut writer).map(|scale| {
-                last_scale = scale;
-            }),
+            Piece::Copy(tensor, big_endian) => copy_tensor(&reader, tensor, big_endian, progress, &mut writer),
+            Piece::Cast(tensor, source, big_endian) => {
+                cast_tensor(&reader, tensor, source, big_endian, options, progress, &mut writer).map(|scale| {
+                    last_scale = scale;
+                })
+            }
             Piece::Scale(tensor) => {
                 let scale = last_scale.take().expect("a scale follows its tensor");
                 scales.push((tensor.name.clone(), scale));
@@ -358,7 +377,6 @@ enum PieceError {
 
 impl From<InflateError> for PieceError {
     fn from(error: InflateError) -> PieceError {
-        // Only `.npz` members are inflated, and cast reads safetensors only.
         PieceError::Read(SourceReadError::Failed(std::io::Error::other(error.to_string())))
     }
 }
@@ -372,7 +390,7 @@ impl From<SourceReadError> for PieceError {
 /// The job's error for a piece's.
 fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: &Path) -> CastError {
     let tensor = match *piece {
-        Piece::Copy(t) | Piece::Cast(t, _) | Piece::Scale(t) => t.name.clone(),
+        Piece::Copy(t, _) | Piece::Cast(t, _, _) | Piece::Scale(t) => t.name.clone(),
     };
     let path = planned.file.path.clone();
     match error {
@@ -383,30 +401,51 @@ fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: 
 }
 
 /// Calls `use_chunk(first_element, bytes)` on `tensor`'s data, [`CHUNK_ELEMENTS`]
-/// elements of `element_bytes` at a time.
+/// elements of `element_bytes` at a time, each element's bytes reversed first where
+/// `big_endian` (so that `use_chunk` sees little-endian elements); `progress` advanced
+/// by each chunk's bytes.
 fn for_each_chunk(
     reader: &TensorReader,
     tensor: &TensorEntry,
     element_bytes: usize,
+    big_endian: bool,
+    progress: &Progress,
     mut use_chunk: impl FnMut(u64, &[u8]) -> Result<(), PieceError>,
 ) -> Result<(), PieceError> {
     let chunk_bytes = CHUNK_ELEMENTS * element_bytes;
-    let mut buffer = Vec::new();
+    let (mut buffer, mut swapped) = (Vec::new(), Vec::new());
     reader.for_each_chunk(tensor, chunk_bytes, |first_byte, source: Source<'_>| {
         let mut start = 0;
         while start < source.len() {
             let end = (start + chunk_bytes).min(source.len());
-            let bytes = source.get(start..end, &mut buffer)?;
+            let mut bytes = source.get(start..end, &mut buffer)?;
+            if big_endian && element_bytes > 1 {
+                swapped.clear();
+                swapped.extend_from_slice(bytes);
+                swapped.chunks_exact_mut(element_bytes).for_each(<[u8]>::reverse);
+                bytes = &swapped;
+            }
             use_chunk((first_byte + start as u64) / element_bytes as u64, bytes)?;
+            progress.advance(bytes.len() as u64);
             start = end;
         }
         Ok(())
     })
 }
 
-/// Copies `tensor`'s bytes as they are.
-fn copy_tensor(reader: &TensorReader, tensor: &TensorEntry, writer: &mut impl Write) -> Result<(), PieceError> {
-    for_each_chunk(reader, tensor, 1, |_, bytes| writer.write_all(bytes).map_err(PieceError::Write))
+/// Copies `tensor`'s bytes as they are, each element's reversed where `big_endian`.
+fn copy_tensor(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    big_endian: bool,
+    progress: &Progress,
+    writer: &mut impl Write,
+) -> Result<(), PieceError> {
+    let element_bytes =
+        if big_endian && tensor.elements > 0 { tensor.data.len() / tensor.elements as usize } else { 1 };
+    for_each_chunk(reader, tensor, element_bytes, big_endian, progress, |_, bytes| {
+        writer.write_all(bytes).map_err(PieceError::Write)
+    })
 }
 
 /// The refusal of the first element of a chunk whose outcome is not finite, where
@@ -430,18 +469,20 @@ fn cast_tensor(
     reader: &TensorReader,
     tensor: &TensorEntry,
     source: SourceDtype,
+    big_endian: bool,
     options: &CastOptions,
+    progress: &Progress,
     writer: &mut impl Write,
 ) -> Result<Option<f32>, PieceError> {
     let (conversion, scale) = match options.to.fp8() {
         Some(format) if options.scaled() => {
             let mut max = 0u32;
-            for_each_chunk(reader, tensor, source.bytes(), |first, bytes| {
+            for_each_chunk(reader, tensor, source.bytes(), big_endian, progress, |first, bytes| {
                 let (chunk_max, nonfinite) = bytes
                     .par_chunks(BLOCK_ELEMENTS * source.bytes())
                     .enumerate()
                     .map(|(k, block)| {
-                        let (m, at) = amax(source, block);
+                        let (m, at) = amax_block(source, block);
                         (m, at.map(|i| first + (k * BLOCK_ELEMENTS + i) as u64))
                     })
                     .reduce(|| (0, None), |a, b| (a.0.max(b.0), first_of(a.1, b.1)));
@@ -456,18 +497,17 @@ fn cast_tensor(
             (ElementCast::Plain { source, target: options.to, overflow }, None)
         }
     };
-    let stop_at_first = options.nonfinite == NonFiniteValues::Refuse;
+    let check = options.nonfinite == NonFiniteValues::Refuse;
     let ob = conversion.output_bytes();
     let mut out = Vec::new();
-    for_each_chunk(reader, tensor, source.bytes(), |first, bytes| {
+    for_each_chunk(reader, tensor, source.bytes(), big_endian, progress, |first, bytes| {
         out.resize(bytes.len() / source.bytes() * ob, 0);
         let bad = bytes
             .par_chunks(BLOCK_ELEMENTS * source.bytes())
             .zip(out.par_chunks_mut(BLOCK_ELEMENTS * ob))
             .enumerate()
             .filter_map(|(k, (i, o))| {
-                conversion
-                    .run(i, o, stop_at_first)
+                convert_block(&conversion, i, o, check)
                     .map(|(j, outcome)| (first + (k * BLOCK_ELEMENTS + j) as u64, outcome))
             })
             .min_by_key(|&(index, _)| index);

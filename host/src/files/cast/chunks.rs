@@ -1,0 +1,257 @@
+//! `cast`'s element loops over one block of a tensor, at the CPU level [`crate::cpu`]
+//! chose: what [`super::output`] runs on every core, a block per task.
+//!
+//! - **Plain** f32, bfloat16 and binary16 sources: the 16-bit ones widened to f32 by
+//!   [`convert::BF16_TO_F32`] / [`convert::F16_TO_F32`] (exact: both formats are subsets
+//!   of f32), then narrowed by the [`CpuConversion`] of the target and overflow mode
+//!   ([`narrowing_u16`], [`narrowing_u8`]): each is proven equal to the exact reference on
+//!   every input at every level (`tests/tests/cpu_levels.rs`), and its scalar form is the
+//!   very function [`crate::files::cast::convert::narrow_f32`] calls, so the results are
+//!   [`ElementCast::run`]'s, bit for bit (`chunks_equal_the_scalar_path` below, and all
+//!   2^32 f32 inputs in the ignored `every_f32_through_the_block_loop_equals_the_scalar_path`).
+//!   A narrowing with no such conversion (a saturating bfloat16 or binary16, which `cast`
+//!   never asks for) and f64 sources run [`ElementCast::run`], the scalar loop.
+//! - **Scaled** FP8: the block widened to f32 bits, then one function over the `&[u32]`
+//!   for the amax pass and one for the quantisation ([`crate::cpu::fp8_scale`], at the CPU's level).
+//!
+//! The index of the first refused element is found after the whole block is converted
+//! (a vectorisable pass over the input and the output), so it is the first one, as the
+//! scalar loop's.
+
+use crate::cpu::convert::{self, CpuConversion};
+use crate::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target, f32_is_nonfinite};
+use shared::narrow::Overflow;
+
+// The output buffers are written as native-endian `u16`s and stored as they are:
+// safetensors is little-endian.
+const _: () = assert!(cfg!(target_endian = "little"), "cast stores native u16s as little-endian bytes");
+
+// The scaled FP8 passes at the CPU's level (`cpu::fp8_scale`, proven equal to
+// `shared::fp8_scale::quantize` on every f32 at every level).
+use crate::cpu::fp8_scale::{amax, quantize};
+
+/// The proven f32 → 16-bit conversion for `target` under `overflow`, if there is one.
+pub fn narrowing_u16(target: Target, overflow: Overflow) -> Option<&'static CpuConversion<u32, u16>> {
+    match (target, overflow) {
+        (Target::Bf16, Overflow::Standard) => Some(&convert::F32_TO_BF16),
+        (Target::F16, Overflow::Standard) => Some(&convert::F32_TO_F16),
+        _ => None,
+    }
+}
+
+/// The proven f32 → FP8 conversion for `target` under `overflow`, if there is one.
+pub fn narrowing_u8(target: Target, overflow: Overflow) -> Option<&'static CpuConversion<u32, u8>> {
+    match (target, overflow) {
+        (Target::E4m3, Overflow::Standard) => Some(&convert::F32_TO_E4M3),
+        (Target::E4m3, Overflow::SatFinite) => Some(&convert::F32_TO_E4M3_SATFINITE),
+        (Target::E5m2, Overflow::Standard) => Some(&convert::F32_TO_E5M2),
+        (Target::E5m2, Overflow::SatFinite) => Some(&convert::F32_TO_E5M2_SATFINITE),
+        _ => None,
+    }
+}
+
+/// The f32 bits of the little-endian elements `input` of `source` (f32, bf16 or f16),
+/// widened exactly: borrowed where `input` is an aligned f32 slice, else in `scratch`.
+fn widened<'a>(source: SourceDtype, input: &'a [u8], scratch: &'a mut Vec<u32>) -> &'a [u32] {
+    let n = input.len() / source.bytes();
+    match source {
+        SourceDtype::F32 => match bytemuck::try_cast_slice::<u8, u32>(input) {
+            Ok(x) => x,
+            Err(_) => {
+                scratch.clear();
+                scratch.extend(input.as_chunks::<4>().0.iter().map(|&b| u32::from_le_bytes(b)));
+                scratch
+            }
+        },
+        SourceDtype::Bf16 | SourceDtype::F16 => {
+            let widening = if source == SourceDtype::Bf16 { &convert::BF16_TO_F32 } else { &convert::F16_TO_F32 };
+            scratch.resize(n, 0);
+            match bytemuck::try_cast_slice::<u8, u16>(input) {
+                Ok(x) => widening.run(x, scratch),
+                Err(_) => {
+                    let x: Vec<u16> = input.as_chunks::<2>().0.iter().map(|&b| u16::from_le_bytes(b)).collect();
+                    widening.run(&x, scratch);
+                }
+            }
+            scratch
+        }
+        SourceDtype::F64 => unreachable!("f64 is rounded straight to the target, never widened"),
+    }
+}
+
+/// Runs `narrow` from `x` into `output` (the little-endian bytes of `O`s), through a
+/// scratch buffer where `output` is not aligned for `O`.
+fn narrow_into<O: bytemuck::Pod + Default>(narrow: &CpuConversion<u32, O>, x: &[u32], output: &mut [u8]) {
+    match bytemuck::try_cast_slice_mut::<u8, O>(output) {
+        Ok(out) => narrow.run(x, out),
+        Err(_) => {
+            let mut out = vec![O::default(); x.len()];
+            narrow.run(x, &mut out);
+            output.copy_from_slice(bytemuck::cast_slice(&out));
+        }
+    }
+}
+
+/// Elements per group of the search for the first refused element: a group is tested
+/// whole (vectorised), and only a group that holds one is searched element by element.
+const SEARCH_GROUP: usize = 64;
+
+/// The index and outcome of the first element of `x` (f32 bits) whose conversion
+/// `out(i)` (the output's magnitude at `i`, sign cleared) is not finite: a non-finite
+/// input, or a finite one past `max_finite`.
+fn first_refused(x: &[u32], out: impl Fn(usize) -> u32, max_finite: u32) -> Option<(usize, Outcome)> {
+    let bad = |i: usize| f32_is_nonfinite(x[i]) || out(i) > max_finite;
+    let group = (0..x.len().div_ceil(SEARCH_GROUP)).find(|&g| {
+        let range = g * SEARCH_GROUP..((g + 1) * SEARCH_GROUP).min(x.len());
+        range.fold(false, |any, i| any | bad(i))
+    })?;
+    let index = (group * SEARCH_GROUP..x.len()).find(|&i| bad(i))?;
+    let outcome = if f32_is_nonfinite(x[index]) { Outcome::NonFiniteValues } else { Outcome::Overflow };
+    Some((index, outcome))
+}
+
+/// Converts the little-endian elements `input` into `output` as `conversion` says, the
+/// same bits as [`ElementCast::run`]; where `check`, returns the index and outcome of the
+/// first element whose outcome is not [`Outcome::Finite`] (and, unlike the scalar loop,
+/// every element is converted all the same). `None` when not `check`.
+pub fn convert_block(
+    conversion: &ElementCast,
+    input: &[u8],
+    output: &mut [u8],
+    check: bool,
+) -> Option<(usize, Outcome)> {
+    let mut scratch = Vec::new();
+    match *conversion {
+        ElementCast::Plain { source, target, overflow } if source != SourceDtype::F64 => {
+            if let Some(narrow) = narrowing_u16(target, overflow) {
+                let x = widened(source, input, &mut scratch);
+                narrow_into(narrow, x, output);
+                let max = target.max_finite_bits();
+                let out = |i: usize| u32::from(u16::from_le_bytes([output[2 * i], output[2 * i + 1]]) & 0x7FFF);
+                check.then(|| first_refused(x, out, max)).flatten()
+            } else if let Some(narrow) = narrowing_u8(target, overflow) {
+                let x = widened(source, input, &mut scratch);
+                narrow_into(narrow, x, output);
+                let max = target.max_finite_bits();
+                check.then(|| first_refused(x, |i| u32::from(output[i] & 0x7F), max)).flatten()
+            } else {
+                conversion.run(input, output, false).filter(|_| check)
+            }
+        }
+        ElementCast::Plain { .. } => conversion.run(input, output, false).filter(|_| check),
+        ElementCast::Scaled { source, format, s, rounding } => {
+            let x = widened(source, input, &mut scratch);
+            quantize(x, s, format, rounding, output);
+            check.then(|| x.iter().position(|&v| f32_is_nonfinite(v)).map(|i| (i, Outcome::NonFiniteValues))).flatten()
+        }
+    }
+}
+
+/// The amax pass over the little-endian elements `input` of `source` (f32, bf16 or
+/// f16): the largest magnitude's f32 bits among the finite elements (0 for none) and
+/// the index of the first non-finite element, if any.
+pub fn amax_block(source: SourceDtype, input: &[u8]) -> (u32, Option<usize>) {
+    let mut scratch = Vec::new();
+    amax(widened(source, input, &mut scratch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rayon::prelude::*;
+    use shared::fp8_scale::{Fp8Format, Rounding};
+
+    /// Every (target, overflow) `cast` asks a plain conversion for, and one it never does
+    /// (saturating bfloat16: the scalar loop's fallback).
+    const PLAIN: [(Target, Overflow); 7] = [
+        (Target::Bf16, Overflow::Standard),
+        (Target::F16, Overflow::Standard),
+        (Target::E4m3, Overflow::Standard),
+        (Target::E4m3, Overflow::SatFinite),
+        (Target::E5m2, Overflow::Standard),
+        (Target::E5m2, Overflow::SatFinite),
+        (Target::Bf16, Overflow::SatFinite),
+    ];
+
+    /// `convert_block` against `ElementCast::run` on `input` (little-endian elements),
+    /// from a misaligned copy too (the scratch paths): the same output bytes and the same
+    /// first refused element.
+    fn assert_same(conversion: &ElementCast, input: &[u8]) {
+        let n = input.len() / conversion.source().bytes();
+        let mut expected = vec![0u8; n * conversion.output_bytes()];
+        let first = conversion.run(input, &mut expected, false);
+        let mut shifted_in = vec![0u8; input.len() + 1];
+        shifted_in[1..].copy_from_slice(input);
+        let mut shifted_out = vec![0u8; expected.len() + 1];
+        for (input, output) in [(input, &mut vec![0u8; expected.len()][..]), (&shifted_in[1..], &mut shifted_out[1..])]
+        {
+            let got = convert_block(conversion, input, output, true);
+            assert!(output == &expected[..], "{conversion:?}: outputs differ");
+            assert_eq!(got, first, "{conversion:?}: first refused element");
+            assert_eq!(convert_block(conversion, input, output, false), None);
+        }
+    }
+
+    fn f32_bytes(x: &[u32]) -> Vec<u8> {
+        x.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// f32 inputs: a stride over all 2^32 (every class, subnormals, NaN payloads), an odd
+    /// count.
+    fn sampled_f32() -> Vec<u32> {
+        (0..(1u32 << 16) + 3).map(|i| i.wrapping_mul(0x0001_0001).wrapping_add(i.wrapping_mul(0x9E37))).collect()
+    }
+
+    #[test]
+    fn chunks_equal_the_scalar_path() {
+        let sixteen: Vec<u8> = (0..=u16::MAX).flat_map(u16::to_le_bytes).collect();
+        let f32s = f32_bytes(&sampled_f32());
+        for (target, overflow) in PLAIN {
+            for source in [SourceDtype::F32, SourceDtype::Bf16, SourceDtype::F16] {
+                let input = if source == SourceDtype::F32 { &f32s } else { &sixteen };
+                assert_same(&ElementCast::Plain { source, target, overflow }, input);
+                // An odd length, and the first refused element in a later search group.
+                assert_same(&ElementCast::Plain { source, target, overflow }, &input[..input.len() / 3 * 3 - 3]);
+            }
+        }
+        let finite: Vec<u32> = sampled_f32().into_iter().filter(|&x| !f32_is_nonfinite(x)).collect();
+        for format in [Fp8Format::E4M3, Fp8Format::E5M2] {
+            for rounding in [Rounding::Once, Rounding::TwoStep] {
+                for (source, input) in [(SourceDtype::F32, &f32_bytes(&finite)), (SourceDtype::Bf16, &sixteen)] {
+                    let (max, _) = amax_block(source, input);
+                    let s = shared::fp8_scale::scale_for(f32::from_bits(max), format);
+                    assert_same(&ElementCast::Scaled { source, format, s, rounding }, input);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_refused_element_is_the_first_whichever_group_it_is_in() {
+        let mut x = vec![1.0f32.to_bits(); 1000];
+        let conversion =
+            ElementCast::Plain { source: SourceDtype::F32, target: Target::F16, overflow: Overflow::Standard };
+        let mut out = vec![0u8; 2000];
+        assert_eq!(convert_block(&conversion, &f32_bytes(&x), &mut out, true), None);
+        x[999] = f32::NAN.to_bits();
+        x[700] = 1e6f32.to_bits();
+        x[130] = f32::NEG_INFINITY.to_bits();
+        assert_eq!(convert_block(&conversion, &f32_bytes(&x), &mut out, true), Some((130, Outcome::NonFiniteValues)));
+        x[130] = 0;
+        assert_eq!(convert_block(&conversion, &f32_bytes(&x), &mut out, true), Some((700, Outcome::Overflow)));
+    }
+
+    /// Every one of the 2^32 f32 inputs through every plain narrowing, against the scalar
+    /// path: `cargo test -p host --release --lib every_f32 -- --ignored`.
+    #[test]
+    #[ignore = "2^32 inputs per conversion: run with --ignored, in release"]
+    fn every_f32_through_the_block_loop_equals_the_scalar_path() {
+        for (target, overflow) in PLAIN {
+            let conversion = ElementCast::Plain { source: SourceDtype::F32, target, overflow };
+            (0..1u64 << 16).into_par_iter().for_each(|block| {
+                let x: Vec<u32> = (0..1u32 << 16).map(|i| (block as u32) << 16 | i).collect();
+                assert_same(&conversion, &f32_bytes(&x));
+            });
+        }
+    }
+}
