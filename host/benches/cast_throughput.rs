@@ -63,7 +63,7 @@ fn main() {
             ElementCast::Plain { source: SourceDtype::Bf16, target: Target::F16, overflow: Overflow::Standard },
         ),
         (
-            "f32 -> e4m3 scaled (scalar)",
+            "f32 -> e4m3 scaled, pass 2",
             ElementCast::Scaled { source: SourceDtype::F32, format: Fp8Format::E4M3, s, rounding: Rounding::Once },
         ),
     ];

@@ -51,8 +51,11 @@ fn residual_at(level: Level) -> Residual {
     }
 }
 
-/// The loop of [`amax_at`]: the max of the finite magnitudes and the max of all of them
-/// (a NaN's or infinity's magnitude bits exceed every finite one's), in one pass.
+/// The loop of [`amax_at`]: the max of all magnitudes (a NaN's or infinity's magnitude
+/// bits exceed every finite one's), one integer max per element, which LLVM vectorises;
+/// and only where that max is not finite, the max of the finite magnitudes in a second
+/// pass. (One pass keeping both maxima, with a select per element, was not vectorised:
+/// 3.7 GB/s at every level, against 24 GB/s memcpy in the same run.)
 struct Maxima<'a> {
     x: &'a [u32],
 }
@@ -62,10 +65,12 @@ impl LevelLoop for Maxima<'_> {
 
     #[inline(always)]
     fn run(self) -> (u32, u32) {
-        self.x.iter().fold((0, 0), |(finite, all), &v| {
-            let m = magnitude_bits(v);
-            (finite.max(if is_nonfinite(m) { 0 } else { m }), all.max(m))
-        })
+        let all = self.x.iter().fold(0, |all, &v| all.max(magnitude_bits(v)));
+        if !is_nonfinite(all) {
+            return (all, all);
+        }
+        let finite = self.x.iter().map(|&v| magnitude_bits(v)).filter(|&m| !is_nonfinite(m)).max().unwrap_or(0);
+        (finite, all)
     }
 }
 
