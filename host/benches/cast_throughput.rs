@@ -3,12 +3,12 @@
 //!
 //! Each row converts an f32 (or bf16) buffer of `--mib` MiB (default 256; values of
 //! N(0, 1)-like spread, every exponent class present) block by block, exactly as
-//! `bitexact cast` does (`bitexact::files::cast::chunks::convert_block` over
-//! [`BLOCK_ELEMENTS`]-element blocks on the rayon pool, the non-finite check on), and sets
-//! its best time against that of a parallel memcpy of the input's bytes (the wider end:
-//! what it reads), run in turn with it. `memcpy/cast` ≥ 1 means as fast as copying.
+//! `bitexact cast` does (`bitexact::files::cast::chunks::convert_block_with` over
+//! [`BLOCK_ELEMENTS`]-element blocks on the rayon pool, a scratch buffer per task, the
+//! non-finite check on), and sets its best time against that of a parallel memcpy of the
+//! input's bytes (the wider end: what it reads), run in turn with it. `memcpy/cast` ≥ 1 means as fast as copying.
 
-use bitexact::files::cast::chunks::{amax_block, convert_block};
+use bitexact::files::cast::chunks::{amax_block, convert_block_with};
 use bitexact::files::cast::convert::{ElementCast, SourceDtype, Target};
 use bitexact::files::cast::output::BLOCK_ELEMENTS;
 use bitexact::support::parallel::best_of_pair;
@@ -78,7 +78,8 @@ fn main() {
                 let bad = input
                     .par_chunks(BLOCK_ELEMENTS * ib)
                     .zip(out.par_chunks_mut(BLOCK_ELEMENTS * ob))
-                    .filter_map(|(i, o)| convert_block(&conversion, i, o, true))
+                    .map_init(Vec::new, |scratch, (i, o)| convert_block_with(&conversion, i, o, true, scratch))
+                    .flatten()
                     .count();
                 black_box(bad);
             },

@@ -694,3 +694,61 @@ fn numpy_arrays_that_safetensors_cannot_hold_are_one_line_and_exit_2() {
     assert_error(&["cast", &mixed, "-o", o, "--to", "f16", "--only", "z"], &out, "tensor 'z' is <c8, not f32");
     assert_no_temporaries(d);
 }
+
+/// More elements than `cast` reads at a time (`CHUNK_ELEMENTS`, 2^20): a tensor of
+/// several chunks, its last one short.
+const MULTI_CHUNK: usize = (5 << 20) / 2 + 3;
+
+#[test]
+fn tensors_of_several_chunks_are_read_converted_and_written_in_order() {
+    // `cast` converts a chunk while it writes the one before, and reads each chunk's
+    // blocks in parallel: every element is checked here, so a chunk written twice, out
+    // of order or from the wrong buffer fails.
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    let values = f32_values(MULTI_CHUNK, -20, 10, 21, &[]);
+    let tensors: Vec<Tensor> = vec![
+        // Two dimensions, so that the FP8 cast takes them too.
+        ("big.weight", Dtype::F32, vec![1, MULTI_CHUNK], f32_bytes(&values)),
+        ("half.weight", Dtype::BF16, vec![MULTI_CHUNK, 1], bf16_bytes(&values)),
+    ];
+    write_file(&input, &tensors);
+    let out = dir.path().join("bf16.safetensors");
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "bf16"]);
+    let bytes = read(&out);
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    assert_plain(&cast, &tensors[0], BFLOAT16, Dtype::BF16, false);
+    assert_eq!(cast.tensor("half.weight").unwrap().data(), &tensors[1].3[..], "copied");
+
+    let out = dir.path().join("f16.safetensors");
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "f16", "--only", "half"]);
+    let bytes = read(&out);
+    assert_plain(&SafeTensors::deserialize(&bytes).unwrap(), &tensors[1], BINARY16, Dtype::F16, false);
+
+    let out = dir.path().join("e4m3.safetensors");
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3", "--no-sync"]);
+    let bytes = read(&out);
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    assert_scaled(&cast, &tensors[0], FP8_E4M3, true);
+    assert_scaled(&cast, &tensors[1], FP8_E4M3, true);
+}
+
+#[test]
+fn a_refused_value_in_a_later_chunk_is_named_by_its_index_in_the_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    let mut values = f32_values(MULTI_CHUNK, -20, 10, 22, &[]);
+    let late = MULTI_CHUNK - 7;
+    values[late] = f32::NEG_INFINITY.to_bits();
+    values[MULTI_CHUNK - 2] = f32::NAN.to_bits();
+    write_file(&input, &[("w", Dtype::F32, vec![1, MULTI_CHUNK], f32_bytes(&values))]);
+    for to in ["bf16", "e5m2"] {
+        let out = dir.path().join(format!("{to}.safetensors"));
+        let output = bitexact(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", to]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{to}: {stderr}");
+        assert!(stderr.contains(&format!("tensor 'w' index {late}: not finite")), "{to}: {stderr}");
+        assert!(!out.exists(), "{to}");
+        assert_no_temporaries(dir.path());
+    }
+}

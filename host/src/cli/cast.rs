@@ -93,6 +93,11 @@ pub struct CastArgs {
     /// data is read, so values are not checked.
     #[arg(long)]
     pub dry_run: bool,
+    /// Do not sync the .safetensors files to the disk before putting them in place: faster,
+    /// and still whole or absent after an interrupted run, but not safe from a power
+    /// loss or an OS crash.
+    #[arg(long)]
+    pub no_sync: bool,
     /// Summary format: table or json.
     #[arg(
         long,
@@ -181,6 +186,7 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
         patterns: Patterns { only: regex("--only", &args.only)?, skip: regex("--skip", &args.skip)? },
         dry_run: args.dry_run,
         progress_bar: true,
+        sync: !args.no_sync,
     })
 }
 

@@ -19,6 +19,7 @@
 //! scalar loop's.
 
 use crate::cpu::convert::{self, CpuConversion};
+use crate::cpu::{LevelLoop, level, with_level};
 use crate::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target, f32_is_nonfinite};
 use shared::narrow::Overflow;
 
@@ -65,6 +66,7 @@ fn widened<'a>(source: SourceDtype, input: &'a [u8], scratch: &'a mut Vec<u32>) 
         },
         SourceDtype::Bf16 | SourceDtype::F16 => {
             let widening = if source == SourceDtype::Bf16 { &convert::BF16_TO_F32 } else { &convert::F16_TO_F32 };
+            // Resized, not cleared: only a longer block pays for zeroing the new part.
             scratch.resize(n, 0);
             match bytemuck::try_cast_slice::<u8, u16>(input) {
                 Ok(x) => widening.run(x, scratch),
@@ -96,6 +98,45 @@ fn narrow_into<O: bytemuck::Pod + Default>(narrow: &CpuConversion<u32, O>, x: &[
 /// whole (vectorised), and only a group that holds one is searched element by element.
 const SEARCH_GROUP: usize = 64;
 
+/// Whether a converted block holds an element to refuse: a NaN or infinity among `x`
+/// (f32 bits), or among `out` (the block's output, [`Target::nonfinite_bits`] `bits` all
+/// set). Two passes over the block (still in cache), each an OR of equality tests with no
+/// short-circuit, which LLVM vectorises (there is no unsigned 32-bit compare below
+/// AVX-512); compiled for the CPU's level by [`with_level`].
+struct AnyRefused<'a, O> {
+    x: &'a [u32],
+    out: &'a [O],
+    bits: u32,
+}
+
+impl<O: Copy + Into<u32>> LevelLoop for AnyRefused<'_, O> {
+    type Output = bool;
+
+    #[inline(always)]
+    fn run(self) -> bool {
+        const EXPONENT: u32 = 0x7F80_0000;
+        let input = self.x.iter().fold(0u32, |any, &v| any | u32::from(v & EXPONENT == EXPONENT));
+        let output = self.out.iter().fold(0u32, |any, &v| any | u32::from(v.into() & self.bits == self.bits));
+        input | output != 0
+    }
+}
+
+/// [`AnyRefused`] on the little-endian `O`s `output` of `target` (none for `None`),
+/// at the CPU's level; through a copy where `output` is not aligned for `O`.
+fn any_refused<O: bytemuck::Pod + Into<u32>>(x: &[u32], output: &[u8], target: Option<Target>) -> bool {
+    let Some(target) = target else {
+        return with_level(level(), AnyRefused::<O> { x, out: &[], bits: 0 });
+    };
+    let bits = target.nonfinite_bits();
+    match bytemuck::try_cast_slice::<u8, O>(output) {
+        Ok(out) => with_level(level(), AnyRefused { x, out, bits }),
+        Err(_) => {
+            let out: Vec<O> = bytemuck::pod_collect_to_vec(output);
+            with_level(level(), AnyRefused { x, out: &out, bits })
+        }
+    }
+}
+
 /// The index and outcome of the first element of `x` (f32 bits) whose conversion
 /// `out(i)` (the output's magnitude at `i`, sign cleared) is not finite: a non-finite
 /// input, or a finite one past `max_finite`.
@@ -120,29 +161,76 @@ pub fn convert_block(
     output: &mut [u8],
     check: bool,
 ) -> Option<(usize, Outcome)> {
-    let mut scratch = Vec::new();
+    convert_block_with(conversion, input, output, check, &mut Vec::new())
+}
+
+/// Elements converted and checked at a time inside a block: few enough that the widened
+/// f32s (8 KiB), the input and the output stay in the L1 data cache from one pass to the
+/// next (widen, narrow, check).
+const PIECE_ELEMENTS: usize = 2048;
+
+/// [`convert_block`], widening into `scratch` (kept by the caller from block to block,
+/// so that a task allocates it once).
+pub fn convert_block_with(
+    conversion: &ElementCast,
+    input: &[u8],
+    output: &mut [u8],
+    check: bool,
+    scratch: &mut Vec<u32>,
+) -> Option<(usize, Outcome)> {
+    let (ib, ob) = (conversion.source().bytes(), conversion.output_bytes());
+    let mut first = None;
+    for (k, (input, output)) in
+        input.chunks(PIECE_ELEMENTS * ib).zip(output.chunks_mut(PIECE_ELEMENTS * ob)).enumerate()
+    {
+        let found = convert_piece(conversion, input, output, check && first.is_none(), scratch);
+        first = first.or(found.map(|(j, outcome)| (k * PIECE_ELEMENTS + j, outcome)));
+    }
+    first
+}
+
+/// [`convert_block_with`] on one piece of a block.
+#[inline]
+fn convert_piece(
+    conversion: &ElementCast,
+    input: &[u8],
+    output: &mut [u8],
+    check: bool,
+    scratch: &mut Vec<u32>,
+) -> Option<(usize, Outcome)> {
     match *conversion {
         ElementCast::Plain { source, target, overflow } if source != SourceDtype::F64 => {
             if let Some(narrow) = narrowing_u16(target, overflow) {
-                let x = widened(source, input, &mut scratch);
+                let x = widened(source, input, scratch);
                 narrow_into(narrow, x, output);
                 let max = target.max_finite_bits();
+                // Two vectorised passes over the block (in cache) say whether there is a
+                // refused element at all; only then is it looked for.
+                if !check || !any_refused::<u16>(x, output, Some(target)) {
+                    return None;
+                }
                 let out = |i: usize| u32::from(u16::from_le_bytes([output[2 * i], output[2 * i + 1]]) & 0x7FFF);
-                check.then(|| first_refused(x, out, max)).flatten()
+                first_refused(x, out, max)
             } else if let Some(narrow) = narrowing_u8(target, overflow) {
-                let x = widened(source, input, &mut scratch);
+                let x = widened(source, input, scratch);
                 narrow_into(narrow, x, output);
                 let max = target.max_finite_bits();
-                check.then(|| first_refused(x, |i| u32::from(output[i] & 0x7F), max)).flatten()
+                if !check || !any_refused::<u8>(x, output, Some(target)) {
+                    return None;
+                }
+                first_refused(x, |i| u32::from(output[i] & 0x7F), max)
             } else {
                 conversion.run(input, output, false).filter(|_| check)
             }
         }
         ElementCast::Plain { .. } => conversion.run(input, output, false).filter(|_| check),
         ElementCast::Scaled { source, format, s, rounding } => {
-            let x = widened(source, input, &mut scratch);
+            let x = widened(source, input, scratch);
             quantize(x, s, format, rounding, output);
-            check.then(|| x.iter().position(|&v| f32_is_nonfinite(v)).map(|i| (i, Outcome::NonFiniteValues))).flatten()
+            if !check || !any_refused::<u8>(x, output, None) {
+                return None;
+            }
+            x.iter().position(|&v| f32_is_nonfinite(v)).map(|i| (i, Outcome::NonFiniteValues))
         }
     }
 }
@@ -151,8 +239,12 @@ pub fn convert_block(
 /// f16): the largest magnitude's f32 bits among the finite elements (0 for none) and
 /// the index of the first non-finite element, if any.
 pub fn amax_block(source: SourceDtype, input: &[u8]) -> (u32, Option<usize>) {
-    let mut scratch = Vec::new();
-    amax(widened(source, input, &mut scratch))
+    amax_block_with(source, input, &mut Vec::new())
+}
+
+/// [`amax_block`], widening into `scratch` (kept by the caller from block to block).
+pub fn amax_block_with(source: SourceDtype, input: &[u8], scratch: &mut Vec<u32>) -> (u32, Option<usize>) {
+    amax(widened(source, input, scratch))
 }
 
 #[cfg(test)]
@@ -239,6 +331,32 @@ mod tests {
         assert_eq!(convert_block(&conversion, &f32_bytes(&x), &mut out, true), Some((130, Outcome::NonFiniteValues)));
         x[130] = 0;
         assert_eq!(convert_block(&conversion, &f32_bytes(&x), &mut out, true), Some((700, Outcome::Overflow)));
+    }
+
+    #[test]
+    fn the_first_refused_element_is_the_first_whichever_piece_it_is_in() {
+        // Blocks are converted and checked a piece of PIECE_ELEMENTS at a time: refused
+        // elements in the second and the third piece, then only in the third.
+        let n = 3 * PIECE_ELEMENTS + 5;
+        let mut x = vec![1.0f32.to_bits(); n];
+        x[2 * PIECE_ELEMENTS + 1] = f32::NAN.to_bits();
+        x[PIECE_ELEMENTS + 7] = 1e6f32.to_bits();
+        for (target, bytes) in [(Target::F16, 2), (Target::E4m3, 1)] {
+            let conversion = ElementCast::Plain { source: SourceDtype::F32, target, overflow: Overflow::Standard };
+            let mut out = vec![0u8; n * bytes];
+            let got = convert_block(&conversion, &f32_bytes(&x), &mut out, true);
+            assert_eq!(got, Some((PIECE_ELEMENTS + 7, Outcome::Overflow)), "{target:?}");
+        }
+        x[PIECE_ELEMENTS + 7] = 0;
+        let conversion =
+            ElementCast::Plain { source: SourceDtype::F32, target: Target::Bf16, overflow: Overflow::Standard };
+        let mut out = vec![0u8; n * 2];
+        let got = convert_block(&conversion, &f32_bytes(&x), &mut out, true);
+        assert_eq!(got, Some((2 * PIECE_ELEMENTS + 1, Outcome::NonFiniteValues)));
+        let scaled =
+            ElementCast::Scaled { source: SourceDtype::F32, format: Fp8Format::E5M2, s: 2.0, rounding: Rounding::Once };
+        let got = convert_block(&scaled, &f32_bytes(&x), &mut vec![0u8; n], true);
+        assert_eq!(got, Some((2 * PIECE_ELEMENTS + 1, Outcome::NonFiniteValues)));
     }
 
     /// Every one of the 2^32 f32 inputs through every plain narrowing, against the scalar

@@ -111,6 +111,15 @@ impl Target {
         encodings(self).max_finite
     }
 
+    /// The bits that are all set in an encoding exactly when it is NaN or infinite (its
+    /// magnitude past [`Target::max_finite_bits`]): the exponent field for bf16, f16 and
+    /// E5M2, and the whole magnitude for E4M3 (whose only NaN is `S.1111.111`). A test
+    /// that vectorises with no unsigned compare (`nonfinite_bits_say_which_encodings_are_not_finite`
+    /// checks it on every encoding).
+    pub const fn nonfinite_bits(self) -> u32 {
+        encodings(self).overflow
+    }
+
     /// The FP8 format, for the two FP8 targets.
     pub const fn fp8(self) -> Option<Fp8Format> {
         match self {
@@ -339,6 +348,25 @@ impl ElementCast {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nonfinite_bits_say_which_encodings_are_not_finite() {
+        // Each format's own definition of NaN/infinity: half's for the 16-bit formats,
+        // the OCP FP8 spec's (E4M3: only S.1111.111; E5M2: exponent 11111) for FP8.
+        let not_finite = |target: Target, o: u32| match target {
+            Target::Bf16 => !half::bf16::from_bits(o as u16).is_finite(),
+            Target::F16 => !half::f16::from_bits(o as u16).is_finite(),
+            Target::E4m3 => o & 0x7F == 0x7F,
+            Target::E5m2 => (o >> 2) & 0x1F == 0x1F,
+        };
+        for target in [Target::Bf16, Target::F16, Target::E4m3, Target::E5m2] {
+            let (bits, sign) = (target.nonfinite_bits(), 1u32 << (8 * target.bytes() - 1));
+            for o in 0..1u32 << (8 * target.bytes()) {
+                assert_eq!(o & bits == bits, not_finite(target, o), "{target:?} {o:#x}");
+                assert_eq!(o & !sign > target.max_finite_bits(), not_finite(target, o), "{target:?} {o:#x}");
+            }
+        }
+    }
 
     #[test]
     fn f64_rounds_straight_to_bfloat16_not_through_f32() {

@@ -84,6 +84,13 @@ pub struct CastOptions {
     /// Draw a progress bar on stderr (bytes of tensor data read), if stderr is a
     /// terminal and the job lasts over a second. Off by default; the CLI turns it on.
     pub progress_bar: bool,
+    /// Sync every output file to the disk before the output is put in place (on by
+    /// default). Off (`--no-sync`), the output is still put in place whole or not at
+    /// all by an interrupted run (Ctrl-C, a kill, a refused value), but after a power
+    /// loss or an OS crash it may be there empty or in part, as any file written
+    /// without a sync; what it saves is the wait for the disk (measured in
+    /// docs/files.md).
+    pub sync: bool,
 }
 
 impl Default for CastOptions {
@@ -97,6 +104,7 @@ impl Default for CastOptions {
             patterns: Patterns::default(),
             dry_run: false,
             progress_bar: false,
+            sync: true,
         }
     }
 }

@@ -5,7 +5,7 @@
 //! listed for the signal handler ([`crate::files::write::temporaries`]), so that an
 //! interrupted run leaves nothing.
 
-use crate::files::cast::chunks::{amax_block, convert_block};
+use crate::files::cast::chunks::{amax_block_with, convert_block_with};
 use crate::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
 use crate::files::cast::select::Decision;
 use crate::files::cast::{
@@ -28,6 +28,7 @@ use shared::fp8_scale::{dequant_scale, scale_for};
 use shared::narrow::Overflow;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
+use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -361,7 +362,9 @@ fn write_file(
         .map_err(|error| piece_error(error, planned, piece, output))?;
     }
     let file = writer.into_inner().map_err(|e| write_failed(e.into_error()))?;
-    file.sync_all().map_err(write_failed)?;
+    if options.sync {
+        file.sync_all().map_err(write_failed)?;
+    }
     Ok(WrittenFile { scales, data_bytes: offset })
 }
 
@@ -463,8 +466,96 @@ fn refusal(first: Option<(u64, Outcome)>, target: Target, options: &CastOptions)
     }
 }
 
+/// Calls `use_chunk(first_element, source, bytes)` for each chunk of [`CHUNK_ELEMENTS`]
+/// elements of `element_bytes` of `tensor`'s data, in order: `bytes`, the chunk's byte
+/// range in `source`. Nothing is read here: `use_chunk` reads (in parallel, a block per
+/// task, with [`read_block`]). `progress` advances by each chunk's bytes.
+fn for_each_chunk_source(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    element_bytes: usize,
+    progress: &Progress,
+    mut use_chunk: impl FnMut(u64, Source<'_>, Range<usize>) -> Result<(), PieceError>,
+) -> Result<(), PieceError> {
+    let chunk_bytes = CHUNK_ELEMENTS * element_bytes;
+    reader.for_each_chunk(tensor, chunk_bytes, |first_byte, source: Source<'_>| {
+        for start in (0..source.len()).step_by(chunk_bytes) {
+            let end = (start + chunk_bytes).min(source.len());
+            use_chunk((first_byte + start as u64) / element_bytes as u64, source, start..end)?;
+            progress.advance((end - start) as u64);
+        }
+        Ok(())
+    })
+}
+
+/// A task's buffers for [`read_block`]: the bytes read, and their swapped copy.
+type BlockBuffers = (Vec<u8>, Vec<u8>);
+
+/// The bytes `range` of `source` (whole elements of `element_bytes`), read into the
+/// task's `buffers` where they are in a file, each element's bytes reversed where
+/// `big_endian`, so that they are little-endian.
+fn read_block<'b>(
+    source: &Source<'b>,
+    range: Range<usize>,
+    element_bytes: usize,
+    big_endian: bool,
+    buffers: &'b mut BlockBuffers,
+) -> Result<&'b [u8], SourceReadError> {
+    let (buffer, swapped) = buffers;
+    let bytes = source.get(range, buffer)?;
+    if !big_endian || element_bytes == 1 {
+        return Ok(bytes);
+    }
+    swapped.clear();
+    swapped.extend_from_slice(bytes);
+    swapped.chunks_exact_mut(element_bytes).for_each(<[u8]>::reverse);
+    Ok(swapped)
+}
+
+/// The `k`th block (of [`BLOCK_ELEMENTS`] elements of `element_bytes`) of the chunk
+/// `chunk`: its byte range.
+fn block_range(chunk: &Range<usize>, k: usize, element_bytes: usize) -> Range<usize> {
+    let start = chunk.start + k * BLOCK_ELEMENTS * element_bytes;
+    start..(start + BLOCK_ELEMENTS * element_bytes).min(chunk.end)
+}
+
+/// The amax of `tensor` (of `source`): the largest finite magnitude's f32 bits, the
+/// chunks' blocks read and reduced in parallel; refused at its first non-finite element
+/// where `options` refuse them.
+fn amax_tensor(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    source: SourceDtype,
+    big_endian: bool,
+    options: &CastOptions,
+    progress: &Progress,
+) -> Result<u32, PieceError> {
+    let eb = source.bytes();
+    let mut max = 0u32;
+    for_each_chunk_source(reader, tensor, eb, progress, |first, data, chunk| {
+        let (chunk_max, nonfinite) = (0..chunk.len().div_ceil(BLOCK_ELEMENTS * eb))
+            .into_par_iter()
+            .map_init(
+                || (BlockBuffers::default(), Vec::new()),
+                |(buffers, scratch), k| {
+                    let bytes = read_block(&data, block_range(&chunk, k, eb), eb, big_endian, buffers)?;
+                    let (m, at) = amax_block_with(source, bytes, scratch);
+                    Ok((m, at.map(|i| first + (k * BLOCK_ELEMENTS + i) as u64)))
+                },
+            )
+            .try_reduce(|| (0, None), |a, b| Ok((a.0.max(b.0), first_of(a.1, b.1))))
+            .map_err(PieceError::Read)?;
+        max = max.max(chunk_max);
+        refusal(nonfinite.map(|i| (i, Outcome::NonFiniteValues)), options.to, options)
+    })?;
+    Ok(max)
+}
+
 /// Converts `tensor` (of `source`) and writes it; for scaled FP8, first finds its amax
 /// (a pass over the data), and returns the dequantisation scale `fl32(1 / s)`.
+///
+/// Each chunk's blocks are read and converted in parallel, into one of two buffers; the
+/// chunk before is written meanwhile, so that the write overlaps the next conversion.
 fn cast_tensor(
     reader: &TensorReader,
     tensor: &TensorEntry,
@@ -472,23 +563,11 @@ fn cast_tensor(
     big_endian: bool,
     options: &CastOptions,
     progress: &Progress,
-    writer: &mut impl Write,
+    writer: &mut (impl Write + Send),
 ) -> Result<Option<f32>, PieceError> {
     let (conversion, scale) = match options.to.fp8() {
         Some(format) if options.scaled() => {
-            let mut max = 0u32;
-            for_each_chunk(reader, tensor, source.bytes(), big_endian, progress, |first, bytes| {
-                let (chunk_max, nonfinite) = bytes
-                    .par_chunks(BLOCK_ELEMENTS * source.bytes())
-                    .enumerate()
-                    .map(|(k, block)| {
-                        let (m, at) = amax_block(source, block);
-                        (m, at.map(|i| first + (k * BLOCK_ELEMENTS + i) as u64))
-                    })
-                    .reduce(|| (0, None), |a, b| (a.0.max(b.0), first_of(a.1, b.1)));
-                max = max.max(chunk_max);
-                refusal(nonfinite.map(|i| (i, Outcome::NonFiniteValues)), options.to, options)
-            })?;
+            let max = amax_tensor(reader, tensor, source, big_endian, options, progress)?;
             let s = scale_for(f32::from_bits(max), format);
             (ElementCast::Scaled { source, format, s, rounding: options.rounding }, Some(dequant_scale(s)))
         }
@@ -498,22 +577,32 @@ fn cast_tensor(
         }
     };
     let check = options.nonfinite == NonFiniteValues::Refuse;
-    let ob = conversion.output_bytes();
-    let mut out = Vec::new();
-    for_each_chunk(reader, tensor, source.bytes(), big_endian, progress, |first, bytes| {
-        out.resize(bytes.len() / source.bytes() * ob, 0);
-        let bad = bytes
-            .par_chunks(BLOCK_ELEMENTS * source.bytes())
-            .zip(out.par_chunks_mut(BLOCK_ELEMENTS * ob))
+    let (eb, ob) = (source.bytes(), conversion.output_bytes());
+    let (mut converted, mut written) = (Vec::new(), Vec::new());
+    let convert = |first: u64, data: Source<'_>, chunk: Range<usize>, out: &mut Vec<u8>| {
+        out.resize(chunk.len() / eb * ob, 0);
+        let bad = out
+            .par_chunks_mut(BLOCK_ELEMENTS * ob)
             .enumerate()
-            .filter_map(|(k, (i, o))| {
-                convert_block(&conversion, i, o, check)
-                    .map(|(j, outcome)| (first + (k * BLOCK_ELEMENTS + j) as u64, outcome))
-            })
-            .min_by_key(|&(index, _)| index);
-        refusal(bad, options.to, options)?;
-        writer.write_all(&out).map_err(PieceError::Write)
+            .map_init(
+                || (BlockBuffers::default(), Vec::new()),
+                |(buffers, scratch), (k, o)| {
+                    let bytes = read_block(&data, block_range(&chunk, k, eb), eb, big_endian, buffers)?;
+                    Ok(convert_block_with(&conversion, bytes, o, check, scratch)
+                        .map(|(j, outcome)| (first + (k * BLOCK_ELEMENTS + j) as u64, outcome)))
+                },
+            )
+            .try_reduce(|| None, |a, b| Ok(a.into_iter().chain(b).min_by_key(|&(index, _)| index)))
+            .map_err(PieceError::Read)?;
+        refusal(bad, options.to, options)
+    };
+    for_each_chunk_source(reader, tensor, eb, progress, |first, data, chunk| {
+        std::mem::swap(&mut converted, &mut written);
+        let (wrote, done) = rayon::join(|| writer.write_all(&written), || convert(first, data, chunk, &mut converted));
+        wrote.map_err(PieceError::Write)?;
+        done
     })?;
+    writer.write_all(&converted).map_err(PieceError::Write)?;
     Ok(scale)
 }
 
