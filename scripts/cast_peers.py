@@ -2,6 +2,7 @@
 """`bitexact cast` value by value against its peers, on the same generated tensors.
 
     cast_peers.py --bitexact PATH [--dir DIR] [--examples 3] [--markdown]
+    cast_peers.py --bitexact PATH --load-check [--dir DIR]
 
 Writes one small f32 checkpoint per target (the same four weight tensors each time:
 N(0, 0.02) matrices of several shapes, odd ones included, and a heavy-tailed one drawn
@@ -36,7 +37,23 @@ every edge and tie value, every 61st other value and every value where a peer di
 and our
 stored scales against fl32(1 / fl32(max / amax)) (computed here with NumPy). A library
 that does not import prints `skipped: <reason>`; only NumPy is required. `--markdown`
-prints the counts as a table at the end.
+prints the counts as a table at the end. Exit 1 if one of our values or scales is not
+the documented one, or a cast fails.
+
+`--load-check` loads our FP8 output the way a user of compressed-tensors does: a tiny
+Llama (transformers' `LlamaForCausalLM`, random N(0, 0.02) weights, one layer's
+`down_proj` heavy-tailed) saved with `save_pretrained` (f32 safetensors + config.json),
+`bitexact cast DIR -o OUT --to e4m3` (which writes `quantization_config` into
+OUT/config.json), then `AutoModelForCausalLM.from_pretrained(OUT)`: transformers hands
+the config to compressed-tensors (`CompressedTensorsHfQuantizer`, `ModelCompressor`),
+which builds FP8 `weight` + `weight_scale` parameters and loads ours into them. It checks
+that nothing is missing, unexpected or mismatched, that every FP8 weight and scale loaded
+is the one in our file bit for bit, and that the embedding, head and norms are the f32
+inputs; runs a forward pass (which makes compressed-tensors decompress the weights) and
+checks each dequantised weight against the f32 input: equal to fl32(q * d) (its
+dequantisation) and within the FP8 bound |w' - w| <= (max(2^-4 |w s|, 2^-10) + 2^-22
+|q|) / s. Prints `compressed-tensors load: ok` (exit 0), or what failed (exit 1), or
+`skipped: <reason>` (exit 0) where transformers or compressed-tensors does not import.
 """
 
 import argparse
@@ -48,7 +65,11 @@ import sys
 import tempfile
 from fractions import Fraction
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError as numpy_error:
+    print(f"skipped: cast_peers.py needs numpy ({numpy_error})")
+    sys.exit(0)
 
 
 # --- formats: exact decoding and rounding ------------------------------------------------
@@ -595,13 +616,115 @@ def print_result(result, flags, examples):
             print(f"      {c}: {name}[{i}] x={xv!r} ours={o!r} theirs={t!r}")
 
 
+def load_check(bitexact, folder):
+    """The `--load-check` above: 0 if every check passes (or skipped), 1 if one fails."""
+    try:
+        import torch
+        import compressed_tensors
+        import transformers
+        from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+    except Exception as error:  # noqa: BLE001: any import failure is a skip
+        print(f"skipped: the load check needs torch, transformers and compressed-tensors "
+              f"({type(error).__name__}: {error})")
+        return 0
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"compressed-tensors {compressed_tensors.__version__}")
+    torch.manual_seed(31)
+    config = LlamaConfig(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=256, tie_word_embeddings=False)
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape) * 0.02)
+        heavy = model.model.layers[1].mlp.down_proj.weight
+        heavy.copy_(torch.distributions.StudentT(2.0).sample(heavy.shape) * 0.02)
+    src, dst = os.path.join(folder, "tiny-llama"), os.path.join(folder, "tiny-llama-e4m3")
+    model.save_pretrained(src)
+    inputs = {name: (dtype, bits) for name, (dtype, bits) in read_safetensors(os.path.join(src, "model.safetensors"))
+              .items()}
+    run = subprocess.run([bitexact, "cast", src, "-o", dst, "--to", "e4m3"], capture_output=True, text=True)
+    if run.returncode != 0:
+        print(f"FAILED: bitexact cast exit {run.returncode}: {run.stderr.strip()}")
+        return 1
+    ours = read_safetensors(os.path.join(dst, "model.safetensors"))
+    failures = []
+    loaded, info = AutoModelForCausalLM.from_pretrained(dst, output_loading_info=True)
+    for key in ["missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs"]:
+        if info.get(key):
+            failures.append(f"{key}: {sorted(info[key])[:5]}")
+    quantizer = type(getattr(loaded, "hf_quantizer", None)).__name__
+    state = {k: v.detach().clone() for k, v in loaded.state_dict().items()}
+    fp8 = [name for name, (dtype, _) in ours.items() if dtype == "F8_E4M3"]
+    for name, (dtype, bits) in ours.items():
+        if name not in state:
+            failures.append(f"{name}: in our file, not in the loaded model")
+            continue
+        got = state[name]
+        mine = bits if dtype != "F32" else bits.view(np.uint32)
+        theirs = torch_bits(got) if got.element_size() < 4 else got.contiguous().view(torch.int32).numpy().view(
+            np.uint32)
+        if theirs.shape != mine.shape or not np.array_equal(theirs, mine):
+            failures.append(f"{name}: loaded as {got.dtype} {list(got.shape)}, not our {dtype} bits")
+    print(f"loaded through {quantizer}: {len(fp8)} FP8 weights with their weight_scale, "
+          f"{len(ours) - 2 * len(fp8)} other tensors; every one bit for bit ours: "
+          f"{'yes' if not failures else 'no'}")
+    with torch.no_grad():
+        ids = torch.arange(16).reshape(1, 16)
+        logits = loaded(ids).logits
+        reference = model(ids).logits
+    decompressed = dict(loaded.named_parameters())
+    worst, checked = 0.0, 0
+    for name in fp8:
+        w = inputs[name][1].astype(np.float64)
+        got = decompressed.get(name)
+        if got is None or got.dtype != torch.float32:
+            failures.append(f"{name}: not decompressed to f32 after a forward pass "
+                            f"({None if got is None else got.dtype})")
+            continue
+        got = got.detach().numpy()
+        q = E4M3_VALUES[ours[name][1]].astype(np.float32)
+        d = ours[name + "_scale"][1].view(np.float32)[0]
+        s = our_s(inputs[name][1], E4M3)
+        if not np.array_equal(got.view(np.uint32), (q * d).astype(np.float32).view(np.uint32)):
+            failures.append(f"{name}: dequantised weights are not fl32(q * weight_scale)")
+        ws = np.abs(w * np.float64(s))
+        bound = (np.maximum(ws * 2.0**-4, 2.0**-10) + np.abs(q.astype(np.float64)) * 2.0**-22) / np.float64(s)
+        err = np.abs(got.astype(np.float64) - w)
+        if np.any(err > bound):
+            i = int(np.argmax(err - bound))
+            failures.append(f"{name}: |w' - w| past the FP8 bound at {i}: w {w.flat[i]!r}, w' {got.flat[i]!r}")
+        worst = max(worst, float(np.max(err / np.maximum(np.abs(w), 1e-30) * (np.abs(w) * s >= 2.0**-6))))
+        checked += w.size
+    print(f"after a forward pass: {checked} dequantised weights = fl32(q * weight_scale), within the FP8 bound; "
+          f"largest relative error of a normal one {worst:.4f} (2^-4 = 0.0625); logits of the FP8 model vs the "
+          f"f32 one: max |diff| {float((logits - reference).abs().max()):.3g} (of max |logit| "
+          f"{float(reference.abs().max()):.3g})")
+    if failures:
+        for f in failures:
+            print(f"FAILED: {f}")
+        return 1
+    print("compressed-tensors load: ok")
+    return 0
+
+
+E4M3_VALUES = np.array([E4M3.to_float(b) for b in range(256)], dtype=np.float64)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bitexact", required=True, help="the bitexact binary")
     parser.add_argument("--dir", default=None, help="where to write the checkpoints (default: a temporary folder)")
     parser.add_argument("--examples", type=int, default=2, help="examples printed per class of difference")
     parser.add_argument("--markdown", action="store_true", help="print the counts as a Markdown table too")
+    parser.add_argument("--load-check", action="store_true", help="load our FP8 output through compressed-tensors")
     args = parser.parse_args()
+    if args.load_check:
+        folder = tempfile.mkdtemp(dir=args.dir, prefix="cast-load-")
+        try:
+            return load_check(args.bitexact, folder)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
     libs = load_libraries()
     versions = [f"numpy {np.__version__}"]
     for name in ["torch", "ml_dtypes", "torchao", "compressed_tensors", "llmcompressor"]:
