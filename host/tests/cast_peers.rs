@@ -1,0 +1,81 @@
+//! `bitexact cast` against its peers and through compressed-tensors, by running
+//! `scripts/cast_peers.py` with the Python named by `BITEXACT_PYTHON` (default `python3`)
+//! on the built binary:
+//! - the load check: a tiny transformers Llama cast to per-tensor E4M3, loaded with
+//!   `AutoModelForCausalLM.from_pretrained` through compressed-tensors; every FP8 weight
+//!   and `weight_scale` loaded is ours bit for bit, nothing missing or unexpected, and
+//!   after a forward pass every dequantised weight is `fl32(q * weight_scale)` and within
+//!   the FP8 bound of the f32 input;
+//! - the peer comparison: every one of our values checked there against the exact
+//!   rational rounding is right, every stored scale is `fl32(1 / fl32(max / amax))`, and
+//!   `--rounding two-step` matches PyTorch's `(x * s).clamp(...).to(float8)` recipe bit
+//!   for bit, for E4M3 and E5M2.
+//!
+//! Where the Python libraries are absent, the script prints `skipped: <reason>` and the
+//! test prints it too and passes; `REQUIRE_PEERS=1` makes that a failure.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Output;
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/cast_peers.py")
+}
+
+/// Runs the script with `args` after `--bitexact EXE --dir TMP`; `None` (after printing
+/// `skipped: ...`) where Python, or the libraries the run needs, are absent.
+fn run_script(args: &[&str], needs: &str) -> Option<Output> {
+    let dir = tempfile::tempdir().unwrap();
+    let python = std::env::var_os("BITEXACT_PYTHON").unwrap_or_else(|| "python3".into());
+    let output = std::process::Command::new(&python)
+        .arg(script())
+        .arg("--bitexact")
+        .arg(common::bitexact_exe())
+        .arg("--dir")
+        .arg(dir.path())
+        .args(args)
+        .output();
+    let skipped = match &output {
+        Err(error) => Some(format!("{} does not run ({error})", python.to_string_lossy())),
+        Ok(out) => {
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let line =
+                stdout.lines().find(|l| l.starts_with("skipped:") || l.starts_with(&format!("{needs}: skipped:")));
+            line.map(|l| l.split_once("skipped: ").map_or(l, |(_, reason)| reason).to_string())
+        }
+    };
+    if let Some(reason) = skipped {
+        assert!(std::env::var_os("REQUIRE_PEERS").is_none(), "REQUIRE_PEERS is set, but: {reason}");
+        common::skip(&format!("{reason} (cast_peers.rs)"));
+        return None;
+    }
+    output.ok()
+}
+
+fn text(output: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+#[test]
+fn compressed_tensors_loads_our_fp8_output_bit_for_bit_and_dequantises_within_the_bound() {
+    let Some(output) = run_script(&["--load-check"], "compressed_tensors") else { return };
+    let all = text(&output);
+    assert!(output.status.success(), "the load check failed:\n{all}");
+    assert!(all.contains("every one bit for bit ours: yes"), "{all}");
+    assert!(all.lines().any(|l| l == "compressed-tensors load: ok"), "{all}");
+}
+
+#[test]
+fn our_values_are_exact_and_two_step_matches_the_torch_recipe_bit_for_bit() {
+    let Some(output) = run_script(&[], "torch") else { return };
+    let all = text(&output);
+    assert!(output.status.success(), "some of our values or scales are not the documented ones:\n{all}");
+    for target in ["e4m3", "e5m2"] {
+        let line = format!("{target} per-tensor, two-step: matches the torch recipe bit for bit (0 values differ)");
+        assert!(all.lines().any(|l| l == line), "missing '{line}':\n{all}");
+    }
+    // Every target was cast and compared: none failed, and none is without its checks.
+    assert_eq!(all.matches("== ").count(), 8, "{all}");
+    assert_eq!(all.matches(": 0 wrong").count(), 8, "{all}");
+}
