@@ -11,7 +11,8 @@ baseline of the bytes touched.
 
     cast_python_route.py --bitexact PATH [--mib 256] [--reps 3] [--dir DIR]
 
-Prints one line per route and target with the best wall time of `--reps`, then the
+Prints one line per route and target (bitexact with and without `--no-sync`: `save_file`
+does not sync) with the best wall time of `--reps`, then the
 ratios (`python / bitexact`: above 1 means bitexact is faster), and how many output
 values of the Python route differ from ours. Without PyTorch or safetensors it prints
 `skipped: <reason>` and exits 0. The checkpoint is written by this script's own
@@ -101,7 +102,13 @@ def main():
         copy = os.path.join(folder, "copy.safetensors")
         t_copy = best(args.reps, lambda: (remove(copy), shutil.copyfile(src, copy)))
         print(f"copy of the input file: {t_copy * 1e3:.1f} ms")
-        for target, flag in [("bf16", ["--to", "bf16"]), ("e4m3", ["--to", "e4m3", "--rounding", "two-step"])]:
+        routes = [
+            ("bf16", "bf16", ["--to", "bf16"]),
+            ("bf16 --no-sync", "bf16", ["--to", "bf16", "--no-sync"]),
+            ("e4m3", "e4m3", ["--to", "e4m3", "--rounding", "two-step"]),
+            ("e4m3 --no-sync", "e4m3", ["--to", "e4m3", "--rounding", "two-step", "--no-sync"]),
+        ]
+        for label, target, flag in routes:
             ours = os.path.join(folder, f"ours-{target}.safetensors")
             theirs = os.path.join(folder, f"torch-{target}.safetensors")
 
@@ -122,7 +129,7 @@ def main():
             )
             values = sum(a[k].numel() for k in a)
             print(
-                f"{target}: bitexact {t_ours * 1e3:.1f} ms, python {t_theirs * 1e3:.1f} ms, "
+                f"{label}: bitexact {t_ours * 1e3:.1f} ms, python {t_theirs * 1e3:.1f} ms, "
                 f"python/bitexact {t_theirs / t_ours:.2f}x, copy/bitexact {t_copy / t_ours:.2f}x; "
                 f"{differ} of {values} output values differ"
             )
