@@ -42,7 +42,8 @@ const fn is_f32<D: DtypeOf>() -> bool {
 /// Whether rounding to odd at f32 precision, then to nearest at `D`'s, is correct: `D`
 /// has at most 24 − 2 bits of precision and no wider an exponent range than f32's.
 const fn narrows_by_odd<D: DtypeOf>() -> bool {
-    D::DTYPE.mantissa_bits() + 1 <= 22 && D::DTYPE.exponent_bits() <= 8
+    // Precision is the mantissa's bits and one: at most 22 is a mantissa of at most 21.
+    D::DTYPE.mantissa_bits() <= 21 && D::DTYPE.exponent_bits() <= 8
 }
 
 /// The f32 nearest to `v / m` (ties to even), for `v <= m`, `1 <= m <= 65535`.
