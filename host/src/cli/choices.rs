@@ -61,24 +61,37 @@ impl From<CpuLevelArg> for Level {
     }
 }
 
-/// The element type of a written tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum DtypeArg {
-    /// IEEE 754 binary32: .npy <f4, .safetensors F32.
-    F32,
-    /// IEEE 754 binary16: .npy <f2, .safetensors F16.
-    F16,
-    /// bfloat16: .safetensors BF16; NumPy has no such dtype, so no .npy.
-    Bf16,
+/// The `--dtype` choice: any [`Dtype`], named and described as its table entry says
+/// ([`Dtype::ALL`], [`Dtype::name`], [`Dtype::summary`]), so a new dtype needs nothing here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DtypeArg(pub Dtype);
+
+impl DtypeArg {
+    /// Every dtype, in [`Dtype::ALL`]'s order.
+    const ALL: [DtypeArg; Dtype::ALL.len()] = {
+        let mut all = [DtypeArg(Dtype::F32); Dtype::ALL.len()];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = DtypeArg(Dtype::ALL[i]);
+            i += 1;
+        }
+        all
+    };
+}
+
+impl clap::ValueEnum for DtypeArg {
+    fn value_variants<'a>() -> &'a [DtypeArg] {
+        &DtypeArg::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.summary()))
+    }
 }
 
 impl From<DtypeArg> for Dtype {
     fn from(dtype: DtypeArg) -> Dtype {
-        match dtype {
-            DtypeArg::F32 => Dtype::F32,
-            DtypeArg::F16 => Dtype::F16,
-            DtypeArg::Bf16 => Dtype::Bf16,
-        }
+        dtype.0
     }
 }
 

@@ -4,6 +4,7 @@
 use super::choices::{DeviceArg, DtypeArg, LayoutArg, OutputFormat};
 use super::error::CliError;
 use bitexact::files::normalize::image::{ImageLimits, SampleWidth, conversion};
+use bitexact::files::write::Dtype;
 use bitexact::files::{self, NormalizeOptions, NormalizeReport};
 use bitexact::support::output;
 use clap::builder::TypedValueParser as _;
@@ -24,9 +25,9 @@ pub struct NormalizeArgs {
     #[arg(short, long)]
     pub output: PathBuf,
     /// Element type: every value is x / 255 or x / 65535 (a PNM's x / maxval)
-    /// correctly rounded straight to it (never through f32 first). .npy holds f32 and f16; bf16 needs
-    /// .safetensors (NumPy has no bfloat16).
-    #[arg(long, value_enum, default_value_t = DtypeArg::F32)]
+    /// correctly rounded straight to it (never through f32 first). Each one's line says
+    /// which containers hold it.
+    #[arg(long, value_enum, default_value_t = DtypeArg(Dtype::F32))]
     pub dtype: DtypeArg,
     /// Axis order: hwc gives shape [H, W, C], chw gives [C, H, W].
     #[arg(long, value_enum, default_value_t = LayoutArg::Hwc)]

@@ -1,5 +1,5 @@
-//! Tensor files opened for reading: a file checked to be a regular one
-//! ([`check_regular_file`]), its container detected and its header parsed
+//! Tensor files opened for reading: a file opened and checked to be a regular one
+//! ([`open_regular_file`]), its container detected and its header parsed
 //! ([`TensorFile::open`], through [`crate::files::containers`]), then its tensors' data
 //! read a chunk at a time ([`TensorReader`]; a deflated `.npz` member inflated as it is
 //! read), with [`TensorFileError`] naming the file when anything fails.
@@ -11,7 +11,7 @@
 use crate::files::containers::npz::{self, InflateError};
 use crate::files::containers::{Container, ContainerError, HEAD_BYTES, TensorEntry, UnknownContainer, parse_file};
 use crate::files::message::{io_message, one_line};
-use crate::files::regular_file::{RegularFileError, check_regular_file};
+use crate::files::regular_file::{RegularFileError, open_regular_file};
 use crate::files::source::{Source, SourceReadError};
 use crate::support::output::path_text;
 use std::fs::File;
@@ -85,8 +85,7 @@ impl TensorFile {
     pub fn open(path: &Path) -> Result<TensorFile, TensorFileError> {
         use std::os::unix::fs::MetadataExt;
         let fail = |kind: TensorFileErrorKind| TensorFileError { path: path.to_path_buf(), kind };
-        check_regular_file(path).map_err(|e| fail(TensorFileErrorKind::NotRegular(e)))?;
-        let file = File::open(path).map_err(|e| fail(TensorFileErrorKind::Io(e)))?;
+        let file = open_regular_file(path).map_err(|e| fail(TensorFileErrorKind::NotRegular(e)))?;
         let metadata = file.metadata().map_err(|e| fail(TensorFileErrorKind::Io(e)))?;
         if metadata.len() == 0 {
             return Err(fail(TensorFileErrorKind::Empty));

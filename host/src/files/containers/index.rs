@@ -9,7 +9,7 @@
 //! way round.
 
 use crate::files::message::{io_message, one_line};
-use crate::files::regular_file::{RegularFileError, check_regular_file};
+use crate::files::regular_file::{RegularFileError, open_regular_file};
 use crate::support::output::{excerpt, path_text};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -127,13 +127,19 @@ impl std::fmt::Display for UnlistedTensors {
 /// tensor name to the name of the shard file that holds it, in the index's directory.
 pub fn read_index(path: &Path) -> Result<Index, ScanInputError> {
     use ScanInputErrorKind as K;
+    use std::io::Read;
     let fail = |kind: ScanInputErrorKind| ScanInputError { path: path.to_path_buf(), kind };
-    check_regular_file(path).map_err(|e| fail(K::NotRegular(e)))?;
-    let len = std::fs::metadata(path).map_err(|e| fail(K::Io(e)))?.len();
+    let file = open_regular_file(path).map_err(|e| fail(K::NotRegular(e)))?;
+    let len = file.metadata().map_err(|e| fail(K::Io(e)))?.len();
     if len > MAX_INDEX_BYTES {
         return Err(fail(K::OversizedIndex { len }));
     }
-    let text = std::fs::read(path).map_err(|e| fail(K::Io(e)))?;
+    // At most one byte past the limit, should the file grow meanwhile.
+    let mut text = Vec::with_capacity(len as usize);
+    (&file).take(MAX_INDEX_BYTES + 1).read_to_end(&mut text).map_err(|e| fail(K::Io(e)))?;
+    if text.len() as u64 > MAX_INDEX_BYTES {
+        return Err(fail(K::OversizedIndex { len: text.len() as u64 }));
+    }
     let parsed: IndexFile = serde_json::from_slice(&text).map_err(|e| fail(K::InvalidIndex(e)))?;
     let directory = path.parent().unwrap_or(Path::new(""));
     let mut weight_map = BTreeMap::new();

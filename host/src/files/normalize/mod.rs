@@ -18,7 +18,9 @@ pub mod pnm;
 use crate::files::backend::{self, Backend, BackendError, CpuBackend, Device};
 use crate::files::containers::Container;
 use crate::files::normalize::image::{ChannelLayout, Image, ImageDecodeError, ImageLimits, NormalizeError};
-use crate::files::write::{self, AsBf16, AsF16, AsF32, Dtype, StageError, StagedOutput, TensorWriteError, WritePhases};
+use crate::files::write::{
+    self, Dtype, DtypeOf, DtypeVisitor, StageError, StagedOutput, TensorWriteError, WritePhases,
+};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -162,6 +164,25 @@ impl NormalizeStaged {
     }
 }
 
+/// [`write::stage`] of an image's values as the dtype [`write::with_dtype`] picks:
+/// [`normalize`]'s one step that depends on the dtype's type, written once for them all.
+struct Stage<'a> {
+    output: &'a Path,
+    options: &'a NormalizeOptions,
+    shape: &'a [u64],
+    image: &'a Image,
+    backend: &'a dyn Backend,
+}
+
+impl DtypeVisitor for Stage<'_> {
+    type Output = Result<StagedOutput, StageError<NormalizeError>>;
+
+    fn visit<D: DtypeOf>(self) -> Self::Output {
+        let values = self.image.normalized_to::<D>(self.options.layout, self.backend);
+        write::stage(self.output, &self.options.name, self.shape, &values, self.options.force)
+    }
+}
+
 /// Converts the UNORM8 or UNORM16 image `input` (PNG, JPEG, GIF, BMP, TIFF, WebP, PNM,
 /// TGA, ICO, QOI, DDS, farbfeld; detected from the content, TGA from its `.tga`
 /// extension: see [`image::KNOWN_FORMATS`]) to a tensor at `output`
@@ -173,7 +194,8 @@ impl NormalizeStaged {
 /// Passes through, in order: [`write::check_output`] and [`write::check_dtype`]
 /// (before any work), [`backend::select`], [`Image::open`] (decoded, or a PNG being
 /// decoded on its own thread), [`backend::DeviceChoice::for_job`], [`write::stage`]
-/// of [`Image::normalized_to`] (converted and written a chunk at a time).
+/// of [`Image::normalized_to`] for `options.dtype`'s type ([`write::with_dtype`];
+/// converted and written a chunk at a time).
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -214,18 +236,9 @@ pub fn normalize(
     let backend: Box<dyn Backend> =
         if image.has_table_divisor() { device.for_job(sample_bytes) } else { Box::new(CpuBackend) };
     let shape = image.shape(options.layout);
-    let (name, layout, force) = (&options.name, options.layout, options.force);
-    let staged = match options.dtype {
-        Dtype::F32 => {
-            write::stage(output, name, &shape, &image.normalized_to::<AsF32>(layout, backend.as_ref()), force)
-        }
-        Dtype::F16 => {
-            write::stage(output, name, &shape, &image.normalized_to::<AsF16>(layout, backend.as_ref()), force)
-        }
-        Dtype::Bf16 => {
-            write::stage(output, name, &shape, &image.normalized_to::<AsBf16>(layout, backend.as_ref()), force)
-        }
-    }?;
+    let layout = options.layout;
+    let stage = Stage { output, options, shape: &shape, image: &image, backend: backend.as_ref() };
+    let staged = write::with_dtype(options.dtype, stage)?;
     let timing = NormalizeTiming {
         opened,
         streamed: image.stream_timing(),

@@ -5,6 +5,32 @@
 //! checks made before any work ([`check_output`], [`check_destination`],
 //! [`check_dtype`]).
 //!
+//! # Adding an output dtype
+//!
+//! Every fact about a dtype is in its one entry in this module's `dtypes!` table: its
+//! variant of [`Dtype`], name, title, stored type, bit layout, `.safetensors` and `.npy`
+//! type strings and its rounding from f32. From that entry come [`Dtype`]'s methods,
+//! [`Dtype::ALL`] (which `--dtype` and its `--help` list), its marker type with its
+//! [`DtypeOf`], and [`with_dtype`], the one dispatch from a run-time [`Dtype`] to its
+//! type (what [`crate::files::normalize::normalize()`] runs through). So adding a dtype
+//! that `normalize` writes takes:
+//!
+//! 1. one entry here;
+//! 2. one entry per sample width in [`crate::files::normalize::image::conversions`]
+//!    (the table variant that converts UNORM8 or UNORM16 samples to it; the table's
+//!    length is the sample widths times [`Dtype::ALL`]'s, so a missing entry does not
+//!    compile, and a misplaced one fails the test below);
+//!
+//! and `tests/tests/cpu_levels.rs` proves every `conversions()` entry on every code at
+//! every CPU level, against the exact reference. `host/tests/normalize_dtypes.rs` fails
+//! for a dtype that lacks a `conversions()` entry for some sample width, proves its
+//! division by a PNM's `maxval` ([`crate::files::normalize::divide::to`], from the
+//! entry's `from_f32`) against the exact reference, and writes it to every container
+//! that holds it, read back by the `safetensors` and `npyz` crates. A new dtype whose
+//! layout has no exact reference there fails that test until one is named. The variant
+//! in the table (`shared::variants`, with its CPU forms in [`crate::cpu::unorm`]) is
+//! the conversion itself, written and proven there before it can be an entry.
+//!
 //! Owns: output files and their temporaries ([`temporaries`]: the list the signal
 //! handler empties). Uses: [`crate::files::containers`] (which container a path names,
 //! the `.safetensors` reserved key and length field).
@@ -207,88 +233,198 @@ pub fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<
 /// MiB however large the tensor is.
 pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
 
-/// The element type of a written tensor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dtype {
-    /// IEEE 754 binary32: `.npy` `<f4`, `.safetensors` `F32`.
-    F32,
-    /// IEEE 754 binary16: `.npy` `<f2`, `.safetensors` `F16`.
-    F16,
-    /// bfloat16: `.safetensors` `BF16`; NumPy has no such dtype, so no `.npy`.
-    Bf16,
+/// Defines every output dtype from its one entry in the table below: the [`Dtype`]
+/// variant, [`Dtype::ALL`], [`Dtype`]'s facts (name, title, bytes, bit layout,
+/// container type strings), its marker type (`AsF32`...) with its [`DtypeOf`], and
+/// [`with_dtype`]'s dispatch. One entry per dtype, its fields in this order:
+///
+/// - `name`: how `--dtype`, the reports and the JSON spell it;
+/// - `title`: what it is, for `--help` and the docs;
+/// - `marker` and `stored`: its type, and how one value is held in memory (its bytes
+///   are `stored`'s size);
+/// - `exponent_bits`, `mantissa_bits`: its bit layout (1 + both = its bits);
+/// - `safetensors`: its `.safetensors` dtype string;
+/// - `npy`: its `.npy` type string, `[]` where NumPy has no such dtype;
+/// - `from_f32`: an f32's bits rounded to it, to nearest, ties to even.
+macro_rules! dtypes {
+    (@option $npy:literal) => { Some($npy) };
+    (@option) => { None };
+    ($(
+        $variant:ident {
+            name: $name:literal,
+            title: $title:literal,
+            marker: $marker:ident,
+            stored: $stored:ty,
+            exponent_bits: $exponent_bits:literal,
+            mantissa_bits: $mantissa_bits:literal,
+            safetensors: $safetensors:literal,
+            npy: [$($npy:literal)?],
+            from_f32: $from_f32:expr $(,)?
+        }
+    ),* $(,)?) => {
+        /// The element type of a written tensor: one per entry of this module's table.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Dtype {
+            $(
+                #[doc = concat!($title, ": `--dtype ", $name, "`, `.safetensors` `", $safetensors, "`",
+                    $(", `.npy` `", $npy, "`",)? ".")]
+                $variant,
+            )*
+        }
+
+        impl Dtype {
+            /// Every dtype, in the table's order (the order `--help` lists them in).
+            pub const ALL: [Dtype; [$(Dtype::$variant),*].len()] = [$(Dtype::$variant),*];
+
+            /// Its name, as `--dtype`, the reports and the JSON spell it: `f32`, `f16`, `bf16`.
+            pub const fn name(self) -> &'static str {
+                match self { $(Dtype::$variant => $name,)* }
+            }
+
+            /// What it is, in words: `IEEE 754 binary32`, `bfloat16`.
+            pub const fn title(self) -> &'static str {
+                match self { $(Dtype::$variant => $title,)* }
+            }
+
+            /// Bytes per value.
+            pub const fn bytes(self) -> u64 {
+                match self { $(Dtype::$variant => std::mem::size_of::<$stored>() as u64,)* }
+            }
+
+            /// Bits of its exponent field.
+            pub const fn exponent_bits(self) -> u32 {
+                match self { $(Dtype::$variant => $exponent_bits,)* }
+            }
+
+            /// Bits of its mantissa (trailing significand) field: its precision less one.
+            pub const fn mantissa_bits(self) -> u32 {
+                match self { $(Dtype::$variant => $mantissa_bits,)* }
+            }
+
+            /// The `.safetensors` dtype string.
+            pub(crate) const fn safetensors_name(self) -> &'static str {
+                match self { $(Dtype::$variant => $safetensors,)* }
+            }
+
+            /// The `.npy` type string (little-endian), or `None` where NumPy has no dtype.
+            pub const fn npy_descr(self) -> Option<&'static str> {
+                match self { $(Dtype::$variant => dtypes!(@option $($npy)?),)* }
+            }
+        }
+
+        $(
+            #[doc = concat!("[`Dtype::", stringify!($variant), "`] as a type: ", $title,
+                " values, held as `", stringify!($stored), "`.")]
+            #[derive(Clone, Copy, Debug)]
+            pub enum $marker {}
+
+            impl DtypeOf for $marker {
+                const DTYPE: Dtype = Dtype::$variant;
+                type Stored = $stored;
+                fn from_f32_bits(bits: u32) -> $stored {
+                    $from_f32(bits)
+                }
+            }
+
+            const _: () = assert!(
+                1 + $exponent_bits + $mantissa_bits == 8 * std::mem::size_of::<$stored>(),
+                concat!("the bit layout of ", $name, " fills its stored type")
+            );
+        )*
+
+        /// Calls `visitor` with the type of `dtype` ([`DtypeOf`]): the one `match` on
+        /// [`Dtype`] that code generic over the value type needs.
+        pub fn with_dtype<V: DtypeVisitor>(dtype: Dtype, visitor: V) -> V::Output {
+            match dtype { $(Dtype::$variant => visitor.visit::<$marker>(),)* }
+        }
+    };
+}
+
+// The dtypes `normalize` writes. Adding one: see the module's doc.
+dtypes! {
+    F32 {
+        name: "f32",
+        title: "IEEE 754 binary32",
+        marker: AsF32,
+        stored: f32,
+        exponent_bits: 8,
+        mantissa_bits: 23,
+        safetensors: "F32",
+        npy: ["<f4"],
+        from_f32: f32::from_bits,
+    },
+    F16 {
+        name: "f16",
+        title: "IEEE 754 binary16",
+        marker: AsF16,
+        stored: u16,
+        exponent_bits: 5,
+        mantissa_bits: 10,
+        safetensors: "F16",
+        npy: ["<f2"],
+        from_f32: shared::binary16::from_f32_bits,
+    },
+    Bf16 {
+        name: "bf16",
+        title: "bfloat16",
+        marker: AsBf16,
+        stored: u16,
+        exponent_bits: 8,
+        mantissa_bits: 7,
+        safetensors: "BF16",
+        npy: [],
+        from_f32: shared::bfloat16::from_f32_bits,
+    },
 }
 
 impl Dtype {
-    /// `f32`, `f16` or `bf16`, as `--dtype` and the reports spell it.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "f32",
-            Dtype::F16 => "f16",
-            Dtype::Bf16 => "bf16",
-        }
+    /// The dtype named `name` ([`Dtype::name`]), if any.
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        Dtype::ALL.into_iter().find(|dtype| dtype.name() == name)
     }
 
-    /// Bytes per value.
-    pub const fn bytes(self) -> u64 {
-        match self {
-            Dtype::F32 => 4,
-            Dtype::F16 | Dtype::Bf16 => 2,
+    /// One line for `--help`: what it is and the containers' names for it, e.g.
+    /// `IEEE 754 binary16: .npy <f2, .safetensors F16`, or for a dtype NumPy lacks,
+    /// `bfloat16: .safetensors BF16; NumPy has no such dtype, so no .npy`.
+    pub fn summary(self) -> String {
+        match self.npy_descr() {
+            Some(descr) => format!("{}: .npy {descr}, .safetensors {}", self.title(), self.safetensors_name()),
+            None => format!(
+                "{}: .safetensors {}; NumPy has no such dtype, so no .npy",
+                self.title(),
+                self.safetensors_name()
+            ),
         }
     }
+}
 
-    /// The `.safetensors` dtype string.
-    pub(crate) const fn safetensors_name(self) -> &'static str {
-        match self {
-            Dtype::F32 => "F32",
-            Dtype::F16 => "F16",
-            Dtype::Bf16 => "BF16",
-        }
-    }
-
-    /// The `.npy` type string (little-endian), or `None` where NumPy has no dtype.
-    pub const fn npy_descr(self) -> Option<&'static str> {
-        match self {
-            Dtype::F32 => Some("<f4"),
-            Dtype::F16 => Some("<f2"),
-            Dtype::Bf16 => None,
-        }
+/// Serialised as its [`Dtype::name`].
+impl serde::Serialize for Dtype {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
 /// A [`Dtype`] as a type, so that a [`TensorSource`]'s values have the right width by
-/// construction: [`AsF32`], [`AsF16`], [`AsBf16`].
+/// construction: [`AsF32`], [`AsF16`], [`AsBf16`] (made by this module's table).
 pub trait DtypeOf {
     /// The dtype.
     const DTYPE: Dtype;
     /// How one value is held in memory: the f32 itself, or the 16 bits of a binary16 or
     /// bfloat16 encoding.
     type Stored: bytemuck::Pod + Default + Send + Sync;
+    /// The f32 whose bits are `bits` rounded to this type, to nearest, ties to even
+    /// (exact on every input, as `shared` proves for its conversions; for f32, itself).
+    fn from_f32_bits(bits: u32) -> Self::Stored;
 }
 
-/// f32 values, held as `f32`.
-#[derive(Clone, Copy, Debug)]
-pub enum AsF32 {}
-/// binary16 values, held as their `u16` encodings.
-#[derive(Clone, Copy, Debug)]
-pub enum AsF16 {}
-/// bfloat16 values, held as their `u16` encodings.
-#[derive(Clone, Copy, Debug)]
-pub enum AsBf16 {}
-
-impl DtypeOf for AsF32 {
-    const DTYPE: Dtype = Dtype::F32;
-    type Stored = f32;
-}
-
-impl DtypeOf for AsF16 {
-    const DTYPE: Dtype = Dtype::F16;
-    type Stored = u16;
-}
-
-impl DtypeOf for AsBf16 {
-    const DTYPE: Dtype = Dtype::Bf16;
-    type Stored = u16;
+/// Code generic over the value type, run for a [`Dtype`] known only at run time by
+/// [`with_dtype`]: `visit::<D>` is called with `D` the dtype's [`DtypeOf`] type.
+pub trait DtypeVisitor {
+    /// What the visit gives.
+    type Output;
+    /// Runs for the dtype `D::DTYPE`.
+    fn visit<D: DtypeOf>(self) -> Self::Output;
 }
 
 /// The stored form of the values of a [`TensorSource`].
