@@ -162,7 +162,7 @@ fn main() {
     // with the level chosen as `--cpu-level` would).
     let best = Level::detect();
     for width in [SampleWidth::Unorm8, SampleWidth::Unorm16] {
-        for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+        for dtype in Dtype::ALL {
             let conversion = conversion(width, dtype);
             let samples = bytes / conversion.in_bytes();
             let (src, out_bytes) = (&input[..samples * conversion.in_bytes()], samples * conversion.out_bytes());

@@ -311,7 +311,7 @@ fn the_gpu_backend_of_scan_and_normalize_matches_the_cpu_backend() {
     let pieces8 = [&bytes8[..], &bytes8[1..], &bytes8[..1 << 20], &bytes8[7..3_000_008]];
     let pieces16 = [&words[..], &words[words.len() - 65_536..], &words[1..1 << 20]];
     let samples16 = pieces16.map(bytemuck::cast_slice::<u16, u8>);
-    for dtype in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+    for dtype in Dtype::ALL {
         for (width, pieces) in [(SampleWidth::Unorm8, &pieces8[..]), (SampleWidth::Unorm16, &samples16[..])] {
             let conversion = conversion(width, dtype);
             for &samples in pieces {
