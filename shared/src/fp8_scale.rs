@@ -4,7 +4,8 @@
 //! For a tensor `x` and an FP8 format with largest finite value `max` (448 for E4M3,
 //! 57344 for E5M2):
 //!
-//! * `amax = max |x|` over the tensor ([`magnitude_bits`] orders `|x|` as an integer);
+//! * `amax = max |x|` over the tensor ([`magnitude_bits`] orders `|x|` as an integer;
+//!   [`amax_slice`] over a slice);
 //! * the scale `s = fl32(max / amax)`, the correctly rounded f32 division (what
 //!   Transformer Engine computes with `__fdiv_rn`); `amax = 0` gives `s = 1`, and an `s`
 //!   that overflows f32 (a tiny `amax`) becomes `f32::MAX` ([`scale_for`]);
@@ -278,6 +279,26 @@ pub fn quantize_slice(x: &[u32], s: f32, format: Fp8Format, rounding: Rounding, 
         (Rounding::TwoStep, _, E4M3) => each(x, q, |v| quantize_two_step_by_addition(v, s, E4M3)),
         (Rounding::TwoStep, _, E5M2) => each(x, q, |v| quantize_two_step_by_addition(v, s, E5M2)),
     }
+}
+
+/// Pass 1 over a slice of f32 bits: `(max, first)`, where `max` is the largest magnitude
+/// among the finite elements of `x` as f32 bits ([`magnitude_bits`]: the sign cleared; 0
+/// when `x` has no finite element, or is empty), and `first` is the index of the first NaN
+/// or infinity in `x` (`None` when every element is finite). Pure and the same on every
+/// target. It is `#[inline(always)]`, like [`quantize_slice`], so that it is compiled with
+/// the caller's target features: one integer max per element over all magnitudes, which
+/// LLVM vectorises (a NaN's or infinity's magnitude bits exceed every finite one's), and
+/// only where that max is not finite, the max of the finite magnitudes and the search for
+/// the first non-finite element. (One pass keeping both maxima, with a select per element,
+/// was not vectorised: 3.7 GB/s at every level, against 24 GB/s memcpy in the same run.)
+#[inline(always)]
+pub fn amax_slice(x: &[u32]) -> (u32, Option<usize>) {
+    let all = x.iter().fold(0, |all, &v| all.max(magnitude_bits(v)));
+    if !is_nonfinite(all) {
+        return (all, None);
+    }
+    let finite = x.iter().map(|&v| magnitude_bits(v)).filter(|&m| !is_nonfinite(m)).max().unwrap_or(0);
+    (finite, x.iter().position(|&v| is_nonfinite(v)))
 }
 
 /// `q[i] = f(x[i])` over `min(x.len(), q.len())` elements, one loop.

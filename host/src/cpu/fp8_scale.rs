@@ -2,7 +2,8 @@
 //! ([`quantize`]) of `shared::fp8_scale`'s definitions, for `bitexact cast`.
 //!
 //! Both are `shared` code compiled for each level ([`super::with_level`]) and vectorised
-//! by LLVM: pass 2 is [`shared::fp8_scale::quantize_slice`] (round to odd, then the
+//! by LLVM: pass 1 is [`shared::fp8_scale::amax_slice`] (the loop the example's CPU twin
+//! runs too), pass 2 is [`shared::fp8_scale::quantize_slice`] (round to odd, then the
 //! by-addition FP8 rounding), with the product's rounding error found by FMA at
 //! [`Level::Avx2`] and [`Level::Avx512`] and by the f64 product at [`Level::Portable`]
 //! (the baseline target has no FMA instruction). Every level gives
@@ -11,21 +12,19 @@
 //! `--ignored`).
 
 use super::{Level, LevelLoop, level, split_at_line, with_level};
-use shared::fp8_scale::{Fp8Format, Residual, Rounding, is_nonfinite, magnitude_bits, quantize_slice};
+use shared::fp8_scale::{Fp8Format, Residual, Rounding, amax_slice, quantize_slice};
 
 /// Pass 1 at [`level`]: the largest magnitude's f32 bits among the finite elements of `x`
-/// (f32 bits; 0 for none), and the index of the first NaN or infinity, if any.
+/// (f32 bits; 0 for none), and the index of the first NaN or infinity, if any
+/// ([`amax_slice`]).
 pub fn amax(x: &[u32]) -> (u32, Option<usize>) {
     amax_at(level(), x)
 }
 
 /// [`amax`] at `level` (a level the CPU lacks runs the portable loop): the same result at
-/// every level.
+/// every level, [`amax_slice`]'s.
 pub fn amax_at(level: Level, x: &[u32]) -> (u32, Option<usize>) {
-    let (finite, all) = with_level(level, Maxima { x });
-    // Only when the max over all says there is one: the search stops at it.
-    let first = if is_nonfinite(all) { x.iter().position(|&v| is_nonfinite(v)) } else { None };
-    (finite, first)
+    with_level(level, Maxima { x })
 }
 
 /// Pass 2 at [`level`]: `q[i] = shared::fp8_scale::quantize(x[i], s, format, rounding)`
@@ -51,26 +50,17 @@ fn residual_at(level: Level) -> Residual {
     }
 }
 
-/// The loop of [`amax_at`]: the max of all magnitudes (a NaN's or infinity's magnitude
-/// bits exceed every finite one's), one integer max per element, which LLVM vectorises;
-/// and only where that max is not finite, the max of the finite magnitudes in a second
-/// pass. (One pass keeping both maxima, with a select per element, was not vectorised:
-/// 3.7 GB/s at every level, against 24 GB/s memcpy in the same run.)
+/// The loop of [`amax_at`]: [`amax_slice`], inlined into each level's function.
 struct Maxima<'a> {
     x: &'a [u32],
 }
 
 impl LevelLoop for Maxima<'_> {
-    type Output = (u32, u32);
+    type Output = (u32, Option<usize>);
 
     #[inline(always)]
-    fn run(self) -> (u32, u32) {
-        let all = self.x.iter().fold(0, |all, &v| all.max(magnitude_bits(v)));
-        if !is_nonfinite(all) {
-            return (all, all);
-        }
-        let finite = self.x.iter().map(|&v| magnitude_bits(v)).filter(|&m| !is_nonfinite(m)).max().unwrap_or(0);
-        (finite, all)
+    fn run(self) -> (u32, Option<usize>) {
+        amax_slice(self.x)
     }
 }
 

@@ -25,7 +25,7 @@
 use device_support::block::{self, AtomicInteger, Scope};
 pub use shared::fp8_scale::{Fp8Format, Rounding};
 #[cfg(not(target_arch = "nvptx64"))]
-use shared::fp8_scale::{Residual, quantize_slice};
+use shared::fp8_scale::{Residual, amax_slice, quantize_slice};
 use shared::fp8_scale::{dequant_scale, is_nonfinite, magnitude_bits, quantize as quantize_one, scale_for};
 
 device_support::trap_on_panic!();
@@ -163,17 +163,16 @@ pub struct NonFinite {
 
 /// The CPU twin of pass 1: `max |x|` (as magnitude bits), or the first non-finite value's
 /// index. Equal to the kernel's results on every input (the example's tests run both).
-/// On x86-64 with AVX2 (detected at run time) the same loop compiled for AVX2.
+/// [`shared::fp8_scale::amax_slice`], the loop `bitexact::cpu::fp8_scale::amax` runs too;
+/// on x86-64 with AVX2 (detected at run time) compiled for AVX2.
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn amax(x: &[u32]) -> Result<u32, NonFinite> {
-    // The max over whole chunks first (vectorisable: no early exit), then the first
-    // non-finite index, if the max says there is one.
-    let max = with_avx2_if_present(|| x.iter().fold(0, |m, &v| m.max(magnitude_bits(v))));
-    if is_nonfinite(max) {
-        let index = x.iter().position(|&v| is_nonfinite(v)).unwrap_or(0);
-        return Err(NonFinite { index: index as u64 });
+    // `bitexact::cpu::fp8_scale::amax`'s loop: one vectorised max, the rest only where it
+    // says a NaN or infinity is there.
+    match with_avx2_if_present(|| amax_slice(x)) {
+        (max, None) => Ok(max),
+        (_, Some(index)) => Err(NonFinite { index: index as u64 }),
     }
-    Ok(max)
 }
 
 /// `f()`, compiled for AVX2 where the CPU has it (a loop inlined into it is then
