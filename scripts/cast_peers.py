@@ -251,17 +251,11 @@ NUMPY_OF = {"F32": "<f4", "BF16": "<u2", "F16": "<u2", "F8_E4M3": "u1", "F8_E5M2
 
 
 def write_safetensors(path, tensors):
-    header, offset = {"__metadata__": {"format": "pt"}}, 0
-    for name, array in tensors.items():
-        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + array.nbytes]}
-        offset += array.nbytes
-    text = json.dumps(header).encode()
-    text += b" " * (-(8 + len(text)) % 8)
-    with open(path, "wb") as f:
-        f.write(len(text).to_bytes(8, "little"))
-        f.write(text)
-        for array in tensors.values():
-            f.write(np.ascontiguousarray(array).tobytes())
+    """cast_python_route.py's writer (the same generated-checkpoint format)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cast_python_route import write_safetensors as write
+
+    write(path, {name: np.ascontiguousarray(array) for name, array in tensors.items()})
 
 
 def read_safetensors(path):

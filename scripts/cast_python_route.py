@@ -36,6 +36,12 @@ def write_checkpoint(path, mib, np):
     count = max(1, mib // 16)
     for i in range(count):
         tensors[f"model.layers.{i}.mlp.up_proj.weight"] = (rng.standard_normal((4096, 1024)) * 0.02).astype("<f4")
+    return write_safetensors(path, tensors)
+
+
+def write_safetensors(path, tensors):
+    """Writes `tensors` (name -> little-endian f32 NumPy array) as a safetensors file with
+    `__metadata__` {"format": "pt"}, the header padded to 8 bytes; returns the data bytes."""
     header, offset = {"__metadata__": {"format": "pt"}}, 0
     for name, array in tensors.items():
         header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + array.nbytes]}
@@ -46,7 +52,7 @@ def write_checkpoint(path, mib, np):
         f.write(len(text).to_bytes(8, "little"))
         f.write(text)
         for array in tensors.values():
-            f.write(array.tobytes())
+            f.write(array.tobytes(order="C"))
     return offset
 
 
