@@ -403,39 +403,6 @@ fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: 
     }
 }
 
-/// Calls `use_chunk(first_element, bytes)` on `tensor`'s data, [`CHUNK_ELEMENTS`]
-/// elements of `element_bytes` at a time, each element's bytes reversed first where
-/// `big_endian` (so that `use_chunk` sees little-endian elements); `progress` advanced
-/// by each chunk's bytes.
-fn for_each_chunk(
-    reader: &TensorReader,
-    tensor: &TensorEntry,
-    element_bytes: usize,
-    big_endian: bool,
-    progress: &Progress,
-    mut use_chunk: impl FnMut(u64, &[u8]) -> Result<(), PieceError>,
-) -> Result<(), PieceError> {
-    let chunk_bytes = CHUNK_ELEMENTS * element_bytes;
-    let (mut buffer, mut swapped) = (Vec::new(), Vec::new());
-    reader.for_each_chunk(tensor, chunk_bytes, |first_byte, source: Source<'_>| {
-        let mut start = 0;
-        while start < source.len() {
-            let end = (start + chunk_bytes).min(source.len());
-            let mut bytes = source.get(start..end, &mut buffer)?;
-            if big_endian && element_bytes > 1 {
-                swapped.clear();
-                swapped.extend_from_slice(bytes);
-                swapped.chunks_exact_mut(element_bytes).for_each(<[u8]>::reverse);
-                bytes = &swapped;
-            }
-            use_chunk((first_byte + start as u64) / element_bytes as u64, bytes)?;
-            progress.advance(bytes.len() as u64);
-            start = end;
-        }
-        Ok(())
-    })
-}
-
 /// Copies `tensor`'s bytes as they are, each element's reversed where `big_endian`.
 fn copy_tensor(
     reader: &TensorReader,
@@ -446,7 +413,9 @@ fn copy_tensor(
 ) -> Result<(), PieceError> {
     let element_bytes =
         if big_endian && tensor.elements > 0 { tensor.data.len() / tensor.elements as usize } else { 1 };
-    for_each_chunk(reader, tensor, element_bytes, big_endian, progress, |_, bytes| {
+    let mut buffers = BlockBuffers::default();
+    for_each_chunk_source(reader, tensor, element_bytes, progress, |_, data, chunk| {
+        let bytes = read_block(&data, chunk, element_bytes, big_endian, &mut buffers).map_err(PieceError::Read)?;
         writer.write_all(bytes).map_err(PieceError::Write)
     })
 }
@@ -468,8 +437,9 @@ fn refusal(first: Option<(u64, Outcome)>, target: Target, options: &CastOptions)
 
 /// Calls `use_chunk(first_element, source, bytes)` for each chunk of [`CHUNK_ELEMENTS`]
 /// elements of `element_bytes` of `tensor`'s data, in order: `bytes`, the chunk's byte
-/// range in `source`. Nothing is read here: `use_chunk` reads (in parallel, a block per
-/// task, with [`read_block`]). `progress` advances by each chunk's bytes.
+/// range in `source`. Nothing is read here: `use_chunk` reads it with [`read_block`]
+/// (a cast a block per task, in parallel; a copy the whole chunk). `progress` advances by
+/// each chunk's bytes.
 fn for_each_chunk_source(
     reader: &TensorReader,
     tensor: &TensorEntry,
