@@ -339,6 +339,28 @@ conversion!(
     E5M2_TO_F32: u8 => u32, e5m2_to_f32, e5m2_to_f32_scaled, none, None, false, Avx512
 );
 
+/// bfloat16 → binary16 (infinity past 65504): [`F32_TO_F16`] of [`BF16_TO_F32`], in one
+/// pass. Where the level has F16C ([`Level::Avx2`] and up) each bfloat16 is widened in a
+/// register (a shift: the exact widening) and narrowed by `vcvtps2ph`, the instruction
+/// [`F32_TO_F16`]'s exact form is; elsewhere the two conversions run in turn over a small
+/// tile. Either way the bits are those of the two in turn, which are the exact
+/// reference's (both formats' values are f32s, so the one rounding is the narrowing's):
+/// `bf16_to_f16_is_the_two_conversions_in_turn` checks every encoding at every level
+/// this machine has. Over `min(src.len(), dst.len())` elements.
+pub fn bf16_to_f16_at(level: Level, src: &[u16], dst: &mut [u16]) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(fused) = super::x86::bf16_to_f16_instruction(level) {
+        return fused(src, dst);
+    }
+    const TILE: usize = 512;
+    let mut tile = [0u32; TILE];
+    for (s, d) in src.chunks(TILE).zip(dst.chunks_mut(TILE)) {
+        let n = s.len().min(d.len());
+        BF16_TO_F32.run_at(level, &s[..n], &mut tile[..n]);
+        F32_TO_F16.run_at(level, &tile[..n], &mut d[..n]);
+    }
+}
+
 /// The f32 → narrow conversions, for the proofs and the benchmarks.
 pub const NARROWINGS: [&CpuConversion<u32, u16>; 2] = [&F32_TO_F16, &F32_TO_BF16];
 /// The f32 → FP8 conversions.
@@ -352,6 +374,35 @@ pub const WIDENINGS_8: [&CpuConversion<u8, u32>; 2] = [&E4M3_TO_F32, &E5M2_TO_F3
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`bf16_to_f16_at`] gives, on every bfloat16 encoding at every level this machine
+    /// has, the bits of [`BF16_TO_F32`] then [`F32_TO_F16`] (each proven against the
+    /// exact reference by `tests/tests/cpu_levels.rs`), from every start in a vector
+    /// and for every tail length.
+    #[test]
+    fn bf16_to_f16_is_the_two_conversions_in_turn() {
+        let every: Vec<u16> = (0..=u16::MAX).collect();
+        for level in crate::cpu::Level::ALL.into_iter().filter(|l| l.check("").is_ok()) {
+            let mut widened = vec![0u32; every.len()];
+            BF16_TO_F32.run_at(level, &every, &mut widened);
+            let mut want = vec![0u16; every.len()];
+            F32_TO_F16.run_at(level, &widened, &mut want);
+            for start in 0..9 {
+                for end in [every.len(), every.len() - 1, every.len() - 7] {
+                    let mut got = vec![0xAAAAu16; end - start];
+                    bf16_to_f16_at(level, &every[start..end], &mut got);
+                    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[start + i]) {
+                        panic!(
+                            "{level}: bf16 {:#06x} gave {:#06x}, the two conversions {:#06x} (start {start}, end {end})",
+                            every[start + i],
+                            got[i],
+                            want[start + i]
+                        );
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn each_software_form_is_of_its_conversions_family() {

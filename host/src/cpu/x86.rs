@@ -93,6 +93,23 @@ pub(super) fn f32_to_f16_f16c(src: &[u32], dst: &mut [u16]) {
     blocks(src, dst, |x: [u32; 8]| bytemuck::cast(_mm256_cvtps_ph::<NEAREST>(bytemuck::cast(x))));
 }
 
+/// bfloat16 bits → binary16 bits in one pass: each bfloat16 widened exactly in a register
+/// (`vpmovzxwd`, `vpslld 16`: [`shared::bfloat16::to_f32_bits`]), then F16C
+/// `vcvtps2ph ymm`, [`f32_to_f16_f16c`]'s instruction; no f32 reaches memory.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn bf16_to_f16_f16c(src: &[u16], dst: &mut [u16]) {
+    blocks(src, dst, |b: [u16; 8]| {
+        let widened = _mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(bytemuck::cast(b)));
+        bytemuck::cast(_mm256_cvtps_ph::<NEAREST>(_mm256_castsi256_ps(widened)))
+    });
+}
+
+/// The fused form of bfloat16 → binary16 ([`bf16_to_f16_f16c`]), at [`Level::Avx2`] and
+/// above on a CPU that has them.
+pub(super) fn bf16_to_f16_instruction(level: Level) -> Option<SliceFn<u16, u16>> {
+    at_avx2_and_above!(level, bf16_to_f16_f16c)
+}
+
 /// The quiet bit of an f32 NaN (bit 22), which `vcvtph2ps` sets on every NaN.
 const F32_QUIET: i32 = 0x0040_0000;
 /// binary16: sign cleared, and the bounds of the signalling NaNs between them

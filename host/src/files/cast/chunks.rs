@@ -9,14 +9,17 @@
 //!   very function [`crate::files::cast::convert::narrow_f32`] calls, so the results are
 //!   [`ElementCast::run`]'s, bit for bit (`chunks_equal_the_scalar_path` below, and all
 //!   2^32 f32 inputs in the ignored `every_f32_through_the_block_loop_equals_the_scalar_path`).
-//!   A narrowing with no such conversion (a saturating bfloat16 or binary16, which `cast`
-//!   never asks for) and f64 sources run [`ElementCast::run`], the scalar loop.
+//!   bfloat16 → binary16 runs both in one pass ([`convert::bf16_to_f16_at`]: the same
+//!   bits, the bfloat16 widened in a register), checked by `cpu::convert`'s own test on
+//!   every encoding. A narrowing with no such conversion (a saturating bfloat16 or
+//!   binary16, which `cast` never asks for) and f64 sources run [`ElementCast::run`], the
+//!   scalar loop.
 //! - **Scaled** FP8: the block widened to f32 bits, then one function over the `&[u32]`
 //!   for the amax pass and one for the quantisation ([`crate::cpu::fp8_scale`], at the CPU's level).
 //!
 //! The index of the first refused element is found after the whole block is converted
-//! (a vectorisable pass over the input and the output), so it is the first one, as the
-//! scalar loop's.
+//! (a vectorisable pass over the output, and over the input too where an infinity may
+//! saturate: [`checked_inputs`]), so it is the first one, as the scalar loop's.
 
 use crate::cpu::convert::{self, CpuConversion};
 use crate::cpu::{LevelLoop, level, with_level};
@@ -99,8 +102,9 @@ fn narrow_into<O: bytemuck::Pod + Default>(narrow: &CpuConversion<u32, O>, x: &[
 const SEARCH_GROUP: usize = 64;
 
 /// Whether a converted block holds an element to refuse: a NaN or infinity among `x`
-/// (f32 bits), or among `out` (the block's output, [`Target::nonfinite_bits`] `bits` all
-/// set). Two passes over the block (still in cache), each an OR of equality tests with no
+/// (f32 bits; empty where the output alone shows every refusal), or among `out` (the
+/// block's output, [`Target::nonfinite_bits`] `bits` all set). A pass over each (still
+/// in cache), each an OR of equality tests with no
 /// short-circuit, which LLVM vectorises (there is no unsigned 32-bit compare below
 /// AVX-512); compiled for the CPU's level by [`with_level`].
 struct AnyRefused<'a, O> {
@@ -189,6 +193,49 @@ pub fn convert_block_with(
     first
 }
 
+/// The inputs whose own values the refusal check must look at, besides the output:
+/// none under [`Overflow::Standard`], where every refused element's output is already
+/// not finite (a NaN gives a NaN, an infinity an infinity, or NaN in E4M3, which has
+/// none, and a finite value past the largest finite one the same), so the output alone
+/// shows it; all of `x` under [`Overflow::SatFinite`], where an infinity becomes the
+/// largest finite value. (`chunks_equal_the_scalar_path`, and the ignored test on every
+/// f32, compare the first refused index with the scalar loop's, which tests each input.)
+fn checked_inputs(x: &[u32], overflow: Overflow) -> &[u32] {
+    match overflow {
+        Overflow::Standard => &[],
+        Overflow::SatFinite => x,
+    }
+}
+
+/// The little-endian `u16` at element `i` of `bytes`.
+fn u16_at(bytes: &[u8], i: usize) -> u16 {
+    u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]])
+}
+
+/// bfloat16 → binary16 of the little-endian elements `input` into `output`
+/// ([`convert::bf16_to_f16_at`], one pass at the CPU's level: the bits of
+/// [`convert::BF16_TO_F32`] then [`convert::F32_TO_F16`]), through copies where either
+/// is not aligned for `u16`.
+fn bf16_to_f16_into(input: &[u8], output: &mut [u8]) {
+    let level = level();
+    let copied: Vec<u16>;
+    let x = match bytemuck::try_cast_slice::<u8, u16>(input) {
+        Ok(x) => x,
+        Err(_) => {
+            copied = input.as_chunks::<2>().0.iter().map(|&b| u16::from_le_bytes(b)).collect();
+            &copied
+        }
+    };
+    match bytemuck::try_cast_slice_mut::<u8, u16>(output) {
+        Ok(out) => convert::bf16_to_f16_at(level, x, out),
+        Err(_) => {
+            let mut out = vec![0u16; x.len().min(output.len() / 2)];
+            convert::bf16_to_f16_at(level, x, &mut out);
+            output[..2 * out.len()].copy_from_slice(bytemuck::cast_slice(&out));
+        }
+    }
+}
+
 /// [`convert_block_with`] on one piece of a block.
 #[inline]
 fn convert_piece(
@@ -199,23 +246,32 @@ fn convert_piece(
     scratch: &mut Vec<u32>,
 ) -> Option<(usize, Outcome)> {
     match *conversion {
+        ElementCast::Plain { source: SourceDtype::Bf16, target: Target::F16, overflow: Overflow::Standard } => {
+            bf16_to_f16_into(input, output);
+            // One vectorised pass over the output (in cache) says whether there is a
+            // refused element at all (see `checked_inputs`); only then is it looked for.
+            if !check || !any_refused::<u16>(&[], output, Some(Target::F16)) {
+                return None;
+            }
+            let x = widened(SourceDtype::Bf16, input, scratch);
+            first_refused(x, |i| u32::from(u16_at(output, i) & 0x7FFF), Target::F16.max_finite_bits())
+        }
         ElementCast::Plain { source, target, overflow } if source != SourceDtype::F64 => {
             if let Some(narrow) = narrowing_u16(target, overflow) {
                 let x = widened(source, input, scratch);
                 narrow_into(narrow, x, output);
                 let max = target.max_finite_bits();
-                // Two vectorised passes over the block (in cache) say whether there is a
+                // Vectorised passes over the block (in cache) say whether there is a
                 // refused element at all; only then is it looked for.
-                if !check || !any_refused::<u16>(x, output, Some(target)) {
+                if !check || !any_refused::<u16>(checked_inputs(x, overflow), output, Some(target)) {
                     return None;
                 }
-                let out = |i: usize| u32::from(u16::from_le_bytes([output[2 * i], output[2 * i + 1]]) & 0x7FFF);
-                first_refused(x, out, max)
+                first_refused(x, |i| u32::from(u16_at(output, i) & 0x7FFF), max)
             } else if let Some(narrow) = narrowing_u8(target, overflow) {
                 let x = widened(source, input, scratch);
                 narrow_into(narrow, x, output);
                 let max = target.max_finite_bits();
-                if !check || !any_refused::<u8>(x, output, Some(target)) {
+                if !check || !any_refused::<u8>(checked_inputs(x, overflow), output, Some(target)) {
                     return None;
                 }
                 first_refused(x, |i| u32::from(output[i] & 0x7F), max)
@@ -357,6 +413,40 @@ mod tests {
             ElementCast::Scaled { source: SourceDtype::F32, format: Fp8Format::E5M2, s: 2.0, rounding: Rounding::Once };
         let got = convert_block(&scaled, &f32_bytes(&x), &mut vec![0u8; n], true);
         assert_eq!(got, Some((2 * PIECE_ELEMENTS + 1, Outcome::NonFiniteValues)));
+    }
+
+    /// Each non-finite input alone among finite ones, at the start, the middle and the end
+    /// of a block: refused at its index by every plain conversion, from every source, as
+    /// the scalar loop refuses it; a saturating conversion's output shows no infinity
+    /// (it is the largest finite value), so this is what checks that its inputs are read.
+    #[test]
+    fn a_nonfinite_input_alone_is_refused_by_every_conversion() {
+        let n = 2 * PIECE_ELEMENTS + 3;
+        let encodings: [(SourceDtype, [u64; 4]); 3] = [
+            (SourceDtype::F32, [0x7F80_0000, 0xFF80_0000, 0x7FC0_0000, 0xFF80_0001]),
+            (SourceDtype::Bf16, [0x7F80, 0xFF80, 0x7FC0, 0xFF81]),
+            (SourceDtype::F16, [0x7C00, 0xFC00, 0x7E00, 0xFC01]),
+        ];
+        for (source, nonfinite) in encodings {
+            let one = match source {
+                SourceDtype::F32 => 0x3F80_0000u64,
+                SourceDtype::Bf16 => 0x3F80,
+                _ => 0x3C00,
+            };
+            for (target, overflow) in PLAIN {
+                for (&bad, at) in nonfinite.iter().zip([0, PIECE_ELEMENTS + 1, n - 1, PIECE_ELEMENTS - 1]) {
+                    let bytes = source.bytes();
+                    let input: Vec<u8> = (0..n)
+                        .flat_map(|i| (if i == at { bad } else { one }).to_le_bytes()[..bytes].to_vec())
+                        .collect();
+                    let conversion = ElementCast::Plain { source, target, overflow };
+                    let mut out = vec![0u8; n * conversion.output_bytes()];
+                    let got = convert_block(&conversion, &input, &mut out, true);
+                    assert_eq!(got, Some((at, Outcome::NonFiniteValues)), "{conversion:?}, {bad:#x} at {at}");
+                    assert_same(&conversion, &input);
+                }
+            }
+        }
     }
 
     /// Every one of the 2^32 f32 inputs through every plain narrowing, against the scalar

@@ -20,6 +20,7 @@ use crate::files::message::io_message;
 use crate::files::read::TensorReader;
 use crate::files::source::{Source, SourceReadError};
 use crate::files::write::temporaries::{PENDING_TEMPORARIES, PendingTemporary};
+use crate::files::write::writeback::Writeback;
 use crate::files::write::{directory_of, temporary_builder};
 use crate::support::progress::Progress;
 use rayon::prelude::*;
@@ -312,7 +313,8 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
     record.to_string()
 }
 
-/// Writes one output file at `path`, synced: its header, then every piece's data.
+/// Writes one output file at `path`: its header, then every piece's data; synced where
+/// `options` say so, its writeback started as it is written ([`Writeback`]).
 fn write_file(
     path: &Path,
     output: &Path,
@@ -339,7 +341,7 @@ fn write_file(
         text.push(' ');
     }
     let file = std::fs::File::create_new(path).map_err(write_failed)?;
-    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    let mut writer = BufWriter::with_capacity(1 << 20, Writeback::new(file, options.sync));
     writer.write_all(&(text.len() as u64).to_le_bytes()).map_err(write_failed)?;
     writer.write_all(text.as_bytes()).map_err(write_failed)?;
     let reader = planned.file.reader()?;
@@ -361,7 +363,7 @@ fn write_file(
         }
         .map_err(|error| piece_error(error, planned, piece, output))?;
     }
-    let file = writer.into_inner().map_err(|e| write_failed(e.into_error()))?;
+    let file = writer.into_inner().map_err(|e| write_failed(e.into_error()))?.into_inner();
     if options.sync {
         file.sync_all().map_err(write_failed)?;
     }

@@ -36,6 +36,7 @@
 //! the `.safetensors` reserved key and length field).
 
 pub mod temporaries;
+pub mod writeback;
 
 use crate::files::containers::Container;
 use crate::files::containers::safetensors::SAFETENSORS_LEN_BYTES;
@@ -545,7 +546,7 @@ pub fn stage<S: TensorSource + ?Sized>(
             .map_err(|e| fail(TensorWriteErrorKind::SetMode(e)))?;
     }
     let mut phases = WritePhases::default();
-    let mut writer = BufWriter::with_capacity(1 << 20, temporary.as_file_mut());
+    let mut writer = BufWriter::with_capacity(1 << 20, writeback::Writeback::new(temporary.as_file_mut(), true));
     match container {
         Container::Npy => write_npy(&mut writer, shape, data, &mut phases),
         Container::Safetensors => write_safetensors(&mut writer, name, shape, data, &mut phases),
