@@ -198,8 +198,9 @@ pub fn convert_block_with(
 /// not finite (a NaN gives a NaN, an infinity an infinity, or NaN in E4M3, which has
 /// none, and a finite value past the largest finite one the same), so the output alone
 /// shows it; all of `x` under [`Overflow::SatFinite`], where an infinity becomes the
-/// largest finite value. (`chunks_equal_the_scalar_path`, and the ignored test on every
-/// f32, compare the first refused index with the scalar loop's, which tests each input.)
+/// largest finite value. (`a_nonfinite_input_alone_is_refused_by_every_conversion`
+/// checks both: in the other tests an infinity always shares its piece with a NaN,
+/// whose output shows it.)
 fn checked_inputs(x: &[u32], overflow: Overflow) -> &[u32] {
     match overflow {
         Overflow::Standard => &[],
