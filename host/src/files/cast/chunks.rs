@@ -19,7 +19,7 @@
 //!
 //! The index of the first refused element is found after the whole block is converted
 //! (a vectorisable pass over the output, and over the input too where an infinity may
-//! saturate: [`checked_inputs`]), so it is the first one, as the scalar loop's.
+//! saturate: `checked_inputs`), so it is the first one, as the scalar loop's.
 
 use crate::cpu::convert::{self, CpuConversion};
 use crate::cpu::{LevelLoop, level, with_level};
