@@ -1,7 +1,7 @@
 //! `cast`'s element loops in memory, on all cores, against a same-run memcpy of the
 //! bytes touched (`cargo bench -p host --bench cast_throughput [-- --mib N --reps N]`).
 //!
-//! Each row converts an f32 (or bf16) buffer of `--mib` MiB (default 256; values of
+//! Each row converts an f32 (or bf16, or f64) buffer of `--mib` MiB (default 256; values of
 //! N(0, 1)-like spread, every exponent class present) block by block, exactly as
 //! `bitexact cast` does (`bitexact::files::cast::chunks::convert_block_with` over
 //! [`BLOCK_ELEMENTS`]-element blocks on the rayon pool, a scratch buffer per task, the
@@ -44,7 +44,12 @@ fn main() {
     let threads = rayon::current_num_threads();
     println!("cast loops, {mib} MiB of f32 ({n} elements), {threads} threads, CPU level {}", bitexact::cpu::level());
     let (max, _) = amax_block(SourceDtype::F32, &f32s);
-    let s = shared::fp8_scale::scale_for(f32::from_bits(max), Fp8Format::E4M3);
+    let s = shared::fp8_scale::scale_for(f64::from_bits(max) as f32, Fp8Format::E4M3);
+    // As many bytes of f64: the values widened, their last bit flipped (not f32 any more).
+    let f64s: Vec<u8> =
+        (0..n as u64 / 2).flat_map(|i| (f64::from(f32::from_bits(value(i))).to_bits() ^ 1).to_le_bytes()).collect();
+    let (max64, _) = amax_block(SourceDtype::F64, &f64s);
+    let s64 = shared::fp8_scale::scale_for_f64(f64::from_bits(max64), Fp8Format::E4M3);
     let rows = [
         (
             "f32 -> bf16",
@@ -66,9 +71,17 @@ fn main() {
             "f32 -> e4m3 scaled, pass 2",
             ElementCast::Scaled { source: SourceDtype::F32, format: Fp8Format::E4M3, s, rounding: Rounding::Once },
         ),
+        (
+            "f64 -> e4m3 scaled, pass 2",
+            ElementCast::Scaled { source: SourceDtype::F64, format: Fp8Format::E4M3, s: s64, rounding: Rounding::Once },
+        ),
     ];
     for (name, conversion) in rows {
-        let input = if conversion.source() == SourceDtype::Bf16 { &bf16s } else { &f32s };
+        let input = match conversion.source() {
+            SourceDtype::Bf16 => &bf16s,
+            SourceDtype::F64 => &f64s,
+            _ => &f32s,
+        };
         let (ib, ob) = (conversion.source().bytes(), conversion.output_bytes());
         let mut out = vec![0u8; input.len() / ib * ob];
         let mut copy = vec![0u8; input.len()];

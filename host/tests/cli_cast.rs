@@ -152,16 +152,32 @@ fn assert_plain(out: &SafeTensors, input: &Tensor, format: NarrowFormat, out_dty
 /// rounding, and `name_scale` its dequantisation scale, against `scaled`'s rationals.
 fn assert_scaled(out: &SafeTensors, input: &Tensor, format: NarrowFormat, once: bool) {
     let (name, dtype, shape, data) = input;
-    let ib = dtype.bitsize() / 8;
-    let xs: Vec<u32> = data.chunks(ib).map(|b| source_f32(*dtype, b)).collect();
-    let amax = xs.iter().map(|x| x & 0x7FFF_FFFF).max().unwrap();
-    let s = scaled::scale_for(format, amax);
     let view = out.tensor(name).unwrap();
     assert_eq!(view.shape(), &shape[..]);
-    for (i, (&x, &q)) in xs.iter().zip(view.data()).enumerate() {
-        let expected = if once { scaled::quantize_once(format, x, s) } else { scaled::quantize_two_step(format, x, s) };
-        assert_eq!(q, expected, "{name}[{i}]: x {x:#010x}, s {s:#010x}: got {q:#04x}, expected {expected:#04x}");
-    }
+    let s = if *dtype == Dtype::F64 {
+        let xs: Vec<u64> = data.chunks(8).map(|b| u64::from_le_bytes(b.try_into().unwrap())).collect();
+        let amax = xs.iter().map(|x| x & 0x7FFF_FFFF_FFFF_FFFF).max().unwrap();
+        let s = scaled::scale_for_f64(format, amax);
+        for (i, (&x, &q)) in xs.iter().zip(view.data()).enumerate() {
+            let expected = if once {
+                scaled::quantize_once_f64(format, x, s)
+            } else {
+                scaled::quantize_two_step_f64(format, x, s)
+            };
+            assert_eq!(q, expected, "{name}[{i}]: x {x:#018x}, s {s:#010x}: got {q:#04x}, expected {expected:#04x}");
+        }
+        s
+    } else {
+        let xs: Vec<u32> = data.chunks(dtype.bitsize() / 8).map(|b| source_f32(*dtype, b)).collect();
+        let amax = xs.iter().map(|x| x & 0x7FFF_FFFF).max().unwrap();
+        let s = scaled::scale_for(format, amax);
+        for (i, (&x, &q)) in xs.iter().zip(view.data()).enumerate() {
+            let expected =
+                if once { scaled::quantize_once(format, x, s) } else { scaled::quantize_two_step(format, x, s) };
+            assert_eq!(q, expected, "{name}[{i}]: x {x:#010x}, s {s:#010x}: got {q:#04x}, expected {expected:#04x}");
+        }
+        s
+    };
     let scale = out.tensor(&format!("{name}_scale")).unwrap();
     assert_eq!((scale.dtype(), scale.shape()), (Dtype::F32, &[1][..]), "{name}_scale");
     assert_eq!(scale.data(), &scaled::dequant_scale(s).to_le_bytes(), "{name}_scale");
@@ -287,19 +303,45 @@ fn fp8_inputs() -> Vec<Tensor> {
 fn scaled_fp8_matches_the_rational_reference_once_and_in_two_steps() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("model.safetensors");
-    let tensors = fp8_inputs();
+    let mut tensors = fp8_inputs();
+    // An f64 weight whose amax is 448, so that s = 1 and these stay ties and near-ties
+    // in E4M3: 1.0625 + 2^-50 (above the tie between 1 and 1.125, which fl32 rounds onto
+    // the tie: once and two-step differ), the tie itself, 2^-10 (the tie between 0 and
+    // the smallest subnormal) and just above it, 248 (the tie between 240 and 256) and
+    // just above it, a tiny value and -0.
+    let specials = [
+        448.0,
+        1.0625 + 2f64.powi(-50),
+        -1.0625,
+        2f64.powi(-10),
+        2f64.powi(-10) + 2f64.powi(-60),
+        248.0,
+        -(248.0 + 2f64.powi(-40)),
+        1e-300,
+        -0.0,
+    ];
+    let f64s = f64_values(3 * 97 - specials.len(), -30, 6, 8, &specials);
+    tensors.insert(4, ("model.layers.0.mlp.gate_proj.weight", Dtype::F64, vec![3, 97], f64_bytes(&f64s)));
     write_file(&input, &tensors);
-    for (to, format, rounding) in
-        [("e4m3", FP8_E4M3, "once"), ("e4m3", FP8_E4M3, "two-step"), ("e5m2", FP8_E5M2, "once")]
-    {
+    for (to, format, rounding) in [
+        ("e4m3", FP8_E4M3, "once"),
+        ("e4m3", FP8_E4M3, "two-step"),
+        ("e5m2", FP8_E5M2, "once"),
+        ("e5m2", FP8_E5M2, "two-step"),
+    ] {
         let out = dir.path().join(format!("{to}-{rounding}"));
         run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", to, "--rounding", rounding]);
         let bytes = read(&out.join("model.safetensors"));
         let cast = SafeTensors::deserialize(&bytes).unwrap();
-        for tensor in &tensors[..4] {
+        for tensor in &tensors[..5] {
             assert_scaled(&cast, tensor, format, rounding == "once");
         }
-        for tensor in &tensors[4..] {
+        if format.mantissa_bits == 3 {
+            // 1.0625 + 2^-50 at s = 1: 1.125 once, 1 in two steps.
+            let q = cast.tensor(tensors[4].0).unwrap().data()[3 * 97 - specials.len() + 1];
+            assert_eq!(q, if rounding == "once" { 0x39 } else { 0x38 }, "{rounding}");
+        }
+        for tensor in &tensors[5..] {
             assert_eq!(cast.tensor(tensor.0).unwrap().data(), &tensor.3[..], "{} is kept", tensor.0);
             assert!(cast.tensor(&format!("{}_scale", tensor.0)).is_err(), "{} has no scale", tensor.0);
         }
@@ -376,6 +418,33 @@ fn a_non_finite_value_is_refused_with_its_tensor_and_index_and_nothing_is_writte
     let amax = values.iter().filter(|v| *v & 0x7F80_0000 != 0x7F80_0000).map(|v| v & 0x7FFF_FFFF).max().unwrap();
     let scale = cast.tensor("bad.weight_scale").unwrap();
     assert_eq!(scale.data(), &scaled::dequant_scale(scaled::scale_for(FP8_E4M3, amax)).to_le_bytes());
+}
+
+#[test]
+fn an_f64_amax_too_large_for_an_f32_scale_is_refused_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    let mut values = f64_values(60, -5, 5, 13, &[]);
+    values[33] = (-1e43f64).to_bits();
+    let tensors: Vec<Tensor> = vec![("huge.weight", Dtype::F64, vec![6, 10], f64_bytes(&values))];
+    write_file(&input, &tensors);
+    let out = dir.path().join("out");
+    let output = bitexact(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("tensor 'huge.weight': amax 1e43 is too large for an f32 scale"), "{stderr}");
+    assert!(!out.exists());
+    assert_no_temporaries(dir.path());
+    // Without a scale, it saturates.
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3", "--scale", "none"]);
+    let bytes = read(&out.join("model.safetensors"));
+    assert_plain(&SafeTensors::deserialize(&bytes).unwrap(), &tensors[0], FP8_E4M3, Dtype::F8_E4M3, true);
+    // E5M2's scale reaches further: 57344 / 1e43 is still above 2^-128 (a subnormal).
+    let out = dir.path().join("e5m2");
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e5m2"]);
+    let bytes = read(&out.join("model.safetensors"));
+    assert_scaled(&SafeTensors::deserialize(&bytes).unwrap(), &tensors[0], FP8_E5M2, true);
 }
 
 /// A two-shard checkpoint with an index (with metadata) and a config.json.
@@ -507,11 +576,6 @@ fn bad_requests_are_one_line_and_exit_2_with_nothing_written() {
     let out = dir.path().join("out");
     let (i, o) = (path_arg(&input), path_arg(&out));
     assert_error(&["cast", i, "-o", o, "--to", "bf16", "--only", "ids"], &out, "tensor 'e.ids' is I32");
-    assert_error(
-        &["cast", i, "-o", o, "--to", "e4m3", "--only", "f64"],
-        &out,
-        "per-tensor scaled FP8 of f64 is not supported",
-    );
     assert_error(&["cast", i, "-o", o, "--to", "bf16", "--scale", "none"], &out, "apply to FP8 targets");
     assert_error(&["cast", i, "-o", o, "--to", "bf16", "--only", "("], &out, "--only:");
     let second = dir.path().join("b");
@@ -630,6 +694,19 @@ fn npy_files_of_every_float_dtype_and_byte_order_are_cast_each_value_once() {
                 assert_plain(&cast, &tensor, format, out_dtype, false);
             }
         }
+    }
+    // Scaled FP8 of both byte orders of f64 (1-D, so named with --only).
+    for stem in ["w64", "w64_be"] {
+        let out = d.join(format!("{stem}-e4m3.safetensors"));
+        run_ok(&["cast", &npy(stem), "-o", path_arg(&out), "--to", "e4m3", "--only", "."]);
+        let bytes = read(&out);
+        let (_, dtype, shape, data) = &tensors[1];
+        assert_scaled(
+            &SafeTensors::deserialize(&bytes).unwrap(),
+            &(stem, *dtype, shape.clone(), data.clone()),
+            FP8_E4M3,
+            true,
+        );
     }
 }
 

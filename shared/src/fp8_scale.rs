@@ -308,3 +308,210 @@ fn each(x: &[u32], q: &mut [u8], f: impl Fn(u32) -> u8) {
         *y = f(v);
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// f64 sources.
+//
+// The product of an f64 and an f32 has up to 77 significant bits: f64 does not hold it,
+// so `quantize_once`'s exact f64 product is not available. Round to odd in f64 instead:
+// `p = fl64(x · s)` and its error `fma(x, s, -p)` (exact while `p` is above f64's
+// subnormal range, so its sign and whether it is zero are the exact error's) give the
+// f64 next to the exact product towards zero, its last bit set where the product is not
+// exact. 53 bits is at least two more than any format rounded to here (FP8's 4 or 3
+// significant bits, f32's 24), so that value rounds to nearest even exactly as the exact
+// product does: every value and midpoint of the target is an f64 with its last bit clear,
+// so none lies on or strictly between the two. A product below 2^-969 (where `p`'s error
+// might not be exact) rounds to zero in FP8 and f32 alike, whatever its low bits. The
+// scale's division is rounded the same way: `q = fl64(max / amax)` and the remainder
+// `fma(-q, amax, max)` (exact: `q · amax` is near `max`, far above f64's subnormals).
+
+/// `|x|` of the f64 `x` (bits): the sign cleared. As [`magnitude_bits`], the integer
+/// order of these bits is the order of the magnitudes, and a NaN's exceed infinity's.
+#[inline(always)]
+pub const fn magnitude_bits_f64(x: u64) -> u64 {
+    x & 0x7FFF_FFFF_FFFF_FFFF
+}
+
+/// Whether the f64 `x` (bits) is NaN or infinite.
+#[inline(always)]
+pub const fn is_nonfinite_f64(x: u64) -> bool {
+    magnitude_bits_f64(x) >= 0x7FF0_0000_0000_0000
+}
+
+/// `bits` (an f64's, known inexact where `inexact`) made odd towards zero: one step
+/// down in its bits where the exact value lies nearer zero (`below`), then the last bit
+/// set where inexact. `bits` is not ±0 where inexact.
+#[inline(always)]
+const fn to_odd_f64(bits: u64, inexact: bool, below: bool) -> u64 {
+    bits.wrapping_sub((inexact & below) as u64) | inexact as u64
+}
+
+/// The scale `s = fl32(max / amax)` for the finite, non-negative f64 `amax`, rounded
+/// once from the exact quotient (round to odd in f64, then to f32; see the section's
+/// comment): `amax = 0` gives 1 and a quotient past f32's range gives `f32::MAX`, as
+/// [`scale_for`] does, and for every f32 `amax` it equals [`scale_for`]. Unlike an f32
+/// `amax`, a huge f64 one can give a scale below f32's normal range, or 0 (from
+/// `amax > 2^150 · max`): the caller checks that [`dequant_scale`] of it is finite. A
+/// non-finite or negative `amax` is the caller's error: the result is then unspecified.
+#[inline]
+pub fn scale_for_f64(amax: f64, format: Fp8Format) -> f32 {
+    if amax == 0.0 {
+        return 1.0;
+    }
+    let max = f64::from(format.max_finite());
+    let q = max / amax;
+    if q.is_infinite() {
+        return f32::MAX;
+    }
+    // max / amax is at least 448 / f64::MAX, a normal f64, so q is normal.
+    let remainder = core::f64::math::mul_add(-q, amax, max);
+    let odd = f64::from_bits(to_odd_f64(q.to_bits(), remainder != 0.0, remainder < 0.0));
+    let s = odd as f32;
+    if s.is_infinite() { f32::MAX } else { s }
+}
+
+/// `x · s` (`x` as finite f64 bits, `s` positive and finite) rounded to odd in f64 (bits,
+/// `x`'s sign); see the section's comment. Exact where f64 holds the product; ±inf
+/// where it overflows f64.
+#[inline(always)]
+pub fn product_to_odd_f64(x: u64, s: f32) -> u64 {
+    let (x, s) = (f64::from_bits(x), f64::from(s));
+    let p = x * s;
+    let error = core::f64::math::mul_add(x, s, -p);
+    let below = (error.to_bits() ^ p.to_bits()) >> 63 != 0;
+    // A product past f64's range stays infinite (its error is not a number).
+    to_odd_f64(p.to_bits(), error != 0.0 && p.is_finite(), below)
+}
+
+/// `sat_rne(x · s)` rounded once, for an **f64** `x` (bits) and the positive finite
+/// scale `s`: the exact product rounded to nearest, ties to even, straight to `format`
+/// (through [`product_to_odd_f64`]), saturating at `±max` (infinite `x` included); NaN
+/// gives NaN with `x`'s sign. [`quantize_once`]'s definition, for f64 sources.
+#[inline]
+pub fn quantize_once_f64(x: u64, s: f32, format: Fp8Format) -> u8 {
+    let sign = (x >> 56) as u8 & 0x80;
+    let (max, nan) = match format {
+        Fp8Format::E4M3 => (e4m3::MAX_ABS, e4m3::NAN_ABS),
+        Fp8Format::E5M2 => (e5m2::MAX_FINITE, e5m2::NAN_ABS),
+    };
+    let abs = magnitude_bits_f64(x);
+    if abs > 0x7FF0_0000_0000_0000 {
+        return sign | nan;
+    }
+    if abs == 0x7FF0_0000_0000_0000 {
+        return sign | max;
+    }
+    let odd = magnitude_bits_f64(product_to_odd_f64(x, s));
+    let rounded = match format {
+        Fp8Format::E4M3 => round_magnitude_f64::<4, 3>(odd),
+        Fp8Format::E5M2 => round_magnitude_f64::<5, 2>(odd),
+    };
+    sign | saturate(rounded, max)
+}
+
+/// `sat_rne(fl32(x · s))` for an **f64** `x` (bits): the exact product rounded to f32
+/// (through [`product_to_odd_f64`]; `±inf` past f32's range), then to `format` as
+/// [`Fp8Format::from_f32_bits_saturating`] does. NaN gives NaN with `x`'s sign, ±inf the
+/// largest finite. [`quantize_two_step`]'s definition, for f64 sources.
+#[inline]
+pub fn quantize_two_step_f64(x: u64, s: f32, format: Fp8Format) -> u8 {
+    let abs = magnitude_bits_f64(x);
+    let product = if abs >= 0x7FF0_0000_0000_0000 {
+        // NaN keeps x's sign; ±inf saturates.
+        let sign = (x >> 32) as u32 & 0x8000_0000;
+        sign | if abs > 0x7FF0_0000_0000_0000 { 0x7FC0_0000 } else { 0x7F80_0000 }
+    } else {
+        (f64::from_bits(product_to_odd_f64(x, s)) as f32).to_bits()
+    };
+    format.from_f32_bits_saturating(product)
+}
+
+/// [`quantize_once_f64`] or [`quantize_two_step_f64`].
+#[inline]
+pub fn quantize_f64(x: u64, s: f32, format: Fp8Format, rounding: Rounding) -> u8 {
+    match rounding {
+        Rounding::Once => quantize_once_f64(x, s, format),
+        Rounding::TwoStep => quantize_two_step_f64(x, s, format),
+    }
+}
+
+/// Pass 1 over a slice of f64 bits, as [`amax_slice`]: the largest magnitude among the
+/// finite elements ([`magnitude_bits_f64`]; 0 for none) and the index of the first NaN
+/// or infinity.
+#[inline(always)]
+pub fn amax_slice_f64(x: &[u64]) -> (u64, Option<usize>) {
+    let all = x.iter().fold(0, |all, &v| all.max(magnitude_bits_f64(v)));
+    if !is_nonfinite_f64(all) {
+        return (all, None);
+    }
+    let finite = x.iter().map(|&v| magnitude_bits_f64(v)).filter(|&m| !is_nonfinite_f64(m)).max().unwrap_or(0);
+    (finite, x.iter().position(|&v| is_nonfinite_f64(v)))
+}
+
+/// `bits` (f32, the rounding of `wide`) made odd towards zero where it is not `wide`
+/// itself: `wide` rounded to odd in f32. Exact compares in f64; `wide` finite or
+/// infinite, not NaN (a NaN gives bits the caller does not use).
+#[inline(always)]
+fn f32_to_odd_of(bits: u32, wide: f64) -> u32 {
+    let back = f64::from(f32::from_bits(bits));
+    let inexact = back != wide;
+    let below = back.abs() > wide.abs();
+    bits.wrapping_sub(u32::from(inexact & below)) | u32::from(inexact)
+}
+
+/// The f32 bits [`saturating_code`] takes the sign and NaN from, for the f64 `x` (bits):
+/// `x`'s sign, and a quiet NaN's exponent and mantissa where `x` is NaN.
+#[inline(always)]
+fn sign_and_nan_f32(x: u64) -> u32 {
+    let nan = magnitude_bits_f64(x) > 0x7FF0_0000_0000_0000;
+    ((x >> 32) as u32 & 0x8000_0000) | if nan { 0x7FC0_0000 } else { 0 }
+}
+
+/// [`quantize_once_f64`] without a branch, as [`quantize_once_to_odd`] is for f32: the
+/// product rounded to odd in f64 ([`product_to_odd_f64`]), then to odd in f32 (round to
+/// odd twice is round to odd once at the coarser precision: an odd f64 is not an f32,
+/// so it lies strictly inside the same interval between two f32 as the exact product),
+/// then the by-addition FP8 rounding ([`saturating_code`]; its argument covers the
+/// f32 round-to-odd value). An infinite `x` gives an infinite product, which saturates;
+/// a NaN `x` NaN. The same result as [`quantize_once_f64`] on every input
+/// (`tests/tests/fp8_scale_f64.rs`). CPU only, as [`quantize_once_to_odd`].
+#[inline(always)]
+pub fn quantize_once_f64_to_odd(x: u64, s: f32, format: Fp8Format) -> u8 {
+    let wide = f64::from_bits(product_to_odd_f64(x, s));
+    let odd = f32_to_odd_of((wide as f32).to_bits(), wide);
+    saturating_code(sign_and_nan_f32(x), odd, format)
+}
+
+/// [`quantize_two_step_f64`] without a branch: `fl32` of the product rounded to odd in
+/// f64 (which is `fl32` of the exact product), then the by-addition FP8 rounding. The same
+/// result as [`quantize_two_step_f64`] on every input (`tests/tests/fp8_scale_f64.rs`).
+/// CPU only.
+#[inline(always)]
+pub fn quantize_two_step_f64_by_addition(x: u64, s: f32, format: Fp8Format) -> u8 {
+    let product = (f64::from_bits(product_to_odd_f64(x, s)) as f32).to_bits();
+    saturating_code(sign_and_nan_f32(x), product, format)
+}
+
+/// `q[i] = quantize_f64(x[i], s, format, rounding)` over `min(x.len(), q.len())` elements,
+/// by [`quantize_once_f64_to_odd`] or [`quantize_two_step_f64_by_addition`]: one loop per
+/// format and rounding, `#[inline(always)]` as [`quantize_slice`] is, to be compiled with
+/// the caller's target features (FMA among them: [`product_to_odd_f64`] needs one per
+/// element, a call into `fma` without it). CPU only.
+#[inline(always)]
+pub fn quantize_slice_f64(x: &[u64], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
+    use Fp8Format::{E4M3, E5M2};
+    match (rounding, format) {
+        (Rounding::Once, E4M3) => each_f64(x, q, |v| quantize_once_f64_to_odd(v, s, E4M3)),
+        (Rounding::Once, E5M2) => each_f64(x, q, |v| quantize_once_f64_to_odd(v, s, E5M2)),
+        (Rounding::TwoStep, E4M3) => each_f64(x, q, |v| quantize_two_step_f64_by_addition(v, s, E4M3)),
+        (Rounding::TwoStep, E5M2) => each_f64(x, q, |v| quantize_two_step_f64_by_addition(v, s, E5M2)),
+    }
+}
+
+/// `q[i] = f(x[i])` over `min(x.len(), q.len())` elements, one loop.
+#[inline(always)]
+fn each_f64(x: &[u64], q: &mut [u8], f: impl Fn(u64) -> u8) {
+    for (y, &v) in q.iter_mut().zip(x) {
+        *y = f(v);
+    }
+}

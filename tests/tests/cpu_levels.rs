@@ -13,40 +13,17 @@
 //! at all, and an instruction not used for them may differ only in the ways it is
 //! documented to ([`Documented`]), each difference checked against that documented result.
 
+use bitexact::cpu::Level;
 use bitexact::cpu::convert::{self, ConversionForm, CpuConversion};
-use bitexact::cpu::{Level, LevelError};
 use bitexact::files::normalize::image::{SampleWidth, conversions};
 use bitexact::verify::reference::{self, InputClass};
 use rayon::prelude::*;
 use shared::{Class, Family};
 use std::fmt::Write as _;
-use std::io::Write as _;
 
-/// Makes a missing level fail when set to that level or a higher one.
-const REQUIRE: &str = "REQUIRE_CPU_LEVEL";
-
-/// Every level this machine has. Each other one prints `skipped: <reason>` once, or
-/// fails the test when [`REQUIRE`] names it or a higher level.
-fn levels() -> Vec<Level> {
-    let required = std::env::var(REQUIRE).ok().map(|name| Level::parse(&name, REQUIRE).expect("a level name"));
-    let test = std::thread::current().name().unwrap_or("this test").to_string();
-    Level::each()
-        .filter_map(|level: Result<Level, LevelError>| match level {
-            Ok(level) => Some(level),
-            Err(error @ LevelError::Missing { level, .. }) => {
-                assert!(required.is_none_or(|r| r < level), "{error} (required because {REQUIRE} is set)");
-                say(&format!("skipped: {error} [{test}; {REQUIRE}={level} makes this a failure]\n"));
-                None
-            }
-            Err(error) => panic!("{error}"),
-        })
-        .collect()
-}
-
-/// `text` on the process's stderr in one piece, past the test harness's capture.
-fn say(text: &str) {
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
-}
+#[path = "support/levels.rs"]
+mod support;
+use support::{levels, say};
 
 #[test]
 fn every_normalize_conversion_is_exact_at_every_level_on_every_code() {

@@ -6,8 +6,8 @@
 //! them on a sample of every binade at many scales in the quick run. Plus, for
 //! publication, how often the two roundings differ on tensors that look like weights.
 
+use bitexact::cpu::Level;
 use bitexact::cpu::fp8_scale as cpu_fp8;
-use bitexact::cpu::{Level, LevelError};
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, scaled};
 use conformance::check_all;
 use shared::fp8_scale::{self, Fp8Format, Rounding};
@@ -309,25 +309,9 @@ fn the_fast_forms_equal_quantize_on_a_sample_and_around_the_grid_at_many_scales(
     }
 }
 
-/// Makes a missing CPU level fail when set to that level or a higher one.
-const REQUIRE: &str = "REQUIRE_CPU_LEVEL";
-
-/// Every CPU level this machine has; each other one prints `skipped: <reason>`, or fails
-/// the test when [`REQUIRE`] names it or a higher level.
-fn levels() -> Vec<Level> {
-    let required = std::env::var(REQUIRE).ok().map(|name| Level::parse(&name, REQUIRE).expect("a level name"));
-    Level::each()
-        .filter_map(|level| match level {
-            Ok(level) => Some(level),
-            Err(error @ LevelError::Missing { level, .. }) => {
-                assert!(required.is_none_or(|r| r < level), "{error} (required because {REQUIRE} is set)");
-                eprintln!("skipped: {error} [{REQUIRE}={level} makes this a failure]");
-                None
-            }
-            Err(error) => panic!("{error}"),
-        })
-        .collect()
-}
+#[path = "support/levels.rs"]
+mod support;
+use support::levels;
 
 /// `cpu::fp8_scale::quantize_at` of `x` at every level in `levels`, both roundings,
 /// against `quantize` per element; the first difference, in hex. The output starts one

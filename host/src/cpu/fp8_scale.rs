@@ -86,3 +86,63 @@ impl LevelLoop for Quantize<'_> {
         quantize_slice(x_rest, s, format, rounding, residual, q_rest);
     }
 }
+
+/// Pass 1 of an **f64** tensor at [`level`]: the largest magnitude's f64 bits among the
+/// finite elements of `x` (0 for none) and the index of the first NaN or infinity
+/// ([`shared::fp8_scale::amax_slice_f64`]).
+pub fn amax_f64(x: &[u64]) -> (u64, Option<usize>) {
+    amax_f64_at(level(), x)
+}
+
+/// [`amax_f64`] at `level` (a level the CPU lacks runs the portable loop): the same
+/// result at every level.
+pub fn amax_f64_at(level: Level, x: &[u64]) -> (u64, Option<usize>) {
+    with_level(level, MaximaF64 { x })
+}
+
+/// Pass 2 of an **f64** tensor at [`level`]: `q[i] = shared::fp8_scale::quantize_f64(x[i],
+/// s, format, rounding)` over `min(x.len(), q.len())` elements, for a positive finite `s`.
+pub fn quantize_f64(x: &[u64], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
+    quantize_f64_at(level(), x, s, format, rounding, q);
+}
+
+/// [`quantize_f64`] at `level` (a level the CPU lacks runs the portable loop), by
+/// [`shared::fp8_scale::quantize_slice_f64`]: the same bits at every level. At
+/// [`Level::Portable`] each product's error is a call into `fma` (the baseline target has
+/// no FMA instruction), so that loop is not vectorised.
+pub fn quantize_f64_at(level: Level, x: &[u64], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
+    with_level(level, QuantizeF64 { x, s, format, rounding, q });
+}
+
+/// The loop of [`amax_f64`].
+struct MaximaF64<'a> {
+    x: &'a [u64],
+}
+
+impl LevelLoop for MaximaF64<'_> {
+    type Output = (u64, Option<usize>);
+
+    #[inline(always)]
+    fn run(self) -> (u64, Option<usize>) {
+        shared::fp8_scale::amax_slice_f64(self.x)
+    }
+}
+
+/// The loop of [`quantize_f64_at`].
+struct QuantizeF64<'a> {
+    x: &'a [u64],
+    s: f32,
+    format: Fp8Format,
+    rounding: Rounding,
+    q: &'a mut [u8],
+}
+
+impl LevelLoop for QuantizeF64<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn run(self) {
+        let QuantizeF64 { x, s, format, rounding, q } = self;
+        shared::fp8_scale::quantize_slice_f64(x, s, format, rounding, q);
+    }
+}

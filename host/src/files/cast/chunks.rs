@@ -16,6 +16,8 @@
 //!   scalar loop.
 //! - **Scaled** FP8: the block widened to f32 bits, then one function over the `&[u32]`
 //!   for the amax pass and one for the quantisation ([`crate::cpu::fp8_scale`], at the CPU's level).
+//!   f64 sources: the same two passes on `&[u64]` ([`crate::cpu::fp8_scale::amax_f64`],
+//!   [`crate::cpu::fp8_scale::quantize_f64`]).
 //!
 //! The index of the first refused element is found after the whole block is converted
 //! (a vectorisable pass over the output, and over the input too where an infinity may
@@ -23,7 +25,7 @@
 
 use crate::cpu::convert::{self, CpuConversion};
 use crate::cpu::{LevelLoop, level, with_level};
-use crate::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target, f32_is_nonfinite};
+use crate::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target, f32_is_nonfinite, f64_is_nonfinite};
 use shared::narrow::Overflow;
 
 // The output buffers are written as native-endian `u16`s and stored as they are:
@@ -32,7 +34,7 @@ const _: () = assert!(cfg!(target_endian = "little"), "cast stores native u16s a
 
 // The scaled FP8 passes at the CPU's level (`cpu::fp8_scale`, proven equal to
 // `shared::fp8_scale::quantize` on every f32 at every level).
-use crate::cpu::fp8_scale::{amax, quantize};
+use crate::cpu::fp8_scale::{amax, amax_f64, quantize, quantize_f64};
 
 /// The proven f32 → 16-bit conversion for `target` under `overflow`, if there is one.
 pub fn narrowing_u16(target: Target, overflow: Overflow) -> Option<&'static CpuConversion<u32, u16>> {
@@ -281,6 +283,15 @@ fn convert_piece(
             }
         }
         ElementCast::Plain { .. } => conversion.run(input, output, false).filter(|_| check),
+        ElementCast::Scaled { source: SourceDtype::F64, format, s, rounding } => {
+            let x = f64_elements(input);
+            quantize_f64(&x, s, format, rounding, output);
+            // One pass with no early exit (vectorised) says whether to look.
+            if !check || !x.iter().fold(false, |any, &v| any | f64_is_nonfinite(v)) {
+                return None;
+            }
+            x.iter().position(|&v| f64_is_nonfinite(v)).map(|i| (i, Outcome::NonFiniteValues))
+        }
         ElementCast::Scaled { source, format, s, rounding } => {
             let x = widened(source, input, scratch);
             quantize(x, s, format, rounding, output);
@@ -292,16 +303,32 @@ fn convert_piece(
     }
 }
 
-/// The amax pass over the little-endian elements `input` of `source` (f32, bf16 or
-/// f16): the largest magnitude's f32 bits among the finite elements (0 for none) and
-/// the index of the first non-finite element, if any.
-pub fn amax_block(source: SourceDtype, input: &[u8]) -> (u32, Option<usize>) {
+/// The little-endian f64 elements `input` as `u64` bits: borrowed where `input` is
+/// aligned for them, else copied.
+fn f64_elements(input: &[u8]) -> std::borrow::Cow<'_, [u64]> {
+    match bytemuck::try_cast_slice::<u8, u64>(input) {
+        Ok(x) => std::borrow::Cow::Borrowed(x),
+        Err(_) => std::borrow::Cow::Owned(input.as_chunks::<8>().0.iter().map(|&b| u64::from_le_bytes(b)).collect()),
+    }
+}
+
+/// The amax pass over the little-endian elements `input` of `source`: the largest
+/// magnitude among the finite elements (0 for none) as **f64 bits** (exact: every source
+/// value is an f64; for non-negative values their integer order is the order of the
+/// magnitudes, so blocks reduce by an integer max) and the index of the first non-finite
+/// element, if any. At the CPU's level: [`crate::cpu::fp8_scale::amax`] of the widened
+/// f32s, or [`crate::cpu::fp8_scale::amax_f64`].
+pub fn amax_block(source: SourceDtype, input: &[u8]) -> (u64, Option<usize>) {
     amax_block_with(source, input, &mut Vec::new())
 }
 
 /// [`amax_block`], widening into `scratch` (kept by the caller from block to block).
-pub fn amax_block_with(source: SourceDtype, input: &[u8], scratch: &mut Vec<u32>) -> (u32, Option<usize>) {
-    amax(widened(source, input, scratch))
+pub fn amax_block_with(source: SourceDtype, input: &[u8], scratch: &mut Vec<u32>) -> (u64, Option<usize>) {
+    if source == SourceDtype::F64 {
+        return amax_f64(&f64_elements(input));
+    }
+    let (max, first) = amax(widened(source, input, scratch));
+    (f64::from(f32::from_bits(max)).to_bits(), first)
 }
 
 #[cfg(test)]
@@ -368,9 +395,22 @@ mod tests {
             for rounding in [Rounding::Once, Rounding::TwoStep] {
                 for (source, input) in [(SourceDtype::F32, &f32_bytes(&finite)), (SourceDtype::Bf16, &sixteen)] {
                     let (max, _) = amax_block(source, input);
-                    let s = shared::fp8_scale::scale_for(f32::from_bits(max), format);
+                    let s = shared::fp8_scale::scale_for(f64::from_bits(max) as f32, format);
                     assert_same(&ElementCast::Scaled { source, format, s, rounding }, input);
                 }
+                // f64: the f32 sample widened, and the same nudged by one f64 ULP (not an
+                // f32 any more), at the f64 scale of its amax.
+                let f64s: Vec<u8> = finite
+                    .iter()
+                    .flat_map(|&x| {
+                        let wide = f64::from(f32::from_bits(x)).to_bits();
+                        [wide, wide ^ 1]
+                    })
+                    .flat_map(u64::to_le_bytes)
+                    .collect();
+                let (max, _) = amax_block(SourceDtype::F64, &f64s);
+                let s = shared::fp8_scale::scale_for_f64(f64::from_bits(max), format);
+                assert_same(&ElementCast::Scaled { source: SourceDtype::F64, format, s, rounding }, &f64s);
             }
         }
     }

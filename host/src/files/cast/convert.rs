@@ -7,7 +7,8 @@
 //! - f64 sources are rounded straight from the f64 ([`narrow_f64`], on
 //!   [`shared::narrow::round_magnitude_f64`]), never through f32.
 //! - Scaled FP8 is [`shared::fp8_scale`]'s definition: `q = sat_rne(x · s)`, once or in
-//!   two steps.
+//!   two steps; for f64 sources its f64 forms ([`quantize_scaled_f64`]: the 77-bit exact
+//!   product rounded to odd in f64, then once to FP8).
 //!
 //! Every function here is pure; [`Outcome`] says whether a value was out of range so
 //! that the caller can refuse it.
@@ -264,6 +265,15 @@ pub fn quantize_scaled(x: u32, s: f32, format: Fp8Format, rounding: Rounding) ->
     (q, if f32_is_nonfinite(x) { Outcome::NonFiniteValues } else { Outcome::Finite })
 }
 
+/// `sat_rne(x · s)` of the **f64** `x` (bits) with [`shared::fp8_scale::quantize_f64`]
+/// (the exact 77-bit product rounded once, or to f32 first, through round to odd in
+/// f64): as [`quantize_scaled`], NaN and ±inf are [`Outcome::NonFiniteValues`].
+#[inline]
+pub fn quantize_scaled_f64(x: u64, s: f32, format: Fp8Format, rounding: Rounding) -> (u8, Outcome) {
+    let q = shared::fp8_scale::quantize_f64(x, s, format, rounding);
+    (q, if f64_is_nonfinite(x) { Outcome::NonFiniteValues } else { Outcome::Finite })
+}
+
 /// How the elements of one tensor are converted: straight, or scaled to FP8.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ElementCast {
@@ -277,9 +287,10 @@ pub enum ElementCast {
         /// Past the largest finite: infinity/NaN or saturation.
         overflow: Overflow,
     },
-    /// `sat_rne(x · s)` ([`quantize_scaled`]); not for f64 sources.
+    /// `sat_rne(x · s)` ([`quantize_scaled`], or [`quantize_scaled_f64`] for an f64
+    /// source).
     Scaled {
-        /// The source dtype (f32, bf16 or f16).
+        /// The source dtype.
         source: SourceDtype,
         /// The FP8 format.
         format: Fp8Format,
@@ -317,6 +328,11 @@ impl ElementCast {
             }
             ElementCast::Plain { source, target, overflow } => {
                 narrow_f32(widen_to_f32(source, bytes), target, overflow)
+            }
+            ElementCast::Scaled { source: SourceDtype::F64, format, s, rounding } => {
+                let x = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+                let (q, outcome) = quantize_scaled_f64(x, s, format, rounding);
+                (u16::from(q), outcome)
             }
             ElementCast::Scaled { source, format, s, rounding } => {
                 let (q, outcome) = quantize_scaled(widen_to_f32(source, bytes), s, format, rounding);

@@ -31,7 +31,7 @@ use crate::files::scan::inputs::check_index;
 use crate::files::source::SourceReadError;
 use crate::support::output::{excerpt, path_text};
 use crate::support::progress::Progress;
-use convert::{SourceDtype, Target};
+use convert::Target;
 use select::{Decision, Patterns, decide};
 use shared::fp8_scale::Rounding;
 use std::collections::{BTreeMap, HashSet};
@@ -218,14 +218,21 @@ pub enum CastError {
         /// Its dtype.
         dtype: String,
     },
-    /// An f64 tensor to be scaled to FP8: not supported (its exact product with the
-    /// scale does not fit f64).
-    #[error("{}: tensor '{}' is F64: per-tensor scaled FP8 of f64 is not supported; use --scale none, or --skip it", path_text(.path), excerpt(.tensor))]
-    ScaledF64 {
+    /// A tensor whose amax is too large for a per-tensor f32 scale: `fl32(max / amax)` is
+    /// at most `2^-128`, so the dequantisation scale `fl32(1 / s)` would be infinite (only
+    /// an f64 tensor, with values past about `1.5e41`, can be one). Exit 1 in the CLI.
+    #[error("{}: tensor '{}': amax {amax:e} is too large for an f32 scale (fl32({max} / amax) = {s:e}, whose inverse is past f32's range); nothing written (--scale none saturates instead, or --skip it)", path_text(.path), excerpt(.tensor))]
+    ScaleOutOfRange {
         /// Its file.
         path: PathBuf,
         /// The tensor.
         tensor: String,
+        /// Its largest finite magnitude.
+        amax: f64,
+        /// The FP8 format's largest finite value.
+        max: f32,
+        /// The scale it gives.
+        s: f32,
     },
     /// The name a scale tensor would get is taken.
     #[error("{}: the scale of tensor '{}' would be '{}', which already exists", path_text(.path), excerpt(.tensor), excerpt(.scale))]
@@ -261,10 +268,11 @@ pub enum CastError {
 }
 
 impl CastError {
-    /// Whether the input was refused for its values (a non-finite value, an overflow),
-    /// not for an error of the job: the CLI's exit status 1.
+    /// Whether the input was refused for its values (a non-finite value, an overflow, an
+    /// amax past an f32 scale's range), not for an error of the job: the CLI's exit
+    /// status 1.
     pub fn is_refusal(&self) -> bool {
-        matches!(self, CastError::Refused(_))
+        matches!(self, CastError::Refused(_) | CastError::ScaleOutOfRange { .. })
     }
 }
 
@@ -362,12 +370,7 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
                     dtype: tensor.dtype.clone(),
                 });
             }
-            if let Decision::Cast(source) = decision
-                && options.scaled()
-            {
-                if source == SourceDtype::F64 {
-                    return Err(CastError::ScaledF64 { path: fail_path(), tensor: tensor.name.clone() });
-                }
+            if matches!(decision, Decision::Cast(_)) && options.scaled() {
                 let scale = scale_name(&tensor.name);
                 if all_names.contains(scale.as_str()) {
                     return Err(CastError::ScaleNameTaken { path: fail_path(), tensor: tensor.name.clone(), scale });

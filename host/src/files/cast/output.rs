@@ -25,7 +25,7 @@ use crate::files::write::{directory_of, temporary_builder};
 use crate::support::progress::Progress;
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
-use shared::fp8_scale::{dequant_scale, scale_for};
+use shared::fp8_scale::{dequant_scale, scale_for, scale_for_f64};
 use shared::narrow::Overflow;
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -378,6 +378,15 @@ enum PieceError {
     Write(std::io::Error),
     /// A value refused, at this index.
     Refused(u64, RefusalKind),
+    /// The tensor's amax is past what an f32 scale can take ([`CastError::ScaleOutOfRange`]).
+    ScaleOutOfRange {
+        /// The amax.
+        amax: f64,
+        /// The format's largest finite value.
+        max: f32,
+        /// The scale.
+        s: f32,
+    },
 }
 
 impl From<InflateError> for PieceError {
@@ -402,6 +411,7 @@ fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: 
         PieceError::Read(error) => CastError::Read { path, tensor, error },
         PieceError::Write(error) => output_error(output, OutputErrorKind::Write { file: planned.name.clone(), error }),
         PieceError::Refused(index, kind) => CastError::Refused(Refusal { path, tensor, index, kind }),
+        PieceError::ScaleOutOfRange { amax, max, s } => CastError::ScaleOutOfRange { path, tensor, amax, max, s },
     }
 }
 
@@ -491,9 +501,9 @@ fn block_range(chunk: &Range<usize>, k: usize, element_bytes: usize) -> Range<us
     start..(start + BLOCK_ELEMENTS * element_bytes).min(chunk.end)
 }
 
-/// The amax of `tensor` (of `source`): the largest finite magnitude's f32 bits, the
-/// chunks' blocks read and reduced in parallel; refused at its first non-finite element
-/// where `options` refuse them.
+/// The amax of `tensor` (of `source`): the largest finite magnitude as f64 bits (exact
+/// for every source; [`amax_block_with`]), the chunks' blocks read and reduced in
+/// parallel; refused at its first non-finite element where `options` refuse them.
 fn amax_tensor(
     reader: &TensorReader,
     tensor: &TensorEntry,
@@ -501,9 +511,9 @@ fn amax_tensor(
     big_endian: bool,
     options: &CastOptions,
     progress: &Progress,
-) -> Result<u32, PieceError> {
+) -> Result<u64, PieceError> {
     let eb = source.bytes();
-    let mut max = 0u32;
+    let mut max = 0u64;
     for_each_chunk_source(reader, tensor, eb, progress, |first, data, chunk| {
         let (chunk_max, nonfinite) = (0..chunk.len().div_ceil(BLOCK_ELEMENTS * eb))
             .into_par_iter()
@@ -539,9 +549,17 @@ fn cast_tensor(
 ) -> Result<Option<f32>, PieceError> {
     let (conversion, scale) = match options.to.fp8() {
         Some(format) if options.scaled() => {
-            let max = amax_tensor(reader, tensor, source, big_endian, options, progress)?;
-            let s = scale_for(f32::from_bits(max), format);
-            (ElementCast::Scaled { source, format, s, rounding: options.rounding }, Some(dequant_scale(s)))
+            let amax = f64::from_bits(amax_tensor(reader, tensor, source, big_endian, options, progress)?);
+            let s = match source {
+                SourceDtype::F64 => scale_for_f64(amax, format),
+                // Exact: the amax of an f32, bf16 or f16 tensor is an f32.
+                _ => scale_for(amax as f32, format),
+            };
+            let dequant = dequant_scale(s);
+            if !dequant.is_finite() {
+                return Err(PieceError::ScaleOutOfRange { amax, max: format.max_finite(), s });
+            }
+            (ElementCast::Scaled { source, format, s, rounding: options.rounding }, Some(dequant))
         }
         fp8 => {
             let overflow = if fp8.is_some() && options.saturate { Overflow::SatFinite } else { Overflow::Standard };

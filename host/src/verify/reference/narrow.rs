@@ -60,6 +60,30 @@ pub fn f32_magnitude_parts(bits: u32) -> (u64, i32) {
     if biased == 0 { (fraction, -149) } else { (fraction | 1 << 23, biased - 150) }
 }
 
+/// The magnitude of the finite f64 `bits` (sign ignored) as `significand · 2^exponent`,
+/// exactly, from its fields.
+pub fn f64_magnitude_parts(bits: u64) -> (u64, i32) {
+    let biased = i32::try_from((bits >> 52) & 0x7FF).expect("11 bits");
+    let fraction = bits & 0x000F_FFFF_FFFF_FFFF;
+    if biased == 0 { (fraction, -1074) } else { (fraction | 1 << 52, biased - 1075) }
+}
+
+/// [`round_to`] of a wider significand (any `u128`): where it has more than 61 bits, it is
+/// first cut to 61, every bit cut off folded into the lowest bit kept (a sticky bit).
+/// That rounds as the whole value does: the rounding position of every format here (at
+/// most 24 significant bits) lies at least 36 bits above the sticky bit, which only says
+/// whether the value is above a grid point or a midpoint it would otherwise sit on.
+pub fn round_wide(format: NarrowFormat, significand: u128, exponent: i32) -> Rounded {
+    let length = 128 - significand.leading_zeros() as i32;
+    if length <= 61 {
+        return round_to(format, u64::try_from(significand).expect("61 bits"), exponent);
+    }
+    let cut = (length - 61) as u32;
+    let sticky = u128::from(significand & ((1u128 << cut) - 1) != 0);
+    let kept = u64::try_from(significand >> cut | sticky).expect("61 bits");
+    round_to(format, kept, exponent + cut as i32)
+}
+
 /// The magnitude `significand · 2^exponent` (`significand < 2^62`) rounded to nearest,
 /// ties to even, onto `format`'s grid, on integers: the value's binade from the
 /// significand's bit length, the grid step of that binade (or of the subnormals), the

@@ -4,7 +4,9 @@
 //! operands' fields, the exact rational and [`super::narrow::round_to`]. No floating-point
 //! operation, nothing of `shared::fp8_scale`.
 
-use super::narrow::{BINARY32, NarrowFormat, Rounded, f32_magnitude_parts, round_f32_to, round_to};
+use super::narrow::{
+    BINARY32, NarrowFormat, Rounded, f32_magnitude_parts, f64_magnitude_parts, round_f32_to, round_to, round_wide,
+};
 
 /// The NaN encoding (sign clear) of both OCP FP8 formats, S.1111.111 and S.11111.11.
 const FP8_NAN_ABS: u8 = 0x7F;
@@ -110,10 +112,71 @@ pub fn scale_for(format: NarrowFormat, amax: u32) -> u32 {
     divide(max, amax).unwrap_or(f32::MAX.to_bits())
 }
 
-/// `fl32(1 / s)` for a positive finite `s` (bits): +inf where it overflows (`s` below
-/// `2^-128`, which no scale of a finite amax is).
+/// `fl32(1 / s)` for a positive finite `s` (bits): +inf where it overflows (`s` at most
+/// `2^-128`: no scale of an f32 amax, only of an f64 one past about `448 · 2^128`).
 pub fn dequant_scale(s: u32) -> u32 {
     divide(1.0f32.to_bits(), s).unwrap_or(f32::INFINITY.to_bits())
+}
+
+/// Whether the f64 `bits` is NaN, and whether it is ±inf.
+fn f64_nan_inf(bits: u64) -> (bool, bool) {
+    let abs = bits & 0x7FFF_FFFF_FFFF_FFFF;
+    (abs > 0x7FF0_0000_0000_0000, abs == 0x7FF0_0000_0000_0000)
+}
+
+/// [`scaled_product`] for an f64 `x` (bits): the exact product of the two magnitudes is
+/// up to 77 bits, handed to `finite` as a `u128`.
+fn scaled_product_f64(format: NarrowFormat, x: u64, s: u32, finite: impl FnOnce(u128, i32) -> u8) -> u8 {
+    let sign = ((x >> 63) as u8) << 7;
+    let (nan, infinite) = f64_nan_inf(x);
+    if nan {
+        return sign | FP8_NAN_ABS;
+    }
+    let magnitude = if infinite {
+        max_encoding(format)
+    } else {
+        let ((mx, ex), (ms, es)) = (f64_magnitude_parts(x), f32_magnitude_parts(s));
+        finite(u128::from(mx) * u128::from(ms), ex + es)
+    };
+    sign | magnitude
+}
+
+/// [`quantize_once`] for an f64 `x` (bits): `sat_rne(x · s)`, the exact product rounded
+/// once.
+pub fn quantize_once_f64(format: NarrowFormat, x: u64, s: u32) -> u8 {
+    scaled_product_f64(format, x, s, |significand, exponent| {
+        saturated(format, round_wide(format, significand, exponent))
+    })
+}
+
+/// [`quantize_two_step`] for an f64 `x` (bits): the exact product rounded to f32
+/// (infinity past its range), then to `format`, saturating.
+pub fn quantize_two_step_f64(format: NarrowFormat, x: u64, s: u32) -> u8 {
+    scaled_product_f64(format, x, s, |significand, exponent| match round_wide(BINARY32, significand, exponent) {
+        Rounded::Overflow => max_encoding(format),
+        Rounded::Finite(f32_magnitude) => {
+            saturated(format, round_f32_to(format, u32::try_from(f32_magnitude).expect("an f32 encoding")))
+        }
+    })
+}
+
+/// The scale `fl32(max / amax)` for `format` and a finite non-negative f64 `amax` (bits),
+/// on integers: 1 for `amax = 0`, `f32::MAX` where the quotient overflows f32, and the
+/// quotient's rounding otherwise, subnormal or 0 included (a huge `amax`). The quotient
+/// of the significands is taken to at least 26 bits with a sticky bit, as [`divide`].
+pub fn scale_for_f64(format: NarrowFormat, amax: u64) -> u32 {
+    if amax & 0x7FFF_FFFF_FFFF_FFFF == 0 {
+        return 1.0f32.to_bits();
+    }
+    let ((mn, en), (md, ed)) = (format.max_finite, f64_magnitude_parts(amax));
+    let k = 26 + (64 - md.leading_zeros() as i32) - (64 - mn.leading_zeros() as i32) + 1;
+    let scaled = u128::from(mn) << k;
+    let (quotient, remainder) = (scaled / u128::from(md), scaled % u128::from(md));
+    let significand = quotient << 1 | u128::from(remainder != 0);
+    match round_wide(BINARY32, significand, en - ed - k - 1) {
+        Rounded::Finite(bits) => u32::try_from(bits).expect("an f32 encoding"),
+        Rounded::Overflow => f32::MAX.to_bits(),
+    }
 }
 
 #[cfg(test)]
@@ -154,6 +217,34 @@ mod tests {
         assert_eq!(quantize_two_step(FP8_E5M2, bits(f32::NEG_INFINITY), bits(1.0)), 0xFB);
         assert_eq!(quantize_once(FP8_E5M2, 0xFFC0_0000, bits(1.0)), 0xFF);
         assert_eq!(quantize_once(FP8_E4M3, 0x8000_0000, bits(2.0)), 0x80);
+    }
+
+    // The f64 forms, on values worked by hand.
+    #[test]
+    fn hand_worked_f64_values() {
+        let one = 1.0f32.to_bits();
+        // 1.0625 + 2^-50 at s = 1: just above the E4M3 tie between 1 and 1.125, so once
+        // gives 1.125 (0x39); fl32 of it is the tie itself, which goes to even, 1 (0x38).
+        let x = (1.0625f64 + 2f64.powi(-50)).to_bits();
+        assert_eq!(quantize_once_f64(FP8_E4M3, x, one), 0x39);
+        assert_eq!(quantize_two_step_f64(FP8_E4M3, x, one), 0x38);
+        // The tie itself goes to even both ways; with the sign set, the same with the sign.
+        assert_eq!(quantize_once_f64(FP8_E4M3, 1.0625f64.to_bits(), one), 0x38);
+        assert_eq!(quantize_once_f64(FP8_E4M3, (-1.0625f64).to_bits(), one), 0xB8);
+        // A 77-bit product: x = 1 + 2^-52, s = 1.0625 - 2^-23 (0x3F87FFFF): the product
+        // is 1.0625 - 2^-23 + 2^-52 · 1.0625 - 2^-75, below the tie 1.0625: 1 (0x38).
+        assert_eq!(quantize_once_f64(FP8_E4M3, (1.0f64 + f64::EPSILON).to_bits(), 0x3F87_FFFF), 0x38);
+        // Specials: NaN with its sign, ±inf saturated, -0.
+        assert_eq!(quantize_once_f64(FP8_E5M2, 0xFFF8_0000_0000_0000, one), 0xFF);
+        assert_eq!(quantize_two_step_f64(FP8_E4M3, f64::INFINITY.to_bits(), one), 0x7E);
+        assert_eq!(quantize_once_f64(FP8_E4M3, (-0.0f64).to_bits(), one), 0x80);
+        // Scales: 448 / 3, as for an f32 amax; a huge amax gives 0 or a subnormal; a tiny
+        // one f32::MAX.
+        assert_eq!(scale_for_f64(FP8_E4M3, 3.0f64.to_bits()), 0x4315_5555);
+        assert_eq!(scale_for_f64(FP8_E4M3, 0), 1.0f32.to_bits());
+        assert_eq!(scale_for_f64(FP8_E4M3, (448.0 * 2f64.powi(149)).to_bits()), 1);
+        assert_eq!(scale_for_f64(FP8_E4M3, 2f64.powi(200).to_bits()), 0);
+        assert_eq!(scale_for_f64(FP8_E5M2, 1), f32::MAX.to_bits());
     }
 
     // Where the two roundings differ near 1.0625, fl32(x · s) sits on the E4M3 tie
