@@ -471,9 +471,9 @@ fn sign_and_nan_f32(x: u64) -> u32 {
 /// product rounded to odd in f64 ([`product_to_odd_f64`]), then to odd in f32 (round to
 /// odd twice is round to odd once at the coarser precision: an odd f64 is not an f32,
 /// so it lies strictly inside the same interval between two f32 as the exact product),
-/// then the by-addition FP8 rounding ([`saturating_code`]; its argument covers the
-/// f32 round-to-odd value). An infinite `x` gives an infinite product, which saturates;
-/// a NaN `x` NaN. The same result as [`quantize_once_f64`] on every input
+/// then the by-addition FP8 rounding of [`quantize_once_to_odd`] (whose argument covers
+/// the f32 round-to-odd value). An infinite `x` gives an infinite product, which
+/// saturates; a NaN `x` NaN. The same result as [`quantize_once_f64`] on every input
 /// (`tests/tests/fp8_scale_f64.rs`). CPU only, as [`quantize_once_to_odd`].
 #[inline(always)]
 pub fn quantize_once_f64_to_odd(x: u64, s: f32, format: Fp8Format) -> u8 {
