@@ -45,7 +45,10 @@ type Modules = Vec<(Flags, KernelModule)>;
 /// printing why the test is skipped.
 fn gpu_and_modules() -> Option<(gpu::Gpu, cxx_gpu::FormsPtx, Modules)> {
     let gpu = gpu::open_or_skip()?;
-    let ptx = require_or_skip("REQUIRE_GPU", cxx_gpu::for_device(gpu.info().sm()))?;
+    // SAFETY: `BITEXACT_CXX_PTX_DIR`, where set, names the bundle's `cxx-ptx/`, which
+    // `bitexact sass --cxx --emit-ptx` wrote; otherwise NVRTC compiles the baseline.
+    let found = unsafe { cxx_gpu::for_device(gpu.info().sm()) };
+    let ptx = require_or_skip("REQUIRE_GPU", found)?;
     let modules = Flags::ALL
         .into_iter()
         .map(|flags| (flags, ptx.load(&gpu, flags).unwrap_or_else(|e| panic!("{} PTX: {e}", flags.label()))))

@@ -238,7 +238,11 @@ impl FromMixed for u64 {
 /// (a [`shared::KernelKind`] variant name), named `$variant` followed by the kind's
 /// suffix, with the kind's signature, forwarding its arguments to the kind's function
 /// for the variant's marker type. The kind's trait bound on that function
-/// (`kind::Stream`, ...) holds only if the table gives the variant that kind.
+/// (`kind::Stream`, ...) holds only if the table gives the variant that kind. The
+/// parameter lists below are checked at compile time against the kinds' declarations
+/// (`shared::kind::KindKernel`, the one place each kind's signature is defined, which the
+/// host's launches use): a list that differs from its kind's, in any type, or a name that
+/// differs from the declaration's, does not compile.
 macro_rules! entry {
     ($variant:ident, Map) => {
         entry!(@ $variant, Map, map, (input: *const In<V>, output: *mut Bits<V>, n: u64));
@@ -271,6 +275,13 @@ macro_rules! entry {
     (@ $variant:ident, $kind:ident, $body:ident, ($($arg:ident: $ty:ty),*)) => {
         const _: () = {
             type V = shared::variants::$variant;
+            // The entry point's parameters and name, checked at compile time against the
+            // kind's declaration that the host launches it by (`shared::kind::KindKernel`).
+            shared::__check_kind_entry!(
+                shared::kind::KindKernel<V, shared::kind::tag::$kind>,
+                concat!(stringify!($variant), shared::kernel_suffix!($kind)),
+                ($($ty),*)
+            );
             /// # Safety
             /// As documented on the function this entry point forwards to.
             #[unsafe(export_name = concat!(stringify!($variant), shared::kernel_suffix!($kind)))]

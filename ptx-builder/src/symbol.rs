@@ -4,9 +4,12 @@
 //! `_ZN…E` in the legacy one), and LLVM's NVPTX back end replaces each `.`, which a PTX
 //! name may not hold, with `_$_`: [`demangled`] undoes both.
 
-/// Whether `name` is a mangled Rust symbol (v0 `_R…` or legacy `_ZN…`).
+/// Whether `name` is a mangled Rust symbol (v0 `_R…` or legacy `_ZN…`, with LLVM's
+/// `_$_` for `.`) that demangles: a name of one's own that merely starts with `_R`
+/// (`_Reduce`) is not one.
 pub fn is_mangled(name: &str) -> bool {
-    name.starts_with("_R") || name.starts_with("_ZN")
+    (name.starts_with("_R") || name.starts_with("_ZN"))
+        && rustc_demangle::try_demangle(&name.replace("_$_", ".")).is_ok()
 }
 
 /// The Rust path of a mangled symbol (`core::panicking::panic`, without its hash or
@@ -80,6 +83,11 @@ pub(crate) mod tests {
         assert_eq!(demangled(&legacy(&["a", "b$LT$u32$GT$"])), "a::b<u32>");
         assert_eq!(demangled("f16_to_f32_checked_stream_count"), "f16_to_f32_checked_stream_count");
         assert!(!is_mangled("f16_to_f32_checked_stream_count"));
+        assert!(is_mangled(&legacy(&["core", "fmt", "write"])));
+        // Unmangled names of one's own that start like a mangled one.
+        for name in ["_Reduce", "_R", "_ZNope", "_RNvreduce"] {
+            assert!(!is_mangled(name), "{name}");
+        }
     }
 
     #[test]

@@ -452,6 +452,157 @@ kind_declarations! {
     StreamCount: (*const P::In, *mut crate::Bits<P>, u64, *mut u64);
 }
 
+/// Whether `a` and `b` are the same string, in a `const` (for [`kind_kernel!`]'s
+/// compile-time name check).
+#[doc(hidden)]
+pub const fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The compile-time check of a kind's entry point against its declaration: `$decl`'s
+/// parameter tuple is exactly `($($ty,)*)` and its name is `$name`. Used by
+/// [`kind_kernel!`] and by `kernels-gpu`, whose entry points are named with `concat!`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __check_kind_entry {
+    ($decl:ty, $name:expr, ($($ty:ty),*)) => {
+        const _: () = {
+            // Compiles only if the entry's parameter types are the declaration's tuple.
+            let _same_types: fn(($($ty,)*)) -> <$decl as $crate::launch::DeclaredKernel>::Params = |params| params;
+            assert!(
+                $crate::kind::same_str(<$decl as $crate::launch::DeclaredKernel>::NAME, $name),
+                "the entry point's name is not the one its kind's declaration gives (variant name, then the kind's suffix)"
+            );
+        };
+    };
+}
+
+/// Writes the entry point of primitive `P`'s kernel of kind `Kind` (a kernel crate of
+/// one's own, after its `unsafe impl shared::kind::Kind for P`), checked at compile time
+/// against the kind's declaration, [`KindKernel`]`<P, tag::Kind>`, which the host
+/// launches it by: the parameters must be exactly the kind's (with `In = P::In`, `Bits =
+/// Bits<P>`), and the function's name must be `P::NAME` followed by the kind's suffix.
+/// Either mismatch is a compile error, not a launch that fails, or worse.
+///
+/// As with [`kernel!`](crate::kernel), the function is `extern "ptx-kernel"` with
+/// `#[unsafe(no_mangle)]` on nvptx64 and an ordinary `unsafe fn` elsewhere.
+///
+/// ```
+/// use shared::{Claim, Family, Primitive};
+/// pub struct Widen;
+/// impl Primitive for Widen {
+///     type In = u16;
+///     type Out = f32;
+///     const NAME: &'static str = "widen_f16";
+///     const FAMILY: Family = Family::NarrowToF32 { format: shared::Format::Binary16 };
+///     const CLAIM: Claim = Claim::Exact;
+///     const DESCRIPTION: &'static str = "binary16 -> f32";
+///     const KINDS: &'static [shared::KernelKind] = &[shared::KernelKind::Map];
+///     fn apply(x: u16) -> f32 {
+///         f32::from_bits(shared::binary16::to_f32_bits(x))
+///     }
+/// }
+/// // SAFETY: this crate's only `widen_f16` is the entry below, which takes the Map
+/// // signature and touches only elements below `n`.
+/// unsafe impl shared::kind::Map for Widen {}
+///
+/// shared::kind_kernel! {
+///     Widen: Map;
+///     /// `output[i]` = `input[i]` widened, for `i < n`.
+///     ///
+///     /// # Safety
+///     /// `input` and `output` hold `n` elements.
+///     pub unsafe fn widen_f16(input: *const u16, output: *mut u32, n: u64) {
+///         for i in 0..n as usize {
+///             // SAFETY: the function's contract.
+///             unsafe { output.add(i).write(Widen::apply(input.add(i).read()).to_bits()) };
+///         }
+///     }
+/// }
+/// ```
+///
+/// A parameter list other than the kind's does not compile:
+///
+/// ```compile_fail,E0308
+/// # use shared::{Claim, Family, Primitive};
+/// # pub struct Widen;
+/// # impl Primitive for Widen {
+/// #     type In = u16;
+/// #     type Out = f32;
+/// #     const NAME: &'static str = "widen_f16";
+/// #     const FAMILY: Family = Family::NarrowToF32 { format: shared::Format::Binary16 };
+/// #     const CLAIM: Claim = Claim::Exact;
+/// #     const DESCRIPTION: &'static str = "binary16 -> f32";
+/// #     const KINDS: &'static [shared::KernelKind] = &[shared::KernelKind::Map];
+/// #     fn apply(x: u16) -> f32 { f32::from_bits(shared::binary16::to_f32_bits(x)) }
+/// # }
+/// # // SAFETY: a doctest that does not compile.
+/// # unsafe impl shared::kind::Map for Widen {}
+/// shared::kind_kernel! {
+///     Widen: Map;
+///     /// The output as `f32` where the kind stores its bits, `u32`: refused.
+///     pub unsafe fn widen_f16(input: *const u16, output: *mut f32, n: u64) {}
+/// }
+/// ```
+///
+/// Nor does a name other than the declaration's:
+///
+/// ```compile_fail,E0080
+/// # use shared::{Claim, Family, Primitive};
+/// # pub struct Widen;
+/// # impl Primitive for Widen {
+/// #     type In = u16;
+/// #     type Out = f32;
+/// #     const NAME: &'static str = "widen_f16";
+/// #     const FAMILY: Family = Family::NarrowToF32 { format: shared::Format::Binary16 };
+/// #     const CLAIM: Claim = Claim::Exact;
+/// #     const DESCRIPTION: &'static str = "binary16 -> f32";
+/// #     const KINDS: &'static [shared::KernelKind] = &[shared::KernelKind::Map, shared::KernelKind::Stream];
+/// #     fn apply(x: u16) -> f32 { f32::from_bits(shared::binary16::to_f32_bits(x)) }
+/// # }
+/// # // SAFETY: a doctest that does not compile.
+/// # unsafe impl shared::kind::Stream for Widen {}
+/// shared::kind_kernel! {
+///     Widen: Stream;
+///     /// The Stream kernel must be `widen_f16_stream`.
+///     pub unsafe fn widen_f16(input: *const u16, output: *mut u32, n: u64) {}
+/// }
+/// ```
+#[macro_export]
+macro_rules! kind_kernel {
+    (
+        $primitive:ty: $kind:ident;
+        $(#[$fn_attr:meta])*
+        $fn_vis:vis unsafe fn $name:ident($($param:ident: $ty:ty),* $(,)?) $body:block
+    ) => {
+        $crate::__check_kind_entry!(
+            $crate::kind::KindKernel<$primitive, $crate::kind::tag::$kind>,
+            stringify!($name),
+            ($($ty),*)
+        );
+
+        $(#[$fn_attr])*
+        #[cfg(target_arch = "nvptx64")]
+        #[unsafe(no_mangle)]
+        $fn_vis unsafe extern "ptx-kernel" fn $name($($param: $ty),*) $body
+
+        $(#[$fn_attr])*
+        #[cfg(not(target_arch = "nvptx64"))]
+        $fn_vis unsafe fn $name($($param: $ty),*) $body
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,7 @@ use crate::gpu::{Gpu, GpuError, KernelModule};
 use crate::verify::cpu::Mismatch;
 use crate::verify::reference::{self, OutputKind};
 use rayon::prelude::*;
+use shared::launch::{Param, ParamList};
 use shared::{Class, Family, Format};
 use std::path::{Path, PathBuf};
 
@@ -44,7 +45,7 @@ pub struct FormsPtx {
     /// Where it came from, for reports: `NVRTC 12.9` or the folder.
     pub origin: String,
     /// The PTX under each of [`Flags::ALL`], in that order. Private: a `FormsPtx` is
-    /// made only by [`compile`] (NVRTC, from [`baseline::SOURCE`]) or [`read`] (files
+    /// made only by [`compile`] (NVRTC, from [`baseline::SOURCE`]) or [`read`] (`unsafe`: files
     /// [`write`] wrote, their kernels' shapes checked), because [`FormsPtx::load`] hands
     /// it to the loader that may use the `cxx_` names the markers vouch for.
     by_flags: Vec<(Flags, String)>,
@@ -136,8 +137,25 @@ pub fn write(ptx: &FormsPtx, dir: &Path) -> Result<Vec<PathBuf>, CxxPtxError> {
 }
 
 /// Reads from `dir` the PTX of the newest architecture an `sm_<sm>` device runs (the
-/// highest `sm_XX` with `XX <= sm` that has a default-flags file), under every flag set.
-pub fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
+/// highest `sm_XX` with `XX <= sm` that has a default-flags file), under every flag set,
+/// each file's kernels' names and parameter widths checked ([`misshapen_entries`]).
+///
+/// # Safety
+///
+/// The files are what [`write()`] wrote from [`compile`]'s output: [`FormsPtx::load`] is
+/// safe and the markers of [`baseline::cxx`] launch its `cxx_` kernels with buffers of
+/// their types and lengths, which their `unsafe impl`s vouch for only for
+/// [`baseline::SOURCE`]'s kernels. The check reads names and widths, not what a kernel
+/// touches: a file with the same entry points and other bodies lets safe code read or
+/// write device memory out of bounds.
+///
+/// So reading a folder is `unsafe`:
+///
+/// ```compile_fail,E0133
+/// let ptx = bitexact::cuda_tools::cxx_gpu::read(std::path::Path::new("cxx-ptx"), 90);
+/// ```
+#[allow(unsafe_code)] // the contract above; no raw memory is touched here
+pub unsafe fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
     fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CxxPtxError + '_ {
         move |error| CxxPtxError::Io { path: path.to_path_buf(), error }
     }
@@ -171,9 +189,16 @@ pub fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
 
 /// The baseline's PTX for an `sm_<sm>` device: [`read`] from the folder [`PTX_DIR_VAR`]
 /// names if it is set, else [`compile`]d by NVRTC for `sm_<sm>`.
-pub fn for_device(sm: i32) -> Result<FormsPtx, CxxPtxError> {
+///
+/// # Safety
+///
+/// As for [`read`], where [`PTX_DIR_VAR`] is set: the folder it names holds what
+/// [`write()`] wrote (`scripts/build-gpu-bundle.sh` puts such a folder in the bundle).
+#[allow(unsafe_code)] // forwards `read`'s contract
+pub unsafe fn for_device(sm: i32) -> Result<FormsPtx, CxxPtxError> {
     match std::env::var_os(PTX_DIR_VAR) {
-        Some(dir) => read(Path::new(&dir), sm),
+        // SAFETY: forwarded from the caller.
+        Some(dir) => unsafe { read(Path::new(&dir), sm) },
         None => compile(&Nvrtc::find().map_err(CxxPtxError::Nvrtc)?, &format!("sm_{sm}")),
     }
 }
@@ -200,23 +225,36 @@ pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<String>> {
 /// `_latency` and `_throughput` kernels with the timing signature's 64-bit seed, 32-bit
 /// iteration count and 64-bit pointer.
 pub fn misshapen_entries(ptx: &str, forms: &[Form]) -> Vec<String> {
-    const MAP: [&str; 3] = [".u64", ".u64", ".u64"];
-    const TIMING: [&str; 3] = [".u64", ".u32", ".u64"];
+    // The kinds' declarations (`shared::kind`), as NVVM writes them (no `.ptr` marks).
+    let map = nvvm_params(<shared::kind::Elementwise<u8, u8> as ParamList>::PARAMS);
+    let timing = nvvm_params(<shared::kind::Timing as ParamList>::PARAMS);
     forms
         .iter()
         .flat_map(|form| {
             let kernel = form.kernel();
             [
-                (form.skeleton(), MAP),
-                (format!("{kernel}_latency"), TIMING),
-                (format!("{kernel}_throughput"), TIMING),
-                (kernel, MAP),
+                (form.skeleton(), map.clone()),
+                (format!("{kernel}_latency"), timing.clone()),
+                (format!("{kernel}_throughput"), timing.clone()),
+                (kernel, map.clone()),
             ]
         })
         .filter_map(|(name, shape)| match entry_params(ptx, &name) {
             None => Some(format!("{name}: no such entry")),
             Some(params) if params != shape => Some(format!("{name}: parameters {params:?}, not {shape:?}")),
             Some(_) => None,
+        })
+        .collect()
+}
+
+/// The `.param` types NVVM (NVRTC, nvcc) declares for `params`: a pointer is a plain
+/// `.u64`, an integer `.u8` … `.u64` of its width, a float `.f32` or `.f64`.
+fn nvvm_params(params: &[Param]) -> Vec<String> {
+    params
+        .iter()
+        .map(|param| match param {
+            Param::Float { bytes } => format!(".f{}", bytes * 8),
+            other => format!(".u{}", other.bytes() * 8),
         })
         .collect()
 }

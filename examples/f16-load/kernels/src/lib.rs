@@ -8,7 +8,8 @@
 //! * [`F16ToF32Checked`], the primitive: `shared`'s exact widening and `shared`'s
 //!   finiteness test, with the `unsafe impl` that describes its kernel to the host;
 //! * [`to_f32_checked`], the CPU twin, from the same two functions;
-//! * the kernel `f16_to_f32_checked_stream_count` (nvptx64 only), from the same two
+//! * the kernel `f16_to_f32_checked_stream_count` (`extern "ptx-kernel"` on nvptx64; checked
+//!   against its kind's declaration by `shared::kind_kernel!`), from the same two
 //!   functions through `device_support::stream_count`.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
@@ -70,22 +71,21 @@ pub fn to_f32_checked(input: &[u16], output: &mut [f32]) -> (u64, Option<u64>) {
     (count, first)
 }
 
-/// `output[i]` = `input[i]` widened, bits of f32, for `i < n`, and the non-finite inputs
-/// counted into `result[0]`, the first one's index lowered into `result[1]`; coalesced
-/// (each lane loads four halves and stores four f32s per grid-stride step).
-///
-/// # Safety
-/// `input` and `output` are device pointers to `n` elements each, `result` to 2 `u64`s
-/// (0 and `u64::MAX` before the launch).
-#[cfg(target_arch = "nvptx64")]
-#[unsafe(no_mangle)]
-pub unsafe extern "ptx-kernel" fn f16_to_f32_checked_stream_count(
-    input: *const u16,
-    output: *mut u32,
-    n: u64,
-    result: *mut u64,
-) {
-    let lane = device_support::this_lane();
-    // SAFETY: forwarded from this kernel's contract.
-    unsafe { device_support::stream_count::<F16ToF32Checked>(lane, input, output, n, result) }
+shared::kind_kernel! {
+    F16ToF32Checked: StreamCount;
+    /// `output[i]` = `input[i]` widened, bits of f32, for `i < n`, and the non-finite inputs
+    /// counted into `result[0]`, the first one's index lowered into `result[1]`; coalesced
+    /// (each lane loads four halves and stores four f32s per grid-stride step).
+    ///
+    /// `kind_kernel!` checks at compile time that the name and the parameters are those of
+    /// the `StreamCount` declaration the host launches it by.
+    ///
+    /// # Safety
+    /// `input` and `output` are device pointers to `n` elements each, `result` to 2 `u64`s
+    /// (0 and `u64::MAX` before the launch).
+    pub unsafe fn f16_to_f32_checked_stream_count(input: *const u16, output: *mut u32, n: u64, result: *mut u64) {
+        let lane = device_support::block::lane_x();
+        // SAFETY: forwarded from this kernel's contract.
+        unsafe { device_support::stream_count::<F16ToF32Checked>(lane, input, output, n, result) }
+    }
 }
