@@ -232,24 +232,21 @@ fn emitted_ptx_is_read_back_for_the_device() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), 2 * Flags::ALL.len());
     for (sm, arch) in [(90, "sm_90"), (100, "sm_90"), (86, "sm_80")] {
-        // SAFETY: the folder holds what `--emit-ptx` just wrote.
-        let read = unsafe { cxx_gpu::read(dir.path(), sm) }.unwrap_or_else(|e| panic!("sm_{sm}: {e}"));
+        let read = cxx_gpu::read(dir.path(), sm).unwrap_or_else(|e| panic!("sm_{sm}: {e}"));
         assert_eq!(read.arch, arch, "sm_{sm}");
         for (flags, text) in read.by_flags() {
             assert!(text.contains(&format!(".target {}", arch)), "{arch} {}", flags.label());
             assert!(cxx_gpu::misshapen_entries(text, FORMS).is_empty(), "{arch} {}", flags.label());
         }
     }
-    // SAFETY: as above.
-    let error = unsafe { cxx_gpu::read(dir.path(), 75) }.expect_err("no PTX for sm_75").to_string();
+    let error = cxx_gpu::read(dir.path(), 75).expect_err("no PTX for sm_75").to_string();
     assert!(error.contains("no C++ baseline PTX for sm_75") && error.contains("sm_80, sm_90"), "{error}");
     // A file that is not what --emit-ptx wrote (a kernel renamed) is refused: the markers
     // vouch only for the baseline's own kernels.
     let file = dir.path().join(cxx_gpu::ptx_file_name("sm_90", Flags::Default));
     let text = std::fs::read_to_string(&file).expect("written above");
     std::fs::write(&file, text.replace(".entry cxx_unorm8_div(", ".entry cxx_unorm8_div_renamed(")).expect("rewrite");
-    // SAFETY: nothing is loaded from a folder `read` refuses.
-    let error = unsafe { cxx_gpu::read(dir.path(), 90) }.expect_err("a renamed kernel").to_string();
+    let error = cxx_gpu::read(dir.path(), 90).expect_err("a renamed kernel").to_string();
     assert!(error.contains("not the C++ baseline's PTX") && error.contains("cxx_unorm8_div"), "{error}");
     // Without --cxx the option is refused.
     let refused = common::bitexact_command().args(["sass", "--emit-ptx"]).arg(dir.path()).output().expect("runs");

@@ -45,13 +45,15 @@ type Modules = Vec<(Flags, KernelModule)>;
 /// printing why the test is skipped.
 fn gpu_and_modules() -> Option<(gpu::Gpu, cxx_gpu::FormsPtx, Modules)> {
     let gpu = gpu::open_or_skip()?;
-    // SAFETY: `BITEXACT_CXX_PTX_DIR`, where set, names the bundle's `cxx-ptx/`, which
-    // `bitexact sass --cxx --emit-ptx` wrote; otherwise NVRTC compiles the baseline.
-    let found = unsafe { cxx_gpu::for_device(gpu.info().sm()) };
-    let ptx = require_or_skip("REQUIRE_GPU", found)?;
+    let ptx = require_or_skip("REQUIRE_GPU", cxx_gpu::for_device(gpu.info().sm()))?;
     let modules = Flags::ALL
         .into_iter()
-        .map(|flags| (flags, ptx.load(&gpu, flags).unwrap_or_else(|e| panic!("{} PTX: {e}", flags.label()))))
+        .map(|flags| {
+            // SAFETY: `BITEXACT_CXX_PTX_DIR`, where set, names the bundle's `cxx-ptx/`,
+            // which `bitexact sass --cxx --emit-ptx` wrote; otherwise NVRTC compiled it here.
+            let module = unsafe { ptx.load(&gpu, flags) };
+            (flags, module.unwrap_or_else(|e| panic!("{} PTX: {e}", flags.label())))
+        })
         .collect();
     Some((gpu, ptx, modules))
 }

@@ -496,7 +496,9 @@ macro_rules! __check_kind_entry {
 /// Either mismatch is a compile error, not a launch that fails, or worse.
 ///
 /// As with [`kernel!`](crate::kernel), the function is `extern "ptx-kernel"` with
-/// `#[unsafe(no_mangle)]` on nvptx64 and an ordinary `unsafe fn` elsewhere.
+/// `#[unsafe(no_mangle)]` on nvptx64 and an ordinary `unsafe fn` elsewhere. It takes doc
+/// comments and no other attribute, so an `#[unsafe(export_name = …)]` cannot give the
+/// checked function another symbol.
 ///
 /// ```
 /// use shared::{Claim, Family, Primitive};
@@ -583,7 +585,7 @@ macro_rules! __check_kind_entry {
 macro_rules! kind_kernel {
     (
         $primitive:ty: $kind:ident;
-        $(#[$fn_attr:meta])*
+        $(#[doc = $doc:expr])*
         $fn_vis:vis unsafe fn $name:ident($($param:ident: $ty:ty),* $(,)?) $body:block
     ) => {
         $crate::__check_kind_entry!(
@@ -592,12 +594,12 @@ macro_rules! kind_kernel {
             ($($ty),*)
         );
 
-        $(#[$fn_attr])*
+        $(#[doc = $doc])*
         #[cfg(target_arch = "nvptx64")]
         #[unsafe(no_mangle)]
         $fn_vis unsafe extern "ptx-kernel" fn $name($($param: $ty),*) $body
 
-        $(#[$fn_attr])*
+        $(#[doc = $doc])*
         #[cfg(not(target_arch = "nvptx64"))]
         $fn_vis unsafe fn $name($($param: $ty),*) $body
     };

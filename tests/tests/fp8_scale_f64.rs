@@ -124,34 +124,29 @@ const SPECIALS: [u64; 10] = [
     0x0010_0000_0000_0000,
 ];
 
-#[test]
-fn quantize_f64_equals_the_rational_reference_around_the_grid_at_many_scales() {
+/// `check(format, s, i)` for both formats and each of their [`scales`] (`i` its index,
+/// for seeds), in parallel; panics with the first failure's message.
+fn at_every_scale(check: impl Fn(Fp8Format, f32, u64) -> Result<(), String> + Sync) {
     for format in Fp8Format::ALL {
         let scales = scales(format);
-        let failure = check_all(0..scales.len() as u64, |i| {
-            let s = scales[i as usize];
-            around_the_grid(format, s).into_iter().try_for_each(|x| check(format, s, x))
-        });
-        if let Err(message) = failure {
+        if let Err(message) = check_all(0..scales.len() as u64, |i| check(format, scales[i as usize], i)) {
             panic!("{message}");
         }
     }
 }
 
 #[test]
+fn quantize_f64_equals_the_rational_reference_around_the_grid_at_many_scales() {
+    at_every_scale(|format, s, _| around_the_grid(format, s).into_iter().try_for_each(|x| check(format, s, x)));
+}
+
+#[test]
 fn quantize_f64_equals_the_rational_reference_on_a_sample_of_every_binade() {
-    for format in Fp8Format::ALL {
-        let scales = scales(format);
-        let failure = check_all(0..scales.len() as u64, |i| {
-            let s = scales[i as usize];
-            let mut xs = random_f64(4000, -1074, 1024, 100 + i);
-            xs.extend(SPECIALS);
-            xs.into_iter().try_for_each(|x| check(format, s, x))
-        });
-        if let Err(message) = failure {
-            panic!("{message}");
-        }
-    }
+    at_every_scale(|format, s, i| {
+        let mut xs = random_f64(4000, -1074, 1024, 100 + i);
+        xs.extend(SPECIALS);
+        xs.into_iter().try_for_each(|x| check(format, s, x))
+    });
 }
 
 /// The f64 scale of `amax` (bits, positive finite) against the reference, and its
@@ -306,20 +301,13 @@ fn check_fast_forms(levels: &[bitexact::cpu::Level], format: Fp8Format, s: f32, 
 #[test]
 fn the_fast_forms_and_every_cpu_level_equal_quantize_f64_around_the_grid_and_on_a_sample() {
     let levels = support::levels();
-    for format in Fp8Format::ALL {
-        let scales = scales(format);
-        let failure = check_all(0..scales.len() as u64, |i| {
-            let s = scales[i as usize];
-            let mut sample = random_f64(3001, -1074, 1024, 200 + i);
-            sample.extend(SPECIALS);
-            let mut near = around_the_grid(format, s);
-            near.pop();
-            check_fast_forms(&levels, format, s, &sample).and_then(|()| check_fast_forms(&levels, format, s, &near))
-        });
-        if let Err(message) = failure {
-            panic!("{message}");
-        }
-    }
+    at_every_scale(|format, s, i| {
+        let mut sample = random_f64(3001, -1074, 1024, 200 + i);
+        sample.extend(SPECIALS);
+        let mut near = around_the_grid(format, s);
+        near.pop();
+        check_fast_forms(&levels, format, s, &sample).and_then(|()| check_fast_forms(&levels, format, s, &near))
+    });
 }
 
 /// The finite amax (magnitude bits) and the first non-finite index of `xs`, by a plain

@@ -57,18 +57,19 @@ pub struct CxxRows {
 /// Times every selected form's kernel and its Rust variant's over `config.bytes` of
 /// input (`scramble`d bits of the input width; one input per width, shared). A
 /// missing C++ PTX is no error: the rows are left out and `ptx` says why.
-pub(crate) fn bench_map(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<CxxRows, GpuError> {
-    // SAFETY: `BITEXACT_CXX_PTX_DIR`, where set, names the bundle's `cxx-ptx/`, which
-    // `bitexact sass --cxx --emit-ptx` wrote (`scripts/build-gpu-bundle.sh`): the variable
-    // is the bundle's, as `LD_LIBRARY_PATH` is the loader's.
-    #[allow(unsafe_code)]
-    let ptx = match unsafe { cxx_gpu::for_device(gpu.info().sm()) } {
+/// # Safety
+/// As for [`super::run`].
+#[allow(unsafe_code)] // forwards `FormsPtx::load`'s contract
+pub(crate) unsafe fn bench_map(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<CxxRows, GpuError> {
+    let ptx = match cxx_gpu::for_device(gpu.info().sm()) {
         Ok(ptx) => ptx,
         Err(why) => {
             return Ok(CxxRows { ptx: format!("skipped: {why}"), rows: Vec::new(), per_element: Vec::new() });
         }
     };
-    let module = ptx.load(gpu, Flags::Default)?;
+    // SAFETY: the PTX is what `for_device` found, which `run`'s caller vouches for.
+    #[allow(unsafe_code)]
+    let module = unsafe { ptx.load(gpu, Flags::Default)? };
     let mut inputs: HashMap<u32, DeviceElements> = HashMap::new();
     let mut rows = Vec::new();
     for form in FORMS {

@@ -104,12 +104,20 @@ fn selected(config: &BenchConfig) -> impl Iterator<Item = &'static Variant> + '_
 }
 
 /// Runs every benchmark; `progress` is told what starts next.
-pub fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<BenchReport, GpuError> {
+///
+/// # Safety
+///
+/// The C++ baseline's rows load its PTX ([`crate::cuda_tools::cxx_gpu::for_device`]: the
+/// folder `BITEXACT_CXX_PTX_DIR` names, or NVRTC's compilation with the CUDA tools
+/// found): that PTX must meet [`crate::cuda_tools::cxx_gpu::FormsPtx::load`]'s contract.
+#[allow(unsafe_code)] // forwards `FormsPtx::load`'s contract
+pub unsafe fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<BenchReport, GpuError> {
     let mut copies = HashMap::new();
     let mut bandwidth = bandwidth::bench_count(gpu, config, &mut copies, progress)?;
     bandwidth.extend(bandwidth::bench_stream(gpu, config, &mut copies, progress)?);
     let per_element = chains::bench_per_element(gpu, config, progress)?;
-    let cxx = cxx::bench_map(gpu, config, progress)?;
+    // SAFETY: forwarded from the caller.
+    let cxx = unsafe { cxx::bench_map(gpu, config, progress)? };
     Ok(BenchReport { device: gpu.info().clone(), bytes: config.bytes, reps: config.reps, bandwidth, per_element, cxx })
 }
 

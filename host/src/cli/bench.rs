@@ -56,7 +56,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
             let _ = writeln!(std::io::stderr(), "bench: {what}");
         }
     };
-    let report = bench::run(&gpu, &config, &progress)?;
+    // SAFETY: the C++ baseline's PTX is the bundle's `cxx-ptx/` (`bitexact sass --cxx
+    // --emit-ptx` wrote it; `scripts/gpu-check.sh` names it in `BITEXACT_CXX_PTX_DIR`) or
+    // NVRTC's compilation with the CUDA tools the user installed: the command line trusts
+    // its environment's tools, as it trusts the CUDA driver it loads.
+    #[allow(unsafe_code)]
+    let report = unsafe { bench::run(&gpu, &config, &progress)? };
     if let Some(path) = &args.json_out {
         // Whole or not at all: an interrupted run leaves the previous report in place.
         bitexact::files::write::write_whole(path, output::json(&report).as_bytes())?;

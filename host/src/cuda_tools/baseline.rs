@@ -164,9 +164,10 @@ macro_rules! forms {
 
                 // SAFETY: a `cxx_<name>` kernel can be loaded only through
                 // `FormsPtx::load`: our embedded modules have none, and `load_user_module`
-                // refuses the `cxx_` prefix (`gpu::RESERVED_PREFIX`). A `FormsPtx` is
-                // NVRTC's compilation of `SOURCE`, or files `--emit-ptx` wrote from it,
-                // read back with every kernel's shape checked (`cxx_gpu::read`). There its
+                // refuses the `cxx_` prefix (`gpu::RESERVED_PREFIX`). That load is
+                // `unsafe`: its caller vouches that the PTX is NVRTC's compilation of
+                // `SOURCE` against genuine headers, or files `--emit-ptx` wrote from it
+                // (read back with every kernel's shape checked, `cxx_gpu::read`). There its
                 // `FORM(name, In, Bits)` line writes the kernel as
                 // `(const In*, Bits*, unsigned long long n)` with the paired variant's `In`
                 // and stored `Bits` (the widths a test checks against the variant), and its

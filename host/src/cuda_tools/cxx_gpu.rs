@@ -45,7 +45,7 @@ pub struct FormsPtx {
     /// Where it came from, for reports: `NVRTC 12.9` or the folder.
     pub origin: String,
     /// The PTX under each of [`Flags::ALL`], in that order. Private: a `FormsPtx` is
-    /// made only by [`compile`] (NVRTC, from [`baseline::SOURCE`]) or [`read`] (`unsafe`: files
+    /// made only by [`compile`] (NVRTC, from [`baseline::SOURCE`]) or [`read`] (files
     /// [`write`] wrote, their kernels' shapes checked), because [`FormsPtx::load`] hands
     /// it to the loader that may use the `cxx_` names the markers vouch for.
     by_flags: Vec<(Flags, String)>,
@@ -64,7 +64,27 @@ impl FormsPtx {
 
     /// Loads the PTX under `flags` on `gpu`, so that the markers of
     /// [`baseline::cxx`] launch its kernels (`KernelModule::map::<cxx::form>`, ...).
-    pub fn load(&self, gpu: &Gpu, flags: Flags) -> Result<KernelModule, GpuError> {
+    ///
+    /// # Safety
+    ///
+    /// The PTX is [`baseline::SOURCE`] compiled by NVRTC against genuine CUDA headers
+    /// ([`compile`] with the tools [`Nvrtc::find`] found), or files [`write()`] wrote
+    /// from such a compilation ([`read`], [`for_device`] with [`PTX_DIR_VAR`] set). The
+    /// markers' launches are safe, and their `unsafe impl`s vouch for those kernels only:
+    /// the checks made so far see names and parameter widths, not what a kernel touches,
+    /// so other PTX with the same entry points (files put in the folder, a header that
+    /// redefines what a form calls) lets safe code read or write device memory out of
+    /// bounds.
+    ///
+    /// So loading is `unsafe`:
+    ///
+    /// ```compile_fail,E0133
+    /// # fn f(ptx: &bitexact::cuda_tools::cxx_gpu::FormsPtx, gpu: &bitexact::gpu::Gpu) {
+    /// let module = ptx.load(gpu, bitexact::cuda_tools::baseline::Flags::Default);
+    /// # }
+    /// ```
+    #[allow(unsafe_code)] // the contract above; no raw memory is touched here
+    pub unsafe fn load(&self, gpu: &Gpu, flags: Flags) -> Result<KernelModule, GpuError> {
         gpu.load_reserved_module(self.text(flags))
     }
 }
@@ -138,24 +158,10 @@ pub fn write(ptx: &FormsPtx, dir: &Path) -> Result<Vec<PathBuf>, CxxPtxError> {
 
 /// Reads from `dir` the PTX of the newest architecture an `sm_<sm>` device runs (the
 /// highest `sm_XX` with `XX <= sm` that has a default-flags file), under every flag set,
-/// each file's kernels' names and parameter widths checked ([`misshapen_entries`]).
-///
-/// # Safety
-///
-/// The files are what [`write()`] wrote from [`compile`]'s output: [`FormsPtx::load`] is
-/// safe and the markers of [`baseline::cxx`] launch its `cxx_` kernels with buffers of
-/// their types and lengths, which their `unsafe impl`s vouch for only for
-/// [`baseline::SOURCE`]'s kernels. The check reads names and widths, not what a kernel
-/// touches: a file with the same entry points and other bodies lets safe code read or
-/// write device memory out of bounds.
-///
-/// So reading a folder is `unsafe`:
-///
-/// ```compile_fail,E0133
-/// let ptx = bitexact::cuda_tools::cxx_gpu::read(std::path::Path::new("cxx-ptx"), 90);
-/// ```
-#[allow(unsafe_code)] // the contract above; no raw memory is touched here
-pub unsafe fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
+/// each file's kernels' names and parameter widths checked ([`misshapen_entries`]). That
+/// check cannot see what a kernel touches: loading what was read is
+/// [`FormsPtx::load`], whose contract says where the files must come from.
+pub fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
     fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CxxPtxError + '_ {
         move |error| CxxPtxError::Io { path: path.to_path_buf(), error }
     }
@@ -189,16 +195,9 @@ pub unsafe fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
 
 /// The baseline's PTX for an `sm_<sm>` device: [`read`] from the folder [`PTX_DIR_VAR`]
 /// names if it is set, else [`compile`]d by NVRTC for `sm_<sm>`.
-///
-/// # Safety
-///
-/// As for [`read`], where [`PTX_DIR_VAR`] is set: the folder it names holds what
-/// [`write()`] wrote (`scripts/build-gpu-bundle.sh` puts such a folder in the bundle).
-#[allow(unsafe_code)] // forwards `read`'s contract
-pub unsafe fn for_device(sm: i32) -> Result<FormsPtx, CxxPtxError> {
+pub fn for_device(sm: i32) -> Result<FormsPtx, CxxPtxError> {
     match std::env::var_os(PTX_DIR_VAR) {
-        // SAFETY: forwarded from the caller.
-        Some(dir) => unsafe { read(Path::new(&dir), sm) },
+        Some(dir) => read(Path::new(&dir), sm),
         None => compile(&Nvrtc::find().map_err(CxxPtxError::Nvrtc)?, &format!("sm_{sm}")),
     }
 }
