@@ -87,6 +87,14 @@ fn load(path: &Path) -> Result<(), NvrtcError> {
 
 impl Nvrtc {
     /// Finds the library and the headers, and loads the library.
+    ///
+    /// Where they are found is the environment's to say (`$BITEXACT_CUDA_TOOLS`,
+    /// `$CUDA_HOME`, a `.cuda-tools/` folder in or above the current directory): the
+    /// library found is loaded and runs its initialisers, as cudarc's safe calls load the
+    /// CUDA driver found on the loader's path. The trust in those files is the
+    /// environment's, not this function's caller's; the one place where it decides what
+    /// safe code may do on a GPU, loading the C++ baseline's PTX, is `unsafe`
+    /// ([`crate::cuda_tools::cxx_gpu::FormsPtx::load`]).
     pub fn find() -> Result<Nvrtc, NvrtcError> {
         let library = tools::find_nvrtc()?;
         let include_dir = tools::find_cuda_include()?;
