@@ -98,18 +98,18 @@ impl Param {
 /// A type a kernel may take as a parameter: raw pointers to `Copy` elements, and the
 /// integers and floats by value. Implemented here only (the trait is sealed), so every
 /// parameter has a known PTX form.
-pub trait KernelParam: Copy + sealed::Sealed {
+pub trait KernelParam: Copy + sealed::SealedParam {
     /// What the PTX declares for it.
     const PARAM: Param;
 }
 
 mod sealed {
     /// Only this module's types are [`super::KernelParam`]s.
-    pub trait Sealed {}
-    impl<T> Sealed for *const T {}
-    impl<T> Sealed for *mut T {}
+    pub trait SealedParam {}
+    impl<T> SealedParam for *const T {}
+    impl<T> SealedParam for *mut T {}
     macro_rules! sealed {
-        ($($t:ty)*) => {$(impl Sealed for $t {})*};
+        ($($t:ty)*) => {$(impl SealedParam for $t {})*};
     }
     sealed!(u8 u16 u32 u64 i8 i16 i32 i64 f32 f64);
 }
