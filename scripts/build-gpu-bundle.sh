@@ -67,6 +67,15 @@ cargo test --release -p fp8-scale --no-run 2>&1 | tee -a "$bundle/build.log" |
     name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
     cp "$path" "$bundle/bin/test-fp8_scale_$name"
   done
+# The block-level tour (device-support/tests/block-host): block-kernels on the GPU
+# against the CPU emulator in 1-D, 2-D and 3-D shapes with dynamic shared memory, as
+# test-block_host_*.
+cargo test --release -p block-host --no-run 2>&1 | tee -a "$bundle/build.log" |
+  sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1|\2/p' |
+  while IFS='|' read -r what path; do
+    name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
+    cp "$path" "$bundle/bin/test-block_host_$name"
+  done
 cargo build --release -p fp8-scale --bin fp8-scale-gpu-bench
 cp "${CARGO_TARGET_DIR:-target}/release/fp8-scale-gpu-bench" "$bundle/bin/fp8-scale-gpu-bench"
 cp scripts/fp8_torch.py "$bundle/fp8_torch.py"

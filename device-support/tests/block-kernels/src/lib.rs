@@ -1,35 +1,71 @@
-//! Kernels that use every item of `device_support::block` on `nvptx64-nvidia-cuda`, built
-//! to PTX by `device-support/tests/nvptx_block.rs`, which checks the instructions each
-//! one gets and assembles them with ptxas. One kernel per group of items; each writes
-//! what it computed to `out` so that nothing is optimised away. On other targets the
-//! crate is empty.
+//! Kernels that use every item of `device_support::block`, one kernel per group of
+//! items, each writing what it computed to `out` so that nothing is optimised away. Each
+//! is declared once with [`shared::kernel!`] (its marker type, e.g. [`BlockIndices`],
+//! gives `bitexact::gpu` the typed launch):
+//!
+//! * on `nvptx64-nvidia-cuda`, `device-support/tests/nvptx_block.rs` checks the
+//!   instructions each one gets and assembles them with ptxas;
+//! * on the host, `block-host`'s tests run them under `device_support::emulator` in 1-D,
+//!   2-D and 3-D shapes with dynamic shared memory, check what they wrote against the
+//!   shape's arithmetic, and on a GPU launch the same kernels through their typed handles
+//!   and compare the GPU's words with the emulator's.
+//!
+//! Every thread writes its values at its global rank ([`global_rank`]), so any shape of
+//! grid and block fills `out` without overlap.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx))]
 
 device_support::trap_on_panic!();
 
-#[cfg(target_arch = "nvptx64")]
-mod kernels {
-    use device_support::block::{
-        self, Atomic, AtomicInteger, FULL_MASK, Scope, SharedSlice, block_max_u32, block_min_u32, block_sum_u32,
-        warp_max_u32, warp_min_u32, warp_sum_u32,
-    };
+use device_support::block::{
+    self, Atomic, AtomicInteger, FULL_MASK, Scope, SharedSlice, block_max_u32, block_min_u32, block_sum_u32,
+    warp_max_u32, warp_min_u32, warp_sum_u32,
+};
 
-    device_support::static_shared!(fn scratch: [u32; 32]);
-    device_support::static_shared!(fn tile: [u64; 256]);
+device_support::static_shared!(fn scratch: [u32; 32]);
+device_support::static_shared!(fn tile: [u64; 256]);
 
-    /// The slot of `out` of the calling thread's `k`-th value of `per_thread`, over the
-    /// whole launch.
-    #[inline(always)]
-    fn slot(per_thread: u64, k: u64) -> usize {
-        let lane = block::lane_x();
-        (lane.index * per_thread + k) as usize
-    }
+/// The calling thread's rank over the whole launch: its block's rank in the grid (x
+/// fastest) times the block's thread count, plus its rank in the block.
+#[inline(always)]
+pub fn global_rank() -> u64 {
+    block::block_idx().rank_in(block::grid_dim()) * block::block_dim().volume() + u64::from(block::thread_rank())
+}
 
+/// The slot of `out` of the calling thread's `k`-th value of `per_thread`.
+#[inline(always)]
+fn slot(per_thread: u64, k: u64) -> usize {
+    (global_rank() * per_thread + k) as usize
+}
+
+/// Values each thread writes, per kernel (`out` holds this many per thread of the launch).
+pub mod per_thread {
+    /// [`block_indices`](crate::block_indices).
+    pub const INDICES: usize = 14;
+    /// [`block_barriers`](crate::block_barriers).
+    pub const BARRIERS: usize = 4;
+    /// [`block_warp_ops`](crate::block_warp_ops).
+    pub const WARP_OPS: usize = 7;
+    /// [`block_shared`](crate::block_shared).
+    pub const SHARED: usize = 3;
+    /// [`block_atomics`](crate::block_atomics).
+    pub const ATOMICS: usize = 1;
+    /// [`block_reductions`](crate::block_reductions).
+    pub const REDUCTIONS: usize = 6;
+}
+
+/// Most threads per block of [`block_shared`] (its static tile's length).
+pub const SHARED_TILE: usize = 256;
+
+shared::kernel! {
+    /// [`block_indices`]'s declaration.
+    pub struct BlockIndices;
+    /// Writes the thread's, block's, block size's and grid's x, y, z, its lane id and
+    /// its rank in the block ([`per_thread::INDICES`] values).
+    ///
     /// # Safety
     /// `out` holds 14 values per thread of the launch.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn block_indices(out: *mut u32) {
+    pub unsafe fn block_indices(out: *mut u32) {
         let (t, b, bd, gd) = (block::thread_idx(), block::block_idx(), block::block_dim(), block::grid_dim());
         let values =
             [t.x, t.y, t.z, b.x, b.y, b.z, bd.x, bd.y, bd.z, gd.x, gd.y, gd.z, block::lane_id(), block::thread_rank()];
@@ -38,14 +74,18 @@ mod kernels {
             unsafe { out.add(slot(14, k as u64)).write(v) };
         }
     }
+}
 
+shared::kernel! {
+    /// [`block_barriers`]'s declaration.
+    pub struct BlockBarriers;
     /// The barriers, one of them reached from two branches (correct for `barrier.sync`,
-    /// whose threads need not execute the same instruction).
+    /// whose threads need not execute the same instruction). Writes the count of odd
+    /// ranks, whether every rank is below 1024, whether some rank is 3, and its rank.
     ///
     /// # Safety
     /// `out` holds 4 values per thread of the launch.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn block_barriers(out: *mut u32) {
+    pub unsafe fn block_barriers(out: *mut u32) {
         let rank = block::thread_rank();
         let odd = rank % 2 == 1;
         // The point of the test: the same barrier, reached from both branches.
@@ -63,11 +103,17 @@ mod kernels {
             unsafe { out.add(slot(4, k as u64)).write(v) };
         }
     }
+}
 
+shared::kernel! {
+    /// [`block_warp_ops`]'s declaration.
+    pub struct BlockWarpOps;
+    /// The four shuffles of `lane · 3`, `lane · 5`, `lane · 7` and `lane · 11` by
+    /// `delta`, and the three votes.
+    ///
     /// # Safety
     /// `out` holds 7 values per thread; the block's size is a multiple of 32.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn block_warp_ops(out: *mut u32, delta: u32) {
+    pub unsafe fn block_warp_ops(out: *mut u32, delta: u32) {
         let lane = block::lane_id();
         // SAFETY: every lane of the (full) warp executes each call.
         let values = unsafe {
@@ -86,14 +132,19 @@ mod kernels {
             unsafe { out.add(slot(7, k as u64)).write(v) };
         }
     }
+}
 
-    /// Reverses the block's values through static and dynamic shared memory.
+shared::kernel! {
+    /// [`block_shared`]'s declaration.
+    pub struct BlockShared;
+    /// Reverses the block's values through static and dynamic shared memory: writes
+    /// `3 · mirror`, `5 · mirror` (`mirror` = the block's thread count − 1 − rank) and
+    /// the dynamic slice's length in `u32`s.
     ///
     /// # Safety
-    /// `out` holds 3 values per thread; the block has at most 256 threads and the launch
-    /// gives at least 4 dynamic shared bytes per thread.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn block_shared(out: *mut u32) {
+    /// `out` holds 3 values per thread; the block has at most [`SHARED_TILE`] threads and
+    /// the launch gives at least 4 dynamic shared bytes per thread.
+    pub unsafe fn block_shared(out: *mut u32) {
         let (rank, threads) = (block::thread_rank() as usize, block::block_dim().volume() as usize);
         let dynamic: SharedSlice<u32> = block::dynamic_shared();
         let tile = tile();
@@ -111,14 +162,21 @@ mod kernels {
             unsafe { out.add(slot(3, k as u64)).write(v) };
         }
     }
+}
 
+shared::kernel! {
+    /// [`block_atomics`]'s declaration.
+    pub struct BlockAtomics;
     /// Every atomic at device scope on global memory, the three scopes of `add`, an
-    /// atomic on shared memory, and the three fences.
+    /// atomic on shared memory, and the three fences. Per thread of the launch: `words[0]
+    /// += 3` (one add per scope), `words[1]` lowered and `words[2]` raised to its rank in
+    /// the block, `words[3]` exchanged for it, `words[4]` set to it if 0; `wide[0..5]` the
+    /// same in u64 with one add; `sum[0] += 0.5`. Each thread writes its block's count of
+    /// threads (an add per thread on shared memory).
     ///
     /// # Safety
     /// `words` holds 8 `u32`, `wide` 5 `u64`, `sum` 1 `f32`; `out` 1 value per thread.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn block_atomics(words: *mut u32, wide: *mut u64, sum: *mut f32, out: *mut u32) {
+    pub unsafe fn block_atomics(words: *mut u32, wide: *mut u64, sum: *mut f32, out: *mut u32) {
         let rank = block::thread_rank();
         let local = scratch();
         if rank == 0 {
@@ -152,13 +210,17 @@ mod kernels {
         // SAFETY: 1 value per thread.
         unsafe { out.add(slot(1, 0)).write(block_count) };
     }
+}
 
-    /// The warp and block reductions of `input`'s values.
+shared::kernel! {
+    /// [`block_reductions`]'s declaration.
+    pub struct BlockReductions;
+    /// The warp and block reductions (sum, min, max) of `input`'s values, one per thread
+    /// at its global rank.
     ///
     /// # Safety
     /// `input` holds 1 value per thread, `out` 6; the block's size is a multiple of 32.
-    #[unsafe(no_mangle)]
-    pub unsafe extern "ptx-kernel" fn block_reductions(input: *const u32, out: *mut u32) {
+    pub unsafe fn block_reductions(input: *const u32, out: *mut u32) {
         // SAFETY: 1 value per thread.
         let x = unsafe { input.add(slot(1, 0)).read() };
         // SAFETY: every thread of the block (whose size is a multiple of 32) executes each
@@ -180,3 +242,16 @@ mod kernels {
         }
     }
 }
+
+/// The names of the declared kernels.
+pub const KERNELS: [&str; 6] = {
+    use shared::launch::DeclaredKernel;
+    [
+        BlockIndices::NAME,
+        BlockBarriers::NAME,
+        BlockWarpOps::NAME,
+        BlockShared::NAME,
+        BlockAtomics::NAME,
+        BlockReductions::NAME,
+    ]
+};
