@@ -37,7 +37,7 @@
 //! significant bits, at least 2^-17) is an f32 with its last bit clear. So no midpoint
 //! lies between the exact product and its round-to-odd value, nor on it, and the two round
 //! alike: rounding it to nearest even once more
-//! ([`crate::narrow::round_magnitude_by_addition`], saturated) gives the exact product
+//! ([`crate::narrow::round_magnitude_in_binade`], saturated: one f32 addition) gives the exact product
 //! rounded once. (A product below f32's normal range rounds to zero in FP8 either way; one
 //! past `f32::MAX` gives `f32::MAX`, which saturates.) `TwoStep` is that same FP8 rounding
 //! of `p`.
@@ -45,7 +45,7 @@
 //! (`--ignored`), and on a sample at many scales in the quick run.
 
 use crate::fp8::{e4m3, e5m2};
-use crate::narrow::{Overflow, round_magnitude_by_addition, round_magnitude_f64};
+use crate::narrow::{Overflow, binade_rounding_limit, round_magnitude_f64, round_magnitude_in_binade};
 
 /// One of the two OCP FP8 formats a tensor is scaled into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -242,16 +242,23 @@ pub fn quantize_two_step_by_addition(x: u32, s: f32, format: Fp8Format) -> u8 {
 }
 
 /// The saturating FP8 code of `y` (f32 bits, `x · s` rounded in f32 one way or another),
-/// the sign and NaN taken from the input `x`: [`crate::narrow::round_magnitude_by_addition`]
-/// of `|y|` (at most infinity's bits: an infinite `x` saturates whatever `y` is), at most
+/// the sign and NaN taken from the input `x`: [`crate::narrow::round_magnitude_in_binade`]
+/// of `|y|` (at most [`crate::narrow::binade_rounding_limit`], which rounds past the
+/// largest finite code: an infinite `x` saturates whatever `y` is), at most
 /// the largest finite code, or NaN's code where `x` is NaN. Computed in 32-bit lanes and
 /// narrowed once, so that a vector loop packs one vector of codes, not its masks too.
 #[inline(always)]
 fn saturating_code(x: u32, y: u32, format: Fp8Format) -> u8 {
-    let abs = magnitude_bits(y).min(0x7F80_0000);
+    let abs = magnitude_bits(y);
     let (rounded, max, nan) = match format {
-        Fp8Format::E4M3 => (round_magnitude_by_addition::<4, 3>(abs), e4m3::MAX_ABS, e4m3::NAN_ABS),
-        Fp8Format::E5M2 => (round_magnitude_by_addition::<5, 2>(abs), e5m2::MAX_FINITE, e5m2::NAN_ABS),
+        Fp8Format::E4M3 => {
+            (round_magnitude_in_binade::<4, 3>(abs.min(binade_rounding_limit::<4, 3>())), e4m3::MAX_ABS, e4m3::NAN_ABS)
+        }
+        Fp8Format::E5M2 => (
+            round_magnitude_in_binade::<5, 2>(abs.min(binade_rounding_limit::<5, 2>())),
+            e5m2::MAX_FINITE,
+            e5m2::NAN_ABS,
+        ),
     };
     // NaN's code has every bit of the largest finite one, so OR-ing it in gives NaN.
     let nan = if magnitude_bits(x) > 0x7F80_0000 { u32::from(nan) } else { 0 };

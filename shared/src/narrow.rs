@@ -135,6 +135,39 @@ pub fn round_magnitude_by_addition<const EXP: u32, const MAN: u32>(abs: u32) -> 
     core::hint::select_unpredictable(abs >= min_normal, normal, subnormal)
 }
 
+/// [`round_magnitude`] by one f32 addition for normals and subnormals alike: `|x|` plus
+/// `c = 2^(e + 23 - MAN)`, where `2^e` is `|x|`'s binade raised to at least the target's
+/// smallest normal `2^(1 - bias)`, is rounded by the FPU to nearest, ties to even, at
+/// `c`'s ULP `2^(e - MAN)`, which is the target's step in that binade (its subnormal step
+/// below `2^(1 - bias)`). The sum stays in `c`'s binade (`|x| < 2^(e + 1) <= c`), so its
+/// encoding minus `c`'s counts the steps, and adding `(e + bias - 1) << MAN` turns the
+/// count into the target's encoding (a carry into the next binade included). No select
+/// between a normal and a subnormal path. The same result as [`round_magnitude`] on every
+/// `abs` up to `2^(2^EXP - bias)` (`tests/tests/fp8_scale.rs` runs it on every f32
+/// magnitude up to there for E4M3 and E5M2); above, the caller saturates first (the
+/// result exceeds every finite encoding from `2^(2^EXP - 1 - bias) · 2` on, and `c` must
+/// stay finite). CPU only, as [`round_magnitude_by_addition`] (f32 subnormals are added
+/// exactly). For `2 <= EXP <= 8`, `1 <= MAN <= 21`.
+#[inline(always)]
+pub fn round_magnitude_in_binade<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {
+    let bias = (1 << (EXP - 1)) - 1;
+    // The biased f32 exponent of the binade, at least that of the target's smallest normal.
+    let binade = (abs >> 23).max(128 - bias);
+    let c_bits = (binade + 23 - MAN) << 23;
+    let sum = (f32::from_bits(abs) + f32::from_bits(c_bits)).to_bits();
+    sum.wrapping_sub(c_bits).wrapping_add((binade - (128 - bias)) << MAN)
+}
+
+/// The largest f32 magnitude (bits) [`round_magnitude_in_binade`] takes for a format with
+/// `EXP` exponent and `MAN` mantissa bits: `2^(2^EXP - bias)`, which rounds past the
+/// largest finite encoding of both the IEEE-like (E5M2) and the all-finite-exponent
+/// (E4M3) layouts, so that a caller saturates by `min(abs, this)` first and `min(code,
+/// max)` after.
+pub const fn binade_rounding_limit<const EXP: u32, const MAN: u32>() -> u32 {
+    let bias = (1 << (EXP - 1)) - 1;
+    (127 + (1 << EXP) - bias) << 23
+}
+
 /// What a narrowing conversion does with a finite value past the format's largest
 /// finite one (and with an infinite input).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

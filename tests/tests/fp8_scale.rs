@@ -404,3 +404,59 @@ fn every_cpu_level_quantizes_e5m2_as_quantize_on_every_f32_at_the_proven_scales(
         every_f32_fast_at(Fp8Format::E5M2, s);
     }
 }
+
+/// `round_magnitude_in_binade` (saturated at the largest finite code) of every f32
+/// magnitude in `magnitudes` against the rational reference's saturating rounding (the
+/// two-step quantisation at scale 1); the first difference, in hex.
+fn check_in_binade(format: Fp8Format, magnitudes: impl Iterator<Item = u32>) -> Result<(), String> {
+    use shared::narrow::{binade_rounding_limit, round_magnitude_in_binade};
+    let reference = reference_format(format);
+    for abs in magnitudes {
+        let (got, max) = match format {
+            Fp8Format::E4M3 => (round_magnitude_in_binade::<4, 3>(abs), shared::fp8::e4m3::MAX_ABS),
+            Fp8Format::E5M2 => (round_magnitude_in_binade::<5, 2>(abs), shared::fp8::e5m2::MAX_FINITE),
+        };
+        let limit = match format {
+            Fp8Format::E4M3 => binade_rounding_limit::<4, 3>(),
+            Fp8Format::E5M2 => binade_rounding_limit::<5, 2>(),
+        };
+        let want = scaled::quantize_two_step(reference, abs, 1f32.to_bits());
+        if abs > limit || got.min(u32::from(max)) != u32::from(want) {
+            return Err(format!(
+                "{format:?}: |x| = {abs:#010x} ({}): in binade {got:#x}, exact {want:#04x} (limit {limit:#010x})",
+                f32::from_bits(abs)
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn rounding_in_binade_equals_the_reference_on_a_sample_of_every_binade_up_to_its_limit() {
+    for (format, limit) in [
+        (Fp8Format::E4M3, shared::narrow::binade_rounding_limit::<4, 3>()),
+        (Fp8Format::E5M2, shared::narrow::binade_rounding_limit::<5, 2>()),
+    ] {
+        let strided = (0..=limit).step_by(997);
+        let edges = (0..=limit >> 23)
+            .flat_map(|e| (0..64u32).flat_map(move |d| [(e << 23) + d, (e << 23).saturating_sub(d + 1)]));
+        check_in_binade(format, strided.chain(edges.filter(|&m| m <= limit)).chain([limit]))
+            .unwrap_or_else(|m| panic!("{m}"));
+    }
+}
+
+#[test]
+#[ignore = "2^30 inputs per format"]
+fn rounding_in_binade_equals_the_reference_on_every_magnitude_up_to_its_limit() {
+    for (format, limit) in [
+        (Fp8Format::E4M3, shared::narrow::binade_rounding_limit::<4, 3>()),
+        (Fp8Format::E5M2, shared::narrow::binade_rounding_limit::<5, 2>()),
+    ] {
+        let check = |block: u64| {
+            check_in_binade(format, (block << 16) as u32..((block + 1) << 16).min(u64::from(limit) + 1) as u32)
+        };
+        if let Err(message) = check_all(0..(u64::from(limit) >> 16) + 1, check) {
+            panic!("{message}");
+        }
+    }
+}
