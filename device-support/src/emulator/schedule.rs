@@ -322,10 +322,11 @@ fn warp_result(op: WarpOp, mask: u32, lane: u32, values: &[u32; 32], operands: &
     let operand = operands[lane as usize];
     let in_mask = |l: u32| mask & (1 << l) != 0;
     let source = match op {
+        // PTX reads only the low 5 bits of the lane or delta operand (`bval = b[4:0]`).
         WarpOp::ShuffleIdx => Some(operand % WARP_SIZE),
-        WarpOp::ShuffleUp => lane.checked_sub(operand),
-        WarpOp::ShuffleDown => lane.checked_add(operand).filter(|&l| l < WARP_SIZE),
-        WarpOp::ShuffleXor => Some(lane ^ operand).filter(|&l| l < WARP_SIZE),
+        WarpOp::ShuffleUp => lane.checked_sub(operand % WARP_SIZE),
+        WarpOp::ShuffleDown => Some(lane + operand % WARP_SIZE).filter(|&l| l < WARP_SIZE),
+        WarpOp::ShuffleXor => Some(lane ^ (operand % WARP_SIZE)),
         WarpOp::VoteAll => return Ok(u32::from(lanes_of(mask).iter().all(|&l| values[l as usize] != 0))),
         WarpOp::VoteAny => return Ok(u32::from(lanes_of(mask).iter().any(|&l| values[l as usize] != 0))),
         WarpOp::VoteBallot => {

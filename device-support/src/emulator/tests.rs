@@ -183,12 +183,13 @@ fn barrier_count_and_or_reduce_the_blocks_predicates() {
 
 /// The lane whose value lane `lane` gets, by PTX's definition of each mode at width 32.
 fn shuffle_source(op: WarpOp, lane: u32, operand: u32) -> u32 {
-    let (lane64, operand64) = (u64::from(lane), u64::from(operand));
+    // PTX's `bval = b[4:0]`: only the operand's low 5 bits count.
+    let b = operand & 0x1F;
     match op {
-        WarpOp::ShuffleIdx => operand % 32,
-        WarpOp::ShuffleUp if operand64 <= lane64 => lane - operand,
-        WarpOp::ShuffleDown if lane64 + operand64 <= 31 => lane + operand,
-        WarpOp::ShuffleXor if lane ^ operand <= 31 => lane ^ operand,
+        WarpOp::ShuffleIdx => b,
+        WarpOp::ShuffleUp if b <= lane => lane - b,
+        WarpOp::ShuffleDown if lane + b <= 31 => lane + b,
+        WarpOp::ShuffleXor => lane ^ b,
         _ => lane,
     }
 }

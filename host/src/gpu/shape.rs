@@ -70,7 +70,7 @@ pub struct LaunchShape {
     pub dynamic_shared_bytes: u32,
 }
 
-/// Dynamic shared memory a launch gets without the opt-in attribute.
+/// Shared memory, static and dynamic together, a launch gets without the opt-in attribute.
 pub(super) const DEFAULT_DYNAMIC_SHARED_LIMIT: u32 = 48 * 1024;
 
 impl LaunchShape {

@@ -232,8 +232,8 @@ impl<K: DeclaredKernel> TypedKernel<'_, K> {
     /// Queues the kernel with `shape` and `args` on the module's stream; does not wait
     /// ([`TypedKernel::wait`]). The argument types were checked by the compiler, the
     /// parameter list against the PTX when the handle was made; `shape` is checked here
-    /// ([`LaunchShape::check`], [`GpuError::LaunchShape`]), and dynamic shared memory
-    /// above 48 KiB is opted into for this kernel.
+    /// ([`LaunchShape::check`], [`GpuError::LaunchShape`]), and shared memory above 48 KiB
+    /// (static and dynamic together) is opted into for this kernel.
     ///
     /// # Safety
     /// With these arguments and this shape, the kernel keeps to its own contract: every
@@ -267,7 +267,11 @@ impl<K: DeclaredKernel> TypedKernel<'_, K> {
         shape
             .check(self.module.limits(), static_shared.max(0) as u32, kernel_threads.max(0) as u32)
             .map_err(|problem| GpuError::LaunchShape { kernel: K::NAME.to_string(), problem })?;
-        if shape.dynamic_shared_bytes > DEFAULT_DYNAMIC_SHARED_LIMIT {
+        // Without the opt-in a block gets 48 KiB of shared memory, static and dynamic
+        // together: opt in whenever the two exceed it, not only the dynamic part.
+        if u64::from(static_shared.max(0) as u32) + u64::from(shape.dynamic_shared_bytes)
+            > u64::from(DEFAULT_DYNAMIC_SHARED_LIMIT)
+        {
             self.function
                 .set_attribute(
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -225,16 +225,16 @@ shared::kernel! {
         let x = unsafe { input.add(slot(1, 0)).read() };
         // SAFETY: every thread of the block (whose size is a multiple of 32) executes each
         // call; `scratch` has 32 values, one per warp of up to 1024 threads, and is used
-        // only here.
+        // only here, with a barrier after each block reduction (their contract: the last
+        // reads of `scratch` are done before the next call writes it).
         let values = unsafe {
-            [
-                warp_sum_u32(x),
-                warp_min_u32(x),
-                warp_max_u32(x),
-                block_sum_u32(x, scratch()),
-                block_min_u32(x, scratch()),
-                block_max_u32(x, scratch()),
-            ]
+            let warp = [warp_sum_u32(x), warp_min_u32(x), warp_max_u32(x)];
+            let sum = block_sum_u32(x, scratch());
+            block::sync_threads();
+            let min = block_min_u32(x, scratch());
+            block::sync_threads();
+            let max = block_max_u32(x, scratch());
+            [warp[0], warp[1], warp[2], sum, min, max]
         };
         for (k, v) in values.into_iter().enumerate() {
             // SAFETY: 6 values per thread.
