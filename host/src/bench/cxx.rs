@@ -57,6 +57,7 @@ pub struct CxxRows {
 /// Times every selected form's kernel and its Rust variant's over `config.bytes` of
 /// input (`scramble`d bits of the input width; one input per width, shared). A
 /// missing C++ PTX is no error: the rows are left out and `ptx` says why.
+///
 /// # Safety
 /// As for [`super::run`].
 #[allow(unsafe_code)] // forwards `FormsPtx::load`'s contract
