@@ -123,6 +123,43 @@ pub struct Launch {
     pub dynamic_shared_bytes: usize,
 }
 
+/// A kernel body's arguments (raw pointers, lengths), made shareable with the emulated
+/// threads of one [`launch`], whose closure must be `Sync`, which raw pointers are not.
+///
+/// ```ignore
+/// // SAFETY: only this launch's threads use the pointers; the buffers outlive it.
+/// let args = unsafe { KernelArgs::new((x.as_ptr(), x.len() as u64, out)) };
+/// launch(&setup, || {
+///     let (x, n, out) = args.get();
+///     unsafe { amax_body(x, n, out) }
+/// })?;
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct KernelArgs<T: Copy>(T);
+
+// SAFETY: `KernelArgs::new`'s caller promises that only the threads of one emulated
+// launch use the value; they run one at a time and hand over through a lock at each sync
+// point, so their accesses through it are ordered as the kernel's own contract (atomics,
+// barriers) orders them.
+unsafe impl<T: Copy> Sync for KernelArgs<T> {}
+
+impl<T: Copy> KernelArgs<T> {
+    /// Wraps `args` for the body of one [`launch`].
+    ///
+    /// # Safety
+    /// Only the emulated threads of launches run by [`launch`] may use the wrapped value
+    /// (not threads of the caller's own), and whatever it points to must outlive them.
+    pub unsafe fn new(args: T) -> Self {
+        Self(args)
+    }
+
+    /// The arguments (a method, so that a closure captures the whole `KernelArgs`, not
+    /// its fields, which would not be `Sync`).
+    pub fn get(&self) -> T {
+        self.0
+    }
+}
+
 /// Runs `body`, the kernel body, once per thread of every block of `setup`, under the
 /// schedule described in the [module docs](self), and returns when every thread has
 /// exited or the first error has stopped the launch.

@@ -797,3 +797,22 @@ fn rank_lists_are_written_as_ranges() {
     assert_eq!(ranks(&[]), "");
     assert_eq!(ranks(&[7]), "7");
 }
+
+// ---------------------------------------------------------------------------------------
+// KernelArgs
+
+#[test]
+fn kernel_args_carry_raw_pointers_to_every_thread() {
+    let setup = setup(Dim3::x(3), Dim3 { x: 8, y: 2, z: 1 });
+    let mut out = vec![u32::MAX; 48];
+    // SAFETY: only the launch's threads use the pointer, and `out` outlives it.
+    let args = unsafe { KernelArgs::new((out.as_mut_ptr(), out.len())) };
+    run(&setup, || {
+        let (out, len) = args.get();
+        let at = global_rank();
+        assert!(at < len, "rank {at} within the buffer");
+        // SAFETY: `at` < `len`, one slot per thread, and the emulator orders the accesses.
+        unsafe { *out.add(at) = at as u32 * 3 };
+    });
+    assert_eq!(out, (0..48).map(|i| i * 3).collect::<Vec<u32>>());
+}

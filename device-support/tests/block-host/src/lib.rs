@@ -15,7 +15,7 @@ use block_kernels::{
     BlockAtomics, BlockBarriers, BlockIndices, BlockReductions, BlockShared, BlockWarpOps, per_thread,
 };
 use device_support::block::Dim3;
-use device_support::emulator::{EmulatorError, Launch, launch};
+use device_support::emulator::{EmulatorError, KernelArgs, Launch, launch};
 
 /// `block-kernels`' PTX (sm_75; the driver compiles it for the device it loads on).
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/block_kernels.ptx"));
@@ -109,22 +109,6 @@ pub fn threads_of(shape: &LaunchShape) -> usize {
     (shape.grid.volume() * shape.block.volume()) as usize
 }
 
-/// The raw pointers a kernel body takes, for the emulator's threads.
-#[derive(Clone, Copy)]
-struct Pointers<T>(T);
-// SAFETY: the emulator runs one thread at a time and hands over at each sync point
-// (through a lock), so the kernel's accesses through these pointers are ordered as the
-// kernel's own contract (atomics, barriers) orders them; the buffers outlive `launch`.
-unsafe impl<T> Sync for Pointers<T> {}
-
-impl<T: Copy> Pointers<T> {
-    /// The pointers (a method, so that a closure captures the whole `Pointers`, not its
-    /// fields).
-    fn get(self) -> T {
-        self.0
-    }
-}
-
 /// `kernel` run by the CPU emulator in `shape`.
 ///
 /// # Errors
@@ -141,7 +125,8 @@ pub fn emulate(kernel: Tour, shape: &LaunchShape) -> Result<Written, EmulatorErr
         block: shape.block,
         dynamic_shared_bytes: shape.dynamic_shared_bytes as usize,
     };
-    let p = Pointers((out.as_mut_ptr(), words.as_mut_ptr(), wide.as_mut_ptr(), &raw mut sum, input.as_ptr()));
+    // SAFETY: only the launch's threads use the pointers, and the buffers outlive it.
+    let p = unsafe { KernelArgs::new((out.as_mut_ptr(), words.as_mut_ptr(), wide.as_mut_ptr(), &raw mut sum, input.as_ptr())) };
     launch(&setup, || {
         let (out, words, wide, sum, input) = p.get();
         // SAFETY (each arm): `out` holds `per_thread` values per thread of the launch,

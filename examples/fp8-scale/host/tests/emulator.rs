@@ -6,29 +6,13 @@
 //! grid-stride loops wrap). No GPU needed.
 
 use device_support::block::Dim3;
-use device_support::emulator::{EmulatorError, Launch, launch};
+use device_support::emulator::{EmulatorError, KernelArgs, Launch, launch};
 use fp8_scale::sample_tensor;
 use fp8_scale_kernels::{
     Fp8Format, NonFinite, Rounding, amax, fp8_amax, fp8_dequantize_e4m3, fp8_quantize_e4m3_once,
     fp8_quantize_e4m3_two_step, fp8_quantize_e5m2_once, fp8_quantize_e5m2_two_step, quantize,
 };
 use std::time::Instant;
-
-/// The raw pointers a kernel body takes, for the emulator's threads.
-#[derive(Clone, Copy)]
-struct Pointers<T>(T);
-// SAFETY: the emulator runs one thread at a time and hands over at each sync point
-// (through a lock), so the kernel's accesses through these pointers are ordered as the
-// kernel's own contract (atomics, barriers) orders them; the buffers outlive `launch`.
-unsafe impl<T> Sync for Pointers<T> {}
-
-impl<T: Copy> Pointers<T> {
-    /// The pointers (a method, so that a closure captures the whole `Pointers`, not its
-    /// fields).
-    fn get(self) -> T {
-        self.0
-    }
-}
 
 fn shape(kernel: &'static str, grid: u32, block: u32) -> Launch {
     Launch { kernel, grid: Dim3::x(grid), block: Dim3::x(block), dynamic_shared_bytes: 0 }
@@ -37,7 +21,8 @@ fn shape(kernel: &'static str, grid: u32, block: u32) -> Launch {
 /// Pass 1 under the emulator: (amax bits, first non-finite index or `u64::MAX`).
 fn emulated_amax(x: &[u32], grid: u32, block: u32) -> Result<(u32, u64), EmulatorError> {
     let (mut amax, mut first) = (0u32, u64::MAX);
-    let p = Pointers((x.as_ptr(), x.len() as u64, &raw mut amax, &raw mut first));
+    // SAFETY: only the launch's threads use the pointers, and the buffers outlive it.
+    let p = unsafe { KernelArgs::new((x.as_ptr(), x.len() as u64, &raw mut amax, &raw mut first)) };
     launch(&shape("fp8_amax", grid, block), || {
         let (x, n, amax, first) = p.get();
         // SAFETY: `x` holds `n` values, `amax` and `first` one each, set to 0 and
@@ -64,7 +49,8 @@ fn emulated_quantize(
         (Fp8Format::E5M2, Rounding::Once) => fp8_quantize_e5m2_once,
         (Fp8Format::E5M2, Rounding::TwoStep) => fp8_quantize_e5m2_two_step,
     };
-    let p = Pointers((x.as_ptr(), codes.as_mut_ptr(), x.len() as u64, &raw const amax, &raw mut dequant));
+    // SAFETY: only the launch's threads use the pointers, and the buffers outlive it.
+    let p = unsafe { KernelArgs::new((x.as_ptr(), codes.as_mut_ptr(), x.len() as u64, &raw const amax, &raw mut dequant)) };
     launch(&shape("fp8_quantize", grid, block), || {
         let (x, q, n, amax, dequant) = p.get();
         // SAFETY: `x` holds `n` values, `q` `n` bytes, `amax` a finite magnitude, `dequant` one f32.
@@ -131,7 +117,8 @@ fn the_dequantisation_kernel_takes_a_scalar_argument() -> Result<(), EmulatorErr
     let codes: Vec<u8> = (0..=255).collect();
     let mut values = vec![0u32; codes.len()];
     let dequant = 0.1f32;
-    let p = Pointers((codes.as_ptr(), values.as_mut_ptr(), codes.len() as u64));
+    // SAFETY: only the launch's threads use the pointers, and the buffers outlive it.
+    let p = unsafe { KernelArgs::new((codes.as_ptr(), values.as_mut_ptr(), codes.len() as u64)) };
     launch(&shape("fp8_dequantize_e4m3", 2, 64), || {
         let (q, y, n) = p.get();
         // SAFETY: `q` holds `n` bytes and `y` `n` values.
