@@ -52,30 +52,25 @@ if ! "$bundle/bin/bitexact" sass --cxx --arch "${GPU_BUNDLE_CXX_ARCHS:-sm_90}" -
   exit 1
 fi
 
-# `cargo test --no-run` names each test executable as "Executable <what> (<path>)".
-cargo test --release -p host --no-run 2>&1 | tee "$bundle/build.log" |
-  sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1|\2/p' |
-  while IFS='|' read -r what path; do
-    name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
-    cp "$path" "$bundle/bin/test-$name"
-  done
+# Builds package $1's tests in release and copies each executable to bin/test-$2<name>
+# (`cargo test --no-run` names each as "Executable <what> (<path>)").
+copy_tests() {
+  local package="$1" prefix="$2"
+  cargo test --release -p "$package" --no-run 2>&1 | tee -a "$bundle/build.log" |
+    sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1|\2/p' |
+    while IFS='|' read -r what path; do
+      name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
+      cp "$path" "$bundle/bin/test-$prefix$name"
+    done
+}
+copy_tests host ""
 # The block-level example (examples/fp8-scale): its tests (the GPU proof among them) as
 # test-fp8_scale_*, and its GPU benchmark.
-cargo test --release -p fp8-scale --no-run 2>&1 | tee -a "$bundle/build.log" |
-  sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1|\2/p' |
-  while IFS='|' read -r what path; do
-    name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
-    cp "$path" "$bundle/bin/test-fp8_scale_$name"
-  done
+copy_tests fp8-scale fp8_scale_
 # The block-level tour (device-support/tests/block-host): block-kernels on the GPU
 # against the CPU emulator in 1-D, 2-D and 3-D shapes with dynamic shared memory, as
 # test-block_host_*.
-cargo test --release -p block-host --no-run 2>&1 | tee -a "$bundle/build.log" |
-  sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1|\2/p' |
-  while IFS='|' read -r what path; do
-    name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
-    cp "$path" "$bundle/bin/test-block_host_$name"
-  done
+copy_tests block-host block_host_
 cargo build --release -p fp8-scale --bin fp8-scale-gpu-bench
 cp "${CARGO_TARGET_DIR:-target}/release/fp8-scale-gpu-bench" "$bundle/bin/fp8-scale-gpu-bench"
 cp scripts/fp8_torch.py "$bundle/fp8_torch.py"
