@@ -56,14 +56,16 @@ pub mod e5m2 {
         from_f32_bits_branch_free(x, Overflow::SatFinite)
     }
 
-    /// [`from_f32_bits_branch_free`] with the subnormal rounding done by one f32 addition
-    /// ([`crate::narrow::round_magnitude_by_addition`]): the same result on every input,
-    /// the CPU's fastest software form. Not for GPU kernels (flush-to-zero there).
+    /// [`from_f32_bits_branch_free`] with the rounding done by one f32 addition in the
+    /// value's binade ([`crate::narrow::round_magnitude_in_binade`], the magnitude first
+    /// clamped at [`crate::narrow::binade_rounding_limit`], which rounds past every finite
+    /// code, infinity included): the same result on every input, the CPU's fastest
+    /// software form. Not for GPU kernels (flush-to-zero there).
     #[inline]
     pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
         let sign = (x >> 24) as u8 & SIGN_MASK;
         let abs = x & 0x7FFF_FFFF;
-        let rounded = crate::narrow::round_magnitude_by_addition::<5, 2>(abs.min(0x7F80_0000));
+        let rounded = crate::narrow::round_magnitude_in_binade::<5, 2>(abs.min(crate::narrow::binade_rounding_limit::<5, 2>()));
         let rounded = finite_magnitude(rounded, overflow);
         sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
     }
@@ -214,14 +216,16 @@ pub mod e4m3 {
         from_f32_bits_branch_free(x, Overflow::SatFinite)
     }
 
-    /// [`from_f32_bits_branch_free`] with the subnormal rounding done by one f32 addition
-    /// ([`crate::narrow::round_magnitude_by_addition`]): the same result on every input,
-    /// the CPU's fastest software form. Not for GPU kernels (flush-to-zero there).
+    /// [`from_f32_bits_branch_free`] with the rounding done by one f32 addition in the
+    /// value's binade ([`crate::narrow::round_magnitude_in_binade`], the magnitude first
+    /// clamped at [`crate::narrow::binade_rounding_limit`], which rounds past every finite
+    /// code, infinity included): the same result on every input, the CPU's fastest
+    /// software form. Not for GPU kernels (flush-to-zero there).
     #[inline]
     pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
         let sign = (x >> 24) as u8 & SIGN_MASK;
         let abs = x & 0x7FFF_FFFF;
-        let rounded = crate::narrow::round_magnitude_by_addition::<4, 3>(abs.min(0x7F80_0000));
+        let rounded = crate::narrow::round_magnitude_in_binade::<4, 3>(abs.min(crate::narrow::binade_rounding_limit::<4, 3>()));
         let rounded = finite_magnitude(rounded, overflow);
         sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
     }

@@ -112,29 +112,6 @@ pub fn round_magnitude_branch_free<const EXP: u32, const MAN: u32>(abs: u32) -> 
     core::hint::select_unpredictable(biased >= min_normal, normal, subnormal)
 }
 
-/// [`round_magnitude`] with the subnormal count computed by one f32 addition, the CPU's
-/// cheapest form: `|x| + 2^(1 - bias - MAN + 23)` (a power of two whose f32 ULP is the
-/// target's subnormal step) is rounded by the FPU to nearest, ties to even, at that step,
-/// and its encoding minus the constant's is the count of steps. The sum stays in the
-/// constant's binade for every magnitude below the target's smallest normal, and f32
-/// subnormal inputs are added exactly (Rust never sets flush-to-zero or
-/// denormals-are-zero). Normals round as in [`round_magnitude_branch_free`]. The same
-/// result as [`round_magnitude`] on every finite `abs` (`tests/tests/cpu_levels.rs` runs
-/// it on all 2^32 f32 through the FP8 conversions), without a branch; for `abs` up to
-/// `0x7F80_0000` (infinity gives the overflowed result the caller expects of it). Not
-/// for a GPU kernel: there, PTX's `add.f32` may flush subnormals to zero (`.ftz`).
-#[inline(always)]
-pub fn round_magnitude_by_addition<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {
-    let bias = (1 << (EXP - 1)) - 1;
-    let shift = 23 - MAN;
-    let min_normal = (128 - bias) << 23;
-    let normal = shift_right_to_even(abs.saturating_sub((127 - bias) << 23), shift);
-    // 2^(1 - bias - MAN + 23): its ULP, 2^(1 - bias - MAN), is the subnormal step.
-    let step_bits = (1 + 127 + 23 - bias - MAN) << 23;
-    let subnormal = (f32::from_bits(abs) + f32::from_bits(step_bits)).to_bits().wrapping_sub(step_bits);
-    core::hint::select_unpredictable(abs >= min_normal, normal, subnormal)
-}
-
 /// [`round_magnitude`] by one f32 addition for normals and subnormals alike: `|x|` plus
 /// `c = 2^(e + 23 - MAN)`, where `2^e` is `|x|`'s binade raised to at least the target's
 /// smallest normal `2^(1 - bias)`, is rounded by the FPU to nearest, ties to even, at
@@ -146,8 +123,9 @@ pub fn round_magnitude_by_addition<const EXP: u32, const MAN: u32>(abs: u32) -> 
 /// `abs` up to `2^(2^EXP - bias)` (`tests/tests/fp8_scale.rs` runs it on every f32
 /// magnitude up to there for E4M3 and E5M2); above, the caller saturates first (the
 /// result exceeds every finite encoding from `2^(2^EXP - 1 - bias) · 2` on, and `c` must
-/// stay finite). CPU only, as [`round_magnitude_by_addition`] (f32 subnormals are added
-/// exactly). For `2 <= EXP <= 8`, `1 <= MAN <= 21`.
+/// stay finite). CPU only: f32 subnormal inputs are added exactly there (Rust never sets
+/// flush-to-zero or denormals-are-zero), while PTX's `add.f32` may flush them (`.ftz`);
+/// GPU kernels use [`round_magnitude_branch_free`]. For `2 <= EXP <= 8`, `1 <= MAN <= 21`.
 #[inline(always)]
 pub fn round_magnitude_in_binade<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {
     let bias = (1 << (EXP - 1)) - 1;

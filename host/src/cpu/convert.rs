@@ -75,7 +75,7 @@ pub struct CpuConversion<I: 'static, O: 'static> {
     /// Its family: what the exact reference computes.
     pub family: Family,
     /// The branch-free table variant, or the `shared` function (for the FP8 narrowings,
-    /// `from_f32_bits_*_by_addition`, whose subnormal rounding is one f32 addition), that
+    /// `from_f32_bits_*_by_addition`, whose rounding is one f32 addition in the binade), that
     /// the software form runs.
     pub software_name: &'static str,
     /// The instruction's mnemonic, where the CPU may have one.
