@@ -126,7 +126,9 @@ pub fn emulate(kernel: Tour, shape: &LaunchShape) -> Result<Written, EmulatorErr
         dynamic_shared_bytes: shape.dynamic_shared_bytes as usize,
     };
     // SAFETY: only the launch's threads use the pointers, and the buffers outlive it.
-    let p = unsafe { KernelArgs::new((out.as_mut_ptr(), words.as_mut_ptr(), wide.as_mut_ptr(), &raw mut sum, input.as_ptr())) };
+    let p = unsafe {
+        KernelArgs::new((out.as_mut_ptr(), words.as_mut_ptr(), wide.as_mut_ptr(), &raw mut sum, input.as_ptr()))
+    };
     launch(&setup, || {
         let (out, words, wide, sum, input) = p.get();
         // SAFETY (each arm): `out` holds `per_thread` values per thread of the launch,

@@ -50,7 +50,8 @@ fn emulated_quantize(
         (Fp8Format::E5M2, Rounding::TwoStep) => fp8_quantize_e5m2_two_step,
     };
     // SAFETY: only the launch's threads use the pointers, and the buffers outlive it.
-    let p = unsafe { KernelArgs::new((x.as_ptr(), codes.as_mut_ptr(), x.len() as u64, &raw const amax, &raw mut dequant)) };
+    let p =
+        unsafe { KernelArgs::new((x.as_ptr(), codes.as_mut_ptr(), x.len() as u64, &raw const amax, &raw mut dequant)) };
     launch(&shape("fp8_quantize", grid, block), || {
         let (x, q, n, amax, dequant) = p.get();
         // SAFETY: `x` holds `n` values, `q` `n` bytes, `amax` a finite magnitude, `dequant` one f32.
