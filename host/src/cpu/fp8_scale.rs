@@ -11,7 +11,7 @@
 //! scales at every level this machine has, all 2^32 f32 at the proven scales with
 //! `--ignored`).
 
-use super::{Level, LevelLoop, level, split_at_line, with_level};
+use super::{Level, LevelLoop, level, prefetch_lines, split_at_line, with_level};
 use shared::fp8_scale::{Fp8Format, Residual, Rounding, amax_slice, quantize_slice};
 
 /// Pass 1 at [`level`]: the largest magnitude's f32 bits among the finite elements of `x`
@@ -107,28 +107,15 @@ fn prefetched_chunks<'a, T>(x: &'a [T], q: &'a mut [u8]) -> impl Iterator<Item =
 /// Bytes of input per chunk of pass 2's loops. Each chunk first asks for the input two
 /// chunks ahead ([`prefetch_lines`]): measured 2026-12-03 on an Intel Xeon
 /// (AVX-512, 2^26 elements, one thread), pass 2 went from 0.29× to 0.55× of the same-run
-/// memcpy at avx2 and from 0.58× to 0.69× at avx512, the f64 pass 2 of `cast_throughput`
-/// (2 threads) from 0.34–0.38× to 0.61–0.69× (computed in cache, the f32 loop runs at 16
-/// and 27 GB/s: out of memory it waited on the input). Asking for the output lines too,
-/// or further ahead, measured no better.
+/// memcpy at avx2 and from 0.58× to 0.69× at avx512 (computed in cache, the f32 loop runs
+/// at 16 and 27 GB/s: out of memory it waited on the input). Asking for the output lines
+/// too, or further ahead, or in 1, 2 or 4 KiB chunks, or storing the codes with
+/// non-temporal stores, measured no better (2026-12-03, the same machine). `bitexact
+/// cast` hands these loops pieces of one chunk or less, where this reaches nothing; it
+/// asks for its input ahead itself (`files::cast::chunks`).
 const PREFETCH_BYTES: usize = 16 * 1024;
 /// How many chunks ahead pass 2 asks for its input.
 const PREFETCH_AHEAD: usize = 2;
-
-/// Asks the CPU to bring the cache lines of elements `start..start + len` (clipped to
-/// `total`) of the buffer at `base` into its caches; a hint, with no effect on any result.
-#[inline(always)]
-#[allow(unsafe_code)]
-fn prefetch_lines<T>((base, total): (*const T, usize), start: usize, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    for i in (start..(start + len).min(total)).step_by(64 / size_of::<T>()) {
-        // SAFETY: a prefetch reads nothing a program sees and cannot fault, whatever the
-        // address (here one inside the buffer: `i < total`).
-        unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(base.wrapping_add(i).cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (base, total, start, len);
-}
 
 /// Pass 1 of an **f64** tensor at [`level`]: the largest magnitude's f64 bits among the
 /// finite elements of `x` (0 for none) and the index of the first NaN or infinity

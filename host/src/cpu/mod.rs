@@ -275,6 +275,23 @@ pub(crate) fn map_fn_at<I: Copy, O, F: Fn(I) -> O>(level: Level, src: &[I], dst:
     with_level(level, MapFn { src, dst, f });
 }
 
+/// Asks the CPU to bring the cache lines of elements `start..start + len` (clipped to
+/// `total`) of the buffer at `base` into its caches; a hint, with no effect on any result.
+/// Loops that stream from memory ask for their input a few KiB ahead of where they
+/// compute, so that its latency overlaps the work (`fp8_scale`, `files::cast::chunks`).
+#[inline(always)]
+#[allow(unsafe_code)]
+pub(crate) fn prefetch_lines<T>((base, total): (*const T, usize), start: usize, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for i in (start..(start + len).min(total)).step_by((LINE / size_of::<T>()).max(1)) {
+        // SAFETY: a prefetch reads nothing a program sees and cannot fault, whatever the
+        // address (here one inside the buffer: `i < total`).
+        unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(base.wrapping_add(i).cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (base, total, start, len);
+}
+
 /// The bytes of a cache line on the x86-64 CPUs this runs on. The vector loops start
 /// storing at a multiple of it ([`split_at_line`]).
 pub(crate) const LINE: usize = 64;
