@@ -65,7 +65,8 @@ pub mod e5m2 {
     pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
         let sign = (x >> 24) as u8 & SIGN_MASK;
         let abs = x & 0x7FFF_FFFF;
-        let rounded = crate::narrow::round_magnitude_in_binade::<5, 2>(abs.min(crate::narrow::binade_rounding_limit::<5, 2>()));
+        let rounded =
+            crate::narrow::round_magnitude_in_binade::<5, 2>(abs.min(crate::narrow::binade_rounding_limit::<5, 2>()));
         let rounded = finite_magnitude(rounded, overflow);
         sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
     }
@@ -225,7 +226,8 @@ pub mod e4m3 {
     pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
         let sign = (x >> 24) as u8 & SIGN_MASK;
         let abs = x & 0x7FFF_FFFF;
-        let rounded = crate::narrow::round_magnitude_in_binade::<4, 3>(abs.min(crate::narrow::binade_rounding_limit::<4, 3>()));
+        let rounded =
+            crate::narrow::round_magnitude_in_binade::<4, 3>(abs.min(crate::narrow::binade_rounding_limit::<4, 3>()));
         let rounded = finite_magnitude(rounded, overflow);
         sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
     }
