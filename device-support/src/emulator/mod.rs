@@ -138,17 +138,26 @@ pub struct Launch {
 pub struct KernelArgs<T: Copy>(T);
 
 // SAFETY: `KernelArgs::new`'s caller promises that only the threads of one emulated
-// launch use the value; they run one at a time and hand over through a lock at each sync
-// point, so their accesses through it are ordered as the kernel's own contract (atomics,
-// barriers) orders them.
+// launch at a time use the value, not from drop code, and that it is sound to use from
+// another thread when every use is ordered; those threads run one at a time and hand over
+// through a lock at each sync point, so their accesses through it are ordered as the
+// kernel's own contract (atomics, barriers) orders them. (Only the unwinding after an
+// error runs several at once, hence the drop-code clause.)
 unsafe impl<T: Copy> Sync for KernelArgs<T> {}
 
 impl<T: Copy> KernelArgs<T> {
     /// Wraps `args` for the body of one [`launch`].
     ///
     /// # Safety
-    /// Only the emulated threads of launches run by [`launch`] may use the wrapped value
-    /// (not threads of the caller's own), and whatever it points to must outlive them.
+    /// * While a [`launch`] runs with the value (or a copy of it), only that launch's
+    ///   emulated threads use it: no other launch at the same time, and no other thread
+    ///   (the caller may use it before and after).
+    /// * Whatever it points to outlives that use.
+    /// * It is sound to use from another thread when every use is ordered by
+    ///   happens-before: raw pointers, integers, references to `Cell`-like types; not a
+    ///   type that must stay on the thread that made it.
+    /// * The kernel body does not use it from drop code (a guard's `Drop`): when a launch
+    ///   stops on an error, its threads unwind at the same time.
     pub unsafe fn new(args: T) -> Self {
         Self(args)
     }
