@@ -53,13 +53,14 @@ if ! "$bundle/bin/bitexact" sass --cxx --arch "${GPU_BUNDLE_CXX_ARCHS:-sm_90}" -
 fi
 
 # Builds package $1's tests in release and copies each executable to bin/test-$2<name>
-# (`cargo test --no-run` names each as "Executable <what> (<path>)").
+# (`cargo test --no-run` names each as "Executable <what> (<path>)"): `tests/main.rs` is
+# `main` (host's integration tests), `unittests src/lib.rs` is `unit_lib`.
 copy_tests() {
   local package="$1" prefix="$2"
   cargo test --release -p "$package" --no-run 2>&1 | tee -a "$bundle/build.log" |
     sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1|\2/p' |
     while IFS='|' read -r what path; do
-      name=$(echo "$what" | sed 's#^unittests src/##; s#^tests/##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
+      name=$(echo "$what" | sed 's#^unittests src/#unit_#; s#^tests/##; s#/main\.rs$##; s#\.rs$##; s#[^A-Za-z0-9_]#_#g')
       cp "$path" "$bundle/bin/test-$prefix$name"
     done
 }
@@ -74,8 +75,9 @@ copy_tests block-host block_host_
 cargo build --release -p fp8-scale --bin fp8-scale-gpu-bench
 cp "${CARGO_TARGET_DIR:-target}/release/fp8-scale-gpu-bench" "$bundle/bin/fp8-scale-gpu-bench"
 cp scripts/fp8_torch.py "$bundle/fp8_torch.py"
-# The gpu check runs the GPU tests and the CUDA-tool tests first, by these names.
-for name in gpu gpu_cxx ptx_tools; do
+# The gpu check runs the GPU tests and the CUDA-tool tests first, from host's one test
+# binary (tests/main.rs: modules gpu, gpu_cxx, ptx_tools).
+for name in main; do
   [ -x "$bundle/bin/test-$name" ] || { echo "build-gpu-bundle: no test binary $name" >&2; exit 1; }
 done
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+changes')" > "$bundle/COMMIT"

@@ -5,7 +5,7 @@
 #   gpu-check.sh OUTDIR
 #
 # Every check runs on its own, under its own timeout, in this order: the quick tests of
-# the GPU test binaries (gpu, gpu_cxx), then GPU == CPU: the exhaustive GPU test (every
+# the GPU test modules (gpu::, gpu_cxx:: of host's one test binary, test-main), then GPU == CPU: the exhaustive GPU test (every
 # variant on every input), the three-way test (every hardware conversion on every
 # input) and the C++ baseline's check (every CUDA C++ form on every input under each
 # NVRTC flag set, its PTX from the bundle's cxx-ptx/), then
@@ -193,19 +193,26 @@ gpu_name=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2> /
 echo "# gpu-check: bundle $(cat "$here/COMMIT" 2> /dev/null || echo '?'), GPU: ${gpu_name:-none found}," \
   "deadline ${GPU_CHECK_DEADLINE_S:-450} s${GPU_CHECK_ONLY:+, only checks matching ${GPU_CHECK_ONLY}}; logs in $out"
 
-# The tests of one bundled binary, listed; each test not in SKIP (a space-separated
-# list of names) runs as its own check.
-run_binary() { # BINARY [SKIP...]
-  local t=$1 name list_log test
-  shift
+# The tests of one bundled binary, listed; each test whose name starts with PREFIX
+# ("" for all; host's tests are one binary, test-main, whose tests are named
+# `<file>::<test>`) and is not in SKIP (names or prefixes ending in `::`) runs as its own
+# check.
+run_binary() { # BINARY PREFIX [SKIP...]
+  local t=$1 prefix=$2 name list_log test skip skipped
+  shift 2
   name=${t#"$bin"/test-}
-  list_log="$out/logs/$name.list.log"
+  list_log="$out/logs/$name${prefix:+.${prefix%::}}.list.log"
   if [ ! -x "$t" ] || ! "$t" --list --format terse > "$list_log" 2>&1; then
     record FAIL "$name::(list)" 0 "cannot list the tests of $t" "$list_log"
     return
   fi
   while read -r test; do
-    [[ " $* " == *" $test "* ]] || run_test "$t" "$test"
+    [[ "$test" == "$prefix"* ]] || continue
+    skipped=
+    for skip in "$@"; do
+      if [ "$test" = "$skip" ] || { [[ "$skip" == *:: ]] && [[ "$test" == "$skip"* ]]; }; then skipped=1; fi
+    done
+    [ -n "$skipped" ] || run_test "$t" "$test"
   done < <(sed -n 's/: test$//p' "$list_log")
 }
 
@@ -215,14 +222,15 @@ run_binary() { # BINARY [SKIP...]
 # variant and every hardware conversion (their per-variant lines in the logs show how
 # far they got if the deadline stops them), then the benchmark (bandwidth against a
 # same-run copy, every output checked).
-exhaustive="every_variant_matches_the_cpu_on_every_input_of_its_domain"
-three_way="software_hardware_and_cpu_agree_on_every_input_of_each_conversion"
-cxx="every_cxx_form_holds_its_claim_on_every_input_and_fast_math_mismatches_are_counted"
-run_binary "$bin/test-gpu" "$exhaustive" "$three_way"
-run_binary "$bin/test-gpu_cxx" "$cxx"
-run_test "$bin/test-gpu" "$exhaustive"
-run_test "$bin/test-gpu" "$three_way"
-run_test "$bin/test-gpu_cxx" "$cxx"
+main="$bin/test-main"
+exhaustive="gpu::every_variant_matches_the_cpu_on_every_input_of_its_domain"
+three_way="gpu::software_hardware_and_cpu_agree_on_every_input_of_each_conversion"
+cxx="gpu_cxx::every_cxx_form_holds_its_claim_on_every_input_and_fast_math_mismatches_are_counted"
+run_binary "$main" "gpu::" "$exhaustive" "$three_way"
+run_binary "$main" "gpu_cxx::" "$cxx"
+run_test "$main" "$exhaustive"
+run_test "$main" "$three_way"
+run_test "$main" "$cxx"
 run_check report "bitexact bench" "$out/logs/bench.log" "$out/bench.md" \
   "$bin/bitexact" bench --format markdown --json-out "$out/bench.json"
 # PyTorch's x.to(dtype) on the same input bits, same device, same run, set against the
@@ -240,9 +248,10 @@ run_check report "fp8-scale: pytorch" "$out/logs/fp8-torch.log" "$out/fp8-torch.
   python3 "$here/fp8_torch.py" "$out/fp8"
 # The CUDA-tool tests with the machine's ptxas (CI runs them too, without a GPU), then
 # the other test binaries (CPU only).
-run_binary "$bin/test-ptx_tools"
+run_binary "$main" "ptx_tools::"
+run_binary "$main" "" "gpu::" "gpu_cxx::" "ptx_tools::"
 for t in "$bin"/test-*; do
-  case "$t" in "$bin/test-gpu" | "$bin/test-gpu_cxx" | "$bin/test-ptx_tools") ;; *) run_binary "$t" ;; esac
+  [ "$t" = "$main" ] || run_binary "$t" ""
 done
 
 run_check report "bitexact sass --arch sm_90" "$out/logs/sass.log" "$out/sass-sm_90.md" \

@@ -16,6 +16,7 @@
 //! The tests that need ptxas or cuobjdump print `skipped: <reason>` and pass when they
 //! are missing, or fail when `REQUIRE_CUDA_TOOLS=1`.
 
+use ptx_builder::skip::require_or_skip;
 use ptx_builder::{Module, PtxBuilder, PtxProblem, TOOLS_DIR_VAR, Target, check_ptx, find_below_in, is_executable};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -257,12 +258,8 @@ fn tools_dir() -> Option<PathBuf> {
 /// (panics instead if `REQUIRE_CUDA_TOOLS` is set).
 fn tool(name: &str) -> Option<PathBuf> {
     let found = tools_dir().and_then(|dir| find_below_in(&dir, "bin", name, 5, is_executable));
-    if found.is_none() {
-        let required = std::env::var_os("REQUIRE_CUDA_TOOLS").is_some_and(|v| !v.is_empty() && v != "0");
-        assert!(!required, "REQUIRE_CUDA_TOOLS is set but no {name} is found");
-        println!("skipped: no {name} (${TOOLS_DIR_VAR} or .cuda-tools/; scripts/install-cuda-tools.sh)");
-    }
-    found
+    let missing = || format!("no {name} (${TOOLS_DIR_VAR} or .cuda-tools/; scripts/install-cuda-tools.sh)");
+    require_or_skip("REQUIRE_CUDA_TOOLS", found.ok_or_else(missing))
 }
 
 /// Where the PTX and the cubins are.

@@ -12,7 +12,7 @@
 //!   alone are reported, with the counts and first index of the input's NaNs, and no
 //!   infinity.
 
-mod common;
+use crate::common;
 
 use common::{Rng, bitexact, path_arg};
 use safetensors::Dtype;

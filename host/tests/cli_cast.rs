@@ -6,7 +6,7 @@
 //! written by NumPy (skipped, visibly, where python3 has no NumPy; `REQUIRE_NUMPY=1`
 //! makes that a failure).
 
-mod common;
+use crate::common;
 
 use bitexact::verify::reference::narrow::{self, BFLOAT16, BINARY16, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded};
 use bitexact::verify::reference::scaled;
@@ -610,7 +610,8 @@ fn bad_requests_are_one_line_and_exit_2_with_nothing_written() {
 /// `dtype` (a NumPy type string: `>f4` swaps the bytes, the values stay) of `shape` in
 /// `order` (`C` or `F`), and saves it to `out` (`.npy`); jobs whose `out` is
 /// `ARCHIVE.npz:member` are saved together into `ARCHIVE.npz` by `np.savez_compressed`.
-/// `false` (after printing `skipped: ...`) where python3 has no NumPy.
+/// `false` (after printing `skipped: ...`) where python3 or NumPy is not installed, a
+/// panic with the script's stderr where it ran and failed ([`common::numpy_output`]).
 fn numpy_write(jobs: &serde_json::Value) -> bool {
     const SCRIPT: &str = r#"
 import json, sys, collections
@@ -628,16 +629,8 @@ for raw, dtype, shape, order, out in json.loads(sys.argv[1]):
 for archive, members in archives.items():
     np.savez_compressed(archive, **members)
 "#;
-    let status = std::process::Command::new("python3")
-        .args(["-c", SCRIPT, &jobs.to_string()])
-        .stderr(std::process::Stdio::null())
-        .status();
-    if status.is_ok_and(|s| s.success()) {
-        return true;
-    }
-    assert!(std::env::var_os("REQUIRE_NUMPY").is_none(), "python3 with NumPy is required");
-    common::skip("python3 with NumPy is not installed: the .npy/.npz cast tests did not run");
-    false
+    let run = std::process::Command::new("python3").args(["-c", SCRIPT, &jobs.to_string()]).output();
+    common::numpy_output(run).is_some()
 }
 
 /// Writes `bytes` to `dir/name.raw` for [`numpy_write`].

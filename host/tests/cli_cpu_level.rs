@@ -3,7 +3,7 @@
 //! level, is a one-line error and exit 2; `normalize --verbose` says which level ran, and
 //! with which CPU form.
 
-mod common;
+use crate::common;
 
 use bitexact::cpu::{LEVEL_VARIABLE, Level};
 use bitexact::files::normalize::image::{SampleWidth, conversion};

@@ -1,7 +1,7 @@
 //! The built `bitexact` binary on good and bad files: exit codes 0 / 1 / 2, and one-line
 //! error messages that name the file.
 
-mod common;
+use crate::common;
 
 use common::{DTYPES, bitexact, path_arg};
 use image::{ImageBuffer, Luma, Rgba};
@@ -849,7 +849,7 @@ fn a_dangling_symlink_as_output_is_refused_before_any_work() {
 #[test]
 fn an_unwritable_stderr_does_not_turn_an_error_into_a_panic() {
     let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        println!("skipped: no /dev/full on this system");
+        common::skip("no /dev/full on this system");
         return;
     };
     let dir = tempfile::tempdir().unwrap();

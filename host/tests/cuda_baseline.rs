@@ -10,7 +10,7 @@
 //! missing, or fail when `REQUIRE_CUDA_TOOLS=1` (as CI sets after running
 //! `scripts/install-cuda-tools.sh`, which installs them all).
 
-mod common;
+use crate::common;
 
 use bitexact::cuda_tools::baseline::{self, CxxCost, Expect, FORMS, Flags};
 use bitexact::cuda_tools::nvrtc::Nvrtc;

@@ -1,16 +1,23 @@
 //! GPU conformance: every kernel run for real on the device, its results compared bit
 //! for bit with `shared` run on the CPU. Without a CUDA driver or device each test
-//! prints `skipped: <reason>` and passes; `REQUIRE_GPU=1` makes that a failure.
+//! prints `skipped: <reason>` and passes, and so does each check the device cannot run
+//! (an instruction newer than the device, a buffer larger than its memory);
+//! `REQUIRE_GPU=1` makes each such skip a failure.
 
-mod expected_kernels;
+use crate::expected_kernels;
 
 use bitexact::gpu::ptx;
 use bitexact::gpu::{self, Gpu, GpuError};
+use bitexact::support::skip::skip_or_fail;
 use bitexact::verify::reference::{InputClass, conversion_input_class, conversion_output_is_nan};
 use bitexact::verify::table::{VARIANTS, Variant};
 use bitexact::verify::three_way::ThreeWay;
 use shared::hardware::Conversion;
 use shared::{Claim, KernelKind, KernelName};
+
+/// The switch that makes a skip of these tests a failure: a missing GPU, or one that
+/// cannot run a check (too old for an instruction, too little memory).
+const REQUIRE_GPU: &str = "REQUIRE_GPU";
 
 /// Inputs per GPU launch in the whole-domain test (domains larger than this, such as
 /// 2^32 encodings, are checked in consecutive chunks).
@@ -62,7 +69,7 @@ fn software_hardware_and_cpu_agree_on_every_input_of_each_conversion() {
             let len = (domain - start).min(CHUNK) as usize;
             match kernel.three_way(&gpu, start, len) {
                 Err(GpuError::NeedsTarget { reason, .. }) => {
-                    println!("skipped: {} ({}): {reason}", v.name, instruction.ptx());
+                    skip_or_fail(REQUIRE_GPU, format!("{} ({}): {reason}", v.name, instruction.ptx()));
                     continue 'variants;
                 }
                 Err(e) => panic!("{}: {e}", v.name),
@@ -116,7 +123,7 @@ fn a_buffer_over_2_pow_31_bytes_is_converted_completely() {
     // offsets past 2^31 are exercised; inputs and outputs need about 2.6 GB.
     let len = (1usize << 29) + 3;
     if gpu.info().memory_bytes < 4 << 30 {
-        println!("skipped: the device has under 4 GiB of memory");
+        skip_or_fail(REQUIRE_GPU, "the device has under 4 GiB of memory");
         return;
     }
     let v = bitexact::verify::table::find("unorm8_times3_int").expect("in the table");
@@ -165,7 +172,7 @@ fn stream_kernels_match_the_cpu_at_every_alignment_and_tail() {
         if kind == KernelKind::HardwareStream
             && let Err(reason) = gpu.runs(ptx::module_of(name, Conversion::of(v.family)).target)
         {
-            println!("skipped: {name}: {reason}");
+            skip_or_fail(REQUIRE_GPU, format!("{name}: {reason}"));
             continue;
         }
         let input = kernel.upload(&gpu, len, &scrambled).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -391,7 +398,7 @@ fn every_kernel_in_the_ptx_loads() {
     expected_kernels::names_checked_against_the_ptx();
     for name in VARIANTS.iter().flat_map(Variant::kernels) {
         match gpu.load(name) {
-            Err(GpuError::NeedsTarget { reason, .. }) => println!("skipped: loading {name}: {reason}"),
+            Err(GpuError::NeedsTarget { reason, .. }) => skip_or_fail(REQUIRE_GPU, format!("loading {name}: {reason}")),
             loaded => loaded.unwrap_or_else(|e| panic!("{e}")),
         }
     }

@@ -4,7 +4,7 @@
 //!
 //! Crashers found while writing these are kept below as named regression tests.
 
-mod common;
+use crate::common;
 
 use bitexact::files::containers::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
 use bitexact::files::containers::{self, Container, TensorElement};

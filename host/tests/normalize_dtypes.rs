@@ -7,7 +7,7 @@
 //! The reference is `bitexact::verify::reference`'s integer arithmetic, matched to a
 //! dtype by its bit layout alone.
 
-mod common;
+use crate::common;
 
 use bitexact::files::backend::Device;
 use bitexact::files::normalize::divide;

@@ -3,7 +3,7 @@
 //! progressive), images over the pixel limit (decompression bombs) in both layouts, and
 //! the text of a PNG CRC error.
 
-mod common;
+use crate::common;
 
 use bitexact::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow};
 use common::{bitexact, path_arg};

@@ -5,7 +5,7 @@
 //! 16-bit), PNM with its `maxval`, JPEG (checked whole first), BMP, and TGA (told by its
 //! extension alone). A reader that opened the file again by name would find nothing.
 
-mod common;
+use crate::common;
 
 use bitexact::files::backend::CpuBackend;
 use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};

@@ -5,6 +5,8 @@
 //! `dtype.itemsize`. Skipped (and says so) where `python3` with NumPy is not installed;
 //! `REQUIRE_NUMPY=1` makes that a failure.
 
+use crate::common;
+
 use bitexact::files::containers::npy_descr::numpy_type;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -102,29 +104,35 @@ fn spellings() -> Vec<String> {
     all
 }
 
-#[test]
-fn every_spelling_is_read_as_numpy_reads_it() {
-    let spellings = spellings();
-    let numpy = Command::new("python3")
+/// NumPy's answer for each of `spellings` ([`NUMPY_SCRIPT`]); `None` after skipping the
+/// test where python3 or NumPy is not installed; a panic with the script's stderr where
+/// it ran and failed ([`common::numpy_output`]).
+fn numpy_answers(spellings: &[String]) -> Option<Vec<Option<(String, u64)>>> {
+    let run = Command::new("python3")
         .args(["-c", NUMPY_SCRIPT])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .and_then(|mut child| {
-            let input = serde_json::to_vec(&spellings).expect("a list of strings");
-            child.stdin.take().expect("piped").write_all(&input)?;
+            let input = serde_json::to_vec(spellings).expect("a list of strings");
+            // A python3 that stops before reading (no NumPy) breaks the pipe: its exit
+            // status and stderr say why, and a short read shows in the answers' count.
+            let _ = child.stdin.take().expect("piped").write_all(&input);
             child.wait_with_output()
         });
+    let output = common::numpy_output(run)?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
     let answers: Vec<Option<(String, u64)>> =
-        match numpy.ok().filter(|o| o.status.success()).and_then(|o| serde_json::from_slice(&o.stdout).ok()) {
-            Some(answers) => answers,
-            None => {
-                assert!(std::env::var_os("REQUIRE_NUMPY").is_none(), "python3 with NumPy is required");
-                eprintln!("skipped: python3 with NumPy is not installed");
-                return;
-            }
-        };
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("NumPy's answers are not JSON ({e}): {stdout}"));
+    assert_eq!(answers.len(), spellings.len(), "NumPy answered for {} of the spellings", answers.len());
+    Some(answers)
+}
+
+#[test]
+fn every_spelling_is_read_as_numpy_reads_it() {
+    let spellings = spellings();
+    let Some(answers) = numpy_answers(&spellings) else { return };
     let mismatches: Vec<String> = spellings
         .iter()
         .zip(&answers)

@@ -11,8 +11,8 @@
 //! are missing, or fail when `REQUIRE_CUDA_TOOLS=1` (as CI sets after running
 //! `scripts/install-cuda-tools.sh`). The structural checks need no tools and always run.
 
-mod common;
-mod expected_kernels;
+use crate::common;
+use crate::expected_kernels;
 
 use bitexact::cuda_tools::guards;
 use bitexact::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};

@@ -74,7 +74,7 @@ fn every_format_is_counted_by_an_exact_is_finite_variant_with_a_count_kernel() {
     }
 }
 
-mod common;
+use crate::common;
 
 /// A sharded checkpoint: an index and two shards, a NaN in the second; one shard also
 /// holds a tensor the index does not list there (a warning, scanned all the same).

@@ -3,7 +3,7 @@
 //! safetensors content under any name, directories, and sharded checkpoints through
 //! their index.
 
-mod common;
+use crate::common;
 
 use bitexact::files::backend::count::BLOCK_BYTES;
 use common::{DTYPES, Expected, ZipMethod, bitexact, path_arg};

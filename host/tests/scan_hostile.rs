@@ -3,7 +3,7 @@
 //! drive a terminal, dtypes the build does not know, and the smaller findings (thread
 //! count, echoed input, JSON of unscanned tensors, aliases, index paths, output names).
 
-mod common;
+use crate::common;
 
 use common::{ZipMethod, bitexact, path_arg};
 use std::path::{Path, PathBuf};

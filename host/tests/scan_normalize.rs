@@ -2,7 +2,7 @@
 //! image crates: exact counts and first indices in every dtype, and every output f32
 //! bit-compared with the integer-arithmetic reference.
 
-mod common;
+use crate::common;
 
 use bitexact::files::backend::CpuBackend;
 use bitexact::files::backend::count::BLOCK_BYTES;

@@ -3,7 +3,7 @@
 //! extension lies about their content, file names that are not UTF-8, a bad file among
 //! good ones (`--keep-going`), formats it does not read, and a file with no tensors.
 
-mod common;
+use crate::common;
 
 use common::{ZipMethod, bitexact, path_arg};
 use std::ffi::OsStr;

@@ -44,6 +44,10 @@
 //!
 //! `-Zbuild-std` needs the nightly toolchain's `rust-src` component; its absence is
 //! reported with the command that installs it.
+//!
+//! Besides, for the workspace's tests: [`skip`], the one way a test skips for want of a
+//! tool, a GPU or a library (`skipped: <reason>` on stderr, which the test harness does
+//! not capture) and reads the `REQUIRE_*` switch that makes that skip a failure.
 
 mod check;
 pub mod convergence;
@@ -51,6 +55,7 @@ mod diagnostics;
 pub mod guards;
 pub mod ptx_text;
 mod ptxas;
+pub mod skip;
 pub mod symbol;
 pub mod watch;
 

@@ -23,7 +23,13 @@ use std::fmt::Write as _;
 
 #[path = "support/levels.rs"]
 mod support;
-use support::{levels, say};
+use support::levels;
+
+/// `text` on the process's stderr in one piece, past the test harness's capture: the
+/// reports of what was proved (a skip goes through `bitexact::support::skip`).
+fn say(text: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), text.as_bytes());
+}
 
 #[test]
 fn every_normalize_conversion_is_exact_at_every_level_on_every_code() {

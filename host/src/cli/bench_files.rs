@@ -14,6 +14,7 @@ use super::error::CliError;
 use bitexact::files::write;
 use bitexact::files::write::temporaries::PendingTemporary;
 use bitexact::support::output::Table;
+use bitexact::support::skip::required;
 use rayon::prelude::*;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -273,8 +274,8 @@ pub fn run(args: &BenchFilesArgs) -> Result<ExitCode, CliError> {
         crate::cli::say!("bitexact: bench-files: output differs from --device cpu's: {}", differs.join(", "));
         failed = true;
     }
-    if gpu_skipped.is_some() && std::env::var_os("REQUIRE_GPU").is_some_and(|v| v == "1") {
-        crate::cli::say!("bitexact: bench-files: REQUIRE_GPU=1 and the gpu rows were skipped");
+    if gpu_skipped.is_some() && required("REQUIRE_GPU") {
+        crate::cli::say!("bitexact: bench-files: REQUIRE_GPU is set and the gpu rows were skipped");
         failed = true;
     }
     Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })

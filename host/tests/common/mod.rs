@@ -349,11 +349,39 @@ pub fn write_npz(path: &Path, members: &[(&str, Vec<u8>)], method: ZipMethod) {
     archive.finish().expect("finish archive");
 }
 
-/// Prints `skipped: <reason>` straight to the process's stderr, which the test harness
-/// does not capture, so that a skipped check shows in a plain `cargo test` run.
-pub fn skip(reason: &str) {
-    use std::io::Write;
-    let _ = std::io::stderr().lock().write_all(format!("skipped: {reason}\n").as_bytes());
+/// Prints `skipped: <reason>` and the test's name straight to the process's stderr, which
+/// the test harness does not capture, so that a skipped check shows in a plain `cargo
+/// test` run: the workspace's one skip helper, for a skip that no `REQUIRE_*` switch
+/// turns into a failure.
+pub use bitexact::support::skip::skip;
+
+/// The switch that makes a missing python3, or a python3 without NumPy, fail the tests
+/// that need them instead of skipping them.
+pub const REQUIRE_NUMPY: &str = "REQUIRE_NUMPY";
+
+/// What python3 gave running a script that imports NumPy (`run`: its `output()`): the
+/// output where the script succeeded; `None` after skipping the test (a failure when
+/// [`REQUIRE_NUMPY`] is set) where python3 is not installed or has no NumPy. A script
+/// that ran and failed panics with its stderr: a tool that is present but fails is a
+/// failure, never a skip.
+pub fn numpy_output(run: std::io::Result<std::process::Output>) -> Option<std::process::Output> {
+    let output = match run {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bitexact::support::skip::skip_or_fail(REQUIRE_NUMPY, format!("python3 is not installed ({e})"));
+            return None;
+        }
+        Err(e) => panic!("python3 does not run: {e}"),
+        Ok(output) => output,
+    };
+    if output.status.success() {
+        return Some(output);
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !stderr.contains("ModuleNotFoundError: No module named 'numpy'") {
+        panic!("the NumPy script failed ({}):\n{stderr}", output.status);
+    }
+    bitexact::support::skip::skip_or_fail(REQUIRE_NUMPY, "python3 has no NumPy (No module named 'numpy')");
+    None
 }
 
 /// A `.safetensors` file's bytes: the length of `header`, `header`, then `data_len`

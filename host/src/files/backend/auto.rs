@@ -5,7 +5,9 @@
 //! measured so far, it says what to do next (time the CPU on the next slice of the job,
 //! open the GPU, warm it up, time it) or which backend runs the rest and why.
 //! [`AutoBackend`] is the state machine that takes those steps, doing real work in
-//! every one: the measured slices are part of the job.
+//! every one: the measured slices are part of the job. It times them by a clock it is
+//! given: the wall clock in use, in the tests one that their stand-in backends move on,
+//! so that what the rule is fed, and so what it picks, does not depend on the machine.
 //!
 //! The steps:
 //! 1. A job under [`AutoRule::min_job_bytes`] runs on the CPU, unmeasured: too small
@@ -29,7 +31,7 @@ use crate::gpu::GpuError;
 use crate::support::output::count_of;
 use std::ops::Range;
 use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Bytes of a job run in a measured time: a rate.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -251,6 +253,17 @@ impl std::fmt::Display for AutoChoice {
 /// Opens the GPU backend when the auto rule asks for it (a test passes a stand-in).
 pub(crate) type GpuOpener = Box<dyn FnOnce() -> Result<Box<dyn Backend>, BackendError> + Send>;
 
+/// A monotonic clock, read as the time since a fixed point of its own: what
+/// [`AutoBackend`] times its measured slices by (a test passes one its stand-in backends
+/// move on).
+type Clock = Box<dyn Fn() -> Duration + Send + Sync>;
+
+/// The wall clock, counted from when it is made.
+fn wall_clock() -> Clock {
+    let base = Instant::now();
+    Box::new(move || base.elapsed())
+}
+
 /// `--device auto`: runs a job on the CPU or the GPU as this module's rule ([`next_step`])
 /// says, measuring both on the job's first slices when the job is big enough (every
 /// measured slice is real work, on the CPU or the GPU), and says in [`Backend::name`]
@@ -263,6 +276,7 @@ pub struct AutoBackend {
     rule: AutoRule,
     job_bytes: u64,
     cpu: Box<dyn Backend>,
+    clock: Clock,
     state: Mutex<AutoState>,
 }
 
@@ -279,8 +293,24 @@ impl AutoBackend {
     /// `normalize` converts) that follows `rule` between `cpu` and the GPU `open_gpu`
     /// gives, if the rule asks for it.
     pub fn new(rule: AutoRule, job_bytes: u64, cpu: Box<dyn Backend>, open_gpu: GpuOpener) -> AutoBackend {
+        AutoBackend::timed_by(wall_clock(), rule, job_bytes, cpu, open_gpu)
+    }
+
+    /// [`AutoBackend::new`], timing the measured slices by `clock`.
+    fn timed_by(
+        clock: Clock,
+        rule: AutoRule,
+        job_bytes: u64,
+        cpu: Box<dyn Backend>,
+        open_gpu: GpuOpener,
+    ) -> AutoBackend {
         let state = AutoState { measured: Measured::START, opener: Some(open_gpu), gpu: None, choice: None };
-        AutoBackend { rule, job_bytes, cpu, state: Mutex::new(state) }
+        AutoBackend { rule, job_bytes, cpu, clock, state: Mutex::new(state) }
+    }
+
+    /// Seconds on this backend's clock since it read `start`.
+    fn seconds_since(&self, start: Duration) -> f64 {
+        (self.clock)().saturating_sub(start).as_secs_f64()
     }
 
     /// Runs `len` bytes of input through `run(backend, bytes)`, in the pieces the rule
@@ -313,10 +343,10 @@ impl AutoBackend {
                 }
                 NextStep::TimeCpu(bytes) => {
                     let range = piece(at, bytes);
-                    let start = Instant::now();
+                    let start = (self.clock)();
                     run(self.cpu.as_ref(), range.clone())?;
                     let m = &mut state.measured;
-                    m.cpu = m.cpu.plus(range.len() as u64, start.elapsed().as_secs_f64());
+                    m.cpu = m.cpu.plus(range.len() as u64, self.seconds_since(start));
                     m.done_bytes += range.len() as u64;
                     at = range.end;
                 }
@@ -340,7 +370,7 @@ impl AutoBackend {
                         continue;
                     };
                     let range = piece(at, bytes);
-                    let start = Instant::now();
+                    let start = (self.clock)();
                     match run(gpu, range.clone()) {
                         // The GPU failed: the CPU redoes the piece and the rest.
                         Err(BackendError::Gpu(error)) => {
@@ -353,7 +383,7 @@ impl AutoBackend {
                     let m = &mut state.measured;
                     m.gpu = match (&m.gpu, matches!(step, NextStep::TimeGpu(_))) {
                         (GpuProbe::Timed(rate), true) => {
-                            GpuProbe::Timed(rate.plus(range.len() as u64, start.elapsed().as_secs_f64()))
+                            GpuProbe::Timed(rate.plus(range.len() as u64, self.seconds_since(start)))
                         }
                         _ => GpuProbe::Timed(Default::default()),
                     };
@@ -506,13 +536,16 @@ mod tests {
         assert_eq!(choice.to_string(), "auto: cpu 2.0 GB/s vs gpu 20.0 GB/s, each timed on 16.0 MiB of this job");
     }
 
-    /// A stand-in device: the CPU's work, then a sleep so that a call takes at least
+    /// A stand-in device: the CPU's work, after which the test's clock moves on by
     /// `bytes / bytes_per_s` (or a GPU error, when `fails`); counts the bytes it ran.
+    /// Neither sleeps nor reads the wall clock: the auto backend measures exactly these
+    /// rates, however busy the machine is.
     struct Paced {
         name: &'static str,
         bytes_per_s: f64,
         fails: bool,
         ran: Arc<AtomicU64>,
+        clock: Arc<Mutex<Duration>>,
     }
 
     impl Paced {
@@ -520,10 +553,9 @@ mod tests {
             if self.fails {
                 return Err(GpuError::OutOfMemory { bytes }.into());
             }
-            let start = Instant::now();
             let result = work()?;
-            let due = std::time::Duration::from_secs_f64(bytes as f64 / self.bytes_per_s);
-            std::thread::sleep(due.saturating_sub(start.elapsed()));
+            let took = Duration::from_secs_f64(bytes as f64 / self.bytes_per_s);
+            *self.clock.lock().unwrap_or_else(PoisonError::into_inner) += took;
             self.ran.fetch_add(bytes as u64, Ordering::Relaxed);
             Ok(result)
         }
@@ -552,9 +584,9 @@ mod tests {
         gpu_margin: 1.1,
     };
 
-    /// Fast: close to what the CPU does anyway. Slow: 256 KiB take 26 ms.
+    /// Rates on the test's clock: 256 KiB take 65.536 µs fast, 1.31072 ms slow.
     const FAST: f64 = 4e9;
-    const SLOW: f64 = 1e7;
+    const SLOW: f64 = 2e8;
 
     struct Setup {
         auto: AutoBackend,
@@ -564,21 +596,26 @@ mod tests {
     }
 
     /// An auto backend for a job of `job_bytes` between a CPU stand-in of `cpu` bytes/s
-    /// and a GPU stand-in of `gpu` bytes/s (`None`: no GPU; `Some(0.0)`: one that fails).
+    /// and a GPU stand-in of `gpu` bytes/s (`None`: no GPU; `Some(0.0)`: one that fails),
+    /// timed by a clock only the stand-ins move.
     fn setup(rule: AutoRule, job_bytes: u64, cpu: f64, gpu: Option<f64>) -> Setup {
         let (cpu_ran, gpu_ran, opened) = (Arc::default(), Arc::<AtomicU64>::default(), Arc::<AtomicBool>::default());
-        let cpu = Box::new(Paced { name: "cpu", bytes_per_s: cpu, fails: false, ran: Arc::clone(&cpu_ran) });
-        let (ran, was_opened) = (Arc::clone(&gpu_ran), Arc::clone(&opened));
+        let now = Arc::new(Mutex::new(Duration::ZERO));
+        let clock = Arc::clone(&now);
+        let cpu = Box::new(Paced { name: "cpu", bytes_per_s: cpu, fails: false, ran: Arc::clone(&cpu_ran), clock });
+        let (ran, was_opened, clock) = (Arc::clone(&gpu_ran), Arc::clone(&opened), Arc::clone(&now));
         let opener: GpuOpener = Box::new(move || {
             was_opened.store(true, Ordering::Relaxed);
             match gpu {
                 None => Err(GpuError::NoDriver.into()),
                 Some(rate) => {
-                    Ok(Box::new(Paced { name: "gpu", bytes_per_s: rate, fails: rate == 0.0, ran }) as Box<dyn Backend>)
+                    let gpu = Paced { name: "gpu", bytes_per_s: rate, fails: rate == 0.0, ran, clock };
+                    Ok(Box::new(gpu) as Box<dyn Backend>)
                 }
             }
         });
-        Setup { auto: AutoBackend::new(rule, job_bytes, cpu, opener), cpu_ran, gpu_ran, opened }
+        let read: Clock = Box::new(move || *now.lock().unwrap_or_else(PoisonError::into_inner));
+        Setup { auto: AutoBackend::timed_by(read, rule, job_bytes, cpu, opener), cpu_ran, gpu_ran, opened }
     }
 
     /// Binary16 data of `len` bytes (a trailing partial element when odd), finite but
@@ -634,11 +671,7 @@ mod tests {
         assert_eq!(auto, cpu);
         // The GPU ran its warm-up and measured slices, nothing more.
         assert_eq!(job.gpu_ran.load(Ordering::Relaxed), SMALL.warmup_bytes + SMALL.measure_bytes);
-        let name = job.auto.name();
-        assert!(
-            name.starts_with("cpu (auto: cpu ") && name.ends_with(", each timed on 256.0 KiB of this job)"),
-            "{name}"
-        );
+        assert_eq!(job.auto.name(), "cpu (auto: cpu 4.0 GB/s vs gpu 0.2 GB/s, each timed on 256.0 KiB of this job)");
     }
 
     #[test]
@@ -662,8 +695,7 @@ mod tests {
         assert!(on_auto.iter().zip(&on_cpu).all(|(a, c)| a.to_bits() == c.to_bits()));
         assert_eq!(job.cpu_ran.load(Ordering::Relaxed), SMALL.measure_bytes, "the CPU ran its measured slice only");
         assert_eq!(job.gpu_ran.load(Ordering::Relaxed), samples.len() as u64 - SMALL.measure_bytes);
-        let name = job.auto.name();
-        assert!(name.starts_with("gpu (auto: cpu 0.0 GB/s vs gpu "), "{name}");
+        assert_eq!(job.auto.name(), "gpu (auto: cpu 0.2 GB/s vs gpu 4.0 GB/s, each timed on 256.0 KiB of this job)");
     }
 
     #[test]
