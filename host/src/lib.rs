@@ -9,7 +9,7 @@
 //! | [`bench`](mod@bench) | GPU benchmarks: bandwidth, latency, throughput, their validity, the CUDA C++ baseline's rows | support, gpu, verify, cuda_tools |
 //! | [`cuda_tools`] | ptxas/cuobjdump, the SASS cost report, the PTX/SASS guards, the CUDA C++ baseline (NVRTC) | support, gpu, verify |
 //! | [`search`] | the UNORM/SNORM scheme finder | support, verify |
-//! | [`files`] | `scan` and `normalize`: tensor containers, images, backends | support, gpu, cpu |
+//! | [`files`] | `scan`, `normalize` and `cast`: tensor containers, images, casts, backends | support, gpu, cpu |
 //!
 //! The `bitexact` binary's `cli` module sits on top and maps errors to exit codes.
 //! Everything about variants is driven by `shared::for_each_variant!` through

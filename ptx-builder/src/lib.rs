@@ -26,9 +26,11 @@
 //!
 //! * runs `cargo rustc --manifest-path <crate>/Cargo.toml --release --target
 //!   nvptx64-nvidia-cuda -Zbuild-std=core -- -C codegen-units=1 --emit=asm=<file>`
-//!   ([`PtxBuilder::command`]) with its own `--target-dir` under `$OUT_DIR` (the outer
-//!   build holds the lock on the normal one, and cargo puts RUSTFLAGS after `cargo
-//!   rustc`'s own arguments, so modules cannot share one), none of the outer build's
+//!   ([`PtxBuilder::command`]) with its own `--target-dir` (the outer build holds the
+//!   lock on the normal one, and cargo puts RUSTFLAGS after `cargo rustc`'s own
+//!   arguments, so modules cannot share one), kept under the outer target folder for
+//!   every run of the build script (check, test, doc, each profile) to reuse, so that
+//!   `core` is compiled once per module; none of the outer build's
 //!   flags ([`SCRUBBED_ENV`]), and `-C target-cpu` (and the PTX version) in RUSTFLAGS so
 //!   the build-std crates (`core`, `compiler_builtins`) get them too;
 //! * passes on the nested build's warnings (`cargo::warning=` lines, so cargo shows
@@ -342,6 +344,28 @@ impl PtxBuilder {
         vec![Module::new(format!("{}.ptx", name.as_deref().unwrap_or("kernels")), Target::new(75))]
     }
 
+    /// Where the modules' nested target directories go: a folder of this kernel crate's
+    /// own under the outer build's target folder (the ancestor of `out_dir` that holds
+    /// cargo's `CACHEDIR.TAG`), `<target>/nvptx-builds/<crate folder>-<hash of its
+    /// path>`, shared by every build of the crate: check, test, doc and each profile,
+    /// each of which runs the build script with its own `$OUT_DIR`. So `core` is
+    /// compiled for a module's target once, not once per run (about 40 s each); a run
+    /// with another `$OUT_DIR` recompiles only the kernel crate, whose `--emit` path
+    /// differs. Two runs at once wait on the nested cargo's lock. `out_dir` itself when
+    /// it is not inside a cargo target folder.
+    fn nested_target_root(&self, out_dir: &Path) -> PathBuf {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let Some(target) = out_dir.ancestors().skip(1).find(|dir| dir.join("CACHEDIR.TAG").is_file()) else {
+            return out_dir.to_path_buf();
+        };
+        // The full path: two examples' `../kernels` are two crates.
+        let crate_dir = std::fs::canonicalize(&self.crate_dir).unwrap_or_else(|_| self.crate_dir.clone());
+        let mut hasher = DefaultHasher::new();
+        crate_dir.hash(&mut hasher);
+        let name = crate_dir.file_name().map_or("kernels".into(), |n| n.to_string_lossy());
+        target.join("nvptx-builds").join(format!("{name}-{:016x}", hasher.finish()))
+    }
+
     /// The nested cargo command that builds `module` into `out_dir`, with `cargo` the
     /// cargo to run. Pure: it runs nothing.
     pub fn command(&self, cargo: &OsStr, module: &Module, out_dir: &Path) -> Command {
@@ -353,7 +377,7 @@ impl PtxBuilder {
             .arg(self.crate_dir.join("Cargo.toml"))
             .args(["--release", "--target", NVPTX_TARGET, "-Zbuild-std=core"])
             .arg("--target-dir")
-            .arg(out_dir.join(module.target_dir_name()))
+            .arg(self.nested_target_root(out_dir).join(module.target_dir_name()))
             .args(["--", "-C", "codegen-units=1"]);
         for cfg in &module.cfgs {
             command.args(["--cfg", cfg]);

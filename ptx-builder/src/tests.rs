@@ -39,6 +39,38 @@ fn the_nested_cargo_builds_the_crate_for_nvptx_with_its_own_target_dir_and_emits
     );
 }
 
+/// The `--target-dir` of `module` in `command`.
+fn target_dir_of(command: &Command) -> String {
+    let args = args(command);
+    let at = args.iter().position(|a| a == "--target-dir").expect("a --target-dir");
+    args[at + 1].clone()
+}
+
+#[test]
+fn builds_inside_a_cargo_target_folder_share_one_nested_target_dir_per_crate_and_module() {
+    let target = std::env::temp_dir().join(format!("ptx-builder-shared-target-{}", std::process::id()));
+    let out = |hash: &str| target.join("debug/build/host").join(hash).join("out");
+    std::fs::create_dir_all(out("a")).unwrap();
+    std::fs::create_dir_all(out("b")).unwrap();
+    std::fs::write(target.join("CACHEDIR.TAG"), "Signature: 8a477f597d28d172789f06886806bc55\n").unwrap();
+    let module = Module::new("k.ptx", Target::new(75));
+    let builder = PtxBuilder::new("/w/my-kernels");
+    let a = builder.command(OsStr::new("cargo"), &module, &out("a"));
+    let b = builder.command(OsStr::new("cargo"), &module, &out("b"));
+    let shared = target_dir_of(&a);
+    assert_eq!(shared, target_dir_of(&b), "two runs of the build script, one nested target dir");
+    assert!(shared.starts_with(&*target.join("nvptx-builds").to_string_lossy()), "{shared}");
+    assert!(shared.ends_with("/nvptx-k") && shared.contains("my-kernels-"), "{shared}");
+    // Each run's PTX goes to its own $OUT_DIR.
+    assert!(args(&b).contains(&format!("--emit=asm={}", out("b").join("k.ptx").display())));
+    // Another crate, or another module of the same crate, has its own.
+    let other = PtxBuilder::new("/w/other-kernels").command(OsStr::new("cargo"), &module, &out("a"));
+    assert_ne!(target_dir_of(&other), shared);
+    let second = builder.command(OsStr::new("cargo"), &Module::new("k2.ptx", Target::new(80)), &out("a"));
+    assert_ne!(target_dir_of(&second), shared);
+    std::fs::remove_dir_all(&target).unwrap();
+}
+
 #[test]
 fn a_module_gets_its_cfgs_before_the_emit_and_its_env() {
     let module = Module::new("k_sm_89.ptx", Target::new(89).with_ptx_version(81)).cfg("only_new").env("LIST", "/x.rs");

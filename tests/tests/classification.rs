@@ -58,7 +58,7 @@ fn bfloat16_reference_agrees_with_half_and_binary32() {
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn binary32_reference_agrees_with_core_on_all_2_pow_32_encodings() {
     check_all(0..1 << 32, |b| {
         let reference = class(Format::Binary32, b);

@@ -206,40 +206,53 @@ fn fp_class_name(class: &Class) -> &'static str {
 }
 
 /// Compares, on the inputs `range` (bit patterns of `I`), each form of `conversion` at
-/// `level` with the scalar form (which `exhaustive_cpu.rs` proves equal to the exact
-/// reference on every input; a difference is checked against the reference here too),
-/// in blocks on all cores; what [`CpuConversion::run_at`] runs at `level` must equal it
-/// (it panics otherwise), and so must its streaming form where it has one. Returns the differences of the software and the instruction
-/// form (`None` where the CPU has no instruction); the instruction's are checked against
-/// `allowed`, the software form's against nothing.
+/// each of `levels` with the scalar form (which `exhaustive_cpu.rs` proves equal to the
+/// exact reference on every input; a difference is checked against the reference here
+/// too), in blocks on all cores. The scalar form is the baseline code whatever the level,
+/// so each block's scalar results are computed once and every level's forms compared with
+/// them, a whole block at a time, element by element only where it differs. What
+/// [`CpuConversion::run_at`] runs at a level must equal them (it panics otherwise), and so
+/// must its streaming form where it has one. Returns, for each of `levels` in order, the
+/// differences of the software and the instruction form (`None` where the CPU has no
+/// instruction at that level); the instruction's are checked against `allowed`, the
+/// software form's against nothing.
 fn three_way<I, O>(
     conversion: &CpuConversion<I, O>,
-    level: Level,
+    levels: &[Level],
     range: std::ops::Range<u64>,
     allowed: &[Documented],
-) -> (Differences, Option<Differences>)
+) -> Vec<(Differences, Option<Differences>)>
 where
     I: bytemuck::Pod + Send + Sync,
     O: bytemuck::Pod + Into<u64> + Send + Sync + PartialEq,
     u64: TryInto<I>,
 {
     const BLOCK: u64 = 1 << 16;
-    let has_instruction = conversion.instruction(level).is_some();
     let blocks = range.end.div_ceil(BLOCK) - range.start / BLOCK;
-    let (software, instruction) = (0..blocks)
+    // No difference yet at any level; an instruction's count only where the level has it.
+    let none_yet = || {
+        let at = |level: Level| conversion.instruction(level).is_some().then(Differences::default);
+        levels.iter().map(|&level| (Differences::default(), at(level))).collect::<Vec<_>>()
+    };
+    (0..blocks)
         .into_par_iter()
         .map(|block| {
             let start = range.start + block * BLOCK;
             let inputs: Vec<I> = (start..(start + BLOCK).min(range.end))
                 .map(|x| x.try_into().unwrap_or_else(|_| unreachable!("in range")))
                 .collect();
-            let run = |form: ConversionForm| {
+            let run = |level: Level, form: ConversionForm| {
                 let mut out = vec![O::zeroed(); inputs.len()];
                 conversion.run_form(level, form, &inputs, &mut out).then_some(out)
             };
-            let scalar = run(ConversionForm::Scalar).expect("always there");
+            // The same at every level (`run_form` runs the baseline code for it): once a block.
+            let scalar = run(Level::Portable, ConversionForm::Scalar).expect("always there");
             let tally = |form: &[O], allowed: &[Documented]| {
                 let mut differences = Differences::default();
+                // The whole block equal, as it almost always is: nothing to count.
+                if *form == scalar[..] {
+                    return differences;
+                }
                 for (i, (&f, &s)) in form.iter().zip(&scalar).enumerate() {
                     if f != s {
                         let input = start + i as u64;
@@ -255,52 +268,58 @@ where
                 }
                 differences
             };
-            // What `run_at` picks at this level (the loop of `loop_level`, its exact form)
-            // is what the commands run: it must equal the scalar form too.
-            let mut picked = vec![O::zeroed(); inputs.len()];
-            conversion.run_at(level, &inputs, &mut picked);
-            let picked = tally(&picked, &[]);
-            assert_eq!(
-                picked.total(),
-                0,
-                "{} at {level}: run_at (the loop of {}) differs from the scalar form: {}",
-                conversion.name,
-                conversion.loop_level(level),
-                picked.describe()
-            );
-            let mut streamed = vec![O::zeroed(); inputs.len()];
-            if conversion.run_streaming_at(level, &inputs, &mut streamed) {
-                let streamed = tally(&streamed, &[]);
-                assert_eq!(
-                    streamed.total(),
-                    0,
-                    "{} at {level}: the streaming form differs from the scalar form: {}",
-                    conversion.name,
-                    streamed.describe()
-                );
-            }
-            let software = tally(&run(ConversionForm::Software).expect("always there"), &[]);
-            let instruction = run(ConversionForm::Instruction).map(|out| tally(&out, allowed));
-            (software, instruction)
+            levels
+                .iter()
+                .map(|&level| {
+                    // What `run_at` picks at this level (the loop of `loop_level`, its exact
+                    // form) is what the commands run: it must equal the scalar form too.
+                    let mut picked = vec![O::zeroed(); inputs.len()];
+                    conversion.run_at(level, &inputs, &mut picked);
+                    let picked = tally(&picked, &[]);
+                    assert_eq!(
+                        picked.total(),
+                        0,
+                        "{} at {level}: run_at (the loop of {}) differs from the scalar form: {}",
+                        conversion.name,
+                        conversion.loop_level(level),
+                        picked.describe()
+                    );
+                    let mut streamed = vec![O::zeroed(); inputs.len()];
+                    if conversion.run_streaming_at(level, &inputs, &mut streamed) {
+                        let streamed = tally(&streamed, &[]);
+                        assert_eq!(
+                            streamed.total(),
+                            0,
+                            "{} at {level}: the streaming form differs from the scalar form: {}",
+                            conversion.name,
+                            streamed.describe()
+                        );
+                    }
+                    let software = tally(&run(level, ConversionForm::Software).expect("always there"), &[]);
+                    let instruction = run(level, ConversionForm::Instruction).map(|out| tally(&out, allowed));
+                    (software, instruction)
+                })
+                .collect::<Vec<_>>()
         })
-        .reduce(
-            || (Differences::default(), has_instruction.then(Differences::default)),
-            |(s1, i1), (s2, i2)| {
-                let instruction = match (i1, i2) {
-                    (Some(a), Some(b)) => Some(a.merge(b)),
-                    (a, b) => a.or(b),
-                };
-                (s1.merge(s2), instruction)
-            },
-        );
-    (software, instruction)
+        .reduce(none_yet, |a, b| {
+            a.into_iter()
+                .zip(b)
+                .map(|((s1, i1), (s2, i2))| {
+                    let instruction = match (i1, i2) {
+                        (Some(a), Some(b)) => Some(a.merge(b)),
+                        (a, b) => a.or(b),
+                    };
+                    (s1.merge(s2), instruction)
+                })
+                .collect()
+        })
 }
 
-/// Runs [`three_way`] for `conversion` at every level this machine has, prints the
-/// differences, and checks the claims: the software form and, where the conversion uses
-/// it for exact results, the instruction, equal the scalar form on every input; an
-/// instruction not used for exact results differs only where one of `allowed` explains
-/// the difference.
+/// Runs [`three_way`] for `conversion` at every level this machine has (`levels`), all of
+/// them in one walk of `range`, prints each level's differences, and checks the claims:
+/// the software form and, where the conversion uses it for exact results, the
+/// instruction, equal the scalar form on every input; an instruction not used for exact
+/// results differs only where one of `allowed` explains the difference.
 fn prove<I, O>(conversion: &CpuConversion<I, O>, levels: &[Level], range: std::ops::Range<u64>, allowed: &[Documented])
 where
     I: bytemuck::Pod + Send + Sync,
@@ -309,8 +328,8 @@ where
 {
     let mut report = String::new();
     let mut failures = Vec::new();
-    for &level in levels {
-        let (software, instruction) = three_way(conversion, level, range.clone(), allowed);
+    let each_level = three_way(conversion, levels, range, allowed);
+    for (&level, (software, instruction)) in levels.iter().zip(each_level) {
         let _ = writeln!(
             report,
             "{} at {level}: software form ({}) vs scalar: {}",
@@ -434,19 +453,19 @@ fn narrowings_agree_three_ways_on_a_sample_of_every_class() {
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn f32_to_binary16_agrees_three_ways_on_every_f32() {
     prove(&convert::F32_TO_F16, &levels(), 0..1 << 32, &[]);
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn f32_to_bfloat16_agrees_three_ways_on_every_f32() {
     prove(&convert::F32_TO_BF16, &levels(), 0..1 << 32, BF16_INSTRUCTION);
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn f32_to_fp8_agrees_both_ways_on_every_f32() {
     let levels = levels();
     for conversion in convert::TO_FP8 {

@@ -76,7 +76,7 @@ fn every_variant_keeps_its_claim_on_every_input_of_the_small_domains() {
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn every_variant_keeps_its_claim_on_every_input_of_the_large_domains() {
     let exact = every_variant_keeps_its_claim(false);
     assert!(exact >= 20, "only {exact} exact variants with domains of more than {QUICK_DOMAIN} inputs");
@@ -148,7 +148,7 @@ fn every_domain_is_exhaustive_except_binary64() {
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn f32_to_unorm8_mul_add_half_is_one_code_off_where_the_reference_says() {
     let report = report("f32_to_unorm8_mul_add_half");
     assert!(report.mismatches > 0, "(c * 255 + 0.5) as u8 was expected to be wrong somewhere");

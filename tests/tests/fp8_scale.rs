@@ -1,10 +1,23 @@
 //! Per-tensor scaled FP8 (`shared::fp8_scale`) against the rational reference on integers
-//! (`bitexact::verify::reference::scaled`): the quantisation once and in two steps on
-//! every f32 input at a power-of-two scale and at a scale that is not one, for E4M3 and
-//! E5M2 (`--ignored`); the scale `fl32(max / amax)` on every positive finite amax and the
-//! dequantisation scale `fl32(1 / s)` on every positive finite s (`--ignored`); and all of
-//! them on a sample of every binade at many scales in the quick run. Plus, for
-//! publication, how often the two roundings differ on tensors that look like weights.
+//! (`bitexact::verify::reference::scaled`), and the CPU's loops
+//! (`bitexact::cpu::fp8_scale`) at every level this machine has.
+//!
+//! With `--ignored`, on every input of each domain:
+//! - at a power-of-two scale and at a scale that is not one, for E4M3 and E5M2 (the proven
+//!   scales), every f32 input in one walk: the reference of the quantisation once and in
+//!   two steps, computed once per magnitude; against it, `quantize` on the magnitude with
+//!   either sign, and `quantize_at` at every level, both roundings;
+//! - at scale 1 (where two-step is the plain conversion), `quantize_at` at every level
+//!   against `quantize` on every f32, for E4M3 and E5M2;
+//! - the scale `fl32(max / amax)` on every positive finite amax and the dequantisation
+//!   scale `fl32(1 / s)` on every positive finite s;
+//! - the in-binade rounding (`shared::narrow::round_magnitude_in_binade`) on every
+//!   magnitude up to its limit, against the reference's two-step rounding at scale 1.
+//!
+//! In the quick run, the reference checks on a sample of every binade at many scales, and
+//! the fast forms (`quantize_slice`) and every level against `quantize` on that sample and
+//! around the FP8 grid at many scales. Plus, for publication, how often the two roundings
+//! differ on tensors that look like weights.
 
 use bitexact::cpu::Level;
 use bitexact::cpu::fp8_scale as cpu_fp8;
@@ -19,42 +32,89 @@ fn reference_format(format: Fp8Format) -> NarrowFormat {
     }
 }
 
+/// The two roundings, in the order the checks take them and the expected codes come in.
+const ROUNDINGS: [Rounding; 2] = [Rounding::Once, Rounding::TwoStep];
+
+/// An f32's sign bit.
+const SIGN: u32 = 0x8000_0000;
+
+/// The reference's code for the f32 magnitude `abs` (sign bit clear) at scale `s`.
+fn exact_magnitude(format: Fp8Format, rounding: Rounding, s: f32, abs: u32) -> u8 {
+    let reference = reference_format(format);
+    match rounding {
+        Rounding::Once => scaled::quantize_once(reference, abs, s.to_bits()),
+        Rounding::TwoStep => scaled::quantize_two_step(reference, abs, s.to_bits()),
+    }
+}
+
+/// The exact code of `x` from that of its magnitude, `code`: `x · s` with `s > 0` has
+/// `x`'s sign, and rounding to nearest even is symmetric, so the exact result of `-x` is
+/// that of `x` with the sign bit set.
+fn with_sign(code: u8, x: u32) -> u8 {
+    code | ((x >> 24) as u8 & 0x80)
+}
+
 /// Both roundings of `x` at scale `s` against the reference.
 fn check_quantize(format: Fp8Format, s: f32, x: u32) -> Result<(), String> {
     check_magnitude(format, s, x, &[x])
 }
 
 /// Both roundings of each input of `signed` (the magnitude `magnitude` with either sign)
-/// at scale `s` against the reference, computed once for the magnitude: `x · s` with
-/// `s > 0` has `x`'s sign, and rounding to nearest even is symmetric, so the exact
-/// result of `-x` is that of `x` with the sign bit set.
+/// at scale `s` against the reference, computed once for the magnitude ([`with_sign`]).
 fn check_magnitude(format: Fp8Format, s: f32, magnitude: u32, signed: &[u32]) -> Result<(), String> {
-    let reference = reference_format(format);
-    let abs = magnitude & 0x7FFF_FFFF;
-    for rounding in [Rounding::Once, Rounding::TwoStep] {
-        let want_abs = match rounding {
-            Rounding::Once => scaled::quantize_once(reference, abs, s.to_bits()),
-            Rounding::TwoStep => scaled::quantize_two_step(reference, abs, s.to_bits()),
-        };
-        for &x in signed {
-            let got = fp8_scale::quantize(x, s, format, rounding);
-            let want = want_abs | ((x >> 24) as u8 & 0x80);
-            if got != want {
-                return Err(format!(
-                    "{format:?} {rounding:?}: x = {x:#010x} ({}), s = {s:e} ({:#010x}): got {got:#04x}, exact {want:#04x}",
-                    f32::from_bits(x),
-                    s.to_bits()
-                ));
-            }
+    let abs = magnitude & !SIGN;
+    for rounding in ROUNDINGS {
+        check_signs(format, s, rounding, exact_magnitude(format, rounding, s, abs), signed)?;
+    }
+    Ok(())
+}
+
+/// `quantize` of each input of `signed` (one magnitude with either sign) at scale `s`
+/// against `exact`, the reference's code for the magnitude, with the input's sign.
+fn check_signs(format: Fp8Format, s: f32, rounding: Rounding, exact: u8, signed: &[u32]) -> Result<(), String> {
+    for &x in signed {
+        let got = fp8_scale::quantize(x, s, format, rounding);
+        let want = with_sign(exact, x);
+        if got != want {
+            return Err(format!(
+                "{format:?} {rounding:?}: x = {x:#010x} ({}), s = {s:e} ({:#010x}): got {got:#04x}, exact {want:#04x}",
+                f32::from_bits(x),
+                s.to_bits()
+            ));
         }
     }
     Ok(())
 }
 
-/// Every one of the 2^32 f32 inputs: each magnitude with both signs.
+/// The 2^16 magnitudes of `block` (`block · 2^16 ..`, below 2^31) at scale `s`, each with
+/// both signs: the reference once per magnitude and rounding; against it `quantize` on
+/// each input ([`check_signs`]), then `quantize_at` at every level in `levels` on the
+/// block's 2^16 positive inputs and on its 2^16 negative ones ([`check_levels_against`]).
+/// The first difference, in hex.
+fn check_block(levels: &[Level], format: Fp8Format, s: f32, block: u64) -> Result<(), String> {
+    let magnitudes: Vec<u32> = (block << 16..(block + 1) << 16).map(|m| m as u32).collect();
+    let mut exact: [Vec<u8>; 2] = [Vec::with_capacity(magnitudes.len()), Vec::with_capacity(magnitudes.len())];
+    for &m in &magnitudes {
+        for (rounding, codes) in ROUNDINGS.into_iter().zip(&mut exact) {
+            let code = exact_magnitude(format, rounding, s, m);
+            check_signs(format, s, rounding, code, &[m, m | SIGN])?;
+            codes.push(code);
+        }
+    }
+    for sign in [0, SIGN] {
+        let x: Vec<u32> = magnitudes.iter().map(|&m| m | sign).collect();
+        let want: [Vec<u8>; 2] =
+            exact.each_ref().map(|codes| codes.iter().zip(&x).map(|(&code, &v)| with_sign(code, v)).collect());
+        check_levels_against(levels, format, s, &x, &want, "exact")?;
+    }
+    Ok(())
+}
+
+/// Every one of the 2^32 f32 inputs at `s`, in one walk: 2^15 blocks of 2^16 magnitudes,
+/// each magnitude with both signs ([`check_block`]), on the levels this machine has.
 fn every_f32_at(format: Fp8Format, s: f32) {
-    let check = |m: u64| check_magnitude(format, s, m as u32, &[m as u32, m as u32 | 0x8000_0000]);
-    if let Err(message) = check_all(0..1 << 31, check) {
+    let levels = levels();
+    if let Err(message) = check_all(0..1 << 15, |block| check_block(&levels, format, s, block)) {
         panic!("{message}");
     }
 }
@@ -90,28 +150,30 @@ fn quantize_equals_the_rational_reference_on_a_sample_at_many_scales() {
     }
 }
 
-// Each walks 2^31 magnitudes, both signs against one reference result.
+// The proven scales. Each walks the 2^32 inputs once, as 2^31 magnitudes with both signs
+// against one reference result per magnitude and rounding: `quantize` on each input, and
+// `cpu::fp8_scale::quantize_at` at every level on each block of 2^16 inputs.
 #[test]
 #[ignore = "2^32 inputs"]
-fn quantize_e4m3_on_every_f32_at_a_power_of_two_scale() {
+fn quantize_and_every_cpu_level_e4m3_on_every_f32_at_a_power_of_two_scale() {
     every_f32_at(Fp8Format::E4M3, 2f32.powi(-4));
 }
 
 #[test]
 #[ignore = "2^32 inputs"]
-fn quantize_e4m3_on_every_f32_at_a_scale_that_is_not_a_power_of_two() {
+fn quantize_and_every_cpu_level_e4m3_on_every_f32_at_a_scale_that_is_not_a_power_of_two() {
     every_f32_at(Fp8Format::E4M3, fp8_scale::scale_for(0.0123, Fp8Format::E4M3));
 }
 
 #[test]
 #[ignore = "2^32 inputs"]
-fn quantize_e5m2_on_every_f32_at_a_power_of_two_scale() {
+fn quantize_and_every_cpu_level_e5m2_on_every_f32_at_a_power_of_two_scale() {
     every_f32_at(Fp8Format::E5M2, 2f32.powi(3));
 }
 
 #[test]
 #[ignore = "2^32 inputs"]
-fn quantize_e5m2_on_every_f32_at_a_scale_that_is_not_a_power_of_two() {
+fn quantize_and_every_cpu_level_e5m2_on_every_f32_at_a_scale_that_is_not_a_power_of_two() {
     every_f32_at(Fp8Format::E5M2, fp8_scale::scale_for(3.7, Fp8Format::E5M2));
 }
 
@@ -314,19 +376,34 @@ mod support;
 use support::levels;
 
 /// `cpu::fp8_scale::quantize_at` of `x` at every level in `levels`, both roundings,
-/// against `quantize` per element; the first difference, in hex. The output starts one
-/// byte past a cache line, so that the loop's head (before the line) runs too.
+/// against `quantize` per element; the first difference, in hex.
 fn check_levels(levels: &[Level], format: Fp8Format, s: f32, x: &[u32]) -> Result<(), String> {
+    let want: [Vec<u8>; 2] =
+        ROUNDINGS.map(|rounding| x.iter().map(|&v| fp8_scale::quantize(v, s, format, rounding)).collect());
+    check_levels_against(levels, format, s, x, &want, "quantize")
+}
+
+/// `cpu::fp8_scale::quantize_at` of `x` at every level in `levels`, each rounding of
+/// [`ROUNDINGS`], against the codes `want` holds for that rounding (`what` names where
+/// they come from); the first difference, in hex. The output starts one byte past a
+/// cache line, so that the loop's head (before the line) runs too.
+fn check_levels_against(
+    levels: &[Level],
+    format: Fp8Format,
+    s: f32,
+    x: &[u32],
+    want: &[Vec<u8>; 2],
+    what: &str,
+) -> Result<(), String> {
     let mut buffer = vec![0u8; x.len() + 128];
     let start = buffer.as_ptr().align_offset(64) + 1;
-    for rounding in [Rounding::Once, Rounding::TwoStep] {
-        let want: Vec<u8> = x.iter().map(|&v| fp8_scale::quantize(v, s, format, rounding)).collect();
+    for (rounding, want) in ROUNDINGS.into_iter().zip(want) {
         for &level in levels {
             let q = &mut buffer[start..start + x.len()];
             cpu_fp8::quantize_at(level, x, s, format, rounding, q);
             if let Some(i) = (0..x.len()).find(|&i| q[i] != want[i]) {
                 return Err(format!(
-                    "{level} {format:?} {rounding:?}: x = {:#010x} ({}), s = {s:e} ({:#010x}): got {:#04x}, quantize {:#04x}",
+                    "{level} {format:?} {rounding:?}: x = {:#010x} ({}), s = {s:e} ({:#010x}): got {:#04x}, {what} {:#04x}",
                     x[i],
                     f32::from_bits(x[i]),
                     s.to_bits(),
@@ -376,7 +453,7 @@ fn every_cpu_level_finds_the_finite_amax_and_the_first_non_finite_value() {
 }
 
 /// The CPU loops at every level this machine has, on all 2^32 f32 at `s`, in slices of
-/// 2^16 inputs.
+/// 2^16 inputs, against `quantize`.
 fn every_f32_fast_at(format: Fp8Format, s: f32) {
     let levels = levels();
     let check = |block: u64| {
@@ -388,21 +465,19 @@ fn every_f32_fast_at(format: Fp8Format, s: f32) {
     }
 }
 
-// The scales of the 2^32 tests above, and 1 (where two-step is the plain conversion).
+// Scale 1 (where two-step is the plain conversion), which has no walk of the reference:
+// every level against `quantize`. (At the proven scales, the walks above check every level
+// against the reference itself.)
 #[test]
 #[ignore = "2^32 inputs"]
-fn every_cpu_level_quantizes_e4m3_as_quantize_on_every_f32_at_the_proven_scales() {
-    for s in [2f32.powi(-4), fp8_scale::scale_for(0.0123, Fp8Format::E4M3), 1.0] {
-        every_f32_fast_at(Fp8Format::E4M3, s);
-    }
+fn every_cpu_level_quantizes_e4m3_as_quantize_on_every_f32_at_scale_one() {
+    every_f32_fast_at(Fp8Format::E4M3, 1.0);
 }
 
 #[test]
 #[ignore = "2^32 inputs"]
-fn every_cpu_level_quantizes_e5m2_as_quantize_on_every_f32_at_the_proven_scales() {
-    for s in [2f32.powi(3), fp8_scale::scale_for(3.7, Fp8Format::E5M2), 1.0] {
-        every_f32_fast_at(Fp8Format::E5M2, s);
-    }
+fn every_cpu_level_quantizes_e5m2_as_quantize_on_every_f32_at_scale_one() {
+    every_f32_fast_at(Fp8Format::E5M2, 1.0);
 }
 
 /// `round_magnitude_in_binade` (saturated at the largest finite code) of every f32

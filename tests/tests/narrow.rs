@@ -62,7 +62,7 @@ fn the_rounding_boundaries_are_where_the_specifications_put_them() {
 /// `exhaustive_cpu.rs` proves equal to the integer reference on every input (calling the
 /// reference itself makes this walk 20 times slower).
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn the_hardware_selects_make_the_non_saturating_fp8_modes_on_every_input() {
     use shared::hardware::{e4m3_standard, e5m2_standard};
     every_f32(|x| {
@@ -162,7 +162,7 @@ fn differences(
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn the_half_crate_agrees_on_every_input() {
     let (nan, other, examples) = differences(
         1,
@@ -181,7 +181,7 @@ fn the_half_crate_agrees_on_every_input() {
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn the_float8_crate_saturates_and_otherwise_agrees() {
     // float8 0.7 rounds like our SatFinite mode on every non-NaN input and gives a NaN for
     // every NaN; against our Standard mode it differs exactly on the inputs that overflow

@@ -66,7 +66,7 @@ fn unorm_and_snorm_variants_ignore_the_high_bits_of_every_u16() {
 }
 
 #[test]
-#[ignore = "a 2^32-input proof: `cargo test --workspace -- --ignored` runs it (CI does)"]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn f32_to_unorm_reference_agrees_with_f64_and_the_only_tie_is_one_half() {
     // Every f32 strictly between 0 and 1; everything else is NaN, <= 0 or >= 1 and
     // clamps (named cases below). In f64 the product c · (2^n - 1) is exact (at most

@@ -1,9 +1,11 @@
-//! The file tools: `scan` (count NaN and ±inf in tensor files) and `normalize` (image →
-//! correctly rounded f32, binary16 or bfloat16 tensor).
+//! The file tools: `scan` (count NaN and ±inf in tensor files), `normalize` (image →
+//! correctly rounded f32, binary16 or bfloat16 tensor) and `cast` (tensor files →
+//! bfloat16, binary16 or FP8, every value correctly rounded from its own source value).
 //!
-//! One call per job: [`scan()`] ([`scan`](mod@scan)) and [`normalize()`]
-//! ([`normalize`](mod@normalize)), with [`ScanOptions`] and [`NormalizeOptions`]; the
-//! rooms below are their parts:
+//! One call per job: [`scan()`] ([`scan`](mod@scan)), [`normalize()`]
+//! ([`normalize`](mod@normalize)) and [`cast()`] ([`cast`](mod@cast)), with
+//! [`ScanOptions`], [`NormalizeOptions`] and [`CastOptions`]; the rooms below are their
+//! parts:
 //!
 //! - [`containers`]: what a tensor file's bytes mean: `.npy` ([`containers::npy`],
 //!   [`containers::npy_header`]), `.npz` ([`containers::npz`]), `.safetensors`
@@ -18,6 +20,10 @@
 //! - [`normalize`](mod@normalize): the job, the image decoded and converted a chunk at a
 //!   time ([`normalize::image`]), a PNG decoded a band at a time on its own thread
 //!   ([`normalize::png_rows`]).
+//! - [`cast`](mod@cast): the job, on the CPU alone: the per-element conversions
+//!   ([`cast::convert`]) and their loops over blocks on all cores ([`cast::chunks`]),
+//!   which tensors are cast ([`cast::select`]), what NumPy inputs become
+//!   ([`cast::numpy`]), the output files and per-tensor FP8 scales ([`cast::output`]).
 //! - [`backend`]: where the work runs, the CPU ([`backend::count`]: the counting loops)
 //!   or the GPU; [`backend::auto`]: the rule that picks one for `--device auto`.
 //! - Errors: each module's own `#[non_exhaustive]` types, rendered as one line through
