@@ -36,9 +36,11 @@ export CARGO_TARGET_DIR="$dir/target"
 unset BITEXACT_CUDA_TOOLS CUDA_HOME REQUIRE_CUDA_TOOLS REQUIRE_GPU
 
 results=()
-# Runs "$@" quietly (its output in $dir/<label>.log), records and prints its seconds.
+step=0
+# Runs "$@" quietly (its output in $dir/step-N.log), records and prints its seconds.
 timed() { # LABEL COMMAND...
-  local label=$1 log="$dir/$1.log" start=$SECONDS
+  step=$((step + 1))
+  local label=$1 log="$dir/step-$step.log" start=$SECONDS
   shift
   echo "loop-time: $label: $* (log: $log)" >&2
   if ! "$@" >"$log" 2>&1; then
