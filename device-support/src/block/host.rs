@@ -4,7 +4,7 @@
 //! `#[track_caller]` gives it their call sites for its errors.
 
 use super::{Dim3, Scope};
-use crate::emulator::{self as emu, BarrierForm, WarpOp};
+use crate::emulator::{self as emu, AccessKind, BarrierForm, WarpOp};
 use core::panic::Location;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -53,6 +53,19 @@ pub(super) fn dynamic_shared_bytes() -> (*mut u8, usize) {
     emu::dynamic_shared()
 }
 
+/// The sanitizer's check of a read of value `index` of the `SharedSlice` of `len` values
+/// of `size` bytes at `base` (see `emulator::shared_access`).
+#[track_caller]
+pub(super) fn check_shared_read(base: *const u8, index: usize, len: usize, size: usize) {
+    emu::shared_access(base, index, len, size, AccessKind::Read, Location::caller());
+}
+
+/// As [`check_shared_read`], for a write.
+#[track_caller]
+pub(super) fn check_shared_write(base: *const u8, index: usize, len: usize, size: usize) {
+    emu::shared_access(base, index, len, size, AccessKind::Write, Location::caller());
+}
+
 // The warp operations are safe here: the emulator checks their contract and reports a
 // breach as an error. `unsafe` keeps the signatures of the nvptx backend.
 
@@ -95,15 +108,19 @@ pub(super) unsafe fn vote_ballot(mask: u32, predicate: bool) -> u32 {
 // spinning on an atomic lets the others run). Scope does not matter on the host: one
 // emulated thread runs at a time, and the baton orders every access.
 
-/// `op` on the atomic at `address`, then the baton goes round.
+/// `op` on the atomic at `address` (checked by the sanitizer where it is shared memory),
+/// then the baton goes round.
 ///
 /// # Safety
 /// As the block API's atomics: `address` is valid, aligned, and only accessed atomically
 /// meanwhile.
+#[track_caller]
 unsafe fn atomic<A, R>(address: *mut A::Value, op: impl FnOnce(&A) -> R) -> R
 where
     A: FromPtr,
 {
+    let size = core::mem::size_of::<A::Value>();
+    emu::shared_access(address.cast_const().cast(), 0, 1, size, AccessKind::Atomic, Location::caller());
     // SAFETY: forwarded from the caller.
     let result = op(unsafe { A::from_ptr(address) });
     emu::yield_baton("an atomic");
@@ -136,22 +153,27 @@ impl FromPtr for AtomicU64 {
 
 macro_rules! host_atomics {
     ($atomic:ty, $t:ty: $add:ident, $min:ident, $max:ident, $exch:ident, $cas:ident) => {
+        #[track_caller]
         pub(super) unsafe fn $add(address: *mut $t, value: $t, _: Scope) -> $t {
             // SAFETY: forwarded from the caller.
             unsafe { atomic::<$atomic, _>(address, |a| a.fetch_add(value, Ordering::Relaxed)) }
         }
+        #[track_caller]
         pub(super) unsafe fn $min(address: *mut $t, value: $t, _: Scope) -> $t {
             // SAFETY: forwarded from the caller.
             unsafe { atomic::<$atomic, _>(address, |a| a.fetch_min(value, Ordering::Relaxed)) }
         }
+        #[track_caller]
         pub(super) unsafe fn $max(address: *mut $t, value: $t, _: Scope) -> $t {
             // SAFETY: forwarded from the caller.
             unsafe { atomic::<$atomic, _>(address, |a| a.fetch_max(value, Ordering::Relaxed)) }
         }
+        #[track_caller]
         pub(super) unsafe fn $exch(address: *mut $t, value: $t, _: Scope) -> $t {
             // SAFETY: forwarded from the caller.
             unsafe { atomic::<$atomic, _>(address, |a| a.swap(value, Ordering::Relaxed)) }
         }
+        #[track_caller]
         pub(super) unsafe fn $cas(address: *mut $t, expected: $t, new: $t, _: Scope) -> $t {
             // SAFETY: forwarded from the caller.
             unsafe {
@@ -166,6 +188,7 @@ macro_rules! host_atomics {
 host_atomics!(AtomicU32, u32: atomic_add_u32, atomic_min_u32, atomic_max_u32, atomic_exchange_u32, atomic_cas_u32);
 host_atomics!(AtomicU64, u64: atomic_add_u64, atomic_min_u64, atomic_max_u64, atomic_exchange_u64, atomic_cas_u64);
 
+#[track_caller]
 pub(super) unsafe fn atomic_add_f32(address: *mut f32, value: f32, _: Scope) -> f32 {
     // SAFETY: forwarded from the caller; f32 and u32 have one size and alignment.
     let old = unsafe {

@@ -177,22 +177,32 @@ impl<T: Copy> SharedSlice<T> {
 
     /// Value `i`.
     ///
+    /// Under the emulator, the sanitizer checks the contract and reports a breach as an
+    /// [`EmulatorError`](crate::emulator::EmulatorError) naming both call sites where two
+    /// threads race; on a GPU it is unchecked.
+    ///
     /// # Safety
     /// `i < len()`; value `i` was written since the block started; no other thread writes
     /// it between the block barriers around this read.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn read(self, i: usize) -> T {
+        #[cfg(not(target_arch = "nvptx64"))]
+        imp::check_shared_read(self.ptr.cast_const().cast(), i, self.len, core::mem::size_of::<T>());
         // SAFETY: forwarded from the caller.
         unsafe { self.ptr.add(i).read() }
     }
 
-    /// Sets value `i`.
+    /// Sets value `i` (checked under the emulator as [`read`](Self::read) is).
     ///
     /// # Safety
     /// `i < len()`; no other thread reads or writes value `i` between the block barriers
     /// around this write.
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn write(self, i: usize, value: T) {
+        #[cfg(not(target_arch = "nvptx64"))]
+        imp::check_shared_write(self.ptr.cast_const().cast(), i, self.len, core::mem::size_of::<T>());
         // SAFETY: forwarded from the caller.
         unsafe { self.ptr.add(i).write(value) }
     }
@@ -376,6 +386,7 @@ macro_rules! atomic_impls {
     ($($t:ty: $add:ident, $min:ident, $max:ident, $exch:ident, $cas:ident;)*) => {$(
         impl Atomic for $t {
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             unsafe fn atomic_add(address: *mut $t, value: $t, scope: Scope) -> $t {
                 // SAFETY: forwarded from the caller.
                 unsafe { imp::$add(address, value, scope) }
@@ -383,21 +394,25 @@ macro_rules! atomic_impls {
         }
         impl AtomicInteger for $t {
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             unsafe fn atomic_min(address: *mut $t, value: $t, scope: Scope) -> $t {
                 // SAFETY: forwarded from the caller.
                 unsafe { imp::$min(address, value, scope) }
             }
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             unsafe fn atomic_max(address: *mut $t, value: $t, scope: Scope) -> $t {
                 // SAFETY: forwarded from the caller.
                 unsafe { imp::$max(address, value, scope) }
             }
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             unsafe fn atomic_exchange(address: *mut $t, value: $t, scope: Scope) -> $t {
                 // SAFETY: forwarded from the caller.
                 unsafe { imp::$exch(address, value, scope) }
             }
             #[inline(always)]
+            #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
             unsafe fn atomic_compare_exchange(address: *mut $t, expected: $t, new: $t, scope: Scope) -> $t {
                 // SAFETY: forwarded from the caller.
                 unsafe { imp::$cas(address, expected, new, scope) }
@@ -413,6 +428,7 @@ atomic_impls! {
 
 impl Atomic for f32 {
     #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     unsafe fn atomic_add(address: *mut f32, value: f32, scope: Scope) -> f32 {
         // SAFETY: forwarded from the caller.
         unsafe { imp::atomic_add_f32(address, value, scope) }

@@ -1,6 +1,7 @@
 //! What can go wrong in an emulated launch: each a one-line message naming the kernel,
 //! the block and, where there is one, the call site and the threads concerned.
 
+pub use super::sanitizer::AccessKind;
 use crate::block::Dim3;
 use core::fmt;
 use core::panic::Location;
@@ -124,6 +125,62 @@ pub enum EmulatorError {
     /// The operating system did not start a thread for the block.
     #[error("kernel {kernel}: could not start an emulated thread: {message}")]
     Spawn { kernel: &'static str, message: String },
+    /// Two threads of the block accessed one element of shared memory with nothing
+    /// ordering them (no block barrier between, no warp operation naming both), at least
+    /// one of them writing, not both atomically (the sanitizer's racecheck).
+    #[error("kernel {kernel}, block {}: data race on element {index} of {array}: {first}, then {second}, with no barrier or warp operation between them", xyz(*.block))]
+    SharedRace {
+        kernel: &'static str,
+        block: Dim3,
+        /// The shared array: `dynamic shared memory` or a `static_shared!` declaration
+        /// (its path, then its file, line and column).
+        array: &'static str,
+        /// The element's index in the array, in values of the second access's type.
+        index: usize,
+        first: SharedAccess,
+        second: SharedAccess,
+    },
+    /// A read of shared memory that no thread of the block has written (on a GPU it
+    /// returns whatever the last block left there; the sanitizer's initcheck).
+    #[error("kernel {kernel}, block {}, thread {}: read of element {index} of {array} at {site}, which no thread of the block has written", xyz(*.block), xyz(*.thread))]
+    SharedUninitialised {
+        kernel: &'static str,
+        block: Dim3,
+        thread: Dim3,
+        array: &'static str,
+        index: usize,
+        site: Site,
+    },
+    /// An index past the end of a `SharedSlice`, or a `SharedSlice` that reaches past the
+    /// end of its shared array (the sanitizer's memcheck; undefined behaviour on a GPU).
+    #[error("kernel {kernel}, block {}, thread {}: {what} at {site}", xyz(*.block), xyz(*.thread))]
+    SharedOutOfBounds { kernel: &'static str, block: Dim3, thread: Dim3, what: OutOfBounds, site: Site },
+}
+
+/// One side of a [`EmulatorError::SharedRace`]: which thread did what, where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedAccess {
+    pub thread: Dim3,
+    pub kind: AccessKind,
+    pub site: Site,
+}
+
+impl fmt::Display for SharedAccess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "thread {} {} it at {}", xyz(self.thread), self.kind, self.site)
+    }
+}
+
+/// How a shared-memory access missed its memory.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutOfBounds {
+    /// `index` is not below the `SharedSlice`'s `len`.
+    #[error("index {index} of a SharedSlice of {len} values")]
+    Index { index: usize, len: usize },
+    /// The element (`bytes` from byte `offset` of `array`) runs past the array's `size`.
+    #[error("a {bytes}-byte value at byte {offset} of {array}, which has {size} bytes")]
+    PastArray { array: &'static str, offset: usize, bytes: usize, size: usize },
 }
 
 /// `(x, y, z)`.

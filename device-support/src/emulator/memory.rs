@@ -5,6 +5,7 @@
 
 use super::error::EmulatorError;
 use super::limits;
+use super::sanitizer::ByteShadow;
 use core::alloc::Layout;
 use core::ptr::NonNull;
 use std::vec::Vec;
@@ -18,6 +19,8 @@ pub(super) struct SharedBuffer {
     ptr: NonNull<u8>,
     layout: Layout,
     len: usize,
+    /// Per byte, the accesses the sanitizer checks the next one against.
+    shadow: Vec<ByteShadow>,
 }
 
 // SAFETY: the buffer owns its allocation as a `Box<[u8]>` would; the emulator touches it
@@ -34,14 +37,15 @@ impl SharedBuffer {
         // SAFETY: `layout` has a non-zero size.
         let ptr = unsafe { std::alloc::alloc(layout) };
         let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
-        let mut buffer = SharedBuffer { ptr, layout, len };
+        let mut buffer = SharedBuffer { ptr, layout, len, shadow: std::vec![ByteShadow::default(); len] };
         buffer.fill();
         buffer
     }
 
     /// Writes [`FILL_WORD`] over the whole buffer (little-endian, by byte offset mod 4:
-    /// the buffer is aligned to 16).
+    /// the buffer is aligned to 16), and forgets every access.
     fn fill(&mut self) {
+        self.shadow.iter_mut().for_each(|byte| *byte = ByteShadow::default());
         let bytes = FILL_WORD.to_le_bytes();
         for i in 0..self.layout.size() {
             // SAFETY: `i` is inside the allocation, which this buffer owns.
@@ -107,6 +111,17 @@ impl Memory {
         }
         self.statics.push((name, SharedBuffer::new(layout.size(), layout.align())));
         Ok(self.statics[self.statics.len() - 1].1.as_mut_ptr())
+    }
+
+    /// The buffer that holds the byte at `address`: its name in errors, its first
+    /// byte's address, and the shadow of its bytes. None: not the block's shared memory.
+    pub(super) fn holding(&mut self, address: usize) -> Option<(&'static str, usize, &mut [ByteShadow])> {
+        let dynamic = core::iter::once(("dynamic shared memory", &mut self.dynamic));
+        let statics = self.statics.iter_mut().map(|(name, buffer)| (*name, buffer));
+        dynamic.chain(statics).find_map(|(name, buffer)| {
+            let start = buffer.as_mut_ptr() as usize;
+            (start..start + buffer.len).contains(&address).then_some((name, start, &mut buffer.shadow[..]))
+        })
     }
 
     /// Fills every buffer with [`FILL_WORD`] again, for the next block.

@@ -39,7 +39,30 @@
 //! * **Shared memory.** Per block, the dynamic buffer of the launch's
 //!   `dynamic_shared_bytes` (aligned to 16) and the static arrays of
 //!   `static_shared!`, found by their unique names; all filled with [`FILL_WORD`] when
-//!   a block starts (uninitialised on a GPU; here the same wrong values on every run).
+//!   a block starts (uninitialised on a GPU; here the same wrong values on every run,
+//!   for code that reads it through a raw pointer), and checked by the sanitizer below.
+//! * **The sanitizer** (NVIDIA's compute-sanitizer racecheck, memcheck and initcheck,
+//!   for shared memory, on the CPU). Every [`SharedSlice::read`](crate::block::SharedSlice::read)
+//!   and `write`, and every atomic on shared memory, is recorded per byte with its
+//!   thread, its place in the block's happens-before order and its call site
+//!   (`#[track_caller]`, so the site is the kernel's line even through the block
+//!   reductions). Each of these stops the launch with an error naming the kernel, the
+//!   block, the thread(s), the array and element, and the call site(s):
+//!   * [`EmulatorError::SharedRace`]: two threads touch one element with nothing ordering
+//!     them, at least one writing, not both atomically. What orders them is a block
+//!     barrier between, or warp operations (shuffles, votes) whose masks link the two
+//!     lanes: a warp operation orders only the lanes it names, as on Volta and later.
+//!     Atomics and fences order nothing else here: a flag spun on is not modelled.
+//!   * [`EmulatorError::SharedUninitialised`]: a read of an element that no thread of
+//!     the block has written (by `write` or an atomic; what an earlier block wrote does
+//!     not count).
+//!   * [`EmulatorError::SharedOutOfBounds`]: an index past the `SharedSlice`'s length, or a
+//!     `SharedSlice` (made by `from_raw_parts`) that reaches past its array: undefined
+//!     behaviour on a GPU, an error here before any access.
+//!
+//!   The schedule is the one above, so a race is found where this schedule runs the two
+//!   accesses between the same two barriers, which for a race in straight-line code is
+//!   every run. Global memory (raw pointers) is not checked.
 //! * **Atomics** are the host's `core::sync::atomic` operations on the same addresses;
 //!   scope does not matter when one thread runs at a time (it is accepted and ignored).
 //!   f32 add is a compare-exchange loop with `atom.add.f32`'s rounding: to nearest even,
@@ -52,8 +75,8 @@
 //!
 //! # What is not
 //! * Memory-model weak orderings: every access is ordered by the baton, so a kernel with
-//!   a data race or a missing fence gives this schedule's result, not a GPU's, and races
-//!   are not reported.
+//!   a missing fence gives this schedule's result, not a GPU's; races on global memory
+//!   (raw pointers) are not reported.
 //! * Concurrency between blocks: a block that spins on a flag another block sets hangs
 //!   (the later block never starts), and so does a thread that loops forever without a
 //!   sync point, as on a GPU.
@@ -73,9 +96,12 @@
 //! 0.99 s (most runs about 0.33 s) for 16 blocks and 1.0 to 2.7 s for 64: 16 to 40 ms
 //! per block, 6 to 16 µs per hand-over.
 
+#[cfg(test)]
+mod broken_kernels;
 mod error;
 mod memory;
 mod run;
+mod sanitizer;
 mod schedule;
 #[cfg(test)]
 mod tests;
@@ -84,10 +110,11 @@ use crate::block::Dim3;
 use std::string::ToString;
 use std::sync::Arc;
 
-pub use error::{EmulatorError, LaunchProblem, Site, WarpOp, WarpProblem};
+pub use error::{AccessKind, EmulatorError, LaunchProblem, OutOfBounds, SharedAccess, Site, WarpOp, WarpProblem};
 pub use memory::FILL_WORD;
 pub(crate) use run::{
-    BarrierForm, barrier, block_dim, block_idx, dynamic_shared, grid_dim, lane_id, thread_idx, warp, yield_baton,
+    BarrierForm, barrier, block_dim, block_idx, dynamic_shared, grid_dim, lane_id, shared_access, thread_idx, warp,
+    yield_baton,
 };
 
 /// The stack of each emulated thread: 256 KiB (a kernel body needs little; 1024 of them

@@ -4,8 +4,9 @@
 //! atomic, fence) or its exit, then hands the baton to the next ready thread in rank
 //! order and sleeps on its own condition variable until the baton comes back.
 
-use super::error::{EmulatorError, Site, WarpOp};
+use super::error::{EmulatorError, OutOfBounds, SharedAccess, Site, WarpOp};
 use super::memory::Memory;
+use super::sanitizer::{Access, AccessKind, Conflict};
 use super::schedule::State;
 use crate::block::{Dim3, WARP_SIZE};
 use core::alloc::Layout;
@@ -240,6 +241,63 @@ pub(crate) fn warp(op: WarpOp, args: (u32, u32, u32), site: Site) -> u32 {
 /// A sync point that waits for nobody (an atomic, a fence): the baton goes round once.
 pub(crate) fn yield_baton(what: &str) {
     sync_point(what, |_, _| Ok(()));
+}
+
+/// The sanitizer's check of one access, of `kind` at `site`, to value `index` of a
+/// `SharedSlice` of `len` values of `size` bytes at `base` (an atomic: one value):
+/// returns if it is in bounds, initialised and ordered against every earlier access to
+/// its bytes, and records it; otherwise stops the launch with the error and unwinds.
+/// Memory that is not the block's shared memory (a `SharedSlice` made from other memory
+/// by `from_raw_parts`, an atomic on global memory) is only bounds-checked. Outside
+/// [`super::launch`], an index out of bounds panics.
+pub(crate) fn shared_access(base: *const u8, index: usize, len: usize, size: usize, kind: AccessKind, site: Site) {
+    let context = CONTEXT.with_borrow(|c| c.as_ref().map(|c| (Arc::clone(&c.shared), c.rank, c.thread, c.block)));
+    let Some((shared, rank, thread, block)) = context else {
+        assert!(index < len, "SharedSlice index {index} out of bounds (len {len}) at {site}");
+        return;
+    };
+    let kernel = shared.kernel;
+    let out_of_bounds = |what| EmulatorError::SharedOutOfBounds { kernel, block, thread, what, site };
+    let mut inner = shared.lock();
+    let checked = if index >= len {
+        Err(out_of_bounds(OutOfBounds::Index { index, len }))
+    } else {
+        let Inner { state, memory } = &mut *inner;
+        match memory.holding(base as usize) {
+            None => Ok(()),
+            Some((array, start, shadow)) => {
+                let offset = base as usize - start + index * size;
+                if offset + size > shadow.len() {
+                    Err(out_of_bounds(OutOfBounds::PastArray { array, offset, bytes: size, size: shadow.len() }))
+                } else {
+                    let now = Access { rank, at: state.order.moment(rank), kind, site };
+                    let conflict =
+                        shadow[offset..offset + size].iter_mut().find_map(|b| b.access(now, &state.order).err());
+                    let index = offset / size;
+                    conflict.map_or(Ok(()), |conflict| {
+                        Err(match conflict {
+                            Conflict::Uninitialised => {
+                                EmulatorError::SharedUninitialised { kernel, block, thread, array, index, site }
+                            }
+                            Conflict::Race(earlier) => {
+                                let first = SharedAccess {
+                                    thread: shared.thread_of(earlier.rank),
+                                    kind: earlier.kind,
+                                    site: earlier.site,
+                                };
+                                let second = SharedAccess { thread, kind, site };
+                                EmulatorError::SharedRace { kernel, block, array, index, first, second }
+                            }
+                        })
+                    })
+                }
+            }
+        }
+    };
+    if let Err(error) = checked {
+        drop(inner);
+        stop_and_unwind(&shared, error);
+    }
 }
 
 /// The block's dynamic shared memory.

@@ -6,6 +6,7 @@
 //! the schedule (and with it every result) depends only on the kernel and its inputs.
 
 use super::error::{EmulatorError, Site, WarpOp, WarpProblem};
+use super::sanitizer::Order;
 use crate::block::{Dim3, WARP_SIZE};
 use std::vec;
 use std::vec::Vec;
@@ -71,6 +72,8 @@ pub(super) struct State {
     pub(super) over: bool,
     /// The first error, which ended the launch.
     pub(super) error: Option<EmulatorError>,
+    /// The running block's happens-before order, for the sanitizer.
+    pub(super) order: Order,
 }
 
 impl State {
@@ -89,6 +92,7 @@ impl State {
             warps: (0..threads.div_ceil(WARP_SIZE)).map(|_| Vec::new()).collect(),
             over: false,
             error: None,
+            order: Order::new(threads),
         }
     }
 
@@ -152,6 +156,7 @@ impl State {
             self.barrier = None;
             self.status.fill(Status::Ready);
             self.results.fill(result);
+            self.order.barrier();
         }
         Ok(())
     }
@@ -208,6 +213,7 @@ impl State {
         self.status[rank as usize] = Status::InWarpOp;
         if wait.arrived == mask {
             let wait = self.warps[warp as usize].swap_remove(index);
+            self.order.warp_op(warp, mask);
             for l in lanes_of(mask) {
                 let result = warp_result(wait.op, wait.mask, l, &wait.values, &wait.operands)
                     .map_err(|source_lane| error(WarpProblem::SourceOutsideMask { lane: l, source_lane, mask }))?;
@@ -248,6 +254,7 @@ impl State {
         self.status.fill(Status::Ready);
         self.exited = 0;
         self.baton = 0;
+        self.order.reset();
         true
     }
 

@@ -24,16 +24,16 @@ use std::{eprintln, format, vec};
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// Index `x` of a 1-D grid or block.
-fn at(x: u32) -> Dim3 {
+pub(super) fn at(x: u32) -> Dim3 {
     Dim3 { x, y: 0, z: 0 }
 }
 
-fn setup(grid: Dim3, block: Dim3) -> Launch {
+pub(super) fn setup(grid: Dim3, block: Dim3) -> Launch {
     Launch { kernel: "test_kernel", grid, block, dynamic_shared_bytes: 0 }
 }
 
 /// Runs `body` under the emulator and expects it to complete.
-fn run(setup: &Launch, body: impl Fn() + Sync) {
+pub(super) fn run(setup: &Launch, body: impl Fn() + Sync) {
     launch(setup, body).unwrap_or_else(|e| panic!("{e}"));
 }
 
@@ -41,7 +41,7 @@ fn run(setup: &Launch, body: impl Fn() + Sync) {
 /// hung: a launch that has not returned within [`LIMIT`] fails this test, not the whole
 /// test binary. The launch runs on a thread of its own, left blocked if it hangs, which
 /// is sound because `body` borrows nothing (`'static`).
-fn run_err(setup: &Launch, body: impl Fn() + Send + Sync + 'static) -> EmulatorError {
+pub(super) fn run_err(setup: &Launch, body: impl Fn() + Send + Sync + 'static) -> EmulatorError {
     let (setup, (done, ended)) = (*setup, mpsc::channel());
     let launcher = std::thread::spawn(move || {
         // The receiver is gone only if the test has already failed on the limit.
@@ -296,7 +296,9 @@ fn dynamic_shared_memory_is_sized_aligned_and_filled_in_every_block() {
         assert_eq!(words.as_mut_ptr().cast::<u8>(), bytes.as_mut_ptr(), "one buffer");
         let rank = thread_rank() as usize;
         // SAFETY: each thread reads, then writes, only its own words (8 threads, 25 words).
-        let first = unsafe { words.read(rank) };
+        // The fill is read through the raw pointer: a `read` before any write is the
+        // sanitizer's error (`broken_kernels`).
+        let first = unsafe { words.as_mut_ptr().add(rank).read() };
         unsafe { words.write(rank, 0) };
         unsafe { words.write(rank + 8, 0) };
         seen.set(global_rank(), (words.len(), bytes.len(), words.as_mut_ptr() as usize % 16, first));
@@ -321,7 +323,7 @@ fn static_shared_arrays_are_one_per_name_the_same_for_every_call_and_filled_per_
         let rank = thread_rank();
         // SAFETY: each thread reads and writes only its own element of `a` before the
         // barrier; thread 0 alone writes `b`, read by all after it.
-        let fresh = unsafe { a.read(rank as usize) };
+        let fresh = unsafe { a.as_mut_ptr().add(rank as usize).read() };
         unsafe { a.write(rank as usize, rank + block_idx().x * 100) };
         if rank == 0 {
             unsafe { b.write(2, u64::MAX - u64::from(block_idx().x)) };
@@ -523,16 +525,17 @@ fn warp_and_block_reductions_equal_a_sequential_computation() {
         run(&setup(Dim3::x(blocks as u32), Dim3::x(threads as u32)), || {
             let v = value(global_rank());
             // SAFETY: every thread of every (full) warp makes each call; `scratch` holds
-            // one value per warp and nothing else touches it.
+            // one value per warp, and a barrier follows each block reduction before the
+            // next one writes it (without them the sanitizer reports the race:
+            // `broken_kernels`).
             let got = unsafe {
-                [
-                    block::warp_sum_u32(v),
-                    block::warp_min_u32(v),
-                    block::warp_max_u32(v),
-                    block::block_sum_u32(v, scratch()),
-                    block::block_min_u32(v, scratch()),
-                    block::block_max_u32(v, scratch()),
-                ]
+                let warp = [block::warp_sum_u32(v), block::warp_min_u32(v), block::warp_max_u32(v)];
+                let sum = block::block_sum_u32(v, scratch());
+                sync_threads();
+                let min = block::block_min_u32(v, scratch());
+                sync_threads();
+                let max = block::block_max_u32(v, scratch());
+                [warp[0], warp[1], warp[2], sum, min, max]
             };
             seen.set(global_rank(), got);
         });

@@ -1,0 +1,304 @@
+//! Broken kernels that the sanitizer must catch, each with the error it gives: the
+//! kernel, the block, both threads, the array and element, and both call sites (the
+//! lines are taken with `line!()` beside each access, never written by hand). Beside each,
+//! the kernel as it should be written runs clean.
+
+use super::tests::{at, run, run_err, setup};
+use super::*;
+use crate::block::{self, FULL_MASK, SharedSlice, block_max_u32, block_sum_u32, sync_threads, thread_rank};
+use crate::static_shared;
+use std::format;
+
+/// The line of a call site.
+fn line(site: Site) -> u32 {
+    site.line()
+}
+
+/// The two sides of a race: (thread, kind, line) of each.
+fn race_sides(error: &EmulatorError) -> ((u32, AccessKind, u32), (u32, AccessKind, u32)) {
+    let EmulatorError::SharedRace { first, second, .. } = error else { panic!("not a race: {error}") };
+    assert_eq!((first.site.file(), second.site.file()), (file!(), file!()), "{error}");
+    ((first.thread.x, first.kind, line(first.site)), (second.thread.x, second.kind, line(second.site)))
+}
+
+/// The array and element of a race.
+fn race_element(error: &EmulatorError) -> (&'static str, usize) {
+    let EmulatorError::SharedRace { array, index, kernel, block, .. } = error else { panic!("not a race: {error}") };
+    assert_eq!((*kernel, *block), ("test_kernel", at(0)));
+    (array, *index)
+}
+
+// 1. Two block reductions on one scratch with no barrier between them (found in
+// block-host by reading, round 29): warp 1 still reads the first result from
+// `scratch[0]` when warp 0's lane 0 writes its partial of the second there.
+
+static_shared!(fn reduction_scratch: [u32; 32]);
+
+const FIRST_REDUCTION: u32 = line!() + 4;
+const SECOND_REDUCTION: u32 = line!() + 7;
+fn two_reductions(barrier_between: bool) -> (u32, u32) {
+    // SAFETY: every thread of the (whole-warp) block calls both.
+    let sum = unsafe { block_sum_u32(thread_rank(), reduction_scratch()) };
+    if barrier_between {
+        sync_threads();
+    }
+    let max = unsafe { block_max_u32(thread_rank(), reduction_scratch()) };
+    (sum, max)
+}
+
+#[test]
+fn two_block_reductions_on_one_scratch_without_a_barrier_race() {
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), || {
+        two_reductions(false);
+    });
+    assert_eq!(race_sides(&error), ((32, AccessKind::Read, FIRST_REDUCTION), (0, AccessKind::Write, SECOND_REDUCTION)));
+    let (array, index) = race_element(&error);
+    assert!(array.contains("reduction_scratch") && index == 0, "{error}");
+    let message = format!("{error}");
+    let expected = format!(
+        "kernel test_kernel, block (0, 0, 0): data race on element 0 of {array}: thread (32, 0, 0) read it at {file}:{FIRST_REDUCTION}:",
+        file = file!()
+    );
+    assert!(message.starts_with(&expected), "{message}\nexpected it to start with\n{expected}");
+    assert!(
+        message.contains(&format!("then thread (0, 0, 0) wrote it at {}:{SECOND_REDUCTION}:", file!())),
+        "{message}"
+    );
+
+    run(&setup(Dim3::x(2), Dim3::x(64)), || assert_eq!(two_reductions(true), ((0..64).sum(), 63)));
+}
+
+// 2. Shared memory reused for a second phase without a barrier after the first phase's
+// reads: a thread overwrites its element while its neighbour may still read it.
+
+static_shared!(fn phases: [u32; 64]);
+
+const PHASE_ONE_READ: u32 = line!() + 9;
+const PHASE_TWO_WRITE: u32 = line!() + 12;
+fn two_phases(barrier_between: bool) -> u32 {
+    let (tile, rank) = (phases(), thread_rank() as usize);
+    // SAFETY (all accesses): indices below 64 with 64 threads; what the barriers order is
+    // what this test is about.
+    unsafe {
+        tile.write(rank, rank as u32);
+        sync_threads();
+        let neighbour = tile.read((rank + 1) % 64);
+        if barrier_between {
+            sync_threads();
+        }
+        tile.write(rank, neighbour * 2);
+        sync_threads();
+        tile.read((rank + 63) % 64)
+    }
+}
+
+#[test]
+fn shared_memory_reused_without_a_barrier_races_with_the_last_phases_reads() {
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), || {
+        two_phases(false);
+    });
+    assert_eq!(race_sides(&error), ((0, AccessKind::Read, PHASE_ONE_READ), (1, AccessKind::Write, PHASE_TWO_WRITE)));
+    assert_eq!(race_element(&error).1, 1, "{error}");
+    run(&setup(Dim3::x(1), Dim3::x(64)), || assert_eq!(two_phases(true), thread_rank() * 2));
+}
+
+// 3. An off-by-one tile load: a halo of one element, loaded by every thread at `rank + 1`
+// into a tile one element too short.
+
+const HALO_WRITE: u32 = line!() + 6;
+fn load_with_halo(tile: SharedSlice<u32>) -> u32 {
+    let rank = thread_rank() as usize;
+    // SAFETY: what the tile's length allows is what this test is about; every thread
+    // writes a different element, and reads after the barrier.
+    unsafe {
+        tile.write(rank + 1, rank as u32);
+        if rank == 0 {
+            tile.write(0, u32::MAX);
+        }
+        sync_threads();
+        tile.read(rank)
+    }
+}
+
+#[test]
+fn an_off_by_one_tile_load_is_out_of_bounds() {
+    static_shared!(fn short_tile: [u32; 64]);
+    static_shared!(fn tile: [u32; 65]);
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), || {
+        load_with_halo(short_tile());
+    });
+    let EmulatorError::SharedOutOfBounds { thread, what, site, .. } = &error else { panic!("{error}") };
+    assert_eq!((thread.x, what, line(site)), (63, &OutOfBounds::Index { index: 64, len: 64 }, HALO_WRITE), "{error}");
+    let message = format!("{error}");
+    assert!(message.contains("thread (63, 0, 0): index 64 of a SharedSlice of 64 values at"), "{message}");
+    run(&setup(Dim3::x(1), Dim3::x(64)), || {
+        let rank = thread_rank();
+        assert_eq!(load_with_halo(tile()), if rank == 0 { u32::MAX } else { rank - 1 });
+    });
+
+    // A SharedSlice longer than its memory: in bounds of the slice, past the array.
+    let mut past = setup(Dim3::x(1), Dim3::x(64));
+    past.dynamic_shared_bytes = 64 * 4;
+    let error = run_err(&past, || {
+        let memory = block::dynamic_shared::<u32>();
+        // SAFETY: not sound (one value past the buffer): the sanitizer catches it.
+        let tile = unsafe { SharedSlice::from_raw_parts(memory.as_mut_ptr(), 65) };
+        load_with_halo(tile);
+    });
+    let EmulatorError::SharedOutOfBounds { what, .. } = &error else { panic!("{error}") };
+    let past_array = OutOfBounds::PastArray { array: "dynamic shared memory", offset: 256, bytes: 4, size: 256 };
+    assert_eq!(what, &past_array, "{error}");
+}
+
+// 4. A read before any write: the halo element that no thread loads.
+
+const HALO_READ: u32 = line!() + 11;
+fn stencil(load_halo: bool) -> u32 {
+    static_shared!(fn stencil_tile: [u32; 65]);
+    let (tile, rank) = (stencil_tile(), thread_rank() as usize);
+    // SAFETY: indices below 65; each element written by one thread before the barrier.
+    unsafe {
+        tile.write(rank, rank as u32);
+        if load_halo && rank == 63 {
+            tile.write(64, 64);
+        }
+        sync_threads();
+        tile.read(rank) + tile.read(rank + 1)
+    }
+}
+
+#[test]
+fn a_read_of_shared_memory_no_thread_wrote_is_an_error() {
+    let error = run_err(&setup(Dim3::x(2), Dim3::x(64)), || {
+        stencil(false);
+    });
+    let EmulatorError::SharedUninitialised { thread, array, index, site, block, .. } = &error else {
+        panic!("{error}")
+    };
+    assert_eq!((block.x, thread.x, *index, line(site)), (0, 63, 64, HALO_READ), "{error}");
+    assert!(array.contains("stencil_tile"), "{error}");
+    assert!(format!("{error}").contains("which no thread of the block has written"), "{error}");
+    run(&setup(Dim3::x(2), Dim3::x(64)), || assert_eq!(stencil(true), 2 * thread_rank() + 1));
+}
+
+#[test]
+fn what_one_block_wrote_is_uninitialised_for_the_next() {
+    static_shared!(fn carried: [u32; 1]);
+    let error = run_err(&setup(Dim3::x(2), Dim3::x(32)), || {
+        let cell = carried();
+        // SAFETY: thread 0 of block 0 alone writes; the rest read after the barrier.
+        unsafe {
+            if block::block_idx().x == 0 && thread_rank() == 0 {
+                cell.write(0, 7);
+            }
+            sync_threads();
+            cell.read(0);
+        }
+    });
+    let EmulatorError::SharedUninitialised { block, thread, .. } = &error else { panic!("{error}") };
+    assert_eq!((block.x, thread.x), (1, 0), "{error}");
+}
+
+// 5. A write after a read across a missing barrier: an in-place update that reads the
+// neighbour's old value and writes its own new one between the same two barriers.
+
+const OLD_READ: u32 = line!() + 10;
+const NEW_WRITE: u32 = line!() + 13;
+fn shift_in_place(barrier_between: bool) -> u32 {
+    static_shared!(fn line_tile: [u32; 96]);
+    let (tile, rank) = (line_tile(), thread_rank() as usize);
+    // SAFETY: indices below 96 with 96 threads; what the barriers order is what this
+    // test is about.
+    unsafe {
+        tile.write(rank, rank as u32 * 10);
+        sync_threads();
+        let old = tile.read((rank + 1) % 96);
+        if barrier_between {
+            sync_threads();
+        }
+        tile.write(rank, old);
+        sync_threads();
+        tile.read(rank)
+    }
+}
+
+#[test]
+fn a_write_after_a_read_without_a_barrier_between_races() {
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(96)), || {
+        shift_in_place(false);
+    });
+    assert_eq!(race_sides(&error), ((0, AccessKind::Read, OLD_READ), (1, AccessKind::Write, NEW_WRITE)));
+    run(&setup(Dim3::x(1), Dim3::x(96)), || assert_eq!(shift_in_place(true), (thread_rank() + 1) % 96 * 10));
+}
+
+// 6. A warp-synchronous exchange through shared memory with nothing ordering the lanes
+// (the code Volta broke: before sm_70 a warp's lanes ran in lockstep, so it worked). A
+// warp operation naming both lanes between the write and the read orders them.
+
+const EXCHANGE_READ: u32 = line!() + 16;
+const EXCHANGE_WRITE: u32 = line!() + 11;
+fn warp_exchange(order_the_lanes: bool) -> u32 {
+    static_shared!(fn mailbox: [u32; 32]);
+    let (slots, lane) = (mailbox(), block::lane_id() as usize);
+    // SAFETY: 32 threads, indices below 32; the order of the lanes is what this test is
+    // about.
+    unsafe {
+        slots.write(lane, 0);
+        sync_threads();
+        let mut got = 0;
+        for round in 1..3u32 {
+            slots.write(lane, lane as u32 * 100 + round);
+            if order_the_lanes {
+                block::vote_all(FULL_MASK, true);
+            }
+            got = slots.read(lane ^ 1);
+            if order_the_lanes {
+                block::vote_all(FULL_MASK, true);
+            }
+        }
+        got
+    }
+}
+
+#[test]
+fn a_warp_synchronous_exchange_without_a_warp_operation_between_races() {
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(32)), || {
+        warp_exchange(false);
+    });
+    assert_eq!(race_sides(&error), ((0, AccessKind::Read, EXCHANGE_READ), (1, AccessKind::Write, EXCHANGE_WRITE)));
+    run(&setup(Dim3::x(1), Dim3::x(32)), || {
+        assert_eq!(warp_exchange(true), (block::lane_id() ^ 1) * 100 + 2);
+    });
+}
+
+// Atomics: updates of one shared counter by every thread are not races, but a plain
+// read of it before the barrier is.
+
+#[test]
+fn atomics_on_shared_memory_race_only_with_plain_accesses() {
+    static_shared!(fn counter: [u32; 1]);
+    let body = |read_early: bool| {
+        let cell = counter();
+        // SAFETY: one aligned u32 of shared memory, written by thread 0 before the
+        // barrier, then only updated atomically until the next.
+        unsafe {
+            if thread_rank() == 0 {
+                cell.write(0, 0);
+            }
+            sync_threads();
+            <u32 as block::Atomic>::atomic_add(cell.as_mut_ptr(), 1, block::Scope::Block);
+            if read_early && thread_rank() == 5 {
+                cell.read(0);
+            }
+            sync_threads();
+            cell.read(0)
+        }
+    };
+    run(&setup(Dim3::x(2), Dim3::x(64)), || assert_eq!(body(false), 64));
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), move || {
+        body(true);
+    });
+    let ((first, first_kind, _), (second, second_kind, _)) = race_sides(&error);
+    // Thread 63's atomic is the last before thread 5 resumes to read.
+    assert_eq!((first, first_kind, second, second_kind), (63, AccessKind::Atomic, 5, AccessKind::Read), "{error}");
+}

@@ -1,0 +1,225 @@
+//! The emulator's sanitizer for shared memory: what NVIDIA's compute-sanitizer calls
+//! racecheck, memcheck and initcheck, on the CPU.
+//!
+//! Every access through a [`crate::block::SharedSlice`] and every atomic on shared memory
+//! is recorded per byte with its thread, its moment in the block's happens-before order
+//! and its call site. Two accesses to one byte by different threads, at least one a plain
+//! write (or one atomic and one plain), with nothing ordering them, are a race; a plain
+//! read of a byte that no thread of the block has written is an uninitialised read.
+//!
+//! **What orders two accesses:** a block barrier between them, or a chain of warp
+//! operations (shuffles, votes) between them whose masks link the two threads: a warp
+//! operation orders only the lanes it names, as on Volta and later, where a warp's lanes
+//! no longer run in lockstep. Program order orders a thread's own accesses. Atomics and
+//! fences do not order other accesses here (a flag set by an atomic and read in a spin
+//! loop is not modelled): code that orders shared memory that way is reported.
+
+use super::error::Site;
+use crate::block::WARP_SIZE;
+use core::fmt;
+use std::vec::Vec;
+
+/// What an access does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    /// `SharedSlice::read`.
+    Read,
+    /// `SharedSlice::write`.
+    Write,
+    /// An atomic read-modify-write (never a race with another atomic).
+    Atomic,
+}
+
+impl fmt::Display for AccessKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AccessKind::Read => "read",
+            AccessKind::Write => "wrote",
+            AccessKind::Atomic => "updated atomically",
+        })
+    }
+}
+
+/// Where a thread is in the block's happens-before order: how many barriers the block
+/// has completed, and the thread's own count of warp operations it took part in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Moment {
+    pub(super) epoch: u32,
+    pub(super) clock: u32,
+}
+
+/// One recorded access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Access {
+    pub(super) rank: u32,
+    pub(super) at: Moment,
+    pub(super) kind: AccessKind,
+    pub(super) site: Site,
+}
+
+/// The block's happens-before order: the barrier count and, per thread, a vector clock
+/// over the lanes of its warp (a warp operation joins the clocks of the lanes it names).
+pub(super) struct Order {
+    epoch: u32,
+    clocks: Vec<[u32; WARP_SIZE as usize]>,
+}
+
+impl Order {
+    /// A block of `threads` threads at its start.
+    pub(super) fn new(threads: u32) -> Order {
+        Order { epoch: 0, clocks: std::vec![[0; WARP_SIZE as usize]; threads as usize] }
+    }
+
+    /// Thread `rank`'s moment now.
+    pub(super) fn moment(&self, rank: u32) -> Moment {
+        Moment { epoch: self.epoch, clock: self.clocks[rank as usize][(rank % WARP_SIZE) as usize] }
+    }
+
+    /// A block barrier completed: everything before it happened before everything after.
+    pub(super) fn barrier(&mut self) {
+        self.epoch += 1;
+    }
+
+    /// The warp operation of `warp` over `mask` completed: each lane of `mask` ends its
+    /// segment (its own clock ticks), and all of them learn every other's clock.
+    pub(super) fn warp_op(&mut self, warp: u32, mask: u32) {
+        let ranks =
+            || (0..WARP_SIZE).filter(move |l| mask & (1 << l) != 0).map(move |l| (warp * WARP_SIZE + l) as usize);
+        let mut joined = [0; WARP_SIZE as usize];
+        for r in ranks() {
+            self.clocks[r][r % WARP_SIZE as usize] += 1;
+            for (j, c) in joined.iter_mut().zip(&self.clocks[r]) {
+                *j = (*j).max(*c);
+            }
+        }
+        for r in ranks() {
+            self.clocks[r] = joined;
+        }
+    }
+
+    /// Whether `earlier` happened before thread `rank`'s next step.
+    pub(super) fn ordered(&self, earlier: &Access, rank: u32) -> bool {
+        earlier.rank == rank
+            || earlier.at.epoch < self.epoch
+            || (earlier.rank / WARP_SIZE == rank / WARP_SIZE
+                && self.clocks[rank as usize][(earlier.rank % WARP_SIZE) as usize] > earlier.at.clock)
+    }
+
+    /// A new block: no barrier, no warp operation yet.
+    pub(super) fn reset(&mut self) {
+        self.epoch = 0;
+        self.clocks.iter_mut().for_each(|c| *c = [0; WARP_SIZE as usize]);
+    }
+}
+
+/// What went wrong with one access to one byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Conflict {
+    /// It races with this earlier access.
+    Race(Access),
+    /// A read of a byte no thread of the block has written.
+    Uninitialised,
+}
+
+/// The accesses that a later access to one byte of shared memory must be checked
+/// against: the last write (or atomic), and the reads since it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ByteShadow {
+    write: Option<Access>,
+    reads: Vec<Access>,
+}
+
+impl ByteShadow {
+    /// Checks `now` against the byte's earlier accesses (`order` says which are ordered
+    /// before it), then records it; the conflict, if any (nothing is recorded then).
+    pub(super) fn access(&mut self, now: Access, order: &Order) -> Result<(), Conflict> {
+        let ordered = |earlier: &Access| order.ordered(earlier, now.rank);
+        // Reads before the last barrier are ordered before everything from now on.
+        self.reads.retain(|r| r.at.epoch == now.at.epoch);
+        let racing_write =
+            self.write.filter(|w| !ordered(w) && !(w.kind == AccessKind::Atomic && now.kind == AccessKind::Atomic));
+        if let Some(w) = racing_write {
+            return Err(Conflict::Race(w));
+        }
+        match now.kind {
+            AccessKind::Read => {
+                if self.write.is_none() {
+                    return Err(Conflict::Uninitialised);
+                }
+                self.reads.retain(|r| r.rank != now.rank);
+                self.reads.push(now);
+            }
+            AccessKind::Write | AccessKind::Atomic => {
+                if let Some(r) = self.reads.iter().find(|r| !ordered(r)) {
+                    return Err(Conflict::Race(*r));
+                }
+                self.write = Some(now);
+                self.reads.clear();
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::panic::Location;
+
+    fn access(order: &Order, rank: u32, kind: AccessKind) -> Access {
+        Access { rank, at: order.moment(rank), kind, site: Location::caller() }
+    }
+
+    #[test]
+    fn a_write_then_a_read_by_another_thread_races_until_a_barrier_or_a_warp_op_links_them() {
+        use AccessKind::*;
+        let mut order = Order::new(64);
+        let mut byte = ByteShadow::default();
+        assert_eq!(byte.access(access(&order, 3, Read), &order), Err(Conflict::Uninitialised));
+        let write = access(&order, 3, Write);
+        byte.access(write, &order).unwrap();
+        // The same thread reads its own write; another lane of its warp may not, nor may
+        // a thread of another warp.
+        byte.access(access(&order, 3, Read), &order).unwrap();
+        assert_eq!(byte.access(access(&order, 4, Read), &order), Err(Conflict::Race(write)));
+        // A shuffle of lanes 3 and 4 orders them, not lane 5, nor warp 1.
+        order.warp_op(0, 0b11000);
+        let read_by_4 = access(&order, 4, Read);
+        byte.access(read_by_4, &order).unwrap();
+        assert_eq!(byte.access(access(&order, 5, Read), &order), Err(Conflict::Race(write)));
+        assert_eq!(byte.access(access(&order, 35, Read), &order), Err(Conflict::Race(write)));
+        // Lane 4 and 5 shuffle next: 5 learns what 4 knew (the chain orders 3 before 5).
+        order.warp_op(0, 0b110000);
+        byte.access(access(&order, 5, Read), &order).unwrap();
+        // Thread 3 writes again, unordered with lane 4's read after their shuffle (a
+        // write after a read), and with lane 5's.
+        assert_eq!(byte.access(access(&order, 3, Write), &order), Err(Conflict::Race(read_by_4)));
+        // After a barrier every thread may read, and then one may write alone.
+        order.barrier();
+        byte.access(access(&order, 35, Read), &order).unwrap();
+        order.barrier();
+        byte.access(access(&order, 35, Write), &order).unwrap();
+    }
+
+    #[test]
+    fn atomics_race_with_plain_accesses_not_with_each_other() {
+        use AccessKind::*;
+        let order = Order::new(64);
+        let mut byte = ByteShadow::default();
+        byte.access(access(&order, 1, Atomic), &order).unwrap();
+        byte.access(access(&order, 40, Atomic), &order).unwrap();
+        let last = access(&order, 2, Atomic);
+        byte.access(last, &order).unwrap();
+        assert_eq!(byte.access(access(&order, 7, Read), &order), Err(Conflict::Race(last)));
+        assert_eq!(byte.access(access(&order, 7, Write), &order), Err(Conflict::Race(last)));
+    }
+
+    #[test]
+    fn a_new_block_starts_unordered_again() {
+        let mut order = Order::new(32);
+        order.barrier();
+        order.warp_op(0, u32::MAX);
+        order.reset();
+        assert_eq!(order.moment(5), Moment { epoch: 0, clock: 0 });
+    }
+}
