@@ -42,8 +42,8 @@
     allow(internal_features)
 )]
 
-// On the host the emulator runs blocks as OS threads, so it needs `std`; the kernels
-// (nvptx64) never do.
+// On the host the emulator runs blocks as coroutines with stacks of their own, so it
+// needs `std`; the kernels (nvptx64) never do.
 #[cfg(not(target_arch = "nvptx64"))]
 extern crate std;
 

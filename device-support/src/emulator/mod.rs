@@ -11,15 +11,15 @@
 //! ```
 //!
 //! # What is emulated, and how
-//! * **Threads.** Every thread of a block is an OS thread (a small stack,
-//!   [`STACK_BYTES`]); the same OS threads serve block after block, so the grid's blocks
-//!   run one after another, in order of their linear index. The block functions read the
-//!   calling thread's indices from a thread-local context, and panic with a clear message
-//!   when called outside [`launch`].
+//! * **Threads.** Every thread of a block is a stackful coroutine (`corosensei`, a stack
+//!   of [`STACK_BYTES`] each) on the thread that called [`launch`]; the same coroutines
+//!   serve block after block, so the grid's blocks run one after another, in order of
+//!   their linear index. The block functions read the running thread's indices from a
+//!   thread-local context, and panic with a clear message when called outside [`launch`].
 //! * **A deterministic schedule.** Exactly one emulated thread runs at a time. It runs
 //!   until its next sync point (a barrier, a shuffle or vote, an atomic, a fence) or its
-//!   exit, then hands the baton to the next ready thread in rank order and sleeps on its
-//!   own condition variable. The same kernel and inputs therefore give the same result
+//!   exit, then hands the baton to the next ready thread in rank order and suspends; the
+//!   launch resumes whoever holds the baton. The same kernel and inputs therefore give the same result
 //!   on every run and machine, f32 atomic-add order included (the threads of a block
 //!   reach their first atomic in rank order, and so on), and a 2-core machine is never
 //!   asked to run 1024 threads at once.
@@ -87,14 +87,23 @@
 //!   (`sin`, `exp`) is the host's.
 //! * The kernel body must unwind (a Rust function, not `extern "C"`), since stopped
 //!   threads unwind out of it.
+//! * A kernel body that overflows its [`STACK_BYTES`] stack stops the process at the
+//!   stack's guard page (a segmentation fault, without Rust's stack-overflow message,
+//!   which only knows OS threads' stacks). All emulated threads share the launching
+//!   thread's thread-local variables.
 //!
 //! # Speed
-//! The cost is in the hand-overs (an OS thread switch per thread and sync point), not in
-//! the elements. Measured with `max_reduction_speed` on this project's 2-core build
-//! machine under a load of 6 to 10: a 2^20-element `u32` max over a grid-stride loop and
-//! `block_max_u32`, in 256-thread blocks (about 2,500 hand-overs per block), took 0.27 to
-//! 0.99 s (most runs about 0.33 s) for 16 blocks and 1.0 to 2.7 s for 64: 16 to 40 ms
-//! per block, 6 to 16 µs per hand-over.
+//! The cost is in the hand-overs (a user-space stack switch and the schedule's
+//! bookkeeping per thread and sync point), not in the elements. The benchmark
+//! `cargo bench -p device-support --bench handover` runs a 2^20-element `u32` max (a
+//! grid-stride loop, `block_max_u32`, one atomic per block) in 256-thread blocks, about
+//! 2,460 hand-overs per block, on coroutines and, in the same run, on one OS thread per
+//! emulated thread (the emulator's first form, kept for this comparison). On this
+//! project's 2-core build machine (AVX2, nothing else running), best of 5: 16 blocks
+//! 10.2 ms against 536 ms, 64 blocks 23.4 ms against 2.11 s; 148 ns per hand-over with
+//! the launch's set-up and the elements included (111 ns at the margin from 16 to 64
+//! blocks), against 13.3 µs: 53 to 90 times less. The example's fp8-scale kernels run a
+//! 2^24-value tensor under the emulator in about 4 s in a debug build.
 
 #[cfg(test)]
 mod broken_kernels;
@@ -204,22 +213,47 @@ impl<T: Copy> KernelArgs<T> {
 /// [`EmulatorError::Launch`] before anything runs if `setup` passes [`limits`]; the
 /// others as they happen (see [`EmulatorError`]).
 pub fn launch(setup: &Launch, body: impl Fn() + Sync) -> Result<(), EmulatorError> {
+    launch_on(setup, Threads::Coroutines, &body).map(|_handovers| ())
+}
+
+/// What the emulated threads are (for the hand-over benchmark, which compares the two;
+/// [`launch`] uses coroutines).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    /// Stackful coroutines on the launching thread (`corosensei`): a hand-over is a
+    /// user-space stack switch.
+    Coroutines,
+    /// One OS thread each, waking the next through a condition variable: a hand-over is
+    /// a thread switch.
+    Os,
+}
+
+/// [`launch`] on emulated threads of the kind `threads`, with the same schedule and the
+/// same errors either way; how many times the baton passed from one thread to another.
+#[doc(hidden)]
+pub fn launch_on(setup: &Launch, threads: Threads, body: &(dyn Fn() + Sync)) -> Result<u64, EmulatorError> {
     check_launch(setup).map_err(|problem| EmulatorError::Launch { kernel: setup.kernel, problem })?;
-    let shared = Arc::new(run::Shared::new(setup.kernel, setup.grid, setup.block, setup.dynamic_shared_bytes));
-    let body: &(dyn Fn() + Sync) = &body;
-    std::thread::scope(|scope| {
-        for rank in 0..setup.block.volume() as u32 {
-            let mine = Arc::clone(&shared);
-            let thread = std::thread::Builder::new()
-                .name(std::format!("{}:{rank}", setup.kernel))
-                .stack_size(STACK_BYTES)
-                .spawn_scoped(scope, move || run::run_thread(&mine, rank, body));
-            if let Err(error) = thread {
-                shared.stop(EmulatorError::Spawn { kernel: setup.kernel, message: error.to_string() });
-                break;
+    let os_threads = threads == Threads::Os;
+    let (kernel, grid, block, dynamic) = (setup.kernel, setup.grid, setup.block, setup.dynamic_shared_bytes);
+    let shared = Arc::new(run::Shared::new(kernel, grid, block, dynamic, os_threads));
+    let count = setup.block.volume() as u32;
+    match threads {
+        Threads::Coroutines => run::run_coroutines(&shared, count, body),
+        Threads::Os => std::thread::scope(|scope| {
+            for rank in 0..count {
+                let mine = Arc::clone(&shared);
+                let thread = std::thread::Builder::new()
+                    .name(std::format!("{}:{rank}", setup.kernel))
+                    .stack_size(STACK_BYTES)
+                    .spawn_scoped(scope, move || run::run_thread(&mine, rank, body, run::Turn::Thread));
+                if let Err(error) = thread {
+                    shared.stop(EmulatorError::Spawn { kernel: setup.kernel, message: error.to_string() });
+                    break;
+                }
             }
-        }
-    });
+        }),
+    }
     shared.outcome()
 }
 

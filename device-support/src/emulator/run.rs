@@ -1,8 +1,9 @@
-//! The emulated threads: one OS thread per thread of a block, reused from block to block,
-//! each knowing (thread-locally) which thread it is, and the baton that lets exactly one
-//! of them run. A thread runs until its next sync point (barrier, warp operation,
-//! atomic, fence) or its exit, then hands the baton to the next ready thread in rank
-//! order and sleeps on its own condition variable until the baton comes back.
+//! The emulated threads: one coroutine (or, for the benchmark's comparison, one OS
+//! thread) per thread of a block, reused from block to block, each knowing
+//! (thread-locally) which thread it is, and the baton that lets exactly one of them run.
+//! A thread runs until its next sync point (barrier, warp operation, atomic, fence) or
+//! its exit, then hands the baton to the next ready thread in rank order and suspends
+//! (an OS thread: sleeps on its own condition variable) until the baton comes back.
 
 use super::error::{EmulatorError, OutOfBounds, SharedAccess, Site, WarpOp};
 use super::memory::Memory;
@@ -10,7 +11,9 @@ use super::sanitizer::{Access, AccessKind, Conflict};
 use super::schedule::State;
 use crate::block::{Dim3, WARP_SIZE};
 use core::alloc::Layout;
-use core::cell::RefCell;
+use core::cell::Cell;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, Yielder};
 use std::boxed::Box;
 use std::string::{String, ToString};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -24,8 +27,11 @@ pub(super) struct Shared {
     grid: Dim3,
     block_dim: Dim3,
     inner: Mutex<Inner>,
-    /// One per thread, so that handing on the baton wakes one thread, not all.
+    /// One per thread, so that handing on the baton wakes one thread, not all (OS
+    /// threads only; coroutines are resumed by the scheduler).
     wake: Vec<Condvar>,
+    /// Whether the emulated threads are OS threads (else coroutines).
+    os_threads: bool,
 }
 
 struct Inner {
@@ -33,16 +39,32 @@ struct Inner {
     memory: Memory,
 }
 
-/// The emulated thread an OS thread is, while it runs the kernel body.
+/// How an emulated thread waits for the baton.
+#[derive(Clone, Copy)]
+pub(super) enum Turn {
+    /// It is an OS thread: it sleeps on its condition variable.
+    Thread,
+    /// It is a coroutine on the launching thread: it suspends to the scheduler
+    /// ([`run_coroutines`]), which resumes whoever holds the baton. The pointer is the
+    /// coroutine's own yielder, valid while the coroutine runs.
+    Coroutine(*const Yielder<(), ()>),
+}
+
+/// The emulated thread that runs the kernel body now, on this OS thread.
 struct Context {
     shared: Arc<Shared>,
     rank: u32,
     thread: Dim3,
     block: Dim3,
+    turn: Turn,
 }
 
 std::thread_local! {
-    static CONTEXT: RefCell<Option<Context>> = const { RefCell::new(None) };
+    /// The context of the emulated thread running on this OS thread: null, or a
+    /// `Context` on the stack of [`run_thread`], which sets it around the kernel body,
+    /// resets it to null before the `Context` goes away, and (as a coroutine) puts it back
+    /// after every suspension, so that it always names the running thread's live one.
+    static CONTEXT: Cell<*const Context> = const { Cell::new(core::ptr::null()) };
 }
 
 /// The payload a thread unwinds out of the kernel body with when the launch has been
@@ -51,7 +73,13 @@ struct Stopped;
 
 impl Shared {
     /// The shared state of a launch of `grid` blocks of `block_dim` threads.
-    pub(super) fn new(kernel: &'static str, grid: Dim3, block_dim: Dim3, dynamic_shared_bytes: usize) -> Shared {
+    pub(super) fn new(
+        kernel: &'static str,
+        grid: Dim3,
+        block_dim: Dim3,
+        dynamic_shared_bytes: usize,
+        os_threads: bool,
+    ) -> Shared {
         let threads = block_dim.volume() as u32;
         Shared {
             kernel,
@@ -61,7 +89,8 @@ impl Shared {
                 state: State::new(kernel, grid, threads),
                 memory: Memory::new(dynamic_shared_bytes),
             }),
-            wake: (0..threads).map(|_| Condvar::new()).collect(),
+            wake: (0..if os_threads { threads } else { 0 }).map(|_| Condvar::new()).collect(),
+            os_threads,
         }
     }
 
@@ -80,9 +109,11 @@ impl Shared {
         self.wake.iter().for_each(Condvar::notify_one);
     }
 
-    /// The launch's outcome, after every thread has returned.
-    pub(super) fn outcome(&self) -> Result<(), EmulatorError> {
-        self.lock().state.error.take().map_or(Ok(()), Err)
+    /// The launch's outcome, after every thread has returned: its hand-overs of the
+    /// baton, or its error.
+    pub(super) fn outcome(&self) -> Result<u64, EmulatorError> {
+        let mut inner = self.lock();
+        inner.state.error.take().map_or(Ok(inner.state.handovers), Err)
     }
 
     /// Releases the lock, then wakes the thread that holds the baton now (so that it
@@ -90,11 +121,19 @@ impl Shared {
     fn wake_baton(&self, inner: MutexGuard<'_, Inner>) {
         let baton = inner.state.baton;
         drop(inner);
-        self.wake[baton as usize].notify_one();
+        if self.os_threads {
+            self.wake[baton as usize].notify_one();
+        }
     }
 
-    /// Sleeps until the baton comes to `rank`; None if the launch ended first.
-    fn wait_turn<'a>(&'a self, mut inner: MutexGuard<'a, Inner>, rank: u32) -> Option<MutexGuard<'a, Inner>> {
+    /// Waits until the baton comes to `rank` (a coroutine suspends meanwhile, and takes
+    /// its context with it); None if the launch ended first.
+    fn wait_turn<'a>(
+        &'a self,
+        mut inner: MutexGuard<'a, Inner>,
+        rank: u32,
+        turn: Turn,
+    ) -> Option<MutexGuard<'a, Inner>> {
         loop {
             if inner.state.over {
                 return None;
@@ -102,7 +141,18 @@ impl Shared {
             if inner.state.baton == rank {
                 return Some(inner);
             }
-            inner = self.wake[rank as usize].wait(inner).unwrap_or_else(PoisonError::into_inner);
+            inner = match turn {
+                Turn::Thread => self.wake[rank as usize].wait(inner).unwrap_or_else(PoisonError::into_inner),
+                Turn::Coroutine(yielder) => {
+                    drop(inner);
+                    let mine = CONTEXT.get();
+                    // SAFETY: the yielder of the coroutine running this code, which lives
+                    // as long as the coroutine (`Turn::Coroutine`).
+                    unsafe { (*yielder).suspend(()) };
+                    CONTEXT.set(mine);
+                    self.lock()
+                }
+            };
         }
     }
 
@@ -117,15 +167,17 @@ impl Shared {
 /// (handing the baton on, or starting the next block), until the grid is done or an
 /// error stops the launch. A panic of `body` stops the launch with
 /// [`EmulatorError::Panicked`].
-pub(super) fn run_thread(shared: &Arc<Shared>, rank: u32, body: &(dyn Fn() + Sync)) {
+pub(super) fn run_thread(shared: &Arc<Shared>, rank: u32, body: &(dyn Fn() + Sync), turn: Turn) {
     let thread = shared.thread_of(rank);
     loop {
-        let Some(inner) = shared.wait_turn(shared.lock(), rank) else { return };
+        let Some(inner) = shared.wait_turn(shared.lock(), rank, turn) else { return };
         let block = inner.state.block_idx();
         drop(inner);
-        CONTEXT.set(Some(Context { shared: Arc::clone(shared), rank, thread, block }));
+        let context = Context { shared: Arc::clone(shared), rank, thread, block, turn };
+        CONTEXT.set(&raw const context);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-        CONTEXT.set(None);
+        CONTEXT.set(core::ptr::null());
+        drop(context);
         if let Err(payload) = outcome {
             if !payload.is::<Stopped>() {
                 let message = panic_message(payload);
@@ -161,6 +213,47 @@ pub(super) fn run_thread(shared: &Arc<Shared>, rank: u32, body: &(dyn Fn() + Syn
     }
 }
 
+/// Runs every emulated thread of the launch as a coroutine on the calling thread (each
+/// on a stack of its own, [`super::STACK_BYTES`], the same coroutine serving block after
+/// block): the one that holds the baton runs until its next sync point, where it
+/// suspends, and so on until the grid is done or an error ends the launch; then every
+/// unfinished coroutine is resumed once more, sees the launch over, and unwinds.
+pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn() + Sync)) {
+    let mut coroutines = Vec::with_capacity(threads as usize);
+    for rank in 0..threads {
+        let stack = match DefaultStack::new(super::STACK_BYTES) {
+            Ok(stack) => stack,
+            Err(error) => {
+                shared.stop(EmulatorError::Spawn { kernel: shared.kernel, message: error.to_string() });
+                break;
+            }
+        };
+        let mine = Arc::clone(shared);
+        let run = move |yielder: &Yielder<(), ()>, ()| run_thread(&mine, rank, body, Turn::Coroutine(yielder));
+        // SAFETY: `run` borrows `body`, which outlives `coroutines`: each coroutine is
+        // driven to completion below, or dropped (and so unwound) when `coroutines` is,
+        // before this function returns.
+        coroutines.push(unsafe { Coroutine::with_stack_unchecked(stack, run) });
+    }
+    loop {
+        let (over, baton) = {
+            let inner = shared.lock();
+            (inner.state.over, inner.state.baton as usize)
+        };
+        match coroutines.get_mut(baton) {
+            Some(coroutine) if !over && !coroutine.done() => {
+                coroutine.resume(());
+            }
+            _ => break,
+        }
+    }
+    for coroutine in &mut coroutines {
+        while !coroutine.done() {
+            coroutine.resume(());
+        }
+    }
+}
+
 /// A panic payload's message (`panic!` gives a `&str` or a `String`).
 fn panic_message(payload: Box<dyn core::any::Any + Send>) -> String {
     match payload.downcast::<String>() {
@@ -175,13 +268,21 @@ fn panic_message(payload: Box<dyn core::any::Any + Send>) -> String {
 ///
 /// # Panics
 /// Outside [`super::launch`]'s kernel body, naming `what` was called.
-fn with_context<R>(what: &str, f: impl FnOnce(&Context) -> R) -> R {
-    CONTEXT.with_borrow(|context| match context {
+fn with_context<'a, R>(what: &str, f: impl FnOnce(&'a Context) -> R) -> R {
+    match current_context() {
         Some(context) => f(context),
         None => panic!(
             "device_support::block::{what} was called outside device_support::emulator::launch: on the host there is no block to ask"
         ),
-    })
+    }
+}
+
+/// The running emulated thread's context; None outside a kernel body.
+fn current_context<'a>() -> Option<&'a Context> {
+    // SAFETY: null or the running thread's live `Context` (see `CONTEXT`), which outlives
+    // every use of the reference: each ends before the kernel body's next sync point or
+    // return, and the `Context` lives until the body has returned.
+    unsafe { CONTEXT.get().as_ref() }
 }
 
 /// Stops the launch with `error` and unwinds the calling thread out of the kernel body.
@@ -194,15 +295,15 @@ fn stop_and_unwind(shared: &Shared, error: EmulatorError) -> ! {
 /// to the next ready thread, and the caller sleeps until it comes back; then its result
 /// (of a barrier or warp operation) is returned.
 fn sync_point(what: &str, arrive: impl FnOnce(&mut State, u32) -> Result<(), EmulatorError>) -> u32 {
-    let (shared, rank) = with_context(what, |c| (Arc::clone(&c.shared), c.rank));
+    let (shared, rank, turn) = with_context(what, |c| (&*c.shared, c.rank, c.turn));
     let mut inner = shared.lock();
     let arrived = arrive(&mut inner.state, rank).and_then(|()| inner.state.hand_on(rank));
     if let Err(error) = arrived {
         drop(inner);
-        stop_and_unwind(&shared, error);
+        stop_and_unwind(shared, error);
     }
     shared.wake_baton(inner);
-    match shared.wait_turn(shared.lock(), rank) {
+    match shared.wait_turn(shared.lock(), rank, turn) {
         Some(inner) => inner.state.result(rank),
         None => std::panic::resume_unwind(Box::new(Stopped)),
     }
@@ -251,7 +352,7 @@ pub(crate) fn yield_baton(what: &str) {
 /// by `from_raw_parts`, an atomic on global memory) is only bounds-checked. Outside
 /// [`super::launch`], an index out of bounds panics.
 pub(crate) fn shared_access(base: *const u8, index: usize, len: usize, size: usize, kind: AccessKind, site: Site) {
-    let context = CONTEXT.with_borrow(|c| c.as_ref().map(|c| (Arc::clone(&c.shared), c.rank, c.thread, c.block)));
+    let context = current_context().map(|c| (Arc::clone(&c.shared), c.rank, c.thread, c.block));
     let Some((shared, rank, thread, block)) = context else {
         assert!(index < len, "SharedSlice index {index} out of bounds (len {len}) at {site}");
         return;

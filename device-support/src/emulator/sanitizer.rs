@@ -122,20 +122,29 @@ pub(super) enum Conflict {
 }
 
 /// The accesses that a later access to one byte of shared memory must be checked
-/// against: the last write (or atomic), and the reads since it.
+/// against: the last write (or atomic), and the reads since it in the current barrier
+/// interval (all of one epoch; a thread's later read replaces its earlier one, lazily).
 #[derive(Clone, Debug, Default)]
 pub(super) struct ByteShadow {
     write: Option<Access>,
     reads: Vec<Access>,
 }
 
+/// The length from which [`ByteShadow::reads`] is compacted to one read per thread when
+/// it reaches a power of two (so a thread that reads one element in a loop between two
+/// barriers does not grow it without bound, and each read costs O(1) amortised).
+const COMPACT_FROM: usize = 64;
+
 impl ByteShadow {
     /// Checks `now` against the byte's earlier accesses (`order` says which are ordered
     /// before it), then records it; the conflict, if any (nothing is recorded then).
     pub(super) fn access(&mut self, now: Access, order: &Order) -> Result<(), Conflict> {
         let ordered = |earlier: &Access| order.ordered(earlier, now.rank);
-        // Reads before the last barrier are ordered before everything from now on.
-        self.reads.retain(|r| r.at.epoch == now.at.epoch);
+        // Reads before the last barrier are ordered before everything from now on (the
+        // list holds one epoch's: the last one's epoch is every one's).
+        if self.reads.last().is_some_and(|r| r.at.epoch != now.at.epoch) {
+            self.reads.clear();
+        }
         let racing_write =
             self.write.filter(|w| !ordered(w) && !(w.kind == AccessKind::Atomic && now.kind == AccessKind::Atomic));
         if let Some(w) = racing_write {
@@ -146,8 +155,17 @@ impl ByteShadow {
                 if self.write.is_none() {
                     return Err(Conflict::Uninitialised);
                 }
-                self.reads.retain(|r| r.rank != now.rank);
-                self.reads.push(now);
+                // A thread's later read is ordered after its earlier ones, and its clock
+                // is at least theirs, so the latest per thread decides every later
+                // check; the earlier ones are dropped now (the last one) or at the next
+                // compaction.
+                match self.reads.last_mut() {
+                    Some(last) if last.rank == now.rank => *last = now,
+                    _ => self.reads.push(now),
+                }
+                if self.reads.len() >= COMPACT_FROM && self.reads.len().is_power_of_two() {
+                    compact(&mut self.reads);
+                }
             }
             AccessKind::Write | AccessKind::Atomic => {
                 if let Some(r) = self.reads.iter().find(|r| !ordered(r)) {
@@ -159,6 +177,14 @@ impl ByteShadow {
         }
         Ok(())
     }
+}
+
+/// Keeps the latest read of each thread, in the order of the threads' ranks.
+fn compact(reads: &mut Vec<Access>) {
+    reads.reverse();
+    // Stable: each thread's latest read comes first among its own, and is the one kept.
+    reads.sort_by_key(|r| r.rank);
+    reads.dedup_by_key(|r| r.rank);
 }
 
 #[cfg(test)]
@@ -212,6 +238,22 @@ mod tests {
         byte.access(last, &order).unwrap();
         assert_eq!(byte.access(access(&order, 7, Read), &order), Err(Conflict::Race(last)));
         assert_eq!(byte.access(access(&order, 7, Write), &order), Err(Conflict::Race(last)));
+    }
+
+    #[test]
+    fn many_reads_by_few_threads_are_kept_once_per_thread() {
+        let mut order = Order::new(64);
+        let mut byte = ByteShadow::default();
+        byte.access(access(&order, 0, AccessKind::Write), &order).unwrap();
+        order.barrier();
+        for i in 0..1000 {
+            byte.access(access(&order, 1 + i % 3, AccessKind::Read), &order).unwrap();
+        }
+        assert!(byte.reads.len() < COMPACT_FROM, "{}", byte.reads.len());
+        let ranks: std::collections::BTreeSet<u32> = byte.reads.iter().map(|r| r.rank).collect();
+        assert_eq!(ranks, [1, 2, 3].into());
+        // Thread 0's write after them races with the first of them still listed.
+        assert!(matches!(byte.access(access(&order, 0, AccessKind::Write), &order), Err(Conflict::Race(_))));
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub(super) struct State {
     pub(super) error: Option<EmulatorError>,
     /// The running block's happens-before order, for the sanitizer.
     pub(super) order: Order,
+    /// How many times the baton has passed from one thread to another (or, at a new
+    /// block, to thread 0).
+    pub(super) handovers: u64,
 }
 
 impl State {
@@ -93,6 +96,7 @@ impl State {
             over: false,
             error: None,
             order: Order::new(threads),
+            handovers: 0,
         }
     }
 
@@ -132,7 +136,7 @@ impl State {
             return Err(EmulatorError::BarrierExited { kernel, block, site, missing, exited });
         }
         let barrier = self.barrier.get_or_insert(BarrierWait { site, form, arrived: Vec::new(), count_true: 0 });
-        if barrier.site != site || barrier.form != form {
+        if !same_site(barrier.site, site) || barrier.form != form {
             return Err(EmulatorError::BarrierSites {
                 kernel,
                 block,
@@ -178,12 +182,11 @@ impl State {
         if mask & (1 << lane) == 0 {
             return Err(error(WarpProblem::CallerOutsideMask { lane, mask }));
         }
-        let live = self.live_lanes(warp);
         let waits = &self.warps[warp as usize];
         let index = match waits.iter().position(|w| w.mask & mask != 0) {
             Some(i) => {
                 let w = &waits[i];
-                if w.mask != mask || w.op != op || w.site != site {
+                if w.mask != mask || w.op != op || !same_site(w.site, site) {
                     let (other_op, other_site, other_mask) = (w.op, w.site, w.mask);
                     let waiting = lanes_of(w.arrived);
                     return Err(error(WarpProblem::Elsewhere {
@@ -197,8 +200,9 @@ impl State {
                 }
                 i
             }
-            None if mask & !live != 0 => {
-                return Err(error(WarpProblem::ExitedLanes { lanes: lanes_of(mask & !live), mask }));
+            None if mask & !self.live_lanes(warp) != 0 => {
+                let lanes = lanes_of(mask & !self.live_lanes(warp));
+                return Err(error(WarpProblem::ExitedLanes { lanes, mask }));
             }
             None => {
                 let zeros = [0; WARP_SIZE as usize];
@@ -254,6 +258,7 @@ impl State {
         self.status.fill(Status::Ready);
         self.exited = 0;
         self.baton = 0;
+        self.handovers += 1;
         self.order.reset();
         true
     }
@@ -265,6 +270,7 @@ impl State {
             (1..=self.threads).map(|k| (rank + k) % self.threads).find(|&r| self.status[r as usize] == Status::Ready);
         match next {
             Some(r) => {
+                self.handovers += u64::from(r != rank);
                 self.baton = r;
                 Ok(())
             }
@@ -312,6 +318,12 @@ impl State {
     fn ranks_with(&self, status: Status) -> Vec<u32> {
         (0..self.threads).filter(|&r| self.status[r as usize] == status).collect()
     }
+}
+
+/// Whether two call sites are one: the same `Location` (the usual case, compared by
+/// address) or equal ones (a site's `Location` may be emitted more than once).
+fn same_site(a: Site, b: Site) -> bool {
+    core::ptr::eq(a, b) || a == b
 }
 
 /// The lanes whose bits `mask` has, in order.

@@ -14,9 +14,9 @@ use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering};
 use std::string::String;
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use std::vec::Vec;
-use std::{eprintln, format, vec};
+use std::{format, vec};
 
 /// How long a launch that must fail may take before it counts as hung: generous, since
 /// each returns in milliseconds but a loaded machine may stall a thread for seconds.
@@ -570,20 +570,25 @@ unsafe fn max_kernel(x: *const u32, n: u64, out: *mut u32) {
     }
 }
 
+/// The kernel the hand-over benchmark (`benches/handover.rs`) times, on coroutines and
+/// on OS threads: the same result either way, and the same number of hand-overs.
 #[test]
-fn max_reduction_speed() {
+fn a_max_reduction_is_right_and_hands_over_alike_on_coroutines_and_os_threads() {
     let x: Vec<u32> = (0..1u64 << 20).map(|i| mix(i) >> 1).collect();
     let expected = x.iter().copied().max();
     for blocks in [16, 64] {
-        let out = Slots::new(1, 0u32);
-        let setup =
-            Launch { kernel: "max_kernel", grid: Dim3::x(blocks), block: Dim3::x(256), dynamic_shared_bytes: 0 };
-        let start = Instant::now();
-        // SAFETY: `x` has its length; `out` is one aligned u32.
-        run(&setup, || unsafe { max_kernel(x.as_ptr(), x.len() as u64, out.ptr(0)) });
-        let took = start.elapsed();
-        eprintln!("emulator: 2^20-element u32 max, {blocks} blocks of 256 threads: {took:.2?}");
-        assert_eq!(Some(out.values()[0]), expected);
+        let mut handovers = Vec::new();
+        for threads in [Threads::Coroutines, Threads::Os] {
+            let out = Slots::new(1, 0u32);
+            let setup =
+                Launch { kernel: "max_kernel", grid: Dim3::x(blocks), block: Dim3::x(256), dynamic_shared_bytes: 0 };
+            // SAFETY: `x` has its length; `out` is one aligned u32.
+            let body = || unsafe { max_kernel(x.as_ptr(), x.len() as u64, out.ptr(0)) };
+            handovers.push(launch_on(&setup, threads, &body).unwrap_or_else(|e| panic!("{e}")));
+            assert_eq!(Some(out.values()[0]), expected, "{threads:?}");
+        }
+        assert_eq!(handovers[0], handovers[1], "{blocks} blocks");
+        assert!(handovers[0] > u64::from(blocks) * 2000, "{blocks} blocks: {} hand-overs", handovers[0]);
     }
 }
 

@@ -90,6 +90,29 @@ fn the_emulated_kernels_equal_the_cpu_twin() -> Result<(), EmulatorError> {
     Ok(())
 }
 
+/// A real-sized tensor, 2^24 values (a 4096 × 4096 weight), in a grid of 132 blocks of
+/// 256 threads (an H100's SMs): pass 1, then pass 2 in each format with one rounding each,
+/// against the twin (the sanitizer checking every shared-memory access).
+#[test]
+fn a_real_sized_tensor_equals_the_cpu_twin() -> Result<(), EmulatorError> {
+    let x = sample_tensor(1 << 24, 7);
+    let started = Instant::now();
+    let twin_amax = amax(&x).expect("finite");
+    let (got, first) = emulated_amax(&x, 132, 256)?;
+    assert_eq!((got, first), (twin_amax, u64::MAX), "amax of 2^24 values");
+    for (format, rounding) in [(Fp8Format::E4M3, Rounding::Once), (Fp8Format::E5M2, Rounding::TwoStep)] {
+        let (codes, dequant) = emulated_quantize(&x, got, format, rounding, 132, 256)?;
+        let mut twin = vec![0u8; x.len()];
+        let (_, twin_dequant) = quantize(&x, twin_amax, format, rounding, &mut twin);
+        if let Some(i) = codes.iter().zip(&twin).position(|(c, t)| c != t) {
+            panic!("{format:?} {rounding:?}: element {i}: emulated {:#04x}, twin {:#04x}", codes[i], twin[i]);
+        }
+        assert_eq!(dequant.to_bits(), twin_dequant.to_bits(), "{format:?} {rounding:?}");
+    }
+    eprintln!("2^24 values, 3 emulated launches of 132 × 256 threads: {:.1} s", started.elapsed().as_secs_f64());
+    Ok(())
+}
+
 #[test]
 fn a_nan_or_infinity_is_reported_with_its_first_index_not_hidden_in_the_max() -> Result<(), EmulatorError> {
     let mut x = sample_tensor(5000, 11);
