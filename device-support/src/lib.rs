@@ -50,6 +50,8 @@ extern crate std;
 pub mod block;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emulator;
+#[cfg(test)]
+mod emulator_tests;
 pub mod loops;
 
 pub use loops::{

@@ -24,6 +24,11 @@
 //! `Params = (*const f32, *mut f32, u64, f32)`; `bitexact::gpu` launches it with
 //! `(&CudaSlice<f32>, &mut CudaSlice<f32>, u64, f32)`.
 
+/// Threads per warp on every NVIDIA GPU this project targets (sm_75 … sm_120): the
+/// launch geometry's other constant, beside [`Dim3`] (`device_support::block::WARP_SIZE`
+/// on the device, and its CPU emulator's warps).
+pub const WARP_SIZE: u32 = 32;
+
 /// A 3-D index or extent, CUDA's `dim3`: a launch's grid and block, a thread's index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Dim3 {

@@ -1,10 +1,9 @@
 //! What can go wrong in an emulated launch: each a one-line message naming the kernel,
 //! the block and, where there is one, the call site and the threads concerned.
 
-pub use super::sanitizer::AccessKind;
-use crate::block::Dim3;
 use core::fmt;
 use core::panic::Location;
+use shared::launch::Dim3;
 use std::string::String;
 use std::vec::Vec;
 
@@ -157,6 +156,27 @@ pub enum EmulatorError {
     SharedOutOfBounds { kernel: &'static str, block: Dim3, thread: Dim3, what: OutOfBounds, site: Site },
 }
 
+/// What an access does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    /// `SharedSlice::read`.
+    Read,
+    /// `SharedSlice::write`.
+    Write,
+    /// An atomic read-modify-write (never a race with another atomic).
+    Atomic,
+}
+
+impl fmt::Display for AccessKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AccessKind::Read => "read",
+            AccessKind::Write => "wrote",
+            AccessKind::Atomic => "updated atomically",
+        })
+    }
+}
+
 /// One side of a [`EmulatorError::SharedRace`]: which thread did what, where.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedAccess {
@@ -209,4 +229,16 @@ pub(super) fn ranks(list: &[u32]) -> String {
         i += 1;
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ranks;
+
+    #[test]
+    fn rank_lists_are_written_as_ranges() {
+        assert_eq!(ranks(&[20, 0, 1, 2, 17, 21, 22, 5]), "0-2, 5, 17, 20-22");
+        assert_eq!(ranks(&[]), "");
+        assert_eq!(ranks(&[7]), "7");
+    }
 }

@@ -105,17 +105,13 @@
 //! blocks), against 13.3 µs: 53 to 90 times less. The example's fp8-scale kernels run a
 //! 2^24-value tensor under the emulator in about 4 s in a debug build.
 
-#[cfg(test)]
-mod broken_kernels;
 mod error;
 mod memory;
 mod run;
 mod sanitizer;
 mod schedule;
-#[cfg(test)]
-mod tests;
 
-use crate::block::Dim3;
+use shared::launch::Dim3;
 use std::string::ToString;
 use std::sync::Arc;
 
@@ -134,7 +130,7 @@ pub const STACK_BYTES: usize = 256 * 1024;
 /// memory, where the largest, sm_90's, is used: a launch that passes here may still need
 /// less shared memory on an older GPU).
 pub mod limits {
-    use crate::block::Dim3;
+    use shared::launch::Dim3;
 
     /// Threads per block.
     pub const THREADS_PER_BLOCK: u32 = 1024;

@@ -5,15 +5,15 @@
 //! its exit, then hands the baton to the next ready thread in rank order and suspends
 //! (an OS thread: sleeps on its own condition variable) until the baton comes back.
 
-use super::error::{EmulatorError, OutOfBounds, SharedAccess, Site, WarpOp};
+use super::error::{AccessKind, EmulatorError, OutOfBounds, SharedAccess, Site, WarpOp};
 use super::memory::Memory;
-use super::sanitizer::{Access, AccessKind, Conflict};
+use super::sanitizer::{Access, Conflict};
 use super::schedule::State;
-use crate::block::{Dim3, WARP_SIZE};
 use core::alloc::Layout;
 use core::cell::Cell;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, Yielder};
+use shared::launch::{Dim3, WARP_SIZE};
 use std::boxed::Box;
 use std::string::{String, ToString};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};

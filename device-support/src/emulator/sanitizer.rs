@@ -14,31 +14,9 @@
 //! fences do not order other accesses here (a flag set by an atomic and read in a spin
 //! loop is not modelled): code that orders shared memory that way is reported.
 
-use super::error::Site;
-use crate::block::WARP_SIZE;
-use core::fmt;
+use super::error::{AccessKind, Site};
+use shared::launch::WARP_SIZE;
 use std::vec::Vec;
-
-/// What an access does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AccessKind {
-    /// `SharedSlice::read`.
-    Read,
-    /// `SharedSlice::write`.
-    Write,
-    /// An atomic read-modify-write (never a race with another atomic).
-    Atomic,
-}
-
-impl fmt::Display for AccessKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            AccessKind::Read => "read",
-            AccessKind::Write => "wrote",
-            AccessKind::Atomic => "updated atomically",
-        })
-    }
-}
 
 /// Where a thread is in the block's happens-before order: how many barriers the block
 /// has completed, and the thread's own count of warp operations it took part in.

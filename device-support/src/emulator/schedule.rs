@@ -7,7 +7,7 @@
 
 use super::error::{EmulatorError, Site, WarpOp, WarpProblem};
 use super::sanitizer::Order;
-use crate::block::{Dim3, WARP_SIZE};
+use shared::launch::{Dim3, WARP_SIZE};
 use std::vec;
 use std::vec::Vec;
 

@@ -1,14 +1,17 @@
 //! The block API under the emulator: every function's semantics against a plain
 //! sequential computation, each error case (returned, not hung), determinism, and the
-//! emulator's speed on a 2^20-element reduction.
+//! benchmark's reduction on both kinds of emulated threads; `broken_kernels`, what the
+//! sanitizer catches. A module beside `emulator` rather than in it, since these tests
+//! drive the emulator through `block`, which uses it (no import circle).
 
-use super::error::ranks;
-use super::*;
+mod broken_kernels;
+
 use crate::block::{
-    self, Atomic, AtomicInteger, FULL_MASK, Scope, block_dim, block_idx, grid_dim, lane_id, shfl_down, shfl_idx,
+    self, Atomic, AtomicInteger, Dim3, FULL_MASK, Scope, block_dim, block_idx, grid_dim, lane_id, shfl_down, shfl_idx,
     shfl_up, shfl_xor, sync_threads, sync_threads_and, sync_threads_count, sync_threads_or, thread_idx, thread_rank,
     vote_all, vote_any, vote_ballot,
 };
+use crate::emulator::*;
 use crate::static_shared;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -802,13 +805,6 @@ fn the_block_functions_outside_a_launch_panic_with_a_clear_message() {
         std::thread::spawn(|| std::panic::catch_unwind(thread_idx).map_err(|p| p.downcast::<String>().map(|m| *m)));
     let message = outside.join().expect("the thread returns").expect_err("it panics").expect("a formatted message");
     assert!(message.contains("thread_idx was called outside device_support::emulator::launch"), "{message}");
-}
-
-#[test]
-fn rank_lists_are_written_as_ranges() {
-    assert_eq!(ranks(&[20, 0, 1, 2, 17, 21, 22, 5]), "0-2, 5, 17, 20-22");
-    assert_eq!(ranks(&[]), "");
-    assert_eq!(ranks(&[7]), "7");
 }
 
 // ---------------------------------------------------------------------------------------

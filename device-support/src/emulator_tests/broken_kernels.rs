@@ -3,9 +3,9 @@
 //! lines are taken with `line!()` beside each access, never written by hand). Beside each,
 //! the kernel as it should be written runs clean.
 
-use super::tests::{at, run, run_err, setup};
-use super::*;
-use crate::block::{self, FULL_MASK, SharedSlice, block_max_u32, block_sum_u32, sync_threads, thread_rank};
+use super::{at, run, run_err, setup};
+use crate::block::{self, Dim3, FULL_MASK, SharedSlice, block_max_u32, block_sum_u32, sync_threads, thread_rank};
+use crate::emulator::*;
 use crate::static_shared;
 use std::format;
 
