@@ -94,12 +94,41 @@ fn assert_has(ptx: &str, kernel: &str, wanted: &[&str]) {
 }
 
 #[test]
-fn the_kernels_are_the_six_of_the_kernel_crate() {
+fn the_kernels_are_the_eight_of_the_kernel_crate() {
     let mut names = kernel_names(ptx());
     names.sort();
-    let expected =
-        ["block_atomics", "block_barriers", "block_indices", "block_reductions", "block_shared", "block_warp_ops"];
+    let expected = [
+        "block_atomics",
+        "block_barriers",
+        "block_indices",
+        "block_reductions",
+        "block_shared",
+        "block_warp_ops",
+        "global_copy_raw",
+        "global_copy_slice",
+    ];
     assert_eq!(names, expected);
+}
+
+/// A kernel's instructions as a sorted list of opcodes (register numbers, labels and the
+/// kernel's own parameter names left out).
+fn opcodes(ptx: &str, name: &str) -> Vec<String> {
+    let mut ops: Vec<String> =
+        instructions(ptx, name).iter().map(|i| i.split_whitespace().next().unwrap_or("").to_string()).collect();
+    ops.sort();
+    ops
+}
+
+/// A kernel through `GlobalSlice` handles compiles to the instructions of its twin through
+/// raw pointers: the handle's length (which the emulator checks) is never read on the
+/// GPU. The PTX has the same opcodes as many times each (LLVM orders the two parameters'
+/// loads differently, so the register numbers differ); the sm_90 SASS is the same
+/// instruction for instruction (`sm_90_sass_…`).
+#[test]
+fn a_global_slice_costs_nothing_in_the_ptx() {
+    let (raw, slice) = (opcodes(ptx(), "global_copy_raw"), opcodes(ptx(), "global_copy_slice"));
+    assert!(raw.iter().any(|i| i.starts_with("ld.global")) && raw.iter().any(|i| i.starts_with("st.global")));
+    assert_eq!(slice, raw, "global_copy_slice's opcodes against global_copy_raw's");
 }
 
 /// Fails naming the kernel unless one of its instructions starts with `opcode` and ends
@@ -316,7 +345,7 @@ fn sass_of(listing: &str, name: &str) -> Vec<String> {
 }
 
 #[test]
-fn sm_90_sass_has_the_blocking_barrier_its_reductions_the_shuffles_and_the_fences() {
+fn sm_90_sass_has_the_blocking_barrier_its_reductions_the_shuffles_the_fences_and_a_free_global_slice() {
     let (Some(ptxas), Some(cuobjdump)) = (tool("ptxas"), tool("cuobjdump")) else { return };
     let cubin = assemble(&ptxas, 90);
     let output = Command::new(&cuobjdump).arg("-sass").arg(&cubin).output().expect("run cuobjdump");
@@ -356,4 +385,8 @@ fn sm_90_sass_has_the_blocking_barrier_its_reductions_the_shuffles_and_the_fence
         let missing: Vec<_> = wanted.iter().filter(|w| !sass.iter().any(|i| i.contains(*w))).collect();
         assert!(missing.is_empty(), "sm_90 {kernel} lacks {missing:?}:\n{}", sass.join("\n"));
     }
+    // The GlobalSlice twin is the raw pointers' SASS too, instruction for instruction.
+    let (raw, slice) = (sass_of(&listing, "global_copy_raw"), sass_of(&listing, "global_copy_slice"));
+    assert!(raw.iter().any(|i| i.starts_with("LDG")) && raw.iter().any(|i| i.starts_with("STG")), "{raw:?}");
+    assert_eq!(slice, raw, "sm_90 SASS of global_copy_slice against global_copy_raw");
 }

@@ -66,6 +66,12 @@ pub(super) fn check_shared_write(base: *const u8, index: usize, len: usize, size
     emu::shared_access(base, index, len, size, AccessKind::Write, Location::caller());
 }
 
+/// The emulator's bounds check of value `index` of a `GlobalSlice` of `len` values.
+#[track_caller]
+pub(super) fn check_global(index: usize, len: usize) {
+    emu::global_access(index, len, Location::caller());
+}
+
 // The warp operations are safe here: the emulator checks their contract and reports a
 // breach as an error. `unsafe` keeps the signatures of the nvptx backend.
 

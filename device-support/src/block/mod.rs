@@ -1,6 +1,7 @@
 //! Block-level device support: 3-D indices, the block barrier and its count/and/or
-//! forms, shared memory (dynamic and static), warp shuffles, votes and the lane id,
-//! scoped atomics, and warp and block reductions built on them.
+//! forms, shared memory (dynamic and static), global memory through a checked handle,
+//! warp shuffles, votes and the lane id, scoped atomics, and warp and block reductions
+//! built on them.
 //!
 //! Every function here compiles for two targets with one meaning:
 //!
@@ -33,6 +34,7 @@ use host as imp;
 
 mod atomic;
 mod barrier;
+mod global_memory;
 mod index;
 mod reduce;
 mod shared_memory;
@@ -43,6 +45,7 @@ pub use shared::launch::Dim3;
 
 pub use atomic::{Atomic, AtomicInteger, Scope, fence};
 pub use barrier::{sync_threads, sync_threads_and, sync_threads_count, sync_threads_or};
+pub use global_memory::GlobalSlice;
 pub use index::{block_dim, block_idx, grid_dim, lane_x, thread_idx, thread_rank};
 pub use reduce::{block_max_u32, block_min_u32, block_sum_u32, warp_max_u32, warp_min_u32, warp_sum_u32};
 pub use shared_memory::{SharedSlice, dynamic_shared};

@@ -154,6 +154,9 @@ pub enum EmulatorError {
     /// end of its shared array (the sanitizer's memcheck; undefined behaviour on a GPU).
     #[error("kernel {kernel}, block {}, thread {}: {what} at {site}", xyz(*.block), xyz(*.thread))]
     SharedOutOfBounds { kernel: &'static str, block: Dim3, thread: Dim3, what: OutOfBounds, site: Site },
+    /// An index past the end of a `GlobalSlice` (undefined behaviour on a GPU).
+    #[error("kernel {kernel}, block {}, thread {}: index {index} of a GlobalSlice of {len} values at {site}", xyz(*.block), xyz(*.thread))]
+    GlobalOutOfBounds { kernel: &'static str, block: Dim3, thread: Dim3, index: usize, len: usize, site: Site },
 }
 
 /// What an access does.

@@ -62,7 +62,10 @@
 //!
 //!   The schedule is the one above, so a race is found where this schedule runs the two
 //!   accesses between the same two barriers, which for a race in straight-line code is
-//!   every run. Global memory (raw pointers) is not checked.
+//!   every run. Global memory is bounds-checked where a kernel reads and writes it
+//!   through a [`GlobalSlice`](crate::block::GlobalSlice)
+//!   ([`EmulatorError::GlobalOutOfBounds`]); raw pointers are not checked, and races in
+//!   global memory are not reported.
 //! * **Atomics** are the host's `core::sync::atomic` operations on the same addresses;
 //!   scope does not matter when one thread runs at a time (it is accepted and ignored).
 //!   f32 add is a compare-exchange loop with `atom.add.f32`'s rounding: to nearest even,
@@ -118,8 +121,8 @@ use std::sync::Arc;
 pub use error::{AccessKind, EmulatorError, LaunchProblem, OutOfBounds, SharedAccess, Site, WarpOp, WarpProblem};
 pub use memory::FILL_WORD;
 pub(crate) use run::{
-    BarrierForm, barrier, block_dim, block_idx, dynamic_shared, grid_dim, lane_id, shared_access, thread_idx, warp,
-    yield_baton,
+    BarrierForm, barrier, block_dim, block_idx, dynamic_shared, global_access, grid_dim, lane_id, shared_access,
+    thread_idx, warp, yield_baton,
 };
 
 /// The stack of each emulated thread: 256 KiB (a kernel body needs little; 1024 of them

@@ -401,6 +401,20 @@ pub(crate) fn shared_access(base: *const u8, index: usize, len: usize, size: usi
     }
 }
 
+/// The bounds check of value `index` of a `GlobalSlice` of `len` values at `site`: an
+/// index past the end stops the launch with the error and unwinds (outside
+/// [`super::launch`], it panics).
+pub(crate) fn global_access(index: usize, len: usize, site: Site) {
+    if index < len {
+        return;
+    }
+    let Some(context) = current_context() else {
+        panic!("GlobalSlice index {index} out of bounds (len {len}) at {site}");
+    };
+    let (kernel, block, thread) = (context.shared.kernel, context.block, context.thread);
+    stop_and_unwind(&context.shared, EmulatorError::GlobalOutOfBounds { kernel, block, thread, index, len, site });
+}
+
 /// The block's dynamic shared memory.
 pub(crate) fn dynamic_shared() -> (*mut u8, usize) {
     let shared = with_context("dynamic_shared", |c| Arc::clone(&c.shared));

@@ -4,10 +4,13 @@
 //! the kernel as it should be written runs clean.
 
 use super::{at, run, run_err, setup};
-use crate::block::{self, Dim3, FULL_MASK, SharedSlice, block_max_u32, block_sum_u32, sync_threads, thread_rank};
+use crate::block::{
+    self, Dim3, FULL_MASK, GlobalSlice, SharedSlice, block_max_u32, block_sum_u32, sync_threads, thread_rank,
+};
 use crate::emulator::*;
 use crate::static_shared;
-use std::format;
+use std::vec::Vec;
+use std::{format, vec};
 
 /// The line of a call site.
 fn line(site: Site) -> u32 {
@@ -301,4 +304,48 @@ fn atomics_on_shared_memory_race_only_with_plain_accesses() {
     let ((first, first_kind, _), (second, second_kind, _)) = race_sides(&error);
     // Thread 63's atomic is the last before thread 5 resumes to read.
     assert_eq!((first, first_kind, second, second_kind), (63, AccessKind::Atomic, 5, AccessKind::Read), "{error}");
+}
+
+// 7. An off-by-one read of global memory through a `GlobalSlice`: each thread adds its
+// right neighbour, and the last has none.
+
+const NEIGHBOUR_READ: u32 = line!() + 6;
+fn add_right_neighbour(x: GlobalSlice<u32>, out: GlobalSlice<u32>, guarded: bool) {
+    let i = thread_rank() as usize;
+    // SAFETY: what the slices' lengths allow is what this test is about; each thread
+    // writes its own element of `out` and only reads `x`.
+    unsafe {
+        let right = if guarded && i + 1 == x.len() { 0 } else { x.read(i + 1) };
+        out.write(i, x.read(i) + right);
+    }
+}
+
+#[test]
+fn an_off_by_one_global_read_through_a_global_slice_is_an_error() {
+    // Leaked, so that the launch in `run_err` (on a thread of its own, left behind if it
+    // hangs) borrows nothing that the test frees.
+    // (Their addresses as integers, which a closure may send to that thread.)
+    let x = Vec::<u32>::leak((0..64).collect()).as_mut_ptr() as usize;
+    let out = Vec::leak(vec![0u32; 64]).as_mut_ptr() as usize;
+    // SAFETY: `x` and `out` hold 64 values each, live for ever, and only the launches
+    // below (one at a time) use them until the end, where `out` is read.
+    let slices = move || unsafe {
+        (GlobalSlice::from_raw_parts(x as *mut u32, 64), GlobalSlice::from_raw_parts(out as *mut u32, 64))
+    };
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), move || {
+        let (x, out) = slices();
+        add_right_neighbour(x, out, false);
+    });
+    let EmulatorError::GlobalOutOfBounds { thread, index, len, site, .. } = &error else { panic!("{error}") };
+    assert_eq!((thread.x, *index, *len, line(site)), (63, 64, 64, NEIGHBOUR_READ), "{error}");
+    assert!(format!("{error}").contains("thread (63, 0, 0): index 64 of a GlobalSlice of 64 values at"), "{error}");
+
+    run(&setup(Dim3::x(1), Dim3::x(64)), || {
+        let (x, out) = slices();
+        add_right_neighbour(x, out, true);
+    });
+    // SAFETY: the launches are over; `out` holds 64 values.
+    let written: Vec<u32> = (0..64).map(|i| unsafe { slices().1.read(i) }).collect();
+    let expected: Vec<u32> = (0..64).map(|i| if i == 63 { 63 } else { 2 * i + 1 }).collect();
+    assert_eq!(written, expected);
 }

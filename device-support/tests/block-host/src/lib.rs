@@ -12,7 +12,8 @@
 
 use bitexact::gpu::{Gpu, GpuError, KernelModule, LaunchShape};
 use block_kernels::{
-    BlockAtomics, BlockBarriers, BlockIndices, BlockReductions, BlockShared, BlockWarpOps, per_thread,
+    BlockAtomics, BlockBarriers, BlockIndices, BlockReductions, BlockShared, BlockWarpOps, GlobalCopyRaw,
+    GlobalCopySlice, per_thread,
 };
 use device_support::block::Dim3;
 use device_support::emulator::{EmulatorError, KernelArgs, Launch, launch};
@@ -35,12 +36,23 @@ pub enum Tour {
     Atomics,
     /// `block_reductions` of [`reduction_input`].
     Reductions,
+    /// `global_copy_slice` (through `GlobalSlice`) or `global_copy_raw` (raw pointers) of
+    /// [`reduction_input`].
+    Copy { through_slice: bool },
 }
 
 impl Tour {
     /// Every kernel (the warp operations with `delta` 5).
-    pub const ALL: [Tour; 6] =
-        [Tour::Indices, Tour::Barriers, Tour::WarpOps { delta: 5 }, Tour::Shared, Tour::Atomics, Tour::Reductions];
+    pub const ALL: [Tour; 8] = [
+        Tour::Indices,
+        Tour::Barriers,
+        Tour::WarpOps { delta: 5 },
+        Tour::Shared,
+        Tour::Atomics,
+        Tour::Reductions,
+        Tour::Copy { through_slice: false },
+        Tour::Copy { through_slice: true },
+    ];
 
     /// The kernel's name.
     pub fn name(self) -> &'static str {
@@ -52,6 +64,8 @@ impl Tour {
             Tour::Shared => BlockShared::NAME,
             Tour::Atomics => BlockAtomics::NAME,
             Tour::Reductions => BlockReductions::NAME,
+            Tour::Copy { through_slice: false } => GlobalCopyRaw::NAME,
+            Tour::Copy { through_slice: true } => GlobalCopySlice::NAME,
         }
     }
 
@@ -64,6 +78,7 @@ impl Tour {
             Tour::Shared => per_thread::SHARED,
             Tour::Atomics => per_thread::ATOMICS,
             Tour::Reductions => per_thread::REDUCTIONS,
+            Tour::Copy { .. } => per_thread::COPY,
         }
     }
 
@@ -77,7 +92,7 @@ impl Tour {
             Tour::Shared => {
                 threads <= block_kernels::SHARED_TILE as u64 && u64::from(shape.dynamic_shared_bytes) >= 4 * threads
             }
-            Tour::Indices | Tour::Barriers | Tour::Atomics => true,
+            Tour::Indices | Tour::Barriers | Tour::Atomics | Tour::Copy { .. } => true,
         }
     }
 }
@@ -142,6 +157,8 @@ pub fn emulate(kernel: Tour, shape: &LaunchShape) -> Result<Written, EmulatorErr
                 Tour::Shared => block_kernels::block_shared(out),
                 Tour::Atomics => block_kernels::block_atomics(words, wide, sum, out),
                 Tour::Reductions => block_kernels::block_reductions(input, out),
+                Tour::Copy { through_slice: false } => block_kernels::global_copy_raw(input, out, threads as u64),
+                Tour::Copy { through_slice: true } => block_kernels::global_copy_slice(input, out, threads as u64),
             }
         }
     })?;
@@ -183,6 +200,12 @@ pub fn on_gpu(gpu: &Gpu, module: &KernelModule, kernel: Tour, shape: &LaunchShap
                 module.kernel::<BlockAtomics>()?.launch(shape, (&mut words, &mut wide, &mut sum, &mut out))?
             }
             Tour::Reductions => module.kernel::<BlockReductions>()?.launch(shape, (&input, &mut out))?,
+            Tour::Copy { through_slice: false } => {
+                module.kernel::<GlobalCopyRaw>()?.launch(shape, (&input, &mut out, threads as u64))?
+            }
+            Tour::Copy { through_slice: true } => {
+                module.kernel::<GlobalCopySlice>()?.launch(shape, (&input, &mut out, threads as u64))?
+            }
         }
     }
     let words: [u32; 8] = gpu.download(&words)?.try_into().expect("8 words");
@@ -275,6 +298,7 @@ pub fn expected_out(kernel: Tour, shape: &LaunchShape) -> Vec<u32> {
                     block.max().expect("a thread"),
                 ]);
             }
+            Tour::Copy { .. } => out.push(reduction_input(global as u64).rotate_left(7)),
         }
     }
     out

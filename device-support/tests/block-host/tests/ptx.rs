@@ -4,7 +4,10 @@
 
 use bitexact::gpu::{GpuError, check_params};
 use block_host::PTX;
-use block_kernels::{BlockAtomics, BlockBarriers, BlockIndices, BlockReductions, BlockShared, BlockWarpOps, KERNELS};
+use block_kernels::{
+    BlockAtomics, BlockBarriers, BlockIndices, BlockReductions, BlockShared, BlockWarpOps, GlobalCopyRaw,
+    GlobalCopySlice, KERNELS,
+};
 use shared::launch::DeclaredKernel;
 
 fn check<K: DeclaredKernel>() -> Result<(), GpuError> {
@@ -20,6 +23,8 @@ fn every_declaration_matches_its_ptx_entry() {
         (BlockShared::NAME, check::<BlockShared>()),
         (BlockAtomics::NAME, check::<BlockAtomics>()),
         (BlockReductions::NAME, check::<BlockReductions>()),
+        (GlobalCopyRaw::NAME, check::<GlobalCopyRaw>()),
+        (GlobalCopySlice::NAME, check::<GlobalCopySlice>()),
     ] {
         result.unwrap_or_else(|e| panic!("{name}: {e}"));
     }

@@ -18,8 +18,8 @@
 device_support::trap_on_panic!();
 
 use device_support::block::{
-    self, Atomic, AtomicInteger, FULL_MASK, Scope, SharedSlice, block_max_u32, block_min_u32, block_sum_u32,
-    warp_max_u32, warp_min_u32, warp_sum_u32,
+    self, Atomic, AtomicInteger, FULL_MASK, GlobalSlice, Scope, SharedSlice, block_max_u32, block_min_u32,
+    block_sum_u32, warp_max_u32, warp_min_u32, warp_sum_u32,
 };
 
 device_support::static_shared!(fn scratch: [u32; 32]);
@@ -52,6 +52,9 @@ pub mod per_thread {
     pub const ATOMICS: usize = 1;
     /// [`block_reductions`](crate::block_reductions).
     pub const REDUCTIONS: usize = 6;
+    /// [`global_copy_raw`](crate::global_copy_raw) and
+    /// [`global_copy_slice`](crate::global_copy_slice).
+    pub const COPY: usize = 1;
 }
 
 /// Most threads per block of [`block_shared`] (its static tile's length).
@@ -243,8 +246,46 @@ shared::kernel! {
     }
 }
 
+shared::kernel! {
+    /// [`global_copy_raw`]'s declaration.
+    pub struct GlobalCopyRaw;
+    /// `out[i] = input[i].rotate_left(7)` for the thread's global rank `i < n`, through raw
+    /// pointers: [`global_copy_slice`]'s twin, which the PTX and SASS checks compare it
+    /// with.
+    ///
+    /// # Safety
+    /// `input` and `out` hold `n` values each.
+    pub unsafe fn global_copy_raw(input: *const u32, out: *mut u32, n: u64) {
+        let i = global_rank();
+        if i < n {
+            // SAFETY: `i < n`; each thread writes its own element.
+            unsafe { out.add(i as usize).write(input.add(i as usize).read().rotate_left(7)) };
+        }
+    }
+}
+
+shared::kernel! {
+    /// [`global_copy_slice`]'s declaration.
+    pub struct GlobalCopySlice;
+    /// [`global_copy_raw`] through `GlobalSlice` handles, which the emulator bounds-checks
+    /// and which compile to the raw pointers' instructions on the GPU.
+    ///
+    /// # Safety
+    /// `input` and `out` hold `n` values each.
+    pub unsafe fn global_copy_slice(input: *const u32, out: *mut u32, n: u64) {
+        // SAFETY: forwarded from the caller.
+        let (input, out) =
+            unsafe { (GlobalSlice::from_raw_parts(input.cast_mut(), n as usize), GlobalSlice::from_raw_parts(out, n as usize)) };
+        let i = global_rank() as usize;
+        if i < out.len() {
+            // SAFETY: `i < n`; each thread writes its own element.
+            unsafe { out.write(i, input.read(i).rotate_left(7)) };
+        }
+    }
+}
+
 /// The names of the declared kernels.
-pub const KERNELS: [&str; 6] = {
+pub const KERNELS: [&str; 8] = {
     use shared::launch::DeclaredKernel;
     [
         BlockIndices::NAME,
@@ -253,5 +294,7 @@ pub const KERNELS: [&str; 6] = {
         BlockShared::NAME,
         BlockAtomics::NAME,
         BlockReductions::NAME,
+        GlobalCopyRaw::NAME,
+        GlobalCopySlice::NAME,
     ]
 };
