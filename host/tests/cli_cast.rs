@@ -557,6 +557,34 @@ fn a_dry_run_lists_every_tensor_and_writes_nothing() {
     assert!(stdout.contains("would cast 4 of 7 tensors"), "{stdout}");
 }
 
+/// Tensor and file names with escape codes, a newline and a bidirectional override are
+/// shown escaped in every column of the summary, in a dry run and in a cast: nothing a
+/// terminal acts on reaches it but the line ends.
+#[test]
+fn names_with_control_characters_are_escaped_in_the_summary_and_the_dry_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("model");
+    std::fs::create_dir(&checkpoint).unwrap();
+    let weights = f32_bytes(&f32_values(64, -8, 2, 7, &[]));
+    let tensors: Vec<Tensor> = vec![
+        ("evil\u{1b}[2J.weight", Dtype::F32, vec![8, 8], weights.clone()),
+        ("line\nbreak\u{202e}.weight", Dtype::F32, vec![8, 8], weights),
+    ];
+    write_file(&checkpoint.join("shard\u{1b}]0;title\u{7}.safetensors"), &tensors);
+    let out = dir.path().join("out");
+    for extra in [&["--dry-run"][..], &[]] {
+        let mut args = vec!["cast", path_arg(&checkpoint), "-o", path_arg(&out), "--to", "e4m3"];
+        args.extend(extra);
+        let stdout = run_ok(&args);
+        let raw: Vec<char> = stdout.chars().filter(|&c| (c.is_control() && c != '\n') || c == '\u{202e}').collect();
+        assert!(raw.is_empty(), "{extra:?}: {raw:?} in\n{stdout}");
+        assert!(stdout.contains("shard\\u{1b}]0;title\\u{7}.safetensors evil\\u{1b}[2J.weight [8, 8]"), "{stdout}");
+        assert!(stdout.contains("scale evil\\u{1b}[2J.weight_scale"), "{stdout}");
+        assert!(stdout.contains("line\\nbreak\\u{202e}.weight [8, 8]"), "{stdout}");
+        assert_eq!(stdout.lines().count(), 3, "{extra:?}: one line per tensor and the total:\n{stdout}");
+    }
+}
+
 /// Asserts exit 2, one stderr line containing `problem`, nothing at `out`.
 fn assert_error(args: &[&str], out: &Path, problem: &str) {
     let output = bitexact(args);
@@ -600,8 +628,38 @@ fn bad_requests_are_one_line_and_exit_2_with_nothing_written() {
         &out.with_extension("safetensors"),
         "takes one input file",
     );
+    // A typo in --only: nothing would be cast, so nothing is written.
+    assert_error(
+        &["cast", i, "-o", o, "--to", "bf16", "--only", "no_such"],
+        &out,
+        "--only 'no_such' matches no tensor",
+    );
+    // A NumPy output name (cast writes safetensors), not a folder of that name.
+    let npy = dir.path().join("w_out.npy");
+    assert_error(
+        &["cast", i, "-o", path_arg(&npy), "--to", "bf16"],
+        &npy,
+        "names a NumPy file; cast writes safetensors",
+    );
     std::fs::create_dir(&out).unwrap();
     assert_error(&["cast", i, "-o", o, "--to", "bf16"], &out, "already exists");
+    assert_no_temporaries(dir.path());
+}
+
+/// `-o out/` names the folder `out`, as people write folders; `-o x.safetensors/` a folder
+/// of that name, though a single file could be.
+#[test]
+fn an_output_ending_in_a_slash_is_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("model.safetensors");
+    write_file(&input, &sixteen_bit_inputs());
+    for name in ["out/", "single.safetensors//"] {
+        let out = format!("{}/{name}", dir.path().display());
+        run_ok(&["cast", path_arg(&input), "-o", &out, "--to", "bf16"]);
+        let folder = dir.path().join(name.trim_end_matches('/'));
+        assert!(folder.is_dir(), "{name}: a folder");
+        assert!(folder.join("model.safetensors").is_file(), "{name}: the cast file inside");
+    }
     assert_no_temporaries(dir.path());
 }
 

@@ -129,7 +129,14 @@ fn scan_bad_inputs_exit_2_with_one_line() {
     std::fs::write(&truncated, bytes).unwrap();
     let oversized = d.join("oversized.safetensors");
     std::fs::write(&oversized, (1u64 << 40).to_le_bytes()).unwrap();
-    let cases = cases.into_iter().chain([(truncated, "truncated header"), (oversized, "oversized header")]);
+    // A text file named .safetensors: its first 8 bytes read as an absurd length.
+    let text = d.join("notes.safetensors");
+    std::fs::write(&text, "These are notes, not tensors.\n").unwrap();
+    let cases = cases.into_iter().chain([
+        (truncated, "truncated header"),
+        (oversized, "oversized header"),
+        (text, "not a safetensors file: byte 8 is 0x65"),
+    ]);
     for (path, problem) in cases {
         assert_fails(&bitexact(&["scan", path_arg(&path)]), &path, problem);
     }

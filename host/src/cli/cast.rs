@@ -199,15 +199,17 @@ fn summary(report: &CastReport) -> String {
             None => {
                 cast += 1;
                 let scale = match (&tensor.scale_tensor, tensor.dequant_scale) {
-                    (Some(name), Some(value)) => format!(", scale {name} = {value:e}"),
-                    (Some(name), None) => format!(", scale {name}"),
+                    (Some(name), Some(value)) => format!(", scale {} = {value:e}", output::excerpt(name)),
+                    (Some(name), None) => format!(", scale {}", output::excerpt(name)),
                     _ => String::new(),
                 };
                 format!("{} -> {}{scale}", tensor.from, tensor.to)
             }
             Some(reason) => format!("{} copied ({reason})", tensor.from),
         };
-        text.push_str(&format!("{} {} {:?}: {what}\n", tensor.file, output::excerpt(&tensor.name), tensor.shape));
+        // Names from files are escaped (a name may hold escape codes or newlines).
+        let (file, name) = (output::escape(&tensor.file), output::excerpt(&tensor.name));
+        text.push_str(&format!("{file} {name} {:?}: {what}\n", tensor.shape));
     }
     let verb = if report.dry_run { "would cast" } else { "cast" };
     text.push_str(&format!(

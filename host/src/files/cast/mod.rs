@@ -234,6 +234,13 @@ pub enum CastError {
         /// The scale it gives.
         s: f32,
     },
+    /// `--only` matches no tensor of the inputs (a typo, most likely): nothing would be
+    /// cast, and the output would be a copy.
+    #[error("--only '{}' matches no tensor of the input; nothing to cast", excerpt(.pattern))]
+    OnlyMatchesNothing {
+        /// The pattern.
+        pattern: String,
+    },
     /// The name a scale tensor would get is taken.
     #[error("{}: the scale of tensor '{}' would be '{}', which already exists", path_text(.path), excerpt(.tensor), excerpt(.scale))]
     ScaleNameTaken {
@@ -466,7 +473,14 @@ fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<CastTensor> {
 /// ```
 pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<CastReport, CastError> {
     let plan = plan(inputs, options)?;
-    let single_file = output::single_file_output(output, &plan)?;
+    if let Some(only) = &options.patterns.only
+        && !plan.files.iter().flat_map(|f| &f.file.tensors).any(|t| only.is_match(&t.name))
+    {
+        return Err(CastError::OnlyMatchesNothing { pattern: only.as_str().to_string() });
+    }
+    let (output, folder_asked) = output::folder_named(output);
+    let output = output.as_path();
+    let single_file = !folder_asked && output::single_file_output(output, &plan)?;
     output::check_output(output)?;
     let mut report = CastReport {
         output: output.display().to_string(),

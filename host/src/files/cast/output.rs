@@ -48,9 +48,12 @@ pub enum OutputErrorKind {
     /// It exists already.
     #[error("already exists; cast writes a new file or folder")]
     Exists,
-    /// It ends in `/`, `.` or `..`.
-    #[error("is not a file or folder name (it ends in '/', '.' or '..')")]
+    /// It is `/` or ends in `.` or `..`.
+    #[error("is not a file or folder name (it is '/' or ends in '.' or '..')")]
     NotAName,
+    /// A `.npy` or `.npz` output name: `cast` writes safetensors.
+    #[error("names a NumPy file; cast writes safetensors: name a .safetensors file (one input file) or a folder")]
+    NumpyName,
     /// A `.safetensors` output file for more than one input file or a sharded checkpoint.
     #[error(
         "an output .safetensors file takes one input file; give a folder name for a sharded checkpoint or several files"
@@ -90,11 +93,25 @@ fn output_error(path: &Path, kind: OutputErrorKind) -> CastError {
     CastError::Output { path: path.to_path_buf(), kind }
 }
 
+/// `output` without the `/`s it ends in, and whether it had any: `out/` names the folder
+/// `out` (a folder whatever its name's extension). `/`, `.` and `..`-ending paths are
+/// left as they are, for [`check_output`] to refuse.
+pub fn folder_named(output: &Path) -> (PathBuf, bool) {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = output.as_os_str().as_bytes();
+    let without = &bytes[..bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1)];
+    let stripped = Path::new(std::ffi::OsStr::from_bytes(without)).to_path_buf();
+    let names_something = stripped.file_name().is_some_and(|name| without.ends_with(name.as_bytes()));
+    if without.len() < bytes.len() && names_something { (stripped, true) } else { (output.to_path_buf(), false) }
+}
+
 /// Whether `output` names a single `.safetensors` file (for a plan of one file and no
-/// index; refused otherwise) rather than a folder.
+/// index; refused otherwise) rather than a folder; a `.npy` or `.npz` name is refused.
 pub fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError> {
-    if Container::from_extension(output) != Some(Container::Safetensors) {
-        return Ok(false);
+    match Container::from_extension(output) {
+        Some(Container::Safetensors) => {}
+        Some(Container::Npy | Container::Npz) => return Err(output_error(output, OutputErrorKind::NumpyName)),
+        _ => return Ok(false),
     }
     if plan.files.len() != 1 || !plan.indexes.is_empty() {
         return Err(output_error(output, OutputErrorKind::FileNeedsOneInput));

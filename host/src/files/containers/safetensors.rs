@@ -41,6 +41,13 @@ pub enum SafetensorsError {
         /// The file's length.
         file_len: u64,
     },
+    /// The byte after the 8-byte length is not the `{` that starts a safetensors header:
+    /// a text file, say, whose first 8 bytes read as an absurd length.
+    #[error("not a safetensors file: byte 8 is {found:#04x}, not the '{{' a safetensors header starts with")]
+    NotSafetensors {
+        /// The byte found.
+        found: u8,
+    },
     /// The length field exceeds [`MAX_SAFETENSORS_HEADER`].
     #[error("oversized header: {len} bytes (limit {MAX_SAFETENSORS_HEADER})")]
     Oversized {
@@ -131,6 +138,9 @@ pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>,
     let Some((length_field, rest)) = head.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
         return Err(SafetensorsError::NoLength { file_len });
     };
+    if let Some(&found) = rest.first().filter(|&&b| b != b'{') {
+        return Err(SafetensorsError::NotSafetensors { found });
+    }
     let header_len = u64::from_le_bytes(*length_field);
     if header_len > MAX_SAFETENSORS_HEADER {
         return Err(SafetensorsError::Oversized { len: header_len });
