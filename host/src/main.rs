@@ -79,7 +79,10 @@ fn default_verify_args() -> cli::verify::VerifyArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return command_line_error(&error),
+    };
     if let Err(error) = rayon::ThreadPoolBuilder::new().num_threads(worker_threads(cli.threads)).build_global() {
         crate::cli::say!("bitexact: cannot start the worker threads: {error}");
         return ExitCode::from(2);
@@ -105,6 +108,20 @@ fn main() -> ExitCode {
         Some(Command::Normalize(args)) => finish(cli::normalize::run(&args)),
         Some(Command::Cast(args)) => finish(cli::cast::run(&args)),
     }
+}
+
+/// clap's verdict on the command line: help and the version as clap prints them (stdout,
+/// exit 0); an error as every other error, one line on stderr and exit 2.
+fn command_line_error(error: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion)
+        || matches!(error.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand)
+    {
+        let _ = error.print();
+        return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+    }
+    cli::say!("bitexact: {}", cli::error::one_line(&error.render().to_string()));
+    ExitCode::from(2)
 }
 
 /// Most worker threads per core that `--threads` (or RAYON_NUM_THREADS) may ask for.

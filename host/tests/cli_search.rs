@@ -19,6 +19,32 @@ fn search_rejects_bad_widths_with_one_line() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// What clap refuses (an unknown value, a missing argument, an unknown subcommand or
+/// option) is one line and exit 2, as every other error; `--help` is still the help.
+#[test]
+fn command_line_errors_are_one_line() {
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["cast", "x", "-o", "y", "--to", "e9"],
+            "invalid value 'e9' for '--to <TO>' [possible values: bf16, f16, e4m3, e5m2]",
+        ),
+        (&["scan"], "the following required arguments were not provided: <FILES>..."),
+        (&["frobnicate"], "unrecognized subcommand 'frobnicate'"),
+        (&["scan", "--no-such-option", "x"], "unexpected argument '--no-such-option'"),
+    ];
+    for (args, problem) in cases {
+        let out = bitexact(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(&format!("bitexact: {problem}")), "{args:?}: {stderr}");
+        assert!(stderr.trim_end().ends_with("(see --help)"), "{args:?}: {stderr}");
+    }
+    let help = bitexact(&["cast", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage: bitexact cast"));
+}
+
 #[test]
 fn search_prints_one_row_per_denominator_asked_for() {
     // SNORM9 divides by 255 as UNORM8 does: one row for both, proven on both.

@@ -12,6 +12,18 @@ use bitexact::support::output::{self, OutputError};
 use bitexact::verify::table::NoVariantMatches;
 use std::path::PathBuf;
 
+/// clap's multi-line error as one line: its `error: ` prefix, the usage and the pointer
+/// to `--help` left out, the rest (the problem, the possible values, a tip) joined.
+pub(crate) fn one_line(clap_message: &str) -> String {
+    let parts: Vec<&str> = clap_message
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .map(|line| line.strip_prefix("error: ").unwrap_or(line))
+        .collect();
+    format!("{} (see --help)", parts.join(" "))
+}
+
 /// A failed command. `Display` is one line, and each cause is in it once: a variant
 /// either forwards a library error (`transparent`) or prints it in its own line, and
 /// then has no `source()`. Every one exits with status 2.
@@ -98,6 +110,19 @@ mod tests {
     use bitexact::files::backend::Device;
     use bitexact::files::read::{TensorFileError, TensorFileErrorKind};
     use bitexact::files::{NormalizeOptions, ScanOptions};
+
+    #[test]
+    fn claps_errors_become_one_line() {
+        let clap = "error: invalid value 'e9' for '--to <TO>'\n  [possible values: bf16, f16, e4m3, e5m2]\n\n\
+                    For more information, try '--help'.\n";
+        assert_eq!(
+            one_line(clap),
+            "invalid value 'e9' for '--to <TO>' [possible values: bf16, f16, e4m3, e5m2] (see --help)"
+        );
+        let missing = "error: the following required arguments were not provided:\n  <FILES>...\n\n\
+                       Usage: bitexact scan <FILES>...\n\nFor more information, try '--help'.\n";
+        assert_eq!(one_line(missing), "the following required arguments were not provided: <FILES>... (see --help)");
+    }
 
     #[test]
     fn each_error_is_the_one_line_its_layer_says() {
