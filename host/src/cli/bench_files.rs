@@ -159,12 +159,12 @@ pub fn run(args: &BenchFilesArgs) -> Result<ExitCode, CliError> {
         return Err(CliError::Usage("--mib, --side and --reps must be at least 1".into()));
     }
     let parent = args.dir.clone().unwrap_or_else(std::env::temp_dir);
-    let dir = tempfile::Builder::new()
-        .prefix("bitexact-bench-files-")
-        .tempdir_in(&parent)
-        .map_err(|error| CliError::WriteFile { path: parent.clone(), error })?;
     // Its files are large (--mib): an interrupted run removes them too.
-    let _listed = PendingTemporary::register(dir.path());
+    let (dir, _listed) = PendingTemporary::create(
+        || tempfile::Builder::new().prefix("bitexact-bench-files-").tempdir_in(&parent),
+        |t| t.path(),
+    )
+    .map_err(|error| CliError::WriteFile { path: parent.clone(), error })?;
     let (npy, png) = (dir.path().join("halves.npy"), dir.path().join("photo.png"));
     write_halves(&npy, args.mib).map_err(|error| CliError::WriteFile { path: npy.clone(), error })?;
     write_photo(&png, args.side).map_err(|e| CliError::Message(format!("{}: {e}", png.display())))?;

@@ -189,10 +189,10 @@ pub fn write_all(
     progress: &Progress,
 ) -> Result<Staged, CastError> {
     let directory = directory_of(output);
-    let folder = temporary_builder().tempdir_in(directory).map_err(|error| {
-        output_error(output, OutputErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
-    })?;
-    let pending = PendingTemporary::register(folder.path());
+    let (folder, pending) = PendingTemporary::create(|| temporary_builder().tempdir_in(directory), |t| t.path())
+        .map_err(|error| {
+            output_error(output, OutputErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
+        })?;
     let mut scales = BTreeMap::new();
     let mut written: BTreeMap<String, WrittenFile> = BTreeMap::new();
     for planned in &plan.files {

@@ -189,11 +189,11 @@ pub fn check_destination(output: &Path) -> Result<(), TensorWriteError> {
         return fail(TensorWriteErrorKind::IsDirectory);
     }
     let directory = directory_of(output);
-    let probe = temporary_builder().tempfile_in(directory).map_err(|error| TensorWriteError {
-        path: output.to_path_buf(),
-        kind: TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error },
-    })?;
-    let pending = PendingTemporary::register(probe.path());
+    let (probe, pending) = PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path())
+        .map_err(|error| TensorWriteError {
+            path: output.to_path_buf(),
+            kind: TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error },
+        })?;
     drop(probe);
     drop(pending);
     Ok(())
@@ -534,11 +534,16 @@ pub fn stage<S: TensorSource + ?Sized>(
     };
     // The kernel applies the umask to the mode asked for here; a replaced file's mode is
     // then set exactly, before any data is written.
-    let mut temporary = temporary_builder()
-        .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
-        .tempfile_in(directory)
+    let created = PendingTemporary::create(
+        || {
+            temporary_builder()
+                .permissions(std::fs::Permissions::from_mode(replaced_mode.unwrap_or(0o666)))
+                .tempfile_in(directory)
+        },
+        |t| t.path(),
+    );
+    let (mut temporary, pending) = created
         .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
-    let pending = PendingTemporary::register(temporary.path());
     if let Some(mode) = replaced_mode {
         temporary
             .as_file()
@@ -575,10 +580,10 @@ pub fn stage<S: TensorSource + ?Sized>(
 pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), TensorWriteError> {
     let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
     let directory = directory_of(out);
-    let mut temporary = temporary_builder()
-        .tempfile_in(directory)
-        .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
-    let pending = PendingTemporary::register(temporary.path());
+    let (mut temporary, pending) =
+        PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()).map_err(|error| {
+            fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
+        })?;
     temporary
         .write_all(bytes)
         .and_then(|()| temporary.as_file().sync_all())

@@ -12,12 +12,22 @@ pub(crate) static PENDING_TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::syn
 pub struct PendingTemporary(PathBuf);
 
 impl PendingTemporary {
-    /// Lists `path`, a file or a folder (removed with all it holds), for
-    /// [`remove_pending_temporaries`] until the result is dropped.
-    pub fn register(path: &Path) -> PendingTemporary {
+    /// Creates a temporary file or folder with `create` and lists it (by the path
+    /// `path_of` gives) for [`remove_pending_temporaries`] until the returned listing is
+    /// dropped; a folder is removed with all it holds. Both under the list's lock, which
+    /// the signal handler takes first and keeps until the process exits: so a temporary
+    /// exists only listed, and none is created once the handler has run (a temporary
+    /// created before its listing, as it used to be, was left behind by a signal landing
+    /// between the two, or just after the handler had emptied the list).
+    pub fn create<T, E>(
+        create: impl FnOnce() -> Result<T, E>,
+        path_of: impl FnOnce(&T) -> &Path,
+    ) -> Result<(T, PendingTemporary), E> {
         let mut pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        pending.push(path.to_path_buf());
-        PendingTemporary(path.to_path_buf())
+        let temporary = create()?;
+        let path = path_of(&temporary).to_path_buf();
+        pending.push(path.clone());
+        Ok((temporary, PendingTemporary(path)))
     }
 }
 
