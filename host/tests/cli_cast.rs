@@ -628,12 +628,22 @@ fn bad_requests_are_one_line_and_exit_2_with_nothing_written() {
         &out.with_extension("safetensors"),
         "takes one input file",
     );
-    // A typo in --only: nothing would be cast, so nothing is written.
+    // A typo in --only, or an --only whose tensors --skip removes: nothing would be cast,
+    // so nothing is written.
     assert_error(
         &["cast", i, "-o", o, "--to", "bf16", "--only", "no_such"],
         &out,
-        "--only 'no_such' matches no tensor",
+        "--only 'no_such' leaves nothing to cast",
     );
+    assert_error(
+        &["cast", i, "-o", o, "--to", "bf16", "--only", "d.f16", "--skip", "f16"],
+        &out,
+        "leaves nothing to cast",
+    );
+    // A text file named .safetensors.
+    let text = dir.path().join("notes.safetensors");
+    std::fs::write(&text, "These are notes, not tensors.\n").unwrap();
+    assert_error(&["cast", path_arg(&text), "-o", o, "--to", "bf16"], &out, "not a safetensors file: byte 8 is 0x65");
     // A NumPy output name (cast writes safetensors), not a folder of that name.
     let npy = dir.path().join("w_out.npy");
     assert_error(
@@ -644,6 +654,107 @@ fn bad_requests_are_one_line_and_exit_2_with_nothing_written() {
     std::fs::create_dir(&out).unwrap();
     assert_error(&["cast", i, "-o", o, "--to", "bf16"], &out, "already exists");
     assert_no_temporaries(dir.path());
+}
+
+/// A `config.json` beside the input that is not JSON is reported under its own path, not
+/// the output's (exit 2, nothing written).
+#[test]
+fn a_bad_config_json_is_named_by_its_own_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("model");
+    std::fs::create_dir(&checkpoint).unwrap();
+    write_file(&checkpoint.join("model.safetensors"), &sixteen_bit_inputs());
+    let config = checkpoint.join("config.json");
+    std::fs::write(&config, "{\"architectures\": [").unwrap();
+    let out = dir.path().join("out");
+    let problem = format!("{}: cannot read it as a JSON object: ", config.display());
+    assert_error(&["cast", path_arg(&checkpoint), "-o", path_arg(&out), "--to", "bf16"], &out, &problem);
+    assert_no_temporaries(dir.path());
+}
+
+/// Casts that succeed but may surprise say so on stderr, one line each, and in JSON's
+/// `warnings`: a tensor so small that its dequantisation scale is subnormal, and an FP8
+/// cast whose `config.json` gets no `quantization_config`.
+#[test]
+fn surprising_casts_warn_on_stderr_and_in_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("model");
+    std::fs::create_dir(&checkpoint).unwrap();
+    // An amax below 448 / f32::MAX (about 1.32e-36): the scale 448/amax is clamped to
+    // f32::MAX. One of 3e-36: the scale is finite, its inverse subnormal (below 2^-126).
+    let tiny: Vec<u32> = (1..=16).map(|i| (1e-38f32 * i as f32).to_bits()).collect();
+    let small: Vec<u32> = (1..=16).map(|i| (3e-36f32 * i as f32 / 16.0).to_bits()).collect();
+    let normal = f32_values(16, -4, 2, 3, &[]);
+    let tensors: Vec<Tensor> = vec![
+        ("tiny.weight", Dtype::F32, vec![4, 4], f32_bytes(&tiny)),
+        ("small.weight", Dtype::F32, vec![4, 4], f32_bytes(&small)),
+        ("normal.weight", Dtype::F32, vec![4, 4], f32_bytes(&normal)),
+    ];
+    write_file(&checkpoint.join("model.safetensors"), &tensors);
+    std::fs::write(checkpoint.join("config.json"), r#"{"torch_dtype": "float32"}"#).unwrap();
+    let run = |to: &str, out: &str| {
+        let out = dir.path().join(out);
+        let output = bitexact(&["cast", path_arg(&checkpoint), "-o", path_arg(&out), "--to", to, "--format", "json"]);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        (String::from_utf8(output.stderr).unwrap(), json)
+    };
+    let (stderr, json) = run("e4m3", "out-e4m3");
+    let clamped = "model.safetensors: tensor 'tiny.weight': its amax is so small that the scale max/amax is past f32 and clamped to f32::MAX";
+    let subnormal = "model.safetensors: tensor 'small.weight': its dequantisation scale";
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    let line = |start: &str| lines.iter().find(|l| l.starts_with(&format!("bitexact: warning: {start}"))).copied();
+    assert!(line(clamped).is_some(), "{stderr}");
+    let subnormal_line = line(subnormal).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(subnormal_line.ends_with("is subnormal in f32: a loader that flushes subnormals to zero reads it as 0"));
+    let warnings = json["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 2, "{json}");
+    assert!(warnings.iter().any(|w| w.as_str().unwrap().starts_with(clamped)), "{json}");
+    let (stderr, json) = run("e5m2", "out-e5m2");
+    assert!(stderr.contains("bitexact: warning: config.json was copied unchanged"), "{stderr}");
+    assert!(
+        json["warnings"].as_array().is_some_and(|w| w.iter().any(|w| w.as_str().unwrap().contains("e5m2"))),
+        "{json}"
+    );
+    let (stderr, json) = run("bf16", "out-bf16");
+    assert!(stderr.is_empty() && json.get("warnings").is_none(), "{stderr} {json}");
+}
+
+/// A shard that holds a tensor its index does not list there (here: a copy of one that
+/// the index places in the other shard) is cast all the same, with a warning naming the
+/// shard, the index and the tensor, in the dry run and the cast, as `scan` warns.
+#[test]
+fn a_shard_holding_tensors_its_index_does_not_list_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("model");
+    std::fs::create_dir(&checkpoint).unwrap();
+    let tensors = sharded_checkpoint(&checkpoint);
+    // Shard 2 rewritten with shard 1's first tensor added.
+    let mut second: Vec<Tensor> = tensors[3..].to_vec();
+    second.push(tensors[0].clone());
+    write_file(&checkpoint.join("model-00002-of-00002.safetensors"), &second);
+    let out = dir.path().join("out");
+    for extra in [&["--dry-run"][..], &[]] {
+        let mut args = vec!["cast", path_arg(&checkpoint), "-o", path_arg(&out), "--to", "e4m3"];
+        args.extend(extra);
+        let output = bitexact(&args);
+        assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let warning = format!(
+            "bitexact: warning: {}: 1 tensor that {} does not list in this shard (first: '{}'): cast all the same",
+            checkpoint.join("model-00002-of-00002.safetensors").display(),
+            checkpoint.join("model.safetensors.index.json").display(),
+            tensors[0].0
+        );
+        assert!(stderr.starts_with(&warning), "{extra:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+    // The rewritten index keeps the tensor, and puts its scale, where the index put it.
+    let index: serde_json::Value = serde_json::from_slice(&read(&out.join("model.safetensors.index.json"))).unwrap();
+    let first_shard = "model-00001-of-00002.safetensors";
+    assert_eq!(index["weight_map"][tensors[0].0], first_shard, "{index}");
+    assert_eq!(index["weight_map"][format!("{}_scale", tensors[0].0)], first_shard, "{index}");
 }
 
 /// `-o out/` names the folder `out`, as people write folders; `-o x.safetensors/` a folder

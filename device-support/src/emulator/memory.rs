@@ -113,15 +113,27 @@ impl Memory {
         Ok(self.statics[self.statics.len() - 1].1.as_mut_ptr())
     }
 
-    /// The buffer that holds the byte at `address`: its name in errors, its first
-    /// byte's address, and the shadow of its bytes. None: not the block's shared memory.
+    /// The buffer that holds the byte at `address`, or else the one that ends there (a
+    /// slice made from its end, or from an empty buffer, is still its memory, every
+    /// element of it past the end): its name in errors, its first byte's address, and the
+    /// shadow of its bytes. None: not the block's shared memory.
     pub(super) fn holding(&mut self, address: usize) -> Option<(&'static str, usize, &mut [ByteShadow])> {
-        let dynamic = core::iter::once(("dynamic shared memory", &mut self.dynamic));
-        let statics = self.statics.iter_mut().map(|(name, buffer)| (*name, buffer));
-        dynamic.chain(statics).find_map(|(name, buffer)| {
-            let start = buffer.as_mut_ptr() as usize;
-            (start..start + buffer.len).contains(&address).then_some((name, start, &mut buffer.shadow[..]))
-        })
+        let inside: &dyn Fn(usize, usize) -> bool = &|start, len| (start..start + len).contains(&address);
+        let at_end: &dyn Fn(usize, usize) -> bool = &|start, len| start + len == address;
+        let found = [inside, at_end].into_iter().find_map(|test| {
+            let dynamic = core::iter::once(("dynamic shared memory", &self.dynamic));
+            let statics = self.statics.iter().map(|(name, buffer)| (*name, buffer));
+            let mut buffers = dynamic.chain(statics).enumerate();
+            buffers.find_map(|(i, (_, b))| test(b.as_mut_ptr() as usize, b.len).then_some(i))
+        })?;
+        let (name, buffer) = match found {
+            0 => ("dynamic shared memory", &mut self.dynamic),
+            i => {
+                let (name, buffer) = &mut self.statics[i - 1];
+                (*name, buffer)
+            }
+        };
+        Some((name, buffer.as_mut_ptr() as usize, &mut buffer.shadow[..]))
     }
 
     /// Fills every buffer with [`FILL_WORD`] again, for the next block.

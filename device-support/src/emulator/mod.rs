@@ -53,12 +53,15 @@
 //!     barrier between, or warp operations (shuffles, votes) whose masks link the two
 //!     lanes: a warp operation orders only the lanes it names, as on Volta and later.
 //!     Atomics and fences order nothing else here: a flag spun on is not modelled.
-//!   * [`EmulatorError::SharedUninitialised`]: a read of an element that no thread of
-//!     the block has written (by `write` or an atomic; what an earlier block wrote does
-//!     not count).
+//!   * [`EmulatorError::SharedUninitialised`]: a read, or an atomic (which reads the old
+//!     value: a counter nobody zeroed), of an element that no thread of the block has
+//!     written with `write` (what an earlier block wrote does not count; nor does a store
+//!     through a raw pointer, which the sanitizer does not see).
 //!   * [`EmulatorError::SharedOutOfBounds`]: an index past the `SharedSlice`'s length, or a
-//!     `SharedSlice` (made by `from_raw_parts`) that reaches past its array: undefined
-//!     behaviour on a GPU, an error here before any access.
+//!     `SharedSlice` (made by `from_raw_parts`) that reaches past its array, including one
+//!     that starts at the array's end: undefined behaviour on a GPU, an error here before
+//!     any access. A slice that starts in no shared array (made from other memory) is
+//!     only checked against its length.
 //!
 //!   The schedule is the one above, so a race is found where this schedule runs the two
 //!   accesses between the same two barriers, which for a race in straight-line code is
@@ -74,7 +77,9 @@
 //!   baton is handed on (at the latest when no thread is ready:
 //!   [`EmulatorError::Deadlock`]), and a panic in the kernel body (an index out of
 //!   bounds, say) is [`EmulatorError::Panicked`]; either way the other threads are woken
-//!   and unwind, and [`launch`] returns the error.
+//!   and unwind, and [`launch`] returns the error. (A thread that spins on an atomic
+//!   flag that no thread will set, while the others wait at a barrier, keeps getting the
+//!   baton back: a livelock, which the emulator does not detect, as a GPU would hang.)
 //!
 //! # What is not
 //! * Memory-model weak orderings: every access is ordered by the baton, so a kernel with
@@ -228,8 +233,11 @@ pub enum Threads {
     Os,
 }
 
-/// [`launch`] on emulated threads of the kind `threads`, with the same schedule and the
-/// same errors either way; how many times the baton passed from one thread to another.
+/// [`launch`] on emulated threads of the kind `threads`: the same schedule either way, so
+/// for a kernel that keeps the rules the same result and hand-overs, and the same error
+/// where one thread breaks them (they may differ where the OS cannot start every thread,
+/// since OS threads start running before the last is made, and in what drop code sees
+/// when a stopped launch unwinds); how many times the baton passed between threads.
 #[doc(hidden)]
 pub fn launch_on(setup: &Launch, threads: Threads, body: &(dyn Fn() + Sync)) -> Result<u64, EmulatorError> {
     check_launch(setup).map_err(|problem| EmulatorError::Launch { kernel: setup.kernel, problem })?;

@@ -61,9 +61,11 @@ struct Context {
 
 std::thread_local! {
     /// The context of the emulated thread running on this OS thread: null, or a
-    /// `Context` on the stack of [`run_thread`], which sets it around the kernel body,
-    /// resets it to null before the `Context` goes away, and (as a coroutine) puts it back
-    /// after every suspension, so that it always names the running thread's live one.
+    /// `Context` on the stack of [`run_thread`], which sets it around the kernel body and
+    /// resets it to null before the `Context` goes away; a coroutine puts its own back
+    /// after every suspension (or unwind out of one), so that while a coroutine runs it
+    /// names that coroutine's live one. (Between a suspension and the next resume it may
+    /// name the suspended coroutine's; nothing reads it then.)
     static CONTEXT: Cell<*const Context> = const { Cell::new(core::ptr::null()) };
 }
 
@@ -145,11 +147,14 @@ impl Shared {
                 Turn::Thread => self.wake[rank as usize].wait(inner).unwrap_or_else(PoisonError::into_inner),
                 Turn::Coroutine(yielder) => {
                     drop(inner);
-                    let mine = CONTEXT.get();
+                    // Puts this thread's context back when the suspension returns, and also
+                    // if it unwinds instead (a coroutine unwound on drop), so that the
+                    // kernel body's drop code never sees another thread's.
+                    let _restore = RestoreContext(CONTEXT.get());
                     // SAFETY: the yielder of the coroutine running this code, which lives
                     // as long as the coroutine (`Turn::Coroutine`).
                     unsafe { (*yielder).suspend(()) };
-                    CONTEXT.set(mine);
+                    drop(_restore);
                     self.lock()
                 }
             };
@@ -160,6 +165,15 @@ impl Shared {
     fn thread_of(&self, rank: u32) -> Dim3 {
         let (x, y) = (self.block_dim.x, self.block_dim.y);
         Dim3 { x: rank % x, y: rank / x % y, z: rank / (x * y) }
+    }
+}
+
+/// Sets [`CONTEXT`] to the pointer it holds when dropped.
+struct RestoreContext(*const Context);
+
+impl Drop for RestoreContext {
+    fn drop(&mut self) {
+        CONTEXT.set(self.0);
     }
 }
 
@@ -235,6 +249,13 @@ pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn(
         // before this function returns.
         coroutines.push(unsafe { Coroutine::with_stack_unchecked(stack, run) });
     }
+    // A panic out of a coroutine (outside the kernel body, which `run_thread` catches)
+    // stops the launch; every coroutine is then drained as after an error, and the panic
+    // goes on, so that none is ever unwound by dropping it.
+    let resume = |coroutine: &mut Coroutine<(), (), ()>| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| coroutine.resume(()))).err()
+    };
+    let mut panic = None;
     loop {
         let (over, baton) = {
             let inner = shared.lock();
@@ -242,15 +263,30 @@ pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn(
         };
         match coroutines.get_mut(baton) {
             Some(coroutine) if !over && !coroutine.done() => {
-                coroutine.resume(());
+                if let Some(payload) = resume(coroutine) {
+                    shared.stop(EmulatorError::Panicked {
+                        kernel: shared.kernel,
+                        block: shared.lock().state.block_idx(),
+                        thread: shared.thread_of(baton as u32),
+                        message: "the emulator itself panicked".to_string(),
+                    });
+                    panic = Some(payload);
+                }
             }
+            // None: the stacks ran out (the launch is stopped); a finished coroutine never
+            // holds the baton of a launch that goes on.
             _ => break,
         }
     }
     for coroutine in &mut coroutines {
         while !coroutine.done() {
-            coroutine.resume(());
+            if let Some(payload) = resume(coroutine) {
+                panic.get_or_insert(payload);
+            }
         }
+    }
+    if let Some(payload) = panic {
+        std::panic::resume_unwind(payload);
     }
 }
 

@@ -95,74 +95,97 @@ impl Order {
 pub(super) enum Conflict {
     /// It races with this earlier access.
     Race(Access),
-    /// A read of a byte no thread of the block has written.
+    /// A read (plain or atomic) of a byte no thread of the block has written.
     Uninitialised,
 }
 
 /// The accesses that a later access to one byte of shared memory must be checked
-/// against: the last write (or atomic), and the reads since it in the current barrier
-/// interval (all of one epoch; a thread's later read replaces its earlier one, lazily).
+/// against: whether any thread of the block has written it, the last plain write, and
+/// since then the atomics and the plain reads of the current barrier interval (each list
+/// of one epoch; a thread's later access replaces its earlier one, lazily). Atomics are
+/// all kept, not only the last: two atomics are not ordered, so a later plain access must
+/// be checked against each.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ByteShadow {
+    written: bool,
     write: Option<Access>,
+    atomics: Vec<Access>,
     reads: Vec<Access>,
 }
 
-/// The length from which [`ByteShadow::reads`] is compacted to one read per thread when
-/// it reaches a power of two (so a thread that reads one element in a loop between two
-/// barriers does not grow it without bound, and each read costs O(1) amortised).
+/// The length from which a [`ByteShadow`] list is compacted to one access per thread
+/// whenever it reaches a power of two: a thread that reads one element in a loop between
+/// two barriers does not grow it without bound (each access costs O(log n) amortised,
+/// `n` the threads that touched the byte in the interval).
 const COMPACT_FROM: usize = 64;
 
 impl ByteShadow {
     /// Checks `now` against the byte's earlier accesses (`order` says which are ordered
     /// before it), then records it; the conflict, if any (nothing is recorded then).
+    ///
+    /// A plain read, and an atomic (which reads the old value), of a byte no thread of
+    /// the block has written is [`Conflict::Uninitialised`]; a plain access races with
+    /// any unordered access of another thread but a plain read, an atomic with any
+    /// unordered plain access.
     pub(super) fn access(&mut self, now: Access, order: &Order) -> Result<(), Conflict> {
-        let ordered = |earlier: &Access| order.ordered(earlier, now.rank);
-        // Reads before the last barrier are ordered before everything from now on (the
-        // list holds one epoch's: the last one's epoch is every one's).
-        if self.reads.last().is_some_and(|r| r.at.epoch != now.at.epoch) {
-            self.reads.clear();
+        let unordered = |earlier: &&Access| !order.ordered(earlier, now.rank);
+        // Accesses before the last barrier are ordered before everything from now on
+        // (each list holds one epoch's: its last entry's epoch is every entry's).
+        for list in [&mut self.reads, &mut self.atomics] {
+            if list.last().is_some_and(|a| a.at.epoch != now.at.epoch) {
+                list.clear();
+            }
         }
-        let racing_write =
-            self.write.filter(|w| !ordered(w) && !(w.kind == AccessKind::Atomic && now.kind == AccessKind::Atomic));
-        if let Some(w) = racing_write {
-            return Err(Conflict::Race(w));
+        if now.kind != AccessKind::Write && !self.written {
+            return Err(Conflict::Uninitialised);
+        }
+        let racing = match now.kind {
+            AccessKind::Read => self.write.iter().find(unordered).or_else(|| self.atomics.iter().find(unordered)),
+            AccessKind::Atomic => self.write.iter().find(unordered).or_else(|| self.reads.iter().find(unordered)),
+            AccessKind::Write => self
+                .write
+                .iter()
+                .find(unordered)
+                .or_else(|| self.atomics.iter().find(unordered))
+                .or_else(|| self.reads.iter().find(unordered)),
+        };
+        if let Some(earlier) = racing {
+            return Err(Conflict::Race(*earlier));
         }
         match now.kind {
-            AccessKind::Read => {
-                if self.write.is_none() {
-                    return Err(Conflict::Uninitialised);
-                }
-                // A thread's later read is ordered after its earlier ones, and its clock
-                // is at least theirs, so the latest per thread decides every later
-                // check; the earlier ones are dropped now (the last one) or at the next
-                // compaction.
-                match self.reads.last_mut() {
-                    Some(last) if last.rank == now.rank => *last = now,
-                    _ => self.reads.push(now),
-                }
-                if self.reads.len() >= COMPACT_FROM && self.reads.len().is_power_of_two() {
-                    compact(&mut self.reads);
-                }
-            }
-            AccessKind::Write | AccessKind::Atomic => {
-                if let Some(r) = self.reads.iter().find(|r| !ordered(r)) {
-                    return Err(Conflict::Race(*r));
-                }
+            AccessKind::Read => record(&mut self.reads, now),
+            AccessKind::Atomic => record(&mut self.atomics, now),
+            AccessKind::Write => {
+                self.written = true;
                 self.write = Some(now);
                 self.reads.clear();
+                self.atomics.clear();
             }
         }
         Ok(())
     }
 }
 
-/// Keeps the latest read of each thread, in the order of the threads' ranks.
-fn compact(reads: &mut Vec<Access>) {
-    reads.reverse();
-    // Stable: each thread's latest read comes first among its own, and is the one kept.
-    reads.sort_by_key(|r| r.rank);
-    reads.dedup_by_key(|r| r.rank);
+/// Adds `now` to `list`: in place of the last entry if that is the same thread's (a
+/// thread's later access is ordered after its earlier ones, and its clock is at least
+/// theirs, so the latest per thread decides every later check), compacting the list when
+/// it reaches a power of two from [`COMPACT_FROM`].
+fn record(list: &mut Vec<Access>, now: Access) {
+    match list.last_mut() {
+        Some(last) if last.rank == now.rank => *last = now,
+        _ => list.push(now),
+    }
+    if list.len() >= COMPACT_FROM && list.len().is_power_of_two() {
+        compact(list);
+    }
+}
+
+/// Keeps the latest access of each thread, in the order of the threads' ranks.
+fn compact(list: &mut Vec<Access>) {
+    list.reverse();
+    // Stable: each thread's latest access comes first among its own, and is kept.
+    list.sort_by_key(|a| a.rank);
+    list.dedup_by_key(|a| a.rank);
 }
 
 #[cfg(test)]
@@ -206,20 +229,29 @@ mod tests {
     }
 
     #[test]
-    fn atomics_race_with_plain_accesses_not_with_each_other() {
+    fn atomics_race_with_plain_accesses_not_with_each_other_and_need_a_written_byte() {
         use AccessKind::*;
-        let order = Order::new(64);
+        let mut order = Order::new(64);
         let mut byte = ByteShadow::default();
-        byte.access(access(&order, 1, Atomic), &order).unwrap();
+        // An atomic reads the old value: on a byte nobody wrote, that is uninitialised.
+        assert_eq!(byte.access(access(&order, 1, Atomic), &order), Err(Conflict::Uninitialised));
+        byte.access(access(&order, 0, Write), &order).unwrap();
+        order.barrier();
+        let first = access(&order, 1, Atomic);
+        byte.access(first, &order).unwrap();
         byte.access(access(&order, 40, Atomic), &order).unwrap();
-        let last = access(&order, 2, Atomic);
-        byte.access(last, &order).unwrap();
-        assert_eq!(byte.access(access(&order, 7, Read), &order), Err(Conflict::Race(last)));
-        assert_eq!(byte.access(access(&order, 7, Write), &order), Err(Conflict::Race(last)));
+        byte.access(access(&order, 2, Atomic), &order).unwrap();
+        // Every atomic is kept: thread 2's plain read and write race with thread 1's,
+        // not only with the last (its own, which is ordered before them).
+        assert_eq!(byte.access(access(&order, 2, Read), &order), Err(Conflict::Race(first)));
+        assert_eq!(byte.access(access(&order, 2, Write), &order), Err(Conflict::Race(first)));
+        // After a barrier the atomics are ordered before everything.
+        order.barrier();
+        byte.access(access(&order, 2, Read), &order).unwrap();
     }
 
     #[test]
-    fn many_reads_by_few_threads_are_kept_once_per_thread() {
+    fn many_reads_by_few_threads_are_kept_once_per_thread_the_latest_of_each() {
         let mut order = Order::new(64);
         let mut byte = ByteShadow::default();
         byte.access(access(&order, 0, AccessKind::Write), &order).unwrap();
@@ -230,8 +262,17 @@ mod tests {
         assert!(byte.reads.len() < COMPACT_FROM, "{}", byte.reads.len());
         let ranks: std::collections::BTreeSet<u32> = byte.reads.iter().map(|r| r.rank).collect();
         assert_eq!(ranks, [1, 2, 3].into());
-        // Thread 0's write after them races with the first of them still listed.
-        assert!(matches!(byte.access(access(&order, 0, AccessKind::Write), &order), Err(Conflict::Race(_))));
+        // Threads 0-3 shuffle: the reads so far are ordered before thread 0's write; then
+        // thread 1 reads again, in many reads that compact the list. The later read must
+        // be the one kept: the write races with it (keeping the earlier would miss it).
+        order.warp_op(0, 0b1111);
+        let later = access(&order, 1, AccessKind::Read);
+        byte.access(later, &order).unwrap();
+        for i in 0..200 {
+            byte.access(access(&order, 2 + i % 2, AccessKind::Read), &order).unwrap();
+            byte.access(later, &order).unwrap();
+        }
+        assert_eq!(byte.access(access(&order, 0, AccessKind::Write), &order), Err(Conflict::Race(later)));
     }
 
     #[test]

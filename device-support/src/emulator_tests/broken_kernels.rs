@@ -151,6 +151,17 @@ fn an_off_by_one_tile_load_is_out_of_bounds() {
     let EmulatorError::SharedOutOfBounds { what, .. } = &error else { panic!("{error}") };
     let past_array = OutOfBounds::PastArray { array: "dynamic shared memory", offset: 256, bytes: 4, size: 256 };
     assert_eq!(what, &past_array, "{error}");
+
+    // A SharedSlice made over a launch's empty dynamic shared memory: past it at once.
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), || {
+        let memory = block::dynamic_shared::<u32>();
+        // SAFETY: not sound (there is no dynamic shared memory): the sanitizer catches it.
+        let tile = unsafe { SharedSlice::from_raw_parts(memory.as_mut_ptr(), 65) };
+        load_with_halo(tile);
+    });
+    let EmulatorError::SharedOutOfBounds { what, thread, .. } = &error else { panic!("{error}") };
+    let empty = OutOfBounds::PastArray { array: "dynamic shared memory", offset: 4, bytes: 4, size: 0 };
+    assert_eq!((thread.x, what), (0, &empty), "{error}");
 }
 
 // 4. A read before any write: the halo element that no thread loads.
@@ -275,35 +286,61 @@ fn a_warp_synchronous_exchange_without_a_warp_operation_between_races() {
 }
 
 // Atomics: updates of one shared counter by every thread are not races, but a plain
-// read of it before the barrier is.
+// read or write of it before the barrier is (with each of the atomics, not only the
+// last), and so is an atomic on a counter that nobody zeroed.
+
+/// What a thread does besides its atomic add between the two barriers.
+#[derive(Clone, Copy)]
+enum Beside {
+    Nothing,
+    /// Thread 5 reads the counter.
+    EarlyRead,
+    /// Thread 63 (whose atomic is the last) writes it.
+    LastWrites,
+    /// Nobody zeroes it first.
+    NotZeroed,
+}
+
+fn count_with(beside: Beside) -> u32 {
+    static_shared!(fn counter: [u32; 1]);
+    let (cell, rank) = (counter(), thread_rank());
+    // SAFETY: one aligned u32 of shared memory; what the barriers order is what this
+    // test is about.
+    unsafe {
+        if rank == 0 && !matches!(beside, Beside::NotZeroed) {
+            cell.write(0, 0);
+        }
+        sync_threads();
+        <u32 as block::Atomic>::atomic_add(cell.as_mut_ptr(), 1, block::Scope::Block);
+        match beside {
+            Beside::EarlyRead if rank == 5 => {
+                cell.read(0);
+            }
+            Beside::LastWrites if rank == 63 => cell.write(0, 0),
+            _ => {}
+        }
+        sync_threads();
+        cell.read(0)
+    }
+}
 
 #[test]
 fn atomics_on_shared_memory_race_only_with_plain_accesses() {
-    static_shared!(fn counter: [u32; 1]);
-    let body = |read_early: bool| {
-        let cell = counter();
-        // SAFETY: one aligned u32 of shared memory, written by thread 0 before the
-        // barrier, then only updated atomically until the next.
-        unsafe {
-            if thread_rank() == 0 {
-                cell.write(0, 0);
-            }
-            sync_threads();
-            <u32 as block::Atomic>::atomic_add(cell.as_mut_ptr(), 1, block::Scope::Block);
-            if read_early && thread_rank() == 5 {
-                cell.read(0);
-            }
-            sync_threads();
-            cell.read(0)
-        }
-    };
-    run(&setup(Dim3::x(2), Dim3::x(64)), || assert_eq!(body(false), 64));
-    let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), move || {
-        body(true);
+    run(&setup(Dim3::x(2), Dim3::x(64)), || assert_eq!(count_with(Beside::Nothing), 64));
+    // Each checked against every atomic since the last write: thread 0's comes first.
+    for (beside, second) in [(Beside::EarlyRead, (5, AccessKind::Read)), (Beside::LastWrites, (63, AccessKind::Write))]
+    {
+        let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), move || {
+            count_with(beside);
+        });
+        let ((first, first_kind, _), (thread, kind, _)) = race_sides(&error);
+        assert_eq!((first, first_kind, (thread, kind)), (0, AccessKind::Atomic, second), "{error}");
+    }
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(64)), || {
+        count_with(Beside::NotZeroed);
     });
-    let ((first, first_kind, _), (second, second_kind, _)) = race_sides(&error);
-    // Thread 63's atomic is the last before thread 5 resumes to read.
-    assert_eq!((first, first_kind, second, second_kind), (63, AccessKind::Atomic, 5, AccessKind::Read), "{error}");
+    let EmulatorError::SharedUninitialised { thread, index, .. } = &error else { panic!("{error}") };
+    assert_eq!((thread.x, *index), (0, 0), "{error}");
 }
 
 // 7. An off-by-one read of global memory through a `GlobalSlice`: each thread adds its

@@ -359,8 +359,9 @@ fn atomic_outcomes<T: Copy + Default + Send + Sync + PartialEq + core::fmt::Debu
     run(&setup(Dim3::x(3), Dim3::x(40)), || {
         let (i, shared) = (global_rank(), cell().as_mut_ptr().cast::<T>());
         if thread_rank() == 0 {
-            // SAFETY: thread 0 alone writes it, before the barrier.
-            unsafe { shared.write(start) };
+            // SAFETY: thread 0 alone writes it, before the barrier (through a
+            // `SharedSlice`, so that the sanitizer sees it written before the atomics).
+            unsafe { block::SharedSlice::from_raw_parts(shared, 1).write(0, start) };
         }
         sync_threads();
         olds.set(i, f(global.ptr(0), i));

@@ -160,7 +160,7 @@ pub fn run(args: &BenchFilesArgs) -> Result<ExitCode, CliError> {
     }
     let parent = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     // Its files are large (--mib): an interrupted run removes them too.
-    let (dir, _listed) = PendingTemporary::create(
+    let (_listed, dir) = PendingTemporary::create(
         || tempfile::Builder::new().prefix("bitexact-bench-files-").tempdir_in(&parent),
         |t| t.path(),
     )

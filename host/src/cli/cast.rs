@@ -125,6 +125,9 @@ pub fn run(args: &CastArgs) -> Result<ExitCode, CliError> {
         }
         Err(error) => return Err(error.into()),
     };
+    for warning in &report.warnings {
+        crate::cli::say!("bitexact: warning: {warning}");
+    }
     let text = match args.format {
         OutputFormat::Json => output::json(&report),
         OutputFormat::Table | OutputFormat::Markdown => summary(&report),
@@ -203,9 +206,9 @@ fn summary(report: &CastReport) -> String {
                     (Some(name), None) => format!(", scale {}", output::excerpt(name)),
                     _ => String::new(),
                 };
-                format!("{} -> {}{scale}", tensor.from, tensor.to)
+                format!("{} -> {}{scale}", output::excerpt(&tensor.from), tensor.to)
             }
-            Some(reason) => format!("{} copied ({reason})", tensor.from),
+            Some(reason) => format!("{} copied ({reason})", output::excerpt(&tensor.from)),
         };
         // Names from files are escaped (a name may hold escape codes or newlines).
         let (file, name) = (output::escape(&tensor.file), output::excerpt(&tensor.name));

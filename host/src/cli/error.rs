@@ -21,7 +21,20 @@ pub(crate) fn one_line(clap_message: &str) -> String {
         .filter(|line| !line.is_empty() && !line.starts_with("Usage:") && !line.starts_with("For more information"))
         .map(|line| line.strip_prefix("error: ").unwrap_or(line))
         .collect();
-    format!("{} (see --help)", parts.join(" "))
+    // A tip is a sentence of its own; the rest (a value list) continues the problem.
+    let mut text = String::new();
+    for part in parts {
+        let separator = if text.is_empty() {
+            ""
+        } else if part.starts_with("tip:") {
+            "; "
+        } else {
+            " "
+        };
+        text.push_str(separator);
+        text.push_str(part);
+    }
+    format!("{text} (see --help)")
 }
 
 /// A failed command. `Display` is one line, and each cause is in it once: a variant

@@ -160,6 +160,12 @@ pub struct CastReport {
     /// Whether a `config.json` was written beside the tensors, and with a
     /// `quantization_config`.
     pub config: Option<ConfigWritten>,
+    /// What the cast did that a user may not expect, one line each (the CLI prints them
+    /// on stderr; JSON lists them): a shard holding tensors its index does not list there
+    /// (also in a dry run), a dequantisation scale that is subnormal, a `config.json` that
+    /// says nothing of the FP8 tensors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What was done with the input's `config.json`.
@@ -234,10 +240,13 @@ pub enum CastError {
         /// The scale it gives.
         s: f32,
     },
-    /// `--only` matches no tensor of the inputs (a typo, most likely): nothing would be
-    /// cast, and the output would be a copy.
-    #[error("--only '{}' matches no tensor of the input; nothing to cast", excerpt(.pattern))]
-    OnlyMatchesNothing {
+    /// `--only` leaves no tensor to cast (it matches none, a typo most likely; `--skip`
+    /// removes what it matches; or those are in the target format already): the output
+    /// would be a copy.
+    #[error("--only '{}' leaves nothing to cast (it matches no tensor, --skip removes them, or they are {to} already); nothing written", excerpt(.pattern))]
+    OnlySelectsNothing {
+        /// The target format's name.
+        to: &'static str,
         /// The pattern.
         pattern: String,
     },
@@ -250,6 +259,15 @@ pub enum CastError {
         tensor: String,
         /// The scale's name.
         scale: String,
+    },
+    /// An input's JSON (its index, its `config.json`, a file's `__metadata__`) cannot be
+    /// read again as a JSON object when the output is written.
+    #[error("{}: cannot read it as a JSON object: {error}", path_text(.path))]
+    InputJson {
+        /// The input file.
+        path: PathBuf,
+        /// Why.
+        error: String,
     },
     /// The output cannot be put there.
     #[error("{}: {}", path_text(.path), .kind)]
@@ -329,6 +347,9 @@ pub struct Plan {
     pub indexes: Vec<Index>,
     /// The input's `config.json`, if there is one beside the first input.
     pub config: Option<PathBuf>,
+    /// What the inputs do that their index does not say, one line each (the shards that
+    /// hold tensors their index does not list there, as `scan` warns).
+    pub warnings: Vec<String>,
 }
 
 /// The name of the dequantisation scale of tensor `name`: `<name>_scale`, so that
@@ -353,8 +374,17 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
         output_names.push(name);
         files.push(file);
     }
+    let mut warnings = Vec::new();
     for index in &expanded.indexes {
-        check_index(index, &files)?;
+        for unlisted in check_index(index, &files)? {
+            warnings.push(format!(
+                "{}: {} that {} does not list in this shard (first: '{}'): cast all the same; the rewritten index does not list them there either",
+                path_text(&unlisted.shard),
+                crate::support::output::count_of(unlisted.count as u64, "tensor"),
+                path_text(&unlisted.index),
+                excerpt(&unlisted.first)
+            ));
+        }
     }
     let all_names: HashSet<&str> = files.iter().flat_map(|f| f.tensors.iter().map(|t| t.name.as_str())).collect();
     let mut planned = Vec::new();
@@ -388,13 +418,17 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
         planned.push(decisions);
     }
     let config = config_beside(inputs);
+    if let Some(path) = &config {
+        // Read now, so that a bad one is refused before any work (and by a dry run).
+        output::read_json_object(path)?;
+    }
     let files = files
         .into_iter()
         .zip(output_names.into_iter().zip(big_endians))
         .zip(planned)
         .map(|((file, (name, big_endian)), decisions)| PlannedFile { file, name, decisions, big_endian })
         .collect();
-    Ok(Plan { files, indexes: expanded.indexes, config })
+    Ok(Plan { files, indexes: expanded.indexes, config, warnings })
 }
 
 /// For a `.npy` or `.npz` file: its arrays named and typed as in the output ([`numpy`]:
@@ -474,9 +508,9 @@ fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<CastTensor> {
 pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<CastReport, CastError> {
     let plan = plan(inputs, options)?;
     if let Some(only) = &options.patterns.only
-        && !plan.files.iter().flat_map(|f| &f.file.tensors).any(|t| only.is_match(&t.name))
+        && !plan.files.iter().flat_map(|f| &f.decisions).any(|d| matches!(d, Decision::Cast(_)))
     {
-        return Err(CastError::OnlyMatchesNothing { pattern: only.as_str().to_string() });
+        return Err(CastError::OnlySelectsNothing { pattern: only.as_str().to_string(), to: options.to.name() });
     }
     let (output, folder_asked) = output::folder_named(output);
     let output = output.as_path();
@@ -499,6 +533,7 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
             .map(|n| n.to_string_lossy().into_owned())
             .collect(),
         config: None,
+        warnings: plan.warnings.clone(),
     };
     if options.dry_run {
         return Ok(report);
@@ -518,6 +553,33 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         tensor.dequant_scale = scales.get(&(tensor.file.clone(), tensor.name.clone())).copied();
     }
     report.config = staged.config;
+    report.warnings.extend(warnings(&report, options));
     staged.commit()?;
     Ok(report)
+}
+
+/// The [`CastReport::warnings`] of a cast that is written.
+fn warnings(report: &CastReport, options: &CastOptions) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let clamped = shared::fp8_scale::dequant_scale(f32::MAX);
+    for tensor in &report.tensors {
+        let Some(d) = tensor.dequant_scale.filter(|d| d.is_subnormal()) else { continue };
+        let (file, name) = (crate::support::output::escape(&tensor.file), excerpt(&tensor.name));
+        warnings.push(if d == clamped {
+            format!(
+                "{file}: tensor '{name}': its amax is so small that the scale max/amax is past f32 and clamped to f32::MAX: its FP8 codes do not span the format (and its dequantisation scale {d:e} is subnormal)"
+            )
+        } else {
+            format!(
+                "{file}: tensor '{name}': its dequantisation scale {d:e} is subnormal in f32: a loader that flushes subnormals to zero reads it as 0"
+            )
+        });
+    }
+    if options.to.fp8().is_some() && report.config == Some(ConfigWritten::Copied) {
+        warnings.push(format!(
+            "config.json was copied unchanged: only scaled e4m3 gets a quantization_config, so a loader will not know that these {} tensors are FP8",
+            options.to.name()
+        ));
+    }
+    warnings
 }

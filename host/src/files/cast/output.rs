@@ -48,8 +48,8 @@ pub enum OutputErrorKind {
     /// It exists already.
     #[error("already exists; cast writes a new file or folder")]
     Exists,
-    /// It is `/` or ends in `.` or `..`.
-    #[error("is not a file or folder name (it is '/' or ends in '.' or '..')")]
+    /// Its last component is not a name: `/`, `.` or `..`.
+    #[error("is not a file or folder name (its last component is '/', '.' or '..')")]
     NotAName,
     /// A `.npy` or `.npz` output name: `cast` writes safetensors.
     #[error("names a NumPy file; cast writes safetensors: name a .safetensors file (one input file) or a folder")]
@@ -68,20 +68,12 @@ pub enum OutputErrorKind {
         error: std::io::Error,
     },
     /// Writing one of its files failed.
-    #[error("write failed ({file}): {}", io_message(.error))]
+    #[error("write failed ({}): {}", crate::support::output::escape(.file), io_message(.error))]
     Write {
         /// The file, in the output.
         file: String,
         /// Why.
         error: std::io::Error,
-    },
-    /// The input's index or `config.json` cannot be read again as JSON.
-    #[error("cannot read {}: {error}", crate::support::output::path_text(.path))]
-    Json {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        error: String,
     },
     /// The rename into place failed.
     #[error("cannot rename the temporary output into place: {}", io_message(.0))]
@@ -189,7 +181,7 @@ pub fn write_all(
     progress: &Progress,
 ) -> Result<Staged, CastError> {
     let directory = directory_of(output);
-    let (folder, pending) = PendingTemporary::create(|| temporary_builder().tempdir_in(directory), |t| t.path())
+    let (pending, folder) = PendingTemporary::create(|| temporary_builder().tempdir_in(directory), |t| t.path())
         .map_err(|error| {
             output_error(output, OutputErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
         })?;
@@ -276,10 +268,7 @@ fn read_metadata(path: &Path, container: Container) -> Result<Map<String, Value>
     if container != Container::Safetensors {
         return Ok(Map::new());
     }
-    let fail = |error: String| CastError::Output {
-        path: path.to_path_buf(),
-        kind: OutputErrorKind::Json { path: path.to_path_buf(), error },
-    };
+    let fail = |error: String| CastError::InputJson { path: path.to_path_buf(), error };
     let file = std::fs::File::open(path).map_err(|e| fail(io_message(&e)))?;
     let mut length = [0; SAFETENSORS_LEN_BYTES];
     file.read_exact_at(&mut length, 0).map_err(|e| fail(io_message(&e)))?;
@@ -621,9 +610,9 @@ fn first_of(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-/// Reads the JSON object at `path` (at most [`MAX_INDEX_BYTES`]).
-fn read_json_object(path: &Path, output: &Path) -> Result<Map<String, Value>, CastError> {
-    let fail = |error: String| output_error(output, OutputErrorKind::Json { path: path.to_path_buf(), error });
+/// Reads the JSON object at `path` (at most [`MAX_INDEX_BYTES`]); an error names `path`.
+pub(crate) fn read_json_object(path: &Path) -> Result<Map<String, Value>, CastError> {
+    let fail = |error: String| CastError::InputJson { path: path.to_path_buf(), error };
     let len = std::fs::metadata(path).map_err(|e| fail(io_message(&e)))?.len();
     if len > MAX_INDEX_BYTES {
         return Err(fail(format!("over {MAX_INDEX_BYTES} bytes")));
@@ -653,7 +642,7 @@ fn write_index(
     index: &Index,
     written: &BTreeMap<String, WrittenFile>,
 ) -> Result<(), CastError> {
-    let mut object = read_json_object(&index.path, output)?;
+    let mut object = read_json_object(&index.path)?;
     let shard_name = |shard: &PathBuf| shard.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let mut weight_map: BTreeMap<String, String> =
         index.weight_map.iter().map(|(tensor, shard)| (tensor.clone(), shard_name(shard))).collect();
@@ -662,8 +651,12 @@ fn write_index(
     for shard in &shards {
         if let Some(done) = written.get(shard) {
             total += done.data_bytes;
+            // A scale goes where the index places its tensor: a copy of the tensor in
+            // another shard (which the plan warns of) does not move it.
             for (tensor, _) in &done.scales {
-                weight_map.insert(scale_name(tensor), shard.clone());
+                if index.weight_map.get(tensor).map(shard_name).as_ref() == Some(shard) {
+                    weight_map.insert(scale_name(tensor), shard.clone());
+                }
             }
         }
     }
@@ -690,7 +683,7 @@ fn write_config(
     plan: &Plan,
     options: &CastOptions,
 ) -> Result<ConfigWritten, CastError> {
-    let mut config = read_json_object(path, output)?;
+    let mut config = read_json_object(path)?;
     let written = match options.to {
         Target::E4m3 if options.scaled() => {
             config.insert("quantization_config".into(), quantization_config(plan));

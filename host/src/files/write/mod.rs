@@ -189,7 +189,7 @@ pub fn check_destination(output: &Path) -> Result<(), TensorWriteError> {
         return fail(TensorWriteErrorKind::IsDirectory);
     }
     let directory = directory_of(output);
-    let (probe, pending) = PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path())
+    let (pending, probe) = PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path())
         .map_err(|error| TensorWriteError {
             path: output.to_path_buf(),
             kind: TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error },
@@ -542,7 +542,7 @@ pub fn stage<S: TensorSource + ?Sized>(
         },
         |t| t.path(),
     );
-    let (mut temporary, pending) = created
+    let (pending, mut temporary) = created
         .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
     if let Some(mode) = replaced_mode {
         temporary
@@ -580,7 +580,7 @@ pub fn stage<S: TensorSource + ?Sized>(
 pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), TensorWriteError> {
     let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
     let directory = directory_of(out);
-    let (mut temporary, pending) =
+    let (pending, mut temporary) =
         PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()).map_err(|error| {
             fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
         })?;

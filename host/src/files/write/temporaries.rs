@@ -14,7 +14,9 @@ pub struct PendingTemporary(PathBuf);
 impl PendingTemporary {
     /// Creates a temporary file or folder with `create` and lists it (by the path
     /// `path_of` gives) for [`remove_pending_temporaries`] until the returned listing is
-    /// dropped; a folder is removed with all it holds. Both under the list's lock, which
+    /// dropped; a folder is removed with all it holds. The listing comes first in the
+    /// pair, so that `let (listing, temporary) = …` drops the temporary (removing it)
+    /// before the listing: a signal during the removal still finds it listed. Both under the list's lock, which
     /// the signal handler takes first and keeps until the process exits: so a temporary
     /// exists only listed, and none is created once the handler has run (a temporary
     /// created before its listing, as it used to be, was left behind by a signal landing
@@ -22,12 +24,12 @@ impl PendingTemporary {
     pub fn create<T, E>(
         create: impl FnOnce() -> Result<T, E>,
         path_of: impl FnOnce(&T) -> &Path,
-    ) -> Result<(T, PendingTemporary), E> {
+    ) -> Result<(PendingTemporary, T), E> {
         let mut pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let temporary = create()?;
         let path = path_of(&temporary).to_path_buf();
         pending.push(path.clone());
-        Ok((temporary, PendingTemporary(path)))
+        Ok((PendingTemporary(path), temporary))
     }
 }
 
