@@ -3,7 +3,7 @@
 //! operations, atomics and fences are sync points, where the emulator hands the baton on;
 //! `#[track_caller]` gives it their call sites for its errors.
 
-use super::{Dim3, Scope};
+use super::{Dim3, MemorySpace, Scope};
 use crate::emulator::{self as emu, AccessKind, BarrierForm, WarpOp};
 use core::panic::Location;
 use core::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -53,23 +53,18 @@ pub(super) fn dynamic_shared_bytes() -> (*mut u8, usize) {
     emu::dynamic_shared()
 }
 
-/// The sanitizer's check of a read of value `index` of the `SharedSlice` of `len` values
-/// of `size` bytes at `base` (see `emulator::shared_access`).
+/// The emulator's check of an access (`write` or not) to value `index` of a
+/// `MemorySlice` in `space` of `len` values of `size` bytes at `base`: the bounds, and in
+/// shared memory the sanitizer's (see `emulator::shared_access`).
 #[track_caller]
-pub(super) fn check_shared_read(base: *const u8, index: usize, len: usize, size: usize) {
-    emu::shared_access(base, index, len, size, AccessKind::Read, Location::caller());
-}
-
-/// As [`check_shared_read`], for a write.
-#[track_caller]
-pub(super) fn check_shared_write(base: *const u8, index: usize, len: usize, size: usize) {
-    emu::shared_access(base, index, len, size, AccessKind::Write, Location::caller());
-}
-
-/// The emulator's bounds check of value `index` of a `GlobalSlice` of `len` values.
-#[track_caller]
-pub(super) fn check_global(index: usize, len: usize) {
-    emu::global_access(index, len, Location::caller());
+pub(super) fn check_access(space: MemorySpace, base: *const u8, index: usize, len: usize, size: usize, write: bool) {
+    match space {
+        MemorySpace::Shared => {
+            let kind = if write { AccessKind::Write } else { AccessKind::Read };
+            emu::shared_access(base, index, len, size, kind, Location::caller());
+        }
+        MemorySpace::Global => emu::global_access(index, len, Location::caller()),
+    }
 }
 
 // The warp operations are safe here: the emulator checks their contract and reports a

@@ -34,8 +34,8 @@ use host as imp;
 
 mod atomic;
 mod barrier;
-mod global_memory;
 mod index;
+mod memory_slice;
 mod reduce;
 mod shared_memory;
 mod warp;
@@ -45,10 +45,10 @@ pub use shared::launch::Dim3;
 
 pub use atomic::{Atomic, AtomicInteger, Scope, fence};
 pub use barrier::{sync_threads, sync_threads_and, sync_threads_count, sync_threads_or};
-pub use global_memory::GlobalSlice;
 pub use index::{block_dim, block_idx, grid_dim, lane_x, thread_idx, thread_rank};
+pub use memory_slice::{Global, GlobalSlice, MemorySlice, MemorySpace, Shared, SharedSlice, Space};
 pub use reduce::{block_max_u32, block_min_u32, block_sum_u32, warp_max_u32, warp_min_u32, warp_sum_u32};
-pub use shared_memory::{SharedSlice, dynamic_shared};
+pub use shared_memory::dynamic_shared;
 pub use warp::{
     FULL_MASK, WARP_SIZE, lane_id, shfl_down, shfl_idx, shfl_up, shfl_xor, vote_all, vote_any, vote_ballot,
 };
