@@ -319,7 +319,7 @@ impl ElementCast {
 
     /// One element, its little-endian bytes in `bytes`: the output encoding (in the low
     /// bits) and the [`Outcome`].
-    #[inline]
+    #[inline(always)]
     pub fn one(&self, bytes: &[u8]) -> (u16, Outcome) {
         match *self {
             ElementCast::Plain { source: SourceDtype::F64, target, overflow } => {
@@ -345,11 +345,34 @@ impl ElementCast {
     /// each); returns the index and outcome of the first element whose outcome is not
     /// [`Outcome::Finite`], if any (the elements after it may then be left unconverted).
     pub fn run(&self, input: &[u8], output: &mut [u8], stop_at_first: bool) -> Option<(usize, Outcome)> {
-        let (ib, ob) = (self.source().bytes(), self.output_bytes());
+        // The element sizes as constants in each loop, so that an element is a load and a
+        // store, not two calls to copy a slice of a length known only at run time.
+        match (self.source().bytes(), self.output_bytes()) {
+            (2, 1) => self.run_sized::<2, 1>(input, output, stop_at_first),
+            (2, 2) => self.run_sized::<2, 2>(input, output, stop_at_first),
+            (4, 1) => self.run_sized::<4, 1>(input, output, stop_at_first),
+            (4, 2) => self.run_sized::<4, 2>(input, output, stop_at_first),
+            (8, 1) => self.run_sized::<8, 1>(input, output, stop_at_first),
+            (8, 2) => self.run_sized::<8, 2>(input, output, stop_at_first),
+            (ib, ob) => {
+                unreachable!("elements of {ib} bytes to {ob}: every source is 2, 4 or 8 bytes, every target 1 or 2")
+            }
+        }
+    }
+
+    /// [`Self::run`] on elements of `IB` bytes (the source's) to `OB` bytes (the
+    /// output's).
+    fn run_sized<const IB: usize, const OB: usize>(
+        &self,
+        input: &[u8],
+        output: &mut [u8],
+        stop_at_first: bool,
+    ) -> Option<(usize, Outcome)> {
         let mut first = None;
-        for (index, (i, o)) in input.chunks_exact(ib).zip(output.chunks_exact_mut(ob)).enumerate() {
+        let (input, output) = (input.as_chunks::<IB>().0, output.as_chunks_mut::<OB>().0);
+        for (index, (i, o)) in input.iter().zip(output).enumerate() {
             let (bits, outcome) = self.one(i);
-            o.copy_from_slice(&bits.to_le_bytes()[..ob]);
+            *o = bits.to_le_bytes()[..OB].try_into().expect("OB is 1 or 2");
             if outcome != Outcome::Finite && first.is_none() {
                 first = Some((index, outcome));
                 if stop_at_first {

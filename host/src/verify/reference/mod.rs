@@ -106,8 +106,16 @@ pub fn expected_many(family: Family, inputs: &[u64], out: &mut [u64]) {
         Family::UnormToBf16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BFLOAT16, bits, x)),
         Family::F32ToUnorm { bits } => fill(inputs, out, |x| f32_to_unorm_exact(bits, x as u32).0),
         Family::F32ToNarrow { format, overflow } => {
-            let conversion = NarrowConversion::new(format, overflow);
-            fill(inputs, out, |x| conversion.convert(x as u32))
+            let conversion = &NarrowConversion::new(format, overflow);
+            // One loop per format, with its fields constants in the rounding.
+            let constant = |narrow: NarrowFormat| move |x: u64| conversion.convert_as(narrow, x as u32);
+            match format {
+                Format::Binary16 => fill(inputs, out, constant(BINARY16)),
+                Format::Bfloat16 => fill(inputs, out, constant(BFLOAT16)),
+                Format::Fp8E4m3 => fill(inputs, out, constant(FP8_E4M3)),
+                Format::Fp8E5m2 => fill(inputs, out, constant(FP8_E5M2)),
+                _ => fill(inputs, out, |x| conversion.convert(x as u32)),
+            }
         }
         Family::NarrowToF32 { format } => fill(inputs, out, |x| u64::from(narrow_to_f32_bits(format, x))),
     }

@@ -42,6 +42,7 @@ pub enum Rounded {
 /// significand's bit length, the grid step of that binade (or of the subnormals), the
 /// quotient and remainder by that step, then the encoding from the quotient. Shares
 /// nothing with `shared::narrow`.
+#[inline(always)]
 pub fn round_f32_to(format: NarrowFormat, bits: u32) -> Rounded {
     let (significand, exponent) = f32_magnitude_parts(bits);
     round_to(format, significand, exponent)
@@ -54,6 +55,7 @@ pub const BINARY32: NarrowFormat =
 
 /// The magnitude of the finite f32 `bits` (sign ignored) as `significand · 2^exponent`,
 /// exactly, from its fields.
+#[inline(always)]
 pub fn f32_magnitude_parts(bits: u32) -> (u64, i32) {
     let biased = i32::try_from((bits >> 23) & 0xFF).expect("8 bits");
     let fraction = u64::from(bits & 0x007F_FFFF);
@@ -62,6 +64,7 @@ pub fn f32_magnitude_parts(bits: u32) -> (u64, i32) {
 
 /// The magnitude of the finite f64 `bits` (sign ignored) as `significand · 2^exponent`,
 /// exactly, from its fields.
+#[inline]
 pub fn f64_magnitude_parts(bits: u64) -> (u64, i32) {
     let biased = i32::try_from((bits >> 52) & 0x7FF).expect("11 bits");
     let fraction = bits & 0x000F_FFFF_FFFF_FFFF;
@@ -73,6 +76,7 @@ pub fn f64_magnitude_parts(bits: u64) -> (u64, i32) {
 /// That rounds as the whole value does: the rounding position of every format here (at
 /// most 24 significant bits) lies at least 36 bits above the sticky bit, which only says
 /// whether the value is above a grid point or a midpoint it would otherwise sit on.
+#[inline]
 pub fn round_wide(format: NarrowFormat, significand: u128, exponent: i32) -> Rounded {
     let length = 128 - significand.leading_zeros() as i32;
     if length <= 61 {
@@ -89,6 +93,11 @@ pub fn round_wide(format: NarrowFormat, significand: u128, exponent: i32) -> Rou
 /// significand's bit length, the grid step of that binade (or of the subnormals), the
 /// quotient and remainder by that step, then the encoding from the quotient. Shares
 /// nothing with `shared::narrow`.
+///
+/// Always inlined, as are the other roundings here: the proofs call them billions of
+/// times with a constant format, whose fields then fold into the caller's loop (merely
+/// `#[inline]`, LLVM kept it a call taking the format at run time).
+#[inline(always)]
 pub fn round_to(format: NarrowFormat, significand: u64, exponent: i32) -> Rounded {
     let man = format.mantissa_bits as i32;
     let bias = (1i32 << (format.exponent_bits - 1)) - 1;
@@ -121,6 +130,7 @@ pub fn round_to(format: NarrowFormat, significand: u64, exponent: i32) -> Rounde
 /// the binade (or the subnormal step) the value was rounded in and `quotient` the
 /// rounded count of steps (at most `2^(mantissa_bits + 1)`, which means the rounding
 /// carried into the next binade).
+#[inline(always)]
 fn encode_rounded(format: NarrowFormat, mut quotient: u64, mut step: i32) -> Rounded {
     let man = format.mantissa_bits as i32;
     let bias = (1i32 << (format.exponent_bits - 1)) - 1;
@@ -255,10 +265,18 @@ impl NarrowConversion {
     /// The result's bits for the f32 bits `x`.
     #[inline]
     pub fn convert(&self, x: u32) -> u64 {
+        self.convert_as(self.format, x)
+    }
+
+    /// [`Self::convert`] with `format`, which is `self`'s format, passed as a constant
+    /// by a caller's loop (`super::expected_many`), so that its fields fold into the
+    /// rounding.
+    #[inline(always)]
+    pub(super) fn convert_as(&self, format: NarrowFormat, x: u32) -> u64 {
         let sign = u64::from(x >> 31) << (self.width - 1);
         let abs = x & 0x7FFF_FFFF;
-        let man = self.format.mantissa_bits;
-        let exponent_all_ones = ((1u64 << self.format.exponent_bits) - 1) << man;
+        let man = format.mantissa_bits;
+        let exponent_all_ones = ((1u64 << format.exponent_bits) - 1) << man;
         let magnitude = if abs > 0x7F80_0000 {
             if self.nan_keeps_payload {
                 // Quiet (the mantissa's top bit), with the payload's top bits below it.
@@ -269,7 +287,7 @@ impl NarrowConversion {
         } else if abs == 0x7F80_0000 {
             self.overflowed
         } else {
-            match round_f32_to(self.format, abs) {
+            match round_f32_to(format, abs) {
                 Rounded::Finite(code) => code,
                 Rounded::Overflow => self.overflowed,
             }

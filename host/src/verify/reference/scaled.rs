@@ -12,16 +12,19 @@ use super::narrow::{
 const FP8_NAN_ABS: u8 = 0x7F;
 
 /// Whether the f32 `bits` is NaN.
+#[inline(always)]
 fn is_nan(bits: u32) -> bool {
     bits & 0x7F80_0000 == 0x7F80_0000 && bits & 0x007F_FFFF != 0
 }
 
 /// Whether the f32 `bits` is ±inf.
+#[inline(always)]
 fn is_infinite(bits: u32) -> bool {
     bits & 0x7FFF_FFFF == 0x7F80_0000
 }
 
 /// The encoding of `format`'s largest finite magnitude.
+#[inline(always)]
 fn max_encoding(format: NarrowFormat) -> u8 {
     let (significand, exponent) = format.max_finite;
     match round_to(format, significand, exponent) {
@@ -31,6 +34,7 @@ fn max_encoding(format: NarrowFormat) -> u8 {
 }
 
 /// The FP8 encoding of a magnitude's rounding, saturated at the largest finite one.
+#[inline(always)]
 fn saturated(format: NarrowFormat, rounded: Rounded) -> u8 {
     match rounded {
         Rounded::Finite(encoding) => u8::try_from(encoding).expect("an FP8 encoding"),
@@ -39,6 +43,7 @@ fn saturated(format: NarrowFormat, rounded: Rounded) -> u8 {
 }
 
 /// The sign bit of the f32 `x` in FP8's position.
+#[inline(always)]
 fn fp8_sign(x: u32) -> u8 {
     ((x >> 31) as u8) << 7
 }
@@ -47,6 +52,7 @@ fn fp8_sign(x: u32) -> u8 {
 /// NaN gives the format's NaN with `x`'s sign, ±inf the largest finite magnitude, and a
 /// finite `x` the magnitude `finite(significand, exponent)` computes from the exact
 /// product `significand · 2^exponent` of the two magnitudes, with `x`'s sign.
+#[inline(always)]
 fn scaled_product(format: NarrowFormat, x: u32, s: u32, finite: impl FnOnce(u64, i32) -> u8) -> u8 {
     if is_nan(x) {
         return fp8_sign(x) | FP8_NAN_ABS;
@@ -63,6 +69,7 @@ fn scaled_product(format: NarrowFormat, x: u32, s: u32, finite: impl FnOnce(u64,
 /// `sat_rne(x · s)` onto `format` (E4M3 or E5M2), the exact product rounded once: `x`
 /// any f32 (bits), `s` a positive finite f32 (bits). NaN gives the format's NaN with
 /// `x`'s sign, ±inf the largest finite magnitude.
+#[inline(always)]
 pub fn quantize_once(format: NarrowFormat, x: u32, s: u32) -> u8 {
     scaled_product(format, x, s, |significand, exponent| saturated(format, round_to(format, significand, exponent)))
 }
@@ -70,6 +77,7 @@ pub fn quantize_once(format: NarrowFormat, x: u32, s: u32) -> u8 {
 /// `sat_rne(fl32(x · s))` onto `format`: the exact product rounded to f32 (infinity past
 /// f32's largest finite value), then that f32 rounded to `format`, saturating. NaN and
 /// ±inf as [`quantize_once`].
+#[inline(always)]
 pub fn quantize_two_step(format: NarrowFormat, x: u32, s: u32) -> u8 {
     scaled_product(format, x, s, |significand, exponent| match round_to(BINARY32, significand, exponent) {
         Rounded::Overflow => max_encoding(format),
@@ -84,14 +92,16 @@ pub fn quantize_two_step(format: NarrowFormat, x: u32, s: u32) -> u8 {
 /// significands is taken to at least 26 bits with a sticky bit for the remainder, which
 /// rounds exactly as the whole rational would: the rounding position is at least two bits
 /// above the sticky bit.
+#[inline]
 pub fn divide(numerator: u32, denominator: u32) -> Option<u32> {
     let ((mn, en), (md, ed)) = (f32_magnitude_parts(numerator), f32_magnitude_parts(denominator));
     assert!(mn != 0 && md != 0, "positive operands");
     // (mn · 2^k) / md has at least 26 significant bits when 2^k ≥ 2^26 · md / mn.
     let k = 26 + (64 - md.leading_zeros() as i32) - (64 - mn.leading_zeros() as i32) + 1;
-    let scaled = u128::from(mn) << k;
-    let (quotient, remainder) = (scaled / u128::from(md), scaled % u128::from(md));
-    let significand = u64::try_from(quotient << 1 | u128::from(remainder != 0)).expect("at most 29 bits");
+    // mn · 2^k has bit length len(mn) + k = 27 + len(md), at most 51 bits: a u64.
+    let scaled = mn << k;
+    let (quotient, remainder) = (scaled / md, scaled % md);
+    let significand = quotient << 1 | u64::from(remainder != 0);
     match round_to(BINARY32, significand, en - ed - k - 1) {
         Rounded::Finite(bits) => Some(u32::try_from(bits).expect("an f32 encoding")),
         Rounded::Overflow => None,
