@@ -22,6 +22,8 @@ pub mod binary16;
 pub mod binary32;
 pub mod binary64;
 mod class;
+pub mod e8m0;
+pub mod fp4;
 pub mod fp8;
 pub mod fp8_scale;
 pub mod hardware;

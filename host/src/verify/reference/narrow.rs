@@ -160,6 +160,39 @@ fn encode_rounded(format: NarrowFormat, mut quotient: u64, mut step: i32) -> Rou
     }
 }
 
+/// OCP MX E2M1 (FP4): 2 + 1 bits, largest finite 6 = 3 · 2^1; no infinity, no NaN.
+pub const FP4_E2M1: NarrowFormat = NarrowFormat { exponent_bits: 2, mantissa_bits: 1, max_finite: (3, 1) };
+
+/// The f32 bits of the E2M1 code in the low 4 bits of `code`, from its fields (sign,
+/// exponent `e` with bias 1, mantissa `m`): `m · 2^-1` for `e = 0`, `(2 + m) · 2^(e - 2)`
+/// otherwise.
+pub fn fp4_e2m1_to_f32_bits(code: u8) -> u32 {
+    let (sign, exponent, mantissa) = (u32::from(code >> 3 & 1), i32::from(code >> 1 & 0b11), u64::from(code & 1));
+    let magnitude =
+        if exponent == 0 { exact_f32_bits(mantissa, -1) } else { exact_f32_bits(2 + mantissa, exponent - 2) };
+    sign << 31 | magnitude
+}
+
+/// The E2M1 code of the f32 `x` (bits): its magnitude rounded to nearest, ties to even,
+/// onto E2M1's grid ([`round_f32_to`]), saturated at 6 (±inf too), with `x`'s sign; NaN
+/// gives +6 (CUDA's `__nv_cvt_float_to_fp4`).
+pub fn fp4_e2m1_from_f32_bits(x: u32) -> u8 {
+    let abs = x & 0x7FFF_FFFF;
+    let max = 0b0111;
+    if abs > 0x7F80_0000 {
+        return max;
+    }
+    let sign = u8::from(x >> 31 == 1) << 3;
+    let magnitude = match abs {
+        0x7F80_0000 => max,
+        _ => match round_f32_to(FP4_E2M1, abs) {
+            Rounded::Finite(code) => u8::try_from(code).expect("an E2M1 magnitude"),
+            Rounded::Overflow => max,
+        },
+    };
+    sign | magnitude
+}
+
 /// The [`NarrowFormat`] of a format the narrowing conversions target (binary16,
 /// bfloat16, FP8 E4M3, FP8 E5M2), `None` for the others.
 pub const fn narrow_format(format: Format) -> Option<NarrowFormat> {
