@@ -1,7 +1,7 @@
 //! f32 → narrower floating-point formats, rounded to nearest, ties to even: the one
 //! rounding step every narrowing conversion shares. What a format does with NaN and with
 //! a result past its largest finite value (infinity, NaN or saturation) is decided in
-//! that format's module (`binary16`, `bfloat16`, `fp8`).
+//! that format's module (`binary16`, `bfloat16`, `fp8`, `fp4`).
 //!
 //! # The rounding argument
 //!
@@ -18,8 +18,10 @@
 //! of `2^MAN` is the smallest normal's encoding. One rounding in both cases, so the result
 //! is the correctly rounded value.
 //!
-//! Proven on every f32 for binary16, bfloat16, FP8 E4M3 and E5M2 against integer
-//! arithmetic on the fields (`bitexact::verify::reference`), by `tests/tests/narrow.rs`.
+//! Proven on every f32 for binary16, bfloat16, FP8 E4M3 and E5M2 (the table's
+//! conversions, `tests/tests/exhaustive_cpu.rs`) and for FP4 E2M1
+//! (`tests/tests/fp4_e8m0.rs`) against integer arithmetic on the fields
+//! (`bitexact::verify::reference`).
 
 /// `x >> shift` rounded to nearest, ties to even, for `1 <= shift <= 31` and `x < 2^31`.
 #[inline(always)]
@@ -31,6 +33,8 @@ const fn shift_right_to_even(x: u32, shift: u32) -> u32 {
 /// bits, of the finite f32 magnitude `abs` (sign clear, below `0x7F80_0000`) rounded to
 /// nearest, ties to even, **without an upper bound**: a result above the format's largest
 /// finite encoding means the value overflowed, and the caller decides what that gives.
+/// Infinity (`abs = 0x7F80_0000`) may be passed too: it gives a result above every finite
+/// encoding.
 /// For `2 <= EXP <= 8` and `1 <= MAN <= 22`; see the module's rounding argument.
 #[inline(always)]
 pub const fn round_magnitude<const EXP: u32, const MAN: u32>(abs: u32) -> u32 {

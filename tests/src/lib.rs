@@ -5,20 +5,26 @@
 use rayon::prelude::*;
 use std::ops::Range;
 
-/// How many consecutive inputs one rayon task of [`check_all`] walks in a plain loop:
-/// handing rayon every input alone cost more than most checks (the `half` crate's
+/// At most how many consecutive inputs one rayon task of [`check_all`] walks in a plain
+/// loop: handing rayon every input alone cost more than most checks (the `half` crate's
 /// 2^32-input comparison spent 85% of its time in rayon's per-item bookkeeping).
-const RUN: u64 = 1 << 12;
+const MAX_RUN: u64 = 1 << 12;
+
+/// Runs per pool thread at least, so that a range of few, heavy inputs (blocks of 2^16,
+/// or one scale each) still spreads over every core and ends evenly.
+const RUNS_PER_THREAD: u64 = 64;
 
 /// Calls `check(x)` for every `x` in `range` on the global rayon pool (all cores unless
 /// `RAYON_NUM_THREADS` says otherwise) and returns the failure message for the smallest
 /// failing `x`, or `Ok(())`. Once a failure is found, runs of inputs above it are no
 /// longer started.
 pub fn check_all(range: Range<u64>, check: impl Fn(u64) -> Result<(), String> + Sync) -> Result<(), String> {
-    let runs = (range.end.saturating_sub(range.start)).div_ceil(RUN);
-    let first_failure = (0..runs).into_par_iter().find_map_first(|run| {
-        let start = range.start + run * RUN;
-        (start..(start + RUN).min(range.end)).find_map(|x| check(x).err())
+    let len = range.end.saturating_sub(range.start);
+    let threads = rayon::current_num_threads() as u64;
+    let run = (len / threads.saturating_mul(RUNS_PER_THREAD)).clamp(1, MAX_RUN);
+    let first_failure = (0..len.div_ceil(run)).into_par_iter().find_map_first(|index| {
+        let start = range.start + index * run;
+        (start..start + run.min(range.end - start)).find_map(|x| check(x).err())
     });
     match first_failure {
         Some(message) => Err(message),
@@ -53,6 +59,13 @@ mod tests {
             assert_eq!(pool.install(|| check_all(2_999_999..3_000_001, check)), Err("x = 3000000".into()));
             assert_eq!(pool.install(|| check_all(4321..4322, check)), Err("x = 4321".into()));
             assert_eq!(pool.install(|| check_all(7..7, |_| Err("never".into()))), Ok(()));
+            // A range that ends at the top of u64: its last run must not overflow.
+            let top = |x: u64| if x >= u64::MAX - 2 { Err(format!("x = {x}")) } else { Ok(()) };
+            assert_eq!(
+                pool.install(|| check_all(u64::MAX - 5000..u64::MAX, top)),
+                Err(format!("x = {}", u64::MAX - 2))
+            );
+            assert_eq!(pool.install(|| check_all(u64::MAX - 1..u64::MAX, top)), Err(format!("x = {}", u64::MAX - 1)));
         }
     }
 }

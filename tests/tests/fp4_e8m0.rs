@@ -7,9 +7,7 @@
 //!   every f32 (a sample, then all 2^32), each checked by the inequality that defines it,
 //!   on integers.
 
-use bitexact::verify::reference::narrow::{
-    exact_f32_bits, f32_magnitude_parts, fp4_e2m1_from_f32_bits, fp4_e2m1_to_f32_bits,
-};
+use bitexact::verify::reference::{exact_f32_bits, f32_magnitude_parts, fp4_e2m1_from_f32_bits, fp4_e2m1_to_f32_bits};
 use conformance::check_all;
 use shared::Class;
 use shared::e8m0;

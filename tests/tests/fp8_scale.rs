@@ -94,7 +94,7 @@ fn check_signs(format: Fp8Format, s: f32, rounding: Rounding, exact: u8, signed:
 /// The first difference, in hex.
 fn check_block(levels: &[Level], format: Fp8Format, s: f32, block: u64) -> Result<(), String> {
     // One loop per format, with the format a constant in it: the reference's roundings
-    // are `#[inline]`, so its fields fold (about half the walk's time went to them).
+    // are always inlined, so its fields fold (about half the walk's time went to them).
     match format {
         Fp8Format::E4M3 => check_block_in(levels, Fp8Format::E4M3, s, block),
         Fp8Format::E5M2 => check_block_in(levels, Fp8Format::E5M2, s, block),

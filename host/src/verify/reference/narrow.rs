@@ -1,4 +1,4 @@
-//! The narrow formats (binary16, bfloat16, OCP FP8 E4M3 and E5M2): f32 rounded onto their
+//! The narrow formats (binary16, bfloat16, OCP FP8 E4M3 and E5M2, OCP MX FP4 E2M1): f32 rounded onto their
 //! grids (round to nearest, ties to even, on integers), their values back as f32, and
 //! the classes of the inputs of a conversion between f32 and one of them.
 
