@@ -29,6 +29,7 @@ pub mod fp8_scale;
 pub mod hardware;
 pub mod kind;
 pub mod launch;
+pub mod mx;
 pub mod narrow;
 pub mod norm;
 pub mod packed;

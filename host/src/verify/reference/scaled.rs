@@ -87,6 +87,27 @@ pub fn quantize_two_step(format: NarrowFormat, x: u32, s: u32) -> u8 {
     })
 }
 
+/// `sat_rne(x · s)` onto FP4 E2M1 ([`super::narrow::FP4_E2M1`]): `x` any f32 (bits), `s` a
+/// positive finite f32 (bits); the exact product rounded once, saturated at 6 (±inf
+/// too), with `x`'s sign in bit 3; NaN gives +6 (E2M1 has no NaN; CUDA's
+/// `__nv_cvt_float_to_fp4` gives +6).
+pub fn quantize_e2m1_once(x: u32, s: u32) -> u8 {
+    let (abs, sign) = (x & 0x7FFF_FFFF, u8::from(x >> 31 == 1) << 3);
+    let max = 0b0111;
+    if abs > 0x7F80_0000 {
+        return max;
+    }
+    if abs == 0x7F80_0000 {
+        return sign | max;
+    }
+    let ((mx, ex), (ms, es)) = (f32_magnitude_parts(abs), f32_magnitude_parts(s));
+    let magnitude = match round_to(super::narrow::FP4_E2M1, mx * ms, ex + es) {
+        Rounded::Finite(code) => u8::try_from(code).expect("an E2M1 magnitude"),
+        Rounded::Overflow => max,
+    };
+    sign | magnitude
+}
+
 /// The f32 bits of `numerator / denominator` (both positive finite f32 bits) rounded to
 /// nearest, ties to even, on integers; `None` when it overflows f32. The quotient of the
 /// significands is taken to at least 26 bits with a sticky bit for the remainder, which

@@ -1,0 +1,147 @@
+//! The MX block scale (OCP "Microscaling Formats (MX) Specification" v1.0): one E8M0
+//! power of two `2^k` ([`crate::e8m0`]) per block of 32 consecutive elements along the
+//! last axis, and each element `x / 2^k`, exact, rounded once to nearest, ties to even,
+//! onto the element format and saturated at its largest finite value: MXFP8 (E4M3 or
+//! E5M2 elements) and MXFP4 (E2M1, [`crate::fp4::e2m1`]).
+//!
+//! Two rules choose `k` from the block's `amax`, its largest magnitude:
+//! - [`ScaleRule::Fit`], the exact rule: the smallest `k` with `amax ≤ max · 2^k`, where
+//!   `max` is the element format's largest finite value, so that no element of the block
+//!   saturates. This is `amax / max` rounded up to a power of two, exactly; cuBLAS,
+//!   Transformer Engine and torchao's `RCEIL` mean it, but round `amax · fl32(1 / max)`
+//!   to f32 first.
+//! - [`ScaleRule::Floor`], OCP's: `k = floor(log2 amax) − emax`, where `emax` is the
+//!   exponent of `max` (E4M3 8, E5M2 15, E2M1 2); torchao's default `FLOOR`. Elements
+//!   between `max · 2^k` and `2^(emax + 1) · 2^k` saturate.
+//!
+//! Both clamp `k` to E8M0's range, `−127 ..= 127`; a zero `amax` gives `k = −127`, and a
+//! NaN or infinite `amax` the NaN scale code.
+
+use crate::e8m0;
+use crate::fp8_scale::{self, Fp8Format};
+use crate::narrow::round_magnitude_f64;
+
+/// An MX element format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElementFormat {
+    /// OCP FP8 E4M3 (MXFP8), largest finite 448 = 1.75 · 2^8.
+    E4M3,
+    /// OCP FP8 E5M2 (MXFP8), largest finite 57344 = 1.75 · 2^15.
+    E5M2,
+    /// FP4 E2M1 (MXFP4), largest finite 6 = 1.5 · 2^2.
+    E2M1,
+}
+
+impl ElementFormat {
+    /// Every element format.
+    pub const ALL: [ElementFormat; 3] = [ElementFormat::E4M3, ElementFormat::E5M2, ElementFormat::E2M1];
+
+    /// `emax`: the exponent of the largest finite value.
+    #[inline]
+    pub const fn emax(self) -> i32 {
+        match self {
+            ElementFormat::E4M3 => 8,
+            ElementFormat::E5M2 => 15,
+            ElementFormat::E2M1 => 2,
+        }
+    }
+
+    /// The f32 mantissa field of the largest finite value (1.75 or 1.5 times `2^emax`).
+    #[inline]
+    const fn max_mantissa_field(self) -> u32 {
+        match self {
+            ElementFormat::E4M3 | ElementFormat::E5M2 => 0x0060_0000,
+            ElementFormat::E2M1 => 0x0040_0000,
+        }
+    }
+}
+
+/// How an MX block's scale exponent is chosen from its `amax` (see the module).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScaleRule {
+    /// The smallest `k` with `amax ≤ max · 2^k`: no element saturates.
+    Fit,
+    /// OCP's `k = floor(log2 amax) − emax`.
+    Floor,
+}
+
+/// The 23-bit fraction of the finite non-zero f32 magnitude `abs` once its leading one
+/// is the implicit bit (a subnormal's shifted up to it).
+#[inline]
+const fn normalized_fraction(abs: u32) -> u32 {
+    if abs >= 0x0080_0000 { abs & 0x007F_FFFF } else { (abs << (abs.leading_zeros() - 8)) & 0x007F_FFFF }
+}
+
+/// The E8M0 code of the scale `2^k` that `rule` gives a block of `element`s whose largest
+/// magnitude is `amax` (f32 bits; the sign is ignored): `k` clamped to `−127 ..= 127`,
+/// code `k + 127`. A zero `amax` gives code 0 (`k = −127`); a NaN or infinite one
+/// [`e8m0::NAN`].
+///
+/// Proven on every f32 `amax`, for every element format and rule, against the
+/// inequalities that define `k` (`tests/tests/mx.rs`).
+#[inline]
+pub const fn scale_code(amax: u32, element: ElementFormat, rule: ScaleRule) -> u8 {
+    let abs = amax & 0x7FFF_FFFF;
+    if abs >= 0x7F80_0000 {
+        return e8m0::NAN;
+    }
+    let Some(floor) = e8m0::floor_log2(abs) else {
+        return 0;
+    };
+    let k = floor - element.emax();
+    let k = match rule {
+        ScaleRule::Floor => k,
+        // amax = 1.a · 2^floor and max = 1.m · 2^emax, so amax ≤ max · 2^k iff 1.a ≤ 1.m;
+        // otherwise 2^(k + 1) is the smallest that fits (amax < 2^(floor + 1) ≤ max · 2^(k + 1)).
+        ScaleRule::Fit => {
+            if normalized_fraction(abs) <= element.max_mantissa_field() {
+                k
+            } else {
+                k + 1
+            }
+        }
+    };
+    let clamped = if k < e8m0::MIN_EXPONENT {
+        e8m0::MIN_EXPONENT
+    } else if k > e8m0::MAX_EXPONENT {
+        e8m0::MAX_EXPONENT
+    } else {
+        k
+    };
+    (clamped + e8m0::BIAS) as u8
+}
+
+/// The `element` code of `x` (f32 bits) in a block whose scale has the E8M0 code
+/// `scale`: `x / 2^k`, exact, rounded once to nearest, ties to even, and saturated at
+/// `±max` (±inf included). NaN gives the format's NaN with `x`'s sign (E4M3 S.1111.111,
+/// E5M2 S.11111.11), or +6 for E2M1, which has none (as `fp4::e2m1::from_f32_bits`). A
+/// NaN scale makes every element of its block NaN the same way.
+///
+/// E4M3 and E5M2 are [`fp8_scale::quantize_once`] at `s = 2^-k`, an f32 for every `k`
+/// (2^-127 a subnormal one): the exact product rounded once.
+#[inline]
+pub fn quantize(x: u32, scale: u8, element: ElementFormat) -> u8 {
+    // A NaN scale: x made NaN, its sign kept.
+    let x = if scale == e8m0::NAN { x | 0x7FC0_0000 } else { x };
+    // 2^-k has the code 127 - k = 254 - scale (a NaN scale's x is NaN whatever s is).
+    let s = f32::from_bits(e8m0::to_f32_bits(254u8.saturating_sub(scale)));
+    match element {
+        ElementFormat::E4M3 => fp8_scale::quantize_once(x, s, Fp8Format::E4M3),
+        ElementFormat::E5M2 => fp8_scale::quantize_once(x, s, Fp8Format::E5M2),
+        ElementFormat::E2M1 => e2m1_once(x, s),
+    }
+}
+
+/// `sat_rne(x · s)` onto E2M1 for the f32 `x` (bits) and a positive finite `s`: the exact
+/// product (in f64) rounded once, saturated at ±6; NaN gives +6.
+#[inline]
+fn e2m1_once(x: u32, s: f32) -> u8 {
+    use crate::fp4::e2m1::{MAX_FINITE, SIGN_MASK};
+    if fp8_scale::magnitude_bits(x) > 0x7F80_0000 {
+        return MAX_FINITE;
+    }
+    let product = (f64::from(f32::from_bits(x)) * f64::from(s)).to_bits();
+    let rounded = round_magnitude_f64::<2, 1>(product & 0x7FFF_FFFF_FFFF_FFFF);
+    let sign = (x >> 28) as u8 & SIGN_MASK;
+    sign | if rounded > MAX_FINITE as u32 { MAX_FINITE } else { rounded as u8 }
+}

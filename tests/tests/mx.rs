@@ -1,0 +1,181 @@
+//! The MX block scale (`shared::mx`) against integer arithmetic:
+//! - `scale_code`, for every element format and rule, against the inequalities that
+//!   define its exponent `k` (a sample in the quick run, every f32 `amax` with
+//!   `--ignored`);
+//! - `quantize` against the rational reference of `x · 2^-k` rounded once
+//!   (`bitexact::verify::reference::scaled`): on a sample of f32 at every one of the 255
+//!   scales, then, for E2M1, on every f32 at the extreme scales (`k = ±127`) and at
+//!   `k = 0`.
+
+use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, exact_f32_bits, f32_magnitude_parts, scaled};
+use conformance::check_all;
+use shared::e8m0;
+use shared::mx::{self, ElementFormat, ScaleRule};
+use std::cmp::Ordering;
+
+/// The largest finite value of each element format as `significand · 2^exponent`, from
+/// the OCP specifications: 448 = 7 · 2^6, 57344 = 7 · 2^13, 6 = 3 · 2^1.
+fn max_finite(element: ElementFormat) -> (u64, i32) {
+    match element {
+        ElementFormat::E4M3 => (7, 6),
+        ElementFormat::E5M2 => (7, 13),
+        ElementFormat::E2M1 => (3, 1),
+    }
+}
+
+/// How `a · 2^ea` compares with `b · 2^eb` (`a`, `b` non-zero), on integers.
+fn cmp_scaled(a: u64, ea: i32, b: u64, eb: i32) -> Ordering {
+    // The exclusive top bit of each value first; with equal tops, the exponents differ
+    // by less than 64 and both fit a u128 at the smaller one.
+    let (top_a, top_b) = (ea + 64 - a.leading_zeros() as i32, eb + 64 - b.leading_zeros() as i32);
+    if top_a != top_b {
+        return top_a.cmp(&top_b);
+    }
+    let e = ea.min(eb);
+    (u128::from(a) << (ea - e)).cmp(&(u128::from(b) << (eb - e)))
+}
+
+const SIGN: u32 = 0x8000_0000;
+
+/// The scale code of the magnitude `m` (and of `-m`: the sign is ignored) for every
+/// element format and rule, against the definitions: `Fit`'s `k` is the smallest with
+/// `amax ≤ max · 2^k`, `Floor`'s `2^(k + emax) ≤ amax < 2^(k + emax + 1)`, each clamped at
+/// −127; zero gives code 0, NaN and ±inf the NaN code.
+fn check_scale(m: u32) -> Result<(), String> {
+    for element in ElementFormat::ALL {
+        for rule in [ScaleRule::Fit, ScaleRule::Floor] {
+            let code = mx::scale_code(m, element, rule);
+            if mx::scale_code(m | SIGN, element, rule) != code {
+                return Err(format!("{element:?} {rule:?}: {m:#010x} and its negative differ"));
+            }
+            let holds = if m >= 0x7F80_0000 {
+                code == e8m0::NAN
+            } else if m == 0 {
+                code == 0
+            } else {
+                let k = i32::from(code) - 127;
+                let (sig, exp) = f32_magnitude_parts(m);
+                let (max_sig, max_exp) = max_finite(element);
+                let emax = element.emax();
+                let clamped = k == -127;
+                code != e8m0::NAN
+                    && match rule {
+                        ScaleRule::Fit => {
+                            cmp_scaled(sig, exp, max_sig, max_exp + k) != Ordering::Greater
+                                && (clamped || cmp_scaled(sig, exp, max_sig, max_exp + k - 1) == Ordering::Greater)
+                        }
+                        ScaleRule::Floor => {
+                            cmp_scaled(sig, exp, 1, k + emax + 1) == Ordering::Less
+                                && (clamped || cmp_scaled(sig, exp, 1, k + emax) != Ordering::Less)
+                        }
+                    }
+            };
+            if !holds {
+                return Err(format!("{element:?} {rule:?}: amax {m:#010x}: scale code {code}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every 4099th f32 magnitude and those around each power of two.
+fn sampled_magnitudes() -> impl Iterator<Item = u32> {
+    let strided = (0..1u64 << 31).step_by(4099).map(|x| x as u32);
+    let edges = (0..256u32).flat_map(|e| (0..8u32).flat_map(move |d| [(e << 23) + d, (e << 23).wrapping_sub(d + 1)]));
+    strided.chain(edges.map(|x| x & !SIGN))
+}
+
+#[test]
+fn the_scale_is_the_defined_power_of_two_on_a_sample() {
+    for m in sampled_magnitudes() {
+        check_scale(m).unwrap_or_else(|e| panic!("{e}"));
+    }
+    // Named: 448 fits E4M3 at k = 0 under both rules; 449 needs k = 1 to fit, and OCP's
+    // floor keeps k = 0 (it saturates).
+    assert_eq!(mx::scale_code(448f32.to_bits(), ElementFormat::E4M3, ScaleRule::Fit), 127);
+    assert_eq!(mx::scale_code(449f32.to_bits(), ElementFormat::E4M3, ScaleRule::Fit), 128);
+    assert_eq!(mx::scale_code(449f32.to_bits(), ElementFormat::E4M3, ScaleRule::Floor), 127);
+    assert_eq!(mx::scale_code(6f32.to_bits(), ElementFormat::E2M1, ScaleRule::Fit), 127);
+    assert_eq!(mx::scale_code(7f32.to_bits(), ElementFormat::E2M1, ScaleRule::Fit), 128);
+}
+
+#[test]
+#[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
+fn the_scale_is_the_defined_power_of_two_on_every_f32() {
+    // Each magnitude with both signs (check_scale compares the two).
+    check_all(0..1 << 31, |m| check_scale(m as u32)).unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// The reference's code for `x` in a block with scale code `code` (not NaN): the exact
+/// `x · 2^-k` rounded once, with `2^-k` from its fields, not from `shared::e8m0`.
+fn exact(x: u32, code: u8, element: ElementFormat) -> u8 {
+    let s = exact_f32_bits(1, 127 - i32::from(code));
+    match element {
+        ElementFormat::E4M3 => scaled::quantize_once(FP8_E4M3, x, s),
+        ElementFormat::E5M2 => scaled::quantize_once(FP8_E5M2, x, s),
+        ElementFormat::E2M1 => scaled::quantize_e2m1_once(x, s),
+    }
+}
+
+fn check_element(x: u32, code: u8, element: ElementFormat) -> Result<(), String> {
+    let (got, want) = (mx::quantize(x, code, element), exact(x, code, element));
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{element:?}: x = {x:#010x}, scale code {code}: got {got:#04x}, exact {want:#04x}"))
+    }
+}
+
+#[test]
+fn elements_equal_the_rational_reference_on_a_sample_at_every_scale() {
+    let sample: Vec<u32> = sampled_magnitudes().step_by(61).flat_map(|m| [m, m | SIGN]).collect();
+    for code in 0..e8m0::NAN {
+        for element in ElementFormat::ALL {
+            for &x in &sample {
+                check_element(x, code, element).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_nan_scale_makes_every_element_nan() {
+    for x in [0u32, 1.0f32.to_bits(), (-3.5f32).to_bits(), f32::INFINITY.to_bits(), 0xFFC0_0000] {
+        let sign = (x >> 24) as u8 & 0x80;
+        assert_eq!(mx::quantize(x, e8m0::NAN, ElementFormat::E4M3), sign | 0x7F, "{x:#x}");
+        assert_eq!(mx::quantize(x, e8m0::NAN, ElementFormat::E5M2), sign | 0x7F, "{x:#x}");
+        assert_eq!(mx::quantize(x, e8m0::NAN, ElementFormat::E2M1), 0b0111, "{x:#x}");
+    }
+}
+
+/// Every f32 at scale code `code` for E2M1: each of the 2^31 magnitudes with both signs,
+/// against one reference result per magnitude (the negative's is the magnitude's with
+/// the sign bit set, but for NaN, which gives +6 either way).
+fn every_f32_e2m1_at(code: u8) {
+    check_all(0..1 << 31, |m| {
+        let m = m as u32;
+        let want = exact(m, code, ElementFormat::E2M1);
+        let want_negative = if m > 0x7F80_0000 { want } else { want | 0b1000 };
+        for (x, want) in [(m, want), (m | SIGN, want_negative)] {
+            let got = mx::quantize(x, code, ElementFormat::E2M1);
+            if got != want {
+                return Err(format!("E2M1: x = {x:#010x}, scale code {code}: got {got:#04x}, exact {want:#04x}"));
+            }
+        }
+        Ok(())
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+// E2M1's rounding of the scaled value is this module's own code, so it is walked on every
+// f32 at k = -127 (every product saturates but those of subnormal x), 0 and 127 (the
+// products are f32 subnormal scale and below). E4M3 and E5M2 are
+// `fp8_scale::quantize_once` at a power-of-two scale, which `fp8_scale.rs` walks on every
+// f32 at 2^-4 and 2^3; here they are checked on the sample at every one of the 255 scales.
+#[test]
+#[ignore = "2^32 inputs per scale: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
+fn e2m1_elements_equal_the_rational_reference_on_every_f32_at_k_minus_127_0_and_127() {
+    for code in [0, 127, 254] {
+        every_f32_e2m1_at(code);
+    }
+}
