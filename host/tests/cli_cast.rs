@@ -757,6 +757,66 @@ fn a_shard_holding_tensors_its_index_does_not_list_is_a_warning() {
     assert_eq!(index["weight_map"][format!("{}_scale", tensors[0].0)], first_shard, "{index}");
 }
 
+/// A safetensors file from raw parts, any dtype name allowed: `(name, dtype, shape,
+/// data)` each, the data in order.
+fn raw_safetensors(tensors: &[(&str, &str, Vec<u64>, Vec<u8>)]) -> Vec<u8> {
+    let mut header = serde_json::Map::new();
+    let mut offset = 0;
+    for (name, dtype, shape, data) in tensors {
+        let entry = serde_json::json!({"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + data.len()]});
+        header.insert(name.to_string(), entry);
+        offset += data.len();
+    }
+    let header = serde_json::Value::Object(header).to_string();
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(header.as_bytes());
+    for (_, _, _, data) in tensors {
+        bytes.extend(data);
+    }
+    bytes
+}
+
+/// The data of tensor `name` in the safetensors `bytes`, found by its header entry.
+fn raw_tensor_data<'b>(bytes: &'b [u8], name: &str) -> (String, &'b [u8]) {
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
+    let entry = &header[name];
+    let (start, end) = (entry["data_offsets"][0].as_u64().unwrap(), entry["data_offsets"][1].as_u64().unwrap());
+    let data = &bytes[8 + header_len..];
+    (entry["dtype"].as_str().unwrap().to_string(), &data[start as usize..end as usize])
+}
+
+/// A tensor of a dtype this tool does not know (`I4`, 64 bytes where `[8, 8]` four-bit
+/// values would take 32) is copied byte for byte, with a warning that its size was not
+/// checked, in the dry run, on stderr and in JSON.
+#[test]
+fn a_tensor_of_an_unknown_dtype_is_copied_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("w.safetensors");
+    let weight = f32_values(4, -2, 2, 5, &[]);
+    let packed: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
+    let tensors = [("w.weight", "F32", vec![2, 2], f32_bytes(&weight)), ("q.weight", "I4", vec![8, 8], packed.clone())];
+    std::fs::write(&input, raw_safetensors(&tensors)).unwrap();
+    let warning = format!(
+        "bitexact: warning: {}: 1 tensor of a dtype this tool does not know (first: 'q.weight', dtype 'I4'): copied byte for byte, the size of their data unchecked",
+        input.display()
+    );
+    let out = dir.path().join("out.safetensors");
+    let dry = bitexact(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "bf16", "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "{}", String::from_utf8_lossy(&dry.stderr));
+    assert_eq!(String::from_utf8_lossy(&dry.stderr).trim_end(), warning);
+    let output = bitexact(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "bf16", "--format", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stderr).trim_end(), warning);
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let warnings = json["warnings"].as_array().expect("warnings");
+    assert_eq!(warnings.len(), 1, "{json}");
+    assert!(warning.ends_with(warnings[0].as_str().unwrap()), "{json}");
+    let written = read(&out);
+    assert_eq!(raw_tensor_data(&written, "q.weight"), ("I4".to_string(), &packed[..]));
+    assert_eq!(raw_tensor_data(&written, "w.weight").0, "BF16");
+}
+
 /// `-o out/` names the folder `out`, as people write folders; `-o x.safetensors/` a folder
 /// of that name, though a single file could be.
 #[test]

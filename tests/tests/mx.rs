@@ -167,11 +167,15 @@ fn every_f32_e2m1_at(code: u8) {
     .unwrap_or_else(|e| panic!("{e}"));
 }
 
-// E2M1's rounding of the scaled value is this module's own code, so it is walked on every
-// f32 at k = -127 (every product saturates but those of subnormal x), 0 and 127 (the
-// products are f32 subnormal scale and below). E4M3 and E5M2 are
-// `fp8_scale::quantize_once` at a power-of-two scale, which `fp8_scale.rs` walks on every
-// f32 at 2^-4 and 2^3; here they are checked on the sample at every one of the 255 scales.
+// E2M1's rounding of the scaled value is `shared::mx`'s own code, so it is walked on every
+// f32 at k = -127 (s = 2^127: every x above 5 · 2^-127 gives 6, smaller ones round onto
+// the grid), k = 0, and k = 127 (s = 2^-127, itself an f32 subnormal: x up to
+// f32::MAX gives at most about 2). E4M3 and E5M2 are `fp8_scale::quantize_once` at a
+// power-of-two scale, which only rounds the exact f64 product: `fp8_scale.rs` walks every
+// f32 at one power-of-two scale per format (E4M3 at 2^-4, E5M2 at 2^3), and every product
+// x · 2^-k where the FP8 rounding decides anything (about 2^-20 to 2^17) is y · 2^-4 or
+// y · 2^3 for some f32 y, so that walk covers it; products far outside that range (which
+// round to zero or saturate) are checked here on the sample at every one of the 255 scales.
 #[test]
 #[ignore = "2^32 inputs per scale: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn e2m1_elements_equal_the_rational_reference_on_every_f32_at_k_minus_127_0_and_127() {

@@ -162,8 +162,9 @@ pub struct CastReport {
     pub config: Option<ConfigWritten>,
     /// What the cast did that a user may not expect, one line each (the CLI prints them
     /// on stderr; JSON lists them): a shard holding tensors its index does not list there
-    /// (also in a dry run), a dequantisation scale that is subnormal, a `config.json` that
-    /// says nothing of the FP8 tensors.
+    /// and a file holding tensors of a dtype this tool does not know (both also in a dry
+    /// run), a dequantisation scale that is subnormal, a `config.json` that says nothing
+    /// of the FP8 tensors.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -415,6 +416,9 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
             }
             decisions.push(decision);
         }
+        if let Some(warning) = unknown_dtypes_warning(file) {
+            warnings.push(warning);
+        }
         planned.push(decisions);
     }
     let config = config_beside(inputs);
@@ -429,6 +433,25 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
         .map(|((file, (name, big_endian)), decisions)| PlannedFile { file, name, decisions, big_endian })
         .collect();
     Ok(Plan { files, indexes: expanded.indexes, config, warnings })
+}
+
+/// The warning for a file's tensors of dtypes this tool does not know (a safetensors
+/// dtype newer than the `safetensors` crate, or a made-up one such as `I4`): they are
+/// copied byte for byte, as `scan` lists them unscanned, and neither can check their
+/// data's size against their shape. `None` when it has none.
+fn unknown_dtypes_warning(file: &TensorFile) -> Option<String> {
+    use crate::files::containers::TensorElement;
+    use crate::files::containers::npy::UNKNOWN_DTYPE;
+    let unknown: Vec<_> =
+        file.tensors.iter().filter(|t| t.element == TensorElement::Unsupported(UNKNOWN_DTYPE)).collect();
+    let first = unknown.first()?;
+    Some(format!(
+        "{}: {} of a dtype this tool does not know (first: '{}', dtype '{}'): copied byte for byte, the size of their data unchecked",
+        path_text(&file.path),
+        crate::support::output::count_of(unknown.len() as u64, "tensor"),
+        excerpt(&first.name),
+        excerpt(&first.dtype)
+    ))
 }
 
 /// For a `.npy` or `.npz` file: its arrays named and typed as in the output ([`numpy`]:
