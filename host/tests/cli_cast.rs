@@ -798,7 +798,7 @@ fn a_tensor_of_an_unknown_dtype_is_copied_with_a_warning() {
     let tensors = [("w.weight", "F32", vec![2, 2], f32_bytes(&weight)), ("q.weight", "I4", vec![8, 8], packed.clone())];
     std::fs::write(&input, raw_safetensors(&tensors)).unwrap();
     let warning = format!(
-        "bitexact: warning: {}: 1 tensor of a dtype this tool does not know (first: 'q.weight', dtype 'I4'): copied byte for byte, the size of their data unchecked",
+        "bitexact: warning: {}: 1 tensor of a dtype this tool does not know (first: 'q.weight', dtype 'I4'): copied byte for byte, sizes unchecked",
         input.display()
     );
     let out = dir.path().join("out.safetensors");
@@ -811,7 +811,7 @@ fn a_tensor_of_an_unknown_dtype_is_copied_with_a_warning() {
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let warnings = json["warnings"].as_array().expect("warnings");
     assert_eq!(warnings.len(), 1, "{json}");
-    assert!(warning.ends_with(warnings[0].as_str().unwrap()), "{json}");
+    assert_eq!(format!("bitexact: warning: {}", warnings[0].as_str().unwrap()), warning, "{json}");
     let written = read(&out);
     assert_eq!(raw_tensor_data(&written, "q.weight"), ("I4".to_string(), &packed[..]));
     assert_eq!(raw_tensor_data(&written, "w.weight").0, "BF16");
@@ -992,6 +992,23 @@ fn numpy_arrays_that_safetensors_cannot_hold_are_one_line_and_exit_2() {
     assert_error(&["cast", &mixed, "-o", o, "--to", "f16"], &out, "array 'z' is <c8");
     assert_error(&["cast", &mixed, "-o", o, "--to", "f16", "--only", "z"], &out, "tensor 'z' is <c8, not f32");
     assert_no_temporaries(d);
+}
+
+/// A hand-made `.npy` whose type string has no byte-order mark (`F16`, `I8`; NumPy always
+/// writes one) is refused as a type a safetensors file cannot hold, not taken for the
+/// safetensors dtype of that name, whose elements have another size.
+#[test]
+fn an_npy_type_string_without_a_byte_order_mark_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.safetensors");
+    for (descr, item) in [("F16", 16), ("I8", 8), ("f1", 1)] {
+        let path = dir.path().join(format!("a{descr}.npy"));
+        let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2,), }}");
+        std::fs::write(&path, common::npy_bytes(1, &header, 2 * item)).unwrap();
+        let problem = format!("is {descr}, which a safetensors file cannot hold");
+        assert_error(&["cast", path_arg(&path), "-o", path_arg(&out), "--to", "bf16"], &out, &problem);
+    }
+    assert_no_temporaries(dir.path());
 }
 
 /// More elements than `cast` reads at a time (`CHUNK_ELEMENTS`, 2^20): a tensor of

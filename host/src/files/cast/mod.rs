@@ -26,6 +26,7 @@ pub mod select;
 
 use crate::files::containers::Container;
 use crate::files::containers::index::{Index, ScanInputError};
+use crate::files::containers::npy::UNKNOWN_DTYPE;
 use crate::files::read::{TensorFile, TensorFileError};
 use crate::files::scan::inputs::check_index;
 use crate::files::source::SourceReadError;
@@ -348,8 +349,9 @@ pub struct Plan {
     pub indexes: Vec<Index>,
     /// The input's `config.json`, if there is one beside the first input.
     pub config: Option<PathBuf>,
-    /// What the inputs do that their index does not say, one line each (the shards that
-    /// hold tensors their index does not list there, as `scan` warns).
+    /// What the inputs do that a user may not expect, one line each: the shards that hold
+    /// tensors their index does not list there (as `scan` warns), and the safetensors
+    /// files that hold tensors of a dtype this tool does not know.
     pub warnings: Vec<String>,
 }
 
@@ -401,7 +403,13 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
                     dtype: tensor.dtype.clone(),
                 });
             }
-            if !matches!(decision, Decision::Cast(_)) && numpy::is_numpy_type_string(&tensor.dtype) {
+            // A NumPy type string that is not a safetensors dtype: one NumPy writes (with its
+            // byte-order mark) for an array that is not cast, or any that this tool cannot
+            // read (a hand-made `F16` or `I8`, which would otherwise pass for the
+            // safetensors dtype of that name with another element size).
+            let unknown_numpy = file.container != Container::Safetensors
+                && tensor.element == crate::files::containers::TensorElement::Unsupported(UNKNOWN_DTYPE);
+            if unknown_numpy || (!matches!(decision, Decision::Cast(_)) && numpy::is_numpy_type_string(&tensor.dtype)) {
                 return Err(CastError::NoSafetensorsDtype {
                     path: fail_path(),
                     tensor: tensor.name.clone(),
@@ -435,18 +443,21 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
     Ok(Plan { files, indexes: expanded.indexes, config, warnings })
 }
 
-/// The warning for a file's tensors of dtypes this tool does not know (a safetensors
+/// The warning for a safetensors file's tensors of dtypes this tool does not know (a
 /// dtype newer than the `safetensors` crate, or a made-up one such as `I4`): they are
 /// copied byte for byte, as `scan` lists them unscanned, and neither can check their
-/// data's size against their shape. `None` when it has none.
+/// data's size against their shape. `None` when it has none, and for NumPy files (whose
+/// unknown type strings [`plan`] refuses).
 fn unknown_dtypes_warning(file: &TensorFile) -> Option<String> {
     use crate::files::containers::TensorElement;
-    use crate::files::containers::npy::UNKNOWN_DTYPE;
+    if file.container != Container::Safetensors {
+        return None;
+    }
     let unknown: Vec<_> =
         file.tensors.iter().filter(|t| t.element == TensorElement::Unsupported(UNKNOWN_DTYPE)).collect();
     let first = unknown.first()?;
     Some(format!(
-        "{}: {} of a dtype this tool does not know (first: '{}', dtype '{}'): copied byte for byte, the size of their data unchecked",
+        "{}: {} of a dtype this tool does not know (first: '{}', dtype '{}'): copied byte for byte, sizes unchecked",
         path_text(&file.path),
         crate::support::output::count_of(unknown.len() as u64, "tensor"),
         excerpt(&first.name),
