@@ -26,7 +26,6 @@ pub mod select;
 
 use crate::files::containers::Container;
 use crate::files::containers::index::{Index, ScanInputError};
-use crate::files::containers::npy::UNKNOWN_DTYPE;
 use crate::files::read::{TensorFile, TensorFileError};
 use crate::files::scan::inputs::check_index;
 use crate::files::source::SourceReadError;
@@ -407,8 +406,7 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
             // byte-order mark) for an array that is not cast, or any that this tool cannot
             // read (a hand-made `F16` or `I8`, which would otherwise pass for the
             // safetensors dtype of that name with another element size).
-            let unknown_numpy = file.container != Container::Safetensors
-                && tensor.element == crate::files::containers::TensorElement::Unsupported(UNKNOWN_DTYPE);
+            let unknown_numpy = file.container != Container::Safetensors && tensor.element.is_unknown_dtype();
             if unknown_numpy || (!matches!(decision, Decision::Cast(_)) && numpy::is_numpy_type_string(&tensor.dtype)) {
                 return Err(CastError::NoSafetensorsDtype {
                     path: fail_path(),
@@ -449,12 +447,10 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
 /// data's size against their shape. `None` when it has none, and for NumPy files (whose
 /// unknown type strings [`plan`] refuses).
 fn unknown_dtypes_warning(file: &TensorFile) -> Option<String> {
-    use crate::files::containers::TensorElement;
     if file.container != Container::Safetensors {
         return None;
     }
-    let unknown: Vec<_> =
-        file.tensors.iter().filter(|t| t.element == TensorElement::Unsupported(UNKNOWN_DTYPE)).collect();
+    let unknown: Vec<_> = file.tensors.iter().filter(|t| t.element.is_unknown_dtype()).collect();
     let first = unknown.first()?;
     Some(format!(
         "{}: {} of a dtype this tool does not know (first: '{}', dtype '{}'): copied byte for byte, sizes unchecked",

@@ -168,6 +168,12 @@ pub enum TensorElement {
 }
 
 impl TensorElement {
+    /// Whether the element's dtype is one this tool does not know at all (as opposed to
+    /// one it knows but does not scan): its data's size could not be checked.
+    pub(crate) fn is_unknown_dtype(self) -> bool {
+        self == TensorElement::Unsupported(npy::UNKNOWN_DTYPE)
+    }
+
     /// The format and byte order the tensor's bytes are scanned as, if they are.
     pub(crate) fn scanned_as(self) -> Option<(Format, Endian)> {
         match self {
