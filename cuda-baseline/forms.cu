@@ -1,7 +1,7 @@
 // The CUDA C++ baseline: the forms a CUDA C++ programmer writes for the jobs bitexact's
 // Rust variants do, measured against them. Not part of the product: nothing in
 // `cargo build` compiles this file. `bitexact sass --cxx` and the tests compile it at run
-// time with NVRTC (host/src/cuda_tools/baseline.rs), which also pairs each kernel with
+// time with NVRTC (host/wings/cuda_tools/src/baseline.rs), which also pairs each kernel with
 // its Rust variant and states what it is expected to get right.
 //
 // Each FORM(name, In, Bits) line below defines two kernels with the signature of the

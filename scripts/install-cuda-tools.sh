@@ -2,7 +2,7 @@
 # Installs ptxas, nvdisasm and cuobjdump, and NVRTC (libnvrtc) with the CUDA headers
 # (cuda_fp16.h, cuda_bf16.h, cuda_fp8.h) for the CUDA C++ baseline, from pinned PyPI
 # wheels into .cuda-tools/ at the workspace root (git-ignored), without a CUDA install.
-# host/src/cuda_tools/tools.rs finds them there. Idempotent: when they are already
+# host/wings/cuda_tools/src/tools.rs finds them there. Idempotent: when they are already
 # installed it only lists them.
 #
 #   scripts/install-cuda-tools.sh                    # install (or list) in .cuda-tools/

@@ -1,4 +1,7 @@
-//! Host side of bitexact, one folder per product:
+//! Host side of bitexact: the library `bitexact`, one crate per product (its wings, in
+//! `host/wings/<wing>`), re-exported here as `bitexact::<wing>`. An edit recompiles its
+//! wing and the wings above it, never the whole library; what a wing may use is its
+//! `Cargo.toml`'s dependencies:
 //!
 //! | module | owns | may use |
 //! |---|---|---|
@@ -16,11 +19,19 @@
 //! [`verify::table::VARIANTS`]. ARCHITECTURE.md follows one variant through all of it.
 #![deny(unsafe_code)]
 
-pub mod bench;
-pub mod cpu;
-pub mod cuda_tools;
-pub mod files;
-pub mod gpu;
-pub mod search;
-pub mod support;
-pub mod verify;
+#[doc(inline)]
+pub use bitexact_bench as bench;
+#[doc(inline)]
+pub use bitexact_cpu as cpu;
+#[doc(inline)]
+pub use bitexact_cuda_tools as cuda_tools;
+#[doc(inline)]
+pub use bitexact_files as files;
+#[doc(inline)]
+pub use bitexact_gpu as gpu;
+#[doc(inline)]
+pub use bitexact_search as search;
+#[doc(inline)]
+pub use bitexact_support as support;
+#[doc(inline)]
+pub use bitexact_verify as verify;

@@ -1,8 +1,11 @@
-//! The layout rules of `host/src` (ARCHITECTURE.md), checked on the source itself so
-//! that the layout keeps them true:
+//! The layout rules of the library (ARCHITECTURE.md), checked on the source itself so
+//! that the layout keeps them true. The library is one crate per product (its wings,
+//! `host/wings/<wing>`), which `host/src/lib.rs` re-exports as `bitexact::<wing>`; the
+//! rules read them as one tree of product folders ([`library_sources`]):
 //!
-//! - each top-level folder ("product") uses only the folders its row of [`LAYERS`]
-//!   allows, so the products form layers with no circle between them;
+//! - each wing depends (its `Cargo.toml`) and each product uses (its code) only the
+//!   wings its row of [`LAYERS`] allows, so the products form layers with no circle
+//!   between them;
 //! - inside every folder, at any depth, no two sibling modules (files or subfolders)
 //!   import each other, directly or around a longer circle; `crate::`, `super::` and
 //!   `self::` paths all count;
@@ -11,14 +14,15 @@
 //! - library code returns no `Result<_, String>` (errors are typed; the CLI turns them
 //!   into its one-line messages), and does not mention clap (the CLI's own value enums
 //!   map onto the library's types);
-//! - every folder's `mod.rs` starts with a module doc saying what it owns;
+//! - every folder's `mod.rs` (a wing's `lib.rs`) starts with a module doc saying what it
+//!   owns;
 //! - every `pub` item outside the API modules ([`API_MODULES`]) has a doc comment.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Each product folder of `host/src` and the folders it may use. `cli` (the binary's
-/// own modules) may use all of them and none may use it.
+/// Each product (a wing, `host/wings/<product>`) and the products it may use. `cli` (the
+/// binary's own modules, `host/src/cli`) may use all of them and none may use it.
 const LAYERS: &[(&str, &[&str])] = &[
     ("support", &[]),
     ("cpu", &[]),
@@ -32,6 +36,68 @@ const LAYERS: &[(&str, &[&str])] = &[
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// The sources of the wing `wing`'s crate.
+fn wing_src(wing: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("wings").join(wing).join("src")
+}
+
+/// One source file as the layout rules see it: the file, its path in the one tree of
+/// product folders the rules are written for (`files/read.rs`; `files/mod.rs` for the
+/// files wing's `lib.rs`; `cli/scan.rs` and `lib.rs` in `host/src`), and its text with
+/// its wing's paths written as paths of that tree: `crate::read` in the files wing is
+/// `crate::files::read`, and `bitexact_gpu::Gpu` is `crate::gpu::Gpu`.
+struct Source {
+    file: PathBuf,
+    rel: PathBuf,
+    text: String,
+}
+
+/// `text` with each `from` that starts a path (not the end of a longer name) replaced.
+fn replace_path_start(text: &str, from: &str, to: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(from) {
+        let starts = !rest[..i].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$');
+        out.push_str(&rest[..i]);
+        out.push_str(if starts { to } else { from });
+        rest = &rest[i + from.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The sources of the crate under `src`, as they are.
+fn sources_under(src: &Path) -> Vec<Source> {
+    rust_files(src)
+        .into_iter()
+        .map(|file| Source {
+            rel: file.strip_prefix(src).expect("under src").to_path_buf(),
+            text: std::fs::read_to_string(&file).expect("read source"),
+            file,
+        })
+        .collect()
+}
+
+/// The library's sources: `host/src` (its `lib.rs`, the binary's `main.rs` and `cli/`)
+/// and every wing's, each under its product's folder, paths translated (see [`Source`]).
+fn library_sources() -> Vec<Source> {
+    let mut sources = sources_under(&src_dir());
+    for (wing, _) in LAYERS {
+        for mut source in sources_under(&wing_src(wing)) {
+            let rel = if source.rel == Path::new("lib.rs") { PathBuf::from("mod.rs") } else { source.rel.clone() };
+            source.rel = Path::new(wing).join(rel);
+            let mut text = replace_path_start(&source.text, "crate::", &format!("crate::{wing}::"));
+            for (other, _) in LAYERS {
+                text = replace_path_start(&text, &format!("bitexact_{other}::"), &format!("crate::{other}::"));
+            }
+            source.text = text;
+            sources.push(source);
+        }
+    }
+    sources.sort_by(|a, b| a.rel.cmp(&b.rel));
+    sources
 }
 
 /// Every `.rs` file under `dir`, sorted.
@@ -52,10 +118,9 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The module path of a file under `host/src` (`files/read.rs` → `files::read`,
+/// The module path of a file at `rel` in its tree (`files/read.rs` → `files::read`,
 /// `gpu/mod.rs` → `gpu`); `None` for the crate roots.
-fn module_of(src: &Path, file: &Path) -> Option<String> {
-    let rel = file.strip_prefix(src).expect("under src");
+fn module_of(rel: &Path) -> Option<String> {
     let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let last = parts.pop()?;
     let stem = last.trim_end_matches(".rs");
@@ -291,23 +356,21 @@ struct Crate {
 }
 
 fn host_modules() -> Crate {
-    modules_of(&src_dir())
+    modules_of(&library_sources())
 }
 
 /// `device-support/src`: the block API, its CPU emulator and the loops.
 fn device_support_modules() -> Crate {
-    modules_of(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../device-support/src"))
+    modules_of(&sources_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../device-support/src")))
 }
 
-/// The modules of the crate whose sources are under `src`, and what each uses.
-fn modules_of(src: &Path) -> Crate {
-    let src = src.to_path_buf();
-    let files = rust_files(&src);
-    let modules: BTreeSet<String> = files.iter().filter_map(|f| module_of(&src, f)).collect();
+/// The modules of the crate of `sources`, and what each uses.
+fn modules_of(sources: &[Source]) -> Crate {
+    let modules: BTreeSet<String> = sources.iter().filter_map(|s| module_of(&s.rel)).collect();
     let mut uses = BTreeMap::new();
-    for file in &files {
-        let Some(module) = module_of(&src, file) else { continue };
-        let code = code_only(&std::fs::read_to_string(file).expect("read source"));
+    for source in sources {
+        let Some(module) = module_of(&source.rel) else { continue };
+        let code = code_only(&source.text);
         let mut used = BTreeSet::new();
         for path in absolute_paths(&code, &module) {
             if let Some(target) = owning_module(&path, &modules)
@@ -352,6 +415,47 @@ fn every_product_folder_uses_only_the_layers_below_it() {
             krate.uses.get(from)
         );
     }
+}
+
+/// The wings a wing's `Cargo.toml` depends on (`bitexact-<wing>` entries of any
+/// dependency table), as product names.
+fn wing_dependencies(manifest: &str) -> BTreeSet<String> {
+    manifest
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("bitexact-"))
+        .map(|rest| rest.chars().take_while(|c| c.is_alphanumeric() || *c == '-').collect::<String>().replace('-', "_"))
+        .collect()
+}
+
+#[test]
+fn every_wing_depends_only_on_the_layers_below_it() {
+    let wings_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("wings");
+    let mut found: Vec<String> = std::fs::read_dir(&wings_dir)
+        .expect("host/wings")
+        .map(|e| e.expect("directory entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut rows: Vec<String> = LAYERS.iter().map(|(wing, _)| wing.to_string()).collect();
+    rows.sort();
+    assert_eq!(found, rows, "every folder of host/wings is a wing with a row in LAYERS, and every row a wing");
+    let lib = std::fs::read_to_string(src_dir().join("lib.rs")).expect("host/src/lib.rs");
+    let mut wrong = Vec::new();
+    for (wing, may) in LAYERS {
+        let manifest = std::fs::read_to_string(wings_dir.join(wing).join("Cargo.toml")).expect("a wing's Cargo.toml");
+        for dependency in wing_dependencies(&manifest) {
+            if !may.contains(&dependency.as_str()) {
+                wrong.push(format!(
+                    "host/wings/{wing}/Cargo.toml depends on bitexact-{dependency}: `{wing}` may use only {may:?}"
+                ));
+            }
+        }
+        if !lib.contains(&format!("pub use bitexact_{wing} as {wing};")) {
+            wrong.push(format!("host/src/lib.rs does not re-export bitexact_{wing} as `bitexact::{wing}`"));
+        }
+    }
+    assert!(wrong.is_empty(), "wings out of their layers:\n{}", wrong.join("\n"));
+    let sample = "[dependencies]\nbitexact-support.workspace = true\nbitexact-cuda-tools = { path = \"x\" }\nshared.workspace = true";
+    assert_eq!(wing_dependencies(sample), BTreeSet::from(["support".to_string(), "cuda_tools".to_string()]));
 }
 
 /// The sibling of `folder` (`""` for the crate root) that holds `module`, if `module`
@@ -508,12 +612,9 @@ fn public_types(text: &str) -> Vec<String> {
 fn no_two_public_types_share_a_name() {
     let shared_src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src");
     let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for dir in [src_dir(), shared_src] {
-        for file in rust_files(&dir) {
-            let text = std::fs::read_to_string(&file).expect("read source");
-            for name in public_types(&text) {
-                seen.entry(name).or_default().push(file.display().to_string());
-            }
+    for source in library_sources().into_iter().chain(sources_under(&shared_src)) {
+        for name in public_types(&source.text) {
+            seen.entry(name).or_default().push(source.file.display().to_string());
         }
     }
     let clashes: Vec<String> =
@@ -525,17 +626,15 @@ fn no_two_public_types_share_a_name() {
 /// Every code line (comments and strings blanked) of the library, outside `cli/` and
 /// `main.rs`, for which `matches` holds, as `file:line: code`.
 fn library_lines_where(matches: impl Fn(&str) -> bool) -> Vec<String> {
-    let src = src_dir();
     let mut found = Vec::new();
-    for file in rust_files(&src) {
-        let rel = file.strip_prefix(&src).expect("under src");
-        if rel.starts_with("cli") || rel == Path::new("main.rs") {
+    for source in library_sources() {
+        if source.rel.starts_with("cli") || source.rel == Path::new("main.rs") {
             continue;
         }
-        let code = code_only(&std::fs::read_to_string(&file).expect("read source"));
+        let code = code_only(&source.text);
         for (n, line) in code.lines().enumerate() {
             if matches(line) {
-                found.push(format!("{}:{}: {}", rel.display(), n + 1, line.trim()));
+                found.push(format!("{}:{}: {}", source.file.display(), n + 1, line.trim()));
             }
         }
     }
@@ -559,17 +658,21 @@ fn library_code_does_not_mention_clap() {
 
 #[test]
 fn every_folder_says_what_it_owns() {
-    let src = src_dir();
     let mut missing = Vec::new();
-    for file in rust_files(&src) {
-        if file.file_name().is_some_and(|n| n == "mod.rs") {
-            let text = std::fs::read_to_string(&file).expect("read source");
-            if !text.starts_with("//!") || !text.contains("Owns") {
-                missing.push(file.display().to_string());
+    let mut folders = 0;
+    for source in library_sources() {
+        if source.rel.file_name().is_some_and(|n| n == "mod.rs") {
+            folders += 1;
+            if !source.text.starts_with("//!") || !source.text.contains("Owns") {
+                missing.push(source.file.display().to_string());
             }
         }
     }
-    assert!(missing.is_empty(), "folders whose mod.rs has no module doc saying what it owns: {missing:?}");
+    assert!(folders > LAYERS.len(), "the check reads every wing's lib.rs and every folder's mod.rs ({folders})");
+    assert!(
+        missing.is_empty(),
+        "folders whose mod.rs (a wing's lib.rs) has no module doc saying what it owns: {missing:?}"
+    );
 }
 
 /// The repository's root.
@@ -614,7 +717,7 @@ fn prose() -> Vec<(String, PathBuf, String)> {
 }
 
 /// Each path `text` names that starts at a folder of the repository's root and names a
-/// Rust file or a `src/` folder (`host/src/files/read.rs`, `shared/src/`), cut at the
+/// Rust file or a `src/` folder (`host/wings/files/src/read.rs`, `shared/src/`), cut at the
 /// first character that cannot be in such a path.
 fn repository_paths(text: &str, roots: &BTreeSet<String>) -> Vec<String> {
     let is_path_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '/' | '.');
@@ -655,21 +758,23 @@ fn host_paths(text: &str) -> Vec<Vec<String>> {
     found
 }
 
-/// Why `bitexact::<segments>` names nothing, if it does not: each segment must be a module
-/// of `host/src` (`x.rs` or `x/mod.rs`) until one is not; that one must be a word of the
-/// last module's source (an item or a re-export), and the first must be a module.
+/// Why `bitexact::<segments>` names nothing, if it does not: the first segment must be a
+/// wing (`host/wings/<wing>/src/lib.rs`), each next one a module of it (`x.rs` or
+/// `x/mod.rs`) until one is not; that one must be a word of the last module's source (an
+/// item or a re-export).
 fn missing_host_item(segments: &[String]) -> Option<String> {
-    let mut dir = src_dir();
+    let wing = &segments[0];
+    let mut dir = wing_src(wing);
     let mut source = dir.join("lib.rs");
-    for (n, segment) in segments.iter().enumerate() {
+    if !source.exists() {
+        return Some(format!("no wing host/wings/{wing}/src/lib.rs"));
+    }
+    for segment in &segments[1..] {
         let (file, folder) = (dir.join(format!("{segment}.rs")), dir.join(segment).join("mod.rs"));
         if file.exists() || folder.exists() {
             source = if folder.exists() { folder } else { file };
             dir = dir.join(segment);
             continue;
-        }
-        if n == 0 {
-            return Some(format!("no module host/src/{segment}.rs or host/src/{segment}/mod.rs"));
         }
         let text = std::fs::read_to_string(&source).expect("read source");
         let is_word = |at: usize| {
@@ -712,12 +817,12 @@ fn every_path_the_docs_name_exists() {
 #[test]
 fn the_path_check_sees_stale_paths() {
     let roots = BTreeSet::from(["host".to_string(), "docs".to_string()]);
-    let text = "The zip reader (`host/src/npz.rs`), see host/src/files/read.rs. and docs/x.md; \
+    let text = "The zip reader (`host/src/npz.rs`), see host/wings/files/src/read.rs. and docs/x.md; \
                 not library/core/src/f16.rs nor a/host/src/x.rs.";
-    assert_eq!(repository_paths(text, &roots), ["host/src/npz.rs", "host/src/files/read.rs"]);
+    assert_eq!(repository_paths(text, &roots), ["host/src/npz.rs", "host/wings/files/src/read.rs"]);
     let paths = host_paths("`bitexact::reference::expected`, bitexact::verify::reference::expected(x), a_host::x");
     assert_eq!(paths.len(), 2);
-    assert!(missing_host_item(&paths[0]).is_some_and(|why| why.contains("host/src/reference.rs")));
+    assert!(missing_host_item(&paths[0]).is_some_and(|why| why.contains("host/wings/reference/src/lib.rs")));
     assert_eq!(missing_host_item(&paths[1]), None);
     let no_item = ["verify".to_string(), "reference".to_string(), "no_such_item".to_string()];
     assert!(missing_host_item(&no_item).is_some());
@@ -797,15 +902,12 @@ fn public_items(text: &str, module_doc: impl Fn(&str) -> bool) -> Vec<(usize, St
 
 #[test]
 fn every_public_item_outside_the_api_is_documented() {
-    let src = src_dir();
     let (mut total, mut api, mut undocumented) = (0, 0, Vec::new());
-    for file in rust_files(&src) {
-        let rel = file.strip_prefix(&src).expect("under src");
+    for Source { file, rel, text } in library_sources() {
         if rel.starts_with("cli") || rel == Path::new("main.rs") {
             continue;
         }
-        let module = module_of(&src, &file).unwrap_or_default();
-        let text = std::fs::read_to_string(&file).expect("read source");
+        let module = module_of(&rel).unwrap_or_default();
         let folder = if file.ends_with("mod.rs") || file.ends_with("lib.rs") {
             file.parent().expect("in a folder").to_path_buf()
         } else {
@@ -821,11 +923,11 @@ fn every_public_item_outside_the_api_is_documented() {
             if is_api(&module) {
                 api += 1;
             } else if !documented {
-                undocumented.push(format!("{}:{line}: {item}", rel.display()));
+                undocumented.push(format!("{}:{line}: {item}", file.display()));
             }
         }
     }
-    println!("{total} pub items in host/src (not the binary's), {api} of them in the API modules");
+    println!("{total} pub items in the library (not the binary's), {api} of them in the API modules");
     assert!(
         undocumented.is_empty(),
         "pub items outside the API modules ({API_MODULES:?}) without a doc comment: document them, or make \

@@ -1,4 +1,4 @@
-//! Why `.npz` archives are read by our own reader (`host/src/files/containers/npz.rs`)
+//! Why `.npz` archives are read by our own reader (`host/wings/files/src/containers/npz.rs`)
 //! and not by the `zip` crate (a dev-dependency, which writes the tests' archives): the
 //! numbers and behaviours quoted in that module's doc, measured here. Ignored, because it
 //! measures rather than checks: `cargo test -p host --test npz_vs_zip -- --ignored

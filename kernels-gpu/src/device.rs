@@ -312,7 +312,7 @@ macro_rules! hardware_kernels {
     )*};
 }
 
-// `host/build.rs` writes, for the module it builds, `hardware_kernels!(...)` with the
+// `host/wings/gpu/build.rs` writes, for the module it builds, `hardware_kernels!(...)` with the
 // `Hardware` and `HardwareStream` kernels of the variants whose entry lists them and
 // whose instruction's target (`shared::hardware::Conversion::target`) is this module's.
 include!(env!("BITEXACT_HARDWARE_KERNELS"));

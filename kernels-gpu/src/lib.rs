@@ -1,6 +1,6 @@
 //! GPU kernels, one per variant of `shared::for_each_variant!`, in pure Rust.
 //!
-//! Compiled for `nvptx64-nvidia-cuda` by `host/build.rs` through `ptx-builder` (rustc's
+//! Compiled for `nvptx64-nvidia-cuda` by `host/wings/gpu/build.rs` through `ptx-builder` (rustc's
 //! own nvptx target, `-Zbuild-std=core`, PTX via `--emit=asm`). For any other target
 //! this crate is empty, so the workspace builds everywhere. The lane, the loops over
 //! buffers (which lane touches which elements, how four results are packed into one
@@ -24,7 +24,7 @@
 //! select), and the narrowings that stream `HardwareStream` (the `Stream` loop with the
 //! instruction).
 //!
-//! `host/build.rs` builds this crate once per PTX target of `shared::hardware::TARGETS`:
+//! `host/wings/gpu/build.rs` builds this crate once per PTX target of `shared::hardware::TARGETS`:
 //! the baseline (`sm_75`) with every software kernel and the hardware kernels it can
 //! hold, and each newer target with `--cfg bitexact_hardware_only` and only the hardware
 //! kernels (`Hardware`, `HardwareStream`) of its instructions (`$BITEXACT_HARDWARE_KERNELS` names the file that lists

@@ -6,7 +6,7 @@
 //! function; the GPU checks compare the two, and both with the CPU, on every input. The
 //! instructions need newer targets than the baseline PTX (`.target sm_75`) for bfloat16
 //! and FP8, and `ptxas` rejects a whole module that uses an instruction its target lacks,
-//! so `host/build.rs` builds one PTX module per entry of [`TARGETS`] and puts each
+//! so `host/wings/gpu/build.rs` builds one PTX module per entry of [`TARGETS`] and puts each
 //! hardware kernel in the module of its instruction's [`Conversion::target`]; the host
 //! loads a module only on a device that can run it.
 
@@ -43,7 +43,7 @@ impl core::fmt::Display for PtxTarget {
 /// Every software kernel is in this module, with the hardware kernels it can hold.
 pub const BASELINE: PtxTarget = PtxTarget { sm: 75, ptx: 70 };
 
-/// Every PTX module `host/build.rs` builds, oldest first: [`BASELINE`], then one per newer
+/// Every PTX module `host/wings/gpu/build.rs` builds, oldest first: [`BASELINE`], then one per newer
 /// target some instruction needs, holding only hardware kernels (bfloat16 and the
 /// saturating binary16/bfloat16 forms need sm_80 and PTX 8.1, FP8 sm_89 and PTX 8.1).
 pub const TARGETS: [PtxTarget; 3] = [BASELINE, PtxTarget { sm: 80, ptx: 81 }, PtxTarget { sm: 89, ptx: 81 }];

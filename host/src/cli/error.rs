@@ -111,18 +111,13 @@ impl From<String> for CliError {
     }
 }
 
-/// The library's test helper, shared by file: the binary cannot see the library's tests.
-#[cfg(test)]
-#[path = "../support/chain.rs"]
-mod chain;
-
 #[cfg(test)]
 mod tests {
-    use super::chain::repeated_causes;
     use super::*;
     use bitexact::files::backend::Device;
     use bitexact::files::read::{TensorFileError, TensorFileErrorKind};
     use bitexact::files::{NormalizeOptions, ScanOptions};
+    use bitexact::support::chain::repeated_causes;
 
     #[test]
     fn claps_errors_become_one_line() {

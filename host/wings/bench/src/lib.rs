@@ -1,0 +1,158 @@
+//! GPU benchmarks: bandwidth of the throughput kernels against a device-to-device copy
+//! that moves the same bytes in the same run, and per-variant latency and throughput.
+//!
+//! Per-variant figures are checked before they are reported ([`check_figures`]): a
+//! latency under one cycle per step, more applications per SM per cycle than an SM can
+//! issue instructions, or a figure that is not a finite positive number is physically
+//! impossible, so the row reads `invalid: <reason>` instead. A variant whose function is
+//! proven constant on the CPU ([`is_constant`]) is not timed at all.
+//!
+//! The CUDA C++ baseline gets rows of its own ([`cxx`]): each C++ form's `Map` kernel
+//! beside its Rust variant's, same input, same run.
+//!
+//! One module per job: [`figures`] (the per-variant figures and when they are possible),
+//! [`bandwidth`] (count and stream kernels against a same-run copy), [`chains`] (the
+//! latency and throughput chains) and [`cxx`]; the public items are re-exported here.
+//!
+//! Owns: what `bitexact bench` measures and when a figure is physically possible.
+//! Uses: [`bitexact_support`], [`bitexact_gpu`] (launches), [`bitexact_verify`] (the table,
+//! domains) and [`bitexact_cuda_tools`] (the C++ baseline's forms and PTX).
+#![deny(unsafe_code)]
+
+pub mod bandwidth;
+pub mod chains;
+pub mod cxx;
+pub mod figures;
+
+pub use bandwidth::{BandwidthRow, Baseline, inexact_baseline, non_finite_encodings};
+pub use figures::{
+    CONSTANT_CHECK_MAX_INPUTS, Figures, ImpossibleFigures, MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE, TimingRow,
+    TimingStatus, check_figures, is_constant,
+};
+
+use bitexact_gpu::{DeviceInfo, Gpu, GpuError};
+use bitexact_verify::table::{VARIANTS, Variant};
+use std::collections::HashMap;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// Input bytes of each throughput kernel (at least 1 GiB for the published figures).
+    pub bytes: usize,
+    /// Timed repetitions; the median is reported.
+    pub reps: usize,
+    /// Untimed repetitions first.
+    pub warmup: usize,
+    /// Steps of the dependent chain in the latency kernels.
+    pub latency_iterations: u32,
+    /// Steps of each of the four chains per thread in the throughput kernels.
+    pub throughput_iterations: u32,
+    /// Only variants whose name contains this.
+    pub only: Option<String>,
+}
+
+impl Default for BenchConfig {
+    fn default() -> Self {
+        BenchConfig {
+            bytes: 1 << 30,
+            reps: 10,
+            warmup: 2,
+            latency_iterations: 1 << 14,
+            throughput_iterations: 1 << 12,
+            only: None,
+        }
+    }
+}
+
+/// Everything `bitexact bench` measured.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BenchReport {
+    /// The device.
+    pub device: DeviceInfo,
+    /// Input bytes per throughput kernel.
+    pub bytes: usize,
+    /// Timed repetitions per figure (median reported).
+    pub reps: usize,
+    /// Bandwidth rows.
+    pub bandwidth: Vec<BandwidthRow>,
+    /// Per-variant timing rows.
+    pub per_element: Vec<TimingRow>,
+    /// The CUDA C++ baseline's `Map` kernels beside their Rust variants'.
+    pub cxx: cxx::CxxRows,
+}
+
+impl BenchReport {
+    /// The variants whose timing is invalid, in table order.
+    pub fn invalid_variants(&self) -> Vec<&'static str> {
+        self.per_element.iter().filter(|r| matches!(r.status, TimingStatus::Invalid(_))).map(|r| r.variant).collect()
+    }
+}
+
+/// The median of `times` (the upper one of an even count); NaN for none.
+pub(crate) fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times.get(times.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Whether `config` selects `v`.
+pub(crate) fn is_selected(config: &BenchConfig, v: &Variant) -> bool {
+    config.only.as_deref().is_none_or(|s| v.matches(s))
+}
+
+/// The selected variants, in table order.
+fn selected(config: &BenchConfig) -> impl Iterator<Item = &'static Variant> + '_ {
+    VARIANTS.iter().filter(move |v| is_selected(config, v))
+}
+
+/// Runs every benchmark; `progress` is told what starts next.
+///
+/// # Safety
+///
+/// The C++ baseline's rows load its PTX ([`bitexact_cuda_tools::cxx_gpu::for_device`]: the
+/// folder `BITEXACT_CXX_PTX_DIR` names, or NVRTC's compilation with the CUDA tools
+/// found): that PTX must meet [`bitexact_cuda_tools::cxx_gpu::FormsPtx::load`]'s contract.
+#[allow(unsafe_code)] // forwards `FormsPtx::load`'s contract
+pub unsafe fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<BenchReport, GpuError> {
+    let mut copies = HashMap::new();
+    let mut bandwidth = bandwidth::bench_count(gpu, config, &mut copies, progress)?;
+    bandwidth.extend(bandwidth::bench_stream(gpu, config, &mut copies, progress)?);
+    let per_element = chains::bench_per_element(gpu, config, progress)?;
+    // SAFETY: forwarded from the caller.
+    let cxx = unsafe { cxx::bench_map(gpu, config, progress)? };
+    Ok(BenchReport { device: gpu.info().clone(), bytes: config.bytes, reps: config.reps, bandwidth, per_element, cxx })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figures(latency_cycles: f64, throughput_gops: f64, ops_per_sm_per_cycle: f64) -> Figures {
+        Figures { latency_cycles, throughput_gops, ops_per_sm_per_cycle }
+    }
+
+    #[test]
+    fn the_report_names_its_invalid_rows() {
+        let device = DeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            compute_capability: (9, 0),
+            multiprocessors: 132,
+            clock_khz: 1_980_000,
+            memory_bytes: 0,
+        };
+        let report = BenchReport {
+            device,
+            bytes: 0,
+            reps: 1,
+            bandwidth: Vec::new(),
+            per_element: vec![
+                TimingRow::measured("a", figures(-0.0, 1.0, 1.0)),
+                TimingRow::measured("b", figures(20.0, 1.0, 1.0)),
+                TimingRow::constant("c"),
+                TimingRow::measured("d", figures(20.0, 1.0, 2312.0)),
+            ],
+            cxx: cxx::CxxRows { ptx: "skipped: test".into(), rows: Vec::new(), per_element: Vec::new() },
+        };
+        assert_eq!(report.invalid_variants(), ["a", "d"]);
+    }
+}

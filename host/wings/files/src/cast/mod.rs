@@ -1,0 +1,616 @@
+//! The cast job: one library call, [`cast()`] (safetensors checkpoints, `.npy` and
+//! `.npz` files → bfloat16,
+//! binary16 or FP8, every value correctly rounded from its own source value), with
+//! plain options that default to what the command line does ([`CastOptions`]) and a
+//! report ([`CastReport`]). What `bitexact cast` runs, and all it runs.
+//!
+//! One call passes through, in order: [`crate::scan::inputs::expand`] (files,
+//! directories, indexes), [`TensorFile::open`] of each file, the index checked against
+//! its shards ([`check_index`]), [`plan`] (each tensor's [`Decision`], every refusal
+//! that needs no data: before anything is written), then [`output::write_all`] (every
+//! output file into a temporary folder beside the output, each tensor streamed a chunk
+//! at a time, in two passes where a scale is needed) and [`output::Staged::commit`]
+//! (the folder, or the single file, renamed into place).
+//!
+//! Owns: the per-element conversions ([`convert`]) and their runs over slices on all
+//! cores ([`chunks`]), which tensors are cast ([`select`]), what NumPy inputs become
+//! ([`numpy`]), the output files ([`output`]). Uses: [`crate::read`],
+//! [`crate::containers`], [`crate::scan::inputs`] and
+//! [`crate::write`] (the temporaries' naming and their signal-time cleanup).
+
+pub mod chunks;
+pub mod convert;
+pub mod numpy;
+pub mod output;
+pub mod select;
+
+use crate::containers::Container;
+use crate::containers::index::{Index, ScanInputError};
+use crate::read::{TensorFile, TensorFileError};
+use crate::scan::inputs::check_index;
+use crate::source::SourceReadError;
+use bitexact_support::output::{excerpt, path_text};
+use bitexact_support::progress::Progress;
+use convert::Target;
+use select::{Decision, Patterns, decide};
+use shared::fp8_scale::Rounding;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+
+/// Whether FP8 values are scaled per tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScaleMode {
+    /// `s = fl32(max / amax)`, `q = sat_rne(x · s)`, `fl32(1 / s)` stored as
+    /// `<name>_scale` (F32, shape `[1]`).
+    PerTensor,
+    /// No scale: each value converted as it is.
+    None,
+}
+
+/// What is done with NaN and infinite source values (and finite ones that would become
+/// infinite or NaN).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NonFiniteValues {
+    /// The job fails, naming the tensor and the index of the first one, and writes
+    /// nothing.
+    Refuse,
+    /// Converted as the format allows (NaN to NaN; ±inf to ±inf, or where the format
+    /// has none or saturation applies, to ±max).
+    Keep,
+}
+
+/// How [`cast`] converts.
+#[derive(Clone, Debug)]
+pub struct CastOptions {
+    /// The target format ([`Target::Bf16`] by default).
+    pub to: Target,
+    /// For FP8: per-tensor scale or none ([`ScaleMode::PerTensor`] by default). Ignored
+    /// for bf16/f16.
+    pub scale: ScaleMode,
+    /// For scaled FP8: the exact product rounded once ([`Rounding::Once`], the default)
+    /// or `fl32(x · s)` first ([`Rounding::TwoStep`]).
+    pub rounding: Rounding,
+    /// For unscaled FP8: saturate at `±max` (the default) or the standard conversion
+    /// (E4M3 overflow gives NaN, E5M2 gives ±inf).
+    pub saturate: bool,
+    /// NaN and infinities ([`NonFiniteValues::Refuse`] by default).
+    pub nonfinite: NonFiniteValues,
+    /// `--only` / `--skip`.
+    pub patterns: Patterns,
+    /// Plan only: report what would be done, read no data, write nothing.
+    pub dry_run: bool,
+    /// Draw a progress bar on stderr (bytes of tensor data read), if stderr is a
+    /// terminal and the job lasts over a second. Off by default; the CLI turns it on.
+    pub progress_bar: bool,
+    /// Sync every output file to the disk before the output is put in place (on by
+    /// default). Off (`--no-sync`), the output is still put in place whole or not at
+    /// all by an interrupted run (Ctrl-C, a kill, a refused value), but after a power
+    /// loss or an OS crash it may be there empty or in part, as any file written
+    /// without a sync; what it saves is the wait for the disk (measured in
+    /// docs/files.md).
+    pub sync: bool,
+}
+
+impl Default for CastOptions {
+    fn default() -> CastOptions {
+        CastOptions {
+            to: Target::Bf16,
+            scale: ScaleMode::PerTensor,
+            rounding: Rounding::Once,
+            saturate: true,
+            nonfinite: NonFiniteValues::Refuse,
+            patterns: Patterns::default(),
+            dry_run: false,
+            progress_bar: false,
+            sync: true,
+        }
+    }
+}
+
+impl CastOptions {
+    /// Whether a cast tensor gets a per-tensor scale.
+    pub fn scaled(&self) -> bool {
+        self.to.fp8().is_some() && self.scale == ScaleMode::PerTensor
+    }
+}
+
+/// One tensor of the report.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CastTensor {
+    /// The output file that holds it (its file name).
+    pub file: String,
+    /// Its name.
+    pub name: String,
+    /// Its shape.
+    pub shape: Vec<u64>,
+    /// Its dtype in the input.
+    pub from: String,
+    /// Its dtype in the output.
+    pub to: String,
+    /// Cast, or copied and why.
+    pub decision: Decision,
+    /// For a scaled FP8 tensor: the name of its dequantisation scale tensor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_tensor: Option<String>,
+    /// And the scale's value `fl32(1 / s)` (after the cast; not in a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dequant_scale: Option<f32>,
+}
+
+/// What [`cast`] wrote (or, in a dry run, would write).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct CastReport {
+    /// The output path, as given.
+    pub output: String,
+    /// The target format.
+    pub to: Target,
+    /// Scaled FP8 or not.
+    pub scale: Option<ScaleMode>,
+    /// For scaled FP8, the rounding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounding: Option<&'static str>,
+    /// A dry run: nothing was read or written.
+    pub dry_run: bool,
+    /// Every tensor, file by file, in file order.
+    pub tensors: Vec<CastTensor>,
+    /// The index files rewritten (file names in the output).
+    pub indexes: Vec<String>,
+    /// Whether a `config.json` was written beside the tensors, and with a
+    /// `quantization_config`.
+    pub config: Option<ConfigWritten>,
+    /// What the cast did that a user may not expect, one line each (the CLI prints them
+    /// on stderr; JSON lists them): a shard holding tensors its index does not list there
+    /// and a file holding tensors of a dtype this tool does not know (both also in a dry
+    /// run), a dequantisation scale that is subnormal, a `config.json` that says nothing
+    /// of the FP8 tensors.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// What was done with the input's `config.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConfigWritten {
+    /// Copied with `quantization_config` (compressed-tensors, per-tensor FP8) added.
+    WithQuantizationConfig,
+    /// Copied with `torch_dtype` set to the target (bf16/f16), where it had one.
+    Copied,
+}
+
+/// Why [`cast`] wrote nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CastError {
+    /// The inputs cannot be expanded (a missing path, a bad index).
+    #[error(transparent)]
+    Inputs(#[from] ScanInputError),
+    /// A file cannot be opened or its header is refused.
+    #[error(transparent)]
+    File(#[from] TensorFileError),
+    /// A NumPy array of a dtype safetensors has no name for (complex, strings, ...).
+    #[error("{}: array '{}' is {}, which a safetensors file cannot hold; remove it from the input", path_text(.path), excerpt(.tensor), excerpt(.dtype))]
+    NoSafetensorsDtype {
+        /// The file.
+        path: PathBuf,
+        /// The array.
+        tensor: String,
+        /// Its NumPy type string.
+        dtype: String,
+    },
+    /// A Fortran-ordered NumPy array of two or more dimensions longer than 1.
+    #[error("{}: array '{}' is in Fortran order; save it in C order (np.ascontiguousarray) to cast it", path_text(.path), excerpt(.tensor))]
+    FortranOrder {
+        /// The file.
+        path: PathBuf,
+        /// The array.
+        tensor: String,
+    },
+    /// Two input files of one name, which the output folder cannot both hold.
+    #[error("{}: another input has the file name '{}'; cast them to separate outputs", path_text(.path), excerpt(.name))]
+    SameFileName {
+        /// The second of them.
+        path: PathBuf,
+        /// The name.
+        name: String,
+    },
+    /// `--only` selected a tensor that is not of a dtype `cast` reads.
+    #[error("{}: tensor '{}' is {}, not f32, f64, bf16 or f16: cannot be cast (narrow --only)", path_text(.path), excerpt(.tensor), excerpt(.dtype))]
+    NotCastable {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// Its dtype.
+        dtype: String,
+    },
+    /// A tensor whose amax is too large for a per-tensor f32 scale: `fl32(max / amax)` is
+    /// at most `2^-128`, so the dequantisation scale `fl32(1 / s)` would be infinite (only
+    /// an f64 tensor, with values past about `1.5e41`, can be one). Exit 1 in the CLI.
+    #[error("{}: tensor '{}': amax {amax:e} is too large for an f32 scale (fl32({max} / amax) = {s:e}, whose inverse is past f32's range); nothing written (--scale none saturates instead, or --skip it)", path_text(.path), excerpt(.tensor))]
+    ScaleOutOfRange {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// Its largest finite magnitude.
+        amax: f64,
+        /// The FP8 format's largest finite value.
+        max: f32,
+        /// The scale it gives.
+        s: f32,
+    },
+    /// `--only` leaves no tensor to cast (it matches none, a typo most likely; `--skip`
+    /// removes what it matches; or those are in the target format already): the output
+    /// would be a copy.
+    #[error("--only '{}' leaves nothing to cast (it matches no tensor, --skip removes them, or they are {to} already); nothing written", excerpt(.pattern))]
+    OnlySelectsNothing {
+        /// The target format's name.
+        to: &'static str,
+        /// The pattern.
+        pattern: String,
+    },
+    /// The name a scale tensor would get is taken.
+    #[error("{}: the scale of tensor '{}' would be '{}', which already exists", path_text(.path), excerpt(.tensor), excerpt(.scale))]
+    ScaleNameTaken {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// The scale's name.
+        scale: String,
+    },
+    /// An input's JSON (its index, its `config.json`, a file's `__metadata__`) cannot be
+    /// read again as a JSON object when the output is written.
+    #[error("{}: cannot read it as a JSON object: {error}", path_text(.path))]
+    InputJson {
+        /// The input file.
+        path: PathBuf,
+        /// Why.
+        error: String,
+    },
+    /// The output cannot be put there.
+    #[error("{}: {}", path_text(.path), .kind)]
+    Output {
+        /// The output path.
+        path: PathBuf,
+        /// Why.
+        kind: output::OutputErrorKind,
+    },
+    /// Reading a tensor's data failed.
+    #[error("{}: tensor '{}': {error}", path_text(.path), excerpt(.tensor))]
+    Read {
+        /// The input file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// Why.
+        error: SourceReadError,
+    },
+    /// A value that cannot be cast as asked (exit 1 in the CLI).
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+}
+
+impl CastError {
+    /// Whether the input was refused for its values (a non-finite value, an overflow, an
+    /// amax past an f32 scale's range), not for an error of the job: the CLI's exit
+    /// status 1.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, CastError::Refused(_) | CastError::ScaleOutOfRange { .. })
+    }
+}
+
+/// A value refused: the first non-finite (or overflowing) value of a tensor.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: tensor '{}' index {index}: {}", path_text(.path), excerpt(.tensor), .kind)]
+pub struct Refusal {
+    /// The input file.
+    pub path: PathBuf,
+    /// The tensor.
+    pub tensor: String,
+    /// The element's index, in flat order.
+    pub index: u64,
+    /// What is wrong with it.
+    pub kind: RefusalKind,
+}
+
+/// What is wrong with a refused value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefusalKind {
+    /// NaN or infinite.
+    #[error("not finite; nothing written (--nonfinite keep converts it as the format allows)")]
+    NonFiniteValues,
+    /// Finite, but past the target's range (it would become infinite or NaN).
+    #[error("out of the range of {}; nothing written (--nonfinite keep converts it to infinity or NaN)", .0.name())]
+    Overflow(Target),
+}
+
+/// One input file with its plan.
+pub struct PlannedFile {
+    /// The file, opened.
+    pub file: TensorFile,
+    /// Its name in the output.
+    pub name: String,
+    /// One decision per tensor, in the order of `file.tensors`.
+    pub decisions: Vec<Decision>,
+    /// Per tensor: stored big-endian (a `.npy` array of `>` byte order), to be swapped.
+    pub big_endian: Vec<bool>,
+}
+
+/// The whole job's plan: every refusal that needs no data made.
+pub struct Plan {
+    /// The files, in input order.
+    pub files: Vec<PlannedFile>,
+    /// The indexes met.
+    pub indexes: Vec<Index>,
+    /// The input's `config.json`, if there is one beside the first input.
+    pub config: Option<PathBuf>,
+    /// What the inputs do that a user may not expect, one line each: the shards that hold
+    /// tensors their index does not list there (as `scan` warns), and the safetensors
+    /// files that hold tensors of a dtype this tool does not know.
+    pub warnings: Vec<String>,
+}
+
+/// The name of the dequantisation scale of tensor `name`: `<name>_scale`, so that
+/// `<module>.weight` gets `<module>.weight_scale`, the name vLLM loads.
+pub fn scale_name(name: &str) -> String {
+    format!("{name}_scale")
+}
+
+/// Opens the inputs and decides what becomes of every tensor, refusing before any data
+/// is read what can be refused from the headers alone.
+pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError> {
+    let expanded = crate::scan::inputs::expand(inputs)?;
+    let (mut files, mut output_names, mut big_endians) = (Vec::new(), Vec::new(), Vec::new());
+    let mut names = HashSet::new();
+    for path in &expanded.files {
+        let mut file = TensorFile::open(path)?;
+        let name = numpy::output_file_name(path, file.container);
+        if !names.insert(name.clone()) {
+            return Err(CastError::SameFileName { path: path.clone(), name });
+        }
+        big_endians.push(numpy_as_safetensors(&mut file)?);
+        output_names.push(name);
+        files.push(file);
+    }
+    let mut warnings = Vec::new();
+    for index in &expanded.indexes {
+        for unlisted in check_index(index, &files)? {
+            warnings.push(format!(
+                "{}: {} that {} does not list in this shard (first: '{}'): cast all the same; the rewritten index does not list them there either",
+                path_text(&unlisted.shard),
+                bitexact_support::output::count_of(unlisted.count as u64, "tensor"),
+                path_text(&unlisted.index),
+                excerpt(&unlisted.first)
+            ));
+        }
+    }
+    let all_names: HashSet<&str> = files.iter().flat_map(|f| f.tensors.iter().map(|t| t.name.as_str())).collect();
+    let mut planned = Vec::new();
+    for file in &files {
+        let mut decisions = Vec::new();
+        for tensor in &file.tensors {
+            let decision = decide(&tensor.name, &tensor.dtype, tensor.shape.len(), options.to, &options.patterns);
+            let fail_path = || file.path.clone();
+            if decision == Decision::NotASource && options.patterns.only.is_some() {
+                return Err(CastError::NotCastable {
+                    path: fail_path(),
+                    tensor: tensor.name.clone(),
+                    dtype: tensor.dtype.clone(),
+                });
+            }
+            // A NumPy type string that is not a safetensors dtype: one NumPy writes (with its
+            // byte-order mark) for an array that is not cast, or any that this tool cannot
+            // read (a hand-made `F16` or `I8`, which would otherwise pass for the
+            // safetensors dtype of that name with another element size).
+            let unknown_numpy = file.container != Container::Safetensors && tensor.element.is_unknown_dtype();
+            if unknown_numpy || (!matches!(decision, Decision::Cast(_)) && numpy::is_numpy_type_string(&tensor.dtype)) {
+                return Err(CastError::NoSafetensorsDtype {
+                    path: fail_path(),
+                    tensor: tensor.name.clone(),
+                    dtype: tensor.dtype.clone(),
+                });
+            }
+            if matches!(decision, Decision::Cast(_)) && options.scaled() {
+                let scale = scale_name(&tensor.name);
+                if all_names.contains(scale.as_str()) {
+                    return Err(CastError::ScaleNameTaken { path: fail_path(), tensor: tensor.name.clone(), scale });
+                }
+            }
+            decisions.push(decision);
+        }
+        if let Some(warning) = unknown_dtypes_warning(file) {
+            warnings.push(warning);
+        }
+        planned.push(decisions);
+    }
+    let config = config_beside(inputs);
+    if let Some(path) = &config {
+        // Read now, so that a bad one is refused before any work (and by a dry run).
+        output::read_json_object(path)?;
+    }
+    let files = files
+        .into_iter()
+        .zip(output_names.into_iter().zip(big_endians))
+        .zip(planned)
+        .map(|((file, (name, big_endian)), decisions)| PlannedFile { file, name, decisions, big_endian })
+        .collect();
+    Ok(Plan { files, indexes: expanded.indexes, config, warnings })
+}
+
+/// The warning for a safetensors file's tensors of dtypes this tool does not know (a
+/// dtype newer than the `safetensors` crate, or a made-up one such as `I4`): they are
+/// copied byte for byte, as `scan` lists them unscanned, and neither can check their
+/// data's size against their shape. `None` when it has none, and for NumPy files (whose
+/// unknown type strings [`plan`] refuses).
+fn unknown_dtypes_warning(file: &TensorFile) -> Option<String> {
+    if file.container != Container::Safetensors {
+        return None;
+    }
+    let unknown: Vec<_> = file.tensors.iter().filter(|t| t.element.is_unknown_dtype()).collect();
+    let first = unknown.first()?;
+    Some(format!(
+        "{}: {} of a dtype this tool does not know (first: '{}', dtype '{}'): copied byte for byte, sizes unchecked",
+        path_text(&file.path),
+        bitexact_support::output::count_of(unknown.len() as u64, "tensor"),
+        excerpt(&first.name),
+        excerpt(&first.dtype)
+    ))
+}
+
+/// For a `.npy` or `.npz` file: its arrays named and typed as in the output ([`numpy`]:
+/// a `.npy`'s one array after the file, every dtype a safetensors name where there is
+/// one; the NumPy type string is kept where there is none, for [`plan`] to refuse), a
+/// Fortran-ordered array that needs reordering refused. Returns, per tensor, whether it
+/// is stored big-endian. A safetensors file is left as it is (all little-endian).
+fn numpy_as_safetensors(file: &mut TensorFile) -> Result<Vec<bool>, CastError> {
+    if file.container == Container::Safetensors {
+        return Ok(vec![false; file.tensors.len()]);
+    }
+    if file.container == Container::Npy
+        && let [array] = &mut file.tensors[..]
+    {
+        array.name = numpy::npy_tensor_name(&file.path);
+    }
+    let mut big_endian = Vec::new();
+    for tensor in &mut file.tensors {
+        if numpy::needs_reordering(tensor) {
+            return Err(CastError::FortranOrder { path: file.path.clone(), tensor: tensor.name.clone() });
+        }
+        big_endian.push(numpy::is_big_endian(&tensor.dtype));
+        if let Some(dtype) = numpy::safetensors_dtype_of_numpy(&tensor.dtype) {
+            tensor.dtype = dtype.to_string();
+        }
+    }
+    Ok(big_endian)
+}
+
+/// The `config.json` beside the first input: in it, for a directory; in its directory,
+/// for a file or an index.
+fn config_beside(inputs: &[PathBuf]) -> Option<PathBuf> {
+    let first = inputs.first()?;
+    let directory = if first.is_dir() { first.as_path() } else { first.parent().unwrap_or(Path::new("")) };
+    let config = directory.join("config.json");
+    config.is_file().then_some(config)
+}
+
+/// The report's tensors of a plan (before any value is computed).
+fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<CastTensor> {
+    let mut tensors = Vec::new();
+    for file in &plan.files {
+        for (tensor, &decision) in file.file.tensors.iter().zip(&file.decisions) {
+            let cast = matches!(decision, Decision::Cast(_));
+            tensors.push(CastTensor {
+                file: file.name.clone(),
+                name: tensor.name.clone(),
+                shape: tensor.shape.clone(),
+                from: tensor.dtype.clone(),
+                to: if cast { options.to.safetensors_name().to_string() } else { tensor.dtype.clone() },
+                decision,
+                scale_tensor: (cast && options.scaled()).then(|| scale_name(&tensor.name)),
+                dequant_scale: None,
+            });
+        }
+    }
+    tensors
+}
+
+/// Casts the safetensors checkpoint(s) `inputs` (files, a sharded checkpoint's index or
+/// its directory) to `options.to`, into `output`: a folder (which must not exist)
+/// holding one output file per input file, of the same name, each index rewritten and
+/// the `config.json` beside the input carried over; or, for a single input file and an
+/// `output` ending in `.safetensors`, that file. Every value cast is correctly rounded
+/// from its own source value (see [`convert`]). Nothing is in place until every file
+/// is written whole and synced; on any error, nothing is left.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// # mod bitexact { pub use bitexact_files as files; }
+/// use bitexact::files::cast::{CastOptions, cast, convert::Target};
+/// let options = CastOptions { to: Target::E4m3, ..CastOptions::default() };
+/// let report = cast(&["model".into()], "model-fp8".as_ref(), &options)?;
+/// println!("{} tensors", report.tensors.len());
+/// # Ok(())
+/// # }
+/// ```
+pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<CastReport, CastError> {
+    let plan = plan(inputs, options)?;
+    if let Some(only) = &options.patterns.only
+        && !plan.files.iter().flat_map(|f| &f.decisions).any(|d| matches!(d, Decision::Cast(_)))
+    {
+        return Err(CastError::OnlySelectsNothing { pattern: only.as_str().to_string(), to: options.to.name() });
+    }
+    let (output, folder_asked) = output::folder_named(output);
+    let output = output.as_path();
+    let single_file = !folder_asked && output::single_file_output(output, &plan)?;
+    output::check_output(output)?;
+    let mut report = CastReport {
+        output: output.display().to_string(),
+        to: options.to,
+        scale: options.to.fp8().map(|_| options.scale),
+        rounding: options.scaled().then_some(match options.rounding {
+            Rounding::Once => "once",
+            Rounding::TwoStep => "two-step",
+        }),
+        dry_run: options.dry_run,
+        tensors: planned_tensors(&plan, options),
+        indexes: plan
+            .indexes
+            .iter()
+            .filter_map(|i| i.path.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .collect(),
+        config: None,
+        warnings: plan.warnings.clone(),
+    };
+    if options.dry_run {
+        return Ok(report);
+    }
+    let bytes: u64 = plan
+        .files
+        .iter()
+        .flat_map(|f| f.file.tensors.iter().zip(&f.decisions))
+        .map(|(t, d)| t.data.len() as u64 * if matches!(d, Decision::Cast(_)) && options.scaled() { 2 } else { 1 })
+        .sum();
+    let progress = if options.progress_bar { Progress::new(bytes, "cast") } else { Progress::hidden(bytes) };
+    let staged = output::write_all(output, &plan, options, single_file, &progress);
+    progress.finish();
+    let staged = staged?;
+    let scales: BTreeMap<(String, String), f32> = staged.scales.clone();
+    for tensor in &mut report.tensors {
+        tensor.dequant_scale = scales.get(&(tensor.file.clone(), tensor.name.clone())).copied();
+    }
+    report.config = staged.config;
+    report.warnings.extend(warnings(&report, options));
+    staged.commit()?;
+    Ok(report)
+}
+
+/// The [`CastReport::warnings`] of a cast that is written.
+fn warnings(report: &CastReport, options: &CastOptions) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let clamped = shared::fp8_scale::dequant_scale(f32::MAX);
+    for tensor in &report.tensors {
+        let Some(d) = tensor.dequant_scale.filter(|d| d.is_subnormal()) else { continue };
+        let (file, name) = (bitexact_support::output::escape(&tensor.file), excerpt(&tensor.name));
+        warnings.push(if d == clamped {
+            format!(
+                "{file}: tensor '{name}': its amax is so small that the scale max/amax is past f32 and clamped to f32::MAX: its FP8 codes do not span the format (and its dequantisation scale {d:e} is subnormal)"
+            )
+        } else {
+            format!(
+                "{file}: tensor '{name}': its dequantisation scale {d:e} is subnormal in f32: a loader that flushes subnormals to zero reads it as 0"
+            )
+        });
+    }
+    if options.to.fp8().is_some() && report.config == Some(ConfigWritten::Copied) {
+        warnings.push(format!(
+            "config.json was copied unchanged: only scaled e4m3 gets a quantization_config, so a loader will not know that these {} tensors are FP8",
+            options.to.name()
+        ));
+    }
+    warnings
+}

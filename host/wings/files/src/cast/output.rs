@@ -1,0 +1,749 @@
+//! The files `cast` writes: each safetensors output (header first, then every tensor
+//! streamed a chunk at a time from its input), the rewritten indexes and the
+//! `config.json`, all in a temporary folder beside the output ([`write_all`]), renamed
+//! into place only when all are whole and synced ([`Staged::commit`]). The folder is
+//! listed for the signal handler ([`crate::write::temporaries`]), so that an
+//! interrupted run leaves nothing.
+
+use crate::cast::chunks::{amax_block_with, convert_block_with};
+use crate::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
+use crate::cast::select::Decision;
+use crate::cast::{
+    CastError, CastOptions, ConfigWritten, NonFiniteValues, Plan, PlannedFile, Refusal, RefusalKind, scale_name,
+};
+use crate::containers::Container;
+use crate::containers::TensorEntry;
+use crate::containers::index::{Index, MAX_INDEX_BYTES};
+use crate::containers::npz::InflateError;
+use crate::containers::safetensors::SAFETENSORS_LEN_BYTES;
+use crate::message::io_message;
+use crate::read::TensorReader;
+use crate::source::{Source, SourceReadError};
+use crate::write::temporaries::{PENDING_TEMPORARIES, PendingTemporary};
+use crate::write::writeback::Writeback;
+use crate::write::{directory_of, temporary_builder};
+use bitexact_support::progress::Progress;
+use rayon::prelude::*;
+use serde_json::{Map, Value, json};
+use shared::fp8_scale::{dequant_scale, scale_for, scale_for_f64};
+use shared::narrow::Overflow;
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Elements read, converted and written at a time: a few MiB per chunk, whatever the
+/// tensor's size.
+pub const CHUNK_ELEMENTS: usize = 1 << 20;
+/// Elements per parallel block of a chunk: one task of the rayon pool.
+pub const BLOCK_ELEMENTS: usize = 1 << 14;
+/// The `__metadata__` key under which each output file records how it was cast.
+pub const METADATA_CAST_KEY: &str = "bitexact.cast";
+
+/// What is wrong with an output: see [`CastError::Output`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutputErrorKind {
+    /// It exists already.
+    #[error("already exists; cast writes a new file or folder")]
+    Exists,
+    /// Its last component is not a name: `/`, `.` or `..`.
+    #[error("is not a file or folder name (its last component is '/', '.' or '..')")]
+    NotAName,
+    /// A `.npy` or `.npz` output name: `cast` writes safetensors.
+    #[error("names a NumPy file; cast writes safetensors: name a .safetensors file (one input file) or a folder")]
+    NumpyName,
+    /// A `.safetensors` output file for more than one input file or a sharded checkpoint.
+    #[error(
+        "an output .safetensors file takes one input file; give a folder name for a sharded checkpoint or several files"
+    )]
+    FileNeedsOneInput,
+    /// The temporary folder cannot be created beside it.
+    #[error("cannot create a temporary folder in {}: {}", bitexact_support::output::path_text(.directory), io_message(.error))]
+    CreateTemporary {
+        /// Where.
+        directory: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// Writing one of its files failed.
+    #[error("write failed ({}): {}", bitexact_support::output::escape(.file), io_message(.error))]
+    Write {
+        /// The file, in the output.
+        file: String,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The rename into place failed.
+    #[error("cannot rename the temporary output into place: {}", io_message(.0))]
+    Rename(std::io::Error),
+}
+
+/// `CastError::Output` for `path`.
+fn output_error(path: &Path, kind: OutputErrorKind) -> CastError {
+    CastError::Output { path: path.to_path_buf(), kind }
+}
+
+/// `output` without the `/`s it ends in, and whether it had any: `out/` names the folder
+/// `out` (a folder whatever its name's extension). `/`, `.` and `..`-ending paths are
+/// left as they are, for [`check_output`] to refuse.
+pub fn folder_named(output: &Path) -> (PathBuf, bool) {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = output.as_os_str().as_bytes();
+    let without = &bytes[..bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1)];
+    let stripped = Path::new(std::ffi::OsStr::from_bytes(without)).to_path_buf();
+    let names_something = stripped.file_name().is_some_and(|name| without.ends_with(name.as_bytes()));
+    if without.len() < bytes.len() && names_something { (stripped, true) } else { (output.to_path_buf(), false) }
+}
+
+/// Whether `output` names a single `.safetensors` file (for a plan of one file and no
+/// index; refused otherwise) rather than a folder; a `.npy` or `.npz` name is refused.
+pub fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError> {
+    match Container::from_extension(output) {
+        Some(Container::Safetensors) => {}
+        Some(Container::Npy | Container::Npz) => return Err(output_error(output, OutputErrorKind::NumpyName)),
+        _ => return Ok(false),
+    }
+    if plan.files.len() != 1 || !plan.indexes.is_empty() {
+        return Err(output_error(output, OutputErrorKind::FileNeedsOneInput));
+    }
+    Ok(true)
+}
+
+/// Checks, before any work, that `output` names something new: it ends in a name and
+/// nothing (not even a dangling link) is there.
+pub fn check_output(output: &Path) -> Result<(), CastError> {
+    use std::os::unix::ffi::OsStrExt;
+    let ends_in_name = output.file_name().is_some_and(|name| output.as_os_str().as_bytes().ends_with(name.as_bytes()));
+    if !ends_in_name {
+        return Err(output_error(output, OutputErrorKind::NotAName));
+    }
+    if output.symlink_metadata().is_ok() {
+        return Err(output_error(output, OutputErrorKind::Exists));
+    }
+    Ok(())
+}
+
+/// Every output file written in a temporary folder beside the output, not yet in place.
+/// Dropped, the folder is removed.
+pub struct Staged {
+    folder: tempfile::TempDir,
+    output: PathBuf,
+    /// For a single-file output, the file's name in the folder.
+    single: Option<String>,
+    /// `(file, tensor) → fl32(1 / s)` of every scaled tensor.
+    pub scales: BTreeMap<(String, String), f32>,
+    /// What became of `config.json`.
+    pub config: Option<ConfigWritten>,
+    /// Listed until renamed into place or removed; declared after `folder`, so dropped
+    /// after it.
+    _pending: PendingTemporary,
+}
+
+impl Staged {
+    /// Puts the output in place: the folder renamed onto the output path, or for a
+    /// single file, that file linked there (which never replaces a file that appeared
+    /// meanwhile); an output that appeared since [`check_output`] is not replaced.
+    pub fn commit(self) -> Result<(), CastError> {
+        let output = self.output.clone();
+        let fail = |kind| output_error(&output, kind);
+        // Under the list's lock, as `write::StagedOutput::commit`: a signal's cleanup runs
+        // wholly before or not at all.
+        let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let placed = match &self.single {
+            Some(name) => std::fs::hard_link(self.folder.path().join(name), &output).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    fail(OutputErrorKind::Exists)
+                } else {
+                    fail(OutputErrorKind::Rename(e))
+                }
+            }),
+            None if output.symlink_metadata().is_ok() => Err(fail(OutputErrorKind::Exists)),
+            None => std::fs::rename(self.folder.path(), &output).map_err(|e| fail(OutputErrorKind::Rename(e))),
+        };
+        drop(pending);
+        if placed.is_ok() && self.single.is_none() {
+            // Renamed: there is nothing left to remove.
+            let _ = self.folder.keep();
+        }
+        placed
+    }
+}
+
+/// Writes every output file of `plan` into a new temporary folder beside `output`.
+/// `progress` advances by every byte of tensor data read (a scaled tensor's twice).
+pub fn write_all(
+    output: &Path,
+    plan: &Plan,
+    options: &CastOptions,
+    single_file: bool,
+    progress: &Progress,
+) -> Result<Staged, CastError> {
+    let directory = directory_of(output);
+    let (pending, folder) = PendingTemporary::create(|| temporary_builder().tempdir_in(directory), |t| t.path())
+        .map_err(|error| {
+            output_error(output, OutputErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
+        })?;
+    let mut scales = BTreeMap::new();
+    let mut written: BTreeMap<String, WrittenFile> = BTreeMap::new();
+    for planned in &plan.files {
+        let done = write_file(&folder.path().join(&planned.name), output, planned, options, progress)?;
+        for (tensor, scale) in &done.scales {
+            scales.insert((planned.name.clone(), tensor.clone()), *scale);
+        }
+        written.insert(planned.name.clone(), done);
+    }
+    let mut config = None;
+    if !single_file {
+        for index in &plan.indexes {
+            write_index(folder.path(), output, index, &written)?;
+        }
+        if let Some(path) = &plan.config {
+            config = Some(write_config(folder.path(), output, path, plan, options)?);
+        }
+    }
+    let single = single_file.then(|| plan.files[0].name.clone());
+    Ok(Staged { folder, output: output.to_path_buf(), single, scales, config, _pending: pending })
+}
+
+/// What one output file holds beyond its input's tensors.
+struct WrittenFile {
+    /// `(tensor, fl32(1 / s))` of its scaled tensors, in file order.
+    scales: Vec<(String, f32)>,
+    /// Bytes of tensor data.
+    data_bytes: u64,
+}
+
+/// One tensor of an output file: where its bytes come from. The `bool`: its elements
+/// are stored big-endian, and are swapped as they are read.
+enum Piece<'a> {
+    /// The input tensor's bytes, as they are (but for their byte order).
+    Copy(&'a TensorEntry, bool),
+    /// The input tensor converted from `SourceDtype`.
+    Cast(&'a TensorEntry, SourceDtype, bool),
+    /// The dequantisation scale of the tensor before it.
+    Scale(&'a TensorEntry),
+}
+
+impl Piece<'_> {
+    /// The output tensor's name, dtype, shape and byte length.
+    fn layout(&self, options: &CastOptions) -> (String, String, Vec<u64>, u64) {
+        match *self {
+            Piece::Copy(t, _) => (t.name.clone(), t.dtype.clone(), t.shape.clone(), t.data.len() as u64),
+            Piece::Cast(t, _, _) => (
+                t.name.clone(),
+                options.to.safetensors_name().to_string(),
+                t.shape.clone(),
+                t.elements * options.to.bytes() as u64,
+            ),
+            Piece::Scale(t) => (scale_name(&t.name), "F32".to_string(), vec![1], 4),
+        }
+    }
+}
+
+/// The pieces of an output file, in the input's order, each scaled tensor followed by
+/// its scale.
+fn pieces<'a>(planned: &'a PlannedFile, options: &CastOptions) -> Vec<Piece<'a>> {
+    let mut pieces = Vec::new();
+    for ((tensor, decision), &big_endian) in
+        planned.file.tensors.iter().zip(&planned.decisions).zip(&planned.big_endian)
+    {
+        match *decision {
+            Decision::Cast(source) => {
+                pieces.push(Piece::Cast(tensor, source, big_endian));
+                if options.scaled() {
+                    pieces.push(Piece::Scale(tensor));
+                }
+            }
+            _ => pieces.push(Piece::Copy(tensor, big_endian)),
+        }
+    }
+    pieces
+}
+
+/// The `__metadata__` of the input file at `path` (empty when it has none, and for a
+/// `.npy` or `.npz` file).
+fn read_metadata(path: &Path, container: Container) -> Result<Map<String, Value>, CastError> {
+    if container != Container::Safetensors {
+        return Ok(Map::new());
+    }
+    let fail = |error: String| CastError::InputJson { path: path.to_path_buf(), error };
+    let file = std::fs::File::open(path).map_err(|e| fail(io_message(&e)))?;
+    let mut length = [0; SAFETENSORS_LEN_BYTES];
+    file.read_exact_at(&mut length, 0).map_err(|e| fail(io_message(&e)))?;
+    // The header was checked against the limit when the file was opened.
+    let mut header = vec![0; u64::from_le_bytes(length) as usize];
+    file.read_exact_at(&mut header, SAFETENSORS_LEN_BYTES as u64).map_err(|e| fail(io_message(&e)))?;
+    let parsed: Map<String, Value> = serde_json::from_slice(&header).map_err(|e| fail(e.to_string()))?;
+    Ok(match parsed.get("__metadata__") {
+        Some(Value::Object(metadata)) => metadata.clone(),
+        _ => Map::new(),
+    })
+}
+
+/// What `options` does, as recorded in each output's `__metadata__` (a JSON string, as
+/// safetensors metadata values are strings).
+fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
+    let cast: Map<String, Value> = planned
+        .file
+        .tensors
+        .iter()
+        .zip(&planned.decisions)
+        .filter(|(_, d)| matches!(d, Decision::Cast(_)))
+        .map(|(t, _)| (t.name.clone(), Value::String(t.dtype.clone())))
+        .collect();
+    let mut record = json!({
+        "tool": format!("bitexact {}", env!("CARGO_PKG_VERSION")),
+        "to": options.to.safetensors_name(),
+        "rounding": "nearest-even, once from the source value",
+        "nonfinite": options.nonfinite,
+        "tensors": cast,
+    });
+    if let Some(format) = options.to.fp8() {
+        let scale = if options.scaled() {
+            json!({
+                "kind": "per-tensor",
+                "s": format!("fl32({} / amax)", format.max_finite()),
+                "product": match options.rounding {
+                    shared::fp8_scale::Rounding::Once => "x*s exact, rounded once",
+                    shared::fp8_scale::Rounding::TwoStep => "fl32(x*s), then rounded",
+                },
+                "stored": "<name>_scale = fl32(1 / s)",
+            })
+        } else {
+            json!({ "kind": "none", "saturate": options.saturate })
+        };
+        record["scale"] = scale;
+    }
+    record.to_string()
+}
+
+/// Writes one output file at `path`: its header, then every piece's data; synced where
+/// `options` say so, its writeback started as it is written ([`Writeback`]).
+fn write_file(
+    path: &Path,
+    output: &Path,
+    planned: &PlannedFile,
+    options: &CastOptions,
+    progress: &Progress,
+) -> Result<WrittenFile, CastError> {
+    let write_failed = |error| output_error(output, OutputErrorKind::Write { file: planned.name.clone(), error });
+    let pieces = pieces(planned, options);
+    let mut metadata = read_metadata(&planned.file.path, planned.file.container)?;
+    metadata.insert(METADATA_CAST_KEY.to_string(), Value::String(cast_record(planned, options)));
+    let mut header = Map::new();
+    header.insert("__metadata__".to_string(), Value::Object(metadata));
+    let mut offset = 0u64;
+    for piece in &pieces {
+        let (name, dtype, shape, len) = piece.layout(options);
+        header.insert(name, json!({ "dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len] }));
+        offset += len;
+    }
+    let mut text = Value::Object(header).to_string();
+    // Padded with spaces to a multiple of 8 bytes, as the safetensors crate writes it,
+    // so that every tensor's data is 8-byte aligned in the file.
+    while !(SAFETENSORS_LEN_BYTES + text.len()).is_multiple_of(8) {
+        text.push(' ');
+    }
+    let file = std::fs::File::create_new(path).map_err(write_failed)?;
+    let mut writer = BufWriter::with_capacity(1 << 20, Writeback::new(file, options.sync));
+    writer.write_all(&(text.len() as u64).to_le_bytes()).map_err(write_failed)?;
+    writer.write_all(text.as_bytes()).map_err(write_failed)?;
+    let reader = planned.file.reader()?;
+    let mut scales = Vec::new();
+    let mut last_scale = None;
+    for piece in &pieces {
+        match *piece {
+            Piece::Copy(tensor, big_endian) => copy_tensor(&reader, tensor, big_endian, progress, &mut writer),
+            Piece::Cast(tensor, source, big_endian) => {
+                cast_tensor(&reader, tensor, source, big_endian, options, progress, &mut writer).map(|scale| {
+                    last_scale = scale;
+                })
+            }
+            Piece::Scale(tensor) => {
+                let scale = last_scale.take().expect("a scale follows its tensor");
+                scales.push((tensor.name.clone(), scale));
+                writer.write_all(&scale.to_le_bytes()).map_err(PieceError::Write)
+            }
+        }
+        .map_err(|error| piece_error(error, planned, piece, output))?;
+    }
+    let file = writer.into_inner().map_err(|e| write_failed(e.into_error()))?.into_inner();
+    if options.sync {
+        file.sync_all().map_err(write_failed)?;
+    }
+    Ok(WrittenFile { scales, data_bytes: offset })
+}
+
+/// Why a piece could not be written.
+enum PieceError {
+    /// Reading the input failed.
+    Read(SourceReadError),
+    /// Writing the output failed.
+    Write(std::io::Error),
+    /// A value refused, at this index.
+    Refused(u64, RefusalKind),
+    /// The tensor's amax is past what an f32 scale can take ([`CastError::ScaleOutOfRange`]).
+    ScaleOutOfRange {
+        /// The amax.
+        amax: f64,
+        /// The format's largest finite value.
+        max: f32,
+        /// The scale.
+        s: f32,
+    },
+}
+
+impl From<InflateError> for PieceError {
+    fn from(error: InflateError) -> PieceError {
+        PieceError::Read(SourceReadError::Failed(std::io::Error::other(error.to_string())))
+    }
+}
+
+impl From<SourceReadError> for PieceError {
+    fn from(error: SourceReadError) -> PieceError {
+        PieceError::Read(error)
+    }
+}
+
+/// The job's error for a piece's.
+fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: &Path) -> CastError {
+    let tensor = match *piece {
+        Piece::Copy(t, _) | Piece::Cast(t, _, _) | Piece::Scale(t) => t.name.clone(),
+    };
+    let path = planned.file.path.clone();
+    match error {
+        PieceError::Read(error) => CastError::Read { path, tensor, error },
+        PieceError::Write(error) => output_error(output, OutputErrorKind::Write { file: planned.name.clone(), error }),
+        PieceError::Refused(index, kind) => CastError::Refused(Refusal { path, tensor, index, kind }),
+        PieceError::ScaleOutOfRange { amax, max, s } => CastError::ScaleOutOfRange { path, tensor, amax, max, s },
+    }
+}
+
+/// Copies `tensor`'s bytes as they are, each element's reversed where `big_endian`.
+fn copy_tensor(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    big_endian: bool,
+    progress: &Progress,
+    writer: &mut impl Write,
+) -> Result<(), PieceError> {
+    let element_bytes =
+        if big_endian && tensor.elements > 0 { tensor.data.len() / tensor.elements as usize } else { 1 };
+    let mut buffers = BlockBuffers::default();
+    for_each_chunk_source(reader, tensor, element_bytes, progress, |_, data, chunk| {
+        let bytes = read_block(&data, chunk, element_bytes, big_endian, &mut buffers).map_err(PieceError::Read)?;
+        writer.write_all(bytes).map_err(PieceError::Write)
+    })
+}
+
+/// The refusal of the first element of a chunk whose outcome is not finite, where
+/// non-finite values are refused.
+fn refusal(first: Option<(u64, Outcome)>, target: Target, options: &CastOptions) -> Result<(), PieceError> {
+    match first {
+        Some((index, outcome)) if options.nonfinite == NonFiniteValues::Refuse => {
+            let kind = match outcome {
+                Outcome::Overflow => RefusalKind::Overflow(target),
+                _ => RefusalKind::NonFiniteValues,
+            };
+            Err(PieceError::Refused(index, kind))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Calls `use_chunk(first_element, source, bytes)` for each chunk of [`CHUNK_ELEMENTS`]
+/// elements of `element_bytes` of `tensor`'s data, in order: `bytes`, the chunk's byte
+/// range in `source`. Nothing is read here: `use_chunk` reads it with [`read_block`]
+/// (a cast a block per task, in parallel; a copy the whole chunk). `progress` advances by
+/// each chunk's bytes.
+fn for_each_chunk_source(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    element_bytes: usize,
+    progress: &Progress,
+    mut use_chunk: impl FnMut(u64, Source<'_>, Range<usize>) -> Result<(), PieceError>,
+) -> Result<(), PieceError> {
+    let chunk_bytes = CHUNK_ELEMENTS * element_bytes;
+    reader.for_each_chunk(tensor, chunk_bytes, |first_byte, source: Source<'_>| {
+        for start in (0..source.len()).step_by(chunk_bytes) {
+            let end = (start + chunk_bytes).min(source.len());
+            use_chunk((first_byte + start as u64) / element_bytes as u64, source, start..end)?;
+            progress.advance((end - start) as u64);
+        }
+        Ok(())
+    })
+}
+
+/// A task's buffers for [`read_block`]: the bytes read, and their swapped copy.
+type BlockBuffers = (Vec<u8>, Vec<u8>);
+
+/// The bytes `range` of `source` (whole elements of `element_bytes`), read into the
+/// task's `buffers` where they are in a file, each element's bytes reversed where
+/// `big_endian`, so that they are little-endian.
+fn read_block<'b>(
+    source: &Source<'b>,
+    range: Range<usize>,
+    element_bytes: usize,
+    big_endian: bool,
+    buffers: &'b mut BlockBuffers,
+) -> Result<&'b [u8], SourceReadError> {
+    let (buffer, swapped) = buffers;
+    let bytes = source.get(range, buffer)?;
+    if !big_endian || element_bytes == 1 {
+        return Ok(bytes);
+    }
+    swapped.clear();
+    swapped.extend_from_slice(bytes);
+    swapped.chunks_exact_mut(element_bytes).for_each(<[u8]>::reverse);
+    Ok(swapped)
+}
+
+/// The `k`th block (of [`BLOCK_ELEMENTS`] elements of `element_bytes`) of the chunk
+/// `chunk`: its byte range.
+fn block_range(chunk: &Range<usize>, k: usize, element_bytes: usize) -> Range<usize> {
+    let start = chunk.start + k * BLOCK_ELEMENTS * element_bytes;
+    start..(start + BLOCK_ELEMENTS * element_bytes).min(chunk.end)
+}
+
+/// The amax of `tensor` (of `source`): the largest finite magnitude as f64 bits (exact
+/// for every source; [`amax_block_with`]), the chunks' blocks read and reduced in
+/// parallel; refused at its first non-finite element where `options` refuse them.
+fn amax_tensor(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    source: SourceDtype,
+    big_endian: bool,
+    options: &CastOptions,
+    progress: &Progress,
+) -> Result<u64, PieceError> {
+    let eb = source.bytes();
+    let mut max = 0u64;
+    for_each_chunk_source(reader, tensor, eb, progress, |first, data, chunk| {
+        let (chunk_max, nonfinite) = (0..chunk.len().div_ceil(BLOCK_ELEMENTS * eb))
+            .into_par_iter()
+            .map_init(
+                || (BlockBuffers::default(), Vec::new()),
+                |(buffers, scratch), k| {
+                    let bytes = read_block(&data, block_range(&chunk, k, eb), eb, big_endian, buffers)?;
+                    let (m, at) = amax_block_with(source, bytes, scratch);
+                    Ok((m, at.map(|i| first + (k * BLOCK_ELEMENTS + i) as u64)))
+                },
+            )
+            .try_reduce(|| (0, None), |a, b| Ok((a.0.max(b.0), first_of(a.1, b.1))))
+            .map_err(PieceError::Read)?;
+        max = max.max(chunk_max);
+        refusal(nonfinite.map(|i| (i, Outcome::NonFiniteValues)), options.to, options)
+    })?;
+    Ok(max)
+}
+
+/// Converts `tensor` (of `source`) and writes it; for scaled FP8, first finds its amax
+/// (a pass over the data), and returns the dequantisation scale `fl32(1 / s)`.
+///
+/// Each chunk's blocks are read and converted in parallel, into one of two buffers; the
+/// chunk before is written meanwhile, so that the write overlaps the next conversion.
+fn cast_tensor(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    source: SourceDtype,
+    big_endian: bool,
+    options: &CastOptions,
+    progress: &Progress,
+    writer: &mut (impl Write + Send),
+) -> Result<Option<f32>, PieceError> {
+    let (conversion, scale) = match options.to.fp8() {
+        Some(format) if options.scaled() => {
+            let amax = f64::from_bits(amax_tensor(reader, tensor, source, big_endian, options, progress)?);
+            let s = match source {
+                SourceDtype::F64 => scale_for_f64(amax, format),
+                // Exact: the amax of an f32, bf16 or f16 tensor is an f32.
+                _ => scale_for(amax as f32, format),
+            };
+            let dequant = dequant_scale(s);
+            if !dequant.is_finite() {
+                return Err(PieceError::ScaleOutOfRange { amax, max: format.max_finite(), s });
+            }
+            (ElementCast::Scaled { source, format, s, rounding: options.rounding }, Some(dequant))
+        }
+        fp8 => {
+            let overflow = if fp8.is_some() && options.saturate { Overflow::SatFinite } else { Overflow::Standard };
+            (ElementCast::Plain { source, target: options.to, overflow }, None)
+        }
+    };
+    let check = options.nonfinite == NonFiniteValues::Refuse;
+    let (eb, ob) = (source.bytes(), conversion.output_bytes());
+    let (mut converted, mut written) = (Vec::new(), Vec::new());
+    let convert = |first: u64, data: Source<'_>, chunk: Range<usize>, out: &mut Vec<u8>| {
+        out.resize(chunk.len() / eb * ob, 0);
+        let bad = out
+            .par_chunks_mut(BLOCK_ELEMENTS * ob)
+            .enumerate()
+            .map_init(
+                || (BlockBuffers::default(), Vec::new()),
+                |(buffers, scratch), (k, o)| {
+                    let bytes = read_block(&data, block_range(&chunk, k, eb), eb, big_endian, buffers)?;
+                    Ok(convert_block_with(&conversion, bytes, o, check, scratch)
+                        .map(|(j, outcome)| (first + (k * BLOCK_ELEMENTS + j) as u64, outcome)))
+                },
+            )
+            .try_reduce(|| None, |a, b| Ok(a.into_iter().chain(b).min_by_key(|&(index, _)| index)))
+            .map_err(PieceError::Read)?;
+        refusal(bad, options.to, options)
+    };
+    for_each_chunk_source(reader, tensor, eb, progress, |first, data, chunk| {
+        std::mem::swap(&mut converted, &mut written);
+        let (wrote, done) = rayon::join(|| writer.write_all(&written), || convert(first, data, chunk, &mut converted));
+        wrote.map_err(PieceError::Write)?;
+        done
+    })?;
+    writer.write_all(&converted).map_err(PieceError::Write)?;
+    Ok(scale)
+}
+
+/// The lower of two indices, where there are any.
+fn first_of(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        _ => a.or(b),
+    }
+}
+
+/// Reads the JSON object at `path` (at most [`MAX_INDEX_BYTES`]); an error names `path`.
+pub(crate) fn read_json_object(path: &Path) -> Result<Map<String, Value>, CastError> {
+    let fail = |error: String| CastError::InputJson { path: path.to_path_buf(), error };
+    let len = std::fs::metadata(path).map_err(|e| fail(io_message(&e)))?.len();
+    if len > MAX_INDEX_BYTES {
+        return Err(fail(format!("over {MAX_INDEX_BYTES} bytes")));
+    }
+    let text = std::fs::read(path).map_err(|e| fail(io_message(&e)))?;
+    match serde_json::from_slice(&text).map_err(|e| fail(e.to_string()))? {
+        Value::Object(object) => Ok(object),
+        _ => Err(fail("not a JSON object".into())),
+    }
+}
+
+/// Writes `value` as pretty JSON to `folder/name`, synced.
+fn write_json(folder: &Path, name: &str, value: &Value, output: &Path) -> Result<(), CastError> {
+    let write_failed = |error| output_error(output, OutputErrorKind::Write { file: name.to_string(), error });
+    let mut text = serde_json::to_string_pretty(value).expect("a JSON value serialises");
+    text.push('\n');
+    let mut file = std::fs::File::create_new(folder.join(name)).map_err(write_failed)?;
+    file.write_all(text.as_bytes()).map_err(write_failed)?;
+    file.sync_all().map_err(write_failed)
+}
+
+/// The index rewritten: its other keys kept, `weight_map` listing every tensor of the
+/// output shards (the scales too), `metadata.total_size` their data bytes.
+fn write_index(
+    folder: &Path,
+    output: &Path,
+    index: &Index,
+    written: &BTreeMap<String, WrittenFile>,
+) -> Result<(), CastError> {
+    let mut object = read_json_object(&index.path)?;
+    let shard_name = |shard: &PathBuf| shard.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut weight_map: BTreeMap<String, String> =
+        index.weight_map.iter().map(|(tensor, shard)| (tensor.clone(), shard_name(shard))).collect();
+    let shards: std::collections::BTreeSet<String> = index.weight_map.values().map(shard_name).collect();
+    let mut total = 0;
+    for shard in &shards {
+        if let Some(done) = written.get(shard) {
+            total += done.data_bytes;
+            // A scale goes where the index places its tensor: a copy of the tensor in
+            // another shard (which the plan warns of) does not move it.
+            for (tensor, _) in &done.scales {
+                if index.weight_map.get(tensor).map(shard_name).as_ref() == Some(shard) {
+                    weight_map.insert(scale_name(tensor), shard.clone());
+                }
+            }
+        }
+    }
+    object.insert("weight_map".into(), json!(weight_map));
+    match object.get_mut("metadata") {
+        Some(Value::Object(metadata)) => {
+            metadata.insert("total_size".into(), json!(total));
+        }
+        _ => {
+            object.insert("metadata".into(), json!({ "total_size": total }));
+        }
+    }
+    let name = index.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    write_json(folder, &name, &Value::Object(object), output)
+}
+
+/// The `config.json` carried over: with a compressed-tensors `quantization_config` for
+/// per-tensor scaled E4M3, with `torch_dtype` set to the target for bf16/f16 (where it
+/// had one), else as it was.
+fn write_config(
+    folder: &Path,
+    output: &Path,
+    path: &Path,
+    plan: &Plan,
+    options: &CastOptions,
+) -> Result<ConfigWritten, CastError> {
+    let mut config = read_json_object(path)?;
+    let written = match options.to {
+        Target::E4m3 if options.scaled() => {
+            config.insert("quantization_config".into(), quantization_config(plan));
+            ConfigWritten::WithQuantizationConfig
+        }
+        Target::Bf16 | Target::F16 => {
+            if config.contains_key("torch_dtype") {
+                let dtype = if options.to == Target::Bf16 { "bfloat16" } else { "float16" };
+                config.insert("torch_dtype".into(), json!(dtype));
+            }
+            ConfigWritten::Copied
+        }
+        _ => ConfigWritten::Copied,
+    };
+    write_json(folder, "config.json", &Value::Object(config), output)?;
+    Ok(written)
+}
+
+/// compressed-tensors' `quantization_config` for per-tensor FP8 E4M3 weights, static,
+/// symmetric, activations left as they are (vLLM's W8A16 FP8 scheme): `Linear` layers
+/// targeted, and the modules of the 2-D `.weight` tensors that were not cast ignored.
+fn quantization_config(plan: &Plan) -> Value {
+    let mut ignore = Vec::new();
+    for file in &plan.files {
+        for (tensor, decision) in file.file.tensors.iter().zip(&file.decisions) {
+            let floating = SourceDtype::of_safetensors(&tensor.dtype).is_some();
+            if let Some(module) = tensor.name.strip_suffix(".weight")
+                && floating
+                && tensor.shape.len() >= 2
+                && !matches!(decision, Decision::Cast(_))
+            {
+                ignore.push(module.to_string());
+            }
+        }
+    }
+    ignore.sort();
+    json!({
+        "quant_method": "compressed-tensors",
+        "format": "float-quantized",
+        "quantization_status": "compressed",
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "tensor",
+                    "symmetric": true,
+                    "dynamic": false,
+                    "group_size": null,
+                    "block_structure": null,
+                    "actorder": null,
+                    "observer": "minmax",
+                    "observer_kwargs": {},
+                },
+                "input_activations": null,
+                "output_activations": null,
+            }
+        },
+        "ignore": ignore,
+        "kv_cache_scheme": null,
+    })
+}

@@ -1,0 +1,160 @@
+//! The file tools: `scan` (count NaN and ±inf in tensor files), `normalize` (image →
+//! correctly rounded f32, binary16 or bfloat16 tensor) and `cast` (tensor files →
+//! bfloat16, binary16 or FP8, every value correctly rounded from its own source value).
+//!
+//! One call per job: [`scan()`] ([`scan`](mod@scan)), [`normalize()`]
+//! ([`normalize`](mod@normalize)) and [`cast()`] ([`cast`](mod@cast)), with
+//! [`ScanOptions`], [`NormalizeOptions`] and [`CastOptions`]; the rooms below are their
+//! parts:
+//!
+//! - [`containers`]: what a tensor file's bytes mean: `.npy` ([`containers::npy`],
+//!   [`containers::npy_header`]), `.npz` ([`containers::npz`]), `.safetensors`
+//!   ([`containers::safetensors`]) and the sharded index ([`containers::index`]).
+//! - Reading: [`regular_file`] (an input checked to be a regular file), [`source`]
+//!   (positioned reads of a file), [`read`] (a file opened, its header parsed, its
+//!   tensors read a chunk at a time).
+//! - Writing: [`write`](mod@write) (tensors staged and renamed into place; the temporary
+//!   files the Ctrl-C handler removes, [`write::temporaries`]).
+//! - [`scan`](mod@scan): the job, its inputs ([`scan::inputs`]: directories and sharded
+//!   checkpoints) and its report ([`scan::report`]).
+//! - [`normalize`](mod@normalize): the job, the image decoded and converted a chunk at a
+//!   time ([`normalize::image`]), a PNG decoded a band at a time on its own thread
+//!   ([`normalize::png_rows`]).
+//! - [`cast`](mod@cast): the job, on the CPU alone: the per-element conversions
+//!   ([`cast::convert`]) and their loops over blocks on all cores ([`cast::chunks`]),
+//!   which tensors are cast ([`cast::select`]), what NumPy inputs become
+//!   ([`cast::numpy`]), the output files and per-tensor FP8 scales ([`cast::output`]).
+//! - [`backend`]: where the work runs, the CPU ([`backend::count`]: the counting loops)
+//!   or the GPU; [`backend::auto`]: the rule that picks one for `--device auto`.
+//! - Errors: each module's own `#[non_exhaustive]` types, rendered as one line through
+//!   [`message`]; each layer's wraps the one below (`From`), with the path where there
+//!   is one.
+//!
+//! One `scan` call passes through, in order:
+//!
+//! 1. [`backend::select`]: the device (`Device::Gpu` opens the GPU now);
+//! 2. [`scan::inputs`]: paths expanded into files (directories walked, indexes read by
+//!    [`containers::index`]);
+//! 3. [`read`] (with [`containers`] and [`source`]): each file's header read into its
+//!    tensor list, before anything is scanned;
+//! 4. [`scan::inputs::check_index`]: each index checked against its shards
+//!    (warnings);
+//! 5. [`backend::DeviceChoice::for_job`] and [`backend::auto`]: the backend for the
+//!    job's bytes;
+//! 6. [`scan::report`]: every tensor read a chunk at a time ([`read::TensorReader`],
+//!    inflated by [`containers::npz`] when deflated) and counted by the backend,
+//!    [`Backend::count`](backend::Backend::count), which runs [`backend::count`]'s loop
+//!    on the CPU or the format's count kernel on the GPU; then the totals.
+//!
+//! Owns: bytes on disk and what they mean. Uses: [`bitexact_support`],
+//! [`bitexact_gpu`] (through [`backend`], and in [`backend::count`] the element bound of
+//! the count variants the GPU runs) and [`bitexact_cpu`] (the CPU loops, compiled for the
+//! level chosen at run time).
+#![deny(unsafe_code)]
+
+pub mod backend;
+pub mod cast;
+pub mod containers;
+pub mod message;
+pub mod normalize;
+pub mod read;
+pub mod regular_file;
+pub mod scan;
+pub mod source;
+pub mod write;
+
+pub use cast::{CastError, CastOptions, CastReport, cast};
+pub use normalize::{NormalizeJobError, NormalizeOptions, NormalizeReport, NormalizeStaged, normalize};
+pub use scan::{ScanJobError, ScanOptions, ScanReport, scan};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{BackendError, Device};
+    use crate::containers::npz::{InflateError, NpzError, NpzMemberError};
+    use crate::containers::{ContainerError, npy_header};
+    use crate::normalize::image::NormalizeError;
+    use crate::read::{TensorFileError, TensorFileErrorKind};
+    use crate::scan::report::{ScanError, TensorScanError};
+    use crate::source::SourceReadError;
+    use crate::write::{StageError, TensorWriteError, TensorWriteErrorKind};
+    use bitexact_gpu::GpuError;
+    use bitexact_support::chain::repeated_causes;
+    use std::io;
+
+    fn io_error() -> io::Error {
+        io::Error::from(io::ErrorKind::PermissionDenied)
+    }
+
+    /// Errors of each layer of the file tools, as the jobs return them and nested as
+    /// deep as they nest: the scan of a missing file and of a refused header, the
+    /// normalize of a file that is no image, writes refused and failed.
+    fn representative_errors(dir: &std::path::Path) -> Vec<Box<dyn std::error::Error>> {
+        let cpu = ScanOptions { device: Device::Cpu, ..ScanOptions::default() };
+        let missing = dir.join("missing.npy");
+        let bad_header = dir.join("bad.npy");
+        std::fs::write(&bad_header, b"\x93NUMPY\x01\x00\x04\x00{}  ").unwrap();
+        let not_an_image = dir.join("photo.png");
+        std::fs::write(&not_an_image, b"not an image").unwrap();
+        let path = || dir.join("x.npz");
+        let shrank = || SourceReadError::Shrank { now: Err(io_error()), needed: 8 };
+        let member = NpzError::Member {
+            name: "a.npy".into(),
+            error: NpzMemberError::Inflate(InflateError::Corrupt(io::Error::other("bad code"))),
+        };
+        let no_gpu = NormalizeError::Backend(BackendError::NoGpu(GpuError::NoDevice { ordinal: 0, count: 0 }));
+        vec![
+            Box::new(scan(&[missing], &cpu).unwrap_err()),
+            Box::new(scan(std::slice::from_ref(&bad_header), &cpu).unwrap_err()),
+            Box::new(
+                normalize(&not_an_image, &dir.join("out.npy"), &NormalizeOptions::default())
+                    .err()
+                    .expect("not an image"),
+            ),
+            Box::new(write::write_f32(&dir.join("out.txt"), "t", &[1], &[0.5], false).unwrap_err()),
+            Box::new(ScanJobError::File(TensorFileError {
+                path: path(),
+                kind: TensorFileErrorKind::Container(ContainerError::Npz(member)),
+            })),
+            Box::new(ScanJobError::File(TensorFileError {
+                path: path(),
+                kind: TensorFileErrorKind::Container(ContainerError::Npy(
+                    npy_header::read(b"\x93NUMPY\x01\x00\x04\x00{}  ").unwrap_err().into(),
+                )),
+            })),
+            Box::new(ScanJobError::Scan(ScanError::Tensor {
+                path: path(),
+                tensor: "a".into(),
+                error: TensorScanError::Inflate(InflateError::Read(shrank())),
+            })),
+            Box::new(ScanJobError::Scan(ScanError::Tensor {
+                path: path(),
+                tensor: "a".into(),
+                error: TensorScanError::Backend(BackendError::Read(SourceReadError::Failed(io_error()))),
+            })),
+            Box::new(NormalizeJobError::from(TensorWriteError {
+                path: path(),
+                kind: TensorWriteErrorKind::Rename(io_error()),
+            })),
+            Box::new(NormalizeJobError::from(StageError::Values { path: path(), error: no_gpu })),
+        ]
+    }
+
+    #[test]
+    fn values_that_cannot_be_produced_are_a_write_failure_naming_the_output() {
+        let gpu = || GpuError::NoDevice { ordinal: 0, count: 0 };
+        let error = NormalizeError::Backend(BackendError::NoGpu(gpu()));
+        let staged = NormalizeJobError::from(StageError::Values { path: "out.npy".into(), error });
+        assert_eq!(staged.to_string(), format!("out.npy: write failed: --device gpu: {}", gpu()));
+    }
+
+    #[test]
+    fn each_file_error_is_one_line_that_reports_each_cause_once() {
+        let dir = tempfile::tempdir().unwrap();
+        for error in representative_errors(dir.path()) {
+            let line = error.to_string();
+            assert!(!line.contains('\n'), "{line}");
+            assert_eq!(repeated_causes(error.as_ref()), Vec::<String>::new(), "{line}");
+        }
+    }
+}

@@ -1,0 +1,920 @@
+//! A small safe GPU layer over cudarc's driver API (loaded at run time, so nothing here
+//! needs CUDA to build): open a device, load the embedded PTX once, run any variant of
+//! the table over host slices or device buffers; the hardware conversion kernels from
+//! the newer targets' modules where the device can run them.
+//!
+//! Layered as cudarc is (its `sys`/`result` → `safe`):
+//! - `raw`: every `unsafe` driver call (the driver probe, the one kernel launch
+//!   `raw::launch_checked`, pinned memory, views of words as another integer type, the
+//!   JIT log). Nothing else here calls the driver unsafely.
+//! - the typed module: [`KernelModule`] (`own`: a loaded module, its PTX's `.param`
+//!   lists, and loading modules of one's own), its typed handle [`TypedKernel`]
+//!   (`typed`: a declaration checked against the PTX, the host arguments against the
+//!   declaration by the compiler, the [`LaunchShape`] (`shape`) against the device),
+//!   and the kinds' launches (`kinds`: each [`shared::KernelKind`] declared as
+//!   [`shared::kind::KindKernel`] and launched through that one handle; [`staging`]'s
+//!   two-lane pipeline over them).
+//! - [`Gpu`] (this file): the device, holding its modules (the embedded baseline and
+//!   the newer targets' as [`KernelModule`]s), its buffers, events and limits; its kind
+//!   methods hand each launch to the module that holds the kernel.
+//!
+//! Kernels are launched through one typed method per kind of kernel
+//! ([`shared::KernelKind`]), bound by that kind's trait: [`Gpu::map`] needs
+//! `P: kind::Map`, [`Gpu::launch_stream`] `P: kind::Stream`, and so on. The table implements a
+//! kind's trait only for the variants that have the kernel, so the method's signature is
+//! the kernel's, and the declaration is checked against the PTX's own `.param` list
+//! before the launch; no safe function launches a kernel by name.
+//!
+//! A PTX module of one's own loads next to the embedded ones ([`Gpu::load_user_module`],
+//! `unsafe`: see its contract; [`KernelModule`]); its kernels launch through the same typed
+//! methods, for primitives of one's own whose kind traits the user implements with an
+//! `unsafe impl`, and any kernel declared with [`shared::kernel!`] through
+//! [`KernelModule::kernel`]'s typed handle. Such a module gets what the embedded ones get:
+//! the same kind launches, staging ([`KernelModule::stream_staged`],
+//! [`KernelModule::count_staged`]) and timing ([`Gpu::time_ms`] times work on the stream
+//! every module of the `Gpu` launches on).
+//!
+//! Nothing here panics on a machine without CUDA: [`Gpu::open`] asks for the driver
+//! library before cudarc can panic, and every failure is a [`GpuError`].
+//!
+//! Host data too big to copy up whole goes through [`staging`]: pinned buffers in two
+//! lanes, so that reading, copies and kernels overlap.
+//!
+//! Owns: the CUDA context, device buffers, the embedded PTX ([`ptx`]) and every kernel
+//! launch (the `unsafe` driver calls stay in `raw`). Uses: [`bitexact_support`] only; it
+//! knows kernels by their `shared` types, never the variant table.
+#![deny(unsafe_code)]
+
+mod kinds;
+mod own;
+pub mod ptx;
+mod raw;
+mod shape;
+pub mod staging;
+mod typed;
+
+pub use own::{Failing, KernelModule, RESERVED_PREFIX};
+pub use shape::{LaunchLimits, LaunchShape, ShapeProblem};
+pub use shared::launch::Dim3;
+pub use typed::{HostArg, HostArgs, TypedKernel, check_params};
+
+use bitexact_support::element::Element;
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
+use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
+use shared::hardware::{Conversion, PtxTarget};
+use shared::{KernelKind, KernelName, Stored, kind};
+use std::sync::Arc;
+
+pub use cudarc::driver::CudaSlice as DeviceBuffer;
+
+/// The stored result type of a primitive (`shared`'s, the kernels' too).
+pub use shared::Bits;
+
+/// Threads per block of every launch.
+pub const BLOCK_THREADS: u32 = 256;
+/// Resident blocks per multiprocessor a grid-stride launch asks for at most.
+const BLOCKS_PER_SM: u32 = 16;
+
+/// Everything that can go wrong on the GPU side, by stage. `Display` is one line; a
+/// variant that wraps a driver error prints it and has no `source()`, so a chain printer
+/// shows it once.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GpuError {
+    /// `libcuda.so` could not be loaded: no NVIDIA driver on this machine.
+    #[error("no CUDA driver: libcuda.so could not be loaded (is the NVIDIA driver installed?)")]
+    NoDriver,
+    /// The driver loaded but reports no device with that ordinal.
+    #[error("no CUDA device {ordinal}: the driver reports {count} device(s)")]
+    NoDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
+    /// A driver call failed while doing `stage`.
+    #[error("CUDA driver error while {stage}: {error}")]
+    Driver {
+        /// What was being done.
+        stage: String,
+        /// The driver's error.
+        error: DriverError,
+    },
+    /// A module of one's own ([`Gpu::load_user_module`]) defines a kernel named like
+    /// one of the embedded modules' kernels; loading it would let the table's typed
+    /// launches reach a kernel whose signature nobody vouched for.
+    #[error("the module defines {name}, a name reserved for this project's own kernels; rename it")]
+    NameTaken {
+        /// The kernel's name.
+        name: String,
+    },
+    /// The driver's JIT rejected the embedded PTX.
+    #[error("the driver rejected the embedded PTX: {log}")]
+    PtxRejected {
+        /// The JIT's error log.
+        log: String,
+    },
+    /// The PTX has no kernel of that name (a build mismatch).
+    #[error("kernel {name} is not in the PTX")]
+    KernelMissing {
+        /// The kernel's name.
+        name: String,
+    },
+    /// A kernel launch or its execution failed.
+    #[error("kernel {kernel} failed: {error}")]
+    Launch {
+        /// The kernel's name.
+        kernel: String,
+        /// The driver's error.
+        error: DriverError,
+    },
+    /// A kernel's declaration ([`shared::kernel!`]) does not match its PTX entry's
+    /// `.param` list.
+    #[error("kernel {kernel} does not match its declaration: {detail}")]
+    Signature {
+        /// The kernel's name.
+        kernel: String,
+        /// The first difference.
+        detail: String,
+    },
+    /// A launch shape the device (or the kernel) cannot run.
+    #[error("kernel {kernel}: cannot launch {problem}")]
+    LaunchShape {
+        /// The kernel's name.
+        kernel: String,
+        /// What is out of range.
+        problem: ShapeProblem,
+    },
+    /// Device memory ran out.
+    #[error("out of device memory allocating {bytes} bytes")]
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+    },
+    /// A kernel's output is not what the CPU computes (found by a benchmark's check).
+    #[error("kernel {kernel} computed a wrong result: {detail}")]
+    WrongResult {
+        /// The kernel's name.
+        kernel: String,
+        /// What differs.
+        detail: String,
+    },
+    /// Buffers passed to a kernel do not have the lengths it needs.
+    #[error("kernel {kernel}: {detail}")]
+    Length {
+        /// The kernel's name.
+        kernel: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// A copy between buffers of different lengths.
+    #[error("kernel {}: {} {from} elements into {into}", .copy.kernel(), .copy.verb())]
+    CopyLength {
+        /// Which copy.
+        copy: DeviceCopy,
+        /// Elements in the source.
+        from: usize,
+        /// Elements in the destination.
+        into: usize,
+    },
+    /// The kernel is in a PTX module this device cannot run (its target is newer than
+    /// the device) or whose load failed: a hardware kernel of an instruction the device
+    /// lacks. Tests report it as a skip.
+    #[error("kernel {kernel}: {reason}")]
+    NeedsTarget {
+        /// The kernel's name.
+        kernel: String,
+        /// Why, e.g. `needs sm_89; device 0 is sm_80`.
+        reason: ModuleUnavailable,
+    },
+}
+
+/// Why a newer PTX module (a hardware conversion's target) is not loaded on a device.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModuleUnavailable {
+    /// The device's compute capability is below the module's target.
+    #[error("needs {target}; device {ordinal} is sm_{sm}")]
+    OlderDevice {
+        /// The module's target.
+        target: PtxTarget,
+        /// The device.
+        ordinal: usize,
+        /// The device's `sm_` number (major * 10 + minor).
+        sm: i32,
+    },
+    /// The driver refused the module; its JIT log.
+    #[error("the driver rejected the {target} module: {log}")]
+    Rejected {
+        /// The module's target.
+        target: PtxTarget,
+        /// What the JIT said.
+        log: String,
+    },
+}
+
+/// A copy out of a device buffer, as [`GpuError::CopyLength`] names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DeviceCopy {
+    /// Device to host ([`Gpu::download_into`]).
+    ToHost,
+    /// Device to device ([`Gpu::copy`]).
+    ToDevice,
+}
+
+impl DeviceCopy {
+    /// The driver call's name, as [`GpuError::CopyLength`] shows it.
+    fn kernel(self) -> &'static str {
+        match self {
+            DeviceCopy::ToHost => "memcpy_dtoh",
+            DeviceCopy::ToDevice => "memcpy_dtod",
+        }
+    }
+
+    /// How [`GpuError::CopyLength`] says what was copied.
+    fn verb(self) -> &'static str {
+        match self {
+            DeviceCopy::ToHost => "copying",
+            DeviceCopy::ToDevice => "copy of",
+        }
+    }
+}
+
+impl GpuError {
+    /// `true` when the error means "there is no GPU here" rather than a failure on one.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, GpuError::NoDriver | GpuError::NoDevice { .. })
+    }
+}
+
+fn driver(stage: impl Into<String>) -> impl FnOnce(DriverError) -> GpuError {
+    move |error| GpuError::Driver { stage: stage.into(), error }
+}
+
+fn alloc_error(bytes: usize) -> impl FnOnce(DriverError) -> GpuError {
+    move |error| match error.0 {
+        sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => GpuError::OutOfMemory { bytes },
+        _ => GpuError::Driver { stage: format!("allocating {bytes} bytes"), error },
+    }
+}
+
+/// What the device is.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DeviceInfo {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+    /// Number of multiprocessors.
+    pub multiprocessors: u32,
+    /// The device's rated SM clock in kHz (the driver's `CLOCK_RATE` attribute).
+    pub clock_khz: u32,
+    /// Total device memory in bytes.
+    pub memory_bytes: usize,
+}
+
+impl DeviceInfo {
+    /// The compute capability as an `sm_XX` number: 90 for (9, 0), 120 for (12, 0).
+    pub fn sm(&self) -> i32 {
+        self.compute_capability.0 * 10 + self.compute_capability.1
+    }
+}
+
+/// Non-finite values found by a count kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NonFinite {
+    /// How many elements are NaN or ±inf.
+    pub count: u64,
+    /// Index of the first one, if any.
+    pub first: Option<u64>,
+}
+
+/// A grid-stride launch for `work` items on a device of `multiprocessors` SMs: enough
+/// blocks of [`BLOCK_THREADS`] to fill it, at least one (so an empty launch still runs
+/// the kernel's guard).
+fn grid_stride_config(multiprocessors: u32, work: u64) -> LaunchConfig {
+    let wanted = work.div_ceil(u64::from(BLOCK_THREADS));
+    let cap = u64::from(multiprocessors.max(1) * BLOCKS_PER_SM);
+    LaunchConfig {
+        grid_dim: (wanted.clamp(1, cap) as u32, 1, 1),
+        block_dim: (BLOCK_THREADS, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// An open device with the embedded PTX loaded.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// The baseline module ([`ptx::PTX`]), whose kinds' typed launches are
+    /// [`KernelModule`]'s.
+    baseline: KernelModule,
+    /// The newer modules ([`ptx::MODULES`] after the first): loaded, or why not.
+    newer: Vec<(PtxTarget, Result<KernelModule, ModuleUnavailable>)>,
+    info: DeviceInfo,
+    limits: LaunchLimits,
+}
+
+impl Gpu {
+    /// Opens device `ordinal` and loads the embedded PTX (the driver JIT-compiles it for
+    /// the device). Fails with [`GpuError::NoDriver`] or [`GpuError::NoDevice`] on
+    /// machines without one, never panics.
+    pub fn open(ordinal: usize) -> Result<Gpu, GpuError> {
+        if !raw::driver_library_present() {
+            return Err(GpuError::NoDriver);
+        }
+        cudarc::driver::result::init().map_err(driver("initialising the driver"))?;
+        let count = CudaContext::device_count().map_err(driver("counting devices"))?.max(0) as usize;
+        if ordinal >= count {
+            return Err(GpuError::NoDevice { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(driver(format!("creating a context on device {ordinal}")))?;
+        let module = ctx
+            .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::PTX))
+            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::ptx::PTX) })?;
+        let attribute = |a| ctx.attribute(a).map_err(driver("reading device attributes"));
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().map_err(driver("reading the device name"))?,
+            compute_capability: ctx.compute_capability().map_err(driver("reading the compute capability"))?,
+            multiprocessors: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            clock_khz: attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? as u32,
+            memory_bytes: ctx.total_mem().map_err(driver("reading the memory size"))?,
+        };
+        let dim = |x, y, z| -> Result<Dim3, GpuError> {
+            Ok(Dim3::new(attribute(x)? as u32, attribute(y)? as u32, attribute(z)? as u32))
+        };
+        use sys::CUdevice_attribute as A;
+        let limits = LaunchLimits {
+            max_threads_per_block: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)? as u32,
+            max_block: dim(
+                A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                A::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z,
+            )?,
+            max_grid: dim(
+                A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                A::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+            )?,
+            max_shared_bytes_per_block: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
+        };
+        let stream = ctx.default_stream();
+        let typed = |module, ptx| KernelModule::new(module, stream.clone(), info.multiprocessors, limits, ptx);
+        let newer = ptx::MODULES[1..]
+            .iter()
+            .map(|m| {
+                let loaded = runs_target(&info, m.target).and_then(|()| {
+                    ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx))
+                        .map(|module| typed(module, m.ptx))
+                        .map_err(|_| ModuleUnavailable::Rejected { target: m.target, log: raw::jit_error_log(m.ptx) })
+                });
+                (m.target, loaded)
+            })
+            .collect();
+        let baseline = typed(module, ptx::PTX);
+        Ok(Gpu { ctx, stream, baseline, newer, info, limits })
+    }
+
+    /// The loaded module that holds kernel `name` (whose variant's family has the
+    /// conversion `instruction`, if any), or why this device has none
+    /// ([`GpuError::NeedsTarget`]).
+    fn module_for(&self, name: KernelName, instruction: Option<Conversion>) -> Result<&KernelModule, GpuError> {
+        self.loaded(name, ptx::module_of(name, instruction).target)
+    }
+
+    /// The loaded module of PTX target `target`, or why this device has none, for kernel
+    /// `name` ([`GpuError::NeedsTarget`]).
+    fn loaded(&self, name: KernelName, target: PtxTarget) -> Result<&KernelModule, GpuError> {
+        match self.newer.iter().find(|(t, _)| *t == target) {
+            None => Ok(&self.baseline),
+            Some((_, Ok(module))) => Ok(module),
+            Some((_, Err(reason))) => Err(GpuError::NeedsTarget { kernel: name.to_string(), reason: reason.clone() }),
+        }
+    }
+
+    /// Whether this device runs the module of PTX target `target` (the baseline always).
+    pub fn runs(&self, target: PtxTarget) -> Result<(), ModuleUnavailable> {
+        match self.newer.iter().find(|(t, _)| *t == target) {
+            Some((_, Err(reason))) => Err(reason.clone()),
+            _ => Ok(()),
+        }
+    }
+
+    /// What the device lets a launch ask for (threads, extents, shared memory).
+    pub fn launch_limits(&self) -> &LaunchLimits {
+        &self.limits
+    }
+
+    /// What the device is.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The stream every operation of this `Gpu` runs on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The context (for events and other cudarc calls).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Checks that the embedded PTX has the kernel `name` and that it loads; a hardware
+    /// kernel from its target's module ([`GpuError::NeedsTarget`] if this device cannot
+    /// run that module).
+    pub fn load(&self, name: KernelName) -> Result<(), GpuError> {
+        let Some(module) = ptx::module_holding(name) else {
+            return Err(GpuError::KernelMissing { name: name.to_string() });
+        };
+        self.loaded(name, module.target)?.function(&name.to_string()).map(drop)
+    }
+
+    /// A grid-stride launch for `work` items: enough blocks to fill the device, at
+    /// least one (so an empty launch still runs the kernel's guard).
+    pub fn launch_config(&self, work: u64) -> LaunchConfig {
+        grid_stride_config(self.info.multiprocessors, work)
+    }
+
+    /// Copies `data` into a new device buffer.
+    pub fn upload<T: DeviceRepr>(&self, data: &[T]) -> Result<CudaSlice<T>, GpuError> {
+        self.stream.clone_htod(data).map_err(alloc_error(std::mem::size_of_val(data)))
+    }
+
+    /// Device time in milliseconds of each of `reps` runs of `work`, after `warmup`
+    /// untimed runs; each run is bracketed by events on this `Gpu`'s stream.
+    pub fn time_ms(
+        &self,
+        warmup: usize,
+        reps: usize,
+        mut work: impl FnMut() -> Result<(), GpuError>,
+    ) -> Result<Vec<f64>, GpuError> {
+        let event =
+            || self.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver("creating an event"));
+        let (start, end) = (event()?, event()?);
+        for _ in 0..warmup {
+            work()?;
+        }
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            start.record(&self.stream).map_err(driver("recording an event"))?;
+            work()?;
+            end.record(&self.stream).map_err(driver("recording an event"))?;
+            end.synchronize().map_err(|error| GpuError::Launch { kernel: "timed work".into(), error })?;
+            times.push(f64::from(start.elapsed_ms(&end).map_err(driver("reading an event"))?));
+        }
+        Ok(times)
+    }
+
+    /// A new zeroed device buffer of `len` elements.
+    pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(&self, len: usize) -> Result<CudaSlice<T>, GpuError> {
+        self.stream.alloc_zeros(len).map_err(alloc_error(len.saturating_mul(size_of::<T>())))
+    }
+
+    /// Copies a device buffer back to the host.
+    pub fn download<T: DeviceRepr + Default + Clone>(&self, buffer: &CudaSlice<T>) -> Result<Vec<T>, GpuError> {
+        self.stream.clone_dtoh(buffer).map_err(driver("copying results to the host"))
+    }
+
+    /// Copies a device buffer into `out` (equal lengths).
+    pub fn download_into<T: DeviceRepr>(&self, buffer: &CudaSlice<T>, out: &mut [T]) -> Result<(), GpuError> {
+        if buffer.len() != out.len() {
+            return Err(GpuError::CopyLength { copy: DeviceCopy::ToHost, from: buffer.len(), into: out.len() });
+        }
+        self.stream.memcpy_dtoh(buffer, out).map_err(driver("copying results to the host"))?;
+        self.stream.synchronize().map_err(driver("copying results to the host"))
+    }
+
+    /// Waits for everything queued so far; reports a failed kernel as `kernel`'s.
+    pub fn wait(&self, kernel: KernelName) -> Result<(), GpuError> {
+        self.stream.synchronize().map_err(|error| GpuError::Launch { kernel: kernel.to_string(), error })
+    }
+
+    /// `output[i] = P(input[i])` on the device (equal lengths), with `P`'s
+    /// [`KernelKind::Map`] kernel; waits for it.
+    pub fn map<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
+    where
+        P: kind::Map,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        self.baseline.map::<P>(&input.as_view(), &mut output.as_view_mut())
+    }
+
+    /// Queues `P`'s [`KernelKind::Stream`] kernel: [`Gpu::map`]'s results, with per lane
+    /// per step one load of four inputs and one store of their four stored results (4, 8
+    /// or 16 bytes each); does not wait ([`Gpu::wait`]). Views, so that a test can start
+    /// either buffer off its alignment (the kernel then takes its scalar pass). `input`
+    /// and `output` have equal lengths.
+    pub fn launch_stream<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::Stream,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        self.baseline.launch_stream::<P>(input, output)
+    }
+
+    /// `output[i]` = the GPU's own conversion instruction for `P`'s family applied to
+    /// `input[i]` (equal lengths), with `P`'s [`KernelKind::Hardware`] kernel, from the
+    /// module of the instruction's target; waits for it. [`GpuError::NeedsTarget`] on a
+    /// device that cannot run that module.
+    pub fn map_hardware<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
+    where
+        P: kind::Hardware,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let module = self.module_for(KernelName::of::<P>(KernelKind::Hardware), Conversion::of(P::FAMILY))?;
+        module.map_hardware::<P>(&input.as_view(), &mut output.as_view_mut())
+    }
+
+    /// Queues `P`'s [`KernelKind::HardwareStream`] kernel ([`Gpu::launch_stream`] with
+    /// the GPU's own conversion instruction in the loop), from the module of the
+    /// instruction's target; does not wait. [`GpuError::NeedsTarget`] on a device that
+    /// cannot run that module.
+    pub fn launch_hardware_stream<P>(
+        &self,
+        input: &CudaView<'_, P::In>,
+        output: &mut CudaViewMut<'_, Bits<P>>,
+    ) -> Result<(), GpuError>
+    where
+        P: kind::HardwareStream,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr,
+    {
+        let module = self.module_for(KernelName::of::<P>(KernelKind::HardwareStream), Conversion::of(P::FAMILY))?;
+        module.launch_hardware_stream::<P>(input, output)
+    }
+
+    /// Runs `P` over a host slice and returns the stored results.
+    pub fn map_host<P>(&self, input: &[P::In]) -> Result<Vec<Bits<P>>, GpuError>
+    where
+        P: kind::Map,
+        P::In: DeviceRepr,
+        Bits<P>: DeviceRepr + ValidAsZeroBits + Default + Clone,
+    {
+        let device_input = self.upload(input)?;
+        let mut device_output = self.zeros::<Bits<P>>(input.len())?;
+        self.map::<P>(&device_input, &mut device_output)?;
+        self.download(&device_output)
+    }
+
+    /// Counts the non-finite values in `input` with `P`'s [`KernelKind::CountNonfinite`]
+    /// kernel (one 16-byte load per lane per step), and finds the first one (its index
+    /// in `input`). A view, so that a test can start it off a 16-byte boundary (the
+    /// kernel then takes its head pass).
+    pub fn count_nonfinite<P>(&self, input: &CudaView<'_, P::In>) -> Result<NonFinite, GpuError>
+    where
+        P: kind::CountNonfinite,
+        P::In: DeviceRepr,
+    {
+        self.baseline.count_nonfinite::<P>(input)
+    }
+
+    /// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into
+    /// `result` (2 elements: count, first index); does not wait.
+    pub fn launch_count<P>(&self, input: &CudaView<'_, P::In>, result: &mut CudaSlice<u64>) -> Result<(), GpuError>
+    where
+        P: kind::CountNonfinite,
+        P::In: DeviceRepr,
+    {
+        self.baseline.launch_count::<P>(input, result)
+    }
+
+    /// Runs `P`'s [`KernelKind::Latency`] kernel on one thread: a dependent chain of
+    /// `iterations` steps from `seed`, whose cycles and final value it writes to
+    /// `out[0]` and `out[1]`; waits for it.
+    pub fn latency<P: kind::Latency>(
+        &self,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        self.baseline.latency::<P>(seed, iterations, out)
+    }
+
+    /// Queues `P`'s [`KernelKind::Throughput`] kernel with `config`: every thread runs
+    /// four independent chains of `iterations` steps and writes to its own element of
+    /// `out`, which must hold one per launched thread; does not wait.
+    pub fn launch_throughput<P: kind::Throughput>(
+        &self,
+        config: LaunchConfig,
+        seed: u64,
+        iterations: u32,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<(), GpuError> {
+        self.baseline.launch_throughput::<P>(config, seed, iterations, out)
+    }
+
+    /// Queues a device-to-device copy of `src` into `dst` (equal lengths).
+    pub fn copy<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), GpuError> {
+        if src.len() != dst.len() {
+            return Err(GpuError::CopyLength { copy: DeviceCopy::ToDevice, from: src.len(), into: dst.len() });
+        }
+        self.stream.memcpy_dtod(src, dst).map_err(driver("copying device to device"))
+    }
+}
+
+/// Whether the device `info` describes can run a module for `target`: its compute
+/// capability is at least the target's, or why not (`needs sm_89; device 0 is sm_80`).
+pub fn runs_target(info: &DeviceInfo, target: PtxTarget) -> Result<(), ModuleUnavailable> {
+    if u32::try_from(info.sm()).is_ok_and(|sm| sm >= target.sm) {
+        Ok(())
+    } else {
+        Err(ModuleUnavailable::OlderDevice { target, ordinal: info.ordinal, sm: info.sm() })
+    }
+}
+
+/// Opens device 0 for a test, or decides the test is skipped: on a machine without a
+/// CUDA driver or device this prints `skipped: <reason>` and returns `None`, unless
+/// `REQUIRE_GPU=1`, which turns the skip into a failure (a panic, as tests expect). A
+/// GPU that is present but unusable always fails.
+pub fn open_or_skip() -> Option<Gpu> {
+    let opened = match Gpu::open(0) {
+        Err(e) if !e.is_unavailable() => panic!("the GPU is present but unusable: {e}"),
+        Err(e) => Err(NoGpu(e)),
+        Ok(gpu) => Ok(gpu),
+    };
+    bitexact_support::skip::require_or_skip("REQUIRE_GPU", opened)
+}
+
+/// Why [`open_or_skip`] skips: an unavailable-GPU error, shown short
+/// (`no CUDA driver`, `no CUDA device (…)`).
+struct NoGpu(GpuError);
+
+impl std::fmt::Display for NoGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            GpuError::NoDriver => f.write_str("no CUDA driver"),
+            e => write!(f, "no CUDA device ({e})"),
+        }
+    }
+}
+
+/// The input bits a conformance or length check feeds element `i`.
+pub type InputAt<'a> = &'a (dyn Fn(u64) -> u64 + Sync);
+
+/// First difference between GPU and CPU results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GpuMismatch {
+    /// Element index.
+    pub index: u64,
+    /// Input bits.
+    pub input: u64,
+    /// GPU result bits.
+    pub gpu: u64,
+    /// CPU (`shared` on the host) result bits.
+    pub cpu: u64,
+}
+
+/// Outcome of running a variant on the GPU and on the CPU over the same inputs.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct GpuCheck {
+    /// Elements compared.
+    pub elements: u64,
+    /// Elements whose bits differ.
+    pub mismatches: u64,
+    /// The first of those.
+    pub first_mismatch: Option<GpuMismatch>,
+}
+
+/// Runs `P` on the GPU over `len` inputs (`input_at(i)` for element `i`) and compares
+/// every result bit for bit with `P` run on the CPU (all cores).
+pub fn check_against_cpu<P>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>
+where
+    P: kind::Map,
+    P::In: Element,
+    Bits<P>: Element,
+{
+    let input: Vec<P::In> = bitexact_support::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
+    let output = gpu.map_host::<P>(&input)?;
+    let (mismatches, first) = bitexact_support::parallel::count_where(len, |i| {
+        let cpu = P::apply(input[i]).to_stored();
+        (cpu != output[i]).then(|| GpuMismatch {
+            index: i as u64,
+            input: input[i].to_u64(),
+            gpu: output[i].to_u64(),
+            cpu: cpu.to_u64(),
+        })
+    });
+    Ok(GpuCheck { elements: len as u64, mismatches, first_mismatch: first })
+}
+
+/// A device buffer of one of the [`Element`] types, for code that meets kernels of every
+/// input width (the variant table's type-erased bandwidth kernels).
+pub enum DeviceElements {
+    /// `u8` elements.
+    U8(CudaSlice<u8>),
+    /// `u16` elements.
+    U16(CudaSlice<u16>),
+    /// `u32` elements.
+    U32(CudaSlice<u32>),
+    /// `u64` elements.
+    U64(CudaSlice<u64>),
+}
+
+impl DeviceElements {
+    /// `len` elements of type `T`, element `i` the low bits of `input_at(i)`, made on
+    /// all cores and uploaded.
+    pub fn upload<T: BufferElement>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError> {
+        let host: Vec<T> = bitexact_support::parallel::map_indices(len, |i| T::from_u64(input_at(i as u64)));
+        Ok(T::into_elements(gpu.upload(&host)?))
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            DeviceElements::U8(b) => b.len(),
+            DeviceElements::U16(b) => b.len(),
+            DeviceElements::U32(b) => b.len(),
+            DeviceElements::U64(b) => b.len(),
+        }
+    }
+
+    /// `true` for no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Width of an element in bits.
+    pub fn bits(&self) -> u32 {
+        match self {
+            DeviceElements::U8(_) => 8,
+            DeviceElements::U16(_) => 16,
+            DeviceElements::U32(_) => 32,
+            DeviceElements::U64(_) => 64,
+        }
+    }
+
+    /// The buffer as `T`s, or a [`GpuError::Length`] for `kernel` saying that it holds
+    /// another type.
+    pub fn typed<T: BufferElement>(&self, kernel: KernelName) -> Result<&CudaSlice<T>, GpuError> {
+        let bits = self.bits();
+        T::of_elements(self).ok_or_else(|| GpuError::Length {
+            kernel: kernel.to_string(),
+            detail: format!("input holds {bits}-bit elements, the kernel reads {}-bit ones", T::BITS),
+        })
+    }
+
+    /// `len` zeroed elements of type `T` on the device.
+    pub fn zeros<T: BufferElement>(gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError> {
+        Ok(T::into_elements(gpu.zeros::<T>(len)?))
+    }
+
+    /// The buffer as `T`s to write, or a [`GpuError::Length`] for `kernel` saying that it
+    /// holds another type.
+    pub fn typed_mut<T: BufferElement>(&mut self, kernel: KernelName) -> Result<&mut CudaSlice<T>, GpuError> {
+        let bits = self.bits();
+        T::of_elements_mut(self).ok_or_else(|| GpuError::Length {
+            kernel: kernel.to_string(),
+            detail: format!("output holds {bits}-bit elements, the kernel writes {}-bit ones", T::BITS),
+        })
+    }
+
+    /// The elements, copied to the host.
+    pub fn download(&self, gpu: &Gpu) -> Result<HostElements, GpuError> {
+        Ok(match self {
+            DeviceElements::U8(b) => HostElements::U8(gpu.download(b)?),
+            DeviceElements::U16(b) => HostElements::U16(gpu.download(b)?),
+            DeviceElements::U32(b) => HostElements::U32(gpu.download(b)?),
+            DeviceElements::U64(b) => HostElements::U64(gpu.download(b)?),
+        })
+    }
+}
+
+/// A [`DeviceElements`] copied to the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostElements {
+    /// `u8` elements.
+    U8(Vec<u8>),
+    /// `u16` elements.
+    U16(Vec<u16>),
+    /// `u32` elements.
+    U32(Vec<u32>),
+    /// `u64` elements.
+    U64(Vec<u64>),
+}
+
+impl HostElements {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            HostElements::U8(v) => v.len(),
+            HostElements::U16(v) => v.len(),
+            HostElements::U32(v) => v.len(),
+            HostElements::U64(v) => v.len(),
+        }
+    }
+
+    /// `true` for no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Element `i` zero-extended to 64 bits, `None` past the end.
+    pub fn get(&self, i: usize) -> Option<u64> {
+        match self {
+            HostElements::U8(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U16(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U32(v) => v.get(i).map(|&x| u64::from(x)),
+            HostElements::U64(v) => v.get(i).copied(),
+        }
+    }
+}
+
+/// An [`Element`] type a [`DeviceElements`] holds: how to wrap and unwrap its buffer.
+pub trait BufferElement: Element {
+    /// `buffer` as a [`DeviceElements`].
+    fn into_elements(buffer: CudaSlice<Self>) -> DeviceElements;
+    /// The buffer of `elements`, if it holds elements of this type.
+    fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<Self>>;
+    /// The same, to write.
+    fn of_elements_mut(elements: &mut DeviceElements) -> Option<&mut CudaSlice<Self>>;
+}
+
+macro_rules! buffer_element {
+    ($($t:ty: $variant:ident)*) => {$(
+        impl BufferElement for $t {
+            fn into_elements(buffer: CudaSlice<$t>) -> DeviceElements {
+                DeviceElements::$variant(buffer)
+            }
+            fn of_elements(elements: &DeviceElements) -> Option<&CudaSlice<$t>> {
+                match elements {
+                    DeviceElements::$variant(buffer) => Some(buffer),
+                    _ => None,
+                }
+            }
+            fn of_elements_mut(elements: &mut DeviceElements) -> Option<&mut CudaSlice<$t>> {
+                match elements {
+                    DeviceElements::$variant(buffer) => Some(buffer),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+buffer_element!(u8: U8 u16: U16 u32: U32 u64: U64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    #[test]
+    fn a_driver_error_is_in_the_line_and_not_behind_source_too() {
+        // Only `source()` here: a DriverError's Display asks libcuda for its text.
+        let error = || DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN);
+        let driver = GpuError::Driver { stage: "allocating 4 bytes".into(), error: error() };
+        let launch = GpuError::Launch { kernel: "k".into(), error: error() };
+        assert!(driver.source().is_none());
+        assert!(launch.source().is_none());
+    }
+
+    #[test]
+    fn each_copy_says_which_driver_call_and_the_lengths() {
+        let copy = |copy| GpuError::CopyLength { copy, from: 3, into: 2 }.to_string();
+        assert_eq!(copy(DeviceCopy::ToHost), "kernel memcpy_dtoh: copying 3 elements into 2");
+        assert_eq!(copy(DeviceCopy::ToDevice), "kernel memcpy_dtod: copy of 3 elements into 2");
+        let reason = ModuleUnavailable::OlderDevice { target: PtxTarget { sm: 89, ptx: 81 }, ordinal: 0, sm: 80 };
+        let needs = GpuError::NeedsTarget { kernel: "k".into(), reason: reason.clone() };
+        assert_eq!(needs.to_string(), format!("kernel k: {reason}"));
+        assert!(needs.source().is_none());
+    }
+
+    fn device(major: i32, minor: i32) -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            compute_capability: (major, minor),
+            multiprocessors: 1,
+            clock_khz: 1,
+            memory_bytes: 1,
+        }
+    }
+
+    #[test]
+    fn a_module_runs_from_its_target_on_and_says_why_not_before() {
+        let fp8 = PtxTarget { sm: 89, ptx: 81 };
+        let why = |d: &DeviceInfo| runs_target(d, fp8).map_err(|e| e.to_string());
+        assert_eq!(why(&device(8, 0)), Err("needs sm_89; device 0 is sm_80".to_string()));
+        assert_eq!(why(&device(8, 6)), Err("needs sm_89; device 0 is sm_86".to_string()));
+        for (major, minor) in [(8, 9), (9, 0), (10, 0), (12, 0)] {
+            assert_eq!(runs_target(&device(major, minor), fp8), Ok(()), "sm_{major}{minor}");
+        }
+        assert_eq!(device(12, 0).sm(), 120);
+        let kernel = "f32_to_e4m3_satfinite_hw".to_string();
+        let reason = runs_target(&device(8, 0), fp8).expect_err("sm_80 is older than sm_89");
+        let error = GpuError::NeedsTarget { kernel, reason };
+        assert_eq!(error.to_string(), "kernel f32_to_e4m3_satfinite_hw: needs sm_89; device 0 is sm_80");
+        assert!(!error.is_unavailable());
+    }
+}

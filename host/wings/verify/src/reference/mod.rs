@@ -1,0 +1,131 @@
+//! The independent exact reference, one per family.
+//!
+//! Nothing here calls `shared`'s computations: only its descriptive enums `Family` and
+//! `Format` are used, and `Family::domain` (through [`crate::domain`]) only to reject
+//! inputs outside a family's domain, never to compute a result. Encodings are decoded
+//! field by field with integer operations from the field widths each format's
+//! specification gives; quotients are rounded to f32 with integer arithmetic on the
+//! exact rational (round to nearest, ties to even); f32 → UNORM multiplies the float's
+//! integer significand exactly and rounds by comparing the remainder with one half. No
+//! floating-point operation is involved anywhere.
+//!
+//! [`expected`] is the one entry point; [`expected_many`] is the same for a slice. The
+//! parts, one per kind of format: [`classify`] (field layouts and the class of any
+//! encoding), [`norm`] (UNORM/SNORM codes and the integer division to f32), [`narrow`]
+//! (binary16, bfloat16 and FP8: rounding onto their grids and back to f32), [`scaled`]
+//! (per-tensor scaled FP8: the scale and the quantisation once or in two steps) and [`ulp`]
+//! (distances between results). Every public item is re-exported here, so callers name
+//! `verify::reference::x`.
+//!
+//! Classes are [`shared::Class`]: one enum for the class of a value in the whole
+//! workspace (the reference computes it on its own, by field decoding).
+//!
+//! Owns: the right answer of every family, on every input of its domain.
+//! Uses: `shared`'s descriptive enums and [`crate::domain`] (to reject inputs).
+
+pub mod classify;
+pub mod narrow;
+pub mod norm;
+pub mod scaled;
+pub mod ulp;
+
+pub use classify::{FieldLayout, Specials, binary16_class, class, layout, packed_finite_mask};
+pub use narrow::{
+    BFLOAT16, BINARY16, BINARY32, FP4_E2M1, FP8_E4M3, FP8_E5M2, InputClass, NarrowConversion, NarrowFormat, Rounded,
+    conversion_input_class, conversion_input_format, conversion_output_is_nan, div_to_narrow, exact_f32_bits,
+    f32_magnitude_parts, f64_magnitude_parts, fp4_e2m1_from_f32_bits, fp4_e2m1_to_f32_bits, narrow_format,
+    narrow_to_f32_bits, round_f32_to, round_to, round_wide,
+};
+pub use norm::{div_to_f32, f32_to_unorm_exact, snorm_to_f32_bits, unorm_to_f32_bits, unorm_to_narrow_bits};
+pub use ulp::{f32_ulp_distance, float16_ulp_distance, narrow_ulp_distance, ulp_distance};
+
+use shared::{Family, Format};
+
+/// How a family's stored result is to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    /// One byte, 0 or 1.
+    Bool,
+    /// One byte, the [`shared::Class`] discriminant (zero 0, subnormal 1, normal 2,
+    /// infinite 3, NaN 4).
+    ClassCode,
+    /// A `u32` lane mask.
+    LaneMask,
+    /// The bits of an f32.
+    F32,
+    /// The bits of a 16-bit floating-point format (binary16 or bfloat16).
+    Float16(Format),
+    /// An unsigned integer code.
+    UnormCode,
+    /// The bits of a value of this narrow format.
+    Narrow(Format),
+}
+
+/// How `family`'s results are stored.
+pub const fn output_kind(family: Family) -> OutputKind {
+    match family {
+        Family::IsFinite(_) | Family::IsNan(_) | Family::IsInfinite(_) => OutputKind::Bool,
+        Family::Classify(_) => OutputKind::ClassCode,
+        Family::PackedIsFinite(_) => OutputKind::LaneMask,
+        Family::UnormToF32 { .. } | Family::SnormToF32 { .. } => OutputKind::F32,
+        Family::UnormToF16 { .. } => OutputKind::Float16(Format::Binary16),
+        Family::UnormToBf16 { .. } => OutputKind::Float16(Format::Bfloat16),
+        Family::F32ToUnorm { .. } => OutputKind::UnormCode,
+        Family::F32ToNarrow { format, .. } => OutputKind::Narrow(format),
+        Family::NarrowToF32 { .. } => OutputKind::F32,
+    }
+}
+
+/// The exact result of `family` on input bits `input`, as stored bits.
+///
+/// Panics if `input` is outside the family's domain (a caller bug, never user input).
+pub fn expected(family: Family, input: u64) -> u64 {
+    let mut out = [0];
+    expected_many(family, &[input], &mut out);
+    out[0]
+}
+
+/// [`expected`] for each of `inputs`, into `out` (same length).
+///
+/// Panics if the lengths differ or an input is outside the family's domain.
+pub fn expected_many(family: Family, inputs: &[u64], out: &mut [u64]) {
+    assert_eq!(inputs.len(), out.len(), "expected_many: {} inputs, {} outputs", inputs.len(), out.len());
+    let outside = inputs.iter().fold(0, |acc, &x| acc | x) & !family.domain().input_mask();
+    if outside != 0 {
+        let bad = inputs.iter().find(|&&x| !family.domain().contains(x));
+        panic!("{:#x} is outside the domain of {family}", bad.copied().unwrap_or(outside));
+    }
+    match family {
+        Family::IsFinite(_)
+        | Family::IsNan(_)
+        | Family::IsInfinite(_)
+        | Family::Classify(_)
+        | Family::PackedIsFinite(_) => classify::classification_many(family, inputs, out),
+        Family::UnormToF32 { bits } => fill(inputs, out, |x| u64::from(unorm_to_f32_bits(bits, x))),
+        Family::SnormToF32 { bits } => fill(inputs, out, |x| u64::from(snorm_to_f32_bits(bits, x))),
+        Family::UnormToF16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BINARY16, bits, x)),
+        Family::UnormToBf16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BFLOAT16, bits, x)),
+        Family::F32ToUnorm { bits } => fill(inputs, out, |x| f32_to_unorm_exact(bits, x as u32).0),
+        Family::F32ToNarrow { format, overflow } => {
+            let conversion = &NarrowConversion::new(format, overflow);
+            // One loop per format, with its fields constants in the rounding.
+            let constant = |narrow: NarrowFormat| move |x: u64| conversion.convert_as(narrow, x as u32);
+            match format {
+                Format::Binary16 => fill(inputs, out, constant(BINARY16)),
+                Format::Bfloat16 => fill(inputs, out, constant(BFLOAT16)),
+                Format::Fp8E4m3 => fill(inputs, out, constant(FP8_E4M3)),
+                Format::Fp8E5m2 => fill(inputs, out, constant(FP8_E5M2)),
+                _ => fill(inputs, out, |x| conversion.convert(x as u32)),
+            }
+        }
+        Family::NarrowToF32 { format } => fill(inputs, out, |x| u64::from(narrow_to_f32_bits(format, x))),
+    }
+}
+
+/// `out[i] = f(inputs[i])` for every `i` (the lengths are equal).
+#[inline(always)]
+fn fill(inputs: &[u64], out: &mut [u64], f: impl Fn(u64) -> u64) {
+    for (o, &x) in out.iter_mut().zip(inputs) {
+        *o = f(x);
+    }
+}

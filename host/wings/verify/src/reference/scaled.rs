@@ -1,0 +1,302 @@
+//! Per-tensor scaled FP8 on integers: the scale `fl32(max / amax)`, the dequantisation
+//! scale `fl32(1 / s)`, and the saturating round-to-nearest-even of `x · s` once (the
+//! exact product) or in two steps (the product rounded to f32 first), each from the
+//! operands' fields, the exact rational and [`super::narrow::round_to`]. No floating-point
+//! operation, nothing of `shared::fp8_scale`.
+
+use super::narrow::{
+    BINARY32, NarrowFormat, Rounded, f32_magnitude_parts, f64_magnitude_parts, round_f32_to, round_to, round_wide,
+};
+
+/// The NaN encoding (sign clear) of both OCP FP8 formats, S.1111.111 and S.11111.11.
+const FP8_NAN_ABS: u8 = 0x7F;
+
+/// Whether the f32 `bits` is NaN.
+#[inline(always)]
+fn is_nan(bits: u32) -> bool {
+    bits & 0x7F80_0000 == 0x7F80_0000 && bits & 0x007F_FFFF != 0
+}
+
+/// Whether the f32 `bits` is ±inf.
+#[inline(always)]
+fn is_infinite(bits: u32) -> bool {
+    bits & 0x7FFF_FFFF == 0x7F80_0000
+}
+
+/// The encoding of `format`'s largest finite magnitude.
+#[inline(always)]
+fn max_encoding(format: NarrowFormat) -> u8 {
+    let (significand, exponent) = format.max_finite;
+    match round_to(format, significand, exponent) {
+        Rounded::Finite(encoding) => u8::try_from(encoding).expect("an FP8 encoding"),
+        Rounded::Overflow => unreachable!("the largest finite value is finite"),
+    }
+}
+
+/// The FP8 encoding of a magnitude's rounding, saturated at the largest finite one.
+#[inline(always)]
+fn saturated(format: NarrowFormat, rounded: Rounded) -> u8 {
+    match rounded {
+        Rounded::Finite(encoding) => u8::try_from(encoding).expect("an FP8 encoding"),
+        Rounded::Overflow => max_encoding(format),
+    }
+}
+
+/// The sign bit of the f32 `x` in FP8's position.
+#[inline(always)]
+fn fp8_sign(x: u32) -> u8 {
+    ((x >> 31) as u8) << 7
+}
+
+/// The FP8 encoding of `x · s` for any f32 `x` (bits) and a positive finite `s` (bits):
+/// NaN gives the format's NaN with `x`'s sign, ±inf the largest finite magnitude, and a
+/// finite `x` the magnitude `finite(significand, exponent)` computes from the exact
+/// product `significand · 2^exponent` of the two magnitudes, with `x`'s sign.
+#[inline(always)]
+fn scaled_product(format: NarrowFormat, x: u32, s: u32, finite: impl FnOnce(u64, i32) -> u8) -> u8 {
+    if is_nan(x) {
+        return fp8_sign(x) | FP8_NAN_ABS;
+    }
+    let magnitude = if is_infinite(x) {
+        max_encoding(format)
+    } else {
+        let ((mx, ex), (ms, es)) = (f32_magnitude_parts(x), f32_magnitude_parts(s));
+        finite(mx * ms, ex + es)
+    };
+    fp8_sign(x) | magnitude
+}
+
+/// `sat_rne(x · s)` onto `format` (E4M3 or E5M2), the exact product rounded once: `x`
+/// any f32 (bits), `s` a positive finite f32 (bits). NaN gives the format's NaN with
+/// `x`'s sign, ±inf the largest finite magnitude.
+#[inline(always)]
+pub fn quantize_once(format: NarrowFormat, x: u32, s: u32) -> u8 {
+    scaled_product(format, x, s, |significand, exponent| saturated(format, round_to(format, significand, exponent)))
+}
+
+/// `sat_rne(fl32(x · s))` onto `format`: the exact product rounded to f32 (infinity past
+/// f32's largest finite value), then that f32 rounded to `format`, saturating. NaN and
+/// ±inf as [`quantize_once`].
+#[inline(always)]
+pub fn quantize_two_step(format: NarrowFormat, x: u32, s: u32) -> u8 {
+    scaled_product(format, x, s, |significand, exponent| match round_to(BINARY32, significand, exponent) {
+        Rounded::Overflow => max_encoding(format),
+        Rounded::Finite(f32_magnitude) => {
+            saturated(format, round_f32_to(format, u32::try_from(f32_magnitude).expect("an f32 encoding")))
+        }
+    })
+}
+
+/// `sat_rne(x · s)` onto FP4 E2M1 ([`super::narrow::FP4_E2M1`]): `x` any f32 (bits), `s` a
+/// positive finite f32 (bits); the exact product rounded once, saturated at 6 (±inf
+/// too), with `x`'s sign in bit 3; NaN gives +6 (E2M1 has no NaN; CUDA's
+/// `__nv_cvt_float_to_fp4` gives +6).
+pub fn quantize_e2m1_once(x: u32, s: u32) -> u8 {
+    let (abs, sign) = (x & 0x7FFF_FFFF, u8::from(x >> 31 == 1) << 3);
+    let max = 0b0111;
+    if abs > 0x7F80_0000 {
+        return max;
+    }
+    if abs == 0x7F80_0000 {
+        return sign | max;
+    }
+    let ((mx, ex), (ms, es)) = (f32_magnitude_parts(abs), f32_magnitude_parts(s));
+    let magnitude = match round_to(super::narrow::FP4_E2M1, mx * ms, ex + es) {
+        Rounded::Finite(code) => u8::try_from(code).expect("an E2M1 magnitude"),
+        Rounded::Overflow => max,
+    };
+    sign | magnitude
+}
+
+/// The f32 bits of `numerator / denominator` (both positive finite f32 bits) rounded to
+/// nearest, ties to even, on integers; `None` when it overflows f32. The quotient of the
+/// significands is taken to at least 26 bits with a sticky bit for the remainder, which
+/// rounds exactly as the whole rational would: the rounding position is at least two bits
+/// above the sticky bit.
+#[inline]
+pub fn divide(numerator: u32, denominator: u32) -> Option<u32> {
+    let ((mn, en), (md, ed)) = (f32_magnitude_parts(numerator), f32_magnitude_parts(denominator));
+    assert!(mn != 0 && md != 0, "positive operands");
+    // (mn · 2^k) / md has at least 26 significant bits when 2^k ≥ 2^26 · md / mn.
+    let k = 26 + (64 - md.leading_zeros() as i32) - (64 - mn.leading_zeros() as i32) + 1;
+    // mn · 2^k has bit length len(mn) + k = 27 + len(md), at most 51 bits: a u64.
+    let scaled = mn << k;
+    let (quotient, remainder) = (scaled / md, scaled % md);
+    let significand = quotient << 1 | u64::from(remainder != 0);
+    match round_to(BINARY32, significand, en - ed - k - 1) {
+        Rounded::Finite(bits) => Some(u32::try_from(bits).expect("an f32 encoding")),
+        Rounded::Overflow => None,
+    }
+}
+
+/// The scale `fl32(max / amax)` for `format` and a finite non-negative `amax` (bits): 1
+/// for `amax = 0`, `f32::MAX` where the quotient overflows.
+pub fn scale_for(format: NarrowFormat, amax: u32) -> u32 {
+    if amax & 0x7FFF_FFFF == 0 {
+        return 1.0f32.to_bits();
+    }
+    let (significand, exponent) = format.max_finite;
+    let max = match round_to(BINARY32, significand, exponent) {
+        Rounded::Finite(bits) => u32::try_from(bits).expect("an f32 encoding"),
+        Rounded::Overflow => unreachable!("every FP8 value is an f32"),
+    };
+    divide(max, amax).unwrap_or(f32::MAX.to_bits())
+}
+
+/// `fl32(1 / s)` for a positive finite `s` (bits): +inf where it overflows (`s` at most
+/// `2^-128`: no scale of an f32 amax, only of an f64 one past about `448 · 2^128`).
+pub fn dequant_scale(s: u32) -> u32 {
+    divide(1.0f32.to_bits(), s).unwrap_or(f32::INFINITY.to_bits())
+}
+
+/// Whether the f64 `bits` is NaN, and whether it is ±inf.
+fn f64_nan_inf(bits: u64) -> (bool, bool) {
+    let abs = bits & 0x7FFF_FFFF_FFFF_FFFF;
+    (abs > 0x7FF0_0000_0000_0000, abs == 0x7FF0_0000_0000_0000)
+}
+
+/// [`scaled_product`] for an f64 `x` (bits): the exact product of the two magnitudes is
+/// up to 77 bits, handed to `finite` as a `u128`.
+fn scaled_product_f64(format: NarrowFormat, x: u64, s: u32, finite: impl FnOnce(u128, i32) -> u8) -> u8 {
+    let sign = ((x >> 63) as u8) << 7;
+    let (nan, infinite) = f64_nan_inf(x);
+    if nan {
+        return sign | FP8_NAN_ABS;
+    }
+    let magnitude = if infinite {
+        max_encoding(format)
+    } else {
+        let ((mx, ex), (ms, es)) = (f64_magnitude_parts(x), f32_magnitude_parts(s));
+        finite(u128::from(mx) * u128::from(ms), ex + es)
+    };
+    sign | magnitude
+}
+
+/// [`quantize_once`] for an f64 `x` (bits): `sat_rne(x · s)`, the exact product rounded
+/// once.
+pub fn quantize_once_f64(format: NarrowFormat, x: u64, s: u32) -> u8 {
+    scaled_product_f64(format, x, s, |significand, exponent| {
+        saturated(format, round_wide(format, significand, exponent))
+    })
+}
+
+/// [`quantize_two_step`] for an f64 `x` (bits): the exact product rounded to f32
+/// (infinity past its range), then to `format`, saturating.
+pub fn quantize_two_step_f64(format: NarrowFormat, x: u64, s: u32) -> u8 {
+    scaled_product_f64(format, x, s, |significand, exponent| match round_wide(BINARY32, significand, exponent) {
+        Rounded::Overflow => max_encoding(format),
+        Rounded::Finite(f32_magnitude) => {
+            saturated(format, round_f32_to(format, u32::try_from(f32_magnitude).expect("an f32 encoding")))
+        }
+    })
+}
+
+/// The scale `fl32(max / amax)` for `format` and a finite non-negative f64 `amax` (bits),
+/// on integers: 1 for `amax = 0`, `f32::MAX` where the quotient overflows f32, and the
+/// quotient's rounding otherwise, subnormal or 0 included (a huge `amax`). The quotient
+/// of the significands is taken to at least 26 bits with a sticky bit, as [`divide`].
+pub fn scale_for_f64(format: NarrowFormat, amax: u64) -> u32 {
+    if amax & 0x7FFF_FFFF_FFFF_FFFF == 0 {
+        return 1.0f32.to_bits();
+    }
+    let ((mn, en), (md, ed)) = (format.max_finite, f64_magnitude_parts(amax));
+    let k = 26 + (64 - md.leading_zeros() as i32) - (64 - mn.leading_zeros() as i32) + 1;
+    let scaled = u128::from(mn) << k;
+    let (quotient, remainder) = (scaled / u128::from(md), scaled % u128::from(md));
+    let significand = quotient << 1 | u128::from(remainder != 0);
+    match round_wide(BINARY32, significand, en - ed - k - 1) {
+        Rounded::Finite(bits) => u32::try_from(bits).expect("an f32 encoding"),
+        Rounded::Overflow => f32::MAX.to_bits(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::{FP8_E4M3, FP8_E5M2};
+
+    // The reference checked on values worked by hand from the formats' definitions.
+    #[test]
+    fn hand_worked_values() {
+        let bits = |v: f32| v.to_bits();
+        // 448 / 1 = 448; E4M3 0x7E is 448.
+        assert_eq!(scale_for(FP8_E4M3, bits(1.0)), bits(448.0));
+        assert_eq!(scale_for(FP8_E4M3, 0), bits(1.0));
+        // 448 / 3 = 149.333… rounds to 149.33333 (f32 0x43155555).
+        assert_eq!(scale_for(FP8_E4M3, bits(3.0)), 0x4315_5555);
+        // The smallest subnormal amax overflows: f32::MAX.
+        assert_eq!(scale_for(FP8_E5M2, 1), f32::MAX.to_bits());
+        assert_eq!(dequant_scale(bits(4.0)), bits(0.25));
+        // 1 / 3 = 0x3EAAAAAB.
+        assert_eq!(dequant_scale(bits(3.0)), 0x3EAA_AAAB);
+        // 1 / f32::MAX is a subnormal: 2^-128 · (1 / 1.99999988) ≈ 0x00200000.
+        assert_eq!(dequant_scale(f32::MAX.to_bits()), 0x0020_0000);
+        // x = 1 + 2^-23 (one ULP above 1), s = 1 + 2^-23: exact product 1 + 2^-22 + 2^-46.
+        // E4M3 grid at 1 is 1/8: both give 1 (0x38).
+        let x = 0x3F80_0001;
+        assert_eq!(quantize_once(FP8_E4M3, x, x), 0x38);
+        assert_eq!(quantize_two_step(FP8_E4M3, x, x), 0x38);
+        // Double rounding: x = 1 + 2^-23, s = 1.0625 - 2^-23 give the exact product
+        // 1.0625 + 2^-27 - 2^-46, just above the E4M3 tie 1.0625 between 1 and 1.125:
+        // once rounds it up to 1.125 (0x39); fl32 of it is 1.0625 itself (2^-27 is below
+        // f32's half-ULP 2^-24 there), a tie that goes to even, 1 (0x38).
+        let (x, s) = (0x3F80_0001, 0x3F87_FFFF);
+        assert_eq!(quantize_once(FP8_E4M3, x, s), 0x39);
+        assert_eq!(quantize_two_step(FP8_E4M3, x, s), 0x38);
+        // Saturation and specials.
+        assert_eq!(quantize_once(FP8_E4M3, bits(1000.0), bits(1.0)), 0x7E);
+        assert_eq!(quantize_two_step(FP8_E5M2, bits(f32::NEG_INFINITY), bits(1.0)), 0xFB);
+        assert_eq!(quantize_once(FP8_E5M2, 0xFFC0_0000, bits(1.0)), 0xFF);
+        assert_eq!(quantize_once(FP8_E4M3, 0x8000_0000, bits(2.0)), 0x80);
+    }
+
+    // The f64 forms, on values worked by hand.
+    #[test]
+    fn hand_worked_f64_values() {
+        let one = 1.0f32.to_bits();
+        // 1.0625 + 2^-50 at s = 1: just above the E4M3 tie between 1 and 1.125, so once
+        // gives 1.125 (0x39); fl32 of it is the tie itself, which goes to even, 1 (0x38).
+        let x = (1.0625f64 + 2f64.powi(-50)).to_bits();
+        assert_eq!(quantize_once_f64(FP8_E4M3, x, one), 0x39);
+        assert_eq!(quantize_two_step_f64(FP8_E4M3, x, one), 0x38);
+        // The tie itself goes to even both ways; with the sign set, the same with the sign.
+        assert_eq!(quantize_once_f64(FP8_E4M3, 1.0625f64.to_bits(), one), 0x38);
+        assert_eq!(quantize_once_f64(FP8_E4M3, (-1.0625f64).to_bits(), one), 0xB8);
+        // A 77-bit product: x = 1 + 2^-52, s = 1.0625 - 2^-23 (0x3F87FFFF): the product
+        // is 1.0625 - 2^-23 + 2^-52 · 1.0625 - 2^-75, below the tie 1.0625: 1 (0x38).
+        assert_eq!(quantize_once_f64(FP8_E4M3, (1.0f64 + f64::EPSILON).to_bits(), 0x3F87_FFFF), 0x38);
+        // Specials: NaN with its sign, ±inf saturated, -0.
+        assert_eq!(quantize_once_f64(FP8_E5M2, 0xFFF8_0000_0000_0000, one), 0xFF);
+        assert_eq!(quantize_two_step_f64(FP8_E4M3, f64::INFINITY.to_bits(), one), 0x7E);
+        assert_eq!(quantize_once_f64(FP8_E4M3, (-0.0f64).to_bits(), one), 0x80);
+        // Scales: 448 / 3, as for an f32 amax; a huge amax gives 0 or a subnormal; a tiny
+        // one f32::MAX.
+        assert_eq!(scale_for_f64(FP8_E4M3, 3.0f64.to_bits()), 0x4315_5555);
+        assert_eq!(scale_for_f64(FP8_E4M3, 0), 1.0f32.to_bits());
+        assert_eq!(scale_for_f64(FP8_E4M3, (448.0 * 2f64.powi(149)).to_bits()), 1);
+        assert_eq!(scale_for_f64(FP8_E4M3, 2f64.powi(200).to_bits()), 0);
+        assert_eq!(scale_for_f64(FP8_E5M2, 1), f32::MAX.to_bits());
+    }
+
+    // Where the two roundings differ near 1.0625, fl32(x · s) sits on the E4M3 tie
+    // 1.0625: the only way two roundings can disagree.
+    #[test]
+    fn double_rounding_differs_only_on_an_f32_tie() {
+        let mut found = 0;
+        for dx in 0..64u32 {
+            for ds in 0..64u32 {
+                let (x, s) = (1.0625f32.to_bits() - 32 + dx, 1.0f32.to_bits() + ds);
+                if quantize_once(FP8_E4M3, x, s) != quantize_two_step(FP8_E4M3, x, s) {
+                    found += 1;
+                    let ((mx, ex), (ms, es)) = (f32_magnitude_parts(x), f32_magnitude_parts(s));
+                    let product = match round_to(BINARY32, mx * ms, ex + es) {
+                        Rounded::Finite(b) => f32::from_bits(b as u32),
+                        Rounded::Overflow => unreachable!(),
+                    };
+                    assert_eq!(product, 1.0625, "fl32(x·s) is the tie between 1 and 1.125");
+                }
+            }
+        }
+        assert!(found > 0, "the range holds double-rounding cases");
+    }
+}
