@@ -54,7 +54,8 @@ fi
 
 # Builds package $1's tests in release and copies each executable to bin/test-$2<name>
 # (`cargo test --no-run` names each as "Executable <what> (<path>)"): `tests/main.rs` is
-# `main` (host's integration tests), `unittests src/lib.rs` is `unit_lib`.
+# `main` (host's integration tests), `unittests src/main.rs` is `unit_main`. The library's
+# unit tests are its wings' (host/wings/*), which need no GPU and are not bundled.
 copy_tests() {
   local package="$1" prefix="$2"
   cargo test --release -p "$package" --no-run 2>&1 | tee -a "$bundle/build.log" |

@@ -6,7 +6,8 @@
 #      so the tool tests print `skipped: <reason>`, as on a fresh machine);
 #   2. a one-line change's rebuild: one public function appended to a file of the file
 #      tools, of the GPU layer and of the CLI in turn, each followed by
-#      `cargo test -p host --no-run` (the library, the binary and host's test binaries);
+#      `cargo test -p host -p <its wing> --no-run` (the edited wing with its unit tests,
+#      the wings above it, the binary and host's test binaries);
 #   3. the `--ignored` proofs: `cargo test --workspace -- --ignored`.
 #
 # Prints each figure with the machine's core count and CPU. Run it with nothing else
@@ -57,8 +58,10 @@ timed "clean cargo test --workspace (build included)" cargo test --workspace
 # One line per file: a public function, so that the library's interface changes and
 # everything that depends on it is rebuilt (a change inside a function body costs no more).
 for file in host/wings/files/src/cast/select.rs host/wings/gpu/src/lib.rs host/src/cli/mod.rs; do
+  packages=(-p host)
+  case "$file" in host/wings/*) wing=${file#host/wings/}; packages+=(-p "bitexact-$(echo "${wing%%/*}" | tr _ -)") ;; esac
   echo "#[doc(hidden)] pub fn loop_time_probe_$RANDOM() -> u64 { $RANDOM }" >>"$file"
-  timed "one line in $file: cargo test -p host --no-run" cargo test -p host --no-run
+  timed "one line in $file: cargo test ${packages[*]} --no-run" cargo test "${packages[@]}" --no-run
   git checkout --quiet -- "$file"
 done
 

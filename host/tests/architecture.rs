@@ -417,14 +417,36 @@ fn every_product_folder_uses_only_the_layers_below_it() {
     }
 }
 
-/// The wings a wing's `Cargo.toml` depends on (`bitexact-<wing>` entries of any
-/// dependency table), as product names.
+/// The wings a wing's `Cargo.toml` names outside its `[package]` table, as product names
+/// (`bitexact-cuda-tools` → `cuda_tools`), however it names them: a key
+/// (`bitexact-gpu.workspace = true`, `"bitexact-gpu" = …`), a table
+/// (`[dependencies.bitexact-gpu]`) or a renamed package (`gpu = { package = "bitexact-gpu" }`);
+/// and `host` when it names the package that re-exports the wings (a dev-dependency
+/// cycle would let a wing's tests use the wings above it).
 fn wing_dependencies(manifest: &str) -> BTreeSet<String> {
-    manifest
-        .lines()
-        .filter_map(|line| line.trim_start().strip_prefix("bitexact-"))
-        .map(|rest| rest.chars().take_while(|c| c.is_alphanumeric() || *c == '-').collect::<String>().replace('-', "_"))
-        .collect()
+    let mut found = BTreeSet::new();
+    let mut section = String::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line.trim_matches(|c| c == '[' || c == ']').to_string();
+        }
+        if section == "package" || line.starts_with('#') {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("bitexact-") {
+            let name: String =
+                rest[at + "bitexact-".len()..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+            found.insert(name.replace('-', "_"));
+            rest = &rest[at + "bitexact-".len()..];
+        }
+        let key = line.trim_start_matches('[').split(['=', '.', ' ', ']']).next().unwrap_or("").trim_matches('"');
+        let table_key = section.rsplit('.').next().unwrap_or("").trim_matches('"');
+        if key == "host" || table_key == "host" || line.replace(' ', "").contains("package=\"host\"") {
+            found.insert("host".to_string());
+        }
+    }
+    found
 }
 
 #[test]
@@ -445,7 +467,7 @@ fn every_wing_depends_only_on_the_layers_below_it() {
         for dependency in wing_dependencies(&manifest) {
             if !may.contains(&dependency.as_str()) {
                 wrong.push(format!(
-                    "host/wings/{wing}/Cargo.toml depends on bitexact-{dependency}: `{wing}` may use only {may:?}"
+                    "host/wings/{wing}/Cargo.toml depends on `{dependency}`: `{wing}` may use only {may:?}"
                 ));
             }
         }
@@ -454,8 +476,15 @@ fn every_wing_depends_only_on_the_layers_below_it() {
         }
     }
     assert!(wrong.is_empty(), "wings out of their layers:\n{}", wrong.join("\n"));
-    let sample = "[dependencies]\nbitexact-support.workspace = true\nbitexact-cuda-tools = { path = \"x\" }\nshared.workspace = true";
-    assert_eq!(wing_dependencies(sample), BTreeSet::from(["support".to_string(), "cuda_tools".to_string()]));
+    let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<BTreeSet<String>>();
+    let sample = "[package]\nname = \"bitexact-files\"\n\n[dependencies]\nbitexact-support.workspace = true\n\
+                  bitexact-cuda-tools = { path = \"x\" }\nshared.workspace = true\n# bitexact-bench in a comment\n";
+    assert_eq!(wing_dependencies(sample), names(&["support", "cuda_tools"]));
+    let hidden = "[dependencies.bitexact-verify]\nworkspace = true\n[dependencies]\ngpu = { package = \"bitexact-gpu\" }\n\
+                  \"bitexact-search\" = \"1\"\n[dev-dependencies]\nhost.workspace = true\n";
+    assert_eq!(wing_dependencies(hidden), names(&["verify", "gpu", "search", "host"]));
+    assert_eq!(wing_dependencies("[dev-dependencies.host]\npath = \"../..\"\n"), names(&["host"]));
+    assert_eq!(wing_dependencies("[dependencies]\nx = { package = \"host\", path = \"../..\" }\n"), names(&["host"]));
 }
 
 /// The sibling of `folder` (`""` for the crate root) that holds `module`, if `module`
@@ -840,6 +869,7 @@ const API_MODULES: &[&str] = &[
     "files::normalize",
     "files::backend",
     "files::write",
+    "files::output",
     "gpu",
     "cpu",
     "verify",

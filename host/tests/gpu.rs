@@ -9,6 +9,7 @@ use crate::expected_kernels;
 use bitexact::gpu::ptx;
 use bitexact::gpu::{self, Gpu, GpuError};
 use bitexact::support::skip::skip_or_fail;
+use bitexact::verify::gpu_check::GpuCheck;
 use bitexact::verify::reference::{InputClass, conversion_input_class, conversion_output_is_nan};
 use bitexact::verify::table::{VARIANTS, Variant};
 use bitexact::verify::three_way::ThreeWay;
@@ -23,7 +24,7 @@ const REQUIRE_GPU: &str = "REQUIRE_GPU";
 /// 2^32 encodings, are checked in consecutive chunks).
 const CHUNK: u64 = 1 << 28;
 
-fn assert_matches(variant: &Variant, what: &str, check: Result<gpu::GpuCheck, GpuError>) {
+fn assert_matches(variant: &Variant, what: &str, check: Result<GpuCheck, GpuError>) {
     let check = check.unwrap_or_else(|e| panic!("{} ({what}): {e}", variant.name));
     if let Some(m) = check.first_mismatch {
         panic!(
@@ -138,15 +139,18 @@ fn a_device_buffer_is_reused_across_calls() {
     let input = gpu.upload(&bytes).expect("upload");
     let mut output = gpu.zeros::<u32>(bytes.len()).expect("alloc");
     let expect = |f: fn(u8) -> f32| bytes.iter().map(|&x| f(x).to_bits()).collect::<Vec<u32>>();
-    gpu.map::<unorm8_series>(&input, &mut output).expect("first call");
+    // Every Map kernel is in the embedded baseline module.
+    let module = gpu.module_for::<unorm8_series>(KernelKind::Map).expect("the baseline module");
+    module.map::<unorm8_series>(&input.as_view(), &mut output.as_view_mut()).expect("first call");
     assert_eq!(gpu.download(&output).expect("download"), expect(shared::unorm8::series));
-    gpu.map::<unorm8_mul_recip>(&input, &mut output).expect("second call, same buffers");
+    module.map::<unorm8_mul_recip>(&input.as_view(), &mut output.as_view_mut()).expect("second call, same buffers");
     assert_eq!(gpu.download(&output).expect("download"), expect(shared::unorm8::mul_recip));
-    gpu.map::<unorm8_div_ieee>(&input, &mut output).expect("third call, same buffers");
+    module.map::<unorm8_div_ieee>(&input.as_view(), &mut output.as_view_mut()).expect("third call, same buffers");
     assert_eq!(gpu.download(&output).expect("download"), expect(shared::unorm8::div_ieee));
     // A length mismatch is a typed error, not a launch.
     let mut short = gpu.zeros::<u32>(10).expect("alloc");
-    assert!(matches!(gpu.map::<unorm8_series>(&input, &mut short), Err(GpuError::Length { .. })));
+    let mismatch = module.map::<unorm8_series>(&input.as_view(), &mut short.as_view_mut());
+    assert!(matches!(mismatch, Err(GpuError::Length { .. })));
     // So is a copy's, with its own variant.
     let copy_error = |r: Result<(), GpuError>| match r {
         Err(GpuError::CopyLength { from, into, .. }) => Some((from, into)),
@@ -348,45 +352,48 @@ fn staged_chunks_come_back_in_order_whatever_their_lengths() {
     let lengths = [lane, 0, 1, 7, lane - 1, 12_345, lane, 3];
     let input_of = |i: usize, j: usize| scrambled((i * lane + j) as u64);
     let mut seen = Vec::new();
-    gpu.stream_staged::<Convert, GpuError>(
-        &mut staging,
-        lengths.len(),
-        |i, input| {
-            for (j, x) in input[..lengths[i]].iter_mut().enumerate() {
-                *x = input_of(i, j) as u8;
-            }
-            Ok(lengths[i])
-        },
-        |i, input, output| {
-            assert_eq!((input.len(), output.len()), (lengths[i], lengths[i]), "chunk {i}");
-            for (j, (&x, &y)) in input.iter().zip(output).enumerate() {
-                assert_eq!(x, input_of(i, j) as u8, "chunk {i} input {j}");
-                assert_eq!(y, Convert::apply(x).to_bits(), "chunk {i} result {j}");
-            }
-            seen.push(i);
-            Ok(())
-        },
-    )
-    .expect("staged conversion");
+    let module = gpu.module_for::<Convert>(KernelKind::Stream).expect("the baseline module");
+    module
+        .stream_staged::<Convert, GpuError>(
+            &mut staging,
+            lengths.len(),
+            |i, input| {
+                for (j, x) in input[..lengths[i]].iter_mut().enumerate() {
+                    *x = input_of(i, j) as u8;
+                }
+                Ok(lengths[i])
+            },
+            |i, input, output| {
+                assert_eq!((input.len(), output.len()), (lengths[i], lengths[i]), "chunk {i}");
+                for (j, (&x, &y)) in input.iter().zip(output).enumerate() {
+                    assert_eq!(x, input_of(i, j) as u8, "chunk {i} input {j}");
+                    assert_eq!(y, Convert::apply(x).to_bits(), "chunk {i} result {j}");
+                }
+                seen.push(i);
+                Ok(())
+            },
+        )
+        .expect("staged conversion");
     assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>());
     // Counts: a NaN (0x7E00) at element i of chunk i, where the chunk has one.
     let mut found = Vec::new();
-    gpu.count_staged::<Count, GpuError>(
-        &mut staging,
-        lengths.len(),
-        |i, input| {
-            for (j, x) in input[..lengths[i] / 2].iter_mut().enumerate() {
-                *x = if j == i { 0x7E00 } else { input_of(i, j) as u16 & 0x3FFF };
-            }
-            Ok(lengths[i] / 2)
-        },
-        |i, input, nonfinite| {
-            assert_eq!(input.len(), lengths[i] / 2);
-            found.push((i, nonfinite.count, nonfinite.first));
-            Ok(())
-        },
-    )
-    .expect("staged count");
+    module
+        .count_staged::<Count, GpuError>(
+            &mut staging,
+            lengths.len(),
+            |i, input| {
+                for (j, x) in input[..lengths[i] / 2].iter_mut().enumerate() {
+                    *x = if j == i { 0x7E00 } else { input_of(i, j) as u16 & 0x3FFF };
+                }
+                Ok(lengths[i] / 2)
+            },
+            |i, input, nonfinite| {
+                assert_eq!(input.len(), lengths[i] / 2);
+                found.push((i, nonfinite.count, nonfinite.first));
+                Ok(())
+            },
+        )
+        .expect("staged count");
     let expected: Vec<_> =
         (0..lengths.len()).map(|i| if i < lengths[i] / 2 { (i, 1, Some(i as u64)) } else { (i, 0, None) }).collect();
     assert_eq!(found, expected);

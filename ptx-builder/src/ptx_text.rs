@@ -1,5 +1,6 @@
-//! Reading PTX text: the functions a module defines, its `.extern` declarations, the
-//! targets of its calls, its inline-assembly regions, and its code without comments.
+//! Reading PTX text: the functions a module defines, its kernels' names and parameters,
+//! its `.extern` declarations, the targets of its calls, its inline-assembly regions, and
+//! its code without comments.
 //! [`crate::check_ptx`] is built on them, and so are the host's PTX guards.
 
 use std::ops::Range;
@@ -182,6 +183,88 @@ pub fn strip_comments(ptx: &str) -> String {
     out
 }
 
+/// Names of the kernel entry points (`.entry NAME(`) in `ptx`, in order.
+pub fn entry_names(ptx: &str) -> Vec<&str> {
+    ptx.lines().map(str::trim).filter_map(entry_name).collect()
+}
+
+/// One parameter of a kernel entry as the PTX declares it: `.param .u64 .ptr .align 1
+/// k_param_0` is `{ ty: "u64", pointer: true }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PtxParam {
+    /// The type without its dot (`u64`, `u32`, `f32`, `b8`…).
+    pub ty: String,
+    /// Whether LLVM marked it `.ptr` (a pointer parameter).
+    pub pointer: bool,
+    /// Whether it is an array (`name[N]`: an aggregate passed by value).
+    pub aggregate: bool,
+}
+
+/// The parameter list of kernel `name` in `ptx` (`.entry name( … )`), or `None` if the PTX
+/// has no such entry.
+pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<PtxParam>> {
+    let mut lines = ptx.lines().map(str::trim);
+    let header = lines.by_ref().find(|line| entry_name(line) == Some(name))?;
+    Some(header_params(header, lines))
+}
+
+/// Every kernel entry of `ptx` with its parameter list, in order, read in one pass: what
+/// a loaded module checks declarations against ([`entry_params`] of each, without
+/// searching the text once per kernel).
+pub fn entries_with_params(ptx: &str) -> Vec<(&str, Vec<PtxParam>)> {
+    let mut lines = ptx.lines().map(str::trim);
+    let mut entries = Vec::new();
+    while let Some(header) = lines.by_ref().find(|line| entry_name(line).is_some()) {
+        let name = entry_name(header).unwrap_or_default();
+        entries.push((name, header_params(header, lines.by_ref())));
+    }
+    entries
+}
+
+/// The kernel name of an `.entry` header line (`.visible .entry NAME(` or `.entry NAME(`).
+fn entry_name(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix(".visible ").unwrap_or(line);
+    rest.strip_prefix(".entry ").and_then(|r| r.split('(').next()).map(str::trim)
+}
+
+/// The parameters of the entry whose header line is `header`, reading on through `lines`
+/// (the lines after it) to the closing parenthesis.
+fn header_params<'a>(header: &'a str, lines: impl Iterator<Item = &'a str>) -> Vec<PtxParam> {
+    let after_paren = header.split_once('(').map_or("", |(_, rest)| rest);
+    let mut params = Vec::new();
+    let mut parse = |text: &str| {
+        for declaration in text.split(',') {
+            let words: Vec<&str> = declaration.split_whitespace().collect();
+            if words.first() != Some(&".param") {
+                continue;
+            }
+            let ty = words.iter().skip(1).find(|w| {
+                !matches!(**w, ".ptr" | ".align" | ".global" | ".shared" | ".const" | ".local") && w.starts_with('.')
+            });
+            params.push(PtxParam {
+                ty: ty.map_or(String::new(), |t| t.trim_start_matches('.').to_string()),
+                pointer: words.contains(&".ptr"),
+                aggregate: words.iter().any(|w| w.contains('[')),
+            });
+        }
+    };
+    if let Some((inside, _)) = after_paren.split_once(')') {
+        parse(inside);
+        return params;
+    }
+    parse(after_paren);
+    for line in lines {
+        match line.split_once(')') {
+            Some((inside, _)) => {
+                parse(inside);
+                break;
+            }
+            None => parse(line),
+        }
+    }
+    params
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,5 +333,30 @@ $L__BB0_1:
     #[test]
     fn call_targets_span_lines_predicates_and_indirect_calls() {
         assert_eq!(call_targets(SAMPLE), ["helper", "panic_fmt", "%rd2"]);
+    }
+
+    #[test]
+    fn entry_names_are_the_kernels() {
+        let ptx =
+            ".visible .entry k(\n\t.param .u64 a\n)\n{\n\tret;\n}\n.entry j(\n)\n{\n}\n.visible .func f()\n{\n}\n";
+        assert_eq!(entry_names(ptx), ["k", "j"]);
+    }
+
+    #[test]
+    fn entry_params_are_read_from_the_header() {
+        let ptx = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .f32 k_param_1,\n\t.param .align 4 .b8 k_param_2[8]\n)\n{\n}\n.entry j()\n{\n}\n";
+        let p = |ty: &str, pointer, aggregate| PtxParam { ty: ty.into(), pointer, aggregate };
+        assert_eq!(
+            entry_params(ptx, "k"),
+            Some(vec![p("u64", true, false), p("f32", false, false), p("b8", false, true)])
+        );
+        assert_eq!(entry_params(ptx, "j"), Some(vec![]));
+        assert_eq!(entry_params(ptx, "missing"), None);
+        let all = entries_with_params(ptx);
+        let names: Vec<&str> = all.iter().map(|(name, _)| *name).collect();
+        assert_eq!(names, ["k", "j"]);
+        for (name, params) in all {
+            assert_eq!(Some(params), entry_params(ptx, name), "{name}");
+        }
     }
 }

@@ -4,12 +4,104 @@
 //! Networks", arXiv:2206.02915; AMD CDNA3 and Graphcore hardware; safetensors
 //! `F8_E4M3FNUZ` / `F8_E5M2FNUZ`).
 
+/// Writes the f32 → OCP FP8 conversions of the format with `exponent_bits` and
+/// `mantissa_bits` into the module that invokes it, which defines `SIGN_MASK`, `NAN_ABS`
+/// and `finite_magnitude` (what a value past the largest finite one gives: the one way
+/// E5M2 and E4M3 differ here): `from_f32_bits` and its `_standard` and `_satfinite`
+/// forms (with the docs given), and the same conversion with the rounding computed
+/// without a branch (`_branch_free`) and by one f32 addition (`_by_addition`), each with
+/// its two overflow forms. One body for both formats, so they cannot drift apart.
+macro_rules! ocp_from_f32 {
+    (
+        exponent_bits: $exp:literal, mantissa_bits: $man:literal,
+        $(#[$from:meta])* from_f32_bits;
+        $(#[$standard:meta])* standard;
+        $(#[$satfinite:meta])* satfinite;
+    ) => {
+        $(#[$from])*
+        #[inline]
+        pub const fn from_f32_bits(x: u32, overflow: Overflow) -> u8 {
+            let sign = (x >> 24) as u8 & SIGN_MASK;
+            let abs = x & 0x7FFF_FFFF;
+            let magnitude = if abs > 0x7F80_0000 {
+                NAN_ABS
+            } else {
+                finite_magnitude(crate::narrow::round_magnitude::<$exp, $man>(abs), overflow)
+            };
+            sign | magnitude
+        }
+
+        /// [`from_f32_bits`] with the rounding computed without a branch
+        /// ([`crate::narrow::round_magnitude_branch_free`]), NaN's included (its `abs` is
+        /// below 2^31 too), and the result selected: the same result on every input.
+        #[inline]
+        pub fn from_f32_bits_branch_free(x: u32, overflow: Overflow) -> u8 {
+            let sign = (x >> 24) as u8 & SIGN_MASK;
+            let abs = x & 0x7FFF_FFFF;
+            let rounded = finite_magnitude(crate::narrow::round_magnitude_branch_free::<$exp, $man>(abs), overflow);
+            sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
+        }
+
+        /// [`from_f32_bits_branch_free`] with [`Overflow::Standard`].
+        #[inline]
+        pub fn from_f32_bits_standard_branch_free(x: u32) -> u8 {
+            from_f32_bits_branch_free(x, Overflow::Standard)
+        }
+
+        /// [`from_f32_bits_branch_free`] with [`Overflow::SatFinite`].
+        #[inline]
+        pub fn from_f32_bits_satfinite_branch_free(x: u32) -> u8 {
+            from_f32_bits_branch_free(x, Overflow::SatFinite)
+        }
+
+        /// [`from_f32_bits_branch_free`] with the rounding done by one f32 addition in the
+        /// value's binade ([`crate::narrow::round_magnitude_in_binade`], the magnitude first
+        /// clamped at [`crate::narrow::binade_rounding_limit`], which rounds past every finite
+        /// code, infinity included): the same result on every input, the CPU's fastest
+        /// software form. Not for GPU kernels (flush-to-zero there).
+        #[inline]
+        pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
+            let sign = (x >> 24) as u8 & SIGN_MASK;
+            let abs = x & 0x7FFF_FFFF;
+            let limit = crate::narrow::binade_rounding_limit::<$exp, $man>();
+            let rounded = crate::narrow::round_magnitude_in_binade::<$exp, $man>(abs.min(limit));
+            let rounded = finite_magnitude(rounded, overflow);
+            sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
+        }
+
+        /// [`from_f32_bits_by_addition`] with [`Overflow::Standard`].
+        #[inline]
+        pub fn from_f32_bits_standard_by_addition(x: u32) -> u8 {
+            from_f32_bits_by_addition(x, Overflow::Standard)
+        }
+
+        /// [`from_f32_bits_by_addition`] with [`Overflow::SatFinite`].
+        #[inline]
+        pub fn from_f32_bits_satfinite_by_addition(x: u32) -> u8 {
+            from_f32_bits_by_addition(x, Overflow::SatFinite)
+        }
+
+        $(#[$standard])*
+        #[inline]
+        pub const fn from_f32_bits_standard(x: u32) -> u8 {
+            from_f32_bits(x, Overflow::Standard)
+        }
+
+        $(#[$satfinite])*
+        #[inline]
+        pub const fn from_f32_bits_satfinite(x: u32) -> u8 {
+            from_f32_bits(x, Overflow::SatFinite)
+        }
+    };
+}
+use ocp_from_f32;
+
 /// E5M2: 1 sign, 5 exponent, 2 mantissa bits, IEEE-like (±inf at S.11111.00, NaN at
 /// S.11111.{01,10,11}).
 pub mod e5m2 {
     crate::class::ieee_format!(u8, exponent_bits: 5, mantissa_bits: 2);
 
-    use crate::narrow::{Overflow, round_magnitude};
+    use crate::narrow::Overflow;
 
     /// Largest finite magnitude's encoding, 57344 = 1.75 × 2^15.
     pub const MAX_FINITE: u8 = 0b0_11110_11;
@@ -17,70 +109,21 @@ pub mod e5m2 {
     /// mantissa bits set.
     pub const NAN_ABS: u8 = 0b0_11111_11;
 
-    /// f32 bits → E5M2 bits, round to nearest, ties to even (OCP OFP8 rev. 1.0; CUDA
-    /// `__nv_cvt_float_to_fp8(x, mode, __NV_E5M2)`).
-    ///
-    /// Exact on every one of the 2^32 inputs against integer arithmetic on the fields.
-    /// [`Overflow::Standard`]: `|x| >= 61440` (the midpoint past 57344, a tie that goes
-    /// to even, i.e. up) and ±inf give ±inf. [`Overflow::SatFinite`]: they give ±57344.
-    /// NaN gives `NAN_ABS` with the input's sign in both modes. Signed zeros are kept.
-    #[inline]
-    pub const fn from_f32_bits(x: u32, overflow: Overflow) -> u8 {
-        let sign = (x >> 24) as u8 & SIGN_MASK;
-        let abs = x & 0x7FFF_FFFF;
-        let magnitude =
-            if abs > 0x7F80_0000 { NAN_ABS } else { finite_magnitude(round_magnitude::<5, 2>(abs), overflow) };
-        sign | magnitude
-    }
-
-    /// [`from_f32_bits`] with the rounding computed without a branch
-    /// ([`crate::narrow::round_magnitude_branch_free`]), NaN's included (its `abs` is
-    /// below 2^31 too), and the result selected: the same result on every input.
-    #[inline]
-    pub fn from_f32_bits_branch_free(x: u32, overflow: Overflow) -> u8 {
-        let sign = (x >> 24) as u8 & SIGN_MASK;
-        let abs = x & 0x7FFF_FFFF;
-        let rounded = finite_magnitude(crate::narrow::round_magnitude_branch_free::<5, 2>(abs), overflow);
-        sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
-    }
-
-    /// [`from_f32_bits_branch_free`] with [`Overflow::Standard`].
-    #[inline]
-    pub fn from_f32_bits_standard_branch_free(x: u32) -> u8 {
-        from_f32_bits_branch_free(x, Overflow::Standard)
-    }
-
-    /// [`from_f32_bits_branch_free`] with [`Overflow::SatFinite`].
-    #[inline]
-    pub fn from_f32_bits_satfinite_branch_free(x: u32) -> u8 {
-        from_f32_bits_branch_free(x, Overflow::SatFinite)
-    }
-
-    /// [`from_f32_bits_branch_free`] with the rounding done by one f32 addition in the
-    /// value's binade ([`crate::narrow::round_magnitude_in_binade`], the magnitude first
-    /// clamped at [`crate::narrow::binade_rounding_limit`], which rounds past every finite
-    /// code, infinity included): the same result on every input, the CPU's fastest
-    /// software form. Not for GPU kernels (flush-to-zero there).
-    #[inline]
-    pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
-        let sign = (x >> 24) as u8 & SIGN_MASK;
-        let abs = x & 0x7FFF_FFFF;
-        let rounded =
-            crate::narrow::round_magnitude_in_binade::<5, 2>(abs.min(crate::narrow::binade_rounding_limit::<5, 2>()));
-        let rounded = finite_magnitude(rounded, overflow);
-        sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
-    }
-
-    /// [`from_f32_bits_by_addition`] with [`Overflow::Standard`].
-    #[inline]
-    pub fn from_f32_bits_standard_by_addition(x: u32) -> u8 {
-        from_f32_bits_by_addition(x, Overflow::Standard)
-    }
-
-    /// [`from_f32_bits_by_addition`] with [`Overflow::SatFinite`].
-    #[inline]
-    pub fn from_f32_bits_satfinite_by_addition(x: u32) -> u8 {
-        from_f32_bits_by_addition(x, Overflow::SatFinite)
+    super::ocp_from_f32! {
+        exponent_bits: 5, mantissa_bits: 2,
+        /// f32 bits → E5M2 bits, round to nearest, ties to even (OCP OFP8 rev. 1.0; CUDA
+        /// `__nv_cvt_float_to_fp8(x, mode, __NV_E5M2)`).
+        ///
+        /// Exact on every one of the 2^32 inputs against integer arithmetic on the fields.
+        /// [`Overflow::Standard`]: `|x| >= 61440` (the midpoint past 57344, a tie that goes
+        /// to even, i.e. up) and ±inf give ±inf. [`Overflow::SatFinite`]: they give ±57344.
+        /// NaN gives `NAN_ABS` with the input's sign in both modes. Signed zeros are kept.
+        from_f32_bits;
+        /// [`from_f32_bits`] with [`Overflow::Standard`] (±inf past ±57344).
+        standard;
+        /// [`from_f32_bits`] with [`Overflow::SatFinite`] (±57344 past it), what
+        /// `cvt.rn.satfinite.e5m2x2.f32` computes for every non-NaN input.
+        satfinite;
     }
 
     /// The rounded magnitude encoding `rounded`, or what a value past the largest finite
@@ -92,19 +135,6 @@ pub mod e5m2 {
             Overflow::Standard => POS_INFINITY,
             Overflow::SatFinite => MAX_FINITE,
         }
-    }
-
-    /// [`from_f32_bits`] with [`Overflow::Standard`] (±inf past ±57344).
-    #[inline]
-    pub const fn from_f32_bits_standard(x: u32) -> u8 {
-        from_f32_bits(x, Overflow::Standard)
-    }
-
-    /// [`from_f32_bits`] with [`Overflow::SatFinite`] (±57344 past it), what
-    /// `cvt.rn.satfinite.e5m2x2.f32` computes for every non-NaN input.
-    #[inline]
-    pub const fn from_f32_bits_satfinite(x: u32) -> u8 {
-        from_f32_bits(x, Overflow::SatFinite)
     }
 
     /// E5M2 bits → f32 bits without a branch: [`crate::binary16::to_f32_bits_scaled`] of
@@ -174,74 +204,22 @@ pub mod e4m3 {
         Class::from_threshold_count(count)
     }
 
-    /// f32 bits → E4M3 bits, round to nearest, ties to even (OCP OFP8 rev. 1.0; CUDA
-    /// `__nv_cvt_float_to_fp8(x, mode, __NV_E4M3)`).
-    ///
-    /// Exact on every one of the 2^32 inputs against integer arithmetic on the fields.
-    /// E4M3 has no infinity. [`Overflow::Standard`] (OCP non-saturating): `|x| > 464`
-    /// (464, the midpoint past 448, is a tie and goes to even, 448) and ±inf give NaN.
-    /// [`Overflow::SatFinite`]: they give ±448. NaN gives NaN (S.1111.111) with the
-    /// input's sign in both modes. Signed zeros are kept.
-    #[inline]
-    pub const fn from_f32_bits(x: u32, overflow: Overflow) -> u8 {
-        let sign = (x >> 24) as u8 & SIGN_MASK;
-        let abs = x & 0x7FFF_FFFF;
-        let magnitude = if abs > 0x7F80_0000 {
-            NAN_ABS
-        } else {
-            finite_magnitude(crate::narrow::round_magnitude::<4, 3>(abs), overflow)
-        };
-        sign | magnitude
-    }
-
-    /// [`from_f32_bits`] with the rounding computed without a branch
-    /// ([`crate::narrow::round_magnitude_branch_free`]), NaN's included (its `abs` is
-    /// below 2^31 too), and the result selected: the same result on every input.
-    #[inline]
-    pub fn from_f32_bits_branch_free(x: u32, overflow: Overflow) -> u8 {
-        let sign = (x >> 24) as u8 & SIGN_MASK;
-        let abs = x & 0x7FFF_FFFF;
-        let rounded = finite_magnitude(crate::narrow::round_magnitude_branch_free::<4, 3>(abs), overflow);
-        sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
-    }
-
-    /// [`from_f32_bits_branch_free`] with [`Overflow::Standard`].
-    #[inline]
-    pub fn from_f32_bits_standard_branch_free(x: u32) -> u8 {
-        from_f32_bits_branch_free(x, Overflow::Standard)
-    }
-
-    /// [`from_f32_bits_branch_free`] with [`Overflow::SatFinite`].
-    #[inline]
-    pub fn from_f32_bits_satfinite_branch_free(x: u32) -> u8 {
-        from_f32_bits_branch_free(x, Overflow::SatFinite)
-    }
-
-    /// [`from_f32_bits_branch_free`] with the rounding done by one f32 addition in the
-    /// value's binade ([`crate::narrow::round_magnitude_in_binade`], the magnitude first
-    /// clamped at [`crate::narrow::binade_rounding_limit`], which rounds past every finite
-    /// code, infinity included): the same result on every input, the CPU's fastest
-    /// software form. Not for GPU kernels (flush-to-zero there).
-    #[inline]
-    pub fn from_f32_bits_by_addition(x: u32, overflow: Overflow) -> u8 {
-        let sign = (x >> 24) as u8 & SIGN_MASK;
-        let abs = x & 0x7FFF_FFFF;
-        let rounded =
-            crate::narrow::round_magnitude_in_binade::<4, 3>(abs.min(crate::narrow::binade_rounding_limit::<4, 3>()));
-        let rounded = finite_magnitude(rounded, overflow);
-        sign | core::hint::select_unpredictable(abs > 0x7F80_0000, NAN_ABS, rounded)
-    }
-
-    /// [`from_f32_bits_by_addition`] with [`Overflow::Standard`].
-    #[inline]
-    pub fn from_f32_bits_standard_by_addition(x: u32) -> u8 {
-        from_f32_bits_by_addition(x, Overflow::Standard)
-    }
-
-    /// [`from_f32_bits_by_addition`] with [`Overflow::SatFinite`].
-    #[inline]
-    pub fn from_f32_bits_satfinite_by_addition(x: u32) -> u8 {
-        from_f32_bits_by_addition(x, Overflow::SatFinite)
+    super::ocp_from_f32! {
+        exponent_bits: 4, mantissa_bits: 3,
+        /// f32 bits → E4M3 bits, round to nearest, ties to even (OCP OFP8 rev. 1.0; CUDA
+        /// `__nv_cvt_float_to_fp8(x, mode, __NV_E4M3)`).
+        ///
+        /// Exact on every one of the 2^32 inputs against integer arithmetic on the fields.
+        /// E4M3 has no infinity. [`Overflow::Standard`] (OCP non-saturating): `|x| > 464`
+        /// (464, the midpoint past 448, is a tie and goes to even, 448) and ±inf give NaN.
+        /// [`Overflow::SatFinite`]: they give ±448. NaN gives NaN (S.1111.111) with the
+        /// input's sign in both modes. Signed zeros are kept.
+        from_f32_bits;
+        /// [`from_f32_bits`] with [`Overflow::Standard`] (NaN past ±448).
+        standard;
+        /// [`from_f32_bits`] with [`Overflow::SatFinite`] (±448 past it), what
+        /// `cvt.rn.satfinite.e4m3x2.f32` computes for every non-NaN input.
+        satfinite;
     }
 
     /// The rounded magnitude encoding `rounded`, or what a value past the largest finite
@@ -253,21 +231,6 @@ pub mod e4m3 {
             Overflow::Standard => NAN_ABS,
             Overflow::SatFinite => MAX_ABS,
         }
-    }
-
-    /// [`from_f32_bits`] with [`Overflow::Standard`]
-    /// (NaN past ±448).
-    #[inline]
-    pub const fn from_f32_bits_standard(x: u32) -> u8 {
-        from_f32_bits(x, Overflow::Standard)
-    }
-
-    /// [`from_f32_bits`] with [`Overflow::SatFinite`]
-    /// (±448 past it), what `cvt.rn.satfinite.e4m3x2.f32` computes for every non-NaN
-    /// input.
-    #[inline]
-    pub const fn from_f32_bits_satfinite(x: u32) -> u8 {
-        from_f32_bits(x, Overflow::SatFinite)
     }
 
     /// E4M3 bits → f32 bits without a branch: the finite encodings by one exact float

@@ -18,7 +18,7 @@
 //! # Safety
 //!
 //! The kind traits are `unsafe` to implement, because the host's safe, typed launches
-//! (`bitexact::gpu::Gpu::map::<P>`, `stream_staged::<P, _>`, ...) trust them: a launch of
+//! (`bitexact::gpu::KernelModule::map::<P>`, `stream_staged::<P, _>`, ...) trust them: a launch of
 //! `P`'s kernel of kind `K` looks the kernel up by name ([`KernelName::of`]) and
 //! passes it buffers of `P::In` and of `P::Out`'s stored bits. (It goes through the
 //! kind's declaration, [`KindKernel`], so the host first checks the entry's `.param`

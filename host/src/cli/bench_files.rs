@@ -11,8 +11,8 @@
 //! Python route is skipped the same visible way.
 
 use super::error::CliError;
+use bitexact::files::output::temporaries::PendingTemporary;
 use bitexact::files::write;
-use bitexact::files::write::temporaries::PendingTemporary;
 use bitexact::support::output::Table;
 use bitexact::support::skip::required;
 use rayon::prelude::*;

@@ -1,56 +1,16 @@
 //! `bitexact cast`: safetensors checkpoints (and `.npy` / `.npz` files) to bfloat16, binary16 or FP8 (per-tensor
 //! scaled or not), every value correctly rounded from its own source value.
 
-use super::choices::OutputFormat;
+use super::choices::{NonFiniteArg, RoundingArg, ScaleArg, SummaryFormat, TargetArg};
 use super::error::CliError;
 use bitexact::files;
 use bitexact::files::cast::convert::Target;
 use bitexact::files::cast::select::Patterns;
-use bitexact::files::cast::{CastOptions, CastReport, NonFiniteValues, ScaleMode};
+use bitexact::files::cast::{CastOptions, CastReport, ScaleMode};
 use bitexact::support::output;
 use shared::fp8_scale::Rounding;
 use std::path::PathBuf;
 use std::process::ExitCode;
-
-/// `--to`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum TargetArg {
-    /// bfloat16.
-    Bf16,
-    /// IEEE binary16.
-    F16,
-    /// OCP FP8 E4M3 (largest finite 448, no infinity).
-    E4m3,
-    /// OCP FP8 E5M2 (largest finite 57344).
-    E5m2,
-}
-
-/// `--scale`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum ScaleArg {
-    /// s = fl32(max / amax) per tensor; fl32(1/s) stored as <name>_scale (F32, shape [1]).
-    PerTensor,
-    /// No scale: each value converted as it is (saturating unless --no-saturate).
-    None,
-}
-
-/// `--rounding`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum RoundingArg {
-    /// The exact product x·s rounded once to FP8.
-    Once,
-    /// fl32(x·s) first, then FP8 (what Transformer Engine and torchao compute).
-    TwoStep,
-}
-
-/// `--nonfinite`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum NonFiniteArg {
-    /// Refuse the input (exit 1, nothing written), naming the first such value.
-    Refuse,
-    /// Convert them as the format allows.
-    Keep,
-}
 
 /// Options of `bitexact cast`.
 #[derive(clap::Args)]
@@ -99,16 +59,9 @@ pub struct CastArgs {
     #[arg(long)]
     pub no_sync: bool,
     /// Summary format: table or json.
-    #[arg(
-        long,
-        default_value = "table",
-        value_parser = clap::builder::PossibleValuesParser::new(["table", "json"])
-            .map(|s| if s == "json" { OutputFormat::Json } else { OutputFormat::Table }),
-    )]
-    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Table)]
+    pub format: SummaryFormat,
 }
-
-use clap::builder::TypedValueParser as _;
 
 /// Exit status of a refused input (a non-finite or out-of-range value).
 const EXIT_REFUSED: u8 = 1;
@@ -129,8 +82,8 @@ pub fn run(args: &CastArgs) -> Result<ExitCode, CliError> {
         crate::cli::say!("bitexact: warning: {warning}");
     }
     let text = match args.format {
-        OutputFormat::Json => output::json(&report),
-        OutputFormat::Table | OutputFormat::Markdown => summary(&report),
+        SummaryFormat::Json => output::json(&report),
+        SummaryFormat::Table => summary(&report),
     };
     let written = |error| CliError::OutputWritten { output: args.output.clone(), error };
     if report.dry_run {
@@ -144,12 +97,7 @@ pub fn run(args: &CastArgs) -> Result<ExitCode, CliError> {
 /// The library's options from the arguments; options that do not apply to the target
 /// are refused.
 fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
-    let to = match args.to {
-        TargetArg::Bf16 => Target::Bf16,
-        TargetArg::F16 => Target::F16,
-        TargetArg::E4m3 => Target::E4m3,
-        TargetArg::E5m2 => Target::E5m2,
-    };
+    let to = Target::from(args.to);
     let fp8 = to.fp8().is_some();
     if !fp8 && (args.scale.is_some() || args.rounding.is_some() || args.no_saturate) {
         return Err(CliError::Usage(format!(
@@ -157,10 +105,7 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
             to.name()
         )));
     }
-    let scale = match args.scale {
-        Some(ScaleArg::None) => ScaleMode::None,
-        _ => ScaleMode::PerTensor,
-    };
+    let scale = args.scale.map_or(ScaleMode::PerTensor, ScaleMode::from);
     if scale == ScaleMode::PerTensor && args.no_saturate {
         return Err(CliError::Usage("--no-saturate applies to --scale none (a scaled cast always saturates)".into()));
     }
@@ -177,15 +122,9 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     Ok(CastOptions {
         to,
         scale,
-        rounding: match args.rounding {
-            Some(RoundingArg::TwoStep) => Rounding::TwoStep,
-            _ => Rounding::Once,
-        },
+        rounding: args.rounding.map_or(Rounding::Once, Rounding::from),
         saturate: !args.no_saturate,
-        nonfinite: match args.nonfinite {
-            NonFiniteArg::Refuse => NonFiniteValues::Refuse,
-            NonFiniteArg::Keep => NonFiniteValues::Keep,
-        },
+        nonfinite: args.nonfinite.into(),
         patterns: Patterns { only: regex("--only", &args.only)?, skip: regex("--skip", &args.skip)? },
         dry_run: args.dry_run,
         progress_bar: true,

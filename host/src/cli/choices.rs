@@ -1,11 +1,15 @@
-//! The command line's choices (`--format`, `--device`, `--cpu-level`, `--dtype`, `--layout`): clap's
-//! value enums, with their help text, each mapped onto the library type it stands for.
-//! The library's types know nothing of clap.
+//! The command line's choices (`--format`, `--device`, `--cpu-level`, `--dtype`, `--layout`,
+//! and `cast`'s `--to`, `--scale`, `--rounding`, `--nonfinite`): clap's value enums, with
+//! their help text, each mapped onto the library type it stands for. The library's types
+//! know nothing of clap.
 
 use bitexact::cpu::Level;
 use bitexact::files::backend::Device;
+use bitexact::files::cast::convert::Target;
+use bitexact::files::cast::{NonFiniteValues, ScaleMode};
 use bitexact::files::normalize::image::ChannelLayout;
 use bitexact::files::write::Dtype;
+use shared::fp8_scale::Rounding;
 
 /// Output format of a report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -15,6 +19,17 @@ pub enum OutputFormat {
     /// GitHub-flavoured Markdown table.
     Markdown,
     /// Machine-readable JSON.
+    Json,
+}
+
+/// The `--format` of a job's one summary (`cast`, `normalize`): a table or JSON. (Its
+/// values have no `///` help: per-value help would turn `--help`'s one line of possible
+/// values into a list.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryFormat {
+    // The summary as text.
+    Table,
+    // Machine-readable JSON.
     Json,
 }
 
@@ -109,6 +124,84 @@ impl From<LayoutArg> for ChannelLayout {
         match layout {
             LayoutArg::Hwc => ChannelLayout::Hwc,
             LayoutArg::Chw => ChannelLayout::Chw,
+        }
+    }
+}
+
+/// `cast --to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum TargetArg {
+    /// bfloat16.
+    Bf16,
+    /// IEEE binary16.
+    F16,
+    /// OCP FP8 E4M3 (largest finite 448, no infinity).
+    E4m3,
+    /// OCP FP8 E5M2 (largest finite 57344).
+    E5m2,
+}
+
+impl From<TargetArg> for Target {
+    fn from(target: TargetArg) -> Target {
+        match target {
+            TargetArg::Bf16 => Target::Bf16,
+            TargetArg::F16 => Target::F16,
+            TargetArg::E4m3 => Target::E4m3,
+            TargetArg::E5m2 => Target::E5m2,
+        }
+    }
+}
+
+/// `cast --scale`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScaleArg {
+    /// s = fl32(max / amax) per tensor; fl32(1/s) stored as <name>_scale (F32, shape [1]).
+    PerTensor,
+    /// No scale: each value converted as it is (saturating unless --no-saturate).
+    None,
+}
+
+impl From<ScaleArg> for ScaleMode {
+    fn from(scale: ScaleArg) -> ScaleMode {
+        match scale {
+            ScaleArg::PerTensor => ScaleMode::PerTensor,
+            ScaleArg::None => ScaleMode::None,
+        }
+    }
+}
+
+/// `cast --rounding`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoundingArg {
+    /// The exact product x·s rounded once to FP8.
+    Once,
+    /// fl32(x·s) first, then FP8 (what Transformer Engine and torchao compute).
+    TwoStep,
+}
+
+impl From<RoundingArg> for Rounding {
+    fn from(rounding: RoundingArg) -> Rounding {
+        match rounding {
+            RoundingArg::Once => Rounding::Once,
+            RoundingArg::TwoStep => Rounding::TwoStep,
+        }
+    }
+}
+
+/// `cast --nonfinite`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NonFiniteArg {
+    /// Refuse the input (exit 1, nothing written), naming the first such value.
+    Refuse,
+    /// Convert them as the format allows.
+    Keep,
+}
+
+impl From<NonFiniteArg> for NonFiniteValues {
+    fn from(nonfinite: NonFiniteArg) -> NonFiniteValues {
+        match nonfinite {
+            NonFiniteArg::Refuse => NonFiniteValues::Refuse,
+            NonFiniteArg::Keep => NonFiniteValues::Keep,
         }
     }
 }

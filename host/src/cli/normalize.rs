@@ -1,13 +1,12 @@
 //! `bitexact normalize`: an image → an f32, binary16 or bfloat16 tensor in [0, 1],
 //! correctly rounded straight to that type.
 
-use super::choices::{DeviceArg, DtypeArg, LayoutArg, OutputFormat};
+use super::choices::{DeviceArg, DtypeArg, LayoutArg, SummaryFormat};
 use super::error::CliError;
 use bitexact::files::normalize::image::{ImageLimits, SampleWidth, conversion};
 use bitexact::files::write::Dtype;
 use bitexact::files::{self, NormalizeOptions, NormalizeReport};
 use bitexact::support::output;
-use clap::builder::TypedValueParser as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -56,13 +55,8 @@ pub struct NormalizeArgs {
     #[arg(long)]
     pub verbose: bool,
     /// Summary format: table (one line) or json.
-    #[arg(
-        long,
-        default_value = "table",
-        value_parser = clap::builder::PossibleValuesParser::new(["table", "json"])
-            .map(|s| if s == "json" { OutputFormat::Json } else { OutputFormat::Table }),
-    )]
-    pub format: OutputFormat,
+    #[arg(long, value_enum, default_value_t = SummaryFormat::Table)]
+    pub format: SummaryFormat,
 }
 
 /// Exit 0 once the output is in place; `Err` (exit 2) otherwise. The output path is
@@ -81,8 +75,8 @@ pub fn run(args: &NormalizeArgs) -> Result<ExitCode, CliError> {
     };
     let done = files::normalize(&args.image, &args.output, &options)?.commit()?;
     let summary = match args.format {
-        OutputFormat::Json => output::json(&done),
-        OutputFormat::Table | OutputFormat::Markdown => summary_line(args, &done),
+        SummaryFormat::Json => output::json(&done),
+        SummaryFormat::Table => summary_line(args, &done),
     };
     output::write_stdout(&summary).map_err(|error| CliError::OutputWritten { output: args.output.clone(), error })?;
     if args.verbose {

@@ -49,7 +49,7 @@ pub fn remove_temporaries_on_termination() -> std::io::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new(TERMINATING)?;
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         if let Some(signal) = signals.forever().next() {
-            bitexact::files::write::temporaries::remove_pending_temporaries();
+            bitexact::files::output::temporaries::remove_pending_temporaries();
             crate::cli::say!("bitexact: {}", message(signal));
             std::process::exit(exit_status(signal));
         }

@@ -308,7 +308,8 @@ where
 
     fn run_rust(&self, gpu: &Gpu, input: &DeviceElements, output: &mut DeviceElements) -> Result<(), GpuError> {
         let name = KernelName::of::<V>(KernelKind::Map);
-        gpu.map::<V>(input.typed::<V::In>(name)?, output.typed_mut::<Bits<V>>(name)?)
+        let (input, output) = (input.typed::<V::In>(name)?, output.typed_mut::<Bits<V>>(name)?);
+        gpu.module_for::<V>(KernelKind::Map)?.map::<V>(&input.as_view(), &mut output.as_view_mut())
     }
 
     fn cxx_latency(

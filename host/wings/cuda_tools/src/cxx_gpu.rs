@@ -86,7 +86,9 @@ impl FormsPtx {
     /// ```
     #[allow(unsafe_code)] // the contract above; no raw memory is touched here
     pub unsafe fn load(&self, gpu: &Gpu, flags: Flags) -> Result<KernelModule, GpuError> {
-        gpu.load_reserved_module(self.text(flags))
+        // SAFETY: this PTX is the C++ baseline's, whose markers' `unsafe impl`s this
+        // function's own contract (above) passes on to its caller.
+        unsafe { gpu.load_reserved_module(self.text(flags)) }
     }
 }
 

@@ -13,8 +13,9 @@
 //! - Reading: [`regular_file`] (an input checked to be a regular file), [`source`]
 //!   (positioned reads of a file), [`read`] (a file opened, its header parsed, its
 //!   tensors read a chunk at a time).
-//! - Writing: [`write`](mod@write) (tensors staged and renamed into place; the temporary
-//!   files the Ctrl-C handler removes, [`write::temporaries`]).
+//! - Writing: [`output`] (the one path of every output file: its temporary, listed for
+//!   the Ctrl-C handler in [`output::temporaries`], its writeback and its commit) and
+//!   [`write`](mod@write) (tensors staged and renamed into place on it).
 //! - [`scan`](mod@scan): the job, its inputs ([`scan::inputs`]: directories and sharded
 //!   checkpoints) and its report ([`scan::report`]).
 //! - [`normalize`](mod@normalize): the job, the image decoded and converted a chunk at a
@@ -57,6 +58,7 @@ pub mod cast;
 pub mod containers;
 pub mod message;
 pub mod normalize;
+pub mod output;
 pub mod read;
 pub mod regular_file;
 pub mod scan;

@@ -15,12 +15,14 @@
 //!   [`shared::kind::KindKernel`] and launched through that one handle; [`staging`]'s
 //!   two-lane pipeline over them).
 //! - [`Gpu`] (this file): the device, holding its modules (the embedded baseline and
-//!   the newer targets' as [`KernelModule`]s), its buffers, events and limits; its kind
-//!   methods hand each launch to the module that holds the kernel.
+//!   the newer targets' as [`KernelModule`]s), its buffers, events and limits;
+//!   [`Gpu::module_for`] gives the module that holds a primitive's kernel of a kind.
+//! - `errors`: what can go wrong, by stage ([`GpuError`]).
 //!
 //! Kernels are launched through one typed method per kind of kernel
-//! ([`shared::KernelKind`]), bound by that kind's trait: [`Gpu::map`] needs
-//! `P: kind::Map`, [`Gpu::launch_stream`] `P: kind::Stream`, and so on. The table implements a
+//! ([`shared::KernelKind`]) on the module that holds them, bound by that kind's trait:
+//! [`KernelModule::map`] needs `P: kind::Map`, [`KernelModule::launch_stream`]
+//! `P: kind::Stream`, and so on (`gpu.module_for::<P>(KernelKind::Map)?.map::<P>(..)`). The table implements a
 //! kind's trait only for the variants that have the kernel, so the method's signature is
 //! the kernel's, and the declaration is checked against the PTX's own `.param` list
 //! before the launch; no safe function launches a kernel by name.
@@ -45,6 +47,7 @@
 //! knows kernels by their `shared` types, never the variant table.
 #![deny(unsafe_code)]
 
+mod errors;
 mod kinds;
 mod own;
 pub mod ptx;
@@ -53,16 +56,18 @@ mod shape;
 pub mod staging;
 mod typed;
 
+pub use errors::{DeviceCopy, GpuError, ModuleUnavailable};
 pub use own::{Failing, KernelModule, RESERVED_PREFIX};
 pub use shape::{LaunchLimits, LaunchShape, ShapeProblem};
 pub use shared::launch::Dim3;
 pub use typed::{HostArg, HostArgs, TypedKernel, check_params};
 
 use bitexact_support::element::Element;
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, DriverError};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DeviceRepr};
 use cudarc::driver::{LaunchConfig, ValidAsZeroBits, sys};
+use errors::{alloc_error, driver};
 use shared::hardware::{Conversion, PtxTarget};
-use shared::{KernelKind, KernelName, Stored, kind};
+use shared::{KernelKind, KernelName, Primitive};
 use std::sync::Arc;
 
 pub use cudarc::driver::CudaSlice as DeviceBuffer;
@@ -74,190 +79,6 @@ pub use shared::Bits;
 pub const BLOCK_THREADS: u32 = 256;
 /// Resident blocks per multiprocessor a grid-stride launch asks for at most.
 const BLOCKS_PER_SM: u32 = 16;
-
-/// Everything that can go wrong on the GPU side, by stage. `Display` is one line; a
-/// variant that wraps a driver error prints it and has no `source()`, so a chain printer
-/// shows it once.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum GpuError {
-    /// `libcuda.so` could not be loaded: no NVIDIA driver on this machine.
-    #[error("no CUDA driver: libcuda.so could not be loaded (is the NVIDIA driver installed?)")]
-    NoDriver,
-    /// The driver loaded but reports no device with that ordinal.
-    #[error("no CUDA device {ordinal}: the driver reports {count} device(s)")]
-    NoDevice {
-        /// The ordinal asked for.
-        ordinal: usize,
-        /// How many devices the driver reports.
-        count: usize,
-    },
-    /// A driver call failed while doing `stage`.
-    #[error("CUDA driver error while {stage}: {error}")]
-    Driver {
-        /// What was being done.
-        stage: String,
-        /// The driver's error.
-        error: DriverError,
-    },
-    /// A module of one's own ([`Gpu::load_user_module`]) defines a kernel named like
-    /// one of the embedded modules' kernels; loading it would let the table's typed
-    /// launches reach a kernel whose signature nobody vouched for.
-    #[error("the module defines {name}, a name reserved for this project's own kernels; rename it")]
-    NameTaken {
-        /// The kernel's name.
-        name: String,
-    },
-    /// The driver's JIT rejected the embedded PTX.
-    #[error("the driver rejected the embedded PTX: {log}")]
-    PtxRejected {
-        /// The JIT's error log.
-        log: String,
-    },
-    /// The PTX has no kernel of that name (a build mismatch).
-    #[error("kernel {name} is not in the PTX")]
-    KernelMissing {
-        /// The kernel's name.
-        name: String,
-    },
-    /// A kernel launch or its execution failed.
-    #[error("kernel {kernel} failed: {error}")]
-    Launch {
-        /// The kernel's name.
-        kernel: String,
-        /// The driver's error.
-        error: DriverError,
-    },
-    /// A kernel's declaration ([`shared::kernel!`]) does not match its PTX entry's
-    /// `.param` list.
-    #[error("kernel {kernel} does not match its declaration: {detail}")]
-    Signature {
-        /// The kernel's name.
-        kernel: String,
-        /// The first difference.
-        detail: String,
-    },
-    /// A launch shape the device (or the kernel) cannot run.
-    #[error("kernel {kernel}: cannot launch {problem}")]
-    LaunchShape {
-        /// The kernel's name.
-        kernel: String,
-        /// What is out of range.
-        problem: ShapeProblem,
-    },
-    /// Device memory ran out.
-    #[error("out of device memory allocating {bytes} bytes")]
-    OutOfMemory {
-        /// Bytes asked for.
-        bytes: usize,
-    },
-    /// A kernel's output is not what the CPU computes (found by a benchmark's check).
-    #[error("kernel {kernel} computed a wrong result: {detail}")]
-    WrongResult {
-        /// The kernel's name.
-        kernel: String,
-        /// What differs.
-        detail: String,
-    },
-    /// Buffers passed to a kernel do not have the lengths it needs.
-    #[error("kernel {kernel}: {detail}")]
-    Length {
-        /// The kernel's name.
-        kernel: String,
-        /// What was wrong.
-        detail: String,
-    },
-    /// A copy between buffers of different lengths.
-    #[error("kernel {}: {} {from} elements into {into}", .copy.kernel(), .copy.verb())]
-    CopyLength {
-        /// Which copy.
-        copy: DeviceCopy,
-        /// Elements in the source.
-        from: usize,
-        /// Elements in the destination.
-        into: usize,
-    },
-    /// The kernel is in a PTX module this device cannot run (its target is newer than
-    /// the device) or whose load failed: a hardware kernel of an instruction the device
-    /// lacks. Tests report it as a skip.
-    #[error("kernel {kernel}: {reason}")]
-    NeedsTarget {
-        /// The kernel's name.
-        kernel: String,
-        /// Why, e.g. `needs sm_89; device 0 is sm_80`.
-        reason: ModuleUnavailable,
-    },
-}
-
-/// Why a newer PTX module (a hardware conversion's target) is not loaded on a device.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ModuleUnavailable {
-    /// The device's compute capability is below the module's target.
-    #[error("needs {target}; device {ordinal} is sm_{sm}")]
-    OlderDevice {
-        /// The module's target.
-        target: PtxTarget,
-        /// The device.
-        ordinal: usize,
-        /// The device's `sm_` number (major * 10 + minor).
-        sm: i32,
-    },
-    /// The driver refused the module; its JIT log.
-    #[error("the driver rejected the {target} module: {log}")]
-    Rejected {
-        /// The module's target.
-        target: PtxTarget,
-        /// What the JIT said.
-        log: String,
-    },
-}
-
-/// A copy out of a device buffer, as [`GpuError::CopyLength`] names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum DeviceCopy {
-    /// Device to host ([`Gpu::download_into`]).
-    ToHost,
-    /// Device to device ([`Gpu::copy`]).
-    ToDevice,
-}
-
-impl DeviceCopy {
-    /// The driver call's name, as [`GpuError::CopyLength`] shows it.
-    fn kernel(self) -> &'static str {
-        match self {
-            DeviceCopy::ToHost => "memcpy_dtoh",
-            DeviceCopy::ToDevice => "memcpy_dtod",
-        }
-    }
-
-    /// How [`GpuError::CopyLength`] says what was copied.
-    fn verb(self) -> &'static str {
-        match self {
-            DeviceCopy::ToHost => "copying",
-            DeviceCopy::ToDevice => "copy of",
-        }
-    }
-}
-
-impl GpuError {
-    /// `true` when the error means "there is no GPU here" rather than a failure on one.
-    pub fn is_unavailable(&self) -> bool {
-        matches!(self, GpuError::NoDriver | GpuError::NoDevice { .. })
-    }
-}
-
-fn driver(stage: impl Into<String>) -> impl FnOnce(DriverError) -> GpuError {
-    move |error| GpuError::Driver { stage: stage.into(), error }
-}
-
-fn alloc_error(bytes: usize) -> impl FnOnce(DriverError) -> GpuError {
-    move |error| match error.0 {
-        sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY => GpuError::OutOfMemory { bytes },
-        _ => GpuError::Driver { stage: format!("allocating {bytes} bytes"), error },
-    }
-}
 
 /// What the device is.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -332,9 +153,6 @@ impl Gpu {
             return Err(GpuError::NoDevice { ordinal, count });
         }
         let ctx = CudaContext::new(ordinal).map_err(driver(format!("creating a context on device {ordinal}")))?;
-        let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(crate::ptx::PTX))
-            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(crate::ptx::PTX) })?;
         let attribute = |a| ctx.attribute(a).map_err(driver("reading device attributes"));
         let info = DeviceInfo {
             ordinal,
@@ -363,27 +181,39 @@ impl Gpu {
             max_shared_bytes_per_block: attribute(A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32,
         };
         let stream = ctx.default_stream();
-        let typed = |module, ptx| KernelModule::new(module, stream.clone(), info.multiprocessors, limits, ptx);
+        let load = |ptx| KernelModule::from_ptx(&ctx, &stream, info.multiprocessors, limits, ptx);
+        let baseline = load(ptx::PTX).map_err(|own::JitLog(log)| GpuError::PtxRejected { log })?;
         let newer = ptx::MODULES[1..]
             .iter()
             .map(|m| {
                 let loaded = runs_target(&info, m.target).and_then(|()| {
-                    ctx.load_module(cudarc::nvrtc::Ptx::from_src(m.ptx))
-                        .map(|module| typed(module, m.ptx))
-                        .map_err(|_| ModuleUnavailable::Rejected { target: m.target, log: raw::jit_error_log(m.ptx) })
+                    load(m.ptx).map_err(|own::JitLog(log)| ModuleUnavailable::Rejected { target: m.target, log })
                 });
                 (m.target, loaded)
             })
             .collect();
-        let baseline = typed(module, ptx::PTX);
         Ok(Gpu { ctx, stream, baseline, newer, info, limits })
     }
 
-    /// The loaded module that holds kernel `name` (whose variant's family has the
-    /// conversion `instruction`, if any), or why this device has none
-    /// ([`GpuError::NeedsTarget`]).
-    fn module_for(&self, name: KernelName, instruction: Option<Conversion>) -> Result<&KernelModule, GpuError> {
-        self.loaded(name, ptx::module_of(name, instruction).target)
+    /// The loaded module that holds `P`'s kernel of kind `kind`, whose typed launch
+    /// methods ([`KernelModule::map`], [`KernelModule::launch_stream`],
+    /// [`KernelModule::stream_staged`]...) run it: the embedded baseline module, but for
+    /// a [`KernelKind::Hardware`] or [`KernelKind::HardwareStream`] kernel, the module of
+    /// its instruction's target, or why this device has none ([`GpuError::NeedsTarget`]).
+    ///
+    /// ```no_run
+    /// # fn f(gpu: &bitexact_gpu::Gpu) -> Result<(), bitexact_gpu::GpuError> {
+    /// use shared::{KernelKind, variants::unorm8_times3_int};
+    /// let input = gpu.upload(&(0..=255u8).collect::<Vec<_>>())?;
+    /// let mut output = gpu.zeros::<u32>(256)?;
+    /// gpu.module_for::<unorm8_times3_int>(KernelKind::Map)?
+    ///     .map::<unorm8_times3_int>(&input.as_view(), &mut output.as_view_mut())?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn module_for<P: Primitive>(&self, kind: KernelKind) -> Result<&KernelModule, GpuError> {
+        let name = KernelName::of::<P>(kind);
+        self.loaded(name, ptx::module_of(name, Conversion::of(P::FAMILY)).target)
     }
 
     /// The loaded module of PTX target `target`, or why this device has none, for kernel
@@ -494,127 +324,6 @@ impl Gpu {
         self.stream.synchronize().map_err(|error| GpuError::Launch { kernel: kernel.to_string(), error })
     }
 
-    /// `output[i] = P(input[i])` on the device (equal lengths), with `P`'s
-    /// [`KernelKind::Map`] kernel; waits for it.
-    pub fn map<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
-    where
-        P: kind::Map,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        self.baseline.map::<P>(&input.as_view(), &mut output.as_view_mut())
-    }
-
-    /// Queues `P`'s [`KernelKind::Stream`] kernel: [`Gpu::map`]'s results, with per lane
-    /// per step one load of four inputs and one store of their four stored results (4, 8
-    /// or 16 bytes each); does not wait ([`Gpu::wait`]). Views, so that a test can start
-    /// either buffer off its alignment (the kernel then takes its scalar pass). `input`
-    /// and `output` have equal lengths.
-    pub fn launch_stream<P>(
-        &self,
-        input: &CudaView<'_, P::In>,
-        output: &mut CudaViewMut<'_, Bits<P>>,
-    ) -> Result<(), GpuError>
-    where
-        P: kind::Stream,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        self.baseline.launch_stream::<P>(input, output)
-    }
-
-    /// `output[i]` = the GPU's own conversion instruction for `P`'s family applied to
-    /// `input[i]` (equal lengths), with `P`'s [`KernelKind::Hardware`] kernel, from the
-    /// module of the instruction's target; waits for it. [`GpuError::NeedsTarget`] on a
-    /// device that cannot run that module.
-    pub fn map_hardware<P>(&self, input: &CudaSlice<P::In>, output: &mut CudaSlice<Bits<P>>) -> Result<(), GpuError>
-    where
-        P: kind::Hardware,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        let module = self.module_for(KernelName::of::<P>(KernelKind::Hardware), Conversion::of(P::FAMILY))?;
-        module.map_hardware::<P>(&input.as_view(), &mut output.as_view_mut())
-    }
-
-    /// Queues `P`'s [`KernelKind::HardwareStream`] kernel ([`Gpu::launch_stream`] with
-    /// the GPU's own conversion instruction in the loop), from the module of the
-    /// instruction's target; does not wait. [`GpuError::NeedsTarget`] on a device that
-    /// cannot run that module.
-    pub fn launch_hardware_stream<P>(
-        &self,
-        input: &CudaView<'_, P::In>,
-        output: &mut CudaViewMut<'_, Bits<P>>,
-    ) -> Result<(), GpuError>
-    where
-        P: kind::HardwareStream,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr,
-    {
-        let module = self.module_for(KernelName::of::<P>(KernelKind::HardwareStream), Conversion::of(P::FAMILY))?;
-        module.launch_hardware_stream::<P>(input, output)
-    }
-
-    /// Runs `P` over a host slice and returns the stored results.
-    pub fn map_host<P>(&self, input: &[P::In]) -> Result<Vec<Bits<P>>, GpuError>
-    where
-        P: kind::Map,
-        P::In: DeviceRepr,
-        Bits<P>: DeviceRepr + ValidAsZeroBits + Default + Clone,
-    {
-        let device_input = self.upload(input)?;
-        let mut device_output = self.zeros::<Bits<P>>(input.len())?;
-        self.map::<P>(&device_input, &mut device_output)?;
-        self.download(&device_output)
-    }
-
-    /// Counts the non-finite values in `input` with `P`'s [`KernelKind::CountNonfinite`]
-    /// kernel (one 16-byte load per lane per step), and finds the first one (its index
-    /// in `input`). A view, so that a test can start it off a 16-byte boundary (the
-    /// kernel then takes its head pass).
-    pub fn count_nonfinite<P>(&self, input: &CudaView<'_, P::In>) -> Result<NonFinite, GpuError>
-    where
-        P: kind::CountNonfinite,
-        P::In: DeviceRepr,
-    {
-        self.baseline.count_nonfinite::<P>(input)
-    }
-
-    /// Queues `P`'s [`KernelKind::CountNonfinite`] kernel over `input`, accumulating into
-    /// `result` (2 elements: count, first index); does not wait.
-    pub fn launch_count<P>(&self, input: &CudaView<'_, P::In>, result: &mut CudaSlice<u64>) -> Result<(), GpuError>
-    where
-        P: kind::CountNonfinite,
-        P::In: DeviceRepr,
-    {
-        self.baseline.launch_count::<P>(input, result)
-    }
-
-    /// Runs `P`'s [`KernelKind::Latency`] kernel on one thread: a dependent chain of
-    /// `iterations` steps from `seed`, whose cycles and final value it writes to
-    /// `out[0]` and `out[1]`; waits for it.
-    pub fn latency<P: kind::Latency>(
-        &self,
-        seed: u64,
-        iterations: u32,
-        out: &mut CudaSlice<u64>,
-    ) -> Result<(), GpuError> {
-        self.baseline.latency::<P>(seed, iterations, out)
-    }
-
-    /// Queues `P`'s [`KernelKind::Throughput`] kernel with `config`: every thread runs
-    /// four independent chains of `iterations` steps and writes to its own element of
-    /// `out`, which must hold one per launched thread; does not wait.
-    pub fn launch_throughput<P: kind::Throughput>(
-        &self,
-        config: LaunchConfig,
-        seed: u64,
-        iterations: u32,
-        out: &mut CudaSlice<u64>,
-    ) -> Result<(), GpuError> {
-        self.baseline.launch_throughput::<P>(config, seed, iterations, out)
-    }
-
     /// Queues a device-to-device copy of `src` into `dst` (equal lengths).
     pub fn copy<T: DeviceRepr>(&self, src: &CudaSlice<T>, dst: &mut CudaSlice<T>) -> Result<(), GpuError> {
         if src.len() != dst.len() {
@@ -662,52 +371,6 @@ impl std::fmt::Display for NoGpu {
 
 /// The input bits a conformance or length check feeds element `i`.
 pub type InputAt<'a> = &'a (dyn Fn(u64) -> u64 + Sync);
-
-/// First difference between GPU and CPU results.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct GpuMismatch {
-    /// Element index.
-    pub index: u64,
-    /// Input bits.
-    pub input: u64,
-    /// GPU result bits.
-    pub gpu: u64,
-    /// CPU (`shared` on the host) result bits.
-    pub cpu: u64,
-}
-
-/// Outcome of running a variant on the GPU and on the CPU over the same inputs.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct GpuCheck {
-    /// Elements compared.
-    pub elements: u64,
-    /// Elements whose bits differ.
-    pub mismatches: u64,
-    /// The first of those.
-    pub first_mismatch: Option<GpuMismatch>,
-}
-
-/// Runs `P` on the GPU over `len` inputs (`input_at(i)` for element `i`) and compares
-/// every result bit for bit with `P` run on the CPU (all cores).
-pub fn check_against_cpu<P>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>
-where
-    P: kind::Map,
-    P::In: Element,
-    Bits<P>: Element,
-{
-    let input: Vec<P::In> = bitexact_support::parallel::map_indices(len, |i| P::In::from_u64(input_at(i as u64)));
-    let output = gpu.map_host::<P>(&input)?;
-    let (mismatches, first) = bitexact_support::parallel::count_where(len, |i| {
-        let cpu = P::apply(input[i]).to_stored();
-        (cpu != output[i]).then(|| GpuMismatch {
-            index: i as u64,
-            input: input[i].to_u64(),
-            gpu: output[i].to_u64(),
-            cpu: cpu.to_u64(),
-        })
-    });
-    Ok(GpuCheck { elements: len as u64, mismatches, first_mismatch: first })
-}
 
 /// A device buffer of one of the [`Element`] types, for code that meets kernels of every
 /// input width (the variant table's type-erased bandwidth kernels).
@@ -867,28 +530,6 @@ buffer_element!(u8: U8 u16: U16 u32: U32 u64: U64);
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::error::Error;
-
-    #[test]
-    fn a_driver_error_is_in_the_line_and_not_behind_source_too() {
-        // Only `source()` here: a DriverError's Display asks libcuda for its text.
-        let error = || DriverError(sys::CUresult::CUDA_ERROR_UNKNOWN);
-        let driver = GpuError::Driver { stage: "allocating 4 bytes".into(), error: error() };
-        let launch = GpuError::Launch { kernel: "k".into(), error: error() };
-        assert!(driver.source().is_none());
-        assert!(launch.source().is_none());
-    }
-
-    #[test]
-    fn each_copy_says_which_driver_call_and_the_lengths() {
-        let copy = |copy| GpuError::CopyLength { copy, from: 3, into: 2 }.to_string();
-        assert_eq!(copy(DeviceCopy::ToHost), "kernel memcpy_dtoh: copying 3 elements into 2");
-        assert_eq!(copy(DeviceCopy::ToDevice), "kernel memcpy_dtod: copy of 3 elements into 2");
-        let reason = ModuleUnavailable::OlderDevice { target: PtxTarget { sm: 89, ptx: 81 }, ordinal: 0, sm: 80 };
-        let needs = GpuError::NeedsTarget { kernel: "k".into(), reason: reason.clone() };
-        assert_eq!(needs.to_string(), format!("kernel k: {reason}"));
-        assert!(needs.source().is_none());
-    }
 
     fn device(major: i32, minor: i32) -> DeviceInfo {
         DeviceInfo {

@@ -18,14 +18,14 @@
 use super::ptx::PtxParam;
 use super::shape::{LaunchLimits, LaunchShape};
 use super::{Gpu, GpuError, NonFinite, grid_stride_config, ptx, raw};
-use cudarc::driver::{CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use shared::{KernelKind, KernelName};
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A loaded PTX module and its typed launches, on a [`Gpu`]'s stream: one of one's own
-/// ([`Gpu::load_user_module`]), the C++ baseline's, or one of the embedded modules, whose
-/// kind launches [`Gpu`]'s methods of those names hand to one of these. Every launch,
+/// ([`Gpu::load_user_module`]), the C++ baseline's, or one of the embedded modules
+/// ([`Gpu::module_for`] gives the one that holds a kernel). Every launch,
 /// of a kind or of a kernel of one's own, goes through [`KernelModule::kernel`]'s typed
 /// handle, whose declaration is checked against the module's PTX first.
 pub struct KernelModule {
@@ -77,26 +77,41 @@ impl Gpu {
     // Declaring it `unsafe` is the point (its contract above); it does nothing unsafe.
     #[allow(unsafe_code)]
     pub unsafe fn load_user_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
-        self.load_module(ptx, entries_of_ones_own(ptx, false)?)
+        check_ones_own_names(ptx, false)?;
+        self.load_module(ptx)
     }
 
-    /// [`Gpu::load_user_module`] for a module this crate built at run time, whose
-    /// kernels may have [`RESERVED_PREFIX`] names: only `cuda_tools::cxx_gpu` calls it,
-    /// with the C++ baseline's PTX.
-    pub fn load_reserved_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
-        self.load_module(ptx, entries_of_ones_own(ptx, true)?)
+    /// [`Gpu::load_user_module`] for a module the library built at run time, whose
+    /// kernels may have [`RESERVED_PREFIX`] names: only the cuda_tools wing calls it
+    /// (`cuda_tools::cxx_gpu::FormsPtx::load`, with the C++ baseline's PTX). Public only
+    /// because that wing is another crate; not API.
+    ///
+    /// # Safety
+    /// As [`Gpu::load_user_module`]'s, for the `unsafe impl`s of the C++ baseline's
+    /// markers (`cuda_tools::baseline`), which vouch for the kernels of that PTX only.
+    ///
+    /// Calling it without `unsafe` does not compile:
+    ///
+    /// ```compile_fail,E0133
+    /// fn load(gpu: &bitexact_gpu::Gpu, foreign_ptx: &str) {
+    ///     let _ = gpu.load_reserved_module(foreign_ptx);
+    /// }
+    /// ```
+    #[doc(hidden)]
+    #[allow(unsafe_code)] // the contract above; it does nothing unsafe itself
+    pub unsafe fn load_reserved_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
+        check_ones_own_names(ptx, true)?;
+        self.load_module(ptx)
     }
 
-    fn load_module(&self, ptx: &str, entries: Vec<String>) -> Result<KernelModule, GpuError> {
-        let module = self
-            .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
-            .map_err(|_| GpuError::PtxRejected { log: raw::jit_error_log(ptx) })?;
-        let mut loaded = KernelModule::new(module, self.stream.clone(), self.info.multiprocessors, self.limits, ptx);
-        loaded.entries = entries;
-        Ok(loaded)
+    fn load_module(&self, ptx: &str) -> Result<KernelModule, GpuError> {
+        KernelModule::from_ptx(&self.ctx, &self.stream, self.info.multiprocessors, self.limits, ptx)
+            .map_err(|JitLog(log)| GpuError::PtxRejected { log })
     }
 }
+
+/// Why the driver refused a module: the JIT's log ([`KernelModule::from_ptx`]).
+pub(super) struct JitLog(pub(super) String);
 
 /// The start of the kernel names this project reserves for the modules it builds at run
 /// time: the CUDA C++ baseline's (`cxx_<form>`, whose markers in
@@ -104,36 +119,40 @@ impl Gpu {
 /// `cuda_tools::cxx_gpu::FormsPtx::load`). A module of one's own may not use it.
 pub const RESERVED_PREFIX: &str = "cxx_";
 
-/// The kernel names of `ptx`, a module of one's own, or [`GpuError::NameTaken`] for the
-/// first that is also a kernel of the embedded modules or, unless `reserved_allowed`,
-/// starts with [`RESERVED_PREFIX`].
-fn entries_of_ones_own(ptx: &str, reserved_allowed: bool) -> Result<Vec<String>, GpuError> {
-    let entries: Vec<String> = ptx::entry_names(ptx).into_iter().map(String::from).collect();
+/// [`GpuError::NameTaken`] for the first kernel of `ptx`, a module of one's own, that is
+/// also a kernel of the embedded modules or, unless `reserved_allowed`, starts with
+/// [`RESERVED_PREFIX`].
+fn check_ones_own_names(ptx: &str, reserved_allowed: bool) -> Result<(), GpuError> {
+    let entries = ptx::entry_names(ptx);
     let mut ours = ptx::MODULES.iter().flat_map(|m| ptx::entry_names(m.ptx));
-    if let Some(name) = ours.find(|name| entries.iter().any(|e| e == name)) {
+    if let Some(name) = ours.find(|name| entries.contains(name)) {
         return Err(GpuError::NameTaken { name: name.to_string() });
     }
     match entries.iter().find(|e| !reserved_allowed && e.starts_with(RESERVED_PREFIX)) {
-        Some(name) => Err(GpuError::NameTaken { name: name.clone() }),
-        None => Ok(entries),
+        Some(name) => Err(GpuError::NameTaken { name: name.to_string() }),
+        None => Ok(()),
     }
 }
 
 impl KernelModule {
-    /// The module `module` (of text `ptx`), launching on `stream` with grids for
-    /// `multiprocessors` SMs, within `limits`.
-    pub(super) fn new(
-        module: Arc<CudaModule>,
-        stream: Arc<CudaStream>,
+    /// Loads `ptx` into `ctx` (the driver JIT-compiles it for the device), launching on
+    /// `stream` with grids for `multiprocessors` SMs, within `limits`: the one place a
+    /// module is loaded, the embedded ones as well as one's own. If the driver rejects
+    /// it, the JIT's log ([`JitLog`]), which each caller wraps in its own error.
+    pub(super) fn from_ptx(
+        ctx: &Arc<CudaContext>,
+        stream: &Arc<CudaStream>,
         multiprocessors: u32,
         limits: LaunchLimits,
         ptx: &str,
-    ) -> Self {
+    ) -> Result<Self, JitLog> {
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx)).map_err(|_| JitLog(raw::jit_error_log(ptx)))?;
+        let stream = stream.clone();
         let entries = ptx::entry_names(ptx).into_iter().map(String::from).collect();
         let params: HashMap<String, Vec<PtxParam>> =
             ptx::entries_with_params(ptx).into_iter().map(|(name, list)| (name.to_string(), list)).collect();
         let marks_pointers = params.values().flatten().any(|param| param.pointer);
-        KernelModule { module, stream, multiprocessors, limits, entries, params, marks_pointers, ptx: ptx.into() }
+        Ok(KernelModule { module, stream, multiprocessors, limits, entries, params, marks_pointers, ptx: ptx.into() })
     }
 
     /// The module's PTX text.
@@ -201,20 +220,20 @@ mod tests {
     #[test]
     fn a_module_of_ones_own_may_not_reuse_a_name_of_the_table() {
         let mine = module(&["my_widen_stream_count", "unorm8_times3"]);
-        assert_eq!(entries_of_ones_own(&mine, false).unwrap(), ["my_widen_stream_count", "unorm8_times3"]);
+        assert!(check_ones_own_names(&mine, false).is_ok());
         // A name of the embedded modules' kernels, in the baseline and a newer module.
         let stream = KernelName::of::<shared::variants::unorm8_times3_int>(KernelKind::Stream).to_string();
         let hardware = KernelName::of::<shared::variants::f32_to_e4m3>(KernelKind::Hardware).to_string();
         for taken in [stream, hardware] {
-            let error = entries_of_ones_own(&module(&["mine", &taken]), true).unwrap_err();
+            let error = check_ones_own_names(&module(&["mine", &taken]), true).unwrap_err();
             assert!(matches!(&error, GpuError::NameTaken { name } if *name == taken), "{error}");
             assert!(error.to_string().contains(&taken));
         }
         // The C++ baseline's names: only for the loader of the baseline's own PTX.
         let cxx = module(&["mine", "cxx_unorm8_div"]);
         assert!(
-            matches!(entries_of_ones_own(&cxx, false), Err(GpuError::NameTaken { name }) if name == "cxx_unorm8_div")
+            matches!(check_ones_own_names(&cxx, false), Err(GpuError::NameTaken { name }) if name == "cxx_unorm8_div")
         );
-        assert_eq!(entries_of_ones_own(&cxx, true).unwrap(), ["mine", "cxx_unorm8_div"]);
+        assert!(check_ones_own_names(&cxx, true).is_ok());
     }
 }

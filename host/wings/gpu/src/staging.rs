@@ -13,7 +13,8 @@ use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, PinnedHostSli
 use shared::{KernelKind, KernelName, kind};
 use std::sync::Arc;
 
-/// Two lanes of staging buffers for [`Gpu::stream_staged`] and [`Gpu::count_staged`]:
+/// Two lanes of staging buffers for [`KernelModule::stream_staged`] and
+/// [`KernelModule::count_staged`]:
 /// per lane a CUDA stream, a pinned input and output buffer on the host and their twins
 /// on the device. Made by [`Gpu::staging`]; kept and reused across calls (allocating
 /// pinned memory is slow).
@@ -172,41 +173,6 @@ impl Gpu {
             input_bytes: input_words * 8,
             output_bytes: output_words * 8,
         })
-    }
-
-    /// `P`'s [`KernelKind::Stream`] kernel of the embedded baseline module over `chunks`
-    /// chunks staged through `staging`: [`KernelModule::stream_staged`].
-    pub fn stream_staged<P, E>(
-        &self,
-        staging: &mut Staging,
-        chunks: usize,
-        fill: impl FnMut(usize, &mut [P::In]) -> Result<usize, E>,
-        drain: impl FnMut(usize, &[P::In], &[Bits<P>]) -> Result<(), E>,
-    ) -> Result<(), E>
-    where
-        P: kind::Stream,
-        P::In: Element,
-        Bits<P>: Element,
-        E: From<GpuError>,
-    {
-        self.baseline.stream_staged::<P, E>(staging, chunks, fill, drain)
-    }
-
-    /// `P`'s [`KernelKind::CountNonfinite`] kernel of the embedded baseline module over
-    /// `chunks` chunks staged through `staging`: [`KernelModule::count_staged`].
-    pub fn count_staged<P, E>(
-        &self,
-        staging: &mut Staging,
-        chunks: usize,
-        fill: impl FnMut(usize, &mut [P::In]) -> Result<usize, E>,
-        drain: impl FnMut(usize, &[P::In], NonFinite) -> Result<(), E>,
-    ) -> Result<(), E>
-    where
-        P: kind::CountNonfinite,
-        P::In: Element,
-        E: From<GpuError>,
-    {
-        self.baseline.count_staged::<P, E>(staging, chunks, fill, drain)
     }
 }
 

@@ -6,6 +6,7 @@
 //! Owns no domain knowledge. Uses no other wing of the library.
 #![deny(unsafe_code)]
 
+#[doc(hidden)]
 pub mod chain;
 pub mod element;
 pub mod output;

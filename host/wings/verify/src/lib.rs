@@ -1,6 +1,7 @@
 //! The verification harness: the runtime variant table ([`table`], built from
 //! `shared::for_each_variant!`), each family's checked inputs ([`domain`]), the
 //! independent exact reference ([`reference`](mod@reference)), the exhaustive CPU check ([`cpu`]), the
+//! GPU run of each variant against the CPU ([`gpu_check`]), the
 //! three-way check of a conversion against the GPU's own instruction ([`three_way`]) and
 //! CPU timing ([`timing`]).
 //!
@@ -11,6 +12,7 @@
 
 pub mod cpu;
 pub mod domain;
+pub mod gpu_check;
 pub mod reference;
 pub mod table;
 pub mod three_way;

@@ -1,8 +1,9 @@
 //! The runtime variant table, built from `shared::for_each_variant!`.
 
+use crate::gpu_check::GpuCheck;
 use crate::three_way::ThreeWay;
 use bitexact_gpu::{
-    Bits, BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuCheck, GpuError, HostElements, InputAt, NonFinite,
+    Bits, BufferElement, DeviceBuffer, DeviceElements, Gpu, GpuError, HostElements, InputAt, NonFinite,
 };
 use bitexact_support::element::Element;
 use core::marker::PhantomData;
@@ -39,9 +40,9 @@ pub trait VariantOps: BandwidthKernels + Sync {
     /// Runs the variant's kernel on `len` inputs (`input_at(i)` for element `i`) and
     /// compares every result bit for bit with the same function run on the CPU.
     fn gpu_check(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>;
-    /// [`Gpu::latency`] with the variant's kernel.
+    /// [`KernelModule::latency`](bitexact_gpu::KernelModule::latency) with the variant's kernel.
     fn gpu_latency(&self, gpu: &Gpu, seed: u64, iterations: u32, out: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
-    /// [`Gpu::launch_throughput`] with the variant's kernel.
+    /// [`KernelModule::launch_throughput`](bitexact_gpu::KernelModule::launch_throughput) with the variant's kernel.
     fn gpu_launch_throughput(
         &self,
         gpu: &Gpu,
@@ -85,7 +86,8 @@ pub trait StreamKernel: Sync {
     fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError>;
     /// `len` zeroed outputs of the kernel's stored result type, on the device.
     fn output(&self, gpu: &Gpu, len: usize) -> Result<DeviceElements, GpuError>;
-    /// The kernel ([`Gpu::launch_stream`] or [`Gpu::launch_hardware_stream`]) over
+    /// The kernel ([`KernelModule::launch_stream`](bitexact_gpu::KernelModule::launch_stream) or
+    /// [`KernelModule::launch_hardware_stream`](bitexact_gpu::KernelModule::launch_hardware_stream)) over
     /// elements `from..` of `input` → `output` (equal lengths; `from > 0` starts both off
     /// their alignment, for the scalar pass), then waits. Fails with
     /// [`GpuError::Length`] if `input` or `output` holds another element type.
@@ -100,11 +102,11 @@ pub trait CountNonfiniteKernel: Sync {
     /// `len` inputs of the kernel's input type, element `i` the low bits of
     /// `input_at(i)`, on the device.
     fn upload(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<DeviceElements, GpuError>;
-    /// [`Gpu::count_nonfinite`] over elements `from..` of `input` (`from > 0` starts off
+    /// [`KernelModule::count_nonfinite`](bitexact_gpu::KernelModule::count_nonfinite) over elements `from..` of `input` (`from > 0` starts off
     /// a 16-byte boundary, for the head pass); indices count from `from`. Fails with
     /// [`GpuError::Length`] if `input` holds another element type.
     fn count(&self, gpu: &Gpu, input: &DeviceElements, from: usize) -> Result<NonFinite, GpuError>;
-    /// [`Gpu::launch_count`] over all of `input`: queues it, accumulating into `result`;
+    /// [`KernelModule::launch_count`](bitexact_gpu::KernelModule::launch_count) over all of `input`: queues it, accumulating into `result`;
     /// does not wait.
     fn launch(&self, gpu: &Gpu, input: &DeviceElements, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
 }
@@ -137,11 +139,11 @@ where
     }
 
     fn gpu_check(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError> {
-        bitexact_gpu::check_against_cpu::<P>(gpu, len, input_at)
+        crate::gpu_check::check_against_cpu::<P>(gpu, len, input_at)
     }
 
     fn gpu_latency(&self, gpu: &Gpu, seed: u64, iterations: u32, out: &mut DeviceBuffer<u64>) -> Result<(), GpuError> {
-        gpu.latency::<P>(seed, iterations, out)
+        gpu.module_for::<P>(KernelKind::Latency)?.latency::<P>(seed, iterations, out)
     }
 
     fn gpu_launch_throughput(
@@ -152,7 +154,7 @@ where
         iterations: u32,
         out: &mut DeviceBuffer<u64>,
     ) -> Result<(), GpuError> {
-        gpu.launch_throughput::<P>(config, seed, iterations, out)
+        gpu.module_for::<P>(KernelKind::Throughput)?.launch_throughput::<P>(config, seed, iterations, out)
     }
 }
 
@@ -181,7 +183,7 @@ where
 {
     const KIND: KernelKind = KernelKind::Stream;
     fn launch(gpu: &Gpu, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, Bits<P>>) -> Result<(), GpuError> {
-        gpu.launch_stream::<P>(input, output)
+        gpu.module_for::<P>(KernelKind::Stream)?.launch_stream::<P>(input, output)
     }
 }
 
@@ -192,7 +194,7 @@ where
 {
     const KIND: KernelKind = KernelKind::HardwareStream;
     fn launch(gpu: &Gpu, input: &CudaView<'_, P::In>, output: &mut CudaViewMut<'_, Bits<P>>) -> Result<(), GpuError> {
-        gpu.launch_hardware_stream::<P>(input, output)
+        gpu.module_for::<P>(KernelKind::HardwareStream)?.launch_hardware_stream::<P>(input, output)
     }
 }
 
@@ -241,12 +243,12 @@ where
         let name = KernelName::of::<P>(KernelKind::CountNonfinite);
         let input = input.typed::<P::In>(name)?;
         let from = checked_start(name, from, input.len())?;
-        gpu.count_nonfinite::<P>(&input.slice(from..))
+        gpu.module_for::<P>(KernelKind::CountNonfinite)?.count_nonfinite::<P>(&input.slice(from..))
     }
 
     fn launch(&self, gpu: &Gpu, input: &DeviceElements, result: &mut DeviceBuffer<u64>) -> Result<(), GpuError> {
         let input = input.typed::<P::In>(KernelName::of::<P>(KernelKind::CountNonfinite))?;
-        gpu.launch_count::<P>(&input.as_view(), result)
+        gpu.module_for::<P>(KernelKind::CountNonfinite)?.launch_count::<P>(&input.as_view(), result)
     }
 }
 

@@ -239,9 +239,10 @@ where
     });
     let device_input = gpu.upload(&inputs)?;
     let mut device_output = gpu.zeros::<Bits<P>>(len)?;
-    gpu.map_hardware::<P>(&device_input, &mut device_output)?;
+    gpu.module_for::<P>(KernelKind::Hardware)?
+        .map_hardware::<P>(&device_input.as_view(), &mut device_output.as_view_mut())?;
     let hardware = gpu.download(&device_output)?;
-    gpu.map::<P>(&device_input, &mut device_output)?;
+    gpu.module_for::<P>(KernelKind::Map)?.map::<P>(&device_input.as_view(), &mut device_output.as_view_mut())?;
     let software = gpu.download(&device_output)?;
     drop((device_input, device_output));
     let streamed = match hardware_stream {

@@ -11,7 +11,7 @@ use bitexact_gpu::staging::Staging;
 use bitexact_gpu::{Bits, Gpu};
 use bitexact_support::element::Element;
 use rayon::prelude::*;
-use shared::kind;
+use shared::{KernelKind, kind};
 
 /// A conversion a backend runs over buffers: one variant `P` of the table with a
 /// [`Stream`](shared::KernelKind::Stream) kernel, made with [`SampleConversion::of`].
@@ -185,7 +185,7 @@ where
     let capacity = (staging.input_bytes() / size_of::<P::In>()).min(staging.output_bytes() / size_of::<Bits<P>>());
     let chunk = src.len().div_ceil(4).clamp(GPU_MIN_CHUNK_SAMPLES, capacity.max(1));
     let piece = |i: usize| i * chunk..((i + 1) * chunk).min(src.len());
-    gpu.stream_staged::<P, BackendError>(
+    gpu.module_for::<P>(KernelKind::Stream)?.stream_staged::<P, BackendError>(
         staging,
         src.len().div_ceil(chunk),
         |i, input| {

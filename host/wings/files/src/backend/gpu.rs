@@ -11,6 +11,7 @@ use bitexact_gpu::Gpu;
 use bitexact_gpu::staging::Staging;
 use bitexact_support::element::Endian;
 use rayon::prelude::*;
+use shared::KernelKind;
 use std::sync::{Mutex, PoisonError};
 
 /// Bytes of input each of the GPU backend's two staging lanes holds: the largest chunk
@@ -83,7 +84,7 @@ impl WithCountVariant for GpuCount<'_> {
         backend.with_staging(|staging| {
             let chunk_bytes = staging.input_bytes() / size * size;
             let piece = |i: usize| i * chunk_bytes..((i + 1) * chunk_bytes).min(whole);
-            backend.gpu.count_staged::<P, BackendError>(
+            backend.gpu.module_for::<P>(KernelKind::CountNonfinite)?.count_staged::<P, BackendError>(
                 staging,
                 whole.div_ceil(chunk_bytes),
                 |i, input| {

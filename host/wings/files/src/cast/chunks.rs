@@ -537,7 +537,7 @@ mod tests {
     }
 
     /// Every one of the 2^32 f32 inputs through every plain narrowing, against the scalar
-    /// path: `cargo test -p host --profile proofs --lib every_f32 -- --ignored`.
+    /// path: `cargo test -p bitexact-files --profile proofs --lib every_f32 -- --ignored`.
     #[test]
     #[ignore = "2^32 inputs per conversion: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
     fn every_f32_through_the_block_loop_equals_the_scalar_path() {

@@ -16,7 +16,7 @@
 //! cores ([`chunks`]), which tensors are cast ([`select`]), what NumPy inputs become
 //! ([`numpy`]), the output files ([`output`]). Uses: [`crate::read`],
 //! [`crate::containers`], [`crate::scan::inputs`] and
-//! [`crate::write`] (the temporaries' naming and their signal-time cleanup).
+//! [`crate::output`] (the temporaries' naming and their signal-time cleanup).
 
 pub mod chunks;
 pub mod convert;

@@ -2,7 +2,7 @@
 //! streamed a chunk at a time from its input), the rewritten indexes and the
 //! `config.json`, all in a temporary folder beside the output ([`write_all`]), renamed
 //! into place only when all are whole and synced ([`Staged::commit`]). The folder is
-//! listed for the signal handler ([`crate::write::temporaries`]), so that an
+//! listed for the signal handler ([`crate::output::temporaries`]), so that an
 //! interrupted run leaves nothing.
 
 use crate::cast::chunks::{amax_block_with, convert_block_with};
@@ -17,11 +17,11 @@ use crate::containers::index::{Index, MAX_INDEX_BYTES};
 use crate::containers::npz::InflateError;
 use crate::containers::safetensors::SAFETENSORS_LEN_BYTES;
 use crate::message::io_message;
+use crate::output::temporaries::PendingTemporary;
+use crate::output::writeback::Writeback;
+use crate::output::{directory_of, ends_in_a_name, put_in_place, temporary_builder};
 use crate::read::TensorReader;
 use crate::source::{Source, SourceReadError};
-use crate::write::temporaries::{PENDING_TEMPORARIES, PendingTemporary};
-use crate::write::writeback::Writeback;
-use crate::write::{directory_of, temporary_builder};
 use bitexact_support::progress::Progress;
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
@@ -114,9 +114,7 @@ pub fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError>
 /// Checks, before any work, that `output` names something new: it ends in a name and
 /// nothing (not even a dangling link) is there.
 pub fn check_output(output: &Path) -> Result<(), CastError> {
-    use std::os::unix::ffi::OsStrExt;
-    let ends_in_name = output.file_name().is_some_and(|name| output.as_os_str().as_bytes().ends_with(name.as_bytes()));
-    if !ends_in_name {
+    if !ends_in_a_name(output) {
         return Err(output_error(output, OutputErrorKind::NotAName));
     }
     if output.symlink_metadata().is_ok() {
@@ -148,10 +146,7 @@ impl Staged {
     pub fn commit(self) -> Result<(), CastError> {
         let output = self.output.clone();
         let fail = |kind| output_error(&output, kind);
-        // Under the list's lock, as `write::StagedOutput::commit`: a signal's cleanup runs
-        // wholly before or not at all.
-        let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let placed = match &self.single {
+        let placed = put_in_place(|| match &self.single {
             Some(name) => std::fs::hard_link(self.folder.path().join(name), &output).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::AlreadyExists {
                     fail(OutputErrorKind::Exists)
@@ -161,8 +156,7 @@ impl Staged {
             }),
             None if output.symlink_metadata().is_ok() => Err(fail(OutputErrorKind::Exists)),
             None => std::fs::rename(self.folder.path(), &output).map_err(|e| fail(OutputErrorKind::Rename(e))),
-        };
-        drop(pending);
+        });
         if placed.is_ok() && self.single.is_none() {
             // Renamed: there is nothing left to remove.
             let _ = self.folder.keep();

@@ -31,18 +31,17 @@
 //! in the table (`shared::variants`, with its CPU forms in [`bitexact_cpu::unorm`]) is
 //! the conversion itself, written and proven there before it can be an entry.
 //!
-//! Owns: output files and their temporaries ([`temporaries`]: the list the signal
-//! handler empties). Uses: [`crate::containers`] (which container a path names,
-//! the `.safetensors` reserved key and length field).
-
-pub mod temporaries;
-pub mod writeback;
+//! Owns: tensor output files and their errors. Uses: [`crate::output`] (the path every
+//! output takes: its temporary, writeback and commit), [`crate::containers`] (which
+//! container a path names, the `.safetensors` reserved key and length field).
 
 use crate::containers::Container;
 use crate::containers::safetensors::SAFETENSORS_LEN_BYTES;
 use crate::containers::safetensors::header::METADATA_KEY;
 use crate::message::{io_message, one_line};
-use crate::write::temporaries::{PENDING_TEMPORARIES, PendingTemporary};
+use crate::output::temporaries::PendingTemporary;
+use crate::output::writeback::Writeback;
+use crate::output::{directory_of, ends_in_a_name, put_in_place, temporary_builder};
 use bitexact_support::output::{excerpt, path_text};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -182,7 +181,7 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
 /// say). A rename can still fail afterwards only if the directory changes meanwhile.
 pub fn check_destination(output: &Path) -> Result<(), TensorWriteError> {
     let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
-    if !ends_in_a_file_name(output) {
+    if !ends_in_a_name(output) {
         return fail(TensorWriteErrorKind::NotAFilePath);
     }
     if output.is_dir() {
@@ -197,28 +196,6 @@ pub fn check_destination(output: &Path) -> Result<(), TensorWriteError> {
     drop(probe);
     drop(pending);
     Ok(())
-}
-
-/// Whether `path`'s last component is a file name: not `/`, `.` or `..`, which name a
-/// directory (`x.npy/` and `x.npy/.` included) whatever is there.
-fn ends_in_a_file_name(path: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    path.file_name().is_some_and(|name| path.as_os_str().as_bytes().ends_with(name.as_bytes()))
-}
-
-/// The directory `out` is put in: its parent, or `.` for a bare file name.
-pub(crate) fn directory_of(out: &Path) -> &Path {
-    match out.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    }
-}
-
-/// How the temporary files beside outputs are named: `.bitexact-*.tmp`.
-pub(crate) fn temporary_builder() -> tempfile::Builder<'static, 'static> {
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".bitexact-").suffix(".tmp");
-    builder
 }
 
 /// Checks, before any work, that `container` can hold values of `dtype` (`.npy` cannot
@@ -551,7 +528,7 @@ pub fn stage<S: TensorSource + ?Sized>(
             .map_err(|e| fail(TensorWriteErrorKind::SetMode(e)))?;
     }
     let mut phases = WritePhases::default();
-    let mut writer = BufWriter::with_capacity(1 << 20, writeback::Writeback::new(temporary.as_file_mut(), true));
+    let mut writer = BufWriter::with_capacity(1 << 20, Writeback::new(temporary.as_file_mut(), true));
     match container {
         Container::Npy => write_npy(&mut writer, shape, data, &mut phases),
         Container::Safetensors => write_safetensors(&mut writer, name, shape, data, &mut phases),
@@ -588,10 +565,7 @@ pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), TensorWriteError> {
         .write_all(bytes)
         .and_then(|()| temporary.as_file().sync_all())
         .map_err(|e| fail(TensorWriteErrorKind::Write(e)))?;
-    // Under the list's lock, as in [`StagedOutput::commit`].
-    let lock = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let persisted = temporary.persist(out);
-    drop(lock);
+    let persisted = put_in_place(|| temporary.persist(out));
     drop(pending);
     persisted.map(drop).map_err(|e| fail(TensorWriteErrorKind::Rename(e.error)))
 }
@@ -634,12 +608,9 @@ impl StagedOutput {
     /// output is never replaced (the rename itself refuses, so a file created meanwhile
     /// is not clobbered either). On error the temporary file is removed.
     pub fn commit(self) -> Result<(), TensorWriteError> {
-        // The rename happens under the list's lock, so that a signal's cleanup
-        // ([`remove_pending_temporaries`]) runs wholly before it or not at all.
-        let pending = PENDING_TEMPORARIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (temporary, out) = (self.temporary, &self.out);
         let persisted =
-            if self.force { self.temporary.persist(&self.out) } else { self.temporary.persist_noclobber(&self.out) };
-        drop(pending);
+            put_in_place(|| if self.force { temporary.persist(out) } else { temporary.persist_noclobber(out) });
         persisted.map(drop).map_err(|e| {
             let kind = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
                 TensorWriteErrorKind::Exists
