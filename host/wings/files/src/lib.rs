@@ -76,10 +76,11 @@ mod tests {
     use crate::containers::npz::{InflateError, NpzError, NpzMemberError};
     use crate::containers::{ContainerError, npy_header};
     use crate::normalize::image::NormalizeError;
+    use crate::output::{Output, OutputErrorKind};
     use crate::read::{TensorFileError, TensorFileErrorKind};
     use crate::scan::report::{ScanError, TensorScanError};
     use crate::source::SourceReadError;
-    use crate::write::{StageError, TensorWriteError, TensorWriteErrorKind};
+    use crate::write::{StageError, TensorWriteError};
     use bitexact_gpu::GpuError;
     use bitexact_support::chain::repeated_causes;
     use std::io;
@@ -136,7 +137,7 @@ mod tests {
             })),
             Box::new(NormalizeJobError::from(TensorWriteError {
                 path: path(),
-                kind: TensorWriteErrorKind::Rename(io_error()),
+                kind: OutputErrorKind::Rename(Output::File, io_error()).into(),
             })),
             Box::new(NormalizeJobError::from(StageError::Values { path: path(), error: no_gpu })),
         ]

@@ -1,7 +1,8 @@
 //! A small safe GPU layer over cudarc's driver API (loaded at run time, so nothing here
-//! needs CUDA to build): open a device, load the embedded PTX once, run any variant of
-//! the table over host slices or device buffers; the hardware conversion kernels from
-//! the newer targets' modules where the device can run them.
+//! needs CUDA to build): open a device, load the embedded PTX once, run any kernel of the
+//! table (or of one's own) over device buffers, and staged over host data too big to
+//! copy up whole; the hardware conversion kernels from the newer targets' modules where
+//! the device can run them.
 //!
 //! Layered as cudarc is (its `sys`/`result` → `safe`):
 //! - `raw`: every `unsafe` driver call (the driver probe, the one kernel launch
@@ -43,8 +44,9 @@
 //! lanes, so that reading, copies and kernels overlap.
 //!
 //! Owns: the CUDA context, device buffers, the embedded PTX ([`ptx`]) and every kernel
-//! launch (the `unsafe` driver calls stay in `raw`). Uses: [`bitexact_support`] only; it
-//! knows kernels by their `shared` types, never the variant table.
+//! launch (the `unsafe` driver calls stay in `raw`). Uses: [`bitexact_support`] of the
+//! library's wings (and `ptx_builder::ptx_text` to read PTX); it knows kernels by their
+//! `shared` types, never the variant table.
 #![deny(unsafe_code)]
 
 mod errors;

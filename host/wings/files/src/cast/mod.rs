@@ -276,7 +276,7 @@ pub enum CastError {
         /// The output path.
         path: PathBuf,
         /// Why.
-        kind: output::OutputErrorKind,
+        kind: output::CastOutputErrorKind,
     },
     /// Reading a tensor's data failed.
     #[error("{}: tensor '{}': {error}", path_text(.path), excerpt(.tensor))]

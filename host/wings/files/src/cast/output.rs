@@ -19,7 +19,7 @@ use crate::containers::safetensors::SAFETENSORS_LEN_BYTES;
 use crate::message::io_message;
 use crate::output::temporaries::PendingTemporary;
 use crate::output::writeback::Writeback;
-use crate::output::{directory_of, ends_in_a_name, put_in_place, temporary_builder};
+use crate::output::{Output, OutputErrorKind, directory_of, ends_in_a_name, put_in_place, temporary_builder};
 use crate::read::TensorReader;
 use crate::source::{Source, SourceReadError};
 use bitexact_support::progress::Progress;
@@ -44,13 +44,7 @@ pub const METADATA_CAST_KEY: &str = "bitexact.cast";
 /// What is wrong with an output: see [`CastError::Output`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum OutputErrorKind {
-    /// It exists already.
-    #[error("already exists; cast writes a new file or folder")]
-    Exists,
-    /// Its last component is not a name: `/`, `.` or `..`.
-    #[error("is not a file or folder name (its last component is '/', '.' or '..')")]
-    NotAName,
+pub enum CastOutputErrorKind {
     /// A `.npy` or `.npz` output name: `cast` writes safetensors.
     #[error("names a NumPy file; cast writes safetensors: name a .safetensors file (one input file) or a folder")]
     NumpyName,
@@ -59,30 +53,15 @@ pub enum OutputErrorKind {
         "an output .safetensors file takes one input file; give a folder name for a sharded checkpoint or several files"
     )]
     FileNeedsOneInput,
-    /// The temporary folder cannot be created beside it.
-    #[error("cannot create a temporary folder in {}: {}", bitexact_support::output::path_text(.directory), io_message(.error))]
-    CreateTemporary {
-        /// Where.
-        directory: PathBuf,
-        /// Why.
-        error: std::io::Error,
-    },
-    /// Writing one of its files failed.
-    #[error("write failed ({}): {}", bitexact_support::output::escape(.file), io_message(.error))]
-    Write {
-        /// The file, in the output.
-        file: String,
-        /// Why.
-        error: std::io::Error,
-    },
-    /// The rename into place failed.
-    #[error("cannot rename the temporary output into place: {}", io_message(.0))]
-    Rename(std::io::Error),
+    /// The output path failed: its name, its temporary folder, a write, the rename
+    /// ([`crate::output`]'s one kind, as [`Output::New`] says it).
+    #[error(transparent)]
+    Output(#[from] OutputErrorKind),
 }
 
 /// `CastError::Output` for `path`.
-fn output_error(path: &Path, kind: OutputErrorKind) -> CastError {
-    CastError::Output { path: path.to_path_buf(), kind }
+fn output_error(path: &Path, kind: impl Into<CastOutputErrorKind>) -> CastError {
+    CastError::Output { path: path.to_path_buf(), kind: kind.into() }
 }
 
 /// `output` without the `/`s it ends in, and whether it had any: `out/` names the folder
@@ -102,11 +81,11 @@ pub fn folder_named(output: &Path) -> (PathBuf, bool) {
 pub fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError> {
     match Container::from_extension(output) {
         Some(Container::Safetensors) => {}
-        Some(Container::Npy | Container::Npz) => return Err(output_error(output, OutputErrorKind::NumpyName)),
+        Some(Container::Npy | Container::Npz) => return Err(output_error(output, CastOutputErrorKind::NumpyName)),
         _ => return Ok(false),
     }
     if plan.files.len() != 1 || !plan.indexes.is_empty() {
-        return Err(output_error(output, OutputErrorKind::FileNeedsOneInput));
+        return Err(output_error(output, CastOutputErrorKind::FileNeedsOneInput));
     }
     Ok(true)
 }
@@ -115,10 +94,10 @@ pub fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError>
 /// nothing (not even a dangling link) is there.
 pub fn check_output(output: &Path) -> Result<(), CastError> {
     if !ends_in_a_name(output) {
-        return Err(output_error(output, OutputErrorKind::NotAName));
+        return Err(output_error(output, OutputErrorKind::NotAName(Output::New)));
     }
     if output.symlink_metadata().is_ok() {
-        return Err(output_error(output, OutputErrorKind::Exists));
+        return Err(output_error(output, OutputErrorKind::Exists(Output::New)));
     }
     Ok(())
 }
@@ -149,13 +128,15 @@ impl Staged {
         let placed = put_in_place(|| match &self.single {
             Some(name) => std::fs::hard_link(self.folder.path().join(name), &output).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::AlreadyExists {
-                    fail(OutputErrorKind::Exists)
+                    fail(OutputErrorKind::Exists(Output::New))
                 } else {
-                    fail(OutputErrorKind::Rename(e))
+                    fail(OutputErrorKind::Rename(Output::New, e))
                 }
             }),
-            None if output.symlink_metadata().is_ok() => Err(fail(OutputErrorKind::Exists)),
-            None => std::fs::rename(self.folder.path(), &output).map_err(|e| fail(OutputErrorKind::Rename(e))),
+            None if output.symlink_metadata().is_ok() => Err(fail(OutputErrorKind::Exists(Output::New))),
+            None => {
+                std::fs::rename(self.folder.path(), &output).map_err(|e| fail(OutputErrorKind::Rename(Output::New, e)))
+            }
         });
         if placed.is_ok() && self.single.is_none() {
             // Renamed: there is nothing left to remove.
@@ -177,7 +158,10 @@ pub fn write_all(
     let directory = directory_of(output);
     let (pending, folder) = PendingTemporary::create(|| temporary_builder().tempdir_in(directory), |t| t.path())
         .map_err(|error| {
-            output_error(output, OutputErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
+            output_error(
+                output,
+                OutputErrorKind::CreateTemporary { output: Output::New, directory: directory.to_path_buf(), error },
+            )
         })?;
     let mut scales = BTreeMap::new();
     let mut written: BTreeMap<String, WrittenFile> = BTreeMap::new();
@@ -322,7 +306,7 @@ fn write_file(
     options: &CastOptions,
     progress: &Progress,
 ) -> Result<WrittenFile, CastError> {
-    let write_failed = |error| output_error(output, OutputErrorKind::Write { file: planned.name.clone(), error });
+    let write_failed = |error| output_error(output, OutputErrorKind::Write { file: Some(planned.name.clone()), error });
     let pieces = pieces(planned, options);
     let mut metadata = read_metadata(&planned.file.path, planned.file.container)?;
     metadata.insert(METADATA_CAST_KEY.to_string(), Value::String(cast_record(planned, options)));
@@ -409,7 +393,9 @@ fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: 
     let path = planned.file.path.clone();
     match error {
         PieceError::Read(error) => CastError::Read { path, tensor, error },
-        PieceError::Write(error) => output_error(output, OutputErrorKind::Write { file: planned.name.clone(), error }),
+        PieceError::Write(error) => {
+            output_error(output, OutputErrorKind::Write { file: Some(planned.name.clone()), error })
+        }
         PieceError::Refused(index, kind) => CastError::Refused(Refusal { path, tensor, index, kind }),
         PieceError::ScaleOutOfRange { amax, max, s } => CastError::ScaleOutOfRange { path, tensor, amax, max, s },
     }
@@ -620,7 +606,7 @@ pub(crate) fn read_json_object(path: &Path) -> Result<Map<String, Value>, CastEr
 
 /// Writes `value` as pretty JSON to `folder/name`, synced.
 fn write_json(folder: &Path, name: &str, value: &Value, output: &Path) -> Result<(), CastError> {
-    let write_failed = |error| output_error(output, OutputErrorKind::Write { file: name.to_string(), error });
+    let write_failed = |error| output_error(output, OutputErrorKind::Write { file: Some(name.to_string()), error });
     let mut text = serde_json::to_string_pretty(value).expect("a JSON value serialises");
     text.push('\n');
     let mut file = std::fs::File::create_new(folder.join(name)).map_err(write_failed)?;

@@ -41,7 +41,7 @@ use crate::containers::safetensors::header::METADATA_KEY;
 use crate::message::{io_message, one_line};
 use crate::output::temporaries::PendingTemporary;
 use crate::output::writeback::Writeback;
-use crate::output::{directory_of, ends_in_a_name, put_in_place, temporary_builder};
+use crate::output::{Output, OutputErrorKind, directory_of, ends_in_a_name, put_in_place, temporary_builder};
 use bitexact_support::output::{excerpt, path_text};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -71,12 +71,6 @@ pub enum TensorWriteErrorKind {
     /// It is a directory.
     #[error("is a directory")]
     IsDirectory,
-    /// It ends in `/`, `.` or `..`, so it names a directory whatever is there.
-    #[error("is not a file path (it ends in '/', '.' or '..'); give the file's name, e.g. out.npy")]
-    NotAFilePath,
-    /// It exists, and replacing it was not asked for.
-    #[error("already exists (use --force to replace it)")]
-    Exists,
     /// The shape does not hold the number of values given.
     #[error("shape {shape:?} does not hold {values} values")]
     ShapeMismatch {
@@ -97,26 +91,16 @@ pub enum TensorWriteErrorKind {
         /// The name.
         name: String,
     },
-    /// The temporary file cannot be created.
-    #[error("cannot create a temporary file in {}: {}", path_text(.directory), io_message(.error))]
-    CreateTemporary {
-        /// Where it was to be.
-        directory: PathBuf,
-        /// Why not.
-        error: std::io::Error,
-    },
     /// The temporary file's mode cannot be set.
     #[error("cannot set the mode of the temporary file: {}", io_message(.0))]
     SetMode(std::io::Error),
-    /// Writing or syncing the temporary file failed.
-    #[error("write failed: {}", io_message(.0))]
-    Write(std::io::Error),
     /// The `.safetensors` header cannot be serialised.
     #[error("write failed: invalid header: {0}")]
     Header(serde_json::Error),
-    /// The temporary file cannot be renamed onto the output.
-    #[error("cannot rename the temporary file into place: {}", io_message(.0))]
-    Rename(std::io::Error),
+    /// The output path failed: its name, its temporary file, the write, the rename
+    /// ([`crate::output`]'s one kind, as [`Output::File`] says it).
+    #[error(transparent)]
+    Output(#[from] OutputErrorKind),
 }
 
 /// Why [`stage`] (or [`write_from`]) did not stage an output: it cannot be written, or
@@ -152,6 +136,12 @@ impl<E> From<TensorWriteErrorKind> for Staging<E> {
     }
 }
 
+impl<E> From<OutputErrorKind> for Staging<E> {
+    fn from(kind: OutputErrorKind) -> Staging<E> {
+        Staging::Output(kind.into())
+    }
+}
+
 /// Checks, before any work, that `output` may be written: it is not `input` (same file
 /// after resolving links), its extension names a container, it does not exist unless
 /// `force`, and [`check_destination`]. Returns the container; errors name the file.
@@ -168,7 +158,7 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
     // `symlink_metadata`, not `exists`: a dangling symlink is there too (and the final
     // no-clobber rename would refuse it after all the work).
     if output.symlink_metadata().is_ok() && !force {
-        return fail(TensorWriteErrorKind::Exists);
+        return fail(OutputErrorKind::Exists(Output::File).into());
     }
     Ok(container)
 }
@@ -182,7 +172,7 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
 pub fn check_destination(output: &Path) -> Result<(), TensorWriteError> {
     let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
     if !ends_in_a_name(output) {
-        return fail(TensorWriteErrorKind::NotAFilePath);
+        return fail(OutputErrorKind::NotAName(Output::File).into());
     }
     if output.is_dir() {
         return fail(TensorWriteErrorKind::IsDirectory);
@@ -191,7 +181,8 @@ pub fn check_destination(output: &Path) -> Result<(), TensorWriteError> {
     let (pending, probe) = PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path())
         .map_err(|error| TensorWriteError {
             path: output.to_path_buf(),
-            kind: TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error },
+            kind: OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error }
+                .into(),
         })?;
     drop(probe);
     drop(pending);
@@ -519,8 +510,11 @@ pub fn stage<S: TensorSource + ?Sized>(
         },
         |t| t.path(),
     );
-    let (pending, mut temporary) = created
-        .map_err(|error| fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error }))?;
+    let (pending, mut temporary) = created.map_err(|error| {
+        fail(
+            OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error }.into(),
+        )
+    })?;
     if let Some(mode) = replaced_mode {
         temporary
             .as_file()
@@ -535,10 +529,10 @@ pub fn stage<S: TensorSource + ?Sized>(
         // `of_output` has refused it above.
         Container::Npz => Err(TensorWriteErrorKind::UnknownExtension.into()),
     }
-    .and_then(|()| writer.into_inner().map(drop).map_err(|e| TensorWriteErrorKind::Write(e.into_error()).into()))
+    .and_then(|()| writer.into_inner().map(drop).map_err(|e| OutputErrorKind::write(e.into_error()).into()))
     .and_then(|()| {
         let start = Instant::now();
-        temporary.as_file().sync_all().map_err(TensorWriteErrorKind::Write)?;
+        temporary.as_file().sync_all().map_err(OutputErrorKind::write)?;
         phases.sync = start.elapsed();
         Ok(())
     })
@@ -559,15 +553,18 @@ pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), TensorWriteError> {
     let directory = directory_of(out);
     let (pending, mut temporary) =
         PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()).map_err(|error| {
-            fail(TensorWriteErrorKind::CreateTemporary { directory: directory.to_path_buf(), error })
+            fail(
+                OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error }
+                    .into(),
+            )
         })?;
     temporary
         .write_all(bytes)
         .and_then(|()| temporary.as_file().sync_all())
-        .map_err(|e| fail(TensorWriteErrorKind::Write(e)))?;
+        .map_err(|e| fail(OutputErrorKind::write(e).into()))?;
     let persisted = put_in_place(|| temporary.persist(out));
     drop(pending);
-    persisted.map(drop).map_err(|e| fail(TensorWriteErrorKind::Rename(e.error)))
+    persisted.map(drop).map_err(|e| fail(OutputErrorKind::Rename(Output::File, e.error).into()))
 }
 
 /// Where the time of [`stage`] went. Producing and writing overlap: their sum may
@@ -613,11 +610,11 @@ impl StagedOutput {
             put_in_place(|| if self.force { temporary.persist(out) } else { temporary.persist_noclobber(out) });
         persisted.map(drop).map_err(|e| {
             let kind = if e.error.kind() == std::io::ErrorKind::AlreadyExists {
-                TensorWriteErrorKind::Exists
+                OutputErrorKind::Exists(Output::File)
             } else {
-                TensorWriteErrorKind::Rename(e.error)
+                OutputErrorKind::Rename(Output::File, e.error)
             };
-            TensorWriteError { path: self.out, kind }
+            TensorWriteError { path: self.out, kind: kind.into() }
         })
     }
 }
@@ -677,7 +674,7 @@ fn for_each_chunk<S: TensorSource + ?Sized>(
         drop(to_writer);
         let written = writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         produced?;
-        phases.write += written.map_err(TensorWriteErrorKind::Write)?;
+        phases.write += written.map_err(OutputErrorKind::write)?;
         Ok(())
     })
 }
@@ -722,7 +719,7 @@ fn write_npy<S: TensorSource + ?Sized>(
     const _: () = assert!(cfg!(target_endian = "little"), "the header says little-endian values");
     let dtype = S::Dtype::DTYPE;
     let descr = dtype.npy_descr().ok_or(TensorWriteErrorKind::NoNpyDtype { dtype })?;
-    out.write_all(&npy_header(descr, shape)).map_err(TensorWriteErrorKind::Write)?;
+    out.write_all(&npy_header(descr, shape)).map_err(OutputErrorKind::write)?;
     for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)), phases)
 }
 
@@ -750,8 +747,8 @@ fn write_safetensors<S: TensorSource + ?Sized>(
     let mut header =
         serde_json::to_vec(&std::collections::BTreeMap::from([(name, info)])).map_err(TensorWriteErrorKind::Header)?;
     header.resize(header.len().next_multiple_of(SAFETENSORS_LEN_BYTES), b' ');
-    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(TensorWriteErrorKind::Write)?;
-    out.write_all(&header).map_err(TensorWriteErrorKind::Write)?;
+    out.write_all(&(header.len() as u64).to_le_bytes()).map_err(OutputErrorKind::write)?;
+    out.write_all(&header).map_err(OutputErrorKind::write)?;
     for_each_chunk(data, |chunk| out.write_all(bytemuck::cast_slice(chunk)), phases)
 }
 
