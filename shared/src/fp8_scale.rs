@@ -97,14 +97,6 @@ impl Fp8Format {
             Fp8Format::E5M2 => e5m2::to_f32_bits(b),
         }
     }
-
-    /// The format's name as the safetensors dtypes spell it.
-    pub const fn safetensors_dtype(self) -> &'static str {
-        match self {
-            Fp8Format::E4M3 => "F8_E4M3",
-            Fp8Format::E5M2 => "F8_E5M2",
-        }
-    }
 }
 
 /// `|x|` as bits (the sign cleared): for non-NaN values the integer order of these bits

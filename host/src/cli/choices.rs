@@ -76,39 +76,54 @@ impl From<CpuLevelArg> for Level {
     }
 }
 
-/// The `--dtype` choice: any [`Dtype`], named and described as its table entry says
-/// ([`Dtype::ALL`], [`Dtype::name`], [`Dtype::summary`]), so a new dtype needs nothing here.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DtypeArg(pub Dtype);
+/// Defines a CLI choice over a role of the element-type table
+/// (`bitexact::files::dtype`): the newtype `$arg` over `$role`, whose values are the
+/// role's members in its order ([`Dtype::ALL`], [`Target::ALL`]), each spelt as its name
+/// and described by `$help`; so a dtype added to the role needs nothing here.
+macro_rules! role_choice {
+    ($(#[$meta:meta])* $arg:ident($role:ident), help: $help:expr) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $arg(pub $role);
 
-impl DtypeArg {
-    /// Every dtype, in [`Dtype::ALL`]'s order.
-    const ALL: [DtypeArg; Dtype::ALL.len()] = {
-        let mut all = [DtypeArg(Dtype::F32); Dtype::ALL.len()];
-        let mut i = 0;
-        while i < all.len() {
-            all[i] = DtypeArg(Dtype::ALL[i]);
-            i += 1;
+        impl $arg {
+            /// Every member, in the role's order.
+            const ALL: [$arg; $role::ALL.len()] = {
+                let mut all = [$arg($role::ALL[0]); $role::ALL.len()];
+                let mut i = 0;
+                while i < all.len() {
+                    all[i] = $arg($role::ALL[i]);
+                    i += 1;
+                }
+                all
+            };
         }
-        all
+
+        impl clap::ValueEnum for $arg {
+            fn value_variants<'a>() -> &'a [$arg] {
+                &$arg::ALL
+            }
+
+            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+                let help: fn($role) -> String = $help;
+                Some(clap::builder::PossibleValue::new(self.0.name()).help(help(self.0)))
+            }
+        }
+
+        impl From<$arg> for $role {
+            fn from(choice: $arg) -> $role {
+                choice.0
+            }
+        }
     };
 }
 
-impl clap::ValueEnum for DtypeArg {
-    fn value_variants<'a>() -> &'a [DtypeArg] {
-        &DtypeArg::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        Some(clap::builder::PossibleValue::new(self.0.name()).help(self.0.summary()))
-    }
-}
-
-impl From<DtypeArg> for Dtype {
-    fn from(dtype: DtypeArg) -> Dtype {
-        dtype.0
-    }
-}
+role_choice!(
+    /// The `--dtype` choice: any [`Dtype`], described by its [`Dtype::summary`] (what it
+    /// is and which containers hold it).
+    DtypeArg(Dtype),
+    help: Dtype::summary
+);
 
 /// Axis order of the output tensor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -128,29 +143,11 @@ impl From<LayoutArg> for ChannelLayout {
     }
 }
 
-/// `cast --to`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum TargetArg {
-    /// bfloat16.
-    Bf16,
-    /// IEEE binary16.
-    F16,
-    /// OCP FP8 E4M3 (largest finite 448, no infinity).
-    E4m3,
-    /// OCP FP8 E5M2 (largest finite 57344).
-    E5m2,
-}
-
-impl From<TargetArg> for Target {
-    fn from(target: TargetArg) -> Target {
-        match target {
-            TargetArg::Bf16 => Target::Bf16,
-            TargetArg::F16 => Target::F16,
-            TargetArg::E4m3 => Target::E4m3,
-            TargetArg::E5m2 => Target::E5m2,
-        }
-    }
-}
+role_choice!(
+    /// `cast --to`: any [`Target`], described by its title.
+    TargetArg(Target),
+    help: |target| target.title().to_string()
+);
 
 /// `cast --scale`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -7,6 +7,10 @@
 //! [`ScanOptions`], [`NormalizeOptions`] and [`CastOptions`]; the rooms below are their
 //! parts:
 //!
+//! - [`dtype`]: the element types the tools know, in one table (names, bytes,
+//!   `.safetensors` and NumPy strings), and the roles made from it: what `normalize`
+//!   writes ([`write::Dtype`]), what `cast` reads and writes ([`cast::convert::SourceDtype`],
+//!   [`cast::convert::Target`]).
 //! - [`containers`]: what a tensor file's bytes mean: `.npy` ([`containers::npy`],
 //!   [`containers::npy_header`]), `.npz` ([`containers::npz`]), `.safetensors`
 //!   ([`containers::safetensors`]) and the sharded index ([`containers::index`]).
@@ -56,6 +60,7 @@
 pub mod backend;
 pub mod cast;
 pub mod containers;
+pub mod dtype;
 pub mod message;
 pub mod normalize;
 pub mod output;

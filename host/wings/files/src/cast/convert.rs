@@ -17,93 +17,29 @@ use shared::fp8::{e4m3, e5m2};
 use shared::fp8_scale::{Fp8Format, Rounding};
 use shared::narrow::{Overflow, round_magnitude_f64};
 
-/// A source element type `cast` reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SourceDtype {
-    /// IEEE binary64.
-    F64,
-    /// IEEE binary32.
-    F32,
-    /// bfloat16.
-    Bf16,
-    /// IEEE binary16.
-    F16,
+crate::dtype::roles! {
+    /// A source element type `cast` reads and converts (its other tensors are copied as
+    /// they are): a role of [`crate::dtype`]'s table.
+    pub enum SourceDtype { F64, F32, Bf16, F16 }
 }
 
 impl SourceDtype {
-    /// The source dtype a safetensors dtype string names (`F64`, `F32`, `BF16`, `F16`).
-    pub fn of_safetensors(dtype: &str) -> Option<SourceDtype> {
-        match dtype {
-            "F64" => Some(SourceDtype::F64),
-            "F32" => Some(SourceDtype::F32),
-            "BF16" => Some(SourceDtype::Bf16),
-            "F16" => Some(SourceDtype::F16),
-            _ => None,
-        }
-    }
-
     /// Bytes per element.
     pub const fn bytes(self) -> usize {
-        match self {
-            SourceDtype::F64 => 8,
-            SourceDtype::F32 => 4,
-            SourceDtype::Bf16 | SourceDtype::F16 => 2,
-        }
-    }
-
-    /// The safetensors dtype string.
-    pub const fn safetensors_name(self) -> &'static str {
-        match self {
-            SourceDtype::F64 => "F64",
-            SourceDtype::F32 => "F32",
-            SourceDtype::Bf16 => "BF16",
-            SourceDtype::F16 => "F16",
-        }
+        self.element().bytes()
     }
 }
 
-/// The format `cast` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Target {
-    /// bfloat16.
-    Bf16,
-    /// IEEE binary16.
-    F16,
-    /// OCP FP8 E4M3 (no infinity, largest finite 448).
-    E4m3,
-    /// OCP FP8 E5M2 (IEEE-like, largest finite 57344).
-    E5m2,
+crate::dtype::roles! {
+    /// The format `cast` writes (`--to`, in this order): a role of [`crate::dtype`]'s
+    /// table.
+    pub enum Target { Bf16, F16, E4m3, E5m2 }
 }
 
 impl Target {
-    /// `bf16`, `f16`, `e4m3` or `e5m2`, as `--to` spells it.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Target::Bf16 => "bf16",
-            Target::F16 => "f16",
-            Target::E4m3 => "e4m3",
-            Target::E5m2 => "e5m2",
-        }
-    }
-
-    /// The safetensors dtype string.
-    pub const fn safetensors_name(self) -> &'static str {
-        match self {
-            Target::Bf16 => "BF16",
-            Target::F16 => "F16",
-            Target::E4m3 => "F8_E4M3",
-            Target::E5m2 => "F8_E5M2",
-        }
-    }
-
     /// Bytes per element.
     pub const fn bytes(self) -> usize {
-        match self {
-            Target::Bf16 | Target::F16 => 2,
-            Target::E4m3 | Target::E5m2 => 1,
-        }
+        self.element().bytes()
     }
 
     /// The largest finite magnitude's encoding (sign clear): `0x7F7F`, `0x7BFF`, `0x7E`,
@@ -131,8 +67,8 @@ impl Target {
     }
 
     /// Whether `source` already is this format (the tensor is then copied as it is).
-    pub const fn is(self, source: SourceDtype) -> bool {
-        matches!((self, source), (Target::Bf16, SourceDtype::Bf16) | (Target::F16, SourceDtype::F16))
+    pub fn is(self, source: SourceDtype) -> bool {
+        self.element() == source.element()
     }
 }
 

@@ -481,8 +481,8 @@ fn numpy_as_safetensors(file: &mut TensorFile) -> Result<Vec<bool>, CastError> {
             return Err(CastError::FortranOrder { path: file.path.clone(), tensor: tensor.name.clone() });
         }
         big_endian.push(numpy::is_big_endian(&tensor.dtype));
-        if let Some(dtype) = numpy::safetensors_dtype_of_numpy(&tensor.dtype) {
-            tensor.dtype = dtype.to_string();
+        if let Some(element) = crate::dtype::ElementType::of_numpy(&tensor.dtype) {
+            tensor.dtype = element.safetensors_name().to_string();
         }
     }
     Ok(big_endian)

@@ -14,34 +14,15 @@
 //!   same bytes in either order, and is read as it is.
 //! - An array of a dtype that safetensors has no name for (complex, strings, dates,
 //!   long double, raw bytes, objects) is refused, even when it would only be copied.
+//!   Which NumPy types have a safetensors name is the element-type table's
+//!   ([`crate::dtype::ElementType::of_numpy`]).
 
 use crate::containers::{Container, TensorEntry};
 use std::path::Path;
 
-/// The safetensors dtype of a NumPy type string as `dtype.str` spells it (`<f4`, `>i8`,
-/// `|b1`), whatever its byte order; `None` for a type safetensors cannot hold.
-pub fn safetensors_dtype_of_numpy(canonical: &str) -> Option<&'static str> {
-    let kind_and_size = canonical.strip_prefix(['<', '>', '|', '=']).unwrap_or(canonical);
-    Some(match kind_and_size {
-        "f2" => "F16",
-        "f4" => "F32",
-        "f8" => "F64",
-        "i1" => "I8",
-        "i2" => "I16",
-        "i4" => "I32",
-        "i8" => "I64",
-        "u1" => "U8",
-        "u2" => "U16",
-        "u4" => "U32",
-        "u8" => "U64",
-        "b1" => "BOOL",
-        _ => return None,
-    })
-}
-
 /// Whether `dtype` is a NumPy type string as `dtype.str` spells it (it starts with a
-/// byte order), not a safetensors dtype name: an array [`safetensors_dtype_of_numpy`]
-/// found no name for.
+/// byte order), not a safetensors dtype name: an array whose type the element-type table
+/// lacks ([`crate::dtype::ElementType::of_numpy`]), so it kept NumPy's string.
 pub fn is_numpy_type_string(dtype: &str) -> bool {
     dtype.starts_with(['<', '>', '|', '='])
 }
@@ -77,15 +58,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn numpy_types_map_to_safetensors_dtypes_whatever_the_byte_order() {
-        assert_eq!(safetensors_dtype_of_numpy("<f4"), Some("F32"));
-        assert_eq!(safetensors_dtype_of_numpy(">f8"), Some("F64"));
-        assert_eq!(safetensors_dtype_of_numpy("|b1"), Some("BOOL"));
-        assert_eq!(safetensors_dtype_of_numpy("|u1"), Some("U8"));
-        assert_eq!(safetensors_dtype_of_numpy("<c8"), None);
-        assert_eq!(safetensors_dtype_of_numpy("<U3"), None);
-        assert_eq!(safetensors_dtype_of_numpy("<f16"), None);
+    fn byte_orders_are_read_from_the_type_string() {
         assert!(is_big_endian(">f2") && !is_big_endian("<f2") && !is_big_endian("|u1"));
+        assert!(is_numpy_type_string("<c8") && is_numpy_type_string("|b1") && !is_numpy_type_string("F8_E4M3"));
     }
 
     #[test]

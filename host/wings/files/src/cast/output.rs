@@ -215,7 +215,10 @@ impl Piece<'_> {
                 t.shape.clone(),
                 t.elements * options.to.bytes() as u64,
             ),
-            Piece::Scale(t) => (scale_name(&t.name), "F32".to_string(), vec![1], 4),
+            Piece::Scale(t) => {
+                let f32 = crate::dtype::ElementType::F32;
+                (scale_name(&t.name), f32.safetensors_name().to_string(), vec![1], f32.bytes() as u64)
+            }
         }
     }
 }

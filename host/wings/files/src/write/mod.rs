@@ -7,15 +7,16 @@
 //!
 //! # Adding an output dtype
 //!
-//! Every fact about a dtype is in its one entry in this module's `dtypes!` table: its
-//! variant of [`Dtype`], name, title, stored type, bit layout, `.safetensors` and `.npy`
-//! type strings and its rounding from f32. From that entry come [`Dtype`]'s methods,
-//! [`Dtype::ALL`] (which `--dtype` and its `--help` list), its marker type with its
-//! [`DtypeOf`], and [`with_dtype`], the one dispatch from a run-time [`Dtype`] to its
-//! type (what [`crate::normalize::normalize()`] runs through). So adding a dtype
-//! that `normalize` writes takes:
+//! A dtype's name, title, bytes and `.safetensors` and `.npy` type strings are its entry
+//! in the element-type table, [`crate::dtype`]; what it is as an output (its stored
+//! type, bit layout and rounding from f32) is its one entry in this module's `dtypes!`
+//! table, which makes [`Dtype`] a role of the element-type table. From those come
+//! [`Dtype`]'s methods, [`Dtype::ALL`] (which `--dtype` and its `--help` list), its
+//! marker type with its [`DtypeOf`], and [`with_dtype`], the one dispatch from a
+//! run-time [`Dtype`] to its type (what [`crate::normalize::normalize()`] runs through).
+//! So adding a dtype that `normalize` writes takes:
 //!
-//! 1. one entry here;
+//! 1. its entry in [`crate::dtype`]'s table, if it has none yet, and one entry here;
 //! 2. one entry per sample width in [`crate::normalize::image::conversions`]
 //!    (the table variant that converts UNORM8 or UNORM16 samples to it; the table's
 //!    length is the sample widths times [`Dtype::ALL`]'s, so a missing entry does not
@@ -202,59 +203,33 @@ pub fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<
 /// MiB however large the tensor is.
 pub const WRITE_CHUNK_ELEMENTS: usize = 1 << 20;
 
-/// Defines every output dtype from its one entry in the table below: the [`Dtype`]
-/// variant, [`Dtype::ALL`], [`Dtype`]'s facts (name, title, bytes, bit layout,
-/// container type strings), its marker type (`AsF32`...) with its [`DtypeOf`], and
-/// [`with_dtype`]'s dispatch. One entry per dtype, its fields in this order:
+/// Defines `normalize`'s output dtypes, a role of [`crate::dtype`]'s table (their names,
+/// titles, bytes and container strings are its entries'): the [`Dtype`] role, its
+/// facts as an output (bit layout), its marker type (`AsF32`...) with its [`DtypeOf`],
+/// and [`with_dtype`]'s dispatch. One entry per dtype, named as the element-type table
+/// names it, its fields in this order:
 ///
-/// - `name`: how `--dtype`, the reports and the JSON spell it;
-/// - `title`: what it is, for `--help` and the docs;
 /// - `marker` and `stored`: its type, and how one value is held in memory (its bytes
-///   are `stored`'s size);
+///   are `stored`'s size, which must be the table's);
 /// - `exponent_bits`, `mantissa_bits`: its bit layout (1 + both = its bits);
-/// - `safetensors`: its `.safetensors` dtype string;
-/// - `npy`: its `.npy` type string, `[]` where NumPy has no such dtype;
 /// - `from_f32`: an f32's bits rounded to it, to nearest, ties to even.
 macro_rules! dtypes {
-    (@option $npy:literal) => { Some($npy) };
-    (@option) => { None };
     ($(
         $variant:ident {
-            name: $name:literal,
-            title: $title:literal,
             marker: $marker:ident,
             stored: $stored:ty,
             exponent_bits: $exponent_bits:literal,
             mantissa_bits: $mantissa_bits:literal,
-            safetensors: $safetensors:literal,
-            npy: [$($npy:literal)?],
             from_f32: $from_f32:expr $(,)?
         }
     ),* $(,)?) => {
-        /// The element type of a written tensor: one per entry of this module's table.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum Dtype {
-            $(
-                #[doc = concat!($title, ": `--dtype ", $name, "`, `.safetensors` `", $safetensors, "`",
-                    $(", `.npy` `", $npy, "`",)? ".")]
-                $variant,
-            )*
+        crate::dtype::roles! {
+            /// The element type of a written tensor (`normalize --dtype`): one per entry of
+            /// this module's table, each an entry of [`crate::dtype`]'s.
+            pub enum Dtype { $($variant),* }
         }
 
         impl Dtype {
-            /// Every dtype, in the table's order (the order `--help` lists them in).
-            pub const ALL: [Dtype; [$(Dtype::$variant),*].len()] = [$(Dtype::$variant),*];
-
-            /// Its name, as `--dtype`, the reports and the JSON spell it: `f32`, `f16`, `bf16`.
-            pub const fn name(self) -> &'static str {
-                match self { $(Dtype::$variant => $name,)* }
-            }
-
-            /// What it is, in words: `IEEE 754 binary32`, `bfloat16`.
-            pub const fn title(self) -> &'static str {
-                match self { $(Dtype::$variant => $title,)* }
-            }
-
             /// Bytes per value.
             pub const fn bytes(self) -> u64 {
                 match self { $(Dtype::$variant => std::mem::size_of::<$stored>() as u64,)* }
@@ -270,20 +245,15 @@ macro_rules! dtypes {
                 match self { $(Dtype::$variant => $mantissa_bits,)* }
             }
 
-            /// The `.safetensors` dtype string.
-            pub(crate) const fn safetensors_name(self) -> &'static str {
-                match self { $(Dtype::$variant => $safetensors,)* }
-            }
-
             /// The `.npy` type string (little-endian), or `None` where NumPy has no dtype.
             pub const fn npy_descr(self) -> Option<&'static str> {
-                match self { $(Dtype::$variant => dtypes!(@option $($npy)?),)* }
+                self.element().numpy_type_string()
             }
         }
 
         $(
-            #[doc = concat!("[`Dtype::", stringify!($variant), "`] as a type: ", $title,
-                " values, held as `", stringify!($stored), "`.")]
+            #[doc = concat!("[`Dtype::", stringify!($variant), "`] as a type: its values, held as `",
+                stringify!($stored), "`.")]
             #[derive(Clone, Copy, Debug)]
             pub enum $marker {}
 
@@ -297,7 +267,11 @@ macro_rules! dtypes {
 
             const _: () = assert!(
                 1 + $exponent_bits + $mantissa_bits == 8 * std::mem::size_of::<$stored>(),
-                concat!("the bit layout of ", $name, " fills its stored type")
+                concat!("the bit layout of ", stringify!($variant), " fills its stored type")
+            );
+            const _: () = assert!(
+                std::mem::size_of::<$stored>() == crate::dtype::ElementType::$variant.bytes(),
+                concat!("the stored type of ", stringify!($variant), " has the element-type table's bytes")
             );
         )*
 
@@ -309,49 +283,15 @@ macro_rules! dtypes {
     };
 }
 
-// The dtypes `normalize` writes. Adding one: see the module's doc.
+// The dtypes `normalize` writes, in the order `--help` lists them. Adding one: see
+// `crate::dtype`'s doc.
 dtypes! {
-    F32 {
-        name: "f32",
-        title: "IEEE 754 binary32",
-        marker: AsF32,
-        stored: f32,
-        exponent_bits: 8,
-        mantissa_bits: 23,
-        safetensors: "F32",
-        npy: ["<f4"],
-        from_f32: f32::from_bits,
-    },
-    F16 {
-        name: "f16",
-        title: "IEEE 754 binary16",
-        marker: AsF16,
-        stored: u16,
-        exponent_bits: 5,
-        mantissa_bits: 10,
-        safetensors: "F16",
-        npy: ["<f2"],
-        from_f32: shared::binary16::from_f32_bits,
-    },
-    Bf16 {
-        name: "bf16",
-        title: "bfloat16",
-        marker: AsBf16,
-        stored: u16,
-        exponent_bits: 8,
-        mantissa_bits: 7,
-        safetensors: "BF16",
-        npy: [],
-        from_f32: shared::bfloat16::from_f32_bits,
-    },
+    F32 { marker: AsF32, stored: f32, exponent_bits: 8, mantissa_bits: 23, from_f32: f32::from_bits },
+    F16 { marker: AsF16, stored: u16, exponent_bits: 5, mantissa_bits: 10, from_f32: shared::binary16::from_f32_bits },
+    Bf16 { marker: AsBf16, stored: u16, exponent_bits: 8, mantissa_bits: 7, from_f32: shared::bfloat16::from_f32_bits },
 }
 
 impl Dtype {
-    /// The dtype named `name` ([`Dtype::name`]), if any.
-    pub fn from_name(name: &str) -> Option<Dtype> {
-        Dtype::ALL.into_iter().find(|dtype| dtype.name() == name)
-    }
-
     /// One line for `--help`: what it is and the containers' names for it, e.g.
     /// `IEEE 754 binary16: .npy <f2, .safetensors F16`, or for a dtype NumPy lacks,
     /// `bfloat16: .safetensors BF16; NumPy has no such dtype, so no .npy`.
@@ -364,13 +304,6 @@ impl Dtype {
                 self.safetensors_name()
             ),
         }
-    }
-}
-
-/// Serialised as its [`Dtype::name`].
-impl serde::Serialize for Dtype {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
     }
 }
 
