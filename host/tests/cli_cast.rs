@@ -755,6 +755,88 @@ fn a_shard_holding_tensors_its_index_does_not_list_is_a_warning() {
     let first_shard = "model-00001-of-00002.safetensors";
     assert_eq!(index["weight_map"][tensors[0].0], first_shard, "{index}");
     assert_eq!(index["weight_map"][format!("{}_scale", tensors[0].0)], first_shard, "{index}");
+    // Its total_size counts what it lists, where it lists it: not the copy in shard 2.
+    assert_eq!(index["metadata"]["total_size"], listed_bytes(&out, &index), "{index}");
+}
+
+/// The data bytes of every tensor an output index's `weight_map` lists, read from the
+/// shard it names in the folder `out`.
+fn listed_bytes(out: &Path, index: &serde_json::Value) -> usize {
+    let mut total = 0;
+    for (tensor, shard) in index["weight_map"].as_object().unwrap() {
+        let bytes = read(&out.join(shard.as_str().unwrap()));
+        total += SafeTensors::deserialize(&bytes).unwrap().tensor(tensor).unwrap().data().len();
+    }
+    total
+}
+
+/// What a folder's layout loses in the output (one folder of files side by side) is a
+/// warning each: a link to a shard (written once, under the shard's name, so that the
+/// rewritten index names files that exist, whichever name the walk meets first), a hard
+/// link to another file, a file beside the index that it does not list, and a file in a
+/// subfolder (written at the output's top level).
+#[test]
+fn links_strays_and_subfolders_of_a_folder_are_warnings() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("model");
+    std::fs::create_dir(&checkpoint).unwrap();
+    let tensors = sharded_checkpoint(&checkpoint);
+    // "a-link" sorts before the shards, so the walk meets it first.
+    let shard = checkpoint.join("model-00001-of-00002.safetensors");
+    std::os::unix::fs::symlink(&shard, checkpoint.join("a-link.safetensors")).unwrap();
+    let stray = checkpoint.join("stray.safetensors");
+    write_file(&stray, &tensors[3..4]);
+    std::fs::hard_link(&stray, checkpoint.join("stray_link.safetensors")).unwrap();
+    std::fs::create_dir(checkpoint.join("sub")).unwrap();
+    let nested = checkpoint.join("sub").join("nested.safetensors");
+    write_file(&nested, &tensors[4..5]);
+    let out = dir.path().join("out");
+    let output = bitexact(&["cast", path_arg(&checkpoint), "-o", path_arg(&out), "--to", "e4m3"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let index_path = checkpoint.join("model.safetensors.index.json");
+    let want = [
+        format!(
+            "bitexact: warning: {}: the same file as {} (a link): cast once, under that name",
+            checkpoint.join("a-link.safetensors").display(),
+            shard.display()
+        ),
+        format!(
+            "bitexact: warning: {}: the same file as {} (a link): cast once, under that name",
+            checkpoint.join("stray_link.safetensors").display(),
+            stray.display()
+        ),
+        format!(
+            "bitexact: warning: {}: beside {}, which does not list it: cast as a file of its own, outside the rewritten index",
+            stray.display(),
+            index_path.display()
+        ),
+        format!(
+            "bitexact: warning: {}: in a subfolder of {}: written as nested.safetensors at the output's top level",
+            nested.display(),
+            checkpoint.display()
+        ),
+    ];
+    for line in &want {
+        assert!(stderr.lines().any(|l| l == line), "missing {line:?} in:\n{stderr}");
+    }
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("bitexact: warning:")).count(), want.len(), "{stderr}");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "config.json",
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json",
+            "nested.safetensors",
+            "stray.safetensors"
+        ]
+    );
+    let index: serde_json::Value = serde_json::from_slice(&read(&out.join("model.safetensors.index.json"))).unwrap();
+    assert_eq!(index["metadata"]["total_size"], listed_bytes(&out, &index), "{index}");
 }
 
 /// A safetensors file from raw parts, any dtype name allowed: `(name, dtype, shape,

@@ -27,7 +27,7 @@ pub mod select;
 use crate::containers::Container;
 use crate::containers::index::{Index, ScanInputError};
 use crate::read::{TensorFile, TensorFileError};
-use crate::scan::inputs::check_index;
+use crate::scan::inputs::{Inputs, check_index};
 use crate::source::SourceReadError;
 use bitexact_support::output::{excerpt, path_text};
 use bitexact_support::progress::Progress;
@@ -376,7 +376,7 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
         output_names.push(name);
         files.push(file);
     }
-    let mut warnings = Vec::new();
+    let mut warnings = layout_warnings(inputs, &expanded, &output_names);
     for index in &expanded.indexes {
         for unlisted in check_index(index, &files)? {
             warnings.push(format!(
@@ -439,6 +439,47 @@ pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError
         .map(|((file, (name, big_endian)), decisions)| PlannedFile { file, name, decisions, big_endian })
         .collect();
     Ok(Plan { files, indexes: expanded.indexes, config, warnings })
+}
+
+/// The warnings for what the inputs' layout loses in the output, which is one folder of
+/// files side by side (or one file): a name that reaches a file listed under another
+/// name (a hard link or a symbolic link: written once, under that name), a file beside
+/// an index that does not list it (cast as a file of its own, outside the rewritten
+/// index), and a file in a subfolder of a folder input (written at the output's top
+/// level). `output_names`: each of `expanded.files`' names in the output.
+fn layout_warnings(inputs: &[PathBuf], expanded: &Inputs, output_names: &[String]) -> Vec<String> {
+    let mut warnings: Vec<String> = expanded
+        .aliases
+        .iter()
+        .map(|(alias, listed)| {
+            format!("{}: the same file as {} (a link): cast once, under that name", path_text(alias), path_text(listed))
+        })
+        .collect();
+    let shards: HashSet<&PathBuf> = expanded.indexes.iter().flat_map(|index| index.weight_map.values()).collect();
+    for (path, name) in expanded.files.iter().zip(output_names) {
+        let parent = path.parent();
+        if !shards.contains(path)
+            && let Some(index) = expanded.indexes.iter().find(|index| index.path.parent() == parent)
+        {
+            warnings.push(format!(
+                "{}: beside {}, which does not list it: cast as a file of its own, outside the rewritten index",
+                path_text(path),
+                path_text(&index.path)
+            ));
+        }
+        let folder = inputs.iter().find(|input| input.is_dir() && path.starts_with(input));
+        if let Some(folder) = folder
+            && parent != Some(folder.as_path())
+        {
+            warnings.push(format!(
+                "{}: in a subfolder of {}: written as {} at the output's top level",
+                path_text(path),
+                path_text(folder),
+                excerpt(name)
+            ));
+        }
+    }
+    warnings
 }
 
 /// The warning for a safetensors file's tensors of dtypes this tool does not know (a

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use serde_json::{Map, Value, json};
 use shared::fp8_scale::{dequant_scale, scale_for, scale_for_f64};
 use shared::narrow::Overflow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -189,8 +189,8 @@ pub fn write_all(
 struct WrittenFile {
     /// `(tensor, fl32(1 / s))` of its scaled tensors, in file order.
     scales: Vec<(String, f32)>,
-    /// Bytes of tensor data.
-    data_bytes: u64,
+    /// Each tensor's name and bytes of data, the scales' too.
+    tensor_bytes: HashMap<String, u64>,
 }
 
 /// One tensor of an output file: where its bytes come from. The `bool`: its elements
@@ -315,10 +315,11 @@ fn write_file(
     metadata.insert(METADATA_CAST_KEY.to_string(), Value::String(cast_record(planned, options)));
     let mut header = Map::new();
     header.insert("__metadata__".to_string(), Value::Object(metadata));
-    let mut offset = 0u64;
+    let (mut offset, mut tensor_bytes) = (0u64, HashMap::new());
     for piece in &pieces {
         let (name, dtype, shape, len) = piece.layout(options);
-        header.insert(name, json!({ "dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len] }));
+        header.insert(name.clone(), json!({ "dtype": dtype, "shape": shape, "data_offsets": [offset, offset + len] }));
+        tensor_bytes.insert(name, len);
         offset += len;
     }
     let mut text = Value::Object(header).to_string();
@@ -354,7 +355,7 @@ fn write_file(
     if options.sync {
         file.sync_all().map_err(write_failed)?;
     }
-    Ok(WrittenFile { scales, data_bytes: offset })
+    Ok(WrittenFile { scales, tensor_bytes })
 }
 
 /// Why a piece could not be written.
@@ -618,7 +619,9 @@ fn write_json(folder: &Path, name: &str, value: &Value, output: &Path) -> Result
 }
 
 /// The index rewritten: its other keys kept, `weight_map` listing every tensor of the
-/// output shards (the scales too), `metadata.total_size` their data bytes.
+/// output shards (the scales too), `metadata.total_size` the data bytes of the tensors
+/// it lists, each in the shard it names (a copy of a tensor in another shard, which the
+/// plan warns of, is not counted).
 fn write_index(
     folder: &Path,
     output: &Path,
@@ -630,10 +633,8 @@ fn write_index(
     let mut weight_map: BTreeMap<String, String> =
         index.weight_map.iter().map(|(tensor, shard)| (tensor.clone(), shard_name(shard))).collect();
     let shards: std::collections::BTreeSet<String> = index.weight_map.values().map(shard_name).collect();
-    let mut total = 0;
     for shard in &shards {
         if let Some(done) = written.get(shard) {
-            total += done.data_bytes;
             // A scale goes where the index places its tensor: a copy of the tensor in
             // another shard (which the plan warns of) does not move it.
             for (tensor, _) in &done.scales {
@@ -643,6 +644,10 @@ fn write_index(
             }
         }
     }
+    let total: u64 = weight_map
+        .iter()
+        .filter_map(|(tensor, shard)| written.get(shard).and_then(|done| done.tensor_bytes.get(tensor)))
+        .sum();
     object.insert("weight_map".into(), json!(weight_map));
     match object.get_mut("metadata") {
         Some(Value::Object(metadata)) => {

@@ -9,7 +9,7 @@
 use crate::containers::Container;
 use crate::containers::index::{Index, ScanInputError, ScanInputErrorKind, UnlistedTensors, read_index};
 use crate::read::TensorFile;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// The name ending of the index files a directory walk picks up.
@@ -22,14 +22,19 @@ pub struct Inputs {
     pub files: Vec<PathBuf>,
     /// Every index met; its shards are among `files`.
     pub indexes: Vec<Index>,
+    /// The names left out because they reach a file already listed under another name
+    /// (a hard link or a symbolic link to it): `(left out, listed as)`, in input order.
+    /// A path given twice is not one.
+    pub aliases: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Expands `paths`: a directory into the `.npy`, `.npz` and `.safetensors` files under
 /// it (recursively; links to files are followed, links to directories are not, so a
 /// walk cannot loop), with its `*.safetensors.index.json` files read as indexes that
 /// stand for their shards; a `.json` file as an index; anything else as a file to scan.
-/// A file reached by two names (a link, a path given twice) is listed once, under the
-/// first. Errors name the path. In a walk, an entry of those extensions that is not a
+/// A file reached by two names (a link, a path given twice) is listed once: under the
+/// name an index gives it if it is a shard, else under the first; the other names are
+/// in [`Inputs::aliases`]. Errors name the path. In a walk, an entry of those extensions that is not a
 /// regular file (a broken link, a link loop, a FIFO) is listed all the same, for
 /// [`crate::read::TensorFile::open`] to refuse (without opening a FIFO).
 pub fn expand(paths: &[PathBuf]) -> Result<Inputs, ScanInputError> {
@@ -47,10 +52,47 @@ pub fn expand(paths: &[PathBuf]) -> Result<Inputs, ScanInputError> {
             inputs.files.push(path.clone());
         }
     }
-    let mut seen = HashSet::new();
-    // One that cannot be looked at stays, for `TensorFile::open` to say why.
-    inputs.files.retain(|path| std::fs::metadata(path).map_or(true, |m| seen.insert(file_identity(&m))));
+    list_each_file_once(&mut inputs);
     Ok(inputs)
+}
+
+/// Keeps one name per file in `inputs.files` ([`expand`]): a shard's name over any other
+/// (so that an index's rewritten copy names files that exist), else the first; the
+/// other names go to [`Inputs::aliases`]. One that cannot be looked at stays, for
+/// `TensorFile::open` to say why.
+fn list_each_file_once(inputs: &mut Inputs) {
+    let shards: HashSet<&PathBuf> = inputs.indexes.iter().flat_map(|index| index.weight_map.values()).collect();
+    let identities: Vec<Option<(u64, u64)>> =
+        inputs.files.iter().map(|path| std::fs::metadata(path).ok().map(|m| file_identity(&m))).collect();
+    let mut names: HashMap<(u64, u64), &PathBuf> = HashMap::new();
+    for shard_first in [true, false] {
+        for (path, identity) in inputs.files.iter().zip(&identities) {
+            if let Some(identity) = identity
+                && shards.contains(path) == shard_first
+            {
+                names.entry(*identity).or_insert(path);
+            }
+        }
+    }
+    let (mut files, mut aliases, mut listed) = (Vec::new(), Vec::new(), HashSet::new());
+    for (path, identity) in inputs.files.iter().zip(&identities) {
+        match identity.map(|identity| (identity, names[&identity])) {
+            None => files.push(path.clone()),
+            Some((identity, name)) if name == path => {
+                if listed.insert(identity) {
+                    files.push(path.clone());
+                }
+            }
+            Some((_, name)) => {
+                let alias = (path.clone(), name.clone());
+                if !aliases.contains(&alias) {
+                    aliases.push(alias);
+                }
+            }
+        }
+    }
+    inputs.files = files;
+    inputs.aliases = aliases;
 }
 
 /// Device and inode: what two names of one file share.
