@@ -177,6 +177,7 @@ fn shuffles_and_votes_are_the_sync_forms_with_cudas_clamp_operand() {
         assert_eq!(operands.get(3..), Some(&[c, "-1"][..]), "{mode}: {shuffle:?}");
     }
     assert_has(ptx(), "block_warp_ops", &["vote.sync.all.pred ", "vote.sync.any.pred ", "vote.sync.ballot.b32 "]);
+    assert_has(ptx(), "block_warp_ops", &["bar.warp.sync "]);
 }
 
 #[test]

@@ -105,6 +105,11 @@ pub(super) unsafe fn vote_ballot(mask: u32, predicate: bool) -> u32 {
     emu::warp(WarpOp::VoteBallot, (mask, u32::from(predicate), 0), Location::caller())
 }
 
+#[track_caller]
+pub(super) unsafe fn sync_warp(mask: u32) {
+    emu::warp(WarpOp::SyncWarp, (mask, 0, 0), Location::caller());
+}
+
 // Atomics: the operation on the host's atomic type, then a sync point (so that a thread
 // spinning on an atomic lets the others run). Scope does not matter on the host: one
 // emulated thread runs at a time, and the baton orders every access.

@@ -50,5 +50,5 @@ pub use memory_slice::{Global, GlobalSlice, MemorySlice, MemorySpace, Shared, Sh
 pub use reduce::{block_max_u32, block_min_u32, block_sum_u32, warp_max_u32, warp_min_u32, warp_sum_u32};
 pub use shared_memory::dynamic_shared;
 pub use warp::{
-    FULL_MASK, WARP_SIZE, lane_id, shfl_down, shfl_idx, shfl_up, shfl_xor, vote_all, vote_any, vote_ballot,
+    FULL_MASK, WARP_SIZE, lane_id, shfl_down, shfl_idx, shfl_up, shfl_xor, sync_warp, vote_all, vote_any, vote_ballot,
 };

@@ -27,6 +27,10 @@
 //!   `0x1f` (segment mask 0, clamp lane 31) for idx, down and bfly, `0` (clamp lane 0) for
 //!   up. The hardware reads only the low 5 bits of the lane, delta or lane mask:
 //!   `shfl_down(m, v, 33)` is `shfl_down(m, v, 1)`.
+//! * **The warp barrier**: the convergent `llvm.nvvm.bar.warp.sync` (`bar.warp.sync
+//!   %mask`, CUDA's `__syncwarp`), which has no aligned form. In `block_warp_ops`, where
+//!   the full warp is converged after its votes, ptxas 12.9 makes `bar.warp.sync -1` a
+//!   `NOP` at sm_90 (no `WARPSYNC`), so the PTX is what the tests check.
 //! * **Dynamic shared memory**: `core::intrinsics::gpu::gpu_launch_sized_workgroup_mem`,
 //!   which LLVM declares as `.extern .shared .align 16 .b8 anon_…[]` (one per module) and
 //!   addresses as `.shared` (`st.shared`, `ld.shared`); its size from
@@ -79,6 +83,8 @@ unsafe extern "C" {
     fn vote_any_sync(mask: u32, predicate: bool) -> bool;
     #[link_name = "llvm.nvvm.vote.ballot.sync"]
     fn vote_ballot_sync(mask: u32, predicate: bool) -> u32;
+    #[link_name = "llvm.nvvm.bar.warp.sync"]
+    fn bar_warp_sync(mask: u32);
 }
 
 /// The barrier every function here uses: CUDA's `__syncthreads` barrier, number 0.
@@ -231,6 +237,14 @@ pub(super) unsafe fn vote_any(mask: u32, predicate: bool) -> bool {
 pub(super) unsafe fn vote_ballot(mask: u32, predicate: bool) -> u32 {
     // SAFETY: the caller guarantees every lane of `mask` executes this call.
     unsafe { vote_ballot_sync(mask, predicate) }
+}
+
+/// `bar.warp.sync %mask`.
+#[inline(always)]
+#[track_caller]
+pub(super) unsafe fn sync_warp(mask: u32) {
+    // SAFETY: the caller guarantees every lane of `mask` executes this call.
+    unsafe { bar_warp_sync(mask) }
 }
 
 /// Defines `$name(address, value, scope) -> old` as `atom.relaxed.<scope>.$op` on a

@@ -1,4 +1,5 @@
-//! Warps: their size, the lane id, and the shuffles and votes among their lanes.
+//! Warps: their size, the lane id, the shuffles and votes among their lanes, and the warp
+//! barrier.
 
 use super::imp;
 
@@ -93,4 +94,20 @@ pub unsafe fn vote_any(mask: u32, predicate: bool) -> bool {
 pub unsafe fn vote_ballot(mask: u32, predicate: bool) -> u32 {
     // SAFETY: forwarded from the caller.
     unsafe { imp::vote_ballot(mask, predicate) }
+}
+
+/// The warp barrier (`bar.warp.sync`, CUDA's `__syncwarp(mask)`): waits until every lane
+/// of `mask` has reached it, and orders what each of them did to memory before it before
+/// what any of them does after it. Since sm_70 the lanes of a warp are not in lockstep,
+/// so lanes that exchange values through shared memory need it (or another warp
+/// operation naming both lanes) between a write and the read of it; the emulator reports
+/// the exchange without one as a race.
+///
+/// # Safety
+/// As [`shfl_idx`].
+#[inline(always)]
+#[track_caller]
+pub unsafe fn sync_warp(mask: u32) {
+    // SAFETY: forwarded from the caller.
+    unsafe { imp::sync_warp(mask) }
 }

@@ -48,6 +48,9 @@ pub enum WarpOp {
     VoteAny,
     /// The lanes of the mask that passed `true`, bit `i` for lane `i`.
     VoteBallot,
+    /// Nothing: the warp barrier (`bar.warp.sync`), which only orders the lanes of the
+    /// mask.
+    SyncWarp,
 }
 
 impl fmt::Display for WarpOp {
@@ -60,6 +63,7 @@ impl fmt::Display for WarpOp {
             WarpOp::VoteAll => "vote_all",
             WarpOp::VoteAny => "vote_any",
             WarpOp::VoteBallot => "vote_ballot",
+            WarpOp::SyncWarp => "sync_warp",
         })
     }
 }

@@ -351,6 +351,7 @@ fn warp_result(op: WarpOp, mask: u32, lane: u32, values: &[u32; 32], operands: &
         WarpOp::VoteBallot => {
             return Ok(lanes_of(mask).iter().filter(|&&l| values[l as usize] != 0).fold(0, |b, l| b | 1 << l));
         }
+        WarpOp::SyncWarp => return Ok(0),
     };
     let source = source.unwrap_or(lane);
     match in_mask(source) {

@@ -246,8 +246,9 @@ fn a_write_after_a_read_without_a_barrier_between_races() {
 }
 
 // 6. A warp-synchronous exchange through shared memory with nothing ordering the lanes
-// (the code Volta broke: before sm_70 a warp's lanes ran in lockstep, so it worked). A
-// warp operation naming both lanes between the write and the read orders them.
+// (the code Volta broke: before sm_70 a warp's lanes ran in lockstep, so it worked). The
+// warp barrier (`sync_warp`, CUDA's `__syncwarp`) between the write and the read, and
+// between the read and the next round's write, orders them.
 
 const EXCHANGE_READ: u32 = line!() + 16;
 const EXCHANGE_WRITE: u32 = line!() + 11;
@@ -263,11 +264,11 @@ fn warp_exchange(order_the_lanes: bool) -> u32 {
         for round in 1..3u32 {
             slots.write(lane, lane as u32 * 100 + round);
             if order_the_lanes {
-                block::vote_all(FULL_MASK, true);
+                block::sync_warp(FULL_MASK);
             }
             got = slots.read(lane ^ 1);
             if order_the_lanes {
-                block::vote_all(FULL_MASK, true);
+                block::sync_warp(FULL_MASK);
             }
         }
         got
@@ -283,6 +284,43 @@ fn a_warp_synchronous_exchange_without_a_warp_operation_between_races() {
     run(&setup(Dim3::x(1), Dim3::x(32)), || {
         assert_eq!(warp_exchange(true), (block::lane_id() ^ 1) * 100 + 2);
     });
+}
+
+/// A warp barrier orders only the lanes its mask names: lanes 0 and 1 swap values around
+/// `sync_warp(0b11)` cleanly, while lane 2 reads lane 3's slot around its own
+/// `sync_warp(0b100)`, which does not name lane 3: lane 3's write and lane 2's read race.
+const PAIR_READ: u32 = line!() + 14;
+const PAIR_WRITE: u32 = line!() + 8;
+fn pair_exchange(lanes: u32) -> u32 {
+    static_shared!(fn slots4: [u32; 4]);
+    let (slots, lane) = (slots4(), block::lane_id());
+    let mask = if lane < 2 { 0b11 } else { 1 << lane };
+    // SAFETY: four threads, indices below 4; each lane names itself in its mask.
+    unsafe {
+        if lane < lanes {
+            slots.write(lane as usize, lane * 10);
+        }
+        block::sync_warp(mask);
+        if lane < lanes {
+            let partner = if lane < 2 { lane ^ 1 } else { 3 };
+            return slots.read(partner as usize);
+        }
+    }
+    0
+}
+
+#[test]
+fn a_warp_barrier_orders_only_the_lanes_of_its_mask() {
+    run(&setup(Dim3::x(1), Dim3::x(4)), || {
+        let lane = block::lane_id();
+        assert_eq!(pair_exchange(2), if lane < 2 { (lane ^ 1) * 10 } else { 0 });
+    });
+    let error = run_err(&setup(Dim3::x(1), Dim3::x(4)), || {
+        pair_exchange(4);
+    });
+    let (array, index) = race_element(&error);
+    assert!(array.contains("slots4") && index == 3, "{error}");
+    assert_eq!(race_sides(&error), ((3, AccessKind::Write, PAIR_WRITE), (2, AccessKind::Read, PAIR_READ)));
 }
 
 // Atomics: updates of one shared counter by every thread are not races, but a plain

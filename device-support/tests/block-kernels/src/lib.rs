@@ -112,7 +112,7 @@ shared::kernel! {
     /// [`block_warp_ops`]'s declaration.
     pub struct BlockWarpOps;
     /// The four shuffles of `lane · 3`, `lane · 5`, `lane · 7` and `lane · 11` by
-    /// `delta`, and the three votes.
+    /// `delta`, and the three votes, with a warp barrier before the writes.
     ///
     /// # Safety
     /// `out` holds 7 values per thread; the block's size is a multiple of 32.
@@ -130,6 +130,8 @@ shared::kernel! {
                 block::vote_ballot(FULL_MASK, lane.is_multiple_of(3)),
             ]
         };
+        // SAFETY: every lane of the (full) warp executes it.
+        unsafe { block::sync_warp(FULL_MASK) };
         for (k, v) in values.into_iter().enumerate() {
             // SAFETY: 7 values per thread.
             unsafe { out.add(slot(7, k as u64)).write(v) };
