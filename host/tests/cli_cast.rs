@@ -719,6 +719,14 @@ fn surprising_casts_warn_on_stderr_and_in_json() {
     );
     let (stderr, json) = run("bf16", "out-bf16");
     assert!(stderr.is_empty() && json.get("warnings").is_none(), "{stderr} {json}");
+    // The config's torch_dtype says the target's PyTorch name.
+    for (to, torch) in [("bf16", "bfloat16"), ("f16", "float16")] {
+        let out = format!("config-{to}");
+        run(to, &out);
+        let config: serde_json::Value =
+            serde_json::from_slice(&read(&dir.path().join(out).join("config.json"))).unwrap();
+        assert_eq!(config["torch_dtype"], torch, "{config}");
+    }
 }
 
 /// A shard that holds a tensor its index does not list there (here: a copy of one that

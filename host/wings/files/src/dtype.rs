@@ -1,9 +1,11 @@
-//! The element types the file tools know, in one table: [`ElementType`], each entry with
-//! its name, what it is, its bytes, its `.safetensors` dtype string and its NumPy type
-//! string.
+//! The element types that `normalize` writes and `cast` reads, writes or copies from a
+//! NumPy file, in one table: [`ElementType`], each entry with its name, what it is, its
+//! bytes, its `.safetensors` dtype string, its NumPy type string and its PyTorch dtype
+//! name. (`scan` reads more than these, each classified by its container's own parser:
+//! `containers::safetensors`, `containers::npy_descr`.)
 //!
-//! The tools' roles are subsets of it, each an enum made by `roles!` from a list of
-//! the table's names, so that every fact about a dtype is written once, here:
+//! The tools' roles are subsets of it, each an enum made by `roles!` from a list of the
+//! table's names, with the facts above taken from the table:
 //!
 //! - [`crate::write::Dtype`]: what `normalize` writes (`--dtype`);
 //! - [`crate::cast::convert::SourceDtype`]: what `cast` reads and converts;
@@ -12,12 +14,21 @@
 //! The CLI's choices are made from the roles (their names, and their titles or
 //! summaries for `--help`), `cast` maps a `.npy` array's type string to the
 //! `.safetensors` dtype it copies it as through [`ElementType::of_numpy`], and a
-//! `.safetensors` dtype string to a role through the role's `of_safetensors`.
+//! `.safetensors` dtype string to a role through the role's `of_safetensors`. The
+//! variants of the roles link to their entries here, whose docs carry the titles.
 //!
 //! # Adding a dtype
-//! One entry in `element_types!`'s table below; then its name in the list of each
-//! role that takes it (and, for `normalize`'s outputs, its stored type and rounding in
-//! `write`'s table; for `cast`'s targets, its encodings in `cast::convert`).
+//! One entry in `element_types!`'s table below. Then, for each role it takes:
+//!
+//! - an output of `normalize`: its entry in `write`'s table and one per sample width in
+//!   `normalize::image::conversions`, as [`crate::write`]'s doc says;
+//! - a source of `cast`: its name in [`SourceDtype`](crate::cast::convert::SourceDtype)'s
+//!   list, and its widening in `cast::convert` (`widen_to_f32`, `ElementCast`);
+//! - a target of `cast`: its name in [`Target`](crate::cast::convert::Target)'s list, its
+//!   encodings and FP8 format in `cast::convert` (`encodings`, `Target::fp8`), its proven
+//!   CPU conversion in `cast::chunks` (`narrowing_u16` / `narrowing_u8`, whose `_ => None`
+//!   lets a missing one compile: `cast::chunks`' tests run every target), and what the
+//!   output's `config.json` says of it in `cast::output` (`write_config`).
 //!
 //! ```
 //! # mod bitexact { pub use bitexact_files as files; }
@@ -38,7 +49,8 @@
 /// - `bytes`: bytes per value;
 /// - `safetensors`: its `.safetensors` dtype string;
 /// - `numpy`: its NumPy type string as `dtype.str` spells it in little-endian order
-///   (`<f4`; `|` for one byte), `[]` where NumPy has no such dtype.
+///   (`<f4`; `|` for one byte), `[]` where NumPy has no such dtype;
+/// - `torch`: its `torch.dtype` name, as a `config.json`'s `torch_dtype` spells it.
 macro_rules! element_types {
     (@option $numpy:literal) => { Some($numpy) };
     (@option) => { None };
@@ -48,7 +60,8 @@ macro_rules! element_types {
             title: $title:literal,
             bytes: $bytes:literal,
             safetensors: $safetensors:literal,
-            numpy: [$($numpy:literal)?] $(,)?
+            numpy: [$($numpy:literal)?],
+            torch: $torch:literal $(,)?
         }
     ),* $(,)?) => {
         /// An element type the file tools know: one per entry of this module's table.
@@ -56,7 +69,7 @@ macro_rules! element_types {
         pub enum ElementType {
             $(
                 #[doc = concat!($title, ": `", $name, "`, ", $bytes, " byte(s), `.safetensors` `", $safetensors, "`",
-                    $(", NumPy `", $numpy, "`",)? ".")]
+                    $(", NumPy `", $numpy, "`",)? ", PyTorch `", $torch, "`.")]
                 $variant,
             )*
         }
@@ -90,22 +103,29 @@ macro_rules! element_types {
             pub const fn numpy_type_string(self) -> Option<&'static str> {
                 match self { $(ElementType::$variant => element_types!(@option $($numpy)?),)* }
             }
+
+            /// The `torch.dtype` name, as a `config.json`'s `torch_dtype` spells it:
+            /// `float32`, `bfloat16`, `float8_e4m3fn`.
+            pub const fn torch_name(self) -> &'static str {
+                match self { $(ElementType::$variant => $torch,)* }
+            }
         }
     };
 }
 
 // The element types. Adding one: see the module's doc.
 element_types! {
-    F64 { name: "f64", title: "IEEE 754 binary64", bytes: 8, safetensors: "F64", numpy: ["<f8"] },
-    F32 { name: "f32", title: "IEEE 754 binary32", bytes: 4, safetensors: "F32", numpy: ["<f4"] },
-    F16 { name: "f16", title: "IEEE 754 binary16", bytes: 2, safetensors: "F16", numpy: ["<f2"] },
-    Bf16 { name: "bf16", title: "bfloat16", bytes: 2, safetensors: "BF16", numpy: [] },
+    F64 { name: "f64", title: "IEEE 754 binary64", bytes: 8, safetensors: "F64", numpy: ["<f8"], torch: "float64" },
+    F32 { name: "f32", title: "IEEE 754 binary32", bytes: 4, safetensors: "F32", numpy: ["<f4"], torch: "float32" },
+    F16 { name: "f16", title: "IEEE 754 binary16", bytes: 2, safetensors: "F16", numpy: ["<f2"], torch: "float16" },
+    Bf16 { name: "bf16", title: "bfloat16", bytes: 2, safetensors: "BF16", numpy: [], torch: "bfloat16" },
     E4m3 {
         name: "e4m3",
         title: "OCP FP8 E4M3 (largest finite 448, no infinity)",
         bytes: 1,
         safetensors: "F8_E4M3",
         numpy: [],
+        torch: "float8_e4m3fn",
     },
     E5m2 {
         name: "e5m2",
@@ -113,21 +133,26 @@ element_types! {
         bytes: 1,
         safetensors: "F8_E5M2",
         numpy: [],
+        torch: "float8_e5m2",
     },
-    I8 { name: "i8", title: "8-bit signed integer", bytes: 1, safetensors: "I8", numpy: ["|i1"] },
-    I16 { name: "i16", title: "16-bit signed integer", bytes: 2, safetensors: "I16", numpy: ["<i2"] },
-    I32 { name: "i32", title: "32-bit signed integer", bytes: 4, safetensors: "I32", numpy: ["<i4"] },
-    I64 { name: "i64", title: "64-bit signed integer", bytes: 8, safetensors: "I64", numpy: ["<i8"] },
-    U8 { name: "u8", title: "8-bit unsigned integer", bytes: 1, safetensors: "U8", numpy: ["|u1"] },
-    U16 { name: "u16", title: "16-bit unsigned integer", bytes: 2, safetensors: "U16", numpy: ["<u2"] },
-    U32 { name: "u32", title: "32-bit unsigned integer", bytes: 4, safetensors: "U32", numpy: ["<u4"] },
-    U64 { name: "u64", title: "64-bit unsigned integer", bytes: 8, safetensors: "U64", numpy: ["<u8"] },
-    Bool { name: "bool", title: "boolean", bytes: 1, safetensors: "BOOL", numpy: ["|b1"] },
+    I8 { name: "i8", title: "8-bit signed integer", bytes: 1, safetensors: "I8", numpy: ["|i1"], torch: "int8" },
+    I16 { name: "i16", title: "16-bit signed integer", bytes: 2, safetensors: "I16", numpy: ["<i2"], torch: "int16" },
+    I32 { name: "i32", title: "32-bit signed integer", bytes: 4, safetensors: "I32", numpy: ["<i4"], torch: "int32" },
+    I64 { name: "i64", title: "64-bit signed integer", bytes: 8, safetensors: "I64", numpy: ["<i8"], torch: "int64" },
+    U8 { name: "u8", title: "8-bit unsigned integer", bytes: 1, safetensors: "U8", numpy: ["|u1"], torch: "uint8" },
+    U16 { name: "u16", title: "16-bit unsigned integer", bytes: 2, safetensors: "U16", numpy: ["<u2"], torch: "uint16" },
+    U32 { name: "u32", title: "32-bit unsigned integer", bytes: 4, safetensors: "U32", numpy: ["<u4"], torch: "uint32" },
+    U64 { name: "u64", title: "64-bit unsigned integer", bytes: 8, safetensors: "U64", numpy: ["<u8"], torch: "uint64" },
+    Bool { name: "bool", title: "boolean", bytes: 1, safetensors: "BOOL", numpy: ["|b1"], torch: "bool" },
 }
+
+/// The byte-order marks a NumPy type string starts with (`dtype.str`: `<` little, `>`
+/// big, `|` not applicable; `=` native, in a hand-written header).
+pub(crate) const NUMPY_BYTE_ORDERS: [char; 4] = ['<', '>', '|', '='];
 
 /// A NumPy type string without its byte order (`f4` of `<f4`, `>f4`, `=f4` or `|f4`).
 fn without_byte_order(type_string: &str) -> &str {
-    type_string.strip_prefix(['<', '>', '|', '=']).unwrap_or(type_string)
+    type_string.strip_prefix(NUMPY_BYTE_ORDERS).unwrap_or(type_string)
 }
 
 impl ElementType {
@@ -148,7 +173,8 @@ impl ElementType {
 }
 
 /// Defines a role: an enum of some of [`ElementType`]'s entries, named as the table names
-/// them, with its facts taken from the table. `roles! { /// doc  pub enum Target { Bf16,
+/// them, with its facts taken from the table (each variant's doc links to its entry,
+/// whose doc has its title and strings). `roles! { /// doc  pub enum Target { Bf16,
 /// F16 } }` makes `Target::{ALL, element, of, from_name, of_safetensors, name, title,
 /// safetensors_name}`, and serialises it as its name.
 macro_rules! roles {
@@ -206,11 +232,16 @@ macro_rules! roles {
             pub const fn safetensors_name(self) -> &'static str {
                 self.element().safetensors_name()
             }
+
+            /// Whether this is `element` ([`Self::element`]), in a `const` context too.
+            pub const fn is_element(self, element: $crate::dtype::ElementType) -> bool {
+                self.element() as u8 == element as u8
+            }
         }
 
         /// Serialised as its name.
-        impl serde::Serialize for $role {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        impl ::serde::Serialize for $role {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.serialize_str(self.name())
             }
         }

@@ -7,8 +7,9 @@
 //! [`ScanOptions`], [`NormalizeOptions`] and [`CastOptions`]; the rooms below are their
 //! parts:
 //!
-//! - [`dtype`]: the element types the tools know, in one table (names, bytes,
-//!   `.safetensors` and NumPy strings), and the roles made from it: what `normalize`
+//! - [`dtype`]: the element types `normalize` writes and `cast` reads and writes, in one
+//!   table (names, bytes, `.safetensors`, NumPy and PyTorch names), and the roles made
+//!   from it: what `normalize`
 //!   writes ([`write::Dtype`]), what `cast` reads and writes ([`cast::convert::SourceDtype`],
 //!   [`cast::convert::Target`]).
 //! - [`containers`]: what a tensor file's bytes mean: `.npy` ([`containers::npy`],

@@ -67,8 +67,8 @@ impl Target {
     }
 
     /// Whether `source` already is this format (the tensor is then copied as it is).
-    pub fn is(self, source: SourceDtype) -> bool {
-        self.element() == source.element()
+    pub const fn is(self, source: SourceDtype) -> bool {
+        self.is_element(source.element())
     }
 }
 

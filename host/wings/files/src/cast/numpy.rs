@@ -24,7 +24,7 @@ use std::path::Path;
 /// byte order), not a safetensors dtype name: an array whose type the element-type table
 /// lacks ([`crate::dtype::ElementType::of_numpy`]), so it kept NumPy's string.
 pub fn is_numpy_type_string(dtype: &str) -> bool {
-    dtype.starts_with(['<', '>', '|', '='])
+    dtype.starts_with(crate::dtype::NUMPY_BYTE_ORDERS)
 }
 
 /// Whether the NumPy type string `canonical` is big-endian (a multi-byte type with `>`).

@@ -216,8 +216,8 @@ impl Piece<'_> {
                 t.elements * options.to.bytes() as u64,
             ),
             Piece::Scale(t) => {
-                let f32 = crate::dtype::ElementType::F32;
-                (scale_name(&t.name), f32.safetensors_name().to_string(), vec![1], f32.bytes() as u64)
+                let scale = crate::dtype::ElementType::F32;
+                (scale_name(&t.name), scale.safetensors_name().to_string(), vec![1], scale.bytes() as u64)
             }
         }
     }
@@ -679,8 +679,7 @@ fn write_config(
         }
         Target::Bf16 | Target::F16 => {
             if config.contains_key("torch_dtype") {
-                let dtype = if options.to == Target::Bf16 { "bfloat16" } else { "float16" };
-                config.insert("torch_dtype".into(), json!(dtype));
+                config.insert("torch_dtype".into(), json!(options.to.element().torch_name()));
             }
             ConfigWritten::Copied
         }

@@ -232,7 +232,7 @@ macro_rules! dtypes {
         impl Dtype {
             /// Bytes per value.
             pub const fn bytes(self) -> u64 {
-                match self { $(Dtype::$variant => std::mem::size_of::<$stored>() as u64,)* }
+                self.element().bytes() as u64
             }
 
             /// Bits of its exponent field.
@@ -252,7 +252,8 @@ macro_rules! dtypes {
         }
 
         $(
-            #[doc = concat!("[`Dtype::", stringify!($variant), "`] as a type: its values, held as `",
+            #[doc = concat!("[`Dtype::", stringify!($variant), "`] as a type (its title is its entry's, [`",
+                "crate::dtype::ElementType::", stringify!($variant), "`]): its values, held as `",
                 stringify!($stored), "`.")]
             #[derive(Clone, Copy, Debug)]
             pub enum $marker {}
@@ -283,8 +284,8 @@ macro_rules! dtypes {
     };
 }
 
-// The dtypes `normalize` writes, in the order `--help` lists them. Adding one: see
-// `crate::dtype`'s doc.
+// The dtypes `normalize` writes, in the order `--help` lists them. Adding one: see this
+// module's doc.
 dtypes! {
     F32 { marker: AsF32, stored: f32, exponent_bits: 8, mantissa_bits: 23, from_f32: f32::from_bits },
     F16 { marker: AsF16, stored: u16, exponent_bits: 5, mantissa_bits: 10, from_f32: shared::binary16::from_f32_bits },
