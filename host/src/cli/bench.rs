@@ -41,7 +41,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     }
     if let Some(path) = &args.json_out {
         // Before the minutes of benchmarking, not after.
-        bitexact::files::write::check_destination(path)?;
+        bitexact::files::output::check_destination(path)?;
     }
     let gpu = Gpu::open(args.gpu).map_err(|error| CliError::NeedsGpu { command: "bench", error })?;
     let config = BenchConfig {
@@ -64,7 +64,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode, CliError> {
     let report = unsafe { bench::run(&gpu, &config, &progress)? };
     if let Some(path) = &args.json_out {
         // Whole or not at all: an interrupted run leaves the previous report in place.
-        bitexact::files::write::write_whole(path, output::json(&report).as_bytes())?;
+        bitexact::files::output::write_whole(path, output::json(&report).as_bytes())?;
     }
     if args.format == OutputFormat::Json {
         output::write_stdout(&output::json(&report))?;

@@ -92,6 +92,9 @@ pub enum CliError {
     /// An output path given to a command cannot be written there.
     #[error(transparent)]
     TensorWrite(#[from] TensorWriteError),
+    /// An output path failed (`bench --json-out`).
+    #[error(transparent)]
+    OutputPath(#[from] bitexact::files::output::OutputPathError),
     /// A file named by an option could not be written: `<path>: <why>`.
     #[error("{}: {error}", output::path_text(.path))]
     WriteFile {
@@ -176,7 +179,7 @@ mod tests {
                 .err()
                 .expect("not an image")
                 .into(),
-            bitexact::files::write::check_destination(dir.path()).unwrap_err().into(),
+            bitexact::files::output::check_destination(dir.path()).unwrap_err().into(),
             OutputError::Stdout(io()).into(),
             CliError::OutputWritten { output: "out.npy".into(), error: OutputError::Stdout(io()) },
             CliError::NeedsGpu { command: "bench", error: GpuError::NoDevice { ordinal: 1, count: 1 } },

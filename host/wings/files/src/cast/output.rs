@@ -19,7 +19,7 @@ use crate::containers::safetensors::SAFETENSORS_LEN_BYTES;
 use crate::message::io_message;
 use crate::output::temporaries::PendingTemporary;
 use crate::output::writeback::Writeback;
-use crate::output::{Output, OutputErrorKind, directory_of, ends_in_a_name, put_in_place, temporary_builder};
+use crate::output::{Output, OutputErrorKind, directory_of, put_in_place, temporary_builder};
 use crate::read::TensorReader;
 use crate::source::{Source, SourceReadError};
 use bitexact_support::progress::Progress;
@@ -90,16 +90,10 @@ pub fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError>
     Ok(true)
 }
 
-/// Checks, before any work, that `output` names something new: it ends in a name and
-/// nothing (not even a dangling link) is there.
+/// Checks, before any work, that `output` names something new
+/// ([`crate::output::check_new`]).
 pub fn check_output(output: &Path) -> Result<(), CastError> {
-    if !ends_in_a_name(output) {
-        return Err(output_error(output, OutputErrorKind::NotAName(Output::New)));
-    }
-    if output.symlink_metadata().is_ok() {
-        return Err(output_error(output, OutputErrorKind::Exists(Output::New)));
-    }
-    Ok(())
+    crate::output::check_new(output).map_err(|kind| output_error(output, kind))
 }
 
 /// Every output file written in a temporary folder beside the output, not yet in place.

@@ -1,15 +1,18 @@
 //! The one path every output file takes, whichever job writes it (`normalize`'s tensor,
-//! `cast`'s checkpoint, `bench --json-out`'s report): its name checked
-//! ([`ends_in_a_name`]), a temporary beside it ([`directory_of`], named by
+//! `cast`'s checkpoint, `bench --json-out`'s report): checked before any work
+//! ([`check_destination`] for a file, [`check_new`] for `cast`'s new file or folder; its
+//! name by [`ends_in_a_name`]), a temporary beside it ([`directory_of`], named by
 //! [`temporary_builder`]) listed for the signal handler while it lives
 //! ([`temporaries`]), written with its writeback started as it goes ([`writeback`]),
 //! synced, and put in place under the list's lock (`put_in_place`), so that a signal's
-//! cleanup runs wholly before or not at all.
+//! cleanup runs wholly before or not at all. [`write_whole`] is that path for bytes held
+//! in memory (a report).
 //!
 //! What can go wrong on that path is one kind, [`OutputErrorKind`], whose texts say
 //! what is being put in place ([`Output`]: a file `--force` may replace, or a new file or
 //! folder); the jobs' own refusals wrap it ([`crate::write::TensorWriteErrorKind`],
-//! [`crate::cast::output::CastOutputErrorKind`]).
+//! [`crate::cast::output::CastOutputErrorKind`]), and [`OutputPathError`] is it with the
+//! path, for a caller with no job of its own (`bench --json-out`).
 //!
 //! Owns: the temporaries, the commit and their errors. Uses: [`crate::message`] (how an
 //! I/O error reads); what an output holds is [`crate::write`](mod@crate::write)'s and
@@ -18,9 +21,10 @@
 pub mod temporaries;
 pub mod writeback;
 
-use crate::message::io_message;
+use crate::message::{io_message, one_line};
 use bitexact_support::output::{escape, path_text};
 use std::path::{Path, PathBuf};
+use temporaries::PendingTemporary;
 
 /// What an output path puts in place, which says how its errors read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +47,9 @@ pub enum OutputErrorKind {
         Output::New => "is not a file or folder name (its last component is '/', '.' or '..')",
     })]
     NotAName(Output),
+    /// It is a directory, where a file is to be put.
+    #[error("is a directory")]
+    IsDirectory,
     /// It exists, and may not be replaced.
     #[error("{}", match .0 {
         Output::File => "already exists (use --force to replace it)",
@@ -85,6 +92,77 @@ impl OutputErrorKind {
     }
 }
 
+/// Why an output cannot be put in place: its path and what went wrong. Displayed as
+/// `path: what`, on one line.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {}", path_text(.path), one_line(.kind))]
+pub struct OutputPathError {
+    /// The output path, as given.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub kind: OutputErrorKind,
+}
+
+/// Checks, before any work, that a file can be put at `output` by renaming a temporary
+/// file onto it: `output` ends in a file name (not `/`, `.` or `..`), is not a
+/// directory, and its directory is one in which a file can be created, as proven by
+/// creating and removing one there (so a missing directory, a file in the way, a
+/// read-only or unwritable directory are all refused, whatever the permission bits
+/// say). A rename can still fail afterwards only if the directory changes meanwhile.
+pub fn check_destination(output: &Path) -> Result<(), OutputPathError> {
+    let fail = |kind| Err(OutputPathError { path: output.to_path_buf(), kind });
+    if !ends_in_a_name(output) {
+        return fail(OutputErrorKind::NotAName(Output::File));
+    }
+    if output.is_dir() {
+        return fail(OutputErrorKind::IsDirectory);
+    }
+    let directory = directory_of(output);
+    match PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()) {
+        Ok((pending, probe)) => {
+            drop(probe);
+            drop(pending);
+            Ok(())
+        }
+        Err(error) => {
+            fail(OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error })
+        }
+    }
+}
+
+/// Checks, before any work, that `output` names something new (`cast`'s output): it
+/// ends in a name and nothing (not even a dangling link) is there.
+pub fn check_new(output: &Path) -> Result<(), OutputErrorKind> {
+    if !ends_in_a_name(output) {
+        return Err(OutputErrorKind::NotAName(Output::New));
+    }
+    if output.symlink_metadata().is_ok() {
+        return Err(OutputErrorKind::Exists(Output::New));
+    }
+    Ok(())
+}
+
+/// Writes `bytes` (a report: JSON, text) to `out` whole or not at all: into a temporary
+/// file beside it, synced, then renamed onto `out`, replacing what was there (the
+/// temporary listed for the signal handler meanwhile). On any error `out` is left as it
+/// was and the temporary file is removed.
+pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), OutputPathError> {
+    use std::io::Write;
+    let fail = |kind| OutputPathError { path: out.to_path_buf(), kind };
+    let directory = directory_of(out);
+    let (pending, mut temporary) =
+        PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()).map_err(|error| {
+            fail(OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error })
+        })?;
+    temporary
+        .write_all(bytes)
+        .and_then(|()| temporary.as_file().sync_all())
+        .map_err(|e| fail(OutputErrorKind::write(e)))?;
+    let persisted = put_in_place(|| temporary.persist(out));
+    drop(pending);
+    persisted.map(drop).map_err(|e| fail(OutputErrorKind::Rename(Output::File, e.error)))
+}
+
 /// Whether `path`'s last component is a name: not `/`, `.` or `..`, which name a
 /// directory (`x.npy/` and `x.npy/.` included) whatever is there.
 pub fn ends_in_a_name(path: &Path) -> bool {
@@ -124,6 +202,26 @@ pub(crate) fn put_in_place<T>(place: impl FnOnce() -> T) -> T {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_whole_replaces_the_file_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("report.json");
+        std::fs::write(&out, b"old").unwrap();
+        write_whole(&out, b"{\"new\": 1}").unwrap();
+        assert_eq!(std::fs::read(&out).unwrap(), b"{\"new\": 1}");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, [std::ffi::OsString::from("report.json")]);
+    }
+
+    #[test]
+    fn write_whole_into_a_missing_folder_is_an_error_naming_the_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("missing").join("report.json");
+        let error = write_whole(&out, b"x").unwrap_err();
+        assert!(error.to_string().starts_with(&out.display().to_string()), "{error}");
+        assert!(!out.exists());
+    }
 
     #[test]
     fn a_name_is_the_last_component_and_the_directory_its_parent() {

@@ -2,8 +2,8 @@
 //! [`DtypeOf`]) streamed from a [`TensorSource`] a chunk at a time into a `.npy` (its
 //! header written by [`npy_header`]) or a `.safetensors` file, staged in a temporary file
 //! and renamed into place only when whole ([`stage`], [`StagedOutput::commit`]); the
-//! checks made before any work ([`check_output`], [`check_destination`],
-//! [`check_dtype`]).
+//! checks made before any work ([`check_output`], which takes
+//! [`crate::output::check_destination`], and [`check_dtype`]).
 //!
 //! # Adding an output dtype
 //!
@@ -42,7 +42,7 @@ use crate::containers::safetensors::header::METADATA_KEY;
 use crate::message::{io_message, one_line};
 use crate::output::temporaries::PendingTemporary;
 use crate::output::writeback::Writeback;
-use crate::output::{Output, OutputErrorKind, directory_of, ends_in_a_name, put_in_place, temporary_builder};
+use crate::output::{Output, OutputErrorKind, OutputPathError, directory_of, put_in_place, temporary_builder};
 use bitexact_support::output::{excerpt, path_text};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -69,9 +69,6 @@ pub enum TensorWriteErrorKind {
     /// Its extension names no container that can be written.
     #[error("unknown output extension (expected .npy or .safetensors)")]
     UnknownExtension,
-    /// It is a directory.
-    #[error("is a directory")]
-    IsDirectory,
     /// The shape does not hold the number of values given.
     #[error("shape {shape:?} does not hold {values} values")]
     ShapeMismatch {
@@ -102,6 +99,12 @@ pub enum TensorWriteErrorKind {
     /// ([`crate::output`]'s one kind, as [`Output::File`] says it).
     #[error(transparent)]
     Output(#[from] OutputErrorKind),
+}
+
+impl From<OutputPathError> for TensorWriteError {
+    fn from(error: OutputPathError) -> TensorWriteError {
+        TensorWriteError { path: error.path, kind: error.kind.into() }
+    }
 }
 
 /// Why [`stage`] (or [`write_from`]) did not stage an output: it cannot be written, or
@@ -145,7 +148,8 @@ impl<E> From<OutputErrorKind> for Staging<E> {
 
 /// Checks, before any work, that `output` may be written: it is not `input` (same file
 /// after resolving links), its extension names a container, it does not exist unless
-/// `force`, and [`check_destination`]. Returns the container; errors name the file.
+/// `force`, and [`crate::output::check_destination`]. Returns the container; errors
+/// name the file.
 pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, TensorWriteError> {
     let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
     let same = matches!((output.canonicalize(), input.canonicalize()), (Ok(a), Ok(b)) if a == b);
@@ -155,39 +159,13 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
     let Some(container) = Container::of_output(output) else {
         return fail(TensorWriteErrorKind::UnknownExtension);
     };
-    check_destination(output)?;
+    crate::output::check_destination(output)?;
     // `symlink_metadata`, not `exists`: a dangling symlink is there too (and the final
     // no-clobber rename would refuse it after all the work).
     if output.symlink_metadata().is_ok() && !force {
         return fail(OutputErrorKind::Exists(Output::File).into());
     }
     Ok(container)
-}
-
-/// Checks, before any work, that a file can be put at `output` by renaming a temporary
-/// file onto it: `output` ends in a file name (not `/`, `.` or `..`), is not a
-/// directory, and its directory is one in which a file can be created, as proven by
-/// creating and removing one there (so a missing directory, a file in the way, a
-/// read-only or unwritable directory are all refused, whatever the permission bits
-/// say). A rename can still fail afterwards only if the directory changes meanwhile.
-pub fn check_destination(output: &Path) -> Result<(), TensorWriteError> {
-    let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
-    if !ends_in_a_name(output) {
-        return fail(OutputErrorKind::NotAName(Output::File).into());
-    }
-    if output.is_dir() {
-        return fail(TensorWriteErrorKind::IsDirectory);
-    }
-    let directory = directory_of(output);
-    let (pending, probe) = PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path())
-        .map_err(|error| TensorWriteError {
-            path: output.to_path_buf(),
-            kind: OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error }
-                .into(),
-        })?;
-    drop(probe);
-    drop(pending);
-    Ok(())
 }
 
 /// Checks, before any work, that `container` can hold values of `dtype` (`.npy` cannot
@@ -478,29 +456,6 @@ pub fn stage<S: TensorSource + ?Sized>(
     Ok(StagedOutput { temporary, out: out.to_path_buf(), force, phases, _pending: pending })
 }
 
-/// Writes `bytes` (a report: JSON, text) to `out` whole or not at all: into a temporary
-/// file beside it, synced, then renamed onto `out`, replacing what was there (the
-/// temporary listed for the signal handler meanwhile). On any error `out` is left as it
-/// was and the temporary file is removed.
-pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), TensorWriteError> {
-    let fail = |kind: TensorWriteErrorKind| TensorWriteError { path: out.to_path_buf(), kind };
-    let directory = directory_of(out);
-    let (pending, mut temporary) =
-        PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()).map_err(|error| {
-            fail(
-                OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error }
-                    .into(),
-            )
-        })?;
-    temporary
-        .write_all(bytes)
-        .and_then(|()| temporary.as_file().sync_all())
-        .map_err(|e| fail(OutputErrorKind::write(e).into()))?;
-    let persisted = put_in_place(|| temporary.persist(out));
-    drop(pending);
-    persisted.map(drop).map_err(|e| fail(OutputErrorKind::Rename(Output::File, e.error).into()))
-}
-
 /// Where the time of [`stage`] went. Producing and writing overlap: their sum may
 /// exceed the time both took.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -689,26 +644,6 @@ fn write_safetensors<S: TensorSource + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn write_whole_replaces_the_file_and_leaves_no_temporary() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("report.json");
-        std::fs::write(&out, b"old").unwrap();
-        write_whole(&out, b"{\"new\": 1}").unwrap();
-        assert_eq!(std::fs::read(&out).unwrap(), b"{\"new\": 1}");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, [std::ffi::OsString::from("report.json")]);
-    }
-
-    #[test]
-    fn write_whole_into_a_missing_folder_is_an_error_naming_the_output() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("missing").join("report.json");
-        let error = write_whole(&out, b"x").unwrap_err();
-        assert!(error.to_string().starts_with(&out.display().to_string()), "{error}");
-        assert!(!out.exists());
-    }
 
     #[test]
     fn the_npy_header_reads_back_and_aligns_the_data_to_64_bytes() {
