@@ -251,7 +251,7 @@ pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [<P::Out as Stored>::Bits
 }
 
 /// [`map_bits`] at `level`.
-pub fn map_bits_at<P: Primitive>(level: Level, src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
+pub(crate) fn map_bits_at<P: Primitive>(level: Level, src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
     with_level(level, MapBits::<P> { src, dst });
 }
 

@@ -6,7 +6,7 @@
 //! the same correctly rounded results, but its cheapest route differs by level:
 //!
 //! - [`UnormForm::Variant`]: the table variant itself, vectorised for the level
-//!   ([`super::map_bits_at`]).
+//!   (`super::map_bits_at`).
 //! - [`UnormForm::Software`]: a `shared` function that is cheaper on the CPU than the
 //!   variant, such as `unorm16_to_bf16_half_up` (`fl32(x / 65535)` rounded half up to
 //!   bfloat16: one add and one shift where the variant rounds ties to even and checks

@@ -366,7 +366,7 @@ pub fn declared_forms(source: &str) -> Vec<Declared> {
 }
 
 /// The operations a work does, as a sorted multiset: each work opcode reduced as the
-/// chain check reduces it ([`chain::chain_operation`]: no modifiers, no moves, loads,
+/// chain check reduces it (`chain::chain_operation`: no modifiers, no moves, loads,
 /// stores or control flow, one name per integer add and per select), less those of the
 /// skeleton's opcodes the kernel lacks. Two works with the same operations differ only
 /// in spelling and in how their skeletons happened to compile (the Rust skeletons of

@@ -5,7 +5,7 @@
 //! the PTX of [`baseline::SOURCE`] under every flag set of [`Flags::ALL`] into `DIR`, one
 //! file per set ([`ptx_file_name`]: `forms-sm_90-use_fast_math.ptx`), and
 //! `scripts/build-gpu-bundle.sh` puts them in the bundle. [`for_device`] reads them from
-//! the folder [`PTX_DIR_VAR`] names, or, without it, compiles them with NVRTC when that
+//! the folder `PTX_DIR_VAR` names, or, without it, compiles them with NVRTC when that
 //! is installed. [`misshapen_entries`] checks, without a GPU, that a PTX has each form's
 //! kernels with the shapes of the signatures its marker vouches for (`Map`, `Skeleton`,
 //! `Latency`, `Throughput`: [`baseline::cxx`]).
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 /// The environment variable naming the folder of precompiled PTX files
 /// (`scripts/gpu-check.sh` sets it to the bundle's `cxx-ptx/`).
-pub const PTX_DIR_VAR: &str = "BITEXACT_CXX_PTX_DIR";
+pub(crate) const PTX_DIR_VAR: &str = "BITEXACT_CXX_PTX_DIR";
 
 /// The name of the PTX file of [`baseline::SOURCE`] for `arch` under `flags`:
 /// `forms-<arch>-<flags slug>.ptx`.
@@ -69,7 +69,7 @@ impl FormsPtx {
     ///
     /// The PTX is [`baseline::SOURCE`] compiled by NVRTC against genuine CUDA headers
     /// ([`compile`] with the tools [`Nvrtc::find`] found), or files [`write()`] wrote
-    /// from such a compilation ([`read`], [`for_device`] with [`PTX_DIR_VAR`] set). The
+    /// from such a compilation ([`read`], [`for_device`] with `PTX_DIR_VAR` set). The
     /// markers' launches are safe, and their `unsafe impl`s vouch for those kernels only:
     /// the checks made so far see names and parameter widths, not what a kernel touches,
     /// so other PTX with the same entry points (files put in the folder, a header that
@@ -196,7 +196,7 @@ pub fn read(dir: &Path, sm: i32) -> Result<FormsPtx, CxxPtxError> {
     Ok(FormsPtx { arch: arch.clone(), origin: dir.display().to_string(), by_flags })
 }
 
-/// The baseline's PTX for an `sm_<sm>` device: [`read`] from the folder [`PTX_DIR_VAR`]
+/// The baseline's PTX for an `sm_<sm>` device: [`read`] from the folder `PTX_DIR_VAR`
 /// names if it is set, else [`compile`]d by NVRTC for `sm_<sm>`.
 pub fn for_device(sm: i32) -> Result<FormsPtx, CxxPtxError> {
     match std::env::var_os(PTX_DIR_VAR) {

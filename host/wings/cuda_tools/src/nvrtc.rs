@@ -3,7 +3,7 @@
 //!
 //! cudarc's bindings load `libnvrtc` at run time by its file name only, through the
 //! dynamic loader's search path, and panic when it is not there. [`Nvrtc::find`] first
-//! finds the library where [`crate::tools::find_nvrtc`] looks
+//! finds the library where `crate::tools::find_nvrtc` looks
 //! (`.cuda-tools/`, `$BITEXACT_CUDA_TOOLS`, `$CUDA_HOME`) and loads it by its full
 //! path; the loader then answers cudarc's lookup by name (`libnvrtc.so.12`, the
 //! library's soname) with that copy. If the library cannot be found or loaded, `find`

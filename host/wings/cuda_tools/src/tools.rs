@@ -4,7 +4,7 @@
 //! `scripts/install-cuda-tools.sh` puts pinned copies from PyPI into `.cuda-tools/` at
 //! the workspace root; [`find`] looks there among other places. The CUDA C++ baseline
 //! also needs NVRTC (`libnvrtc.so.12`) and the CUDA headers (`cuda_fp16.h` ...), which
-//! the same script installs there: [`find_nvrtc`] and [`find_cuda_include`] look for them
+//! the same script installs there: `find_nvrtc` and `find_cuda_include` look for them
 //! the way [`find`] looks for the tools.
 
 use std::fmt;
@@ -169,7 +169,7 @@ fn local_dirs() -> impl Iterator<Item = PathBuf> {
 /// for as [`find`] looks for a tool, but in `lib/` folders (where the
 /// `nvidia-cuda-nvrtc-cu12` wheel puts it) and, after `.cuda-tools/`, in
 /// `$CUDA_HOME/lib64`. Not loaded here: see [`crate::nvrtc`].
-pub fn find_nvrtc() -> Result<PathBuf, ToolError> {
+pub(crate) fn find_nvrtc() -> Result<PathBuf, ToolError> {
     find_baseline_file(NVRTC_LIBRARY, "lib", &["lib64", "lib"])
 }
 
@@ -177,7 +177,7 @@ pub fn find_nvrtc() -> Result<PathBuf, ToolError> {
 /// `cuda_bf16.h`, `cuda_fp8.h`; NVRTC needs `-I` to it), looked for as
 /// [`find_nvrtc`] looks for the library, in `include/` folders (the
 /// `nvidia-cuda-runtime-cu12` wheel's) and then `$CUDA_HOME/include`.
-pub fn find_cuda_include() -> Result<PathBuf, ToolError> {
+pub(crate) fn find_cuda_include() -> Result<PathBuf, ToolError> {
     let header = find_baseline_file("cuda_fp16.h", "include", &["include"])?;
     Ok(header.parent().map(Path::to_path_buf).unwrap_or_default())
 }

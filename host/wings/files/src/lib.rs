@@ -43,9 +43,9 @@
 //!    [`containers::index`]);
 //! 3. [`read`] (with [`containers`] and [`source`]): each file's header read into its
 //!    tensor list, before anything is scanned;
-//! 4. [`scan::inputs::check_index`]: each index checked against its shards
+//! 4. `scan::inputs::check_index`: each index checked against its shards
 //!    (warnings);
-//! 5. [`backend::DeviceChoice::for_job`] and [`backend::auto`]: the backend for the
+//! 5. `backend::DeviceChoice::for_job` and [`backend::auto`]: the backend for the
 //!    job's bytes;
 //! 6. [`scan::report`]: every tensor read a chunk at a time ([`read::TensorReader`],
 //!    inflated by [`containers::npz`] when deflated) and counted by the backend,

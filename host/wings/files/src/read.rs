@@ -140,7 +140,7 @@ impl TensorReader {
     /// shrunk since its header was read is an error ([`SourceReadError::Shrank`], from the
     /// source handed to `use_chunk` or from the inflater); one rewritten in place
     /// meanwhile gives whatever the bytes are now, as for any reader racing a writer.
-    pub fn for_each_chunk<E: From<InflateError>>(
+    pub(crate) fn for_each_chunk<E: From<InflateError>>(
         &self,
         tensor: &TensorEntry,
         chunk_bytes: usize,

@@ -337,7 +337,7 @@ impl Gpu {
 
 /// Whether the device `info` describes can run a module for `target`: its compute
 /// capability is at least the target's, or why not (`needs sm_89; device 0 is sm_80`).
-pub fn runs_target(info: &DeviceInfo, target: PtxTarget) -> Result<(), ModuleUnavailable> {
+pub(crate) fn runs_target(info: &DeviceInfo, target: PtxTarget) -> Result<(), ModuleUnavailable> {
     if u32::try_from(info.sm()).is_ok_and(|sm| sm >= target.sm) {
         Ok(())
     } else {

@@ -39,7 +39,7 @@ pub const PTX: &str = MODULES[0].ptx;
 
 /// The module whose entry points include kernel `name`, if any (found in the text, for
 /// callers that know the name only).
-pub fn module_holding(name: KernelName) -> Option<&'static Module> {
+pub(crate) fn module_holding(name: KernelName) -> Option<&'static Module> {
     let name = name.to_string();
     MODULES.iter().find(|m| entry_names(m.ptx).contains(&name.as_str()))
 }

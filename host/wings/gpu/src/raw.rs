@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 /// Whether the CUDA driver library (`libcuda.so`) can be loaded. Must be asked before any
 /// other cudarc call: cudarc panics when the library is missing.
-pub fn driver_library_present() -> bool {
+pub(crate) fn driver_library_present() -> bool {
     // SAFETY: only tries to dlopen the library by its usual names; no CUDA call is made.
     unsafe { sys::is_culib_present() }
 }
@@ -31,7 +31,7 @@ pub(super) fn launch_checked(
 
 /// `words` `u64`s of page-locked host memory (cacheable: the host reads it back as well
 /// as writing it), zeroed, for asynchronous copies. At least one word.
-pub fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, words: usize) -> Result<PinnedHostSlice<u64>, DriverError> {
+pub(crate) fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, words: usize) -> Result<PinnedHostSlice<u64>, DriverError> {
     let words = words.max(1);
     // SAFETY: the allocation is uninitialised; nothing reads it before the write below
     // zeroes all of it, through a raw pointer (no reference to uninitialised memory is
@@ -46,7 +46,7 @@ pub fn alloc_pinned_zeroed(ctx: &Arc<CudaContext>, words: usize) -> Result<Pinne
 
 /// The first `len` elements of type `T` of a device buffer of words, or `None` when it
 /// holds fewer bytes.
-pub fn words_as<T: Element>(buffer: &CudaSlice<u64>, len: usize) -> Option<CudaView<'_, T>> {
+pub(crate) fn words_as<T: Element>(buffer: &CudaSlice<u64>, len: usize) -> Option<CudaView<'_, T>> {
     // SAFETY: `T` is an `Element`, a plain integer (bytemuck::Pod): every bit pattern is
     // a valid `T`; a `u64` allocation is aligned for it (alignment at most 8); cudarc
     // checks that `len` elements fit in the buffer.
@@ -54,7 +54,7 @@ pub fn words_as<T: Element>(buffer: &CudaSlice<u64>, len: usize) -> Option<CudaV
 }
 
 /// [`words_as`], writable.
-pub fn words_as_mut<T: Element>(buffer: &mut CudaSlice<u64>, len: usize) -> Option<CudaViewMut<'_, T>> {
+pub(crate) fn words_as_mut<T: Element>(buffer: &mut CudaSlice<u64>, len: usize) -> Option<CudaViewMut<'_, T>> {
     // SAFETY: as for `words_as`; the view borrows the buffer mutably, so it is the only
     // access to it while it lives.
     unsafe { buffer.transmute_mut::<T>(len) }
@@ -62,7 +62,7 @@ pub fn words_as_mut<T: Element>(buffer: &mut CudaSlice<u64>, len: usize) -> Opti
 
 /// Loads `ptx` once more with the JIT's error log switched on and returns that log; the
 /// module, if it loads this time, is unloaded again. Used only after a load failed.
-pub fn jit_error_log(ptx: &str) -> String {
+pub(crate) fn jit_error_log(ptx: &str) -> String {
     let Ok(image) = std::ffi::CString::new(ptx) else {
         return "the PTX contains a NUL byte".into();
     };

@@ -122,7 +122,7 @@ impl LaunchShape {
 
     /// The shape of the driver's launch configuration `config`, the same grid, block and
     /// dynamic shared memory: the driver configuration of the result is `config` again.
-    pub fn of_config(config: LaunchConfig) -> LaunchShape {
+    pub(crate) fn of_config(config: LaunchConfig) -> LaunchShape {
         let dim = |(x, y, z): (u32, u32, u32)| Dim3::new(x, y, z);
         LaunchShape {
             grid: dim(config.grid_dim),

@@ -4,12 +4,12 @@
 //! A [`Domain::Exhaustive`] domain is every integer below `2^bits`, in order. The
 //! [`Domain::Sampled`] domain of a float format (binary64) is, in this order:
 //!
-//! 1. every sign × every biased exponent × [`MANTISSAS_PER_EXPONENT`] mantissas: the
+//! 1. every sign × every biased exponent × `MANTISSAS_PER_EXPONENT` mantissas: the
 //!    boundary mantissas (0, 1, 2, 3, the quiet bit ± 1, all ones and all ones − 1),
 //!    then random ones;
-//! 2. [`RANDOM_SAMPLE`] uniformly random encodings.
+//! 2. `RANDOM_SAMPLE` uniformly random encodings.
 //!
-//! Random values come from SplitMix64 keyed by the input's index and [`SAMPLE_SEED`],
+//! Random values come from SplitMix64 keyed by the input's index and `SAMPLE_SEED`,
 //! so the sample is the same on every run and every machine, and input `i` can be
 //! computed on its own (for splitting the work between threads or GPU blocks).
 
@@ -17,12 +17,12 @@ use crate::reference;
 use shared::{Domain, Family, Format};
 
 /// Seed of the random part of sampled domains.
-pub const SAMPLE_SEED: u64 = 0xB17E_4AC7_5EED_0001;
+pub(crate) const SAMPLE_SEED: u64 = 0xB17E_4AC7_5EED_0001;
 /// Uniformly random encodings in a sampled domain.
-pub const RANDOM_SAMPLE: u64 = 1 << 24;
+pub(crate) const RANDOM_SAMPLE: u64 = 1 << 24;
 /// Mantissas per (sign, exponent) pair in a sampled domain: the 9 boundary ones, then
 /// random ones.
-pub const MANTISSAS_PER_EXPONENT: u64 = 16;
+pub(crate) const MANTISSAS_PER_EXPONENT: u64 = 16;
 
 /// Number of inputs in `family`'s domain.
 pub fn count(family: Family) -> u64 {

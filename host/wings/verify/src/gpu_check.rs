@@ -1,5 +1,5 @@
 //! A variant run on the GPU against the same variant run on the CPU (`shared` on the
-//! host), over the same inputs, bit for bit ([`check_against_cpu`]): what
+//! host), over the same inputs, bit for bit (`check_against_cpu`): what
 //! [`VariantOps::gpu_check`](crate::table::VariantOps::gpu_check) runs for each variant
 //! of the table.
 
@@ -34,7 +34,7 @@ pub struct GpuCheck {
 
 /// Runs `P` on the GPU over `len` inputs (`input_at(i)` for element `i`) and compares
 /// every result bit for bit with `P` run on the CPU (all cores).
-pub fn check_against_cpu<P>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>
+pub(crate) fn check_against_cpu<P>(gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>
 where
     P: kind::Map,
     P::In: Element,

@@ -8,7 +8,7 @@
 //! 1. **The work to look for** is the variant kernel's instructions beyond its
 //!    skeleton's (as in [`super::work`]) without memory accesses, moves and control flow
 //!    (how the map kernel loads, stores and loops, not the function), each reduced to
-//!    its [`chain_operation`]: the mnemonic without modifiers, uniform-datapath spellings
+//!    its `chain_operation`: the mnemonic without modifiers, uniform-datapath spellings
 //!    as the per-thread ones, the integer adds (`IADD3`, `VIADD`, `IMAD.IADD`) as one,
 //!    and select and integer min/max (`SEL`, `VIMNMX`) as one.
 //!    Nothing left: the function is constant, there is nothing to time.
@@ -240,7 +240,7 @@ pub fn loops(kernel: &Kernel) -> Vec<Loop> {
 /// the per-thread one (`ULOP3` is `LOP3`), the integer adds are `IADD`, and a select and
 /// an integer min/max are `SEL` (ptxas writes `x <= c ? x : c` as `SEL` after a compare in
 /// one kernel and as `VIMNMX` in another: the f32 → bfloat16 map kernel and its chain).
-pub fn chain_operation(instruction: &Instruction) -> Option<&str> {
+pub(crate) fn chain_operation(instruction: &Instruction) -> Option<&str> {
     let opcode = instruction.opcode.as_str();
     let constant_move = opcode.starts_with("HFMA2") && operands(instruction).get(1..3) == Some(&["-RZ", "RZ"][..]);
     if opcode.starts_with("IMAD.MOV") || constant_move {

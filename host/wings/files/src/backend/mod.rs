@@ -141,7 +141,7 @@ pub enum DeviceChoice {
     Cpu,
     /// The GPU, opened.
     Gpu(Box<dyn Backend>),
-    /// [`AutoBackend`], for the job [`DeviceChoice::for_job`] is given.
+    /// [`AutoBackend`], for the job `DeviceChoice::for_job` is given.
     Auto,
 }
 
@@ -162,7 +162,7 @@ impl DeviceChoice {
     /// The backend for a job of `job_bytes` bytes of input; for `auto`, an
     /// [`AutoBackend`] with [`AutoRule::DEFAULT`] that opens the GPU only if the rule
     /// asks for it.
-    pub fn for_job(self, job_bytes: u64) -> Box<dyn Backend> {
+    pub(crate) fn for_job(self, job_bytes: u64) -> Box<dyn Backend> {
         match self {
             DeviceChoice::Cpu => Box::new(CpuBackend),
             DeviceChoice::Gpu(backend) => backend,

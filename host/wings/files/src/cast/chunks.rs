@@ -4,9 +4,9 @@
 //! - **Plain** f32, bfloat16 and binary16 sources: the 16-bit ones widened to f32 by
 //!   [`convert::BF16_TO_F32`] / [`convert::F16_TO_F32`] (exact: both formats are subsets
 //!   of f32), then narrowed by the [`CpuConversion`] of the target and overflow mode
-//!   ([`narrowing_u16`], [`narrowing_u8`]): each is proven equal to the exact reference on
+//!   (`narrowing_u16`, `narrowing_u8`): each is proven equal to the exact reference on
 //!   every input at every level (`tests/tests/cpu_levels.rs`), and its scalar form is the
-//!   very function [`crate::cast::convert::narrow_f32`] calls, so the results are
+//!   very function `crate::cast::convert::narrow_f32` calls, so the results are
 //!   [`ElementCast::run`]'s, bit for bit (`chunks_equal_the_scalar_path` below, and all
 //!   2^32 f32 inputs in the ignored `every_f32_through_the_block_loop_equals_the_scalar_path`).
 //!   bfloat16 → binary16 runs both in one pass ([`convert::bf16_to_f16_at`]: the same
@@ -37,7 +37,7 @@ const _: () = assert!(cfg!(target_endian = "little"), "cast stores native u16s a
 use bitexact_cpu::fp8_scale::{amax, amax_f64, quantize, quantize_f64};
 
 /// The proven f32 → 16-bit conversion for `target` under `overflow`, if there is one.
-pub fn narrowing_u16(target: Target, overflow: Overflow) -> Option<&'static CpuConversion<u32, u16>> {
+pub(crate) fn narrowing_u16(target: Target, overflow: Overflow) -> Option<&'static CpuConversion<u32, u16>> {
     match (target, overflow) {
         (Target::Bf16, Overflow::Standard) => Some(&convert::F32_TO_BF16),
         (Target::F16, Overflow::Standard) => Some(&convert::F32_TO_F16),
@@ -46,7 +46,7 @@ pub fn narrowing_u16(target: Target, overflow: Overflow) -> Option<&'static CpuC
 }
 
 /// The proven f32 → FP8 conversion for `target` under `overflow`, if there is one.
-pub fn narrowing_u8(target: Target, overflow: Overflow) -> Option<&'static CpuConversion<u32, u8>> {
+pub(crate) fn narrowing_u8(target: Target, overflow: Overflow) -> Option<&'static CpuConversion<u32, u8>> {
     match (target, overflow) {
         (Target::E4m3, Overflow::Standard) => Some(&convert::F32_TO_E4M3),
         (Target::E4m3, Overflow::SatFinite) => Some(&convert::F32_TO_E4M3_SATFINITE),
@@ -160,8 +160,10 @@ fn first_refused(x: &[u32], out: impl Fn(usize) -> u32, max_finite: u32) -> Opti
 /// Converts the little-endian elements `input` into `output` as `conversion` says, the
 /// same bits as [`ElementCast::run`]; where `check`, returns the index and outcome of the
 /// first element whose outcome is not [`Outcome::Finite`] (and, unlike the scalar loop,
-/// every element is converted all the same). `None` when not `check`.
-pub fn convert_block(
+/// every element is converted all the same). `None` when not `check`. The tests'
+/// entry: the writer passes its own scratch to [`convert_block_with`].
+#[cfg(test)]
+pub(crate) fn convert_block(
     conversion: &ElementCast,
     input: &[u8],
     output: &mut [u8],
@@ -189,7 +191,7 @@ fn prefetches(conversion: &ElementCast) -> bool {
     matches!(conversion, ElementCast::Scaled { .. })
 }
 
-/// [`convert_block`], widening into `scratch` (kept by the caller from block to block,
+/// `convert_block`, widening into `scratch` (kept by the caller from block to block,
 /// so that a task allocates it once).
 pub fn convert_block_with(
     conversion: &ElementCast,
@@ -343,7 +345,7 @@ pub fn amax_block(source: SourceDtype, input: &[u8]) -> (u64, Option<usize>) {
 }
 
 /// [`amax_block`], widening into `scratch` (kept by the caller from block to block).
-pub fn amax_block_with(source: SourceDtype, input: &[u8], scratch: &mut Vec<u32>) -> (u64, Option<usize>) {
+pub(crate) fn amax_block_with(source: SourceDtype, input: &[u8], scratch: &mut Vec<u32>) -> (u64, Option<usize>) {
     if source == SourceDtype::F64 {
         return amax_f64(&f64_elements(input));
     }

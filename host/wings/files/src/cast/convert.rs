@@ -1,13 +1,13 @@
 //! The per-element conversions of `cast`: each source value rounded once, to nearest,
 //! ties to even, from its own value straight to the target format.
 //!
-//! - f32, binary16 and bfloat16 sources are first widened to f32 ([`widen_to_f32`]):
+//! - f32, binary16 and bfloat16 sources are first widened to f32 (`widen_to_f32`):
 //!   exact, since both 16-bit formats are subsets of f32, so the one rounding that
 //!   follows is the only one.
-//! - f64 sources are rounded straight from the f64 ([`narrow_f64`], on
+//! - f64 sources are rounded straight from the f64 (`narrow_f64`, on
 //!   [`shared::narrow::round_magnitude_f64`]), never through f32.
 //! - Scaled FP8 is [`shared::fp8_scale`]'s definition: `q = sat_rne(x · s)`, once or in
-//!   two steps; for f64 sources its f64 forms ([`quantize_scaled_f64`]: the 77-bit exact
+//!   two steps; for f64 sources its f64 forms (`quantize_scaled_f64`: the 77-bit exact
 //!   product rounded to odd in f64, then once to FP8).
 //!
 //! Every function here is pure; [`Outcome`] says whether a value was out of range so
@@ -44,7 +44,7 @@ impl Target {
 
     /// The largest finite magnitude's encoding (sign clear): `0x7F7F`, `0x7BFF`, `0x7E`,
     /// `0x7B`.
-    pub const fn max_finite_bits(self) -> u32 {
+    pub(crate) const fn max_finite_bits(self) -> u32 {
         encodings(self).max_finite
     }
 
@@ -53,7 +53,7 @@ impl Target {
     /// E5M2, and the whole magnitude for E4M3 (whose only NaN is `S.1111.111`). A test
     /// that vectorises with no unsigned compare (`nonfinite_bits_say_which_encodings_are_not_finite`
     /// checks it on every encoding).
-    pub const fn nonfinite_bits(self) -> u32 {
+    pub(crate) const fn nonfinite_bits(self) -> u32 {
         encodings(self).overflow
     }
 
@@ -87,7 +87,7 @@ pub enum Outcome {
 /// The f32 bits of the element at `bytes` (little-endian) of an f32, binary16 or
 /// bfloat16 source: exact. Not for f64 (see [`narrow_f64`]).
 #[inline]
-pub fn widen_to_f32(source: SourceDtype, bytes: &[u8]) -> u32 {
+pub(crate) fn widen_to_f32(source: SourceDtype, bytes: &[u8]) -> u32 {
     match source {
         SourceDtype::F32 => u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]),
         SourceDtype::Bf16 => shared::bfloat16::to_f32_bits(u16::from_le_bytes([bytes[0], bytes[1]])),
@@ -98,13 +98,13 @@ pub fn widen_to_f32(source: SourceDtype, bytes: &[u8]) -> u32 {
 
 /// Whether the f32 `x` (bits) is NaN or infinite.
 #[inline]
-pub const fn f32_is_nonfinite(x: u32) -> bool {
+pub(crate) const fn f32_is_nonfinite(x: u32) -> bool {
     shared::fp8_scale::is_nonfinite(x)
 }
 
 /// Whether the f64 `x` (bits) is NaN or infinite.
 #[inline]
-pub const fn f64_is_nonfinite(x: u64) -> bool {
+pub(crate) const fn f64_is_nonfinite(x: u64) -> bool {
     x & 0x7FF0_0000_0000_0000 == 0x7FF0_0000_0000_0000
 }
 
@@ -142,7 +142,7 @@ const fn encodings(target: Target) -> Encodings {
 /// the target's quiet NaN with `x`'s sign (its payload is not kept). Returns the
 /// encoding (in the low bits) and the [`Outcome`].
 #[inline]
-pub fn narrow_f64(x: u64, target: Target, overflow: Overflow) -> (u16, Outcome) {
+pub(crate) fn narrow_f64(x: u64, target: Target, overflow: Overflow) -> (u16, Outcome) {
     let e = encodings(target);
     let sign = (x >> e.sign_shift) as u32 & if target.bytes() == 2 { 0x8000 } else { 0x80 };
     let abs = x & 0x7FFF_FFFF_FFFF_FFFF;
@@ -168,7 +168,7 @@ pub fn narrow_f64(x: u64, target: Target, overflow: Overflow) -> (u16, Outcome) 
 /// deciding what a value past the largest finite (and ±inf) gives; through `shared`'s
 /// exact conversions. Returns the encoding and the [`Outcome`].
 #[inline]
-pub fn narrow_f32(x: u32, target: Target, overflow: Overflow) -> (u16, Outcome) {
+pub(crate) fn narrow_f32(x: u32, target: Target, overflow: Overflow) -> (u16, Outcome) {
     let out = match target {
         Target::Bf16 => shared::bfloat16::from_f32_bits_overflow(x, overflow),
         Target::F16 => shared::binary16::from_f32_bits_overflow(x, overflow),
@@ -196,7 +196,7 @@ fn outcome_of(input_nonfinite: bool, target: Target, out: u16) -> Outcome {
 /// overflow (it saturates); NaN and ±inf inputs are [`Outcome::NonFiniteValues`] (NaN gives
 /// NaN, ±inf the largest finite).
 #[inline]
-pub fn quantize_scaled(x: u32, s: f32, format: Fp8Format, rounding: Rounding) -> (u8, Outcome) {
+pub(crate) fn quantize_scaled(x: u32, s: f32, format: Fp8Format, rounding: Rounding) -> (u8, Outcome) {
     let q = shared::fp8_scale::quantize(x, s, format, rounding);
     (q, if f32_is_nonfinite(x) { Outcome::NonFiniteValues } else { Outcome::Finite })
 }
@@ -205,7 +205,7 @@ pub fn quantize_scaled(x: u32, s: f32, format: Fp8Format, rounding: Rounding) ->
 /// (the exact 77-bit product rounded once, or to f32 first, through round to odd in
 /// f64): as [`quantize_scaled`], NaN and ±inf are [`Outcome::NonFiniteValues`].
 #[inline]
-pub fn quantize_scaled_f64(x: u64, s: f32, format: Fp8Format, rounding: Rounding) -> (u8, Outcome) {
+pub(crate) fn quantize_scaled_f64(x: u64, s: f32, format: Fp8Format, rounding: Rounding) -> (u8, Outcome) {
     let q = shared::fp8_scale::quantize_f64(x, s, format, rounding);
     (q, if f64_is_nonfinite(x) { Outcome::NonFiniteValues } else { Outcome::Finite })
 }
@@ -213,8 +213,8 @@ pub fn quantize_scaled_f64(x: u64, s: f32, format: Fp8Format, rounding: Rounding
 /// How the elements of one tensor are converted: straight, or scaled to FP8.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ElementCast {
-    /// Each value rounded to `target` ([`narrow_f32`] after the exact widening, or
-    /// [`narrow_f64`]), `overflow` deciding what a value past its range gives.
+    /// Each value rounded to `target` (`narrow_f32` after the exact widening, or
+    /// `narrow_f64`), `overflow` deciding what a value past its range gives.
     Plain {
         /// The source dtype.
         source: SourceDtype,
@@ -223,7 +223,7 @@ pub enum ElementCast {
         /// Past the largest finite: infinity/NaN or saturation.
         overflow: Overflow,
     },
-    /// `sat_rne(x · s)` ([`quantize_scaled`], or [`quantize_scaled_f64`] for an f64
+    /// `sat_rne(x · s)` (`quantize_scaled`, or `quantize_scaled_f64` for an f64
     /// source).
     Scaled {
         /// The source dtype.

@@ -6,7 +6,7 @@
 //!
 //! One call passes through, in order: [`crate::scan::inputs::expand`] (files,
 //! directories, indexes), [`TensorFile::open`] of each file, the index checked against
-//! its shards ([`check_index`]), [`plan`] (each tensor's [`Decision`], every refusal
+//! its shards (`check_index`), `plan` (each tensor's [`Decision`], every refusal
 //! that needs no data: before anything is written), then [`output::write_all`] (every
 //! output file into a temporary folder beside the output, each tensor streamed a chunk
 //! at a time, in two passes where a scale is needed) and [`output::Staged::commit`]
@@ -356,13 +356,13 @@ pub struct Plan {
 
 /// The name of the dequantisation scale of tensor `name`: `<name>_scale`, so that
 /// `<module>.weight` gets `<module>.weight_scale`, the name vLLM loads.
-pub fn scale_name(name: &str) -> String {
+pub(crate) fn scale_name(name: &str) -> String {
     format!("{name}_scale")
 }
 
 /// Opens the inputs and decides what becomes of every tensor, refusing before any data
 /// is read what can be refused from the headers alone.
-pub fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError> {
+pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError> {
     let expanded = crate::scan::inputs::expand(inputs)?;
     let (mut files, mut output_names, mut big_endians) = (Vec::new(), Vec::new(), Vec::new());
     let mut names = HashSet::new();

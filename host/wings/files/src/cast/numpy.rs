@@ -23,24 +23,24 @@ use std::path::Path;
 /// Whether `dtype` is a NumPy type string as `dtype.str` spells it (it starts with a
 /// byte order), not a safetensors dtype name: an array whose type the element-type table
 /// lacks ([`crate::dtype::ElementType::of_numpy`]), so it kept NumPy's string.
-pub fn is_numpy_type_string(dtype: &str) -> bool {
+pub(crate) fn is_numpy_type_string(dtype: &str) -> bool {
     dtype.starts_with(crate::dtype::NUMPY_BYTE_ORDERS)
 }
 
 /// Whether the NumPy type string `canonical` is big-endian (a multi-byte type with `>`).
-pub fn is_big_endian(canonical: &str) -> bool {
+pub(crate) fn is_big_endian(canonical: &str) -> bool {
     canonical.starts_with('>')
 }
 
 /// Whether `tensor`'s bytes are in another order than C order would put them: a
 /// Fortran-ordered array with two or more dimensions longer than 1.
-pub fn needs_reordering(tensor: &TensorEntry) -> bool {
+pub(crate) fn needs_reordering(tensor: &TensorEntry) -> bool {
     tensor.fortran_order && tensor.shape.iter().filter(|&&d| d > 1).count() > 1
 }
 
 /// The name of the output file of an input file: the same name for a safetensors file,
 /// the stem with `.safetensors` for a `.npy` or `.npz` one.
-pub fn output_file_name(path: &Path, container: Container) -> String {
+pub(crate) fn output_file_name(path: &Path, container: Container) -> String {
     let lossy = |name: Option<&std::ffi::OsStr>| name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     match container {
         Container::Safetensors => lossy(path.file_name()),
@@ -49,7 +49,7 @@ pub fn output_file_name(path: &Path, container: Container) -> String {
 }
 
 /// The name the one array of the `.npy` file at `path` gets: the file's stem.
-pub fn npy_tensor_name(path: &Path) -> String {
+pub(crate) fn npy_tensor_name(path: &Path) -> String {
     path.file_stem().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "array".to_string())
 }
 

@@ -39,7 +39,7 @@ pub const CHUNK_ELEMENTS: usize = 1 << 20;
 /// Elements per parallel block of a chunk: one task of the rayon pool.
 pub const BLOCK_ELEMENTS: usize = 1 << 14;
 /// The `__metadata__` key under which each output file records how it was cast.
-pub const METADATA_CAST_KEY: &str = "bitexact.cast";
+pub(crate) const METADATA_CAST_KEY: &str = "bitexact.cast";
 
 /// What is wrong with an output: see [`CastError::Output`].
 #[derive(Debug, thiserror::Error)]
@@ -67,7 +67,7 @@ fn output_error(path: &Path, kind: impl Into<CastOutputErrorKind>) -> CastError 
 /// `output` without the `/`s it ends in, and whether it had any: `out/` names the folder
 /// `out` (a folder whatever its name's extension). `/`, `.` and `..`-ending paths are
 /// left as they are, for [`check_output`] to refuse.
-pub fn folder_named(output: &Path) -> (PathBuf, bool) {
+pub(crate) fn folder_named(output: &Path) -> (PathBuf, bool) {
     use std::os::unix::ffi::OsStrExt;
     let bytes = output.as_os_str().as_bytes();
     let without = &bytes[..bytes.iter().rposition(|&b| b != b'/').map_or(0, |i| i + 1)];
@@ -78,7 +78,7 @@ pub fn folder_named(output: &Path) -> (PathBuf, bool) {
 
 /// Whether `output` names a single `.safetensors` file (for a plan of one file and no
 /// index; refused otherwise) rather than a folder; a `.npy` or `.npz` name is refused.
-pub fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError> {
+pub(crate) fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError> {
     match Container::from_extension(output) {
         Some(Container::Safetensors) => {}
         Some(Container::Npy | Container::Npz) => return Err(output_error(output, CastOutputErrorKind::NumpyName)),
@@ -92,7 +92,7 @@ pub fn single_file_output(output: &Path, plan: &Plan) -> Result<bool, CastError>
 
 /// Checks, before any work, that `output` names something new
 /// ([`crate::output::check_new`]).
-pub fn check_output(output: &Path) -> Result<(), CastError> {
+pub(crate) fn check_output(output: &Path) -> Result<(), CastError> {
     crate::output::check_new(output).map_err(|kind| output_error(output, kind))
 }
 
@@ -115,7 +115,7 @@ pub struct Staged {
 impl Staged {
     /// Puts the output in place: the folder renamed onto the output path, or for a
     /// single file, that file linked there (which never replaces a file that appeared
-    /// meanwhile); an output that appeared since [`check_output`] is not replaced.
+    /// meanwhile); an output that appeared since `check_output` is not replaced.
     pub fn commit(self) -> Result<(), CastError> {
         let output = self.output.clone();
         let fail = |kind| output_error(&output, kind);

@@ -7,7 +7,7 @@ use crate::cast::convert::{SourceDtype, Target};
 /// embedding and the output head (Llama/Mistral/Qwen `embed_tokens`, `lm_head`; GPT-2
 /// `wte`, `wpe`; BLOOM `word_embeddings`; GPT-NeoX `embed_in`, `embed_out`). A tensor is
 /// kept when one of its dot-separated name components is one of these.
-pub const FP8_KEPT_NAME_PARTS: [&str; 7] =
+pub(crate) const FP8_KEPT_NAME_PARTS: [&str; 7] =
     ["embed_tokens", "lm_head", "wte", "wpe", "word_embeddings", "embed_in", "embed_out"];
 
 /// The `--only` and `--skip` patterns, compiled.
@@ -57,7 +57,7 @@ impl Decision {
 
 /// Whether `name` has a component FP8 servers keep in high precision
 /// ([`FP8_KEPT_NAME_PARTS`]).
-pub fn is_embedding_or_head(name: &str) -> bool {
+pub(crate) fn is_embedding_or_head(name: &str) -> bool {
     name.split('.').any(|part| FP8_KEPT_NAME_PARTS.contains(&part))
 }
 
@@ -67,7 +67,7 @@ pub fn is_embedding_or_head(name: &str) -> bool {
 /// two or more dimensions but the embedding and the output head). A selected tensor
 /// whose dtype is not a source is [`Decision::NotASource`]; the caller refuses it when
 /// `--only` asked for it.
-pub fn decide(name: &str, dtype: &str, dims: usize, target: Target, patterns: &Patterns) -> Decision {
+pub(crate) fn decide(name: &str, dtype: &str, dims: usize, target: Target, patterns: &Patterns) -> Decision {
     if patterns.skip.as_ref().is_some_and(|skip| skip.is_match(name)) {
         return Decision::Skipped;
     }

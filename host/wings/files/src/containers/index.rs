@@ -1,7 +1,7 @@
 //! A sharded checkpoint's index (`*.safetensors.index.json`): read into the tensor →
-//! shard map it gives ([`read_index`], bounded by [`MAX_INDEX_BYTES`]), and what its
+//! shard map it gives (`read_index`, bounded by `MAX_INDEX_BYTES`), and what its
 //! check against the tensors its shards hold finds once they are opened
-//! ([`crate::scan::inputs::check_index`]; a tensor a shard holds but the index
+//! (`crate::scan::inputs::check_index`; a tensor a shard holds but the index
 //! does not list is a warning, [`UnlistedTensors`]).
 //!
 //! [`ScanInputError`] lives here, not with the directory walk that also returns it
@@ -17,7 +17,7 @@ use std::path::{Component, Path, PathBuf};
 /// Largest index file read, in bytes. An index lists every tensor once with its shard's
 /// name: tens of bytes per tensor, so a checkpoint of 100,000 tensors has an index of
 /// about 10 MB.
-pub const MAX_INDEX_BYTES: u64 = 32 << 20;
+pub(crate) const MAX_INDEX_BYTES: u64 = 32 << 20;
 
 /// A sharded checkpoint's index: which shard holds each tensor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,7 +54,7 @@ pub enum ScanInputErrorKind {
     /// walk that is not one (a broken link, a link loop, a FIFO).
     #[error("{0}")]
     NotRegular(RegularFileError),
-    /// An index over [`MAX_INDEX_BYTES`].
+    /// An index over `MAX_INDEX_BYTES`.
     #[error("oversized index: {len} bytes (limit {MAX_INDEX_BYTES})")]
     OversizedIndex {
         /// Its length.
@@ -125,7 +125,7 @@ impl std::fmt::Display for UnlistedTensors {
 
 /// Reads a `model.safetensors.index.json`: a JSON object whose `weight_map` maps each
 /// tensor name to the name of the shard file that holds it, in the index's directory.
-pub fn read_index(path: &Path) -> Result<Index, ScanInputError> {
+pub(crate) fn read_index(path: &Path) -> Result<Index, ScanInputError> {
     use ScanInputErrorKind as K;
     use std::io::Read;
     let fail = |kind: ScanInputErrorKind| ScanInputError { path: path.to_path_buf(), kind };

@@ -71,7 +71,7 @@ impl Container {
     }
 
     /// The container of an input file: by content first (NumPy's magic, a zip
-    /// archive's, a safetensors header: see [`looks_like_safetensors`]), whatever the
+    /// archive's, a safetensors header: see `looks_like_safetensors`), whatever the
     /// extension; else by extension, so that a damaged file of a known extension gets
     /// its container's own error. A file of a format `scan` does not read (a pickle, GGUF,
     /// HDF5, ONNX) is named as such.
@@ -207,7 +207,7 @@ pub struct TensorEntry {
     /// not read, for an [`TensorElement::Unsupported`] tensor whose element size is unknown.
     pub data: Range<usize>,
     /// For a deflated `.npz` member: where its compressed bytes are; the data is then
-    /// inflated as it is scanned, a chunk at a time (see [`TensorReader::for_each_chunk`](crate::read::TensorReader::for_each_chunk)).
+    /// inflated as it is scanned, a chunk at a time (see `TensorReader::for_each_chunk`).
     pub deflated: Option<Deflated>,
     /// `true` for a Fortran-ordered `.npy` array: element indices are then in storage
     /// (column-major) order.

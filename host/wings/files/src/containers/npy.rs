@@ -1,5 +1,5 @@
 //! One `.npy` header (of a file or of an `.npz` member) parsed into its tensor
-//! ([`parse_npy`], [`NpyError`]), the element count of a shape ([`ShapeOverflow`]), and
+//! (`parse_npy`, [`NpyError`]), the element count of a shape ([`ShapeOverflow`]), and
 //! the reasons a tensor is listed but not scanned (integer, bool, unknown dtypes), which
 //! the `.safetensors` parser gives too.
 
@@ -19,7 +19,7 @@ pub(crate) const BOOL: &str = "bool dtype";
 /// which `np.save` writes for `ml_dtypes`' FP8 arrays).
 pub(crate) const UNKNOWN_DTYPE: &str = "unknown dtype";
 
-/// Why an `.npy` file (or `.npz` member) is refused by [`parse_npy`].
+/// Why an `.npy` file (or `.npz` member) is refused by `parse_npy`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpyError {
@@ -62,7 +62,7 @@ pub struct ShapeOverflow {
 /// bytes: all of it, or at least [`npy_header::MAX_NPY_HEAD_BYTES`]. The file is an
 /// `.npy` file, or an `.npz` member (a deflated one's data is inflated only when it is
 /// scanned).
-pub fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, NpyError> {
+pub(crate) fn parse_npy(head: &[u8], file_len: u64) -> Result<TensorEntry, NpyError> {
     let (header, data_start) = npy_header::read(head)?;
     let (dtype, element, item_size) = match header.descr {
         Descr::Plain(descr) => match numpy_type(&descr) {

@@ -43,7 +43,7 @@ pub const MAX_NPY_NESTING: usize = 8;
 pub const STEPS_PER_BYTE: u64 = 5;
 
 /// The first bytes of every `.npy` file.
-pub const NPY_MAGIC: &[u8] = b"\x93NUMPY";
+pub(crate) const NPY_MAGIC: &[u8] = b"\x93NUMPY";
 /// Bytes before the header text in version 1.0: magic, version, u16 length.
 const PREFIX_V1: usize = 10;
 /// Bytes before the header text in versions 2.0 and 3.0: magic, version, u32 length.
@@ -52,7 +52,7 @@ const PREFIX_V2: usize = 12;
 pub(crate) const MAX_NPY_PREFIX: u64 = PREFIX_V2 as u64;
 /// Bytes at the start of an `.npy` file that hold the longest header accepted: [`read`]
 /// needs no more.
-pub const MAX_NPY_HEAD_BYTES: u64 = MAX_NPY_PREFIX + MAX_NPY_HEADER;
+pub(crate) const MAX_NPY_HEAD_BYTES: u64 = MAX_NPY_PREFIX + MAX_NPY_HEADER;
 
 /// What an `.npy` header says about its array.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -200,7 +200,7 @@ pub enum NpySyntaxProblem {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NpyHeaderError {
-    /// The bytes do not start with [`NPY_MAGIC`].
+    /// The bytes do not start with `NPY_MAGIC`.
     #[error("not an NPY file (wrong magic)")]
     WrongMagic,
     /// A format version other than 1.0, 2.0 and 3.0.

@@ -1,8 +1,8 @@
 //! The `.safetensors` header: its length bounded ([`MAX_SAFETENSORS_HEADER`], so that a
 //! hostile length field cannot make it allocate gigabytes), then parsed into its tensors
-//! ([`parse_safetensors`]) by `header` (its entries, with no key twice in any object),
+//! (`parse_safetensors`) by `header` (its entries, with no key twice in any object),
 //! with the offsets checked here as the format's crate checks them; and the content test
-//! that tells a `.safetensors` file without its extension ([`looks_like_safetensors`]).
+//! that tells a `.safetensors` file without its extension (`looks_like_safetensors`).
 
 pub(crate) mod header;
 
@@ -31,7 +31,7 @@ pub const MAX_SAFETENSORS_HEADER: u64 = 2 << 20;
 /// `.safetensors` files start with the header length as a little-endian u64.
 pub(crate) const SAFETENSORS_LEN_BYTES: usize = 8;
 
-/// Why a `.safetensors` header is refused by [`parse_safetensors`].
+/// Why a `.safetensors` header is refused by `parse_safetensors`.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SafetensorsError {
@@ -119,7 +119,7 @@ pub enum SafetensorsError {
 /// that fits the file and [`MAX_SAFETENSORS_HEADER`], then a JSON object's `{` (the
 /// `safetensors` crate refuses a header that starts with anything else). Neither NumPy's
 /// magic nor a zip archive's can pass: both would claim a header of terabytes.
-pub fn looks_like_safetensors(bytes: &[u8]) -> bool {
+pub(crate) fn looks_like_safetensors(bytes: &[u8]) -> bool {
     let Some((length_field, rest)) = bytes.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
         return false;
     };
@@ -134,7 +134,7 @@ pub fn looks_like_safetensors(bytes: &[u8]) -> bool {
 /// `safetensors` crate's (`Metadata::validate`), made here so that a dtype the crate does
 /// not know is one tensor listed as not scanned (its size unchecked), not the whole
 /// file refused.
-pub fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>, SafetensorsError> {
+pub(crate) fn parse_safetensors(head: &[u8], file_len: u64) -> Result<Vec<TensorEntry>, SafetensorsError> {
     let Some((length_field, rest)) = head.split_first_chunk::<SAFETENSORS_LEN_BYTES>() else {
         return Err(SafetensorsError::NoLength { file_len });
     };

@@ -57,7 +57,7 @@ fn decode_text(error: &image::ImageError) -> String {
 /// recognised by its `.tga` extension only (guessing from a header of free-form fields
 /// would take other files for TGA). A known extension on other content is a decode
 /// error of that format.
-pub const KNOWN_FORMATS: &str = "by content: PNG, JPEG, GIF, BMP, TIFF, WebP, PNM, ICO, QOI, DDS, farbfeld; \
+pub(crate) const KNOWN_FORMATS: &str = "by content: PNG, JPEG, GIF, BMP, TIFF, WebP, PNM, ICO, QOI, DDS, farbfeld; \
                                  TGA, which has no magic number, by its .tga extension";
 
 /// What went wrong decoding an image: see [`ImageDecodeError`].
@@ -74,7 +74,7 @@ pub enum ImageDecodeErrorKind {
     #[error("cannot decode image: {}", decode_text(.0))]
     Decode(image::ImageError),
     /// Neither its content nor its extension names a format this build reads: see
-    /// [`KNOWN_FORMATS`].
+    /// `KNOWN_FORMATS`.
     #[error("cannot decode image: not a format this build reads ({KNOWN_FORMATS})")]
     UnknownFormat(#[source] image::ImageError),
     /// Its samples are not unsigned 8- or 16-bit integers.
@@ -230,9 +230,9 @@ impl Image {
     /// Decodes `path` whole, keeping the decoded channel count and bit depth: a PNG with
     /// the `png` crate ([`PngHeader`]: ancillary text and ICC chunks skipped), a
     /// greymap, pixmap or PAM with its `maxval` ([`crate::normalize::pnm`]), a
-    /// JPEG after checking that it is whole ([`jpeg::check_complete`]), anything else
+    /// JPEG after checking that it is whole (`jpeg::check_complete`), anything else
     /// with the `image` crate (format guessed from the content, else from the
-    /// extension: see [`KNOWN_FORMATS`]). Refused over `limits`, before decoding.
+    /// extension: see `KNOWN_FORMATS`). Refused over `limits`, before decoding.
     /// Errors name the file.
     pub fn decode(path: &Path, limits: ImageLimits) -> Result<Image, ImageDecodeError> {
         Image::read(path, limits, false)
@@ -411,7 +411,7 @@ impl Image {
     /// Whether [`Image::divisor`] is 255 for 8-bit samples or 65535 for 16-bit ones, the
     /// divisors the variant table converts for, on every backend ([`conversion`]); any
     /// other (a PNM's `maxval`) is divided on the CPU ([`divide`]).
-    pub fn has_table_divisor(&self) -> bool {
+    pub(crate) fn has_table_divisor(&self) -> bool {
         u32::from(self.divisor) == (1 << self.bits()) - 1
     }
 
@@ -427,7 +427,7 @@ impl Image {
     /// The samples converted to f32 in `layout` on `backend`, a chunk at a time: value
     /// `i` is the correctly rounded `s / divisor` (`s / 255` for 8-bit samples, `s /
     /// 65535` for 16-bit ones, a PNM's `s / maxval`) of the sample that lands at flat
-    /// index `i` of [`Image::shape`]. Without [`Image::has_table_divisor`], the
+    /// index `i` of [`Image::shape`]. Without `Image::has_table_divisor`, the
     /// conversion runs on the CPU whatever `backend` is.
     pub fn normalized<'a>(&'a self, layout: ChannelLayout, backend: &'a dyn Backend) -> Normalized<'a, AsF32> {
         self.normalized_to(layout, backend)
@@ -435,7 +435,7 @@ impl Image {
 
     /// [`Image::normalized`] with the values correctly rounded to `D` instead (any
     /// [`Dtype`]: f32, binary16, bfloat16), each straight from its sample.
-    pub fn normalized_to<'a, D: DtypeOf>(
+    pub(crate) fn normalized_to<'a, D: DtypeOf>(
         &'a self,
         layout: ChannelLayout,
         backend: &'a dyn Backend,
@@ -556,7 +556,7 @@ fn divide_into<D: DtypeOf, S: Copy + Into<u16> + Sync>(samples: &[S], divisor: u
 }
 
 /// An image's samples as values of `D` in [0, 1], in a layout, converted on a backend as
-/// they are asked for: see [`Image::normalized_to`].
+/// they are asked for: see `Image::normalized_to`.
 pub struct Normalized<'a, D> {
     image: &'a Image,
     layout: ChannelLayout,

@@ -33,7 +33,7 @@ const SOS: u8 = 0xDA;
 
 /// `Ok` when `bytes` is not a JPEG (no SOI) or reaches its EOI marker; see the module's
 /// documentation for the walk.
-pub fn check_complete(bytes: &[u8]) -> Result<(), JpegTruncated> {
+pub(crate) fn check_complete(bytes: &[u8]) -> Result<(), JpegTruncated> {
     if !bytes.starts_with(&SOI) {
         return Ok(());
     }

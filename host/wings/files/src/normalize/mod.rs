@@ -183,16 +183,16 @@ impl DtypeVisitor for Stage<'_> {
 
 /// Converts the UNORM8 or UNORM16 image `input` (PNG, JPEG, GIF, BMP, TIFF, WebP, PNM,
 /// TGA, ICO, QOI, DDS, farbfeld; detected from the content, TGA from its `.tga`
-/// extension: see [`image::KNOWN_FORMATS`]) to a tensor at `output`
+/// extension: see `image::KNOWN_FORMATS`) to a tensor at `output`
 /// (`.npy` or `.safetensors`, by its extension) of `x / 255` or `x / 65535` (a PNM's
 /// `x / maxval`), each value correctly rounded straight to `options.dtype`; staged, then
 /// put in place by [`NormalizeStaged::commit`]. An image over `options.limits` is
 /// refused before anything is written.
 ///
-/// Passes through, in order: [`write::check_output`] and [`write::check_dtype`]
+/// Passes through, in order: `write::check_output` and `write::check_dtype`
 /// (before any work), [`backend::select`], [`Image::open`] (decoded, or a PNG being
-/// decoded on its own thread), [`backend::DeviceChoice::for_job`], [`write::stage`]
-/// of [`Image::normalized_to`] for `options.dtype`'s type ([`write::with_dtype`];
+/// decoded on its own thread), `backend::DeviceChoice::for_job`, [`write::stage`]
+/// of `Image::normalized_to` for `options.dtype`'s type ([`write::with_dtype`];
 /// converted and written a chunk at a time).
 ///
 /// ```

@@ -59,7 +59,7 @@ pub enum PngRowsError {
     Stopped,
 }
 
-/// Why [`PngRows::open`] (or [`check_palette`]) could not start: the file could not be
+/// Why [`PngRows::open`] (or `check_palette`) could not start: the file could not be
 /// opened or read ([`PngOpenError::Open`], reported as the `image` crate's
 /// `ImageReader::open` errors are), or its header was refused by the decoder
 /// ([`PngOpenError::Decode`], as the `image` crate's decoding errors are).
@@ -80,7 +80,7 @@ pub enum PngOpenError {
 /// reading 8 bytes a chunk at their offsets (positioned reads: `file`'s own position is
 /// left where it was, so a decoder can read it from the start next); a file that is not
 /// a PNG passes.
-pub fn check_palette(file: &File) -> Result<(), PngOpenError> {
+pub(crate) fn check_palette(file: &File) -> Result<(), PngOpenError> {
     let mut head = [0u8; 8];
     if read_up_to_at(file, &mut head, 0).map_err(PngOpenError::Open)? < 8 || head != PNG_SIGNATURE {
         return Ok(());
@@ -265,7 +265,7 @@ impl PngHeader {
         PngHeader::from_file(file).map(Some)
     }
 
-    /// Reads the PNG header of `file`, open and at its start, after [`check_palette`]; the
+    /// Reads the PNG header of `file`, open and at its start, after `check_palette`; the
     /// decoder then owns the file, so nothing opens it again. A file without the PNG
     /// signature is the decoder's error.
     pub fn from_file(file: File) -> Result<PngHeader, PngOpenError> {

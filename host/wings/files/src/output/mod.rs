@@ -1,8 +1,8 @@
 //! The one path every output file takes, whichever job writes it (`normalize`'s tensor,
 //! `cast`'s checkpoint, `bench --json-out`'s report): checked before any work
-//! ([`check_destination`] for a file, [`check_new`] for `cast`'s new file or folder; its
-//! name by [`ends_in_a_name`]), a temporary beside it ([`directory_of`], named by
-//! [`temporary_builder`]) listed for the signal handler while it lives
+//! ([`check_destination`] for a file, `check_new` for `cast`'s new file or folder; its
+//! name by `ends_in_a_name`), a temporary beside it (`directory_of`, named by
+//! `temporary_builder`) listed for the signal handler while it lives
 //! ([`temporaries`]), written with its writeback started as it goes ([`writeback`]),
 //! synced, and put in place under the list's lock (`put_in_place`), so that a signal's
 //! cleanup runs wholly before or not at all. [`write_whole`] is that path for bytes held
@@ -132,7 +132,7 @@ pub fn check_destination(output: &Path) -> Result<(), OutputPathError> {
 
 /// Checks, before any work, that `output` names something new (`cast`'s output): it
 /// ends in a name and nothing (not even a dangling link) is there.
-pub fn check_new(output: &Path) -> Result<(), OutputErrorKind> {
+pub(crate) fn check_new(output: &Path) -> Result<(), OutputErrorKind> {
     if !ends_in_a_name(output) {
         return Err(OutputErrorKind::NotAName(Output::New));
     }
@@ -165,13 +165,13 @@ pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), OutputPathError> {
 
 /// Whether `path`'s last component is a name: not `/`, `.` or `..`, which name a
 /// directory (`x.npy/` and `x.npy/.` included) whatever is there.
-pub fn ends_in_a_name(path: &Path) -> bool {
+pub(crate) fn ends_in_a_name(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt;
     path.file_name().is_some_and(|name| path.as_os_str().as_bytes().ends_with(name.as_bytes()))
 }
 
 /// The directory `out` is put in: its parent, or `.` for a bare file name.
-pub fn directory_of(out: &Path) -> &Path {
+pub(crate) fn directory_of(out: &Path) -> &Path {
     match out.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -179,7 +179,7 @@ pub fn directory_of(out: &Path) -> &Path {
 }
 
 /// How the temporary files and folders beside outputs are named: `.bitexact-*.tmp`.
-pub fn temporary_builder() -> tempfile::Builder<'static, 'static> {
+pub(crate) fn temporary_builder() -> tempfile::Builder<'static, 'static> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".bitexact-").suffix(".tmp");
     builder

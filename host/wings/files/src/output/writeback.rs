@@ -4,7 +4,7 @@
 //! Without it every byte of an output stays dirty in the page cache until the final
 //! `sync_all`, which then writes them all while nothing else runs: on a 256 MiB f32 →
 //! bf16 cast here that sync was about half of the run. With it, each
-//! [`WRITEBACK_BYTES`] written start their own writeback at once (Linux's
+//! `WRITEBACK_BYTES` written start their own writeback at once (Linux's
 //! `sync_file_range(.., SYNC_FILE_RANGE_WRITE)`, which does not wait for it), and the
 //! disk writes them while the next bytes are converted.
 //!
@@ -16,9 +16,9 @@ use std::os::fd::AsFd;
 
 /// Bytes written between two starts of writeback: large enough that the calls are few
 /// (one per 8 MiB), small enough that the last stretch the final sync waits for is short.
-pub const WRITEBACK_BYTES: u64 = 8 << 20;
+pub(crate) const WRITEBACK_BYTES: u64 = 8 << 20;
 
-/// `file`, with writeback started after every [`WRITEBACK_BYTES`] written through it
+/// `file`, with writeback started after every `WRITEBACK_BYTES` written through it
 /// (best effort: where the system has no such call, or refuses it, nothing is started
 /// and the final sync writes everything, as without the wrapper). Put a `BufWriter`
 /// around it, not inside: each `write` here is one system call.

@@ -144,7 +144,7 @@ fn add_index(index: Index, inputs: &mut Inputs) {
 /// checkpoint would not load as the index says); a tensor a shard holds but the index
 /// does not list (or lists in another shard) is a warning, one per shard, and is
 /// scanned like any other. Returns the warnings.
-pub fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<UnlistedTensors>, ScanInputError> {
+pub(crate) fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<UnlistedTensors>, ScanInputError> {
     let fail = |kind: ScanInputErrorKind| ScanInputError { path: index.path.clone(), kind };
     let mut names: BTreeMap<&Path, HashSet<&str>> = BTreeMap::new();
     for shard in index.weight_map.values() {

@@ -77,7 +77,7 @@ pub enum ScanJobError {
 /// Passes through, in order: [`backend::select`] (`Device::Gpu` opens the GPU now),
 /// [`inputs::expand`] (paths → files and indexes), [`TensorFile::open`] (each
 /// header, so that any bad input fails before anything is scanned),
-/// [`inputs::check_index`] (warnings), [`backend::DeviceChoice::for_job`] (the
+/// `inputs::check_index` (warnings), `backend::DeviceChoice::for_job` (the
 /// backend, sized to the bytes to scan), [`Report::scan`] (every tensor, on that
 /// backend).
 ///

@@ -150,7 +150,7 @@ fn path_fields(path: &Path) -> (String, bool, String) {
 /// Errors (from reading: the file was replaced or shrank since its header was read, or
 /// a compressed `.npz` member does not inflate to what the archive says; or from the
 /// backend) name the file, and the tensor if there is one.
-pub fn scan_file<'a>(
+pub(crate) fn scan_file<'a>(
     file: &'a TensorFile,
     backend: &dyn Backend,
     progress: &Progress,
@@ -217,7 +217,7 @@ fn scan_tensor(
     Ok(counts)
 }
 
-/// Bytes that [`scan_file`] will scan in `file` (the data of its floating-point tensors).
+/// Bytes that `scan_file` will scan in `file` (the data of its floating-point tensors).
 pub fn bytes_to_scan(file: &TensorFile) -> u64 {
     file.tensors.iter().filter(|t| t.element.scanned_as().is_some()).map(|t| t.data.len() as u64).sum()
 }

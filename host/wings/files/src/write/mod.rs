@@ -2,8 +2,8 @@
 //! [`DtypeOf`]) streamed from a [`TensorSource`] a chunk at a time into a `.npy` (its
 //! header written by [`npy_header`]) or a `.safetensors` file, staged in a temporary file
 //! and renamed into place only when whole ([`stage`], [`StagedOutput::commit`]); the
-//! checks made before any work ([`check_output`], which takes
-//! [`crate::output::check_destination`], and [`check_dtype`]).
+//! checks made before any work (`check_output`, which takes
+//! [`crate::output::check_destination`], and `check_dtype`).
 //!
 //! # Adding an output dtype
 //!
@@ -150,7 +150,7 @@ impl<E> From<OutputErrorKind> for Staging<E> {
 /// after resolving links), its extension names a container, it does not exist unless
 /// `force`, and [`crate::output::check_destination`]. Returns the container; errors
 /// name the file.
-pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, TensorWriteError> {
+pub(crate) fn check_output(output: &Path, input: &Path, force: bool) -> Result<Container, TensorWriteError> {
     let fail = |kind: TensorWriteErrorKind| Err(TensorWriteError { path: output.to_path_buf(), kind });
     let same = matches!((output.canonicalize(), input.canonicalize()), (Ok(a), Ok(b)) if a == b);
     if same {
@@ -170,7 +170,7 @@ pub fn check_output(output: &Path, input: &Path, force: bool) -> Result<Containe
 
 /// Checks, before any work, that `container` can hold values of `dtype` (`.npy` cannot
 /// hold bfloat16: NumPy has no such dtype); the error names `output`.
-pub fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<(), TensorWriteError> {
+pub(crate) fn check_dtype(output: &Path, container: Container, dtype: Dtype) -> Result<(), TensorWriteError> {
     if dtype.npy_descr().is_none() && container == Container::Npy {
         return Err(TensorWriteError { path: output.to_path_buf(), kind: TensorWriteErrorKind::NoNpyDtype { dtype } });
     }
@@ -373,7 +373,7 @@ pub fn write_from<S: TensorSource + ?Sized>(
 }
 
 /// Writes a tensor of `shape` with the values' dtype (`.npy`: `<f4` or `<f2`;
-/// `.safetensors`: `F32`, `F16` or `BF16`; `.npy` refuses bfloat16, see [`check_dtype`]),
+/// `.safetensors`: `F32`, `F16` or `BF16`; `.npy` refuses bfloat16, see `check_dtype`),
 /// for `out`, as the container its extension names,
 /// under the tensor name `name` for `.safetensors` (any name but the format's reserved
 /// `__metadata__`), its values taken from `data` [`WRITE_CHUNK_ELEMENTS`] at a time
