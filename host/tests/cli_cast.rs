@@ -845,6 +845,41 @@ fn links_strays_and_subfolders_of_a_folder_are_warnings() {
     );
     let index: serde_json::Value = serde_json::from_slice(&read(&out.join("model.safetensors.index.json"))).unwrap();
     assert_eq!(index["metadata"]["total_size"], listed_bytes(&out, &index), "{index}");
+    // The folder given twice, or spelt another way: one checkpoint, no warning.
+    let again = dir.path().join("again");
+    let dotted = checkpoint.join(".");
+    let output = bitexact(&["cast", path_arg(&checkpoint), path_arg(&dotted), "-o", path_arg(&again), "--to", "bf16"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("bitexact: warning:")).count(), want.len(), "{stderr}");
+}
+
+/// Two indexes whose shards are one file (a link): cast would write it once, and one
+/// rewritten index would name a file that is not there, so it is refused before any
+/// work, naming both.
+#[test]
+fn a_shard_that_is_a_link_to_another_index_s_shard_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoint = dir.path().join("model");
+    std::fs::create_dir(&checkpoint).unwrap();
+    let tensors = sharded_checkpoint(&checkpoint);
+    let other = checkpoint.join("other");
+    std::fs::create_dir(&other).unwrap();
+    let shard = checkpoint.join("model-00001-of-00002.safetensors");
+    std::os::unix::fs::symlink(&shard, other.join("linked.safetensors")).unwrap();
+    let map = serde_json::json!({ "weight_map": { tensors[0].0: "linked.safetensors" } });
+    std::fs::write(other.join("model.safetensors.index.json"), map.to_string()).unwrap();
+    let out = dir.path().join("out");
+    let output = bitexact(&["cast", path_arg(&checkpoint), "-o", path_arg(&out), "--to", "bf16"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let want = format!(
+        "bitexact: {}: the same file as {} (a link), and both are shards of an index",
+        other.join("linked.safetensors").display(),
+        shard.display()
+    );
+    assert!(stderr.starts_with(&want) && stderr.lines().count() == 1, "{stderr}");
+    assert!(!out.exists());
 }
 
 /// A safetensors file from raw parts, any dtype name allowed: `(name, dtype, shape,

@@ -314,7 +314,7 @@ fn a_file_reached_by_two_names_is_scanned_once() {
     let json: serde_json::Value = serde_json::from_slice(&twice.stdout).unwrap();
     assert_eq!(json["total"]["files"].as_u64(), Some(1), "{json}");
     assert_eq!(json["files"][0]["file"].as_str(), d.join("b.npy").to_str(), "the first name is kept");
-    // A shard first named through an alias: the index finds it under that name.
+    // A shard first named through an alias: listed under the index's name for it.
     let sharded = d.join("sharded");
     std::fs::create_dir(&sharded).unwrap();
     common::write_safetensors(
@@ -328,6 +328,7 @@ fn a_file_reached_by_two_names_is_scanned_once() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(json["total"]["files"].as_u64(), Some(1), "{json}");
+    assert_eq!(json["files"][0]["file"].as_str(), sharded.join("s.safetensors").to_str(), "{json}");
 }
 
 #[test]

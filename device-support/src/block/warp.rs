@@ -99,12 +99,13 @@ pub unsafe fn vote_ballot(mask: u32, predicate: bool) -> u32 {
 /// The warp barrier (`bar.warp.sync`, CUDA's `__syncwarp(mask)`): waits until every lane
 /// of `mask` has reached it, and orders what each of them did to memory before it before
 /// what any of them does after it. Since sm_70 the lanes of a warp are not in lockstep,
-/// so lanes that exchange values through shared memory need it (or another warp
-/// operation naming both lanes) between a write and the read of it; the emulator reports
-/// the exchange without one as a race.
+/// so lanes that exchange values through shared memory need it between a write and the
+/// read of it (a shuffle or vote waits for the lanes but does not order memory); the
+/// emulator reports the exchange without it as a race.
 ///
 /// # Safety
-/// As [`shfl_idx`].
+/// Every lane named in `mask`, the calling lane included, executes a `sync_warp` with
+/// the same `mask` (at this call or another).
 #[inline(always)]
 #[track_caller]
 pub unsafe fn sync_warp(mask: u32) {

@@ -131,7 +131,7 @@ pub enum EmulatorError {
     /// Two threads of the block accessed one element of shared memory with nothing
     /// ordering them (no block barrier between, no warp operation naming both), at least
     /// one of them writing, not both atomically (the sanitizer's racecheck).
-    #[error("kernel {kernel}, block {}: data race on element {index} of {array}: {first}, then {second}, with no barrier or warp operation between them", xyz(*.block))]
+    #[error("kernel {kernel}, block {}: data race on element {index} of {array}: {first}, then {second}, with no barrier or warp barrier between them", xyz(*.block))]
     SharedRace {
         kernel: &'static str,
         block: Dim3,

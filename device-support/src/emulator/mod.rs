@@ -32,9 +32,10 @@
 //! * **Warps** are 32 consecutive thread ranks; a block whose size is not a multiple of
 //!   32 has a partial last warp whose missing lanes count as exited. A shuffle or vote
 //!   waits for every lane of `mask`, which must all make the same call (site, operation
-//!   and mask), as `shfl.sync`/`vote.sync` on sm_70+ require; the calling lane must be in
-//!   `mask`, no lane of it may have exited, and a shuffle may not read a lane outside
-//!   it: each is an [`EmulatorError::Warp`]. Each shuffle mode is PTX's with a width of
+//!   and mask), as `shfl.sync`/`vote.sync` on sm_70+ require; the warp barrier
+//!   (`sync_warp`) needs the same mask only, at any call site, as `bar.warp.sync` on
+//!   sm_70+. The calling lane must be in `mask`, no lane of it may have exited, and a
+//!   shuffle may not read a lane outside it: each is an [`EmulatorError::Warp`]. Each shuffle mode is PTX's with a width of
 //!   32 (see [`WarpOp`]).
 //! * **Shared memory.** Per block, the dynamic buffer of the launch's
 //!   `dynamic_shared_bytes` (aligned to 16) and the static arrays of
@@ -50,8 +51,10 @@
 //!   block, the thread(s), the array and element, and the call site(s):
 //!   * [`EmulatorError::SharedRace`]: two threads touch one element with nothing ordering
 //!     them, at least one writing, not both atomically. What orders them is a block
-//!     barrier between, or warp operations (shuffles, votes) whose masks link the two
-//!     lanes: a warp operation orders only the lanes it names, as on Volta and later.
+//!     barrier between, or warp barriers (`sync_warp`) whose masks link the two lanes: a
+//!     warp barrier orders only the lanes it names, as on Volta and later. Shuffles and
+//!     votes order no memory access (PTX promises memory ordering for `bar.warp.sync`
+//!     alone), so a warp-synchronous exchange "ordered" by a vote is reported.
 //!     Atomics and fences order nothing else here: a flag spun on is not modelled.
 //!   * [`EmulatorError::SharedUninitialised`]: a read, or an atomic (which reads the old
 //!     value: a counter nobody zeroed), of an element that no thread of the block has

@@ -8,9 +8,10 @@
 //! read of a byte that no thread of the block has written is an uninitialised read.
 //!
 //! **What orders two accesses:** a block barrier between them, or a chain of warp
-//! operations (shuffles, votes) between them whose masks link the two threads: a warp
-//! operation orders only the lanes it names, as on Volta and later, where a warp's lanes
-//! no longer run in lockstep. Program order orders a thread's own accesses. Atomics and
+//! barriers (`sync_warp`) between them whose masks link the two threads: a warp barrier
+//! orders only the lanes it names, as on Volta and later, where a warp's lanes no longer
+//! run in lockstep. Shuffles and votes order no access (PTX promises memory ordering for
+//! `bar.warp.sync` alone). Program order orders a thread's own accesses. Atomics and
 //! fences do not order other accesses here (a flag set by an atomic and read in a spin
 //! loop is not modelled): code that orders shared memory that way is reported.
 
@@ -36,7 +37,7 @@ pub(super) struct Access {
 }
 
 /// The block's happens-before order: the barrier count and, per thread, a vector clock
-/// over the lanes of its warp (a warp operation joins the clocks of the lanes it names).
+/// over the lanes of its warp (a warp barrier joins the clocks of the lanes it names).
 pub(super) struct Order {
     epoch: u32,
     clocks: Vec<[u32; WARP_SIZE as usize]>,
@@ -58,9 +59,9 @@ impl Order {
         self.epoch += 1;
     }
 
-    /// The warp operation of `warp` over `mask` completed: each lane of `mask` ends its
+    /// The warp barrier of `warp` over `mask` completed: each lane of `mask` ends its
     /// segment (its own clock ticks), and all of them learn every other's clock.
-    pub(super) fn warp_op(&mut self, warp: u32, mask: u32) {
+    pub(super) fn warp_barrier(&mut self, warp: u32, mask: u32) {
         let ranks =
             || (0..WARP_SIZE).filter(move |l| mask & (1 << l) != 0).map(move |l| (warp * WARP_SIZE + l) as usize);
         let mut joined = [0; WARP_SIZE as usize];
@@ -83,7 +84,7 @@ impl Order {
                 && self.clocks[rank as usize][(earlier.rank % WARP_SIZE) as usize] > earlier.at.clock)
     }
 
-    /// A new block: no barrier, no warp operation yet.
+    /// A new block: no barrier, no warp barrier yet.
     pub(super) fn reset(&mut self) {
         self.epoch = 0;
         self.clocks.iter_mut().for_each(|c| *c = [0; WARP_SIZE as usize]);
@@ -198,7 +199,7 @@ mod tests {
     }
 
     #[test]
-    fn a_write_then_a_read_by_another_thread_races_until_a_barrier_or_a_warp_op_links_them() {
+    fn a_write_then_a_read_by_another_thread_races_until_a_barrier_or_a_warp_barrier_links_them() {
         use AccessKind::*;
         let mut order = Order::new(64);
         let mut byte = ByteShadow::default();
@@ -209,16 +210,16 @@ mod tests {
         // a thread of another warp.
         byte.access(access(&order, 3, Read), &order).unwrap();
         assert_eq!(byte.access(access(&order, 4, Read), &order), Err(Conflict::Race(write)));
-        // A shuffle of lanes 3 and 4 orders them, not lane 5, nor warp 1.
-        order.warp_op(0, 0b11000);
+        // A warp barrier of lanes 3 and 4 orders them, not lane 5, nor warp 1.
+        order.warp_barrier(0, 0b11000);
         let read_by_4 = access(&order, 4, Read);
         byte.access(read_by_4, &order).unwrap();
         assert_eq!(byte.access(access(&order, 5, Read), &order), Err(Conflict::Race(write)));
         assert_eq!(byte.access(access(&order, 35, Read), &order), Err(Conflict::Race(write)));
-        // Lane 4 and 5 shuffle next: 5 learns what 4 knew (the chain orders 3 before 5).
-        order.warp_op(0, 0b110000);
+        // Lanes 4 and 5 meet at a warp barrier next: 5 learns what 4 knew (the chain orders 3 before 5).
+        order.warp_barrier(0, 0b110000);
         byte.access(access(&order, 5, Read), &order).unwrap();
-        // Thread 3 writes again, unordered with lane 4's read after their shuffle (a
+        // Thread 3 writes again, unordered with lane 4's read after their warp barrier (a
         // write after a read), and with lane 5's.
         assert_eq!(byte.access(access(&order, 3, Write), &order), Err(Conflict::Race(read_by_4)));
         // After a barrier every thread may read, and then one may write alone.
@@ -265,7 +266,7 @@ mod tests {
         // Threads 0-3 shuffle: the reads so far are ordered before thread 0's write; then
         // thread 1 reads again, in many reads that compact the list. The later read must
         // be the one kept: the write races with it (keeping the earlier would miss it).
-        order.warp_op(0, 0b1111);
+        order.warp_barrier(0, 0b1111);
         let later = access(&order, 1, AccessKind::Read);
         byte.access(later, &order).unwrap();
         for i in 0..200 {
@@ -279,7 +280,7 @@ mod tests {
     fn a_new_block_starts_unordered_again() {
         let mut order = Order::new(32);
         order.barrier();
-        order.warp_op(0, u32::MAX);
+        order.warp_barrier(0, u32::MAX);
         order.reset();
         assert_eq!(order.moment(5), Moment { epoch: 0, clock: 0 });
     }

@@ -186,7 +186,10 @@ impl State {
         let index = match waits.iter().position(|w| w.mask & mask != 0) {
             Some(i) => {
                 let w = &waits[i];
-                if w.mask != mask || w.op != op || !same_site(w.site, site) {
+                // `bar.warp.sync` needs only the same mask on sm_70+ (not the same
+                // instruction); the shuffles and votes need the same call.
+                let same_call = op == WarpOp::SyncWarp || same_site(w.site, site);
+                if w.mask != mask || w.op != op || !same_call {
                     let (other_op, other_site, other_mask) = (w.op, w.site, w.mask);
                     let waiting = lanes_of(w.arrived);
                     return Err(error(WarpProblem::Elsewhere {
@@ -217,7 +220,12 @@ impl State {
         self.status[rank as usize] = Status::InWarpOp;
         if wait.arrived == mask {
             let wait = self.warps[warp as usize].swap_remove(index);
-            self.order.warp_op(warp, mask);
+            // Only `bar.warp.sync` orders memory among its lanes (PTX: "also guarantee
+            // memory ordering among threads participating in barrier"); `shfl.sync` and
+            // `vote.sync` wait for the lanes but promise no ordering of their accesses.
+            if wait.op == WarpOp::SyncWarp {
+                self.order.warp_barrier(warp, mask);
+            }
             for l in lanes_of(mask) {
                 let result = warp_result(wait.op, wait.mask, l, &wait.values, &wait.operands)
                     .map_err(|source_lane| error(WarpProblem::SourceOutsideMask { lane: l, source_lane, mask }))?;

@@ -4,7 +4,6 @@
 
 use bitexact::cuda_tools::sass::SassError;
 use bitexact::cuda_tools::tools::ToolError;
-use bitexact::files::write::TensorWriteError;
 use bitexact::files::{NormalizeJobError, ScanJobError};
 use bitexact::gpu::GpuError;
 use bitexact::search::EmitError;
@@ -89,10 +88,7 @@ pub enum CliError {
     /// `cast` wrote nothing: the error of the step that failed.
     #[error(transparent)]
     Cast(#[from] bitexact::files::CastError),
-    /// An output path given to a command cannot be written there.
-    #[error(transparent)]
-    TensorWrite(#[from] TensorWriteError),
-    /// An output path failed (`bench --json-out`).
+    /// An output path given to a command cannot be written there (`bench --json-out`).
     #[error(transparent)]
     OutputPath(#[from] bitexact::files::output::OutputPathError),
     /// A file named by an option could not be written: `<path>: <why>`.

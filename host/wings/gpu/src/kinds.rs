@@ -198,7 +198,7 @@ impl KernelModule {
     /// Queues [`KernelModule::stream_count`]'s kernel, accumulating into `result` (2
     /// elements: the count, and the first index, which starts at `u64::MAX`); does not
     /// wait. For a buffer processed in pieces: the index is the piece's own.
-    pub(crate) fn launch_stream_count<P: kind::StreamCount>(
+    pub fn launch_stream_count<P: kind::StreamCount>(
         &self,
         input: &CudaView<'_, P::In>,
         output: &mut CudaViewMut<'_, Bits<P>>,

@@ -1,7 +1,7 @@
 //! `--device auto`: the rule that picks the CPU or the GPU for a job, from rates
 //! measured on the job itself, and the backend that follows it ([`AutoBackend`]).
 //!
-//! The rule is a pure function, `next_step`: given the job's size and what has been
+//! The rule is a pure function, [`next_step`]: given the job's size and what has been
 //! measured so far, it says what to do next (time the CPU on the next slice of the job,
 //! open the GPU, warm it up, time it) or which backend runs the rest and why.
 //! [`AutoBackend`] is the state machine that takes those steps, doing real work in
@@ -74,7 +74,7 @@ impl AutoRule {
     /// The rule `--device auto` uses. `gpu_start_s` errs low (about what opening the
     /// GPU takes on a warm driver with the PTX in the JIT cache), so that when in doubt
     /// the GPU is measured rather than skipped.
-    pub(crate) const DEFAULT: AutoRule = AutoRule {
+    pub const DEFAULT: AutoRule = AutoRule {
         min_job_bytes: 64 << 20,
         measure_bytes: 16 << 20,
         warmup_bytes: 4 << 20,
@@ -180,7 +180,7 @@ pub enum NextStep {
 
 /// The rule (see the module doc): what to do next for a job of `job_bytes`, given what
 /// has been measured.
-pub(crate) fn next_step(rule: &AutoRule, job_bytes: u64, measured: &Measured) -> NextStep {
+pub fn next_step(rule: &AutoRule, job_bytes: u64, measured: &Measured) -> NextStep {
     let decided = |pick, reason| NextStep::Decided(AutoChoice { pick, reason });
     if job_bytes < rule.min_job_bytes {
         return decided(Pick::Cpu, AutoReason::SmallJob { bytes: job_bytes, min: rule.min_job_bytes });
@@ -264,7 +264,7 @@ fn wall_clock() -> Clock {
     Box::new(move || base.elapsed())
 }
 
-/// `--device auto`: runs a job on the CPU or the GPU as this module's rule (`next_step`)
+/// `--device auto`: runs a job on the CPU or the GPU as this module's rule ([`next_step`])
 /// says, measuring both on the job's first slices when the job is big enough (every
 /// measured slice is real work, on the CPU or the GPU), and says in [`Backend::name`]
 /// which it picked and why. A GPU that fails while it is measured is dropped and its

@@ -215,6 +215,15 @@ pub enum CastError {
         /// The name.
         name: String,
     },
+    /// A shard of one index that is the same file as a shard of another (a link): cast
+    /// writes it once, so one rewritten index would name a file that is not written.
+    #[error("{}: the same file as {} (a link), and both are shards of an index: the rewritten index would name a file cast does not write; make one of them a copy", path_text(.path), path_text(.listed))]
+    ShardAlias {
+        /// The name left out.
+        path: PathBuf,
+        /// The name the file is cast under.
+        listed: PathBuf,
+    },
     /// `--only` selected a tensor that is not of a dtype `cast` reads.
     #[error("{}: tensor '{}' is {}, not f32, f64, bf16 or f16: cannot be cast (narrow --only)", path_text(.path), excerpt(.tensor), excerpt(.dtype))]
     NotCastable {
@@ -364,6 +373,10 @@ pub(crate) fn scale_name(name: &str) -> String {
 /// is read what can be refused from the headers alone.
 pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError> {
     let expanded = crate::scan::inputs::expand(inputs)?;
+    let shards: HashSet<&PathBuf> = expanded.indexes.iter().flat_map(|index| index.weight_map.values()).collect();
+    if let Some((path, listed)) = expanded.aliases.iter().find(|(alias, _)| shards.contains(alias)) {
+        return Err(CastError::ShardAlias { path: path.clone(), listed: listed.clone() });
+    }
     let (mut files, mut output_names, mut big_endians) = (Vec::new(), Vec::new(), Vec::new());
     let mut names = HashSet::new();
     for path in &expanded.files {

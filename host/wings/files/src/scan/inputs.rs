@@ -4,7 +4,8 @@
 //!
 //! The order is deterministic: arguments in the order given, a directory's entries in
 //! byte order of their names (depth first), an index's shards in byte order of their
-//! names.
+//! names; a file reached by two names is listed once, where its kept name comes
+//! ([`expand`]).
 
 use crate::containers::Container;
 use crate::containers::index::{Index, ScanInputError, ScanInputErrorKind, UnlistedTensors, read_index};
@@ -52,8 +53,17 @@ pub fn expand(paths: &[PathBuf]) -> Result<Inputs, ScanInputError> {
             inputs.files.push(path.clone());
         }
     }
+    list_each_index_once(&mut inputs);
     list_each_file_once(&mut inputs);
     Ok(inputs)
+}
+
+/// Keeps the first of the indexes that are one file (`cast model model`, or an index given
+/// beside its folder): its shards are then listed twice, which [`list_each_file_once`]
+/// undoes.
+fn list_each_index_once(inputs: &mut Inputs) {
+    let mut seen = HashSet::new();
+    inputs.indexes.retain(|index| std::fs::metadata(&index.path).map_or(true, |m| seen.insert(file_identity(&m))));
 }
 
 /// Keeps one name per file in `inputs.files` ([`expand`]): a shard's name over any other
@@ -83,6 +93,8 @@ fn list_each_file_once(inputs: &mut Inputs) {
                     files.push(path.clone());
                 }
             }
+            // One name spelt two ways (`./x` and `x`): not a link, nothing to say.
+            Some((_, name)) if spelled_alike(path, name) => {}
             Some((_, name)) => {
                 let alias = (path.clone(), name.clone());
                 if !aliases.contains(&alias) {
@@ -93,6 +105,13 @@ fn list_each_file_once(inputs: &mut Inputs) {
     }
     inputs.files = files;
     inputs.aliases = aliases;
+}
+
+/// Whether `a` and `b` are one name spelt two ways (`./x` and `x`, a relative and an
+/// absolute path): the same file name in the same directory, not two links.
+fn spelled_alike(a: &Path, b: &Path) -> bool {
+    let directory = |p: &Path| std::fs::canonicalize(crate::output::directory_of(p)).ok();
+    a.file_name() == b.file_name() && directory(a).is_some_and(|d| Some(d) == directory(b))
 }
 
 /// Device and inode: what two names of one file share.
@@ -148,7 +167,8 @@ pub(crate) fn check_index(index: &Index, files: &[TensorFile]) -> Result<Vec<Unl
     let fail = |kind: ScanInputErrorKind| ScanInputError { path: index.path.clone(), kind };
     let mut names: BTreeMap<&Path, HashSet<&str>> = BTreeMap::new();
     for shard in index.weight_map.values() {
-        // Under another name if an alias of it came first.
+        // Under another name if a spelling or link of it is listed (a shard of another
+        // index with the same file: `cast` refuses that, `scan` reads it once).
         let file = files.iter().find(|f| &f.path == shard).or_else(|| files.iter().find(|f| f.is_at(shard)));
         let file = file.ok_or_else(|| fail(ScanInputErrorKind::ShardNotOpened { shard: shard.clone() }))?;
         names.entry(shard).or_insert_with(|| file.tensors.iter().map(|t| t.name.as_str()).collect());
