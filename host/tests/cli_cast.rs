@@ -467,21 +467,33 @@ fn sharded_checkpoint(dir: &Path) -> Vec<Tensor> {
     tensors
 }
 
-#[test]
-fn a_sharded_checkpoint_gives_shards_alike_a_rewritten_index_and_a_quantization_config() {
+/// The names in the folder `out`, sorted.
+fn sorted_names(out: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+/// A temporary folder holding `model/`, a [`sharded_checkpoint`]: the folder (kept while
+/// the returned `TempDir` lives), the checkpoint's path and its tensors.
+fn sharded_checkpoint_in_temp() -> (tempfile::TempDir, PathBuf, Vec<Tensor>) {
     let dir = tempfile::tempdir().unwrap();
     let checkpoint = dir.path().join("model");
     std::fs::create_dir(&checkpoint).unwrap();
     let tensors = sharded_checkpoint(&checkpoint);
+    (dir, checkpoint, tensors)
+}
+
+#[test]
+fn a_sharded_checkpoint_gives_shards_alike_a_rewritten_index_and_a_quantization_config() {
+    let (dir, checkpoint, tensors) = sharded_checkpoint_in_temp();
     let out = dir.path().join("model-fp8");
     let index_arg = checkpoint.join("model.safetensors.index.json");
     for input in [checkpoint.clone(), index_arg] {
         run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3"]);
-        let mut names: Vec<String> =
-            std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        names.sort();
         assert_eq!(
-            names,
+            sorted_names(&out),
             [
                 "config.json",
                 "model-00001-of-00002.safetensors",
@@ -734,10 +746,7 @@ fn surprising_casts_warn_on_stderr_and_in_json() {
 /// shard, the index and the tensor, in the dry run and the cast, as `scan` warns.
 #[test]
 fn a_shard_holding_tensors_its_index_does_not_list_is_a_warning() {
-    let dir = tempfile::tempdir().unwrap();
-    let checkpoint = dir.path().join("model");
-    std::fs::create_dir(&checkpoint).unwrap();
-    let tensors = sharded_checkpoint(&checkpoint);
+    let (dir, checkpoint, tensors) = sharded_checkpoint_in_temp();
     // Shard 2 rewritten with shard 1's first tensor added.
     let mut second: Vec<Tensor> = tensors[3..].to_vec();
     second.push(tensors[0].clone());
@@ -785,10 +794,7 @@ fn listed_bytes(out: &Path, index: &serde_json::Value) -> usize {
 /// subfolder (written at the output's top level).
 #[test]
 fn links_strays_and_subfolders_of_a_folder_are_warnings() {
-    let dir = tempfile::tempdir().unwrap();
-    let checkpoint = dir.path().join("model");
-    std::fs::create_dir(&checkpoint).unwrap();
-    let tensors = sharded_checkpoint(&checkpoint);
+    let (dir, checkpoint, tensors) = sharded_checkpoint_in_temp();
     // "a-link" sorts before the shards, so the walk meets it first.
     let shard = checkpoint.join("model-00001-of-00002.safetensors");
     std::os::unix::fs::symlink(&shard, checkpoint.join("a-link.safetensors")).unwrap();
@@ -829,11 +835,8 @@ fn links_strays_and_subfolders_of_a_folder_are_warnings() {
         assert!(stderr.lines().any(|l| l == line), "missing {line:?} in:\n{stderr}");
     }
     assert_eq!(stderr.lines().filter(|l| l.starts_with("bitexact: warning:")).count(), want.len(), "{stderr}");
-    let mut names: Vec<String> =
-        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    names.sort();
     assert_eq!(
-        names,
+        sorted_names(&out),
         [
             "config.json",
             "model-00001-of-00002.safetensors",
@@ -859,10 +862,7 @@ fn links_strays_and_subfolders_of_a_folder_are_warnings() {
 /// work, naming both.
 #[test]
 fn a_shard_that_is_a_link_to_another_index_s_shard_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let checkpoint = dir.path().join("model");
-    std::fs::create_dir(&checkpoint).unwrap();
-    let tensors = sharded_checkpoint(&checkpoint);
+    let (dir, checkpoint, tensors) = sharded_checkpoint_in_temp();
     let other = checkpoint.join("other");
     std::fs::create_dir(&other).unwrap();
     let shard = checkpoint.join("model-00001-of-00002.safetensors");
