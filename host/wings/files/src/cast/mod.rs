@@ -389,7 +389,7 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
         output_names.push(name);
         files.push(file);
     }
-    let mut warnings = layout_warnings(inputs, &expanded, &output_names);
+    let mut warnings = layout_warnings(inputs, &expanded, &shards, &output_names);
     for index in &expanded.indexes {
         for unlisted in check_index(index, &files)? {
             warnings.push(format!(
@@ -459,8 +459,14 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
 /// name (a hard link or a symbolic link: written once, under that name), a file beside
 /// an index that does not list it (cast as a file of its own, outside the rewritten
 /// index), and a file in a subfolder of a folder input (written at the output's top
-/// level). `output_names`: each of `expanded.files`' names in the output.
-fn layout_warnings(inputs: &[PathBuf], expanded: &Inputs, output_names: &[String]) -> Vec<String> {
+/// level). `shards`: every index's shards; `output_names`: each of `expanded.files`'
+/// names in the output.
+fn layout_warnings(
+    inputs: &[PathBuf],
+    expanded: &Inputs,
+    shards: &HashSet<&PathBuf>,
+    output_names: &[String],
+) -> Vec<String> {
     let mut warnings: Vec<String> = expanded
         .aliases
         .iter()
@@ -468,7 +474,6 @@ fn layout_warnings(inputs: &[PathBuf], expanded: &Inputs, output_names: &[String
             format!("{}: the same file as {} (a link): cast once, under that name", path_text(alias), path_text(listed))
         })
         .collect();
-    let shards: HashSet<&PathBuf> = expanded.indexes.iter().flat_map(|index| index.weight_map.values()).collect();
     for (path, name) in expanded.files.iter().zip(output_names) {
         let parent = path.parent();
         if !shards.contains(path)
