@@ -5,8 +5,9 @@
 //! With `--ignored`, on every input of each domain:
 //! - at a power-of-two scale and at a scale that is not one, for E4M3 and E5M2 (the proven
 //!   scales), every f32 input in one walk: the reference of the quantisation once and in
-//!   two steps, computed once per magnitude; against it, `quantize` on the magnitude with
-//!   either sign, and `quantize_at` at every level, both roundings;
+//!   two steps, for each magnitude (computed where it changes: it is monotone in the
+//!   magnitude); against it, `quantize` on the magnitude with either sign, and
+//!   `quantize_at` at every level, both roundings;
 //! - at scale 1 (where two-step is the plain conversion), `quantize_at` at every level
 //!   against `quantize` on every f32, for E4M3 and E5M2;
 //! - the scale `fl32(max / amax)` on every positive finite amax and the dequantisation
@@ -21,7 +22,7 @@
 
 use bitexact::cpu::Level;
 use bitexact::cpu::fp8_scale as cpu_fp8;
-use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, scaled};
+use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
 use conformance::check_all;
 use shared::fp8_scale::{self, Fp8Format, Rounding};
 
@@ -88,7 +89,8 @@ fn check_signs(format: Fp8Format, s: f32, rounding: Rounding, exact: u8, signed:
 }
 
 /// The 2^16 magnitudes of `block` (`block · 2^16 ..`, below 2^31) at scale `s`, each with
-/// both signs: the reference once per magnitude and rounding; against it `quantize` on
+/// both signs: the reference's code of each magnitude, for each rounding (computed where
+/// it changes); against it `quantize` on
 /// each input ([`check_signs`]), then `quantize_at` at every level in `levels` on the
 /// block's 2^16 positive inputs and on its 2^16 negative ones ([`check_levels_against`]).
 /// The first difference, in hex.
@@ -104,12 +106,16 @@ fn check_block(levels: &[Level], format: Fp8Format, s: f32, block: u64) -> Resul
 #[inline(always)]
 fn check_block_in(levels: &[Level], format: Fp8Format, s: f32, block: u64) -> Result<(), String> {
     let magnitudes: Vec<u32> = (block << 16..(block + 1) << 16).map(|m| m as u32).collect();
-    let mut exact: [Vec<u8>; 2] = [Vec::with_capacity(magnitudes.len()), Vec::with_capacity(magnitudes.len())];
-    for &m in &magnitudes {
-        for (rounding, codes) in ROUNDINGS.into_iter().zip(&mut exact) {
-            let code = exact_magnitude(format, rounding, s, m);
-            check_signs(format, s, rounding, code, &[m, m | SIGN])?;
-            codes.push(code);
+    // Both roundings of `m · s` are monotone in the magnitude `m`: the reference is called
+    // only where its code changes (`fill_f32_monotone`), and every magnitude gets its code.
+    let exact: [Vec<u8>; 2] = ROUNDINGS.map(|rounding| {
+        let mut codes = vec![0; magnitudes.len()];
+        fill_f32_monotone(block << 16, &mut codes, |m| exact_magnitude(format, rounding, s, m));
+        codes
+    });
+    for (i, &m) in magnitudes.iter().enumerate() {
+        for (rounding, codes) in ROUNDINGS.into_iter().zip(&exact) {
+            check_signs(format, s, rounding, codes[i], &[m, m | SIGN])?;
         }
     }
     for sign in [0, SIGN] {
@@ -162,7 +168,7 @@ fn quantize_equals_the_rational_reference_on_a_sample_at_many_scales() {
 }
 
 // The proven scales. Each walks the 2^32 inputs once, as 2^31 magnitudes with both signs
-// against one reference result per magnitude and rounding: `quantize` on each input, and
+// against the reference's result for each magnitude and rounding: `quantize` on each input, and
 // `cpu::fp8_scale::quantize_at` at every level on each block of 2^16 inputs.
 #[test]
 #[ignore = "2^32 inputs"]
@@ -491,13 +497,19 @@ fn every_cpu_level_quantizes_e5m2_as_quantize_on_every_f32_at_scale_one() {
     every_f32_fast_at(Fp8Format::E5M2, 1.0);
 }
 
+/// The rational reference's saturating rounding of the f32 magnitude `abs` (the two-step
+/// quantisation at scale 1).
+#[inline(always)]
+fn exact_in_binade(format: Fp8Format, abs: u32) -> u8 {
+    scaled::quantize_two_step(reference_format(format), abs, 1f32.to_bits())
+}
+
 /// `round_magnitude_in_binade` (saturated at the largest finite code) of every f32
-/// magnitude in `magnitudes` against the rational reference's saturating rounding (the
-/// two-step quantisation at scale 1); the first difference, in hex.
-fn check_in_binade(format: Fp8Format, magnitudes: impl Iterator<Item = u32>) -> Result<(), String> {
+/// magnitude in `magnitudes`, each with its reference code ([`exact_in_binade`]); the
+/// first difference, in hex.
+fn check_in_binade(format: Fp8Format, magnitudes: impl Iterator<Item = (u32, u8)>) -> Result<(), String> {
     use shared::narrow::{binade_rounding_limit, round_magnitude_in_binade};
-    let reference = reference_format(format);
-    for abs in magnitudes {
+    for (abs, want) in magnitudes {
         let (got, max) = match format {
             Fp8Format::E4M3 => (round_magnitude_in_binade::<4, 3>(abs), shared::fp8::e4m3::MAX_ABS),
             Fp8Format::E5M2 => (round_magnitude_in_binade::<5, 2>(abs), shared::fp8::e5m2::MAX_FINITE),
@@ -506,7 +518,6 @@ fn check_in_binade(format: Fp8Format, magnitudes: impl Iterator<Item = u32>) -> 
             Fp8Format::E4M3 => binade_rounding_limit::<4, 3>(),
             Fp8Format::E5M2 => binade_rounding_limit::<5, 2>(),
         };
-        let want = scaled::quantize_two_step(reference, abs, 1f32.to_bits());
         if abs > limit || got.min(u32::from(max)) != u32::from(want) {
             return Err(format!(
                 "{format:?}: |x| = {abs:#010x} ({}): in binade {got:#x}, exact {want:#04x} (limit {limit:#010x})",
@@ -526,8 +537,8 @@ fn rounding_in_binade_equals_the_reference_on_a_sample_of_every_binade_up_to_its
         let strided = (0..=limit).step_by(997);
         let edges = (0..=limit >> 23)
             .flat_map(|e| (0..64u32).flat_map(move |d| [(e << 23) + d, (e << 23).saturating_sub(d + 1)]));
-        check_in_binade(format, strided.chain(edges.filter(|&m| m <= limit)).chain([limit]))
-            .unwrap_or_else(|m| panic!("{m}"));
+        let magnitudes = strided.chain(edges.filter(|&m| m <= limit)).chain([limit]);
+        check_in_binade(format, magnitudes.map(|m| (m, exact_in_binade(format, m)))).unwrap_or_else(|m| panic!("{m}"));
     }
 }
 
@@ -538,8 +549,12 @@ fn rounding_in_binade_equals_the_reference_on_every_magnitude_up_to_its_limit() 
         (Fp8Format::E4M3, shared::narrow::binade_rounding_limit::<4, 3>()),
         (Fp8Format::E5M2, shared::narrow::binade_rounding_limit::<5, 2>()),
     ] {
+        // The reference is monotone in the magnitude: computed where it changes.
         let check = |block: u64| {
-            check_in_binade(format, (block << 16) as u32..((block + 1) << 16).min(u64::from(limit) + 1) as u32)
+            let magnitudes = (block << 16) as u32..((block + 1) << 16).min(u64::from(limit) + 1) as u32;
+            let mut want = vec![0; magnitudes.len()];
+            fill_f32_monotone(block << 16, &mut want, |m| exact_in_binade(format, m));
+            check_in_binade(format, magnitudes.zip(want))
         };
         if let Err(message) = check_all(0..(u64::from(limit) >> 16) + 1, check) {
             panic!("{message}");

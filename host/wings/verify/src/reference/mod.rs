@@ -13,8 +13,10 @@
 //! parts, one per kind of format: [`classify`] (field layouts and the class of any
 //! encoding), [`norm`] (UNORM/SNORM codes and the integer division to f32), [`narrow`]
 //! (binary16, bfloat16 and FP8: rounding onto their grids and back to f32), [`scaled`]
-//! (per-tensor scaled FP8: the scale and the quantisation once or in two steps) and [`ulp`]
-//! (distances between results). Every public item is re-exported here, so callers name
+//! (per-tensor scaled FP8: the scale and the quantisation once or in two steps), [`ulp`]
+//! (distances between results) and [`runs`] (a rounding's results on a run of consecutive
+//! f32s, computed only where they change, which [`expected_many`] uses for the
+//! verification's chunks). Every public item is re-exported here, so callers name
 //! `verify::reference::x`.
 //!
 //! Classes are [`shared::Class`]: one enum for the class of a value in the whole
@@ -26,6 +28,7 @@
 pub mod classify;
 pub mod narrow;
 pub mod norm;
+pub mod runs;
 pub mod scaled;
 pub mod ulp;
 
@@ -37,6 +40,7 @@ pub use narrow::{
     narrow_to_f32_bits, round_f32_to, round_to, round_wide,
 };
 pub use norm::{div_to_f32, f32_to_unorm_exact, snorm_to_f32_bits, unorm_to_f32_bits, unorm_to_narrow_bits};
+pub use runs::fill_f32_monotone;
 pub use ulp::{f32_ulp_distance, float16_ulp_distance, narrow_ulp_distance, ulp_distance};
 
 use shared::{Family, Format};
@@ -105,21 +109,39 @@ pub fn expected_many(family: Family, inputs: &[u64], out: &mut [u64]) {
         Family::SnormToF32 { bits } => fill(inputs, out, |x| u64::from(snorm_to_f32_bits(bits, x))),
         Family::UnormToF16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BINARY16, bits, x)),
         Family::UnormToBf16 { bits } => fill(inputs, out, |x| unorm_to_narrow_bits(BFLOAT16, bits, x)),
-        Family::F32ToUnorm { bits } => fill(inputs, out, |x| f32_to_unorm_exact(bits, x as u32).0),
+        Family::F32ToUnorm { bits } => fill_rounding(inputs, out, |x| f32_to_unorm_exact(bits, x).0),
         Family::F32ToNarrow { format, overflow } => {
             let conversion = &NarrowConversion::new(format, overflow);
             // One loop per format, with its fields constants in the rounding.
-            let constant = |narrow: NarrowFormat| move |x: u64| conversion.convert_as(narrow, x as u32);
+            let constant = |narrow: NarrowFormat| move |x: u32| conversion.convert_as(narrow, x);
             match format {
-                Format::Binary16 => fill(inputs, out, constant(BINARY16)),
-                Format::Bfloat16 => fill(inputs, out, constant(BFLOAT16)),
-                Format::Fp8E4m3 => fill(inputs, out, constant(FP8_E4M3)),
-                Format::Fp8E5m2 => fill(inputs, out, constant(FP8_E5M2)),
-                _ => fill(inputs, out, |x| conversion.convert(x as u32)),
+                Format::Binary16 => fill_rounding(inputs, out, constant(BINARY16)),
+                Format::Bfloat16 => fill_rounding(inputs, out, constant(BFLOAT16)),
+                Format::Fp8E4m3 => fill_rounding(inputs, out, constant(FP8_E4M3)),
+                Format::Fp8E5m2 => fill_rounding(inputs, out, constant(FP8_E5M2)),
+                _ => fill_rounding(inputs, out, |x| conversion.convert(x)),
             }
         }
         Family::NarrowToF32 { format } => fill(inputs, out, |x| u64::from(narrow_to_f32_bits(format, x))),
     }
+}
+
+/// `out[i] = f(inputs[i])` for the f32 inputs of a rounding (f32 → UNORM or a narrow
+/// format), which is monotone on the finite f32s of each sign: on consecutive inputs,
+/// such as the verification's chunks, `f` is called only where its result changes
+/// ([`fill_f32_monotone`]); otherwise on each input.
+#[inline(always)]
+fn fill_rounding(inputs: &[u64], out: &mut [u64], f: impl Fn(u32) -> u64) {
+    match consecutive_start(inputs) {
+        Some(first) => fill_f32_monotone(first, out, f),
+        None => fill(inputs, out, |x| f(x as u32)),
+    }
+}
+
+/// The first of `inputs` if each is the one before plus one.
+fn consecutive_start(inputs: &[u64]) -> Option<u64> {
+    let first = *inputs.first()?;
+    inputs.iter().zip(first..).all(|(&x, i)| x == i).then_some(first)
 }
 
 /// `out[i] = f(inputs[i])` for every `i` (the lengths are equal).
