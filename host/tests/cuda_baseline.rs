@@ -14,7 +14,7 @@ use crate::common;
 
 use bitexact::cuda_tools::baseline::{self, CxxCost, Expect, FORMS, Flags};
 use bitexact::cuda_tools::nvrtc::Nvrtc;
-use bitexact::cuda_tools::sass::{self, Kernel};
+use bitexact::cuda_tools::sass::{self, Kernel, SassCost};
 use bitexact::cuda_tools::tools::{ARCHS, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
 use bitexact::support::skip::require_or_skip;
 use bitexact::verify::table::VARIANTS;
@@ -34,14 +34,14 @@ fn nvrtc_and_tools() -> Option<(Nvrtc, CudaTools)> {
     Some((nvrtc, tools))
 }
 
-/// The C++ column for every form on every architecture, with the Rust variants' work,
-/// made once for the tests that read it.
+/// The C++ column for every form on every architecture, with the Rust variants' work
+/// (their rows of the whole table's SASS report, which `ptx_tools` reads too), made once
+/// for the tests that read it.
 fn report(nvrtc: &Nvrtc, tools: &CudaTools) -> &'static [CxxCost] {
     static REPORT: OnceLock<Vec<CxxCost>> = OnceLock::new();
     REPORT.get_or_init(|| {
-        let variants: Vec<_> = VARIANTS.iter().filter(|v| FORMS.iter().any(|f| f.variant == v.name)).collect();
-        let rust =
-            sass::cost_report(tools, bitexact::gpu::ptx::MODULES, &variants, &ARCHS).unwrap_or_else(|e| panic!("{e}"));
+        let paired = |cost: &&SassCost| FORMS.iter().any(|f| f.variant == cost.variant);
+        let rust: Vec<SassCost> = common::all_costs(tools).iter().filter(paired).cloned().collect();
         baseline::cost_report(tools, nvrtc, FORMS, &rust, &ARCHS).unwrap_or_else(|e| panic!("{e}"))
     })
 }

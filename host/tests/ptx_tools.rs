@@ -15,7 +15,7 @@ use crate::common;
 use crate::expected_kernels;
 
 use bitexact::cuda_tools::guards;
-use bitexact::cuda_tools::sass::{self, Kernel, SassCost, bandwidth, chain::ChainVerdict};
+use bitexact::cuda_tools::sass::{self, Kernel, bandwidth, chain::ChainVerdict};
 use bitexact::cuda_tools::tools::{ARCHS, Assembled, CudaTools, REQUIRE_CUDA_TOOLS, TOOLS_DIR_VAR, Tool};
 use bitexact::gpu::ptx::{self, MODULES, Module, PTX};
 use bitexact::support::skip::require_or_skip;
@@ -32,16 +32,7 @@ fn tools() -> Option<CudaTools> {
     require_or_skip(REQUIRE_CUDA_TOOLS, CudaTools::find())
 }
 
-fn all_variants() -> Vec<&'static Variant> {
-    VARIANTS.iter().collect()
-}
-
-/// The SASS report of every variant on every architecture, made once for the tests
-/// that read it (assembling for seven architectures takes a while).
-fn all_costs(tools: &CudaTools) -> &'static [SassCost] {
-    static COSTS: OnceLock<Vec<SassCost>> = OnceLock::new();
-    COSTS.get_or_init(|| sass::cost_report(tools, MODULES, &all_variants(), &ARCHS).unwrap_or_else(|e| panic!("{e}")))
-}
+use common::all_costs;
 
 /// One PTX text assembled for one architecture, with its SASS parsed on first use.
 struct Listing {

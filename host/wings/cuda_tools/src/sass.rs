@@ -18,6 +18,7 @@ pub mod chain;
 use crate::tools::{CudaTools, ToolError, check_arch};
 use bitexact_gpu::ptx::Module;
 use bitexact_verify::table::Variant;
+use rayon::prelude::*;
 use shared::hardware::{Conversion, PtxTarget};
 use shared::{KernelKind, KernelName};
 use std::collections::HashMap;
@@ -226,46 +227,59 @@ pub fn cost_report(
     for arch in archs {
         check_arch(arch)?;
     }
-    let mut costs = Vec::with_capacity(variants.len() * archs.len());
-    for &arch in archs {
-        // One listing per module, `None` for the modules newer than `arch`.
-        let mut listings: Vec<(PtxTarget, Option<Vec<Kernel>>)> = Vec::with_capacity(modules.len());
-        for module in modules {
-            let listing = if module.assembles_for(arch) {
-                Some(parse_listing(&tools.disassemble(&tools.assemble(module.ptx, arch)?)?))
-            } else {
-                None
-            };
-            listings.push((module.target, listing));
-        }
-        let find = |kernels, name| find_kernel(kernels, arch, name);
-        let Some((_, Some(baseline))) = listings.first() else { continue };
-        for variant in variants {
-            let kernel = |kind| find(baseline, KernelName { variant: variant.name, kind }.to_string());
-            let (map, skeleton) = (kernel(KernelKind::Map)?, kernel(KernelKind::Skeleton)?);
-            let (latency, throughput) = (kernel(KernelKind::Latency)?, kernel(KernelKind::Throughput)?);
-            let hardware = match (variant.kernel(KernelKind::Hardware), Conversion::of(variant.family)) {
-                (Some(name), Some(instruction)) => {
-                    let target = bitexact_gpu::ptx::module_of(name, Some(instruction)).target;
-                    let listing = listings.iter().find(|(t, _)| *t == target).and_then(|(_, l)| l.as_ref());
-                    let work = match listing {
-                        Some(kernels) => Some(work(find(kernels, name.to_string())?, skeleton)),
-                        None => None,
-                    };
-                    Some(HardwareCost { instruction: instruction.ptx(), target: target.to_string(), work })
-                }
-                _ => None,
-            };
-            costs.push(SassCost {
-                arch: arch.to_string(),
-                variant: variant.name,
-                family: variant.family.to_string(),
-                claim: variant.claim.name(),
-                work: work(map, skeleton),
-                chain: chain::check(map, skeleton, latency, throughput),
-                hardware,
-            });
-        }
+    // The architectures on the global rayon pool (ptxas and cuobjdump are processes of
+    // their own), each one's listings dropped once its rows are made; the first error in
+    // the order of `archs`, whichever finished first.
+    let per_arch: Vec<Result<Vec<SassCost>, SassError>> =
+        archs.par_iter().map(|&arch| arch_costs(tools, modules, variants, arch)).collect();
+    Ok(per_arch.into_iter().collect::<Result<Vec<_>, _>>()?.concat())
+}
+
+/// [`cost_report`]'s rows for one architecture.
+fn arch_costs(
+    tools: &CudaTools,
+    modules: &[Module],
+    variants: &[&'static Variant],
+    arch: &str,
+) -> Result<Vec<SassCost>, SassError> {
+    let mut costs = Vec::with_capacity(variants.len());
+    // One listing per module, `None` for the modules newer than `arch`.
+    let mut listings: Vec<(PtxTarget, Option<Vec<Kernel>>)> = Vec::with_capacity(modules.len());
+    for module in modules {
+        let listing = if module.assembles_for(arch) {
+            Some(parse_listing(&tools.disassemble(&tools.assemble(module.ptx, arch)?)?))
+        } else {
+            None
+        };
+        listings.push((module.target, listing));
+    }
+    let find = |kernels, name| find_kernel(kernels, arch, name);
+    let Some((_, Some(baseline))) = listings.first() else { return Ok(costs) };
+    for variant in variants {
+        let kernel = |kind| find(baseline, KernelName { variant: variant.name, kind }.to_string());
+        let (map, skeleton) = (kernel(KernelKind::Map)?, kernel(KernelKind::Skeleton)?);
+        let (latency, throughput) = (kernel(KernelKind::Latency)?, kernel(KernelKind::Throughput)?);
+        let hardware = match (variant.kernel(KernelKind::Hardware), Conversion::of(variant.family)) {
+            (Some(name), Some(instruction)) => {
+                let target = bitexact_gpu::ptx::module_of(name, Some(instruction)).target;
+                let listing = listings.iter().find(|(t, _)| *t == target).and_then(|(_, l)| l.as_ref());
+                let work = match listing {
+                    Some(kernels) => Some(work(find(kernels, name.to_string())?, skeleton)),
+                    None => None,
+                };
+                Some(HardwareCost { instruction: instruction.ptx(), target: target.to_string(), work })
+            }
+            _ => None,
+        };
+        costs.push(SassCost {
+            arch: arch.to_string(),
+            variant: variant.name,
+            family: variant.family.to_string(),
+            claim: variant.claim.name(),
+            work: work(map, skeleton),
+            chain: chain::check(map, skeleton, latency, throughput),
+            hardware,
+        });
     }
     Ok(costs)
 }

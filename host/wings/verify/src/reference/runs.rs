@@ -97,7 +97,8 @@ fn fill_between<T: Copy + Ord>(low: u32, out: &mut [T], at_low: T, at_high: T, f
 mod tests {
     use super::*;
     use crate::reference::{NarrowConversion, f32_to_unorm_exact};
-    use shared::Family;
+    use shared::narrow::Overflow;
+    use shared::{Family, Format};
     use std::cell::Cell;
 
     /// The reference's result for `x`, computed on that input alone (not through
@@ -112,10 +113,11 @@ mod tests {
 
     /// The families whose reference `expected_many` fills by runs.
     fn rounding_families() -> Vec<Family> {
-        crate::table::families()
-            .into_iter()
-            .filter(|family| matches!(family, Family::F32ToNarrow { .. } | Family::F32ToUnorm { .. }))
-            .collect()
+        let narrow =
+            [Format::Binary16, Format::Bfloat16, Format::Fp8E4m3, Format::Fp8E5m2].into_iter().flat_map(|format| {
+                [Overflow::Standard, Overflow::SatFinite].map(|overflow| Family::F32ToNarrow { format, overflow })
+            });
+        narrow.chain([8, 16].map(|bits| Family::F32ToUnorm { bits })).collect()
     }
 
     /// Runs that start just below every binade's first f32 (both signs, so +0/−0,
