@@ -25,6 +25,7 @@ mod class;
 pub mod e8m0;
 pub mod fp4;
 pub mod fp8;
+pub mod fp8_block;
 pub mod fp8_scale;
 pub mod hardware;
 pub mod kind;

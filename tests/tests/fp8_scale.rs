@@ -194,28 +194,44 @@ fn quantize_and_every_cpu_level_e5m2_on_every_f32_at_a_scale_that_is_not_a_power
     every_f32_at(Fp8Format::E5M2, fp8_scale::scale_for(3.7, Fp8Format::E5M2));
 }
 
+/// The scale of `amax` for both formats, and the dequantisation scale of `s = amax`,
+/// against the reference's definitions, checked by multiplication
+/// (`scaled::is_scale_for`, `is_rounded_quotient`: no division per input); the message
+/// names the reference's value, found by its division.
 fn check_scale(amax: u32) -> Result<(), String> {
     for format in Fp8Format::ALL {
-        let (got, want) = (fp8_scale::scale_for(f32::from_bits(amax), format).to_bits(), {
-            scaled::scale_for(reference_format(format), amax)
-        });
-        if got != want {
+        let got = fp8_scale::scale_for(f32::from_bits(amax), format).to_bits();
+        if !scaled::is_scale_for(reference_format(format), amax, got) {
+            let want = scaled::scale_for(reference_format(format), amax);
             return Err(format!("{format:?}: amax = {amax:#010x}: scale {got:#010x}, exact {want:#010x}"));
         }
     }
     let s = f32::from_bits(amax);
     if amax != 0 {
-        let (got, want) = (fp8_scale::dequant_scale(s).to_bits(), scaled::dequant_scale(amax));
-        if got != want {
+        let got = fp8_scale::dequant_scale(s).to_bits();
+        if !scaled::is_rounded_quotient(1.0f32.to_bits(), amax, got) {
+            let want = scaled::dequant_scale(amax);
             return Err(format!("s = {amax:#010x}: 1/s {got:#010x}, exact {want:#010x}"));
         }
     }
     Ok(())
 }
 
+/// The reference's division and its check by multiplication agree (on the sample).
+fn check_scale_reference(amax: u32) {
+    for format in Fp8Format::ALL {
+        let s = scaled::scale_for(reference_format(format), amax);
+        assert!(scaled::is_scale_for(reference_format(format), amax, s), "{format:?} {amax:#x}");
+    }
+    if amax != 0 {
+        assert!(scaled::is_rounded_quotient(1.0f32.to_bits(), amax, scaled::dequant_scale(amax)), "{amax:#x}");
+    }
+}
+
 #[test]
 fn the_scales_equal_the_rational_reference_on_a_sample() {
     for amax in sampled_f32().filter(|&x| x < 0x7F80_0000) {
+        check_scale_reference(amax);
         if let Err(message) = check_scale(amax) {
             panic!("{message}");
         }

@@ -117,17 +117,21 @@ pub fn check_destination(output: &Path) -> Result<(), OutputPathError> {
     if output.is_dir() {
         return fail(OutputErrorKind::IsDirectory);
     }
-    let directory = directory_of(output);
-    match PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()) {
-        Ok((pending, probe)) => {
-            drop(probe);
-            drop(pending);
-            Ok(())
-        }
-        Err(error) => {
-            fail(OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error })
-        }
-    }
+    let (pending, probe) =
+        temporary_beside(output).map_err(|kind| OutputPathError { path: output.to_path_buf(), kind })?;
+    drop(probe);
+    drop(pending);
+    Ok(())
+}
+
+/// A new temporary file in the directory `out` is put in, listed for the signal handler
+/// while the [`PendingTemporary`] lives (removed when the file is dropped, unless it is
+/// persisted first).
+fn temporary_beside(out: &Path) -> Result<(PendingTemporary, tempfile::NamedTempFile), OutputErrorKind> {
+    let directory = directory_of(out);
+    PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()).map_err(|error| {
+        OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error }
+    })
 }
 
 /// Checks, before any work, that `output` names something new (`cast`'s output): it
@@ -149,11 +153,7 @@ pub(crate) fn check_new(output: &Path) -> Result<(), OutputErrorKind> {
 pub fn write_whole(out: &Path, bytes: &[u8]) -> Result<(), OutputPathError> {
     use std::io::Write;
     let fail = |kind| OutputPathError { path: out.to_path_buf(), kind };
-    let directory = directory_of(out);
-    let (pending, mut temporary) =
-        PendingTemporary::create(|| temporary_builder().tempfile_in(directory), |t| t.path()).map_err(|error| {
-            fail(OutputErrorKind::CreateTemporary { output: Output::File, directory: directory.to_path_buf(), error })
-        })?;
+    let (pending, mut temporary) = temporary_beside(out).map_err(fail)?;
     temporary
         .write_all(bytes)
         .and_then(|()| temporary.as_file().sync_all())

@@ -1,8 +1,10 @@
-//! Per-tensor scaled FP8 on integers: the scale `fl32(max / amax)`, the dequantisation
+//! Scaled FP8 on integers. Per tensor: the scale `fl32(max / amax)`, the dequantisation
 //! scale `fl32(1 / s)`, and the saturating round-to-nearest-even of `x · s` once (the
-//! exact product) or in two steps (the product rounded to f32 first), each from the
-//! operands' fields, the exact rational and [`super::narrow::round_to`]. No floating-point
-//! operation, nothing of `shared::fp8_scale`.
+//! exact product) or in two steps (the product rounded to f32 first). Per block: the
+//! dequantisation scale `fl32(amax / max)` and the saturating round-to-nearest-even of
+//! the exact quotient `x / d`. Each from the operands' fields, the exact rational and
+//! [`super::narrow::round_to`]. No floating-point operation, nothing of
+//! `shared::fp8_scale` or `shared::fp8_block`.
 
 use super::narrow::{
     BINARY32, NarrowFormat, Rounded, f32_magnitude_parts, f64_magnitude_parts, round_f32_to, round_to, round_wide,
@@ -115,6 +117,64 @@ pub fn quantize_e2m1_once(x: u32, s: u32) -> u8 {
 /// above the sticky bit.
 #[inline]
 pub fn divide(numerator: u32, denominator: u32) -> Option<u32> {
+    let (significand, exponent) = quotient_parts(numerator, denominator);
+    match round_to(BINARY32, significand, exponent) {
+        Rounded::Finite(bits) => Some(u32::try_from(bits).expect("an f32 encoding")),
+        Rounded::Overflow => None,
+    }
+}
+
+/// Whether `result` (f32 bits: +0, a positive finite value, or +inf for an overflow) is
+/// `numerator / denominator` (positive finite f32 bits) rounded to nearest, ties to even:
+/// the exact quotient compared, by multiplication on integers, with the midpoints between
+/// `result` and its neighbours (for +inf, with the overflow threshold `(2^25 − 1) ·
+/// 2^103`, halfway from `f32::MAX` to `2^128`). The same verdict as `divide(numerator,
+/// denominator) == result` (`None` read as +inf), without a division: the walks of every
+/// scale use it (a hardware division per input was most of their time).
+#[inline(always)]
+pub fn is_rounded_quotient(numerator: u32, denominator: u32, result: u32) -> bool {
+    use core::cmp::Ordering;
+    let ((n, a), (d, b)) = (f32_magnitude_parts(numerator), f32_magnitude_parts(denominator));
+    assert!(n != 0 && d != 0, "positive operands");
+    // How the quotient n · 2^a / (d · 2^b) compares with v · 2^c (1 ≤ v < 2^26): n · 2^k
+    // against v · d, with n < 2^24 and 1 ≤ v · d < 2^50.
+    let compare = |v: u64, c: i32| -> Ordering {
+        let (lhs, rhs, k) = (u128::from(n), u128::from(v) * u128::from(d), a - b - c);
+        match k {
+            64.. => Ordering::Greater,
+            0..64 => (lhs << k).cmp(&rhs),
+            ..=-64 => Ordering::Less,
+            _ => lhs.cmp(&(rhs << -k)),
+        }
+    };
+    if result == 0x7F80_0000 {
+        return compare((1 << 25) - 1, 103) != Ordering::Less;
+    }
+    if result > 0x7F80_0000 {
+        return false;
+    }
+    let (r, e) = f32_magnitude_parts(result);
+    // A tie at a midpoint goes to the neighbour with an even significand.
+    let within = |o: Ordering, side: Ordering| o == side || (o == Ordering::Equal && r % 2 == 0);
+    let below_upper = within(compare(2 * r + 1, e - 1), Ordering::Less);
+    // Below a normal power of two the spacing halves; the smallest normal (e = -149) has
+    // the subnormals' spacing on both sides.
+    let above_lower = r == 0 || {
+        let (v, c) = if r == 1 << 23 && e > -149 { ((1 << 25) - 1, e - 2) } else { (2 * r - 1, e - 1) };
+        within(compare(v, c), Ordering::Greater)
+    };
+    below_upper && above_lower
+}
+
+/// `significand · 2^exponent`, a stand-in for `numerator / denominator` (both positive
+/// finite f32 bits) that rounds as the exact quotient does onto any grid of at most 24
+/// significant bits (f32's or a narrower format's, subnormals included): the quotient
+/// of the significands taken to at least 26 bits, with a sticky bit below for the
+/// remainder. The rounding position is at least two bits above the sticky bit, so the
+/// stand-in is on a grid point, a midpoint, or strictly between them exactly when the
+/// quotient is.
+#[inline]
+fn quotient_parts(numerator: u32, denominator: u32) -> (u64, i32) {
     let ((mn, en), (md, ed)) = (f32_magnitude_parts(numerator), f32_magnitude_parts(denominator));
     assert!(mn != 0 && md != 0, "positive operands");
     // (mn · 2^k) / md has at least 26 significant bits when 2^k ≥ 2^26 · md / mn.
@@ -122,11 +182,38 @@ pub fn divide(numerator: u32, denominator: u32) -> Option<u32> {
     // mn · 2^k has bit length len(mn) + k = 27 + len(md), at most 51 bits: a u64.
     let scaled = mn << k;
     let (quotient, remainder) = (scaled / md, scaled % md);
-    let significand = quotient << 1 | u64::from(remainder != 0);
-    match round_to(BINARY32, significand, en - ed - k - 1) {
-        Rounded::Finite(bits) => Some(u32::try_from(bits).expect("an f32 encoding")),
-        Rounded::Overflow => None,
+    (quotient << 1 | u64::from(remainder != 0), en - ed - k - 1)
+}
+
+/// `sat_rne(x / d)` onto `format` (E4M3 or E5M2), the exact quotient rounded once: `x`
+/// any f32 (bits), `d` a positive finite f32 (bits). NaN gives the format's NaN with
+/// `x`'s sign, ±inf the largest finite magnitude, ±0 zero with its sign. The block-scaled
+/// formats' exact recipe (`shared::fp8_block`).
+pub fn quantize_quotient(format: NarrowFormat, x: u32, d: u32) -> u8 {
+    if is_nan(x) {
+        return fp8_sign(x) | FP8_NAN_ABS;
     }
+    let magnitude = if is_infinite(x) {
+        max_encoding(format)
+    } else if x & 0x7FFF_FFFF == 0 {
+        0
+    } else {
+        let (significand, exponent) = quotient_parts(x & 0x7FFF_FFFF, d);
+        saturated(format, round_to(format, significand, exponent))
+    };
+    fp8_sign(x) | magnitude
+}
+
+/// The block-scaled formats' dequantisation scale `fl32(amax / max)` for `format` and a
+/// finite non-negative `amax` (bits): 1 for `amax = 0`, and the smallest positive f32
+/// (`2^-149`) where the quotient rounds to zero (`shared::fp8_block`).
+pub fn block_dequant_scale(format: NarrowFormat, amax: u32) -> u32 {
+    if amax & 0x7FFF_FFFF == 0 {
+        return 1.0f32.to_bits();
+    }
+    let max = max_f32_bits(format);
+    let d = divide(amax & 0x7FFF_FFFF, max).expect("amax / max is below f32::MAX");
+    d.max(1)
 }
 
 /// The scale `fl32(max / amax)` for `format` and a finite non-negative `amax` (bits): 1
@@ -135,12 +222,42 @@ pub fn scale_for(format: NarrowFormat, amax: u32) -> u32 {
     if amax & 0x7FFF_FFFF == 0 {
         return 1.0f32.to_bits();
     }
-    let (significand, exponent) = format.max_finite;
-    let max = match round_to(BINARY32, significand, exponent) {
-        Rounded::Finite(bits) => u32::try_from(bits).expect("an f32 encoding"),
-        Rounded::Overflow => unreachable!("every FP8 value is an f32"),
-    };
+    let max = max_f32_bits(format);
     divide(max, amax).unwrap_or(f32::MAX.to_bits())
+}
+
+/// Whether `s` (f32 bits) is [`scale_for`]`(format, amax)`, checked by multiplication
+/// ([`is_rounded_quotient`]): 1 for `amax = 0`; otherwise `max / amax` rounded, or
+/// `f32::MAX` where that overflows.
+#[inline(always)]
+pub fn is_scale_for(format: NarrowFormat, amax: u32, s: u32) -> bool {
+    let amax = amax & 0x7FFF_FFFF;
+    if amax == 0 {
+        return s == 1.0f32.to_bits();
+    }
+    let max = max_f32_bits(format);
+    is_rounded_quotient(max, amax, s)
+        || (s == f32::MAX.to_bits() && is_rounded_quotient(max, amax, f32::INFINITY.to_bits()))
+}
+
+/// Whether `d` (f32 bits) is [`block_dequant_scale`]`(format, amax)`, checked by
+/// multiplication ([`is_rounded_quotient`]): 1 for `amax = 0`; otherwise `amax / max`
+/// rounded, or `2^-149` where that rounds to zero.
+#[inline(always)]
+pub fn is_block_dequant_scale(format: NarrowFormat, amax: u32, d: u32) -> bool {
+    let amax = amax & 0x7FFF_FFFF;
+    if amax == 0 {
+        return d == 1.0f32.to_bits();
+    }
+    let max = max_f32_bits(format);
+    is_rounded_quotient(amax, max, d) || (d == 1 && is_rounded_quotient(amax, max, 0))
+}
+
+/// The f32 bits of `format`'s largest finite value (every FP8 value is an f32).
+#[inline(always)]
+fn max_f32_bits(format: NarrowFormat) -> u32 {
+    let (significand, exponent) = format.max_finite;
+    super::narrow::exact_f32_bits(significand, exponent)
 }
 
 /// `fl32(1 / s)` for a positive finite `s` (bits): +inf where it overflows (`s` at most
@@ -216,6 +333,43 @@ mod tests {
     use crate::reference::{FP8_E4M3, FP8_E5M2};
 
     // The reference checked on values worked by hand from the formats' definitions.
+    /// Numerators and denominators from every binade: zeros excluded, subnormals, powers
+    /// of two, f32::MAX, and a stride through the rest.
+    fn operands() -> Vec<u32> {
+        let mut x: Vec<u32> = (1..0x7F80_0000u32).step_by(2_097_143).collect();
+        x.extend((0..255u32).flat_map(|e| [e << 23 | 1, (e << 23) + 0x7F_FFFF, (e << 23).max(1)]));
+        x.extend([1, 2, 3, 0x007F_FFFF, 0x0080_0000, f32::MAX.to_bits(), 1.0f32.to_bits(), 448.0f32.to_bits()]);
+        x
+    }
+
+    #[test]
+    fn is_rounded_quotient_accepts_the_division_s_result_and_rejects_its_neighbours() {
+        let ops = operands();
+        let mut checked = 0;
+        for &n in &ops {
+            for &d in ops.iter().step_by(7) {
+                let r = divide(n, d).unwrap_or(0x7F80_0000);
+                assert!(is_rounded_quotient(n, d, r), "{n:#x} / {d:#x} = {r:#x}");
+                for other in [r.wrapping_sub(1), r + 1, r.wrapping_sub(2), r + 2] {
+                    if other <= 0x7F80_0000 {
+                        assert!(!is_rounded_quotient(n, d, other), "{n:#x} / {d:#x}: {other:#x} next to {r:#x}");
+                    }
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 50_000, "{checked}");
+        // Overflow: f32::MAX / 2^-1 overflows; f32::MAX / 1 does not.
+        assert!(is_rounded_quotient(f32::MAX.to_bits(), 0.5f32.to_bits(), 0x7F80_0000));
+        assert!(!is_rounded_quotient(f32::MAX.to_bits(), 1.0f32.to_bits(), 0x7F80_0000));
+        // Underflow to zero: 2^-149 / 4 is below half the smallest subnormal; / 2 is the tie,
+        // which goes to 0 (even).
+        assert!(is_rounded_quotient(1, 4.0f32.to_bits(), 0));
+        assert!(is_rounded_quotient(1, 2.0f32.to_bits(), 0));
+        assert!(!is_rounded_quotient(1, 2.0f32.to_bits(), 1));
+        assert!(is_rounded_quotient(3, 2.0f32.to_bits(), 2), "1.5 units ties to 2");
+    }
+
     #[test]
     fn hand_worked_values() {
         let bits = |v: f32| v.to_bits();

@@ -1,0 +1,201 @@
+//! Block-scaled FP8 (OCP E4M3 and E5M2) by the exact recipe: the definitions one
+//! implementation shares between the CPU, the kernels and `bitexact cast`.
+//!
+//! A 2-D tensor of `rows × cols` f32 values, row-major, is cut into [`Blocks`]: one row
+//! each ([`Blocks::PerRow`], "per channel": compressed-tensors' `channel` strategy, one
+//! scale per output row of a Linear weight), or tiles of `h × w` ([`Blocks::Tiles`];
+//! 128 × 128 is DeepSeek-V3's `weight_block_size` and compressed-tensors' `block`
+//! strategy), the last ones partial where the shape is not a multiple of the tile. For
+//! each block:
+//!
+//! * `amax = max |x|` over the block's finite values ([`fp8_scale::amax_slice`] on each
+//!   of its row segments). A partial block's missing values count as zeros, as the
+//!   producers pad them, which changes no maximum of magnitudes;
+//! * the stored dequantisation scale `d = fl32(amax / max)`, the correctly rounded f32
+//!   division (`max` is 448 for E4M3, 57344 for E5M2); 1 for an all-zero block (every
+//!   `q` is then 0 whatever `d` is), and `2^-149`, the smallest positive f32, where the
+//!   quotient rounds to zero ([`dequant_scale_for`]);
+//! * each element `q = sat_rne(x / d)`: the exact quotient rounded once to nearest, ties
+//!   to even, saturating at `±max` (infinite `x` included); NaN gives NaN with its sign
+//!   ([`quantize_quotient`]).
+//!
+//! So `q · d`, what a reader of the checkpoint computes to dequantise, is the multiple of
+//! the stored `d` by an FP8 value that is nearest to `x`: as close as that `d` allows. The
+//! producers' recipes do not promise that: they multiply by a rounded reciprocal of the
+//! scale, or round the quotient to f32 or bf16 before FP8 (two roundings), and some round
+//! the scale to bf16 first.
+//!
+//! # Why one f64 division rounds as the exact quotient does
+//! Let `y = x / d` for f32 magnitudes `x = X · 2^a` and `d = D · 2^b` (`X`, `D` integers
+//! below 2^24), and let `t = M · 2^j` be any point where the FP8 rounding changes: a
+//! midpoint between neighbouring FP8 values (at most 5 significant bits), or `max`.
+//! If `y ≠ t`, then `y − t = (X · 2^a − M · D · 2^(j+b)) / (D · 2^b)`, whose numerator is a
+//! non-zero multiple of `2^min(a, j+b)`. With `min = j + b` that puts `y` at least
+//! `1 / (M · D) > 2^-29` of `t` away, relatively; with `min = a < j + b`, `y` near `t`
+//! needs `X ≈ M · D · 2^(j+b−a)`, so `2^(j+b−a) < 2^24 / (M · D)`, and `y` is at least
+//! `2^-24` of `t` away, relatively. Every such `y` lies in f64's normal range (`2^-277` …
+//! `2^277`), where `fl64` moves a value by at most `2^-53` relatively and keeps its order
+//! with every f64, `t` included. So `fl64(y)` is on the same side of every `t` as `y`, and
+//! on `t` exactly when `y` is: rounding `fl64(y)` once more to FP8
+//! ([`crate::narrow::round_magnitude_f64`]) gives `y` rounded once. The GPU's `div.rn.f64`
+//! is the same correctly rounded division.
+//!
+//! Proven on every f32 `x` at a set of `d`, and `d` on every finite `amax`, against
+//! rational arithmetic on integers (`bitexact::verify::reference::scaled`), by
+//! `tests/tests/fp8_block.rs`.
+
+use crate::fp8::{e4m3, e5m2};
+use crate::fp8_scale::{self, Fp8Format, magnitude_bits};
+use crate::narrow::round_magnitude_f64;
+
+/// The smallest positive f32, `2^-149`: the least dequantisation scale.
+const MIN_SCALE: f32 = f32::from_bits(1);
+
+/// The dequantisation scale `d = fl32(amax / max)` of a block whose largest finite
+/// magnitude is `amax` (finite, non-negative): 1 for `amax = 0`, and at least `2^-149`.
+/// A non-finite or negative `amax` is the caller's error: the result is then
+/// unspecified.
+#[inline]
+pub fn dequant_scale_for(amax: f32, format: Fp8Format) -> f32 {
+    if amax == 0.0 {
+        return 1.0;
+    }
+    let d = amax / format.max_finite();
+    if d == 0.0 { MIN_SCALE } else { d }
+}
+
+/// `sat_rne(x / d)`: the exact quotient of the f32 `x` (bits) by the positive finite
+/// scale `d`, rounded to nearest, ties to even, straight to `format` (the module's
+/// argument: one f64 division, then the FP8 rounding), saturating at `±max` (infinite
+/// `x` included); NaN gives NaN with `x`'s sign, ±0 gives ±0.
+#[inline]
+pub fn quantize_quotient(x: u32, d: f32, format: Fp8Format) -> u8 {
+    let quotient = (f64::from(f32::from_bits(magnitude_bits(x))) / f64::from(d)).to_bits();
+    let sign = (x >> 24) as u8 & 0x80;
+    let (magnitude, max, nan) = match format {
+        Fp8Format::E4M3 => (round_magnitude_f64::<4, 3>(quotient), e4m3::MAX_ABS, e4m3::NAN_ABS),
+        Fp8Format::E5M2 => (round_magnitude_f64::<5, 2>(quotient), e5m2::MAX_FINITE, e5m2::NAN_ABS),
+    };
+    let magnitude = if magnitude > u32::from(max) { max } else { magnitude as u8 };
+    sign | if magnitude_bits(x) > 0x7F80_0000 { nan } else { magnitude }
+}
+
+/// How a 2-D tensor is cut into blocks that share a scale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Blocks {
+    /// One block per row (per output channel of a Linear weight): scales of shape
+    /// `[rows, 1]`.
+    PerRow,
+    /// Tiles of `rows × cols` (both at least 1), the last ones partial: scales of shape
+    /// `[⌈rows / h⌉, ⌈cols / w⌉]`.
+    Tiles {
+        /// Tile height.
+        rows: usize,
+        /// Tile width.
+        cols: usize,
+    },
+}
+
+impl Blocks {
+    /// DeepSeek-V3's and compressed-tensors' 128 × 128 tiles.
+    pub const TILE_128: Blocks = Blocks::Tiles { rows: 128, cols: 128 };
+
+    /// The tile's height and width in a tensor of `cols` columns (a row is `1 × cols`);
+    /// `None` for a tile with a zero side.
+    #[inline]
+    pub const fn extent(self, cols: usize) -> Option<(usize, usize)> {
+        match self {
+            Blocks::PerRow => Some((1, cols)),
+            Blocks::Tiles { rows: 0, .. } | Blocks::Tiles { cols: 0, .. } => None,
+            Blocks::Tiles { rows, cols } => Some((rows, cols)),
+        }
+    }
+
+    /// The shape of the scales of a `rows × cols` tensor, `[⌈rows / h⌉, ⌈cols / w⌉]`
+    /// (`[rows, 1]` per row); `None` for a tile with a zero side.
+    #[inline]
+    pub const fn scale_shape(self, rows: usize, cols: usize) -> Option<(usize, usize)> {
+        match (self, self.extent(cols)) {
+            (Blocks::PerRow, _) => Some((rows, 1)),
+            (_, Some((h, w))) => Some((rows.div_ceil(h), cols.div_ceil(w))),
+            (_, None) => None,
+        }
+    }
+}
+
+/// Why [`quantize_blocks`] did not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockError {
+    /// A tile with a zero side.
+    EmptyTile,
+    /// `x`, `q` or `d` does not have the length the shape asks for (`rows · cols`, or the
+    /// number of blocks): which one, and the length it should have.
+    Length {
+        /// `"x"`, `"q"` or `"d"`.
+        slice: &'static str,
+        /// The length the shape asks for.
+        expected: usize,
+    },
+}
+
+/// The CPU form of the recipe on a whole `rows × cols` tensor `x` (f32 bits, row-major):
+/// each block's scale into `d` (row-major, of [`Blocks::scale_shape`]) and each element's
+/// code into `q`. Returns the index in `x` of the first non-finite value, if any (it is
+/// quantised too, as [`quantize_quotient`] says, and left out of its block's `amax`), for
+/// the caller that refuses such tensors.
+pub fn quantize_blocks(
+    x: &[u32],
+    rows: usize,
+    cols: usize,
+    blocks: Blocks,
+    format: Fp8Format,
+    q: &mut [u8],
+    d: &mut [f32],
+) -> Result<Option<usize>, BlockError> {
+    let ((h, w), (block_rows, block_cols)) = match (blocks.extent(cols), blocks.scale_shape(rows, cols)) {
+        (Some(extent), Some(shape)) => (extent, shape),
+        _ => return Err(BlockError::EmptyTile),
+    };
+    let elements = rows.checked_mul(cols).ok_or(BlockError::Length { slice: "x", expected: usize::MAX })?;
+    for (slice, len, expected) in
+        [("x", x.len(), elements), ("q", q.len(), elements), ("d", d.len(), block_rows.saturating_mul(block_cols))]
+    {
+        if len != expected {
+            return Err(BlockError::Length { slice, expected });
+        }
+    }
+    if elements == 0 {
+        // Every block is empty: `amax = 0`.
+        d.fill(1.0);
+        return Ok(None);
+    }
+    // Bands of `h` rows (the last one shorter), each with its row of scales; `cols`,
+    // `band` and `block_cols` are at least 1 here.
+    let band = h.saturating_mul(cols);
+    let mut first_nonfinite: Option<usize> = None;
+    let bands = x.chunks(band).zip(q.chunks_mut(band)).zip(d.chunks_mut(block_cols));
+    for (band_index, ((x_band, q_band), scales)) in bands.enumerate() {
+        for (block_col, scale) in scales.iter_mut().enumerate() {
+            let start = block_col.saturating_mul(w);
+            let columns = start..cols.min(start.saturating_add(w));
+            let mut amax = 0;
+            for (row_in_band, row) in x_band.chunks(cols).enumerate() {
+                let (row_amax, nonfinite) = fp8_scale::amax_slice(row.get(columns.clone()).unwrap_or(&[]));
+                amax = amax.max(row_amax);
+                if let Some(at) = nonfinite {
+                    let index = band_index * band + row_in_band * cols + start + at;
+                    first_nonfinite = Some(first_nonfinite.map_or(index, |first| first.min(index)));
+                }
+            }
+            *scale = dequant_scale_for(f32::from_bits(amax), format);
+            for (x_row, q_row) in x_band.chunks(cols).zip(q_band.chunks_mut(cols)) {
+                if let (Some(values), Some(codes)) = (x_row.get(columns.clone()), q_row.get_mut(columns.clone())) {
+                    for (code, &value) in codes.iter_mut().zip(values) {
+                        *code = quantize_quotient(value, *scale, format);
+                    }
+                }
+            }
+        }
+    }
+    Ok(first_nonfinite)
+}

@@ -1,0 +1,260 @@
+//! Block-scaled FP8 by the exact recipe (`shared::fp8_block`) against the rational
+//! reference on integers (`bitexact::verify::reference::scaled`):
+//! - `quantize_quotient`, the exact quotient `x / d` rounded once, on a sample of every
+//!   binade at many scales in the quick run, and with `--ignored` on every f32 at a scale
+//!   that is not a power of two, for E4M3 and E5M2;
+//! - `dequant_scale_for`, `fl32(amax / max)`, on a sample, and with `--ignored` on every
+//!   finite non-negative `amax` for both formats;
+//! - `quantize_blocks` on whole tensors (partial tiles, rows, non-finite values, an
+//!   all-zero block) against the reference applied block by block, with each block's
+//!   `amax` found by a loop of its own.
+
+use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
+use conformance::check_all;
+use shared::fp8_block::{self, BlockError, Blocks};
+use shared::fp8_scale::Fp8Format;
+
+fn reference_format(format: Fp8Format) -> NarrowFormat {
+    match format {
+        Fp8Format::E4M3 => FP8_E4M3,
+        Fp8Format::E5M2 => FP8_E5M2,
+    }
+}
+
+/// An f32's sign bit.
+const SIGN: u32 = 0x8000_0000;
+
+/// `quantize_quotient` of `x` at `d` against the reference; the difference, in hex.
+fn check_quotient(format: Fp8Format, d: f32, x: u32, want: u8) -> Result<(), String> {
+    let got = fp8_block::quantize_quotient(x, d, format);
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{format:?}: x = {x:#010x} ({:e}), d = {d:e} ({:#010x}): got {got:#04x}, exact {want:#04x}",
+            f32::from_bits(x),
+            d.to_bits()
+        ))
+    }
+}
+
+/// The reference's code for `x / d`.
+#[inline(always)]
+fn exact(format: Fp8Format, d: f32, x: u32) -> u8 {
+    scaled::quantize_quotient(reference_format(format), x, d.to_bits())
+}
+
+/// Every 65537th f32 (a prime stride: every binade, both signs, NaNs included) and the
+/// encodings around each power of two, with either sign.
+fn sampled_f32() -> impl Iterator<Item = u32> {
+    let strided = (0..1u64 << 32).step_by(65537).map(|x| x as u32);
+    let edges = (0..256u32).flat_map(|e| (0..8u32).flat_map(move |d| [(e << 23) + d, (e << 23).wrapping_sub(d + 1)]));
+    strided.chain(edges.flat_map(|x| [x, x | SIGN]))
+}
+
+/// Scales a block meets: powers of two, the least (`2^-149`), the largest, and the
+/// scales of typical and extreme `amax` values.
+fn scales(format: Fp8Format) -> Vec<f32> {
+    let mut scales = vec![1.0, 2f32.powi(-4), 2f32.powi(3), 2f32.powi(100), f32::from_bits(1), f32::MAX];
+    for amax in [0.0123f32, 3.7, 1.0, 448.0, 1e-30, 1e-42, f32::MAX, 0.5 + f32::EPSILON] {
+        scales.push(fp8_block::dequant_scale_for(amax, format));
+    }
+    scales
+}
+
+#[test]
+fn the_quotient_equals_the_rational_reference_on_a_sample_at_many_scales() {
+    for format in Fp8Format::ALL {
+        for d in scales(format) {
+            for x in sampled_f32() {
+                check_quotient(format, d, x, exact(format, d, x)).unwrap_or_else(|m| panic!("{m}"));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_quotient_rounds_to_nearest_even_and_saturates() {
+    // 0.0625 / d with d = 1.5 · 2^-8 is 10.666…: E4M3's neighbours are 10 and 11, and 11
+    // (0x53) is nearest. Between 16 and 32 E4M3's step is 2: 17 ties to 16 (0x58, an even
+    // mantissa) and 19 to 20 (0x5A).
+    let d = 1.5 * 2f32.powi(-8);
+    assert_eq!(fp8_block::quantize_quotient(0.0625f32.to_bits(), d, Fp8Format::E4M3), 0x53);
+    assert_eq!(fp8_block::quantize_quotient(17.0f32.to_bits(), 1.0, Fp8Format::E4M3), 0x58, "17 ties to 16");
+    assert_eq!(fp8_block::quantize_quotient(19.0f32.to_bits(), 1.0, Fp8Format::E4M3), 0x5A, "19 ties to 20");
+    // Saturating, signed zero and NaN.
+    assert_eq!(fp8_block::quantize_quotient(1e30f32.to_bits(), 1.0, Fp8Format::E4M3), 0x7E);
+    assert_eq!(fp8_block::quantize_quotient(f32::NEG_INFINITY.to_bits(), 1.0, Fp8Format::E5M2), 0xFB);
+    assert_eq!(fp8_block::quantize_quotient((-0.0f32).to_bits(), 1.0, Fp8Format::E4M3), 0x80);
+    assert_eq!(fp8_block::quantize_quotient(0xFFC0_0000, 1.0, Fp8Format::E4M3), 0xFF);
+}
+
+/// Every f32 at `d`, in blocks of 2^16 magnitudes, each with both signs, against the
+/// reference's code for the magnitude (with the input's sign). The reference is monotone
+/// in the magnitude, so it is computed where it changes (`fill_f32_monotone`).
+fn every_f32_at(format: Fp8Format, d: f32) {
+    check_all(0..1 << 15, |block| {
+        let mut codes = vec![0; 1 << 16];
+        fill_f32_monotone(block << 16, &mut codes, |m| exact(format, d, m));
+        ((block as u32) << 16..((block + 1) << 16) as u32).zip(codes).try_for_each(|(m, code)| {
+            check_quotient(format, d, m, code)?;
+            check_quotient(format, d, m | SIGN, code | 0x80)
+        })
+    })
+    .unwrap_or_else(|m| panic!("{m}"));
+}
+
+// The proven scales: one per format that is not a power of two (a power of two only
+// moves the exponent). The module's argument covers every scale; the walks prove the
+// code that carries it out on every input.
+#[test]
+#[ignore = "2^32 inputs"]
+fn the_quotient_e4m3_equals_the_reference_on_every_f32_at_a_scale_that_is_not_a_power_of_two() {
+    every_f32_at(Fp8Format::E4M3, fp8_block::dequant_scale_for(0.0123, Fp8Format::E4M3));
+}
+
+#[test]
+#[ignore = "2^32 inputs"]
+fn the_quotient_e5m2_equals_the_reference_on_every_f32_at_a_scale_that_is_not_a_power_of_two() {
+    every_f32_at(Fp8Format::E5M2, fp8_block::dequant_scale_for(3.7, Fp8Format::E5M2));
+}
+
+/// `dequant_scale_for(amax)` for both formats against the reference's definition,
+/// checked by multiplication (`scaled::is_block_dequant_scale`: no division per input);
+/// the message names the reference's value, found by its division.
+fn check_scale(amax: u32) -> Result<(), String> {
+    for format in Fp8Format::ALL {
+        let got = fp8_block::dequant_scale_for(f32::from_bits(amax), format).to_bits();
+        if !scaled::is_block_dequant_scale(reference_format(format), amax, got) {
+            let want = scaled::block_dequant_scale(reference_format(format), amax);
+            return Err(format!("{format:?}: amax = {amax:#010x}: scale {got:#010x}, exact {want:#010x}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_scale_equals_the_rational_reference_on_a_sample() {
+    for amax in sampled_f32().filter(|&x| x < 0x7F80_0000) {
+        for format in Fp8Format::ALL {
+            // The reference's division and its check by multiplication agree.
+            let d = scaled::block_dequant_scale(reference_format(format), amax);
+            assert!(scaled::is_block_dequant_scale(reference_format(format), amax, d), "{format:?} {amax:#x}");
+        }
+        check_scale(amax).unwrap_or_else(|m| panic!("{m}"));
+    }
+    assert_eq!(fp8_block::dequant_scale_for(0.0, Fp8Format::E4M3), 1.0);
+    assert_eq!(fp8_block::dequant_scale_for(448.0, Fp8Format::E4M3), 1.0);
+    assert_eq!(fp8_block::dequant_scale_for(f32::from_bits(1), Fp8Format::E4M3), f32::from_bits(1));
+}
+
+#[test]
+#[ignore = "2^31 inputs"]
+fn the_scale_equals_the_rational_reference_on_every_finite_amax() {
+    check_all(0..0x7F80_0000, |amax| check_scale(amax as u32)).unwrap_or_else(|m| panic!("{m}"));
+}
+
+/// splitmix64: a fixed, portable stream of 64-bit values.
+fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A `rows × cols` tensor whose magnitudes span many binades, row by row (so the blocks'
+/// scales differ), from a fixed seed.
+fn tensor(rows: usize, cols: usize, seed: u64) -> Vec<u32> {
+    let mut state = seed;
+    (0..rows * cols)
+        .map(|i| {
+            let row = (i / cols) as i32;
+            let mantissa = (splitmix(&mut state) >> 41) as f32 / (1u64 << 23) as f32 - 0.5;
+            (mantissa * 2f32.powi(row % 40 - 20)).to_bits()
+        })
+        .collect()
+}
+
+/// The reference's scales and codes of `x`, block by block: each block's `amax` by a loop
+/// of its own over its finite values (`f32::abs`, not `shared`'s magnitude bits).
+fn reference_blocks(
+    x: &[u32],
+    rows: usize,
+    cols: usize,
+    (h, w): (usize, usize),
+    format: Fp8Format,
+) -> (Vec<u8>, Vec<u32>) {
+    let (block_rows, block_cols) = (rows.div_ceil(h), cols.div_ceil(w));
+    let mut q = vec![0u8; rows * cols];
+    let mut d = vec![0u32; block_rows * block_cols];
+    for (b, scale) in d.iter_mut().enumerate() {
+        let (rs, cs) = ((b / block_cols) * h, (b % block_cols) * w);
+        let indices = || (rs..rows.min(rs + h)).flat_map(move |r| (cs..cols.min(cs + w)).map(move |c| r * cols + c));
+        let amax =
+            indices().map(|i| f32::from_bits(x[i])).filter(|v| v.is_finite()).fold(0.0f32, |a, v| a.max(v.abs()));
+        *scale = scaled::block_dequant_scale(reference_format(format), amax.to_bits());
+        for i in indices() {
+            q[i] = scaled::quantize_quotient(reference_format(format), x[i], *scale);
+        }
+    }
+    (q, d)
+}
+
+#[test]
+fn whole_tensors_equal_the_reference_block_by_block() {
+    let (rows, cols) = (300, 260);
+    let mut x = tensor(rows, cols, 0xB10C);
+    // An all-zero block (the second tile of the first tile row), a NaN in a later block
+    // and an infinity in an earlier one: the first non-finite value in `x`'s order.
+    for r in 0..128 {
+        x[r * cols + 128..r * cols + 256].fill(0);
+    }
+    let (nan_at, inf_at) = (200 * cols + 7, 5 * cols + 259);
+    x[nan_at] = 0x7FC0_0000;
+    x[inf_at] = f32::NEG_INFINITY.to_bits();
+    for (blocks, extent) in
+        [(Blocks::TILE_128, (128, 128)), (Blocks::PerRow, (1, cols)), (Blocks::Tiles { rows: 1, cols: 32 }, (1, 32))]
+    {
+        for format in Fp8Format::ALL {
+            let (block_rows, block_cols) = blocks.scale_shape(rows, cols).expect("non-empty tiles");
+            let mut q = vec![0u8; rows * cols];
+            let mut d = vec![0f32; block_rows * block_cols];
+            let first = fp8_block::quantize_blocks(&x, rows, cols, blocks, format, &mut q, &mut d);
+            assert_eq!(first, Ok(Some(inf_at)), "{blocks:?} {format:?}");
+            let (want_q, want_d) = reference_blocks(&x, rows, cols, extent, format);
+            let d_bits: Vec<u32> = d.iter().map(|v| v.to_bits()).collect();
+            assert_eq!(d_bits, want_d, "{blocks:?} {format:?}: scales");
+            if let Some(i) = (0..q.len()).find(|&i| q[i] != want_q[i]) {
+                panic!("{blocks:?} {format:?}: element {i} ({:#010x}): {:#04x}, exact {:#04x}", x[i], q[i], want_q[i]);
+            }
+        }
+    }
+    let (block_rows, block_cols) = Blocks::TILE_128.scale_shape(rows, cols).expect("non-empty tiles");
+    assert_eq!((block_rows, block_cols), (3, 3));
+    assert_eq!(Blocks::PerRow.scale_shape(rows, cols), Some((300, 1)));
+}
+
+#[test]
+fn an_all_zero_block_has_scale_one_and_wrong_lengths_and_empty_tiles_are_errors() {
+    let x = vec![0u32; 6];
+    let (mut q, mut d) = (vec![0xAAu8; 6], vec![0f32; 1]);
+    assert_eq!(fp8_block::quantize_blocks(&x, 2, 3, Blocks::TILE_128, Fp8Format::E4M3, &mut q, &mut d), Ok(None));
+    assert_eq!((q, d), (vec![0u8; 6], vec![1.0f32]));
+    let empty = Blocks::Tiles { rows: 0, cols: 4 };
+    assert_eq!(empty.scale_shape(2, 3), None);
+    let (mut q, mut d) = (vec![0u8; 6], vec![0f32; 1]);
+    assert_eq!(
+        fp8_block::quantize_blocks(&x, 2, 3, empty, Fp8Format::E4M3, &mut q, &mut d),
+        Err(BlockError::EmptyTile)
+    );
+    let mut short = vec![0u8; 5];
+    assert_eq!(
+        fp8_block::quantize_blocks(&x, 2, 3, Blocks::PerRow, Fp8Format::E4M3, &mut short, &mut [0.0; 2]),
+        Err(BlockError::Length { slice: "q", expected: 6 })
+    );
+    assert_eq!(
+        fp8_block::quantize_blocks(&x, 2, 3, Blocks::PerRow, Fp8Format::E4M3, &mut q, &mut d),
+        Err(BlockError::Length { slice: "d", expected: 2 })
+    );
+}
