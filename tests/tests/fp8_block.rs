@@ -210,9 +210,13 @@ fn whole_tensors_equal_the_reference_block_by_block() {
     for r in 0..128 {
         x[r * cols + 128..r * cols + 256].fill(0);
     }
-    let (nan_at, inf_at) = (200 * cols + 7, 5 * cols + 259);
+    // A NaN in a later tile row; in the first tile row, an infinity in the first tile
+    // (row 9) and another in the last tile (row 5), which the loop meets later but which
+    // comes first in `x`: the first non-finite value in `x`'s order is reported.
+    let (nan_at, inf_at, later_inf_at) = (200 * cols + 7, 5 * cols + 259, 9 * cols + 3);
     x[nan_at] = 0x7FC0_0000;
     x[inf_at] = f32::NEG_INFINITY.to_bits();
+    x[later_inf_at] = f32::INFINITY.to_bits();
     for (blocks, extent) in
         [(Blocks::TILE_128, (128, 128)), (Blocks::PerRow, (1, cols)), (Blocks::Tiles { rows: 1, cols: 32 }, (1, 32))]
     {
@@ -247,6 +251,19 @@ fn an_all_zero_block_has_scale_one_and_wrong_lengths_and_empty_tiles_are_errors(
     assert_eq!(
         fp8_block::quantize_blocks(&x, 2, 3, empty, Fp8Format::E4M3, &mut q, &mut d),
         Err(BlockError::EmptyTile)
+    );
+    // No elements: every block's amax is 0.
+    let mut d = vec![0f32; 2];
+    assert_eq!(fp8_block::quantize_blocks(&[], 2, 0, Blocks::PerRow, Fp8Format::E4M3, &mut [], &mut d), Ok(None));
+    assert_eq!(d, [1.0, 1.0]);
+    let (mut q, mut d) = (vec![0u8; 6], vec![0f32; 1]);
+    assert_eq!(
+        fp8_block::quantize_blocks(&x[..5], 2, 3, Blocks::TILE_128, Fp8Format::E4M3, &mut q, &mut d),
+        Err(BlockError::Length { slice: "x", expected: 6 })
+    );
+    assert_eq!(
+        fp8_block::quantize_blocks(&x, usize::MAX, 3, Blocks::PerRow, Fp8Format::E4M3, &mut q, &mut d),
+        Err(BlockError::TooLarge)
     );
     let mut short = vec![0u8; 5];
     assert_eq!(

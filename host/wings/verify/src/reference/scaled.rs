@@ -235,9 +235,10 @@ pub fn is_scale_for(format: NarrowFormat, amax: u32, s: u32) -> bool {
     if amax == 0 {
         return s == 1.0f32.to_bits();
     }
-    let max = max_f32_bits(format);
-    is_rounded_quotient(max, amax, s)
-        || (s == f32::MAX.to_bits() && is_rounded_quotient(max, amax, f32::INFINITY.to_bits()))
+    let (max, infinity) = (max_f32_bits(format), f32::INFINITY.to_bits());
+    // Never +inf itself: an overflow gives f32::MAX.
+    s != infinity
+        && (is_rounded_quotient(max, amax, s) || (s == f32::MAX.to_bits() && is_rounded_quotient(max, amax, infinity)))
 }
 
 /// Whether `d` (f32 bits) is [`block_dequant_scale`]`(format, amax)`, checked by
@@ -250,7 +251,8 @@ pub fn is_block_dequant_scale(format: NarrowFormat, amax: u32, d: u32) -> bool {
         return d == 1.0f32.to_bits();
     }
     let max = max_f32_bits(format);
-    is_rounded_quotient(amax, max, d) || (d == 1 && is_rounded_quotient(amax, max, 0))
+    // Never 0 itself: a quotient that rounds to zero gives 2^-149.
+    d != 0 && (is_rounded_quotient(amax, max, d) || (d == 1 && is_rounded_quotient(amax, max, 0)))
 }
 
 /// The f32 bits of `format`'s largest finite value (every FP8 value is an f32).
@@ -368,6 +370,23 @@ mod tests {
         assert!(is_rounded_quotient(1, 2.0f32.to_bits(), 0));
         assert!(!is_rounded_quotient(1, 2.0f32.to_bits(), 1));
         assert!(is_rounded_quotient(3, 2.0f32.to_bits(), 2), "1.5 units ties to 2");
+    }
+
+    #[test]
+    fn the_scale_checks_take_only_the_clamped_value_at_the_edges() {
+        for format in [FP8_E4M3, FP8_E5M2] {
+            // max / 2^-149 overflows f32: f32::MAX, never +inf.
+            assert!(is_scale_for(format, 1, f32::MAX.to_bits()));
+            assert!(!is_scale_for(format, 1, f32::INFINITY.to_bits()));
+            assert_eq!(scale_for(format, 1), f32::MAX.to_bits());
+            // 2^-149 / max rounds to zero: 2^-149, never 0.
+            assert!(is_block_dequant_scale(format, 1, 1));
+            assert!(!is_block_dequant_scale(format, 1, 0));
+            assert_eq!(block_dequant_scale(format, 1), 1);
+            // amax = 0: 1 for both.
+            assert!(is_scale_for(format, 0, 1.0f32.to_bits()) && !is_scale_for(format, 0, f32::MAX.to_bits()));
+            assert!(is_block_dequant_scale(format, 0, 1.0f32.to_bits()) && !is_block_dequant_scale(format, 0, 1));
+        }
     }
 
     #[test]
