@@ -1,6 +1,6 @@
 //! Cross-crate conformance tests live in `tests/`; this library holds their shared
-//! helpers: walking large input ranges on the global rayon pool, and exact fixed point
-//! for f32 values.
+//! helpers: walking large input ranges on the global rayon pool, exact fixed point for
+//! f32 values, and a fixed stream of pseudo-random values.
 
 use rayon::prelude::*;
 use std::ops::Range;
@@ -41,6 +41,15 @@ pub fn scaled(f: f32) -> i128 {
     let bits = f.to_bits();
     let (exponent, significand) = ((bits >> 23 & 0xFF) as i32, i128::from(bits & 0x7F_FFFF | 1 << 23));
     significand << (exponent - 150 + 64)
+}
+
+/// splitmix64: a fixed, portable stream of 64-bit values (the next one from `state`).
+pub fn splitmix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]

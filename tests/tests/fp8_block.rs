@@ -10,7 +10,7 @@
 //!   `amax` found by a loop of its own.
 
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
-use conformance::check_all;
+use conformance::{check_all, splitmix};
 use shared::fp8_block::{self, BlockError, Blocks};
 use shared::fp8_scale::Fp8Format;
 
@@ -152,15 +152,6 @@ fn the_scale_equals_the_rational_reference_on_a_sample() {
 #[ignore = "2^31 inputs"]
 fn the_scale_equals_the_rational_reference_on_every_finite_amax() {
     check_all(0..0x7F80_0000, |amax| check_scale(amax as u32)).unwrap_or_else(|m| panic!("{m}"));
-}
-
-/// splitmix64: a fixed, portable stream of 64-bit values.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// A `rows × cols` tensor whose magnitudes span many binades, row by row (so the blocks'

@@ -23,7 +23,7 @@
 use bitexact::cpu::Level;
 use bitexact::cpu::fp8_scale as cpu_fp8;
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
-use conformance::check_all;
+use conformance::{check_all, splitmix};
 use shared::fp8_scale::{self, Fp8Format, Rounding};
 
 fn reference_format(format: Fp8Format) -> NarrowFormat {
@@ -255,15 +255,6 @@ fn the_scale_follows_its_definition_at_the_edges() {
     // NaN is found by the amax (its magnitude bits exceed infinity's), not dropped.
     assert!(fp8_scale::magnitude_bits(0xFFC0_0000) > fp8_scale::magnitude_bits(f32::INFINITY.to_bits()));
     assert!(fp8_scale::is_nonfinite(0xFF80_0000) && !fp8_scale::is_nonfinite(f32::MAX.to_bits()));
-}
-
-/// splitmix64: a fixed, portable stream of 64-bit values.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// A uniform f64 in (0, 1).

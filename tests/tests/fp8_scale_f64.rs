@@ -13,7 +13,7 @@
 //! scale, itself proven on every f32).
 
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, scaled};
-use conformance::check_all;
+use conformance::{check_all, splitmix};
 use shared::fp8_scale::{self, Fp8Format, Rounding};
 
 fn reference_format(format: Fp8Format) -> NarrowFormat {
@@ -21,15 +21,6 @@ fn reference_format(format: Fp8Format) -> NarrowFormat {
         Fp8Format::E4M3 => FP8_E4M3,
         Fp8Format::E5M2 => FP8_E5M2,
     }
-}
-
-/// splitmix64: a fixed, portable stream of 64-bit values.
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// Both roundings of the f64 `x` (bits) at scale `s` against the reference.
