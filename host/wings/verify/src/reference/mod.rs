@@ -13,7 +13,8 @@
 //! parts, one per kind of format: [`classify`] (field layouts and the class of any
 //! encoding), [`norm`] (UNORM/SNORM codes and the integer division to f32), [`narrow`]
 //! (binary16, bfloat16 and FP8: rounding onto their grids and back to f32), [`scaled`]
-//! (per-tensor scaled FP8: the scale and the quantisation once or in two steps), [`ulp`]
+//! (scaled FP8: per tensor, the scale and the quantisation once or in two steps; per
+//! block, the scale and the exact quotient rounded once), [`ulp`]
 //! (distances between results) and [`runs`] (a rounding's results on a run of consecutive
 //! f32s, computed only where they change, which [`expected_many`] uses for the
 //! verification's chunks). Every public item is re-exported here, so callers name
