@@ -1193,3 +1193,227 @@ fn a_refused_value_in_a_later_chunk_is_named_by_its_index_in_the_tensor() {
         assert_no_temporaries(dir.path());
     }
 }
+
+/// f32 bits for a `rows × cols` weight whose 128 × 128 tiles each have magnitudes of
+/// their own (so that every tile's scale differs, and the rows' too): around 2^-3,
+/// 2^20, subnormal (a subnormal scale), 2^5, 2^-60, zero (an all-zero tile), 2^100,
+/// cycling tile by tile; random signs and mantissas.
+fn tiled_values(rows: usize, cols: usize, seed: u64) -> Vec<u32> {
+    let mut rng = Rng::new(seed);
+    let top = [-3, 20, -135, 5, -60, i32::MIN, 100];
+    (0..rows * cols)
+        .map(|i| {
+            let (r, c) = (i / cols, i % cols);
+            let top = top[((r / 128) * 3 + c / 128) % top.len()];
+            let bits = rng.next();
+            if top == i32::MIN {
+                return 0;
+            }
+            let exponent = top - (bits % 12) as i32;
+            let biased = (exponent + 127).clamp(0, 254) as u32;
+            ((bits >> 63) as u32) << 31 | biased << 23 | (bits >> 20) as u32 & 0x007F_FFFF
+        })
+        .collect()
+}
+
+/// Asserts that `input` (2-D) is quantised in `out` by the exact block recipe, each
+/// block of `tile` (`None`: one per row) checked against `scaled`'s rationals: its
+/// amax over its finite values found here, `d = block_dequant_scale(amax)` stored in
+/// `scale_name` (F32, of the blocks' shape), each code `quantize_quotient(x, d)`.
+/// Returns the scales' bits.
+fn assert_blocks(
+    out: &SafeTensors,
+    input: &Tensor,
+    format: NarrowFormat,
+    tile: Option<(usize, usize)>,
+    scale_name: &str,
+) -> Vec<u32> {
+    let (name, dtype, shape, data) = input;
+    let (rows, cols) = (shape[0], shape[1]);
+    let (h, w) = tile.unwrap_or((1, cols));
+    let xs: Vec<u32> = data.chunks(dtype.bitsize() / 8).map(|b| source_f32(*dtype, b)).collect();
+    let view = out.tensor(name).unwrap();
+    let fp8 = if format.mantissa_bits == 3 { Dtype::F8_E4M3 } else { Dtype::F8_E5M2 };
+    assert_eq!((view.dtype(), view.shape()), (fp8, &shape[..]), "{name}");
+    let (block_rows, block_cols) = (rows.div_ceil(h), cols.div_ceil(w));
+    let scale = out.tensor(scale_name).unwrap_or_else(|e| panic!("{scale_name}: {e}"));
+    assert_eq!((scale.dtype(), scale.shape()), (Dtype::F32, &[block_rows, block_cols][..]), "{scale_name}");
+    let mut scales = Vec::new();
+    for (b, d_bytes) in scale.data().chunks(4).enumerate() {
+        let (top, left) = (b / block_cols * h, b % block_cols * w);
+        let block =
+            || (top..rows.min(top + h)).flat_map(move |r| (left..cols.min(left + w)).map(move |c| r * cols + c));
+        let amax = block().map(|i| xs[i] & 0x7FFF_FFFF).filter(|&m| m < 0x7F80_0000).max().unwrap_or(0);
+        let d = scaled::block_dequant_scale(format, amax);
+        assert_eq!(d_bytes, d.to_le_bytes(), "{scale_name}[{b}]: amax {amax:#010x}");
+        for i in block() {
+            let (x, q) = (xs[i], view.data()[i]);
+            let expected = scaled::quantize_quotient(format, x, d);
+            assert_eq!(q, expected, "{name}[{i}]: x {x:#010x}, d {d:#010x}: got {q:#04x}, expected {expected:#04x}");
+        }
+        scales.push(d);
+    }
+    scales
+}
+
+/// A checkpoint folder for the block-scaled casts: weights of every source dtype with
+/// partial tiles in both directions, a 3-D tensor, a norm, the embedding and the head,
+/// and a `config.json`.
+fn block_checkpoint(dir: &Path) -> (PathBuf, Vec<Tensor>) {
+    let folder = dir.join("model");
+    std::fs::create_dir(&folder).unwrap();
+    let up = tiled_values(300, 260, 11);
+    let down = tiled_values(130, 129, 12);
+    let small = f32_values(5 * 7, -8, 8, 13, &[]);
+    let tensors = vec![
+        ("model.layers.0.mlp.up_proj.weight", Dtype::F32, vec![300, 260], f32_bytes(&up)),
+        ("model.layers.0.mlp.down_proj.weight", Dtype::BF16, vec![130, 129], bf16_bytes(&down)),
+        ("model.layers.0.self_attn.k_proj.weight", Dtype::F16, vec![5, 7], f16_bytes(&small)),
+        ("model.layers.0.experts.weight", Dtype::F32, vec![5, 1, 7], f32_bytes(&small)),
+        ("model.layers.0.input_layernorm.weight", Dtype::F32, vec![7], f32_bytes(&small[..7])),
+        ("model.embed_tokens.weight", Dtype::BF16, vec![5, 7], bf16_bytes(&small)),
+        ("lm_head.weight", Dtype::BF16, vec![5, 7], bf16_bytes(&small)),
+    ];
+    write_file(&folder.join("model.safetensors"), &tensors);
+    std::fs::write(folder.join("config.json"), r#"{"hidden_size": 7}"#).unwrap();
+    (folder, tensors)
+}
+
+#[test]
+fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, tensors) = block_checkpoint(dir.path());
+    let tile = Some((128, 128));
+    for (to, format, scale, layout, blocks, suffix) in [
+        ("e4m3", FP8_E4M3, "block", "compressed-tensors", tile, "_scale"),
+        ("e4m3", FP8_E4M3, "per-channel", "compressed-tensors", None, "_scale"),
+        ("e5m2", FP8_E5M2, "block", "compressed-tensors", tile, "_scale"),
+        ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale"),
+        ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv"),
+    ] {
+        let out = dir.path().join(format!("{to}-{scale}-{layout}"));
+        let args = ["cast", path_arg(&input), "-o", path_arg(&out), "--to", to, "--scale", scale, "--layout", layout];
+        let output = bitexact(&args[..]);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let bytes = read(&out.join("model.safetensors"));
+        let cast = SafeTensors::deserialize(&bytes).unwrap();
+        let mut subnormal = false;
+        for tensor in &tensors[..3] {
+            let d = assert_blocks(&cast, tensor, format, blocks, &format!("{}{suffix}", tensor.0));
+            subnormal |= d.iter().any(|&d| f32::from_bits(d).is_subnormal());
+        }
+        // Each row holds larger values too, so only a tile's scale can be subnormal.
+        assert_eq!(subnormal, blocks.is_some(), "a tile of subnormal magnitudes has a subnormal scale");
+        assert_eq!(
+            stderr.contains("up_proj.weight': 1 of its 9 dequantisation scales is subnormal"),
+            subnormal,
+            "{stderr}"
+        );
+        for tensor in &tensors[3..] {
+            assert_eq!(cast.tensor(tensor.0).unwrap().data(), &tensor.3[..], "{} is kept", tensor.0);
+        }
+        assert_eq!(cast.len(), tensors.len() + 3, "the tensors and three scales");
+        let record: serde_json::Value = serde_json::from_str(&metadata(&bytes)["bitexact.cast"]).unwrap();
+        assert_eq!(record["scale"]["kind"], scale);
+        let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
+        assert_eq!(config["hidden_size"], 7);
+        let quantization = &config["quantization_config"];
+        let ignored = serde_json::json!(["lm_head", "model.embed_tokens", "model.layers.0.experts"]);
+        match (to, layout) {
+            ("e5m2", _) => assert!(quantization.is_null(), "compressed-tensors' float8 is E4M3"),
+            (_, "deepseek") => {
+                assert_eq!(quantization["quant_method"], "fp8");
+                assert_eq!(quantization["fmt"], "e4m3");
+                assert_eq!(quantization["activation_scheme"], "dynamic");
+                assert_eq!(quantization["weight_block_size"], serde_json::json!([128, 128]));
+                assert_eq!(quantization["modules_to_not_convert"], ignored);
+            }
+            _ => {
+                assert_eq!(quantization["quant_method"], "compressed-tensors");
+                let weights = &quantization["config_groups"]["group_0"]["weights"];
+                assert_eq!(weights["strategy"], if scale == "block" { "block" } else { "channel" });
+                let structure = if scale == "block" { serde_json::json!([128, 128]) } else { serde_json::Value::Null };
+                assert_eq!(weights["block_structure"], structure);
+                assert_eq!(quantization["ignore"], ignored);
+            }
+        }
+        // The summary names each scale tensor with its shape; JSON gives their range.
+        let summary = String::from_utf8_lossy(&output.stdout);
+        assert!(summary.contains(&format!("up_proj.weight{suffix} [{}, ", if scale == "block" { 3 } else { 300 })));
+        assert!(summary.contains("experts.weight [5, 1, 7]: F32 copied (not 2-D"), "{summary}");
+    }
+}
+
+#[test]
+fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, _) = block_checkpoint(dir.path());
+    let out = dir.path().join("out");
+    let o = path_arg(&out);
+    let i = path_arg(&input);
+    for (args, problem) in [
+        (vec!["--to", "e4m3", "--scale", "per-channel", "--layout", "deepseek"], "--to e4m3 --scale block"),
+        (vec!["--to", "e5m2", "--scale", "block", "--layout", "deepseek"], "--to e4m3 --scale block"),
+        (
+            vec!["--to", "e4m3", "--scale", "block", "--rounding", "two-step"],
+            "--rounding applies to --scale per-tensor",
+        ),
+        (vec!["--to", "e4m3", "--layout", "deepseek"], "--layout applies to --scale per-channel or block"),
+        (vec!["--to", "bf16", "--layout", "deepseek"], "apply to FP8 targets"),
+        (vec!["--to", "e4m3", "--scale", "block", "--no-saturate"], "--no-saturate applies to --scale none"),
+    ] {
+        let mut all = vec!["cast", i, "-o", o];
+        all.extend(args);
+        assert_error(&all, &out, problem);
+    }
+    // An f64 weight: the recipe takes f32, bf16 and f16.
+    let f64_input = dir.path().join("f64.safetensors");
+    let values = f64_values(12, -4, 4, 14, &[]);
+    write_file(&f64_input, &[("w.weight", Dtype::F64, vec![3, 4], f64_bytes(&values))]);
+    assert_error(
+        &["cast", path_arg(&f64_input), "-o", o, "--to", "e4m3", "--scale", "block"],
+        &out,
+        "tensor 'w.weight' is F64: per-channel and block scales take f32, bf16 or f16",
+    );
+    assert_no_temporaries(dir.path());
+}
+
+/// A tensor of more than one chunk of bands (4 · 2^20 elements a chunk), per channel:
+/// every value against the reference; a NaN in the second chunk refused by its index in
+/// the tensor, and kept (as NaN, left out of its row's amax) with `--nonfinite keep`.
+#[test]
+fn block_scales_span_chunks_and_refuse_or_keep_a_nan_by_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("big.safetensors");
+    let (rows, cols) = (1_050_001, 4);
+    let mut values = f32_values(rows * cols, -14, 15, 15, &[]);
+    let nan_at = 4_200_001;
+    values[nan_at] = f32::NAN.to_bits();
+    let tensor: Tensor = ("w.weight", Dtype::F16, vec![rows, cols], f16_bytes(&values));
+    write_file(&input, std::slice::from_ref(&tensor));
+    let out = dir.path().join("big-fp8.safetensors");
+    let refused = bitexact(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3", "--scale", "per-channel"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("tensor 'w.weight' index {nan_at}: not finite")), "{stderr}");
+    assert!(!out.exists());
+    let args = [
+        "cast",
+        path_arg(&input),
+        "-o",
+        path_arg(&out),
+        "--to",
+        "e4m3",
+        "--scale",
+        "per-channel",
+        "--nonfinite",
+        "keep",
+    ];
+    run_ok(&args);
+    let bytes = read(&out);
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    assert_blocks(&cast, &tensor, FP8_E4M3, None, "w.weight_scale");
+    assert_eq!(cast.tensor("w.weight").unwrap().data()[nan_at] & 0x7F, 0x7F, "NaN stays NaN");
+    assert_no_temporaries(dir.path());
+}

@@ -1,12 +1,12 @@
 //! `bitexact cast`: safetensors checkpoints (and `.npy` / `.npz` files) to bfloat16, binary16 or FP8 (per-tensor
 //! scaled or not), every value correctly rounded from its own source value.
 
-use super::choices::{NonFiniteArg, RoundingArg, ScaleArg, SummaryFormat, TargetArg};
+use super::choices::{NonFiniteArg, RoundingArg, ScaleArg, ScaleLayoutArg, SummaryFormat, TargetArg};
 use super::error::CliError;
 use bitexact::files;
 use bitexact::files::cast::convert::Target;
 use bitexact::files::cast::select::Patterns;
-use bitexact::files::cast::{CastOptions, CastReport, ScaleMode};
+use bitexact::files::cast::{CastOptions, CastReport, ScaleLayout, ScaleMode};
 use bitexact::support::output;
 use shared::fp8_scale::Rounding;
 use std::path::PathBuf;
@@ -36,10 +36,15 @@ pub struct CastArgs {
     /// Do not cast the tensors whose name matches this regular expression.
     #[arg(long, value_name = "REGEX")]
     pub skip: Option<String>,
-    /// FP8 only: per-tensor scale, or none.
+    /// FP8 only: a scale per tensor (the default), per channel (row) or per 128x128
+    /// block, or none.
     #[arg(long, value_enum)]
     pub scale: Option<ScaleArg>,
-    /// Scaled FP8 only: how x·s is rounded.
+    /// FP8 with --scale per-channel or block only: whose checkpoint layout (scale names
+    /// and config.json's quantization_config).
+    #[arg(long, value_enum)]
+    pub layout: Option<ScaleLayoutArg>,
+    /// FP8 with --scale per-tensor only: how x·s is rounded.
     #[arg(long, value_enum)]
     pub rounding: Option<RoundingArg>,
     /// FP8 with --scale none only: the standard conversion (E4M3 overflow gives NaN,
@@ -99,14 +104,25 @@ pub fn run(args: &CastArgs) -> Result<ExitCode, CliError> {
 fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     let to = Target::from(args.to);
     let fp8 = to.fp8().is_some();
-    if !fp8 && (args.scale.is_some() || args.rounding.is_some() || args.no_saturate) {
+    if !fp8 && (args.scale.is_some() || args.rounding.is_some() || args.no_saturate || args.layout.is_some()) {
         return Err(CliError::Usage(format!(
-            "--scale, --rounding and --no-saturate apply to FP8 targets, not --to {}",
+            "--scale, --layout, --rounding and --no-saturate apply to FP8 targets, not --to {}",
             to.name()
         )));
     }
     let scale = args.scale.map_or(ScaleMode::PerTensor, ScaleMode::from);
-    if scale == ScaleMode::PerTensor && args.no_saturate {
+    if scale.blocks().is_none() && args.layout.is_some() {
+        return Err(CliError::Usage("--layout applies to --scale per-channel or block".into()));
+    }
+    if scale.blocks().is_some() && args.rounding.is_some() {
+        return Err(CliError::Usage(
+            "--rounding applies to --scale per-tensor: per-channel and block scales round the exact x/d once".into(),
+        ));
+    }
+    if args.layout == Some(ScaleLayoutArg::Deepseek) && (scale != ScaleMode::Block || to != Target::E4m3) {
+        return Err(CliError::Usage("--layout deepseek holds E4M3 in 128x128 blocks: --to e4m3 --scale block".into()));
+    }
+    if scale != ScaleMode::None && args.no_saturate {
         return Err(CliError::Usage("--no-saturate applies to --scale none (a scaled cast always saturates)".into()));
     }
     if scale == ScaleMode::None && args.rounding.is_some() {
@@ -122,6 +138,7 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     Ok(CastOptions {
         to,
         scale,
+        layout: args.layout.map_or(ScaleLayout::CompressedTensors, ScaleLayout::from),
         rounding: args.rounding.map_or(Rounding::Once, Rounding::from),
         saturate: !args.no_saturate,
         nonfinite: args.nonfinite.into(),
@@ -140,9 +157,13 @@ fn summary(report: &CastReport) -> String {
         let what = match tensor.decision.reason() {
             None => {
                 cast += 1;
-                let scale = match (&tensor.scale_tensor, tensor.dequant_scale) {
-                    (Some(name), Some(value)) => format!(", scale {} = {value:e}", output::excerpt(name)),
-                    (Some(name), None) => format!(", scale {}", output::excerpt(name)),
+                let shape = tensor.scale_shape.as_ref().map_or(String::new(), |shape| format!(" {shape:?}"));
+                let scale = match (&tensor.scale_tensor, tensor.dequant_scale, tensor.dequant_scales) {
+                    (Some(name), Some(value), _) => format!(", scale {} = {value:e}", output::excerpt(name)),
+                    (Some(name), _, Some(d)) => {
+                        format!(", scales {}{shape} in [{:e}, {:e}]", output::excerpt(name), d.min, d.max)
+                    }
+                    (Some(name), ..) => format!(", scale {}{shape}", output::excerpt(name)),
                     _ => String::new(),
                 };
                 format!("{} -> {}{scale}", output::excerpt(&tensor.from), tensor.to)

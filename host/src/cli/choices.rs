@@ -6,7 +6,7 @@
 use bitexact::cpu::Level;
 use bitexact::files::backend::Device;
 use bitexact::files::cast::convert::Target;
-use bitexact::files::cast::{NonFiniteValues, ScaleMode};
+use bitexact::files::cast::{NonFiniteValues, ScaleLayout, ScaleMode};
 use bitexact::files::normalize::image::ChannelLayout;
 use bitexact::files::write::Dtype;
 use shared::fp8_scale::Rounding;
@@ -154,6 +154,12 @@ role_choice!(
 pub enum ScaleArg {
     /// s = fl32(max / amax) per tensor; fl32(1/s) stored as <name>_scale (F32, shape [1]).
     PerTensor,
+    /// One scale per row of each 2-D tensor: d = fl32(amax_row / max), q = x/d rounded
+    /// once; d stored as <name>_scale (F32, [rows, 1]), compressed-tensors' "channel".
+    PerChannel,
+    /// One scale per 128x128 tile of each 2-D tensor, as per-channel; d stored as
+    /// <name>_scale (F32, [ceil(rows/128), ceil(cols/128)]), or _scale_inv with --layout deepseek.
+    Block,
     /// No scale: each value converted as it is (saturating unless --no-saturate).
     None,
 }
@@ -162,7 +168,30 @@ impl From<ScaleArg> for ScaleMode {
     fn from(scale: ScaleArg) -> ScaleMode {
         match scale {
             ScaleArg::PerTensor => ScaleMode::PerTensor,
+            ScaleArg::PerChannel => ScaleMode::PerChannel,
+            ScaleArg::Block => ScaleMode::Block,
             ScaleArg::None => ScaleMode::None,
+        }
+    }
+}
+
+/// `cast --layout`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScaleLayoutArg {
+    /// compressed-tensors: <name>_scale, quant_method "compressed-tensors" (vLLM,
+    /// transformers, llm-compressor).
+    CompressedTensors,
+    /// DeepSeek-V3's fp8: <name>_scale_inv, quant_method "fp8", weight_block_size
+    /// [128, 128] (vLLM, transformers); --to e4m3 --scale block only.
+    #[value(alias = "fp8")]
+    Deepseek,
+}
+
+impl From<ScaleLayoutArg> for ScaleLayout {
+    fn from(layout: ScaleLayoutArg) -> ScaleLayout {
+        match layout {
+            ScaleLayoutArg::CompressedTensors => ScaleLayout::CompressedTensors,
+            ScaleLayoutArg::Deepseek => ScaleLayout::DeepSeek,
         }
     }
 }

@@ -58,7 +58,7 @@ pub(crate) fn narrowing_u8(target: Target, overflow: Overflow) -> Option<&'stati
 
 /// The f32 bits of the little-endian elements `input` of `source` (f32, bf16 or f16),
 /// widened exactly: borrowed where `input` is an aligned f32 slice, else in `scratch`.
-fn widened<'a>(source: SourceDtype, input: &'a [u8], scratch: &'a mut Vec<u32>) -> &'a [u32] {
+pub(crate) fn widened<'a>(source: SourceDtype, input: &'a [u8], scratch: &'a mut Vec<u32>) -> &'a [u32] {
     let n = input.len() / source.bytes();
     match source {
         SourceDtype::F32 => match bytemuck::try_cast_slice::<u8, u32>(input) {

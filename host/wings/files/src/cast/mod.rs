@@ -31,21 +31,59 @@ use crate::scan::inputs::{Inputs, check_index};
 use crate::source::SourceReadError;
 use bitexact_support::output::{excerpt, path_text};
 use bitexact_support::progress::Progress;
-use convert::Target;
+use convert::{SourceDtype, Target};
 use select::{Decision, Patterns, decide};
+use shared::fp8_block::Blocks;
 use shared::fp8_scale::Rounding;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// Whether FP8 values are scaled per tensor.
+/// How FP8 values are scaled: per tensor, per row, per 128 × 128 tile, or not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScaleMode {
     /// `s = fl32(max / amax)`, `q = sat_rne(x · s)`, `fl32(1 / s)` stored as
     /// `<name>_scale` (F32, shape `[1]`).
     PerTensor,
+    /// One scale per row of a 2-D tensor (per output channel of a Linear weight:
+    /// compressed-tensors' `channel` strategy), by the exact recipe of
+    /// [`shared::fp8_block`]: `d = fl32(amax_row / max)`, `q = sat_rne(x / d)` (the exact
+    /// quotient rounded once), `d` stored as `<name>_scale` (F32, shape `[rows, 1]`).
+    PerChannel,
+    /// One scale per 128 × 128 tile of a 2-D tensor (the edge tiles partial): the same
+    /// recipe per tile, `d` stored as `<name>_scale` (compressed-tensors' `block`
+    /// strategy) or `<name>_scale_inv` ([`ScaleLayout::DeepSeek`]), F32, shape
+    /// `[⌈rows / 128⌉, ⌈cols / 128⌉]`.
+    Block,
     /// No scale: each value converted as it is.
     None,
+}
+
+impl ScaleMode {
+    /// How a 2-D tensor is cut into blocks that share a scale: `None` per tensor and
+    /// unscaled.
+    pub const fn blocks(self) -> Option<Blocks> {
+        match self {
+            ScaleMode::PerChannel => Some(Blocks::PerRow),
+            ScaleMode::Block => Some(Blocks::TILE_128),
+            ScaleMode::PerTensor | ScaleMode::None => None,
+        }
+    }
+}
+
+/// Whose checkpoint layout block-scaled FP8 is written in: the tensor names of the
+/// scales and the `config.json`'s `quantization_config`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScaleLayout {
+    /// compressed-tensors (`quant_method: "compressed-tensors"`, `<name>_scale`), as
+    /// llm-compressor writes it and vLLM and transformers load it.
+    #[default]
+    CompressedTensors,
+    /// DeepSeek-V3's (`quant_method: "fp8"`, `weight_block_size: [128, 128]`,
+    /// `<name>_scale_inv`), as vLLM's and transformers' `fp8` loaders read it: E4M3 in
+    /// 128 × 128 blocks only ([`ScaleMode::Block`]).
+    DeepSeek,
 }
 
 /// What is done with NaN and infinite source values (and finite ones that would become
@@ -66,11 +104,15 @@ pub enum NonFiniteValues {
 pub struct CastOptions {
     /// The target format ([`Target::Bf16`] by default).
     pub to: Target,
-    /// For FP8: per-tensor scale or none ([`ScaleMode::PerTensor`] by default). Ignored
-    /// for bf16/f16.
+    /// For FP8: per-tensor, per-channel or block scales, or none
+    /// ([`ScaleMode::PerTensor`] by default). Ignored for bf16/f16.
     pub scale: ScaleMode,
-    /// For scaled FP8: the exact product rounded once ([`Rounding::Once`], the default)
-    /// or `fl32(x · s)` first ([`Rounding::TwoStep`]).
+    /// For FP8 scaled per channel or per block: the checkpoint layout
+    /// ([`ScaleLayout::CompressedTensors`] by default).
+    pub layout: ScaleLayout,
+    /// For FP8 scaled per tensor: the exact product rounded once ([`Rounding::Once`], the
+    /// default) or `fl32(x · s)` first ([`Rounding::TwoStep`]). Per-channel and block
+    /// scales always round the exact quotient once; [`Rounding::TwoStep`] is refused there.
     pub rounding: Rounding,
     /// For unscaled FP8: saturate at `±max` (the default) or the standard conversion
     /// (E4M3 overflow gives NaN, E5M2 gives ±inf).
@@ -98,6 +140,7 @@ impl Default for CastOptions {
         CastOptions {
             to: Target::Bf16,
             scale: ScaleMode::PerTensor,
+            layout: ScaleLayout::CompressedTensors,
             rounding: Rounding::Once,
             saturate: true,
             nonfinite: NonFiniteValues::Refuse,
@@ -110,9 +153,29 @@ impl Default for CastOptions {
 }
 
 impl CastOptions {
-    /// Whether a cast tensor gets a per-tensor scale.
+    /// Whether a cast tensor gets a scale (per tensor, per channel or per block).
     pub fn scaled(&self) -> bool {
-        self.to.fp8().is_some() && self.scale == ScaleMode::PerTensor
+        self.to.fp8().is_some() && self.scale != ScaleMode::None
+    }
+
+    /// For FP8 scaled per channel or per block, how a tensor is cut into blocks.
+    pub fn blocks(&self) -> Option<Blocks> {
+        self.to.fp8().and(self.scale.blocks())
+    }
+
+    /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] but
+    /// for E4M3 in 128 × 128 blocks, and [`Rounding::TwoStep`] with per-channel or block
+    /// scales.
+    fn contradiction(&self) -> Option<&'static str> {
+        if self.layout == ScaleLayout::DeepSeek && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
+            return Some("the deepseek layout holds E4M3 in 128x128 blocks: it takes --to e4m3 --scale block");
+        }
+        if self.blocks().is_some() && self.rounding == Rounding::TwoStep {
+            return Some(
+                "per-channel and block scales round the exact quotient x/d once; --rounding two-step is for --scale per-tensor",
+            );
+        }
+        None
     }
 }
 
@@ -137,6 +200,35 @@ pub struct CastTensor {
     /// And the scale's value `fl32(1 / s)` (after the cast; not in a dry run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dequant_scale: Option<f32>,
+    /// For per-channel and block scales: their shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_shape: Option<Vec<u64>>,
+    /// And their values, summarised (after the cast; not in a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dequant_scales: Option<BlockScales>,
+}
+
+/// The per-channel or block dequantisation scales of one tensor, summarised.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct BlockScales {
+    /// How many there are.
+    pub count: u64,
+    /// The least of them (1 where there are none).
+    pub min: f32,
+    /// The greatest of them (1 where there are none).
+    pub max: f32,
+    /// How many are subnormal in f32 (a block whose amax is below `max · 2^-126`).
+    pub subnormal: u64,
+}
+
+impl BlockScales {
+    /// The summary of `scales`.
+    pub fn of(scales: &[f32]) -> BlockScales {
+        let (min, max) = scales.iter().fold((f32::INFINITY, 0f32), |(lo, hi), &d| (lo.min(d), hi.max(d)));
+        let (min, max) = if scales.is_empty() { (1.0, 1.0) } else { (min, max) };
+        let subnormal = scales.iter().filter(|d| d.is_subnormal()).count() as u64;
+        BlockScales { count: scales.len() as u64, min, max, subnormal }
+    }
 }
 
 /// What [`cast`] wrote (or, in a dry run, would write).
@@ -260,6 +352,18 @@ pub enum CastError {
         /// The pattern.
         pattern: String,
     },
+    /// Options that contradict one another (the library's check of what the CLI
+    /// refuses as a usage error).
+    #[error("{0}")]
+    Options(&'static str),
+    /// An f64 tensor to scale per channel or per block, which the recipe does not take.
+    #[error("{}: tensor '{}' is F64: per-channel and block scales take f32, bf16 or f16 tensors; cast it per tensor, or --skip it", path_text(.path), excerpt(.tensor))]
+    BlockScaledF64 {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+    },
     /// The name a scale tensor would get is taken.
     #[error("{}: the scale of tensor '{}' would be '{}', which already exists", path_text(.path), excerpt(.tensor), excerpt(.scale))]
     ScaleNameTaken {
@@ -364,14 +468,44 @@ pub struct Plan {
 }
 
 /// The name of the dequantisation scale of tensor `name`: `<name>_scale`, so that
-/// `<module>.weight` gets `<module>.weight_scale`, the name vLLM loads.
-pub(crate) fn scale_name(name: &str) -> String {
-    format!("{name}_scale")
+/// `<module>.weight` gets `<module>.weight_scale`, the name vLLM loads;
+/// `<name>_scale_inv` in [`ScaleLayout::DeepSeek`] (a dequantisation multiplier too,
+/// despite the name).
+pub(crate) fn scale_name(name: &str, options: &CastOptions) -> String {
+    match (options.blocks(), options.layout) {
+        (Some(_), ScaleLayout::DeepSeek) => format!("{name}_scale_inv"),
+        _ => format!("{name}_scale"),
+    }
+}
+
+/// The rows and columns of a 2-D tensor's shape (`None` for any other, and for sides
+/// past `usize`).
+pub(crate) fn matrix_shape(shape: &[u64]) -> Option<(usize, usize)> {
+    match *shape {
+        [rows, cols] => Some((usize::try_from(rows).ok()?, usize::try_from(cols).ok()?)),
+        _ => None,
+    }
+}
+
+/// The shape of the scale tensor of a cast tensor of `shape` (`[1]` per tensor);
+/// `None` unscaled.
+pub(crate) fn scale_shape(shape: &[u64], options: &CastOptions) -> Option<Vec<u64>> {
+    if !options.scaled() {
+        return None;
+    }
+    let Some(blocks) = options.blocks() else { return Some(vec![1]) };
+    // The plan casts only 2-D tensors with block scales.
+    let (rows, cols) = matrix_shape(shape)?;
+    let (r, c) = blocks.scale_shape(rows, cols)?;
+    Some(vec![r as u64, c as u64])
 }
 
 /// Opens the inputs and decides what becomes of every tensor, refusing before any data
 /// is read what can be refused from the headers alone.
 pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, CastError> {
+    if let Some(contradiction) = options.contradiction() {
+        return Err(CastError::Options(contradiction));
+    }
     let expanded = crate::scan::inputs::expand(inputs)?;
     let shards: HashSet<&PathBuf> = expanded.indexes.iter().flat_map(|index| index.weight_map.values()).collect();
     if let Some((path, listed)) = expanded.aliases.iter().find(|(alias, _)| shards.contains(alias)) {
@@ -406,8 +540,16 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
     for file in &files {
         let mut decisions = Vec::new();
         for tensor in &file.tensors {
-            let decision = decide(&tensor.name, &tensor.dtype, tensor.shape.len(), options.to, &options.patterns);
+            let mut decision = decide(&tensor.name, &tensor.dtype, tensor.shape.len(), options.to, &options.patterns);
             let fail_path = || file.path.clone();
+            if options.blocks().is_some() {
+                if matches!(decision, Decision::Cast(_)) && matrix_shape(&tensor.shape).is_none() {
+                    decision = Decision::NotAMatrix;
+                }
+                if decision == Decision::Cast(SourceDtype::F64) {
+                    return Err(CastError::BlockScaledF64 { path: fail_path(), tensor: tensor.name.clone() });
+                }
+            }
             if decision == Decision::NotASource && options.patterns.only.is_some() {
                 return Err(CastError::NotCastable {
                     path: fail_path(),
@@ -428,7 +570,7 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
                 });
             }
             if matches!(decision, Decision::Cast(_)) && options.scaled() {
-                let scale = scale_name(&tensor.name);
+                let scale = scale_name(&tensor.name, options);
                 if all_names.contains(scale.as_str()) {
                     return Err(CastError::ScaleNameTaken { path: fail_path(), tensor: tensor.name.clone(), scale });
                 }
@@ -569,8 +711,14 @@ fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<CastTensor> {
                 from: tensor.dtype.clone(),
                 to: if cast { options.to.safetensors_name().to_string() } else { tensor.dtype.clone() },
                 decision,
-                scale_tensor: (cast && options.scaled()).then(|| scale_name(&tensor.name)),
+                scale_tensor: (cast && options.scaled()).then(|| scale_name(&tensor.name, options)),
                 dequant_scale: None,
+                scale_shape: if cast && options.blocks().is_some() {
+                    scale_shape(&tensor.shape, options)
+                } else {
+                    None
+                },
+                dequant_scales: None,
             });
         }
     }
@@ -632,15 +780,23 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         .files
         .iter()
         .flat_map(|f| f.file.tensors.iter().zip(&f.decisions))
-        .map(|(t, d)| t.data.len() as u64 * if matches!(d, Decision::Cast(_)) && options.scaled() { 2 } else { 1 })
+        .map(|(t, d)| {
+            // A tensor scaled per tensor is read twice (its amax, then its values); per
+            // channel or per block, once.
+            let twice = matches!(d, Decision::Cast(_)) && options.scale == ScaleMode::PerTensor && options.scaled();
+            t.data.len() as u64 * if twice { 2 } else { 1 }
+        })
         .sum();
     let progress = if options.progress_bar { Progress::new(bytes, "cast") } else { Progress::hidden(bytes) };
     let staged = output::write_all(output, &plan, options, single_file, &progress);
     progress.finish();
     let staged = staged?;
-    let scales: BTreeMap<(String, String), f32> = staged.scales.clone();
     for tensor in &mut report.tensors {
-        tensor.dequant_scale = scales.get(&(tensor.file.clone(), tensor.name.clone())).copied();
+        let Some(scales) = staged.scales.get(&(tensor.file.clone(), tensor.name.clone())) else { continue };
+        match (options.blocks(), scales.as_slice()) {
+            (None, &[d]) => tensor.dequant_scale = Some(d),
+            _ => tensor.dequant_scales = Some(BlockScales::of(scales)),
+        }
     }
     report.config = staged.config;
     report.warnings.extend(warnings(&report, options));
@@ -664,6 +820,18 @@ fn warnings(report: &CastReport, options: &CastOptions) -> Vec<String> {
                 "{file}: tensor '{name}': its dequantisation scale {d:e} is subnormal in f32: a loader that flushes subnormals to zero reads it as 0"
             )
         });
+    }
+    for tensor in &report.tensors {
+        let Some(scales) = tensor.dequant_scales.filter(|s| s.subnormal > 0) else { continue };
+        warnings.push(format!(
+            "{}: tensor '{}': {} of its {} dequantisation scales {} subnormal in f32 (least {:e}): a loader that flushes subnormals to zero reads them as 0",
+            bitexact_support::output::escape(&tensor.file),
+            excerpt(&tensor.name),
+            scales.subnormal,
+            scales.count,
+            if scales.subnormal == 1 { "is" } else { "are" },
+            scales.min
+        ));
     }
     if options.to.fp8().is_some() && report.config == Some(ConfigWritten::Copied) {
         warnings.push(format!(

@@ -5,11 +5,12 @@
 //! listed for the signal handler ([`crate::output::temporaries`]), so that an
 //! interrupted run leaves nothing.
 
-use crate::cast::chunks::{amax_block_with, convert_block_with};
+use crate::cast::chunks::{amax_block_with, convert_block_with, widened};
 use crate::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
 use crate::cast::select::Decision;
 use crate::cast::{
-    CastError, CastOptions, ConfigWritten, NonFiniteValues, Plan, PlannedFile, Refusal, RefusalKind, scale_name,
+    CastError, CastOptions, ConfigWritten, NonFiniteValues, Plan, PlannedFile, Refusal, RefusalKind, ScaleLayout,
+    matrix_shape, scale_name, scale_shape,
 };
 use crate::containers::Container;
 use crate::containers::TensorEntry;
@@ -25,7 +26,8 @@ use crate::source::{Source, SourceReadError};
 use bitexact_support::progress::Progress;
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
-use shared::fp8_scale::{dequant_scale, scale_for, scale_for_f64};
+use shared::fp8_block::Blocks;
+use shared::fp8_scale::{Fp8Format, dequant_scale, scale_for, scale_for_f64};
 use shared::narrow::Overflow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
@@ -103,8 +105,9 @@ pub struct Staged {
     output: PathBuf,
     /// For a single-file output, the file's name in the folder.
     single: Option<String>,
-    /// `(file, tensor) → fl32(1 / s)` of every scaled tensor.
-    pub scales: BTreeMap<(String, String), f32>,
+    /// `(file, tensor) →` the dequantisation scales of every scaled tensor: `[fl32(1 / s)]`
+    /// per tensor, each block's `d` per channel or per block (row-major).
+    pub scales: BTreeMap<(String, String), Vec<f32>>,
     /// What became of `config.json`.
     pub config: Option<ConfigWritten>,
     /// Listed until renamed into place or removed; declared after `folder`, so dropped
@@ -162,14 +165,14 @@ pub fn write_all(
     for planned in &plan.files {
         let done = write_file(&folder.path().join(&planned.name), output, planned, options, progress)?;
         for (tensor, scale) in &done.scales {
-            scales.insert((planned.name.clone(), tensor.clone()), *scale);
+            scales.insert((planned.name.clone(), tensor.clone()), scale.clone());
         }
         written.insert(planned.name.clone(), done);
     }
     let mut config = None;
     if !single_file {
         for index in &plan.indexes {
-            write_index(folder.path(), output, index, &written)?;
+            write_index(folder.path(), output, index, &written, options)?;
         }
         if let Some(path) = &plan.config {
             config = Some(write_config(folder.path(), output, path, plan, options)?);
@@ -181,8 +184,8 @@ pub fn write_all(
 
 /// What one output file holds beyond its input's tensors.
 struct WrittenFile {
-    /// `(tensor, fl32(1 / s))` of its scaled tensors, in file order.
-    scales: Vec<(String, f32)>,
+    /// Its scaled tensors and their dequantisation scales, in file order.
+    scales: Vec<(String, Vec<f32>)>,
     /// Each tensor's name and bytes of data, the scales' too.
     tensor_bytes: HashMap<String, u64>,
 }
@@ -211,7 +214,9 @@ impl Piece<'_> {
             ),
             Piece::Scale(t) => {
                 let scale = crate::dtype::ElementType::F32;
-                (scale_name(&t.name), scale.safetensors_name().to_string(), vec![1], scale.bytes() as u64)
+                let shape = scale_shape(&t.shape, options).unwrap_or_default();
+                let bytes = shape.iter().product::<u64>() * scale.bytes() as u64;
+                (scale_name(&t.name, options), scale.safetensors_name().to_string(), shape, bytes)
             }
         }
     }
@@ -276,7 +281,19 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
         "tensors": cast,
     });
     if let Some(format) = options.to.fp8() {
-        let scale = if options.scaled() {
+        let scale = if let Some(blocks) = options.blocks() {
+            let stored = scale_name("<name>", options);
+            json!({
+                "kind": options.scale,
+                "blocks": match blocks {
+                    Blocks::PerRow => json!("row"),
+                    Blocks::Tiles { rows, cols } => json!([rows, cols]),
+                },
+                "d": format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
+                "q": "x/d exact, rounded once to nearest even, saturated",
+                "stored": format!("{stored} = d (F32)"),
+            })
+        } else if options.scaled() {
             json!({
                 "kind": "per-tensor",
                 "s": format!("fl32({} / amax)", format.max_finite()),
@@ -339,8 +356,9 @@ fn write_file(
             }
             Piece::Scale(tensor) => {
                 let scale = last_scale.take().expect("a scale follows its tensor");
+                let bytes: Vec<u8> = scale.iter().flat_map(|d| d.to_le_bytes()).collect();
                 scales.push((tensor.name.clone(), scale));
-                writer.write_all(&scale.to_le_bytes()).map_err(PieceError::Write)
+                writer.write_all(&bytes).map_err(PieceError::Write)
             }
         }
         .map_err(|error| piece_error(error, planned, piece, output))?;
@@ -441,9 +459,21 @@ fn for_each_chunk_source(
     tensor: &TensorEntry,
     element_bytes: usize,
     progress: &Progress,
+    use_chunk: impl FnMut(u64, Source<'_>, Range<usize>) -> Result<(), PieceError>,
+) -> Result<(), PieceError> {
+    for_each_chunk_sized(reader, tensor, element_bytes, CHUNK_ELEMENTS, progress, use_chunk)
+}
+
+/// [`for_each_chunk_source`] with chunks of `chunk_elements`.
+fn for_each_chunk_sized(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    element_bytes: usize,
+    chunk_elements: usize,
+    progress: &Progress,
     mut use_chunk: impl FnMut(u64, Source<'_>, Range<usize>) -> Result<(), PieceError>,
 ) -> Result<(), PieceError> {
-    let chunk_bytes = CHUNK_ELEMENTS * element_bytes;
+    let chunk_bytes = chunk_elements * element_bytes;
     reader.for_each_chunk(tensor, chunk_bytes, |first_byte, source: Source<'_>| {
         for start in (0..source.len()).step_by(chunk_bytes) {
             let end = (start + chunk_bytes).min(source.len());
@@ -517,8 +547,10 @@ fn amax_tensor(
     Ok(max)
 }
 
-/// Converts `tensor` (of `source`) and writes it; for scaled FP8, first finds its amax
-/// (a pass over the data), and returns the dequantisation scale `fl32(1 / s)`.
+/// Converts `tensor` (of `source`) and writes it; for FP8 scaled per tensor, first
+/// finds its amax (a pass over the data), and returns the dequantisation scale
+/// `[fl32(1 / s)]`; per channel or per block, returns every block's scale
+/// ([`cast_tensor_blocks`]).
 ///
 /// Each chunk's blocks are read and converted in parallel, into one of two buffers; the
 /// chunk before is written meanwhile, so that the write overlaps the next conversion.
@@ -530,7 +562,11 @@ fn cast_tensor(
     options: &CastOptions,
     progress: &Progress,
     writer: &mut (impl Write + Send),
-) -> Result<Option<f32>, PieceError> {
+) -> Result<Option<Vec<f32>>, PieceError> {
+    if let (Some(blocks), Some(format)) = (options.blocks(), options.to.fp8()) {
+        let cast = BlockCast { source, big_endian, blocks, format, options };
+        return cast.run(reader, tensor, progress, writer).map(Some);
+    }
     let (conversion, scale) = match options.to.fp8() {
         Some(format) if options.scaled() => {
             let amax = f64::from_bits(amax_tensor(reader, tensor, source, big_endian, options, progress)?);
@@ -543,7 +579,7 @@ fn cast_tensor(
             if !dequant.is_finite() {
                 return Err(PieceError::ScaleOutOfRange { amax, max: format.max_finite(), s });
             }
-            (ElementCast::Scaled { source, format, s, rounding: options.rounding }, Some(dequant))
+            (ElementCast::Scaled { source, format, s, rounding: options.rounding }, Some(vec![dequant]))
         }
         fp8 => {
             let overflow = if fp8.is_some() && options.saturate { Overflow::SatFinite } else { Overflow::Standard };
@@ -578,6 +614,94 @@ fn cast_tensor(
     })?;
     writer.write_all(&converted).map_err(PieceError::Write)?;
     Ok(scale)
+}
+
+/// A tensor cast to FP8 with a scale per channel or per block
+/// ([`shared::fp8_block::quantize_blocks`], the exact recipe).
+struct BlockCast<'o> {
+    source: SourceDtype,
+    big_endian: bool,
+    blocks: Blocks,
+    format: Fp8Format,
+    options: &'o CastOptions,
+}
+
+impl BlockCast<'_> {
+    /// Quantises `tensor` (2-D: the plan casts no other with block scales) a chunk of
+    /// whole bands of blocks at a time, and writes its codes; returns its scales
+    /// (row-major, of [`Blocks::scale_shape`]). One pass over the data: a band's rows are
+    /// in memory when its blocks' amax is found. Each chunk's tasks (a band of tiles, or
+    /// about [`BLOCK_ELEMENTS`] of rows) are read, widened to f32 and quantised in
+    /// parallel, into one of two buffers; the chunk before is written meanwhile.
+    fn run(
+        &self,
+        reader: &TensorReader,
+        tensor: &TensorEntry,
+        progress: &Progress,
+        writer: &mut (impl Write + Send),
+    ) -> Result<Vec<f32>, PieceError> {
+        let (blocks, format) = (self.blocks, self.format);
+        let (rows, cols) = matrix_shape(&tensor.shape).unwrap_or((0, 0));
+        // The blocks' height (1 per row); cast's tiles have no empty side.
+        let h = blocks.extent(cols).map_or(1, |(h, _)| h.max(1));
+        let scale_count = |rows: usize| blocks.scale_shape(rows, cols).map_or(0, |(r, c)| r * c);
+        if rows == 0 || cols == 0 {
+            // No data: every block (a row of no columns) is empty, its scale 1.
+            let mut scales = vec![0f32; scale_count(rows)];
+            let _ = shared::fp8_block::quantize_blocks(&[], rows, cols, blocks, format, &mut [], &mut scales);
+            return Ok(scales);
+        }
+        // A task: whole bands of `h` rows, about BLOCK_ELEMENTS (at least one band); a
+        // chunk: whole tasks, about 4 · CHUNK_ELEMENTS (at least one task).
+        let task_rows = h * (BLOCK_ELEMENTS / h.saturating_mul(cols)).max(1);
+        let task_elements = task_rows * cols;
+        let chunk_elements = task_elements * (4 * CHUNK_ELEMENTS / task_elements).max(1);
+        let eb = self.source.bytes();
+        let check = self.options.nonfinite == NonFiniteValues::Refuse;
+        let mut scales = Vec::with_capacity(scale_count(rows));
+        let (mut converted, mut written, mut chunk_scales) = (Vec::new(), Vec::new(), Vec::new());
+        let convert = |first: u64, data: Source<'_>, chunk: Range<usize>, out: &mut Vec<u8>, d: &mut Vec<f32>| {
+            let elements = chunk.len() / eb;
+            out.resize(elements, 0);
+            d.clear();
+            d.resize(scale_count(elements / cols), 0.0);
+            let first_nonfinite = out
+                .par_chunks_mut(task_elements)
+                .zip(d.par_chunks_mut(scale_count(task_rows)))
+                .enumerate()
+                .map_init(
+                    || (BlockBuffers::default(), Vec::new()),
+                    |(buffers, scratch), (k, (q, d))| {
+                        let range =
+                            chunk.start + k * task_elements * eb..chunk.start + (k * task_elements + q.len()) * eb;
+                        let bytes = read_block(&data, range, eb, self.big_endian, buffers)?;
+                        let x = widened(self.source, bytes, scratch);
+                        let at = shared::fp8_block::quantize_blocks(x, q.len() / cols, cols, blocks, format, q, d)
+                            .expect("a task is whole rows, with its scales' slice");
+                        Ok(at.map(|i| first + (k * task_elements + i) as u64))
+                    },
+                )
+                .try_reduce(|| None, |a, b| Ok(first_of(a, b)))
+                .map_err(PieceError::Read)?;
+            refusal(
+                first_nonfinite.filter(|_| check).map(|i| (i, Outcome::NonFiniteValues)),
+                self.options.to,
+                self.options,
+            )
+        };
+        for_each_chunk_sized(reader, tensor, eb, chunk_elements, progress, |first, data, chunk| {
+            std::mem::swap(&mut converted, &mut written);
+            let (wrote, done) = rayon::join(
+                || writer.write_all(&written),
+                || convert(first, data, chunk, &mut converted, &mut chunk_scales),
+            );
+            wrote.map_err(PieceError::Write)?;
+            scales.extend_from_slice(&chunk_scales);
+            done
+        })?;
+        writer.write_all(&converted).map_err(PieceError::Write)?;
+        Ok(scales)
+    }
 }
 
 /// The lower of two indices, where there are any.
@@ -621,6 +745,7 @@ fn write_index(
     output: &Path,
     index: &Index,
     written: &BTreeMap<String, WrittenFile>,
+    options: &CastOptions,
 ) -> Result<(), CastError> {
     let mut object = read_json_object(&index.path)?;
     let shard_name = |shard: &PathBuf| shard.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
@@ -633,7 +758,7 @@ fn write_index(
             // another shard (which the plan warns of) does not move it.
             for (tensor, _) in &done.scales {
                 if index.weight_map.get(tensor).map(shard_name).as_ref() == Some(shard) {
-                    weight_map.insert(scale_name(tensor), shard.clone());
+                    weight_map.insert(scale_name(tensor, options), shard.clone());
                 }
             }
         }
@@ -668,7 +793,7 @@ fn write_config(
     let mut config = read_json_object(path)?;
     let written = match options.to {
         Target::E4m3 if options.scaled() => {
-            config.insert("quantization_config".into(), quantization_config(plan));
+            config.insert("quantization_config".into(), quantization_config(plan, options));
             ConfigWritten::WithQuantizationConfig
         }
         Target::Bf16 | Target::F16 => {
@@ -683,10 +808,14 @@ fn write_config(
     Ok(written)
 }
 
-/// compressed-tensors' `quantization_config` for per-tensor FP8 E4M3 weights, static,
-/// symmetric, activations left as they are (vLLM's W8A16 FP8 scheme): `Linear` layers
-/// targeted, and the modules of the 2-D `.weight` tensors that were not cast ignored.
-fn quantization_config(plan: &Plan) -> Value {
+/// The `quantization_config` of FP8 E4M3 weights: compressed-tensors' for per-tensor,
+/// per-channel and block scales, static, symmetric, activations left as they are (vLLM's
+/// W8A16 FP8 scheme): `Linear` layers targeted, and the modules of the 2-D `.weight`
+/// tensors that were not cast ignored. In [`ScaleLayout::DeepSeek`], DeepSeek-V3's
+/// (`quant_method: "fp8"`, read by vLLM's `Fp8Config` and transformers'
+/// `FineGrainedFP8Config`), the same modules as `modules_to_not_convert` (which both
+/// read; a Linear layer not listed there is loaded as FP8).
+fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
     let mut ignore = Vec::new();
     for file in &plan.files {
         for (tensor, decision) in file.file.tensors.iter().zip(&file.decisions) {
@@ -701,6 +830,20 @@ fn quantization_config(plan: &Plan) -> Value {
         }
     }
     ignore.sort();
+    let (strategy, block_structure) = match options.blocks() {
+        Some(Blocks::PerRow) => ("channel", Value::Null),
+        Some(Blocks::Tiles { rows, cols }) => ("block", json!([rows, cols])),
+        None => ("tensor", Value::Null),
+    };
+    if options.layout == ScaleLayout::DeepSeek {
+        return json!({
+            "quant_method": "fp8",
+            "fmt": "e4m3",
+            "activation_scheme": "dynamic",
+            "weight_block_size": block_structure,
+            "modules_to_not_convert": ignore,
+        });
+    }
     json!({
         "quant_method": "compressed-tensors",
         "format": "float-quantized",
@@ -711,11 +854,11 @@ fn quantization_config(plan: &Plan) -> Value {
                 "weights": {
                     "num_bits": 8,
                     "type": "float",
-                    "strategy": "tensor",
+                    "strategy": strategy,
                     "symmetric": true,
                     "dynamic": false,
                     "group_size": null,
-                    "block_structure": null,
+                    "block_structure": block_structure,
                     "actorder": null,
                     "observer": "minmax",
                     "observer_kwargs": {},

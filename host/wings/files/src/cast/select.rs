@@ -34,6 +34,8 @@ pub enum Decision {
     UnderTwoDims,
     /// Copied: FP8 by default keeps the embedding and the output head.
     EmbeddingOrHead,
+    /// Copied: per-channel and block scales take 2-D tensors (rows × columns) only.
+    NotAMatrix,
     /// Copied: `--only` does not match it.
     NotMatchedByOnly,
     /// Copied: `--skip` matches it.
@@ -49,6 +51,7 @@ impl Decision {
             Decision::NotASource => Some("not f32, f64, bf16 or f16"),
             Decision::UnderTwoDims => Some("fewer than 2 dimensions (FP8 default)"),
             Decision::EmbeddingOrHead => Some("embedding or output head (FP8 default)"),
+            Decision::NotAMatrix => Some("not 2-D (per-channel and block scales)"),
             Decision::NotMatchedByOnly => Some("not matched by --only"),
             Decision::Skipped => Some("matched by --skip"),
         }
