@@ -1270,6 +1270,7 @@ fn block_checkpoint(dir: &Path) -> (PathBuf, Vec<Tensor>) {
         ("model.layers.0.mlp.down_proj.weight", Dtype::BF16, vec![130, 129], bf16_bytes(&down)),
         ("model.layers.0.self_attn.k_proj.weight", Dtype::F16, vec![5, 7], f16_bytes(&small)),
         ("model.layers.0.experts.weight", Dtype::F32, vec![5, 1, 7], f32_bytes(&small)),
+        ("model.layers.0.empty.weight", Dtype::F32, vec![3, 0], Vec::new()),
         ("model.layers.0.input_layernorm.weight", Dtype::F32, vec![7], f32_bytes(&small[..7])),
         ("model.embed_tokens.weight", Dtype::BF16, vec![5, 7], bf16_bytes(&small)),
         ("lm_head.weight", Dtype::BF16, vec![5, 7], bf16_bytes(&small)),
@@ -1319,7 +1320,8 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
         assert_eq!(config["hidden_size"], 7);
         let quantization = &config["quantization_config"];
-        let ignored = serde_json::json!(["lm_head", "model.embed_tokens", "model.layers.0.experts"]);
+        let ignored =
+            serde_json::json!(["lm_head", "model.embed_tokens", "model.layers.0.empty", "model.layers.0.experts"]);
         match (to, layout) {
             ("e5m2", _) => assert!(quantization.is_null(), "compressed-tensors' float8 is E4M3"),
             (_, "deepseek") => {
@@ -1342,7 +1344,71 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         let summary = String::from_utf8_lossy(&output.stdout);
         assert!(summary.contains(&format!("up_proj.weight{suffix} [{}, ", if scale == "block" { 3 } else { 300 })));
         assert!(summary.contains("experts.weight [5, 1, 7]: F32 copied (not 2-D"), "{summary}");
+        assert!(summary.contains("empty.weight [3, 0]: F32 copied (no elements"), "{summary}");
+        // The JSON report: the layout, each scale tensor's shape, and its scales' range.
+        let json_out = dir.path().join("json");
+        let mut json_args = args.to_vec();
+        json_args[3] = path_arg(&json_out);
+        json_args.extend(["--format", "json"]);
+        let report: serde_json::Value = serde_json::from_str(&run_ok(&json_args)).unwrap();
+        assert_eq!(report["layout"], layout);
+        let up = report["tensors"].as_array().unwrap().iter().find(|t| t["name"] == tensors[0].0).unwrap();
+        let d = assert_blocks(
+            &SafeTensors::deserialize(&read(&json_out.join("model.safetensors"))).unwrap(),
+            &tensors[0],
+            format,
+            blocks,
+            &format!("{}{suffix}", tensors[0].0),
+        );
+        let values: Vec<f32> = d.iter().map(|&d| f32::from_bits(d)).collect();
+        assert_eq!(
+            up["scale_shape"],
+            serde_json::json!([if scale == "block" { 3 } else { 300 }, 1 + 2 * usize::from(scale == "block")])
+        );
+        assert_eq!(up["dequant_scales"]["count"], values.len());
+        // JSON holds each as the shortest decimal that reads back as that f32.
+        let f32_of = |v: &serde_json::Value| v.as_f64().map(|v| v as f32);
+        assert_eq!(f32_of(&up["dequant_scales"]["min"]), Some(values.iter().copied().fold(f32::INFINITY, f32::min)));
+        assert_eq!(f32_of(&up["dequant_scales"]["max"]), Some(values.iter().copied().fold(0.0, f32::max)));
+        std::fs::remove_dir_all(&json_out).unwrap();
     }
+    // A dry run names the scale tensors and their shapes, and writes nothing.
+    let out = dir.path().join("dry");
+    let dry = run_ok(&[
+        "cast",
+        path_arg(&input),
+        "-o",
+        path_arg(&out),
+        "--to",
+        "e4m3",
+        "--scale",
+        "block",
+        "--layout",
+        "deepseek",
+        "--dry-run",
+    ]);
+    assert!(
+        dry.contains(
+            "up_proj.weight [300, 260]: F32 -> F8_E4M3, scale model.layers.0.mlp.up_proj.weight_scale_inv [3, 3]"
+        ),
+        "{dry}"
+    );
+    assert!(!out.exists());
+}
+
+/// A block-scaled tensor of more than one chunk of bands (126 bands of 128 rows of 260
+/// columns a chunk): every block against the reference.
+#[test]
+fn block_scales_span_chunks_of_bands() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("wide.safetensors");
+    let values = tiled_values(16_200, 260, 16);
+    let tensor: Tensor = ("w.weight", Dtype::BF16, vec![16_200, 260], bf16_bytes(&values));
+    write_file(&input, std::slice::from_ref(&tensor));
+    let out = dir.path().join("wide-fp8.safetensors");
+    run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3", "--scale", "block"]);
+    let bytes = read(&out);
+    assert_blocks(&SafeTensors::deserialize(&bytes).unwrap(), &tensor, FP8_E4M3, Some((128, 128)), "w.weight_scale");
 }
 
 #[test]
@@ -1386,10 +1452,13 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
 fn block_scales_span_chunks_and_refuse_or_keep_a_nan_by_its_index() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("big.safetensors");
-    let (rows, cols) = (1_050_001, 4);
+    let (rows, cols) = (1_070_001, 4);
     let mut values = f32_values(rows * cols, -14, 15, 15, &[]);
-    let nan_at = 4_200_001;
+    // In the second chunk (from 4 · 2^20), its tasks of 2^14 elements: the fourth and
+    // the sixth, so that the index is counted over tasks, and the lower one is named.
+    let nan_at = 4 * (1 << 20) + 3 * (1 << 14) + 3;
     values[nan_at] = f32::NAN.to_bits();
+    values[nan_at + 2 * (1 << 14)] = f32::INFINITY.to_bits();
     let tensor: Tensor = ("w.weight", Dtype::F16, vec![rows, cols], f16_bytes(&values));
     write_file(&input, std::slice::from_ref(&tensor));
     let out = dir.path().join("big-fp8.safetensors");
@@ -1414,6 +1483,8 @@ fn block_scales_span_chunks_and_refuse_or_keep_a_nan_by_its_index() {
     let bytes = read(&out);
     let cast = SafeTensors::deserialize(&bytes).unwrap();
     assert_blocks(&cast, &tensor, FP8_E4M3, None, "w.weight_scale");
-    assert_eq!(cast.tensor("w.weight").unwrap().data()[nan_at] & 0x7F, 0x7F, "NaN stays NaN");
+    let data = cast.tensor("w.weight").unwrap().data();
+    assert_eq!(data[nan_at] & 0x7F, 0x7F, "NaN stays NaN");
+    assert_eq!(data[nan_at + 2 * (1 << 14)], 0x7E, "infinity saturates");
     assert_no_temporaries(dir.path());
 }

@@ -7,8 +7,9 @@
 //!   (`narrowing_u16`, `narrowing_u8`): each is proven equal to the exact reference on
 //!   every input at every level (`tests/tests/cpu_levels.rs`), and its scalar form is the
 //!   very function `crate::cast::convert::narrow_f32` calls, so the results are
-//!   [`ElementCast::run`]'s, bit for bit (`chunks_equal_the_scalar_path` below, and all
-//!   2^32 f32 inputs in the ignored `every_f32_through_the_block_loop_equals_the_scalar_path`).
+//!   [`ElementCast::run`]'s, bit for bit (`chunks_equal_the_scalar_path` below), and the
+//!   exact reference's on all 2^32 f32 inputs (the ignored
+//!   `tests/tests/cast_block_loop.rs`).
 //!   bfloat16 → binary16 runs both in one pass ([`convert::bf16_to_f16_at`]: the same
 //!   bits, the bfloat16 widened in a register), checked by `cpu::convert`'s own test on
 //!   every encoding. A narrowing with no such conversion (a saturating bfloat16 or
@@ -356,7 +357,6 @@ pub(crate) fn amax_block_with(source: SourceDtype, input: &[u8], scratch: &mut V
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rayon::prelude::*;
     use shared::fp8_scale::{Fp8Format, Rounding};
 
     /// Every (target, overflow) `cast` asks a plain conversion for, and one it never does
@@ -378,9 +378,7 @@ mod tests {
         assert_same_in(conversion, input, &mut Buffers::default());
     }
 
-    /// The buffers of [`assert_same_in`], kept from one call to the next by the 2^32-input
-    /// proof (fresh ones for each of its 2^16-element blocks cost it a quarter of its time
-    /// in page faults and zeroing).
+    /// The buffers of [`assert_same_in`].
     #[derive(Default)]
     struct Buffers {
         expected: Vec<u8>,
@@ -535,24 +533,6 @@ mod tests {
                     assert_same(&conversion, &input);
                 }
             }
-        }
-    }
-
-    /// Every one of the 2^32 f32 inputs through every plain narrowing, against the scalar
-    /// path: `cargo test -p bitexact-files --profile proofs --lib every_f32 -- --ignored`.
-    #[test]
-    #[ignore = "2^32 inputs per conversion: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
-    fn every_f32_through_the_block_loop_equals_the_scalar_path() {
-        for (target, overflow) in PLAIN {
-            let conversion = ElementCast::Plain { source: SourceDtype::F32, target, overflow };
-            (0..1u64 << 16).into_par_iter().for_each_init(
-                || (Vec::new(), Buffers::default()),
-                |(input, buffers), block| {
-                    input.clear();
-                    input.extend((0..1u32 << 16).flat_map(|i| ((block as u32) << 16 | i).to_le_bytes()));
-                    assert_same_in(&conversion, input, buffers);
-                },
-            );
         }
     }
 }

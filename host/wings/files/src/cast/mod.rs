@@ -83,6 +83,7 @@ pub enum ScaleLayout {
     /// DeepSeek-V3's (`quant_method: "fp8"`, `weight_block_size: [128, 128]`,
     /// `<name>_scale_inv`), as vLLM's and transformers' `fp8` loaders read it: E4M3 in
     /// 128 × 128 blocks only ([`ScaleMode::Block`]).
+    #[serde(rename = "deepseek")]
     DeepSeek,
 }
 
@@ -240,6 +241,9 @@ pub struct CastReport {
     pub to: Target,
     /// Scaled FP8 or not.
     pub scale: Option<ScaleMode>,
+    /// For per-channel and block scales, the checkpoint layout.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layout: Option<ScaleLayout>,
     /// For scaled FP8, the rounding.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rounding: Option<&'static str>,
@@ -353,7 +357,7 @@ pub enum CastError {
         pattern: String,
     },
     /// Options that contradict one another (the library's check of what the CLI
-    /// refuses as a usage error).
+    /// refuses as a usage error; the message names the CLI's options).
     #[error("{0}")]
     Options(&'static str),
     /// An f64 tensor to scale per channel or per block, which the recipe does not take.
@@ -545,6 +549,9 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
             if options.blocks().is_some() {
                 if matches!(decision, Decision::Cast(_)) && matrix_shape(&tensor.shape).is_none() {
                     decision = Decision::NotAMatrix;
+                }
+                if matches!(decision, Decision::Cast(_)) && tensor.elements == 0 {
+                    decision = Decision::NoElements;
                 }
                 if decision == Decision::Cast(SourceDtype::F64) {
                     return Err(CastError::BlockScaledF64 { path: fail_path(), tensor: tensor.name.clone() });
@@ -758,6 +765,7 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         output: output.display().to_string(),
         to: options.to,
         scale: options.to.fp8().map(|_| options.scale),
+        layout: options.blocks().map(|_| options.layout),
         rounding: options.scaled().then_some(match options.rounding {
             Rounding::Once => "once",
             Rounding::TwoStep => "two-step",

@@ -214,7 +214,8 @@ impl Piece<'_> {
             ),
             Piece::Scale(t) => {
                 let scale = crate::dtype::ElementType::F32;
-                let shape = scale_shape(&t.shape, options).unwrap_or_default();
+                // The plan casts only tensors whose scales' shape exists and whose bytes fit.
+                let shape = scale_shape(&t.shape, options).unwrap_or(vec![0]);
                 let bytes = shape.iter().product::<u64>() * scale.bytes() as u64;
                 (scale_name(&t.name, options), scale.safetensors_name().to_string(), shape, bytes)
             }
@@ -652,10 +653,12 @@ impl BlockCast<'_> {
             return Ok(scales);
         }
         // A task: whole bands of `h` rows, about BLOCK_ELEMENTS (at least one band); a
-        // chunk: whole tasks, about 4 · CHUNK_ELEMENTS (at least one task).
+        // chunk: whole tasks, about 4 · CHUNK_ELEMENTS, and at least one per thread (so
+        // that a wide tensor's bands, one task each, still run on every core).
         let task_rows = h * (BLOCK_ELEMENTS / h.saturating_mul(cols)).max(1);
         let task_elements = task_rows * cols;
-        let chunk_elements = task_elements * (4 * CHUNK_ELEMENTS / task_elements).max(1);
+        let tasks = (4 * CHUNK_ELEMENTS / task_elements).max(rayon::current_num_threads()).max(1);
+        let chunk_elements = task_elements * tasks;
         let eb = self.source.bytes();
         let check = self.options.nonfinite == NonFiniteValues::Refuse;
         let mut scales = Vec::with_capacity(scale_count(rows));

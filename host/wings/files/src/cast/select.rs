@@ -36,6 +36,8 @@ pub enum Decision {
     EmbeddingOrHead,
     /// Copied: per-channel and block scales take 2-D tensors (rows × columns) only.
     NotAMatrix,
+    /// Copied: a 2-D tensor with no elements has no blocks to scale.
+    NoElements,
     /// Copied: `--only` does not match it.
     NotMatchedByOnly,
     /// Copied: `--skip` matches it.
@@ -52,6 +54,7 @@ impl Decision {
             Decision::UnderTwoDims => Some("fewer than 2 dimensions (FP8 default)"),
             Decision::EmbeddingOrHead => Some("embedding or output head (FP8 default)"),
             Decision::NotAMatrix => Some("not 2-D (per-channel and block scales)"),
+            Decision::NoElements => Some("no elements (per-channel and block scales)"),
             Decision::NotMatchedByOnly => Some("not matched by --only"),
             Decision::Skipped => Some("matched by --skip"),
         }

@@ -41,7 +41,7 @@ pub use narrow::{
     narrow_to_f32_bits, round_f32_to, round_to, round_wide,
 };
 pub use norm::{div_to_f32, f32_to_unorm_exact, snorm_to_f32_bits, unorm_to_f32_bits, unorm_to_narrow_bits};
-pub use runs::fill_f32_monotone;
+pub use runs::{fill_f32_monotone, fill_monotone};
 pub use ulp::{f32_ulp_distance, float16_ulp_distance, narrow_ulp_distance, ulp_distance};
 
 use shared::{Family, Format};

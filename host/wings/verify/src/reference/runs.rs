@@ -59,7 +59,7 @@ pub fn fill_f32_monotone<T: Copy + Ord>(first: u64, out: &mut [T], f: impl Fn(u3
             let (low, high) = (start as u32, (stop - 1) as u32);
             let at_low = f(low);
             let at_high = if high == low { at_low } else { f(high) };
-            fill_between(low, part, at_low, at_high, &f);
+            fill_between(u64::from(low), part, at_low, at_high, &|x| f(x as u32));
         } else {
             for (o, x) in part.iter_mut().zip(start as u32..=(stop - 1) as u32) {
                 *o = f(x);
@@ -68,10 +68,33 @@ pub fn fill_f32_monotone<T: Copy + Ord>(first: u64, out: &mut [T], f: impl Fn(u3
     }
 }
 
+/// `out[i] = f(first + i)` for the integers `first..first + out.len()`, with `f` called
+/// only at the ends of the runs where its result changes, as [`fill_f32_monotone`] does
+/// on f32 bit patterns: `f` must be monotone (either direction) on the whole range. For a
+/// reference that is a rounding of a quotient with a growing numerator, say.
+///
+/// Panics if `f` is found not to be monotone (a value that bisection looks at inside a
+/// range and that does not lie between the values at its ends).
+///
+/// ```
+/// # mod bitexact { pub use bitexact_verify as verify; }
+/// use bitexact::verify::reference::fill_monotone;
+/// // v / 1000 rounded down to tenths, for v in 0..=1000: 11 distinct results.
+/// let mut out = vec![0u64; 1001];
+/// fill_monotone(0, &mut out, |v| v / 100);
+/// assert!(out.iter().enumerate().all(|(v, &r)| r == v as u64 / 100));
+/// ```
+pub fn fill_monotone<T: Copy + Ord>(first: u64, out: &mut [T], f: impl Fn(u64) -> T) {
+    let Some(last) = out.len().checked_sub(1) else { return };
+    let at_low = f(first);
+    let at_high = if last == 0 { at_low } else { f(first + last as u64) };
+    fill_between(first, out, at_low, at_high, &f);
+}
+
 /// Fills `out`, the results of the closed range `low..=low + out.len() - 1` (at least one
 /// input), given the results at its ends, `at_low` and `at_high`: with that value if they
 /// agree, else by halves that share their middle input.
-fn fill_between<T: Copy + Ord>(low: u32, out: &mut [T], at_low: T, at_high: T, f: &impl Fn(u32) -> T) {
+fn fill_between<T: Copy + Ord>(low: u64, out: &mut [T], at_low: T, at_high: T, f: &impl Fn(u64) -> T) {
     let last = out.len() - 1;
     if at_low == at_high {
         out.fill(at_low);
@@ -82,15 +105,15 @@ fn fill_between<T: Copy + Ord>(low: u32, out: &mut [T], at_low: T, at_high: T, f
         return;
     }
     let middle = last / 2;
-    let at_middle = f(low + middle as u32);
+    let at_middle = f(low + middle as u64);
     assert!(
         at_low.min(at_high) <= at_middle && at_middle <= at_low.max(at_high),
-        "the function is not monotone on f32 bits {low:#x}..={:#x}: its value at {:#x} is not between its values at the ends",
-        low + last as u32,
-        low + middle as u32
+        "the function is not monotone on the inputs {low:#x}..={:#x}: its value at {:#x} is not between its values at the ends",
+        low + last as u64,
+        low + middle as u64
     );
     fill_between(low, &mut out[..=middle], at_low, at_middle, f);
-    fill_between(low + middle as u32, &mut out[middle..], at_middle, at_high, f);
+    fill_between(low + middle as u64, &mut out[middle..], at_middle, at_high, f);
 }
 
 #[cfg(test)]
