@@ -1216,17 +1216,19 @@ fn tiled_values(rows: usize, cols: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-/// Asserts that `input` (2-D) is quantised in `out` by the exact block recipe, each
-/// block of `tile` (`None`: one per row) checked against `scaled`'s rationals: its
-/// amax over its finite values found here, `d = block_dequant_scale(amax)` stored in
-/// `scale_name` (F32, of the blocks' shape), each code `quantize_quotient(x, d)`.
-/// Returns the scales' bits.
+/// Asserts that `input` (2-D) is quantised in `out` by the exact block recipe (or, with
+/// `deepgemm`, DeepGEMM's), each block of `tile` (`None`: one per row) checked against
+/// `scaled`'s rationals: its amax over its finite values found here, `d =
+/// block_dequant_scale(amax)` (`deepgemm_scale`) stored in `scale_name` (F32, of the
+/// blocks' shape), each code `quantize_quotient(x, d)` (`deepgemm_quantize`). Returns the
+/// scales' bits.
 fn assert_blocks(
     out: &SafeTensors,
     input: &Tensor,
     format: NarrowFormat,
     tile: Option<(usize, usize)>,
     scale_name: &str,
+    deepgemm: bool,
 ) -> Vec<u32> {
     let (name, dtype, shape, data) = input;
     let (rows, cols) = (shape[0], shape[1]);
@@ -1244,11 +1246,15 @@ fn assert_blocks(
         let block =
             || (top..rows.min(top + h)).flat_map(move |r| (left..cols.min(left + w)).map(move |c| r * cols + c));
         let amax = block().map(|i| xs[i] & 0x7FFF_FFFF).filter(|&m| m < 0x7F80_0000).max().unwrap_or(0);
-        let d = scaled::block_dequant_scale(format, amax);
+        let d = if deepgemm { scaled::deepgemm_scale(format, amax) } else { scaled::block_dequant_scale(format, amax) };
         assert_eq!(d_bytes, d.to_le_bytes(), "{scale_name}[{b}]: amax {amax:#010x}");
         for i in block() {
             let (x, q) = (xs[i], view.data()[i]);
-            let expected = scaled::quantize_quotient(format, x, d);
+            let expected = if deepgemm {
+                scaled::deepgemm_quantize(format, x, d)
+            } else {
+                scaled::quantize_quotient(format, x, d)
+            };
             assert_eq!(q, expected, "{name}[{i}]: x {x:#010x}, d {d:#010x}: got {q:#04x}, expected {expected:#04x}");
         }
         scales.push(d);
@@ -1285,15 +1291,30 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
     let dir = tempfile::tempdir().unwrap();
     let (input, tensors) = block_checkpoint(dir.path());
     let tile = Some((128, 128));
-    for (to, format, scale, layout, blocks, suffix) in [
-        ("e4m3", FP8_E4M3, "block", "compressed-tensors", tile, "_scale"),
-        ("e4m3", FP8_E4M3, "per-channel", "compressed-tensors", None, "_scale"),
-        ("e5m2", FP8_E5M2, "block", "compressed-tensors", tile, "_scale"),
-        ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale"),
-        ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv"),
+    for (to, format, scale, layout, blocks, suffix, recipe) in [
+        ("e4m3", FP8_E4M3, "block", "compressed-tensors", tile, "_scale", "exact"),
+        ("e4m3", FP8_E4M3, "per-channel", "compressed-tensors", None, "_scale", "exact"),
+        ("e5m2", FP8_E5M2, "block", "compressed-tensors", tile, "_scale", "exact"),
+        ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale", "exact"),
+        ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "exact"),
+        ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "deepgemm"),
     ] {
-        let out = dir.path().join(format!("{to}-{scale}-{layout}"));
-        let args = ["cast", path_arg(&input), "-o", path_arg(&out), "--to", to, "--scale", scale, "--layout", layout];
+        let deepgemm = recipe == "deepgemm";
+        let out = dir.path().join(format!("{to}-{scale}-{layout}-{recipe}"));
+        let args = [
+            "cast",
+            path_arg(&input),
+            "-o",
+            path_arg(&out),
+            "--to",
+            to,
+            "--scale",
+            scale,
+            "--layout",
+            layout,
+            "--recipe",
+            recipe,
+        ];
         let output = bitexact(&args[..]);
         assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -1301,11 +1322,13 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         let cast = SafeTensors::deserialize(&bytes).unwrap();
         let mut subnormal = false;
         for tensor in &tensors[..3] {
-            let d = assert_blocks(&cast, tensor, format, blocks, &format!("{}{suffix}", tensor.0));
+            let d = assert_blocks(&cast, tensor, format, blocks, &format!("{}{suffix}", tensor.0), deepgemm);
             subnormal |= d.iter().any(|&d| f32::from_bits(d).is_subnormal());
         }
-        // Each row holds larger values too, so only a tile's scale can be subnormal.
-        assert_eq!(subnormal, blocks.is_some(), "a tile of subnormal magnitudes has a subnormal scale");
+        // Each row holds larger values too, so only a tile's scale can be subnormal, and
+        // DeepGEMM's never (its amax is at least 1e-4).
+        let tiny_tile = blocks.is_some() && !deepgemm;
+        assert_eq!(subnormal, tiny_tile, "a tile of subnormal magnitudes has a subnormal scale");
         assert_eq!(
             stderr.contains("up_proj.weight': 1 of its 9 dequantisation scales is subnormal"),
             subnormal,
@@ -1317,6 +1340,7 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         assert_eq!(cast.len(), tensors.len() + 3, "the tensors and three scales");
         let record: serde_json::Value = serde_json::from_str(&metadata(&bytes)["bitexact.cast"]).unwrap();
         assert_eq!(record["scale"]["kind"], scale);
+        assert_eq!(record["scale"]["recipe"], recipe);
         let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
         assert_eq!(config["hidden_size"], 7);
         let quantization = &config["quantization_config"];
@@ -1352,6 +1376,7 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         json_args.extend(["--format", "json"]);
         let report: serde_json::Value = serde_json::from_str(&run_ok(&json_args)).unwrap();
         assert_eq!(report["layout"], layout);
+        assert_eq!(report["recipe"], recipe);
         let up = report["tensors"].as_array().unwrap().iter().find(|t| t["name"] == tensors[0].0).unwrap();
         let d = assert_blocks(
             &SafeTensors::deserialize(&read(&json_out.join("model.safetensors"))).unwrap(),
@@ -1359,6 +1384,7 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
             format,
             blocks,
             &format!("{}{suffix}", tensors[0].0),
+            deepgemm,
         );
         let values: Vec<f32> = d.iter().map(|&d| f32::from_bits(d)).collect();
         assert_eq!(
@@ -1408,7 +1434,8 @@ fn block_scales_span_chunks_of_bands() {
     let out = dir.path().join("wide-fp8.safetensors");
     run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3", "--scale", "block"]);
     let bytes = read(&out);
-    assert_blocks(&SafeTensors::deserialize(&bytes).unwrap(), &tensor, FP8_E4M3, Some((128, 128)), "w.weight_scale");
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    assert_blocks(&cast, &tensor, FP8_E4M3, Some((128, 128)), "w.weight_scale", false);
 }
 
 #[test]
@@ -1427,6 +1454,9 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
         ),
         (vec!["--to", "e4m3", "--layout", "deepseek"], "--layout applies to --scale per-channel or block"),
         (vec!["--to", "bf16", "--layout", "deepseek"], "apply to FP8 targets"),
+        (vec!["--to", "e4m3", "--scale", "per-channel", "--recipe", "deepgemm"], "--to e4m3 --scale block"),
+        (vec!["--to", "e5m2", "--scale", "block", "--recipe", "deepgemm"], "--to e4m3 --scale block"),
+        (vec!["--to", "e4m3", "--recipe", "exact"], "--recipe applies to --scale per-channel or block"),
         (vec!["--to", "e4m3", "--scale", "block", "--no-saturate"], "--no-saturate applies to --scale none"),
     ] {
         let mut all = vec!["cast", i, "-o", o];
@@ -1482,7 +1512,7 @@ fn block_scales_span_chunks_and_refuse_or_keep_a_nan_by_its_index() {
     run_ok(&args);
     let bytes = read(&out);
     let cast = SafeTensors::deserialize(&bytes).unwrap();
-    assert_blocks(&cast, &tensor, FP8_E4M3, None, "w.weight_scale");
+    assert_blocks(&cast, &tensor, FP8_E4M3, None, "w.weight_scale", false);
     let data = cast.tensor("w.weight").unwrap().data();
     assert_eq!(data[nan_at] & 0x7F, 0x7F, "NaN stays NaN");
     assert_eq!(data[nan_at + 2 * (1 << 14)], 0x7E, "infinity saturates");

@@ -81,6 +81,47 @@ pub fn quantize_quotient(x: u32, d: f32, format: Fp8Format) -> u8 {
     sign | if magnitude_bits(x) > 0x7F80_0000 { nan } else { magnitude }
 }
 
+/// The least amax DeepGEMM's recipe takes: `1e-4` as an f32 (its `clamp(1e-4)` on an
+/// f32 tensor rounds the bound to f32).
+pub const DEEPGEMM_MIN_AMAX: f32 = 1e-4;
+
+/// Which recipe a block's scale and codes follow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Recipe {
+    /// The exact recipe (the module's doc): `d = fl32(amax / max)`, `q = sat_rne(x / d)`,
+    /// `d` stored.
+    #[default]
+    Exact,
+    /// DeepGEMM's `per_block_cast_to_fp8`, as vLLM's `utils/deep_gemm.py` runs it on a
+    /// CUDA device and DeepSeek-V3's checkpoints hold it: `A = max(amax, 1e-4)` in f32;
+    /// `sf = fl32(A · fl32(1 / max))` (PyTorch's CUDA `tensor / scalar` multiplies by the
+    /// scalar's rounded reciprocal); `q = rne(fl32(x · fl32(1 / sf)))` (the reciprocal and
+    /// the product each rounded to f32, then the FP8 rounding); `sf` stored
+    /// (`weight_scale_inv`). DeepGEMM does not clamp the product, and need not: for
+    /// `|x| ≤ A` it is at most `max · (1 + 2^-24)^4 / (1 − 2^-24)^2`, below the FP8
+    /// overflow threshold, so the saturating rounding used here gives its codes.
+    /// [`deepgemm_scale`], [`deepgemm_quantize`].
+    DeepGemm,
+}
+
+/// DeepGEMM's scale `sf = fl32(max(amax, 1e-4) · fl32(1 / max))` of a block whose largest
+/// finite magnitude is `amax` (finite, non-negative; NaN is taken as the clamp):
+/// [`Recipe::DeepGemm`].
+#[inline]
+pub fn deepgemm_scale(amax: f32, format: Fp8Format) -> f32 {
+    let clamped = if amax >= DEEPGEMM_MIN_AMAX { amax } else { DEEPGEMM_MIN_AMAX };
+    clamped * (1.0 / format.max_finite())
+}
+
+/// DeepGEMM's code of the f32 `x` (bits) in a block of scale `sf`:
+/// `rne(fl32(x · fl32(1 / sf)))`, through [`fp8_scale::quantize`]'s two-step rounding
+/// (saturating, which changes nothing for the block's own values: [`Recipe::DeepGemm`]).
+/// [`quantize_blocks_with`] computes the same with the reciprocal taken once per block.
+#[inline]
+pub fn deepgemm_quantize(x: u32, sf: f32, format: Fp8Format) -> u8 {
+    fp8_scale::quantize(x, 1.0 / sf, format, fp8_scale::Rounding::TwoStep)
+}
+
 /// How a 2-D tensor is cut into blocks that share a scale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Blocks {
@@ -155,6 +196,22 @@ pub fn quantize_blocks(
     q: &mut [u8],
     d: &mut [f32],
 ) -> Result<Option<usize>, BlockError> {
+    quantize_blocks_with(Recipe::Exact, x, rows, cols, blocks, format, q, d)
+}
+
+/// [`quantize_blocks`] by `recipe`: each block's stored scale (`d`, or DeepGEMM's `sf`)
+/// into `d`, each code into `q`. An empty tensor's blocks get 1 by either recipe.
+#[allow(clippy::too_many_arguments)]
+pub fn quantize_blocks_with(
+    recipe: Recipe,
+    x: &[u32],
+    rows: usize,
+    cols: usize,
+    blocks: Blocks,
+    format: Fp8Format,
+    q: &mut [u8],
+    d: &mut [f32],
+) -> Result<Option<usize>, BlockError> {
     let ((h, w), (block_rows, block_cols)) = match (blocks.extent(cols), blocks.scale_shape(rows, cols)) {
         (Some(extent), Some(shape)) => (extent, shape),
         _ => return Err(BlockError::EmptyTile),
@@ -190,11 +247,24 @@ pub fn quantize_blocks(
                     first_nonfinite = Some(first_nonfinite.map_or(index, |first| first.min(index)));
                 }
             }
-            *scale = dequant_scale_for(f32::from_bits(amax), format);
+            *scale = match recipe {
+                Recipe::Exact => dequant_scale_for(f32::from_bits(amax), format),
+                Recipe::DeepGemm => deepgemm_scale(f32::from_bits(amax), format),
+            };
+            let inverse = 1.0 / *scale;
             for (x_row, q_row) in x_band.chunks(cols).zip(q_band.chunks_mut(cols)) {
                 if let (Some(values), Some(codes)) = (x_row.get(columns.clone()), q_row.get_mut(columns.clone())) {
-                    for (code, &value) in codes.iter_mut().zip(values) {
-                        *code = quantize_quotient(value, *scale, format);
+                    match recipe {
+                        Recipe::Exact => {
+                            for (code, &value) in codes.iter_mut().zip(values) {
+                                *code = quantize_quotient(value, *scale, format);
+                            }
+                        }
+                        Recipe::DeepGemm => {
+                            for (code, &value) in codes.iter_mut().zip(values) {
+                                *code = fp8_scale::quantize(value, inverse, format, fp8_scale::Rounding::TwoStep);
+                            }
+                        }
                     }
                 }
             }

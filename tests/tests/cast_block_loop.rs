@@ -74,21 +74,21 @@ fn check_block(conversion: &ElementCast, reference: &NarrowConversion, format: F
         1 => expected.extend(codes.iter().map(|&c| c as u8)),
         _ => expected.extend(codes.iter().flat_map(|&c| (c as u16).to_le_bytes())),
     }
-    // The block shares one exponent field: all NaN or infinite, or all finite, where
-    // the first refused element is the first whose result is not finite (an overflow
-    // without saturation). The codes come in runs: classified where they change.
-    let want = if first & 0x7F80_0000 == 0x7F80_0000 {
-        Some((0, Outcome::NonFiniteValues))
-    } else {
-        let mut last = None;
-        codes.iter().enumerate().find_map(|(i, &c)| {
-            if last == Some(c) {
-                return None;
-            }
-            last = Some(c);
-            is_nonfinite(format, c).then_some((i, Outcome::Overflow))
-        })
-    };
+    // The first refused element: a NaN or infinite input, or a finite one whose exact
+    // result is not finite (an overflow without saturation). The codes come in runs:
+    // classified where they change.
+    let mut last = None;
+    let want = codes.iter().enumerate().find_map(|(i, &c)| {
+        if (first + i as u32) & 0x7F80_0000 == 0x7F80_0000 {
+            return Some((i, Outcome::NonFiniteValues));
+        }
+        if last == Some(c) {
+            return None;
+        }
+        last = Some(c);
+        is_nonfinite(format, c).then_some((i, Outcome::Overflow))
+    });
+    assert_eq!(input.as_ptr().align_offset(4), 0, "the aligned pass reads the f32s in place");
     shifted_in.clear();
     shifted_in.push(0);
     shifted_in.extend_from_slice(input);
@@ -131,7 +131,10 @@ fn every_f32_through_the_block_loop_equals_the_exact_reference() {
 
 /// The same check on a few blocks in the quick run: subnormals, around 1.0, each
 /// format's overflow threshold inside a block (E4M3 464, E5M2 61440, binary16 65520,
-/// bfloat16's near f32's largest; negative E4M3 too), and the NaNs and infinities.
+/// bfloat16's near f32's largest; negative E4M3 too), the largest finite f32s then
+/// infinity then NaNs in one block (both signs: a refused input after index 0, and the
+/// saturating conversions' check of their inputs), −inf, the NaNs, and the thresholds
+/// where binary16, E4M3 and E5M2 round to zero.
 #[test]
 fn blocks_around_the_edges_equal_the_exact_reference() {
     let firsts = [
@@ -141,10 +144,16 @@ fn blocks_around_the_edges_equal_the_exact_reference() {
         0x476F_8000,
         0x477F_7000,
         0x7F7F_0000,
+        0x7F7F_8000,
         0x7F80_0000,
         0x8000_0000,
         0xC3E7_8000,
+        0xFF7F_8000,
+        0xFF80_0000,
         0xFFFF_0000,
+        0x3300_0000,
+        0x3A80_0000,
+        0x3700_0000,
     ];
     let mut buffers = Buffers::default();
     for (target, overflow) in PLAIN {

@@ -7,11 +7,17 @@
 //!   finite non-negative `amax` for both formats;
 //! - `quantize_blocks` on whole tensors (partial tiles, rows, non-finite values, an
 //!   all-zero block) against the reference applied block by block, with each block's
-//!   `amax` found by a loop of its own.
+//!   `amax` found by a loop of its own;
+//! - DeepGEMM's recipe ([`Recipe::DeepGemm`]): its scale `sf` and the reciprocal the
+//!   codes use on a sample, and with `--ignored` on every finite `amax`, against the
+//!   recipe written on integers (the clamp, the division `1 / max`, the product rounded
+//!   to f32, `1 / sf`); its codes on whole tensors against the reference's two-step
+//!   rounding `rne(fl32(x · fl32(1 / sf)))` (`scaled::quantize_two_step`, which
+//!   `fp8_scale.rs` proves `quantize` equal to on every f32 at its walked scales).
 
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
 use conformance::{check_all, splitmix};
-use shared::fp8_block::{self, BlockError, Blocks};
+use shared::fp8_block::{self, BlockError, Blocks, Recipe};
 use shared::fp8_scale::Fp8Format;
 
 fn reference_format(format: Fp8Format) -> NarrowFormat {
@@ -154,6 +160,76 @@ fn the_scale_equals_the_rational_reference_on_every_finite_amax() {
     check_all(0..0x7F80_0000, |amax| check_scale(amax as u32)).unwrap_or_else(|m| panic!("{m}"));
 }
 
+/// DeepGEMM's `sf` of `amax` on integers (`scaled::deepgemm_scale`).
+fn reference_deepgemm_scale(format: Fp8Format, amax: u32) -> u32 {
+    scaled::deepgemm_scale(reference_format(format), amax)
+}
+
+/// The reciprocal DeepGEMM's codes multiply by, `fl32(1 / sf)`, on integers.
+fn reference_inverse(sf: u32) -> u32 {
+    scaled::divide(1f32.to_bits(), sf).expect("sf is at least 1e-4 / 57344: its inverse is finite")
+}
+
+/// `deepgemm_scale` of each amax of `amaxes` (non-negative finite f32 bits) and the
+/// reciprocal `quantize_blocks_with` takes of it, against the recipe on integers:
+/// `sf` the product `max(amax, fl32(1e-4)) · fl32(1 / max)` rounded to nearest even,
+/// `1 / sf` the quotient rounded so, each checked by multiplication against the
+/// midpoints around it (`scaled::is_rounded_product`, `is_rounded_quotient`: no
+/// division per input); the message names the reference's values.
+fn check_deepgemm_scales(format: Fp8Format, amaxes: impl Iterator<Item = u32>) -> Result<(), String> {
+    let r = scaled::divide(1f32.to_bits(), format.max_finite().to_bits()).expect("1 / max is finite");
+    let clamp = 1e-4f32.to_bits();
+    for amax in amaxes {
+        let sf = fp8_block::deepgemm_scale(f32::from_bits(amax), format);
+        let inverse = 1.0 / sf;
+        let (sf, inverse) = (sf.to_bits(), inverse.to_bits());
+        if !scaled::is_rounded_product(amax.max(clamp), r, sf)
+            || !scaled::is_rounded_quotient(1f32.to_bits(), sf, inverse)
+        {
+            let want = scaled::deepgemm_scale(reference_format(format), amax);
+            return Err(format!(
+                "{format:?}: amax {amax:#010x}: sf {sf:#010x} (exact {want:#010x}), 1/sf {inverse:#010x} (exact {:#010x})",
+                reference_inverse(want)
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn deepgemm_scales_equal_the_recipe_on_integers_on_a_sample() {
+    for format in Fp8Format::ALL {
+        let finite = || sampled_f32().filter(|&x| x < 0x7F80_0000);
+        // The checks by multiplication agree with the reference's division and rounding.
+        for amax in finite() {
+            let sf = scaled::deepgemm_scale(reference_format(format), amax);
+            let r = scaled::divide(1f32.to_bits(), format.max_finite().to_bits()).unwrap();
+            assert!(scaled::is_rounded_product(amax.max(1e-4f32.to_bits()), r, sf), "{format:?} {amax:#x}");
+            assert!(!scaled::is_rounded_product(amax.max(1e-4f32.to_bits()), r, sf + 1), "{format:?} {amax:#x}");
+            assert_eq!(fp8_block::deepgemm_scale(f32::from_bits(amax), format).to_bits(), sf, "{format:?} {amax:#x}");
+        }
+        check_deepgemm_scales(format, finite()).unwrap_or_else(|m| panic!("{m}"));
+        // Around the clamp: below it every amax gives the clamp's scale.
+        let clamp = 1e-4f32.to_bits();
+        check_deepgemm_scales(format, clamp - 5000..clamp + 5000).unwrap_or_else(|m| panic!("{m}"));
+        let at_clamp = fp8_block::deepgemm_scale(1e-4, format);
+        assert_eq!(fp8_block::deepgemm_scale(0.0, format), at_clamp);
+        assert_eq!(fp8_block::deepgemm_scale(f32::from_bits(1), format), at_clamp);
+    }
+}
+
+/// E4M3, the format DeepGEMM's recipe makes (`cast` takes it for no other); E5M2's
+/// scale is checked on the sample.
+#[test]
+#[ignore = "2^31 inputs"]
+fn deepgemm_scales_equal_the_recipe_on_integers_on_every_finite_amax() {
+    check_all(0..0x7F80_0000 >> 16, |block| {
+        let first = (block << 16) as u32;
+        check_deepgemm_scales(Fp8Format::E4M3, first..first + (1 << 16))
+    })
+    .unwrap_or_else(|m| panic!("{m}"));
+}
+
 /// A `rows × cols` tensor whose magnitudes span many binades, row by row (so the blocks'
 /// scales differ), from a fixed seed.
 fn tensor(rows: usize, cols: usize, seed: u64) -> Vec<u32> {
@@ -170,6 +246,7 @@ fn tensor(rows: usize, cols: usize, seed: u64) -> Vec<u32> {
 /// The reference's scales and codes of `x`, block by block: each block's `amax` by a loop
 /// of its own over its finite values (`f32::abs`, not `shared`'s magnitude bits).
 fn reference_blocks(
+    recipe: Recipe,
     x: &[u32],
     rows: usize,
     cols: usize,
@@ -184,9 +261,16 @@ fn reference_blocks(
         let indices = || (rs..rows.min(rs + h)).flat_map(move |r| (cs..cols.min(cs + w)).map(move |c| r * cols + c));
         let amax =
             indices().map(|i| f32::from_bits(x[i])).filter(|v| v.is_finite()).fold(0.0f32, |a, v| a.max(v.abs()));
-        *scale = scaled::block_dequant_scale(reference_format(format), amax.to_bits());
+        let reference = reference_format(format);
+        *scale = match recipe {
+            Recipe::Exact => scaled::block_dequant_scale(reference, amax.to_bits()),
+            Recipe::DeepGemm => reference_deepgemm_scale(format, amax.to_bits()),
+        };
         for i in indices() {
-            q[i] = scaled::quantize_quotient(reference_format(format), x[i], *scale);
+            q[i] = match recipe {
+                Recipe::Exact => scaled::quantize_quotient(reference, x[i], *scale),
+                Recipe::DeepGemm => scaled::deepgemm_quantize(reference, x[i], *scale),
+            };
         }
     }
     (q, d)
@@ -211,17 +295,23 @@ fn whole_tensors_equal_the_reference_block_by_block() {
     for (blocks, extent) in
         [(Blocks::TILE_128, (128, 128)), (Blocks::PerRow, (1, cols)), (Blocks::Tiles { rows: 1, cols: 32 }, (1, 32))]
     {
-        for format in Fp8Format::ALL {
+        for (format, recipe) in Fp8Format::ALL.into_iter().flat_map(|f| [(f, Recipe::Exact), (f, Recipe::DeepGemm)]) {
             let (block_rows, block_cols) = blocks.scale_shape(rows, cols).expect("non-empty tiles");
             let mut q = vec![0u8; rows * cols];
             let mut d = vec![0f32; block_rows * block_cols];
-            let first = fp8_block::quantize_blocks(&x, rows, cols, blocks, format, &mut q, &mut d);
+            let first = match recipe {
+                Recipe::Exact => fp8_block::quantize_blocks(&x, rows, cols, blocks, format, &mut q, &mut d),
+                _ => fp8_block::quantize_blocks_with(recipe, &x, rows, cols, blocks, format, &mut q, &mut d),
+            };
             assert_eq!(first, Ok(Some(inf_at)), "{blocks:?} {format:?}");
-            let (want_q, want_d) = reference_blocks(&x, rows, cols, extent, format);
+            let (want_q, want_d) = reference_blocks(recipe, &x, rows, cols, extent, format);
             let d_bits: Vec<u32> = d.iter().map(|v| v.to_bits()).collect();
-            assert_eq!(d_bits, want_d, "{blocks:?} {format:?}: scales");
+            assert_eq!(d_bits, want_d, "{blocks:?} {format:?} {recipe:?}: scales");
             if let Some(i) = (0..q.len()).find(|&i| q[i] != want_q[i]) {
-                panic!("{blocks:?} {format:?}: element {i} ({:#010x}): {:#04x}, exact {:#04x}", x[i], q[i], want_q[i]);
+                panic!(
+                    "{blocks:?} {format:?} {recipe:?}: element {i} ({:#010x}): {:#04x}, exact {:#04x}",
+                    x[i], q[i], want_q[i]
+                );
             }
         }
     }

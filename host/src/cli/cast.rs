@@ -1,13 +1,14 @@
 //! `bitexact cast`: safetensors checkpoints (and `.npy` / `.npz` files) to bfloat16, binary16 or FP8 (per-tensor
 //! scaled or not), every value correctly rounded from its own source value.
 
-use super::choices::{NonFiniteArg, RoundingArg, ScaleArg, ScaleLayoutArg, SummaryFormat, TargetArg};
+use super::choices::{NonFiniteArg, RecipeArg, RoundingArg, ScaleArg, ScaleLayoutArg, SummaryFormat, TargetArg};
 use super::error::CliError;
 use bitexact::files;
 use bitexact::files::cast::convert::Target;
 use bitexact::files::cast::select::Patterns;
 use bitexact::files::cast::{CastOptions, CastReport, ScaleLayout, ScaleMode};
 use bitexact::support::output;
+use shared::fp8_block::Recipe;
 use shared::fp8_scale::Rounding;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +45,10 @@ pub struct CastArgs {
     /// and config.json's quantization_config).
     #[arg(long, value_enum)]
     pub layout: Option<ScaleLayoutArg>,
+    /// FP8 with --scale block only: the exact recipe (the default), or the named
+    /// producer's, bit for bit.
+    #[arg(long, value_enum)]
+    pub recipe: Option<RecipeArg>,
     /// FP8 with --scale per-tensor only: how x·s is rounded.
     #[arg(long, value_enum)]
     pub rounding: Option<RoundingArg>,
@@ -104,13 +109,20 @@ pub fn run(args: &CastArgs) -> Result<ExitCode, CliError> {
 fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     let to = Target::from(args.to);
     let fp8 = to.fp8().is_some();
-    if !fp8 && (args.scale.is_some() || args.rounding.is_some() || args.no_saturate || args.layout.is_some()) {
+    let fp8_only = args.scale.is_some() || args.rounding.is_some() || args.no_saturate;
+    if !fp8 && (fp8_only || args.layout.is_some() || args.recipe.is_some()) {
         return Err(CliError::Usage(format!(
-            "--scale, --layout, --rounding and --no-saturate apply to FP8 targets, not --to {}",
+            "--scale, --layout, --recipe, --rounding and --no-saturate apply to FP8 targets, not --to {}",
             to.name()
         )));
     }
     let scale = args.scale.map_or(ScaleMode::PerTensor, ScaleMode::from);
+    if args.recipe == Some(RecipeArg::Deepgemm) && (scale != ScaleMode::Block || to != Target::E4m3) {
+        return Err(CliError::Usage("--recipe deepgemm makes E4M3 in 128x128 blocks: --to e4m3 --scale block".into()));
+    }
+    if scale.blocks().is_none() && args.recipe.is_some() {
+        return Err(CliError::Usage("--recipe applies to --scale per-channel or block".into()));
+    }
     if scale.blocks().is_none() && args.layout.is_some() {
         return Err(CliError::Usage("--layout applies to --scale per-channel or block".into()));
     }
@@ -139,6 +151,7 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
         to,
         scale,
         layout: args.layout.map_or(ScaleLayout::CompressedTensors, ScaleLayout::from),
+        recipe: args.recipe.map_or(Recipe::Exact, Recipe::from),
         rounding: args.rounding.map_or(Rounding::Once, Rounding::from),
         saturate: !args.no_saturate,
         nonfinite: args.nonfinite.into(),

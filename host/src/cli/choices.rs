@@ -9,6 +9,7 @@ use bitexact::files::cast::convert::Target;
 use bitexact::files::cast::{NonFiniteValues, ScaleLayout, ScaleMode};
 use bitexact::files::normalize::image::ChannelLayout;
 use bitexact::files::write::Dtype;
+use shared::fp8_block::Recipe;
 use shared::fp8_scale::Rounding;
 
 /// Output format of a report.
@@ -171,6 +172,27 @@ impl From<ScaleArg> for ScaleMode {
             ScaleArg::PerChannel => ScaleMode::PerChannel,
             ScaleArg::Block => ScaleMode::Block,
             ScaleArg::None => ScaleMode::None,
+        }
+    }
+}
+
+/// `cast --recipe`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RecipeArg {
+    /// d = fl32(amax / max) per block, q = x/d rounded once: q·d is the nearest the
+    /// stored d allows.
+    Exact,
+    /// DeepGEMM's per_block_cast_to_fp8, as DeepSeek-V3's checkpoints were made (vLLM on
+    /// CUDA): sf = fl32(max(amax, 1e-4) · fl32(1/448)), q = fl32(x · fl32(1/sf)) rounded;
+    /// --to e4m3 --scale block only.
+    Deepgemm,
+}
+
+impl From<RecipeArg> for Recipe {
+    fn from(recipe: RecipeArg) -> Recipe {
+        match recipe {
+            RecipeArg::Exact => Recipe::Exact,
+            RecipeArg::Deepgemm => Recipe::DeepGemm,
         }
     }
 }

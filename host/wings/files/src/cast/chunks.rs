@@ -33,8 +33,9 @@ use shared::narrow::Overflow;
 // safetensors is little-endian.
 const _: () = assert!(cfg!(target_endian = "little"), "cast stores native u16s as little-endian bytes");
 
-// The scaled FP8 passes at the CPU's level (`cpu::fp8_scale`, proven equal to
-// `shared::fp8_scale::quantize` on every f32 at every level).
+// The scaled FP8 passes at the CPU's level (`cpu::fp8_scale`, proven equal to the exact
+// reference on every f32 at every level, at scale 1 and at the walked scales:
+// `tests/tests/fp8_scale.rs`).
 use bitexact_cpu::fp8_scale::{amax, amax_f64, quantize, quantize_f64};
 
 /// The proven f32 → 16-bit conversion for `target` under `overflow`, if there is one.

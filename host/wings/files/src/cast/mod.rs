@@ -33,7 +33,7 @@ use bitexact_support::output::{excerpt, path_text};
 use bitexact_support::progress::Progress;
 use convert::{SourceDtype, Target};
 use select::{Decision, Patterns, decide};
-use shared::fp8_block::Blocks;
+use shared::fp8_block::{Blocks, Recipe};
 use shared::fp8_scale::Rounding;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -111,6 +111,10 @@ pub struct CastOptions {
     /// For FP8 scaled per channel or per block: the checkpoint layout
     /// ([`ScaleLayout::CompressedTensors`] by default).
     pub layout: ScaleLayout,
+    /// For FP8 in 128 × 128 blocks: the exact recipe ([`Recipe::Exact`], the default) or
+    /// DeepGEMM's, as DeepSeek-V3's checkpoints were made ([`Recipe::DeepGemm`]; E4M3
+    /// only).
+    pub recipe: Recipe,
     /// For FP8 scaled per tensor: the exact product rounded once ([`Rounding::Once`], the
     /// default) or `fl32(x · s)` first ([`Rounding::TwoStep`]). Per-channel and block
     /// scales always round the exact quotient once; [`Rounding::TwoStep`] is refused there.
@@ -142,6 +146,7 @@ impl Default for CastOptions {
             to: Target::Bf16,
             scale: ScaleMode::PerTensor,
             layout: ScaleLayout::CompressedTensors,
+            recipe: Recipe::Exact,
             rounding: Rounding::Once,
             saturate: true,
             nonfinite: NonFiniteValues::Refuse,
@@ -170,6 +175,9 @@ impl CastOptions {
     fn contradiction(&self) -> Option<&'static str> {
         if self.layout == ScaleLayout::DeepSeek && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
             return Some("the deepseek layout holds E4M3 in 128x128 blocks: it takes --to e4m3 --scale block");
+        }
+        if self.recipe == Recipe::DeepGemm && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
+            return Some("DeepGEMM's recipe makes E4M3 in 128x128 blocks: it takes --to e4m3 --scale block");
         }
         if self.blocks().is_some() && self.rounding == Rounding::TwoStep {
             return Some(
@@ -244,6 +252,9 @@ pub struct CastReport {
     /// For per-channel and block scales, the checkpoint layout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout: Option<ScaleLayout>,
+    /// For per-channel and block scales, the recipe: `exact` or `deepgemm`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recipe: Option<&'static str>,
     /// For scaled FP8, the rounding.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rounding: Option<&'static str>,
@@ -479,6 +490,14 @@ pub(crate) fn scale_name(name: &str, options: &CastOptions) -> String {
     match (options.blocks(), options.layout) {
         (Some(_), ScaleLayout::DeepSeek) => format!("{name}_scale_inv"),
         _ => format!("{name}_scale"),
+    }
+}
+
+/// The report's name of `recipe`, as `--recipe` takes it.
+pub(crate) const fn recipe_name(recipe: Recipe) -> &'static str {
+    match recipe {
+        Recipe::Exact => "exact",
+        Recipe::DeepGemm => "deepgemm",
     }
 }
 
@@ -766,6 +785,7 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         to: options.to,
         scale: options.to.fp8().map(|_| options.scale),
         layout: options.blocks().map(|_| options.layout),
+        recipe: options.blocks().map(|_| recipe_name(options.recipe)),
         rounding: options.scaled().then_some(match options.rounding {
             Rounding::Once => "once",
             Rounding::TwoStep => "two-step",

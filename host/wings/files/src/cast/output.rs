@@ -26,7 +26,7 @@ use crate::source::{Source, SourceReadError};
 use bitexact_support::progress::Progress;
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
-use shared::fp8_block::Blocks;
+use shared::fp8_block::{Blocks, Recipe, quantize_blocks_with};
 use shared::fp8_scale::{Fp8Format, dequant_scale, scale_for, scale_for_f64};
 use shared::narrow::Overflow;
 use std::collections::{BTreeMap, HashMap};
@@ -290,8 +290,15 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                     Blocks::PerRow => json!("row"),
                     Blocks::Tiles { rows, cols } => json!([rows, cols]),
                 },
-                "d": format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
-                "q": "x/d exact, rounded once to nearest even, saturated",
+                "recipe": crate::cast::recipe_name(options.recipe),
+                "d": match options.recipe {
+                    Recipe::Exact => format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
+                    Recipe::DeepGemm => format!("fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) per block (DeepGEMM's sf)", format.max_finite()),
+                },
+                "q": match options.recipe {
+                    Recipe::Exact => "x/d exact, rounded once to nearest even, saturated",
+                    Recipe::DeepGemm => "fl32(x * fl32(1 / d)), then rounded to nearest even (DeepGEMM's)",
+                },
                 "stored": format!("{stored} = d (F32)"),
             })
         } else if options.scaled() {
@@ -649,15 +656,17 @@ impl BlockCast<'_> {
         if rows == 0 || cols == 0 {
             // No data: every block (a row of no columns) is empty, its scale 1.
             let mut scales = vec![0f32; scale_count(rows)];
-            let _ = shared::fp8_block::quantize_blocks(&[], rows, cols, blocks, format, &mut [], &mut scales);
+            let _ = quantize_blocks_with(self.options.recipe, &[], rows, cols, blocks, format, &mut [], &mut scales);
             return Ok(scales);
         }
         // A task: whole bands of `h` rows, about BLOCK_ELEMENTS (at least one band); a
-        // chunk: whole tasks, about 4 · CHUNK_ELEMENTS, and at least one per thread (so
-        // that a wide tensor's bands, one task each, still run on every core).
+        // chunk: whole tasks, about 4 · CHUNK_ELEMENTS, and one per thread (so that a
+        // wide tensor's bands, one task each, still run on every core) up to
+        // 16 · CHUNK_ELEMENTS (at least one task).
         let task_rows = h * (BLOCK_ELEMENTS / h.saturating_mul(cols)).max(1);
         let task_elements = task_rows * cols;
-        let tasks = (4 * CHUNK_ELEMENTS / task_elements).max(rayon::current_num_threads()).max(1);
+        let budget = 16 * CHUNK_ELEMENTS / task_elements;
+        let tasks = (4 * CHUNK_ELEMENTS / task_elements).max(rayon::current_num_threads()).min(budget).max(1);
         let chunk_elements = task_elements * tasks;
         let eb = self.source.bytes();
         let check = self.options.nonfinite == NonFiniteValues::Refuse;
@@ -679,7 +688,8 @@ impl BlockCast<'_> {
                             chunk.start + k * task_elements * eb..chunk.start + (k * task_elements + q.len()) * eb;
                         let bytes = read_block(&data, range, eb, self.big_endian, buffers)?;
                         let x = widened(self.source, bytes, scratch);
-                        let at = shared::fp8_block::quantize_blocks(x, q.len() / cols, cols, blocks, format, q, d)
+                        let recipe = self.options.recipe;
+                        let at = quantize_blocks_with(recipe, x, q.len() / cols, cols, blocks, format, q, d)
                             .expect("a task is whole rows, with its scales' slice");
                         Ok(at.map(|i| first + (k * task_elements + i) as u64))
                     },

@@ -138,7 +138,7 @@ pub fn is_rounded_quotient(numerator: u32, denominator: u32, result: u32) -> boo
     assert!(n != 0 && d != 0, "positive operands");
     // How the quotient n · 2^a / (d · 2^b) compares with v · 2^c (1 ≤ v < 2^26): n · 2^k
     // against v · d, with n < 2^24 and 1 ≤ v · d < 2^50.
-    let compare = |v: u64, c: i32| -> Ordering {
+    is_rounded(result, |v: u64, c: i32| -> Ordering {
         let (lhs, rhs, k) = (u128::from(n), u128::from(v) * u128::from(d), a - b - c);
         match k {
             64.. => Ordering::Greater,
@@ -146,7 +146,39 @@ pub fn is_rounded_quotient(numerator: u32, denominator: u32, result: u32) -> boo
             ..=-64 => Ordering::Less,
             _ => lhs.cmp(&(rhs << -k)),
         }
-    };
+    })
+}
+
+/// Whether `result` (f32 bits: +0, a positive finite value, or +inf for an overflow) is
+/// the product `a · b` (positive finite f32 bits) rounded to nearest, ties to even: the
+/// exact product compared, on integers, with the midpoints between `result` and its
+/// neighbours, as [`is_rounded_quotient`] does for a quotient.
+#[inline(always)]
+pub fn is_rounded_product(a: u32, b: u32, result: u32) -> bool {
+    use core::cmp::Ordering;
+    let ((ma, ea), (mb, eb)) = (f32_magnitude_parts(a), f32_magnitude_parts(b));
+    assert!(ma != 0 && mb != 0, "positive operands");
+    // How ma · mb · 2^(ea + eb) compares with v · 2^c (1 ≤ v < 2^26): the product is
+    // below 2^48, so shifted by under 64 it fits a u128, and past that it is on one side.
+    let product = u128::from(ma * mb);
+    is_rounded(result, |v: u64, c: i32| -> Ordering {
+        let k = ea + eb - c;
+        match k {
+            64.. => Ordering::Greater,
+            0..64 => (product << k).cmp(&u128::from(v)),
+            ..=-64 => Ordering::Less,
+            _ => product.cmp(&(u128::from(v) << -k)),
+        }
+    })
+}
+
+/// Whether `result` (f32 bits) is an exact positive value rounded to nearest, ties to
+/// even, given `compare(v, c)`, how that value compares with `v · 2^c`: the value against
+/// the midpoints between `result` and its neighbours (for +inf, against the overflow
+/// threshold `(2^25 − 1) · 2^103`, halfway from `f32::MAX` to `2^128`).
+#[inline(always)]
+fn is_rounded(result: u32, compare: impl Fn(u64, i32) -> core::cmp::Ordering) -> bool {
+    use core::cmp::Ordering;
     if result == 0x7F80_0000 {
         return compare((1 << 25) - 1, 103) != Ordering::Less;
     }
@@ -260,6 +292,31 @@ pub fn is_block_dequant_scale(format: NarrowFormat, amax: u32, d: u32) -> bool {
 fn max_f32_bits(format: NarrowFormat) -> u32 {
     let (significand, exponent) = format.max_finite;
     super::narrow::exact_f32_bits(significand, exponent)
+}
+
+/// DeepGEMM's block scale (`shared::fp8_block::Recipe::DeepGemm`: its
+/// `per_block_cast_to_fp8` as vLLM's `utils/deep_gemm.py` runs it on CUDA) of a block
+/// whose largest finite magnitude is `amax` (non-negative finite f32 bits), on integers:
+/// `A = max(amax, fl32(1e-4))` (PyTorch's `clamp(1e-4)` on an f32 tensor rounds the bound
+/// to f32), `r = fl32(1 / max)` (PyTorch's CUDA `tensor / scalar` multiplies by the
+/// rounded reciprocal), `sf = fl32(A · r)`, each rounding to nearest even.
+pub fn deepgemm_scale(format: NarrowFormat, amax: u32) -> u32 {
+    let clamped = amax.max(1e-4f32.to_bits());
+    let r = divide(1f32.to_bits(), max_f32_bits(format)).expect("1 / max is a normal f32");
+    let ((ma, ea), (mr, er)) = (f32_magnitude_parts(clamped), f32_magnitude_parts(r));
+    match round_to(BINARY32, ma * mr, ea + er) {
+        Rounded::Finite(bits) => u32::try_from(bits).expect("an f32 encoding"),
+        Rounded::Overflow => unreachable!("A · r is at most f32::MAX / 448"),
+    }
+}
+
+/// DeepGEMM's code of `x` (any f32 bits) in a block of scale `sf` ([`deepgemm_scale`]):
+/// `rne(fl32(x · fl32(1 / sf)))`, the reciprocal by [`divide`] and the rest by
+/// [`quantize_two_step`] (whose saturation DeepGEMM's values never reach: see
+/// `shared::fp8_block::Recipe::DeepGemm`).
+pub fn deepgemm_quantize(format: NarrowFormat, x: u32, sf: u32) -> u8 {
+    let inverse = divide(1f32.to_bits(), sf).expect("sf is at least 1e-4 / 57344: its inverse is finite");
+    quantize_two_step(format, x, inverse)
 }
 
 /// `fl32(1 / s)` for a positive finite `s` (bits): +inf where it overflows (`s` at most
