@@ -3,7 +3,7 @@
 //! (`cargo bench -p host --bench cast_blocks [-- --mib N --reps N --cols N]`).
 //!
 //! The checkpoint is one f32 weight of `--mib` MiB (default 256) of `--cols` columns
-//! (default 4096), values of N(0, 1)-like spread, in a temporary folder (the page cache,
+//! (default 4096), values of magnitudes from 2^-20 to 2^4, in a temporary folder (the page cache,
 //! so mostly memory traffic); each cast writes a new output there without a sync
 //! (`CastOptions::sync = false`: the wait for the disk is not the loop's) and removes it.
 //! Each row's best time over `--reps` runs is set against the per-tensor cast's, run in
@@ -14,6 +14,7 @@
 use bitexact::files::cast::convert::Target;
 use bitexact::files::cast::{CastOptions, ScaleMode, cast};
 use bitexact::support::parallel::best_of_pair;
+use shared::fp8_block::Recipe;
 use std::path::Path;
 
 /// The f32 bits of element `i`: a scrambled mantissa, exponents from 2^-20 to 2^4.
@@ -37,9 +38,9 @@ fn write_checkpoint(path: &Path, rows: usize, cols: usize) {
     std::fs::write(path, bytes).expect("write the checkpoint");
 }
 
-/// One cast of `input` to `output` with `scale`, the output removed after.
-fn cast_once(input: &Path, output: &Path, scale: ScaleMode) {
-    let options = CastOptions { to: Target::E4m3, scale, sync: false, ..CastOptions::default() };
+/// One cast of `input` to `output` with `scale` by `recipe`, the output removed after.
+fn cast_once(input: &Path, output: &Path, scale: ScaleMode, recipe: Recipe) {
+    let options = CastOptions { to: Target::E4m3, scale, recipe, sync: false, ..CastOptions::default() };
     cast(&[input.to_path_buf()], output, &options).expect("cast");
     std::fs::remove_file(output).expect("remove the output");
 }
@@ -68,11 +69,16 @@ fn main() {
         rayon::current_num_threads(),
         bitexact::cpu::level()
     );
-    for (name, scale) in [("per-channel", ScaleMode::PerChannel), ("block 128x128", ScaleMode::Block)] {
+    let rows = [
+        ("per-channel", ScaleMode::PerChannel, Recipe::Exact),
+        ("block 128x128", ScaleMode::Block, Recipe::Exact),
+        ("block deepgemm", ScaleMode::Block, Recipe::DeepGemm),
+    ];
+    for (name, scale, recipe) in rows {
         let (row_s, tensor_s) = best_of_pair(
             reps,
-            || cast_once(&input, &output, scale),
-            || cast_once(&input, &output, ScaleMode::PerTensor),
+            || cast_once(&input, &output, scale, recipe),
+            || cast_once(&input, &output, ScaleMode::PerTensor, Recipe::Exact),
         );
         println!(
             "{name:<14} {:>6.2} GB/s in   per-tensor {:>6.2} GB/s   per-tensor/row {:.2}x",

@@ -1457,6 +1457,10 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
         (vec!["--to", "e4m3", "--scale", "per-channel", "--recipe", "deepgemm"], "--to e4m3 --scale block"),
         (vec!["--to", "e5m2", "--scale", "block", "--recipe", "deepgemm"], "--to e4m3 --scale block"),
         (vec!["--to", "e4m3", "--recipe", "exact"], "--recipe applies to --scale per-channel or block"),
+        (
+            vec!["--to", "e4m3", "--scale", "block", "--recipe", "deepgemm", "--nonfinite", "keep"],
+            "--recipe deepgemm takes finite values only",
+        ),
         (vec!["--to", "e4m3", "--scale", "block", "--no-saturate"], "--no-saturate applies to --scale none"),
     ] {
         let mut all = vec!["cast", i, "-o", o];

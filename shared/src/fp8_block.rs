@@ -92,20 +92,25 @@ pub enum Recipe {
     /// `d` stored.
     #[default]
     Exact,
-    /// DeepGEMM's `per_block_cast_to_fp8`, as vLLM's `utils/deep_gemm.py` runs it on a
-    /// CUDA device and DeepSeek-V3's checkpoints hold it: `A = max(amax, 1e-4)` in f32;
+    /// DeepGEMM's `per_block_cast_to_fp8` (`deep_gemm/utils/math.py`, the same code as
+    /// vLLM's `utils/deep_gemm.py`), modelled on its source as it runs on a CUDA device:
+    /// `A = max(amax, 1e-4)` in f32;
     /// `sf = fl32(A · fl32(1 / max))` (PyTorch's CUDA `tensor / scalar` multiplies by the
     /// scalar's rounded reciprocal); `q = rne(fl32(x · fl32(1 / sf)))` (the reciprocal and
     /// the product each rounded to f32, then the FP8 rounding); `sf` stored
     /// (`weight_scale_inv`). DeepGEMM does not clamp the product, and need not: for
-    /// `|x| ≤ A` it is at most `max · (1 + 2^-24)^4 / (1 − 2^-24)^2`, below the FP8
-    /// overflow threshold, so the saturating rounding used here gives its codes.
-    /// [`deepgemm_scale`], [`deepgemm_quantize`].
+    /// `|x| ≤ A` the exact `x · fl32(1 / sf)` is at most `max · (1 + 2^-24)^2 / (1 −
+    /// 2^-24)^2`, about `max · (1 + 2^-22)`, and its f32 rounding stays far below the FP8
+    /// overflow threshold (464 for E4M3), so the saturating rounding used here gives its
+    /// codes. Its values are finite: PyTorch's `amax` would carry a NaN or an infinity into
+    /// `sf`, which this recipe leaves out of `amax` (a caller that keeps non-finite values
+    /// no longer matches DeepGEMM). [`deepgemm_scale`], [`deepgemm_quantize`].
     DeepGemm,
 }
 
 /// DeepGEMM's scale `sf = fl32(max(amax, 1e-4) · fl32(1 / max))` of a block whose largest
-/// finite magnitude is `amax` (finite, non-negative; NaN is taken as the clamp):
+/// finite magnitude is `amax` (finite, non-negative; a NaN gives the clamp's scale here,
+/// where PyTorch's `clamp` would keep the NaN):
 /// [`Recipe::DeepGemm`].
 #[inline]
 pub fn deepgemm_scale(amax: f32, format: Fp8Format) -> f32 {

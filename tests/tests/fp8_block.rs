@@ -175,13 +175,23 @@ fn reference_inverse(sf: u32) -> u32 {
 /// `sf` the product `max(amax, fl32(1e-4)) · fl32(1 / max)` rounded to nearest even,
 /// `1 / sf` the quotient rounded so, each checked by multiplication against the
 /// midpoints around it (`scaled::is_rounded_product`, `is_rounded_quotient`: no
-/// division per input); the message names the reference's values.
+/// division per input); and the claim that DeepGEMM's products need no clamp: the
+/// largest, `A · fl32(1 / sf)` (exact in f64), is below the format's overflow threshold.
+/// The message names the reference's values.
 fn check_deepgemm_scales(format: Fp8Format, amaxes: impl Iterator<Item = u32>) -> Result<(), String> {
     let r = scaled::divide(1f32.to_bits(), format.max_finite().to_bits()).expect("1 / max is finite");
     let clamp = 1e-4f32.to_bits();
+    let overflow = match format {
+        Fp8Format::E4M3 => 464.0,
+        Fp8Format::E5M2 => 61440.0,
+    };
     for amax in amaxes {
         let sf = fp8_block::deepgemm_scale(f32::from_bits(amax), format);
         let inverse = 1.0 / sf;
+        let largest = f64::from(f32::from_bits(amax.max(clamp))) * f64::from(inverse);
+        if largest >= overflow {
+            return Err(format!("{format:?}: amax {amax:#010x}: the largest product {largest:e} would overflow"));
+        }
         let (sf, inverse) = (sf.to_bits(), inverse.to_bits());
         if !scaled::is_rounded_product(amax.max(clamp), r, sf)
             || !scaled::is_rounded_quotient(1f32.to_bits(), sf, inverse)

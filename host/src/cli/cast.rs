@@ -46,7 +46,7 @@ pub struct CastArgs {
     #[arg(long, value_enum)]
     pub layout: Option<ScaleLayoutArg>,
     /// FP8 with --scale block only: the exact recipe (the default), or the named
-    /// producer's, bit for bit.
+    /// producer's, modelled on its source.
     #[arg(long, value_enum)]
     pub recipe: Option<RecipeArg>,
     /// FP8 with --scale per-tensor only: how x·s is rounded.

@@ -182,8 +182,7 @@ pub enum RecipeArg {
     /// d = fl32(amax / max) per block, q = x/d rounded once: q·d is the nearest the
     /// stored d allows.
     Exact,
-    /// DeepGEMM's per_block_cast_to_fp8, as DeepSeek-V3's checkpoints were made (vLLM on
-    /// CUDA): sf = fl32(max(amax, 1e-4) · fl32(1/448)), q = fl32(x · fl32(1/sf)) rounded;
+    /// DeepGEMM's per_block_cast_to_fp8 (as vLLM runs it on CUDA), modelled on its source: sf = fl32(max(amax, 1e-4) · fl32(1/448)), q = fl32(x · fl32(1/sf)) rounded;
     /// --to e4m3 --scale block only.
     Deepgemm,
 }

@@ -112,8 +112,8 @@ pub struct CastOptions {
     /// ([`ScaleLayout::CompressedTensors`] by default).
     pub layout: ScaleLayout,
     /// For FP8 in 128 × 128 blocks: the exact recipe ([`Recipe::Exact`], the default) or
-    /// DeepGEMM's, as DeepSeek-V3's checkpoints were made ([`Recipe::DeepGemm`]; E4M3
-    /// only).
+    /// DeepGEMM's `per_block_cast_to_fp8`, modelled on its source ([`Recipe::DeepGemm`];
+    /// E4M3 only, finite values only).
     pub recipe: Recipe,
     /// For FP8 scaled per tensor: the exact product rounded once ([`Rounding::Once`], the
     /// default) or `fl32(x · s)` first ([`Rounding::TwoStep`]). Per-channel and block
@@ -169,8 +169,10 @@ impl CastOptions {
         self.to.fp8().and(self.scale.blocks())
     }
 
-    /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] but
-    /// for E4M3 in 128 × 128 blocks, and [`Rounding::TwoStep`] with per-channel or block
+    /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] or
+    /// [`Recipe::DeepGemm`] but for E4M3 in 128 × 128 blocks, DeepGEMM's recipe with
+    /// non-finite values kept (PyTorch would carry them into the block's scale, which
+    /// the recipe does not model), and [`Rounding::TwoStep`] with per-channel or block
     /// scales.
     fn contradiction(&self) -> Option<&'static str> {
         if self.layout == ScaleLayout::DeepSeek && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
@@ -178,6 +180,11 @@ impl CastOptions {
         }
         if self.recipe == Recipe::DeepGemm && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
             return Some("DeepGEMM's recipe makes E4M3 in 128x128 blocks: it takes --to e4m3 --scale block");
+        }
+        if self.recipe == Recipe::DeepGemm && self.nonfinite == NonFiniteValues::Keep {
+            return Some(
+                "--recipe deepgemm takes finite values only (PyTorch carries a NaN or an infinity into the block's scale): drop --nonfinite keep",
+            );
         }
         if self.blocks().is_some() && self.rounding == Rounding::TwoStep {
             return Some(

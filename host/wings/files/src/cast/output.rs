@@ -625,7 +625,7 @@ fn cast_tensor(
 }
 
 /// A tensor cast to FP8 with a scale per channel or per block
-/// ([`shared::fp8_block::quantize_blocks`], the exact recipe).
+/// ([`shared::fp8_block::quantize_blocks_with`], by the options' recipe).
 struct BlockCast<'o> {
     source: SourceDtype,
     big_endian: bool,
@@ -662,10 +662,10 @@ impl BlockCast<'_> {
         // A task: whole bands of `h` rows, about BLOCK_ELEMENTS (at least one band); a
         // chunk: whole tasks, about 4 · CHUNK_ELEMENTS, and one per thread (so that a
         // wide tensor's bands, one task each, still run on every core) up to
-        // 16 · CHUNK_ELEMENTS (at least one task).
+        // 64 · CHUNK_ELEMENTS (at least one task).
         let task_rows = h * (BLOCK_ELEMENTS / h.saturating_mul(cols)).max(1);
         let task_elements = task_rows * cols;
-        let budget = 16 * CHUNK_ELEMENTS / task_elements;
+        let budget = 64 * CHUNK_ELEMENTS / task_elements;
         let tasks = (4 * CHUNK_ELEMENTS / task_elements).max(rayon::current_num_threads()).min(budget).max(1);
         let chunk_elements = task_elements * tasks;
         let eb = self.source.bytes();
