@@ -1,4 +1,5 @@
-//! `bitexact cast` to FP8 E4M3 file to file, scaled per channel and per 128 × 128 block,
+//! `bitexact cast` to FP8 E4M3 file to file, scaled per channel, per 128 × 128 block and
+//! MX (a power of two per 32 values),
 //! against the per-tensor cast of the same checkpoint in the same run
 //! (`cargo bench -p host --bench cast_blocks [-- --mib N --reps N --cols N]`).
 //!
@@ -12,9 +13,8 @@
 //! value.
 
 use bitexact::files::cast::convert::Target;
-use bitexact::files::cast::{CastOptions, ScaleMode, cast};
+use bitexact::files::cast::{CastOptions, CastRecipe, ScaleMode, cast};
 use bitexact::support::parallel::best_of_pair;
-use shared::fp8_block::Recipe;
 use std::path::Path;
 
 /// The f32 bits of element `i`: a scrambled mantissa, exponents from 2^-20 to 2^4.
@@ -39,7 +39,7 @@ fn write_checkpoint(path: &Path, rows: usize, cols: usize) {
 }
 
 /// One cast of `input` to `output` with `scale` by `recipe`, the output removed after.
-fn cast_once(input: &Path, output: &Path, scale: ScaleMode, recipe: Recipe) {
+fn cast_once(input: &Path, output: &Path, scale: ScaleMode, recipe: CastRecipe) {
     let options = CastOptions { to: Target::E4m3, scale, recipe, sync: false, ..CastOptions::default() };
     cast(&[input.to_path_buf()], output, &options).expect("cast");
     std::fs::remove_file(output).expect("remove the output");
@@ -70,15 +70,17 @@ fn main() {
         bitexact::cpu::level()
     );
     let rows = [
-        ("per-channel", ScaleMode::PerChannel, Recipe::Exact),
-        ("block 128x128", ScaleMode::Block, Recipe::Exact),
-        ("block deepgemm", ScaleMode::Block, Recipe::DeepGemm),
+        ("per-channel", ScaleMode::PerChannel, CastRecipe::Exact),
+        ("block 128x128", ScaleMode::Block, CastRecipe::Exact),
+        ("block deepgemm", ScaleMode::Block, CastRecipe::DeepGemm),
+        ("mx", ScaleMode::Mx, CastRecipe::Exact),
+        ("mx c-tensors", ScaleMode::Mx, CastRecipe::CompressedTensors),
     ];
     for (name, scale, recipe) in rows {
         let (row_s, tensor_s) = best_of_pair(
             reps,
             || cast_once(&input, &output, scale, recipe),
-            || cast_once(&input, &output, ScaleMode::PerTensor, Recipe::Exact),
+            || cast_once(&input, &output, ScaleMode::PerTensor, CastRecipe::Exact),
         );
         println!(
             "{name:<14} {:>6.2} GB/s in   per-tensor {:>6.2} GB/s   per-tensor/row {:.2}x",

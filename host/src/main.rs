@@ -61,8 +61,8 @@ enum Command {
     /// Convert an 8- or 16-bit image to an f32, f16 or bf16 tensor in [0, 1], each value
     /// correctly rounded (.npy or .safetensors).
     Normalize(cli::normalize::NormalizeArgs),
-    /// Cast safetensors checkpoints to bf16, f16 or FP8 (scaled per tensor, per channel or
-    /// per 128x128 block, in vLLM's layouts), each value correctly rounded from its own source value; exit 0 when
+    /// Cast safetensors checkpoints to bf16, f16 or FP8 (scaled per tensor, per channel,
+    /// per 128x128 block or MX, in vLLM's layouts), each value correctly rounded from its own source value; exit 0 when
     /// written, 1 when a value is refused (non-finite), 2 on error; nothing written
     /// unless whole.
     Cast(cli::cast::CastArgs),

@@ -1452,11 +1452,19 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
             vec!["--to", "e4m3", "--scale", "block", "--rounding", "two-step"],
             "--rounding applies to --scale per-tensor",
         ),
-        (vec!["--to", "e4m3", "--layout", "deepseek"], "--layout applies to --scale per-channel or block"),
+        (vec!["--to", "e4m3", "--layout", "deepseek"], "--layout applies to --scale per-channel, block or mx"),
         (vec!["--to", "bf16", "--layout", "deepseek"], "apply to FP8 targets"),
         (vec!["--to", "e4m3", "--scale", "per-channel", "--recipe", "deepgemm"], "--to e4m3 --scale block"),
         (vec!["--to", "e5m2", "--scale", "block", "--recipe", "deepgemm"], "--to e4m3 --scale block"),
-        (vec!["--to", "e4m3", "--recipe", "exact"], "--recipe applies to --scale per-channel or block"),
+        (vec!["--to", "e4m3", "--recipe", "exact"], "--recipe applies to --scale per-channel, block or mx"),
+        (vec!["--to", "e5m2", "--scale", "mx"], "--scale mx writes MXFP8 with E4M3 elements: --to e4m3"),
+        (vec!["--to", "e4m3", "--scale", "mx", "--layout", "deepseek"], "--to e4m3 --scale block"),
+        (vec!["--to", "e4m3", "--scale", "block", "--recipe", "compressed-tensors"], "--to e4m3 --scale mx"),
+        (vec!["--to", "e4m3", "--scale", "mx", "--rounding", "two-step"], "--rounding applies to --scale per-tensor"),
+        (
+            vec!["--to", "e4m3", "--scale", "mx", "--recipe", "compressed-tensors", "--nonfinite", "keep"],
+            "--recipe compressed-tensors takes finite values only",
+        ),
         (
             vec!["--to", "e4m3", "--scale", "block", "--recipe", "deepgemm", "--nonfinite", "keep"],
             "--recipe deepgemm takes finite values only",
@@ -1474,8 +1482,215 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
     assert_error(
         &["cast", path_arg(&f64_input), "-o", o, "--to", "e4m3", "--scale", "block"],
         &out,
-        "tensor 'w.weight' is F64: per-channel and block scales take f32, bf16 or f16",
+        "tensor 'w.weight' is F64: per-channel, block and MX scales take f32, bf16 or f16",
     );
+    assert_no_temporaries(dir.path());
+}
+
+/// The MX scale exponent `k` of a block whose largest finite magnitude is `amax` (f32
+/// bits), from its definition in exact f64 arithmetic: the least `k` in `-127..=127` with
+/// `amax ≤ 448 · 2^k` (the exact recipe: nothing saturates), or with `amax < 448 · 2^k`
+/// (compressed-tensors': its power of two rounded up from a significand of 1.75, so that
+/// `0.875 · 2^(k + 8) ≤ amax < 1.75 · 2^(k + 8)`).
+fn mx_exponent(amax: u32, compressed_tensors: bool) -> i32 {
+    let amax = f64::from(f32::from_bits(amax));
+    (-127..=127)
+        .find(|&k| {
+            let bound = 448.0 * 2f64.powi(k);
+            if compressed_tensors { amax < bound } else { amax <= bound }
+        })
+        .unwrap_or(127)
+}
+
+/// Asserts that `input` (2-D, its columns a multiple of 32) is quantised MX in `out`:
+/// `<name>_scale` U8 of shape `[rows, cols / 32]`, each block of 32 values of a row
+/// checked against [`mx_exponent`] of its amax (found here), stored as `k + 127`, and
+/// each code against the rational reference of `x · 2^-k` rounded once
+/// (`scaled::quantize_once`). Returns the codes of the scales.
+fn assert_mx(out: &SafeTensors, input: &Tensor, compressed_tensors: bool) -> Vec<u8> {
+    let (name, dtype, shape, data) = input;
+    let (rows, cols) = (shape[0], shape[1]);
+    let xs: Vec<u32> = data.chunks(dtype.bitsize() / 8).map(|b| source_f32(*dtype, b)).collect();
+    let view = out.tensor(name).unwrap();
+    assert_eq!((view.dtype(), view.shape()), (Dtype::F8_E4M3, &shape[..]), "{name}");
+    let scale_name = format!("{name}_scale");
+    let scale = out.tensor(&scale_name).unwrap_or_else(|e| panic!("{scale_name}: {e}"));
+    assert_eq!((scale.dtype(), scale.shape()), (Dtype::U8, &[rows, cols / 32][..]), "{scale_name}");
+    for (b, &code) in scale.data().iter().enumerate() {
+        let block = b * 32..(b + 1) * 32;
+        let amax = xs[block.clone()].iter().map(|x| x & 0x7FFF_FFFF).max().unwrap_or(0);
+        let k = mx_exponent(amax, compressed_tensors);
+        assert_eq!(i32::from(code), k + 127, "{scale_name}[{b}]: amax {amax:#010x}");
+        // 2^-k as f32 bits, from its fields (2^127 and 2^-126 are the extremes here).
+        let s = if -k >= -126 { ((127 - k) as u32) << 23 } else { 1 << (149 - k) };
+        for i in block {
+            let (x, q) = (xs[i], view.data()[i]);
+            let expected = scaled::quantize_once(FP8_E4M3, x, s);
+            assert_eq!(q, expected, "{name}[{i}]: x {x:#010x}, k {k}: got {q:#04x}, expected {expected:#04x}");
+        }
+    }
+    scale.data().to_vec()
+}
+
+#[test]
+fn mx_scales_match_their_definition_by_either_recipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("model");
+    std::fs::create_dir(&folder).unwrap();
+    // Blocks of every magnitude tiled_values makes (subnormal and all-zero ones among
+    // them), and blocks whose amax is 448 · 2^j, where the recipes differ.
+    let mut up = tiled_values(300, 256, 21);
+    for row in (0..300).step_by(7) {
+        // A block of values below 448 · 2^j, which is its first.
+        let top = 448f32 * 2f32.powi(row as i32 % 40 - 20);
+        for i in 0..32 {
+            let v = top * (1.0 - i as f32 / 64.0);
+            up[row * 256 + (row % 8) * 32 + i] = v.to_bits() | (row as u32 & 1) << 31;
+        }
+    }
+    let down = tiled_values(64, 96, 22);
+    let tensors = vec![
+        ("model.layers.0.mlp.up_proj.weight", Dtype::F32, vec![300, 256], f32_bytes(&up)),
+        ("model.layers.0.mlp.down_proj.weight", Dtype::BF16, vec![64, 96], bf16_bytes(&down)),
+        ("model.layers.0.input_layernorm.weight", Dtype::F32, vec![96], f32_bytes(&down[..96])),
+        ("lm_head.weight", Dtype::BF16, vec![64, 96], bf16_bytes(&down)),
+    ];
+    write_file(&folder.join("model.safetensors"), &tensors);
+    std::fs::write(folder.join("config.json"), r#"{"hidden_size": 96}"#).unwrap();
+    let mut differ = 0;
+    let mut codes = Vec::new();
+    for recipe in ["exact", "compressed-tensors"] {
+        let out = dir.path().join(recipe);
+        let args =
+            ["cast", path_arg(&folder), "-o", path_arg(&out), "--to", "e4m3", "--scale", "mx", "--recipe", recipe];
+        let output = bitexact(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("subnormal"), "MX scales are exponents: {stderr}");
+        let bytes = read(&out.join("model.safetensors"));
+        let cast = SafeTensors::deserialize(&bytes).unwrap();
+        let mut recipe_codes = Vec::new();
+        for tensor in &tensors[..2] {
+            recipe_codes.extend(assert_mx(&cast, tensor, recipe == "compressed-tensors"));
+        }
+        for tensor in &tensors[2..] {
+            assert_eq!(cast.tensor(tensor.0).unwrap().data(), &tensor.3[..], "{} is kept", tensor.0);
+        }
+        assert_eq!(cast.len(), tensors.len() + 2, "the tensors and two scales");
+        let record: serde_json::Value = serde_json::from_str(&metadata(&bytes)["bitexact.cast"]).unwrap();
+        assert_eq!(record["scale"]["kind"], "mx");
+        assert_eq!(record["scale"]["recipe"], recipe);
+        assert_eq!(record["scale"]["blocks"], serde_json::json!([1, 32]));
+        // compressed-tensors' MXFP8 config, as vLLM picks its scheme from it.
+        let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
+        let quantization = &config["quantization_config"];
+        assert_eq!(quantization["quant_method"], "compressed-tensors");
+        assert_eq!(quantization["format"], "mxfp8-quantized");
+        let group = &quantization["config_groups"]["group_0"];
+        assert_eq!(group["format"], "mxfp8-quantized");
+        let weights = &group["weights"];
+        assert_eq!(
+            (&weights["strategy"], &weights["group_size"], &weights["num_bits"], &weights["type"]),
+            (&serde_json::json!("group"), &serde_json::json!(32), &serde_json::json!(8), &serde_json::json!("float"))
+        );
+        assert_eq!(
+            (&weights["symmetric"], &weights["scale_dtype"]),
+            (&serde_json::json!(true), &serde_json::json!("torch.uint8"))
+        );
+        assert_eq!(quantization["ignore"], serde_json::json!(["lm_head"]));
+        // The summary names each scale with its shape.
+        let summary = String::from_utf8_lossy(&output.stdout);
+        assert!(summary.contains("up_proj.weight_scale [300, 8]"), "{summary}");
+        if codes.is_empty() {
+            codes = recipe_codes;
+        } else {
+            differ = codes.iter().zip(&recipe_codes).filter(|(a, b)| a != b).count();
+        }
+    }
+    // The recipes differ exactly on the blocks whose amax is 448 · 2^j: one per 7th row of
+    // up_proj, and those of the bf16 tensor whose amax has that 7-bit mantissa.
+    let amaxes = [(&up, 256), (&down, 96)].into_iter().flat_map(|(xs, cols)| {
+        let bf16 = cols == 96;
+        xs.chunks(32)
+            .map(move |b| b.iter().map(|&x| (if bf16 { x >> 16 << 16 } else { x }) & 0x7FFF_FFFF).max().unwrap_or(0))
+    });
+    let expected = amaxes.filter(|&amax| mx_exponent(amax, false) != mx_exponent(amax, true)).count();
+    assert!(expected >= (0..300).step_by(7).count(), "{expected} blocks where the recipes differ");
+    assert_eq!(differ, expected, "blocks whose scale differs between the recipes");
+}
+
+#[test]
+fn mx_scales_refuse_what_they_cannot_hold_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = path_arg(&out);
+    let values = f32_values(4 * 40, -4, 4, 23, &[]);
+    // 40 columns: not a whole number of blocks of 32.
+    let input = dir.path().join("w.safetensors");
+    write_file(&input, &[("w.weight", Dtype::F32, vec![4, 40], f32_bytes(&values))]);
+    assert_error(
+        &["cast", path_arg(&input), "-o", o, "--to", "e4m3", "--scale", "mx"],
+        &out,
+        "tensor 'w.weight' has 40 columns: MX scales take a multiple of 32",
+    );
+    // compressed-tensors' recipe on an f16 tensor.
+    let f16_input = dir.path().join("f16.safetensors");
+    write_file(&f16_input, &[("w.weight", Dtype::F16, vec![5, 32], f16_bytes(&values[..160]))]);
+    let recipe = ["--recipe", "compressed-tensors"];
+    let mut args = vec!["cast", path_arg(&f16_input), "-o", o, "--to", "e4m3", "--scale", "mx"];
+    args.extend(recipe);
+    assert_error(
+        &args,
+        &out,
+        "tensor 'w.weight' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits",
+    );
+    // A NaN: refused by default; kept, its block's scale is E8M0's NaN (0xFF).
+    let mut nan = values[..128].to_vec();
+    nan[70] = f32::NAN.to_bits();
+    let nan_input = dir.path().join("nan.safetensors");
+    write_file(&nan_input, &[("w.weight", Dtype::F32, vec![2, 64], f32_bytes(&nan))]);
+    let refused = bitexact(&["cast", path_arg(&nan_input), "-o", o, "--to", "e4m3", "--scale", "mx"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stderr));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("tensor 'w.weight' index 70: not finite"));
+    assert!(!out.exists());
+    let kept = dir.path().join("kept.safetensors");
+    let keep =
+        ["cast", path_arg(&nan_input), "-o", path_arg(&kept), "--to", "e4m3", "--scale", "mx", "--nonfinite", "keep"];
+    let output = bitexact(&keep);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("tensor 'w.weight': 1 of its 4 blocks hold a NaN or an infinity"), "{stderr}");
+    let bytes = read(&kept);
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    let scales = cast.tensor("w.weight_scale").unwrap();
+    assert_eq!(scales.data()[2], 0xFF, "the NaN's block");
+    assert!(
+        cast.tensor("w.weight").unwrap().data()[64..96].iter().all(|&q| q & 0x7F == 0x7F),
+        "every value of its block NaN"
+    );
+    // The JSON report counts the NaN scale and leaves it out of the range.
+    let json_out = dir.path().join("kept-json.safetensors");
+    let mut json_args = keep.to_vec();
+    json_args[3] = path_arg(&json_out);
+    json_args.extend(["--format", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&run_ok(&json_args)).unwrap();
+    let scales = &report["tensors"][0]["dequant_scales"];
+    assert_eq!((&scales["count"], &scales["nan"]), (&serde_json::json!(4), &serde_json::json!(1)), "{report}");
+    assert!(scales["min"].as_f64().is_some_and(f64::is_finite), "{report}");
+    // From 1.75 · 2^127 on, compressed-tensors' scale overflows: refused by its recipe at
+    // the value's index, taken by the exact one.
+    let mut huge = values[..64].to_vec();
+    huge[37] = 0xFF60_0000;
+    let huge_input = dir.path().join("huge.safetensors");
+    write_file(&huge_input, &[("w.weight", Dtype::F32, vec![2, 32], f32_bytes(&huge))]);
+    let mut args = vec!["cast", path_arg(&huge_input), "-o", o, "--to", "e4m3", "--scale", "mx"];
+    args.extend(recipe);
+    let refused = bitexact(&args);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tensor 'w.weight' index 37: at least 1.75 * 2^127 in magnitude"), "{stderr}");
+    assert!(!out.exists());
+    run_ok(&args[..8]);
     assert_no_temporaries(dir.path());
 }
 

@@ -4,7 +4,7 @@
 //! onto the element format and saturated at its largest finite value: MXFP8 (E4M3 or
 //! E5M2 elements) and MXFP4 (E2M1, [`crate::fp4::e2m1`]).
 //!
-//! Two rules choose `k` from the block's `amax`, its largest magnitude:
+//! Three rules choose `k` from the block's `amax`, its largest magnitude:
 //! - [`ScaleRule::Fit`], the exact rule: the smallest `k` with `amax ≤ max · 2^k`, where
 //!   `max` is the element format's largest finite value, so that no element of the block
 //!   saturates. This is `amax / max` rounded up to a power of two, exactly; cuBLAS,
@@ -13,11 +13,15 @@
 //! - [`ScaleRule::Floor`], OCP's: `k = floor(log2 amax) − emax`, where `emax` is the
 //!   exponent of `max` (E4M3 8, E5M2 15, E2M1 2); torchao's default `FLOOR`. Elements
 //!   between `max · 2^k` and `2^(emax + 1) · 2^k` saturate.
+//! - [`ScaleRule::CompressedTensors`], compressed-tensors' `round_to_power_2`: `amax`
+//!   rounded to a power of two up from a significand of 1.75, then `− emax`; Fit's but
+//!   at `amax = 1.75 · 2^j` for the FP8 elements.
 //!
-//! Both clamp `k` to E8M0's range, `−127 ..= 127`; a zero `amax` gives `k = −127`, and a
+//! Each clamps `k` to E8M0's range, `−127 ..= 127`; a zero `amax` gives `k = −127`, and a
 //! NaN or infinite `amax` the NaN scale code.
 
 use crate::e8m0;
+use crate::fp8_block::BlockError;
 use crate::fp8_scale::{self, Fp8Format};
 use crate::narrow::round_magnitude_f64;
 
@@ -63,6 +67,16 @@ pub enum ScaleRule {
     Fit,
     /// OCP's `k = floor(log2 amax) − emax`.
     Floor,
+    /// compressed-tensors' (`quantization/utils/mxfp_utils.py`, `round_to_power_2` and
+    /// `generate_mx_scales`): `amax` rounded to a power of two by adding a quarter of its
+    /// binade to its bits and dropping the fraction (up from a significand of 1.75 on,
+    /// else down), then `k = log2 of that − floor(log2 max)`. So `k` is the one with
+    /// `0.875 · 2^(k + emax) ≤ amax < 1.75 · 2^(k + emax)`: for E4M3 and E5M2 it is
+    /// [`ScaleRule::Fit`]'s but where `amax` is exactly `1.75 · 2^j` (one higher there);
+    /// for E2M1, whose largest value has significand 1.5, elements between `6 · 2^k` and
+    /// `7 · 2^k` saturate. A zero `amax` gives code 0 there too (`log2(0) = −inf`, clamped),
+    /// and so does a subnormal one (f32's or bf16's: the bit trick gives 0 or `2^-126`).
+    CompressedTensors,
 }
 
 /// The 23-bit fraction of the finite non-zero f32 magnitude `abs` once its leading one
@@ -98,6 +112,14 @@ pub const fn scale_code(amax: u32, element: ElementFormat, rule: ScaleRule) -> u
                 k
             } else {
                 k + 1
+            }
+        }
+        // The significand 1.75 is the fraction field 0x60_0000, whatever the format.
+        ScaleRule::CompressedTensors => {
+            if normalized_fraction(abs) >= 0x0060_0000 {
+                k + 1
+            } else {
+                k
             }
         }
     };
@@ -144,4 +166,45 @@ fn e2m1_once(x: u32, s: f32) -> u8 {
     let rounded = round_magnitude_f64::<2, 1>(product & 0x7FFF_FFFF_FFFF_FFFF);
     let sign = (x >> 28) as u8 & SIGN_MASK;
     sign | if rounded > MAX_FINITE as u32 { MAX_FINITE } else { rounded as u8 }
+}
+
+/// The number of consecutive elements that share one MX scale.
+pub const BLOCK_SIZE: usize = 32;
+
+/// MX quantisation of `x` (f32 bits) in blocks of [`BLOCK_SIZE`] consecutive elements,
+/// the last one partial where `x.len()` is not a multiple (a row-major tensor whose rows
+/// are a multiple long, so that no block spans two rows, is such an `x`): each block's
+/// E8M0 scale code into `scales` ([`scale_code`] of its largest magnitude by `rule`, which
+/// is [`e8m0::NAN`] for a block holding a NaN or an infinity, as OCP's specification sets
+/// it), and each element's code into `q` ([`quantize`]). Returns the index of the first
+/// NaN or infinity, if any, for the caller that refuses such tensors.
+pub fn quantize_blocks(
+    x: &[u32],
+    element: ElementFormat,
+    rule: ScaleRule,
+    q: &mut [u8],
+    scales: &mut [u8],
+) -> Result<Option<usize>, BlockError> {
+    let blocks = x.len().div_ceil(BLOCK_SIZE);
+    for (slice, len, expected) in [("q", q.len(), x.len()), ("d", scales.len(), blocks)] {
+        if len != expected {
+            return Err(BlockError::Length { slice, expected });
+        }
+    }
+    let mut first_nonfinite = None;
+    let groups = x.chunks(BLOCK_SIZE).zip(q.chunks_mut(BLOCK_SIZE)).zip(scales.iter_mut());
+    for (block, ((values, codes), scale)) in groups.enumerate() {
+        let (amax, nonfinite) = fp8_scale::amax_slice(values);
+        *scale = match nonfinite {
+            Some(at) => {
+                first_nonfinite = first_nonfinite.or(Some(block * BLOCK_SIZE + at));
+                e8m0::NAN
+            }
+            None => scale_code(amax, element, rule),
+        };
+        for (code, &value) in codes.iter_mut().zip(values) {
+            *code = quantize(value, *scale, element);
+        }
+    }
+    Ok(first_nonfinite)
 }

@@ -113,9 +113,21 @@ fn check_block_in(levels: &[Level], format: Fp8Format, s: f32, block: u64) -> Re
         fill_f32_monotone(block << 16, &mut codes, |m| exact_magnitude(format, rounding, s, m));
         codes
     });
-    for (i, &m) in magnitudes.iter().enumerate() {
-        for (rounding, codes) in ROUNDINGS.into_iter().zip(&exact) {
-            check_signs(format, s, rounding, codes[i], &[m, m | SIGN])?;
+    for (rounding, codes) in ROUNDINGS.into_iter().zip(&exact) {
+        // One pass without an early exit, the rounding a constant in it (the format is
+        // one already): it vectorises, where a per-element check with its error path was
+        // half of the walk's time. The first difference is searched only if there is one.
+        let differs = match rounding {
+            Rounding::Once => signs_differ(&magnitudes, codes, |x| fp8_scale::quantize(x, s, format, Rounding::Once)),
+            Rounding::TwoStep => {
+                signs_differ(&magnitudes, codes, |x| fp8_scale::quantize(x, s, format, Rounding::TwoStep))
+            }
+        };
+        if differs {
+            for (&m, &code) in magnitudes.iter().zip(codes) {
+                check_signs(format, s, rounding, code, &[m, m | SIGN])?;
+            }
+            unreachable!("{format:?} {rounding:?}: a difference that check_signs does not find");
         }
     }
     for sign in [0, SIGN] {
@@ -125,6 +137,18 @@ fn check_block_in(levels: &[Level], format: Fp8Format, s: f32, block: u64) -> Re
         check_levels_against(levels, format, s, &x, &want, "exact")?;
     }
     Ok(())
+}
+
+/// Whether `quantize` differs from the reference's `codes` on any magnitude of
+/// `magnitudes` or its negative ([`with_sign`]): every element is computed (no early
+/// exit), so that the loop vectorises.
+#[inline(always)]
+fn signs_differ(magnitudes: &[u32], codes: &[u8], quantize: impl Fn(u32) -> u8) -> bool {
+    let differences = magnitudes
+        .iter()
+        .zip(codes)
+        .fold(0u8, |acc, (&m, &code)| acc | (quantize(m) ^ code) | (quantize(m | SIGN) ^ with_sign(code, m | SIGN)));
+    differences != 0
 }
 
 /// Every one of the 2^32 f32 inputs at `s`, in one walk: 2^15 blocks of 2^16 magnitudes,

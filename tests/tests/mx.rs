@@ -1,7 +1,8 @@
 //! The MX block scale (`shared::mx`) against integer arithmetic:
-//! - `scale_code`, for every element format and rule, against the inequalities that
-//!   define its exponent `k` (a sample in the quick run, every f32 `amax` with
-//!   `--ignored`);
+//! - `scale_code`, for every element format and rule (compressed-tensors' among them),
+//!   against the inequalities that define its exponent `k` (a sample in the quick run,
+//!   every f32 `amax` with `--ignored`);
+//! - `quantize_blocks` on a tensor of several blocks against those two per block;
 //! - `quantize` against the rational reference of `x · 2^-k` rounded once
 //!   (`bitexact::verify::reference::scaled`): on a sample of f32 at every one of the 255
 //!   scales, then, for E2M1, on every f32 at the extreme scales (`k = ±127`) and at
@@ -39,11 +40,13 @@ const SIGN: u32 = 0x8000_0000;
 
 /// The scale code of the magnitude `m` (and of `-m`: the sign is ignored) for every
 /// element format and rule, against the definitions: `Fit`'s `k` is the smallest with
-/// `amax ≤ max · 2^k`, `Floor`'s `2^(k + emax) ≤ amax < 2^(k + emax + 1)`, each clamped at
-/// −127; zero gives code 0, NaN and ±inf the NaN code.
+/// `amax ≤ max · 2^k`, `Floor`'s `2^(k + emax) ≤ amax < 2^(k + emax + 1)`,
+/// `CompressedTensors`' `0.875 · 2^(k + emax) ≤ amax < 1.75 · 2^(k + emax)` (its power of
+/// two rounded up from a significand of 1.75), each clamped at −127; zero gives code 0,
+/// NaN and ±inf the NaN code.
 fn check_scale(m: u32) -> Result<(), String> {
     for element in ElementFormat::ALL {
-        for rule in [ScaleRule::Fit, ScaleRule::Floor] {
+        for rule in [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::CompressedTensors] {
             let code = mx::scale_code(m, element, rule);
             if mx::scale_code(m | SIGN, element, rule) != code {
                 return Err(format!("{element:?} {rule:?}: {m:#010x} and its negative differ"));
@@ -67,6 +70,12 @@ fn check_scale(m: u32) -> Result<(), String> {
                         ScaleRule::Floor => {
                             cmp_scaled(sig, exp, 1, k + emax + 1) == Ordering::Less
                                 && (clamped || cmp_scaled(sig, exp, 1, k + emax) != Ordering::Less)
+                        }
+                        // 0.875 · 2^(k + emax) ≤ amax < 1.75 · 2^(k + emax), as 7 · 2^(k + emax − 3)
+                        // and 7 · 2^(k + emax − 2).
+                        ScaleRule::CompressedTensors => {
+                            cmp_scaled(sig, exp, 7, k + emax - 2) == Ordering::Less
+                                && (clamped || cmp_scaled(sig, exp, 7, k + emax - 3) != Ordering::Less)
                         }
                     }
             };
@@ -97,6 +106,57 @@ fn the_scale_is_the_defined_power_of_two_on_a_sample() {
     assert_eq!(mx::scale_code(449f32.to_bits(), ElementFormat::E4M3, ScaleRule::Floor), 127);
     assert_eq!(mx::scale_code(6f32.to_bits(), ElementFormat::E2M1, ScaleRule::Fit), 127);
     assert_eq!(mx::scale_code(7f32.to_bits(), ElementFormat::E2M1, ScaleRule::Fit), 128);
+    // compressed-tensors' rounding goes up at a significand of 1.75: 448 itself gets
+    // k = 1, where it fits at k = 0; just below it, both give k = 0.
+    assert_eq!(mx::scale_code(448f32.to_bits(), ElementFormat::E4M3, ScaleRule::CompressedTensors), 128);
+    assert_eq!(mx::scale_code(447.99997f32.to_bits(), ElementFormat::E4M3, ScaleRule::CompressedTensors), 127);
+    assert_eq!(mx::scale_code(447.99997f32.to_bits(), ElementFormat::E4M3, ScaleRule::Fit), 127);
+}
+
+/// `quantize_blocks` on a tensor of several blocks (the last one partial) against
+/// `scale_code` of each block's amax, found here by a plain max, and `quantize` per
+/// element; a NaN or an infinity makes its block's scale NaN and is the index returned.
+#[test]
+fn quantize_blocks_scales_each_block_of_32_by_its_own_amax() {
+    let mut state = 7u64;
+    let mut x: Vec<u32> = (0..5 * mx::BLOCK_SIZE + 9)
+        .map(|i| {
+            // Values over many binades, a block of zeros, and 448 · 2^j where the rules differ.
+            let v = conformance::splitmix(&mut state);
+            match i / mx::BLOCK_SIZE {
+                1 => 0,
+                2 if i % 7 == 0 => 448f32.to_bits() | (v as u32 & SIGN),
+                _ => (v as u32 & 0x8000_0000) | ((v >> 32) as u32 % 0x6000_0000 + 0x0800_0000),
+            }
+        })
+        .collect();
+    for rule in [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::CompressedTensors] {
+        for element in ElementFormat::ALL {
+            let (mut q, mut scales) = (vec![0u8; x.len()], vec![0u8; x.len().div_ceil(mx::BLOCK_SIZE)]);
+            assert_eq!(mx::quantize_blocks(&x, element, rule, &mut q, &mut scales), Ok(None));
+            for (b, block) in x.chunks(mx::BLOCK_SIZE).enumerate() {
+                let amax = block.iter().map(|v| v & !SIGN).max().expect("not empty");
+                assert_eq!(scales[b], mx::scale_code(amax, element, rule), "{rule:?} {element:?} block {b}");
+                for (i, &v) in block.iter().enumerate() {
+                    let at = b * mx::BLOCK_SIZE + i;
+                    assert_eq!(q[at], mx::quantize(v, scales[b], element), "{rule:?} {element:?} element {at}");
+                }
+            }
+        }
+    }
+    // An infinity in the fourth block and a NaN in the fifth: their blocks' scales are NaN,
+    // the first one's index is returned, and the other blocks are as before.
+    x[3 * mx::BLOCK_SIZE + 5] = f32::NEG_INFINITY.to_bits();
+    x[4 * mx::BLOCK_SIZE + 1] = 0x7FC0_0000;
+    let (mut q, mut scales) = (vec![0u8; x.len()], vec![0u8; 6]);
+    let first = mx::quantize_blocks(&x, ElementFormat::E4M3, ScaleRule::Fit, &mut q, &mut scales);
+    assert_eq!(first, Ok(Some(3 * mx::BLOCK_SIZE + 5)));
+    assert_eq!((scales[3], scales[4]), (e8m0::NAN, e8m0::NAN));
+    assert!(q[3 * mx::BLOCK_SIZE..5 * mx::BLOCK_SIZE].iter().all(|&c| c & 0x7F == 0x7F));
+    assert_ne!(scales[5], e8m0::NAN);
+    // Lengths that do not match are refused.
+    let refused = mx::quantize_blocks(&x, ElementFormat::E4M3, ScaleRule::Fit, &mut q[1..], &mut scales);
+    assert!(refused.is_err());
 }
 
 #[test]

@@ -6,9 +6,8 @@ use super::error::CliError;
 use bitexact::files;
 use bitexact::files::cast::convert::Target;
 use bitexact::files::cast::select::Patterns;
-use bitexact::files::cast::{CastOptions, CastReport, ScaleLayout, ScaleMode};
+use bitexact::files::cast::{CastOptions, CastRecipe, CastReport, ScaleLayout, ScaleMode};
 use bitexact::support::output;
-use shared::fp8_block::Recipe;
 use shared::fp8_scale::Rounding;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,16 +36,16 @@ pub struct CastArgs {
     /// Do not cast the tensors whose name matches this regular expression.
     #[arg(long, value_name = "REGEX")]
     pub skip: Option<String>,
-    /// FP8 only: a scale per tensor (the default), per channel (row) or per 128x128
-    /// block, or none.
+    /// FP8 only: a scale per tensor (the default), per channel (row), per 128x128 block,
+    /// per 32 values of a row (MXFP8), or none.
     #[arg(long, value_enum)]
     pub scale: Option<ScaleArg>,
-    /// FP8 with --scale per-channel or block only: whose checkpoint layout (scale names
+    /// FP8 with --scale per-channel, block or mx only: whose checkpoint layout (scale names
     /// and config.json's quantization_config).
     #[arg(long, value_enum)]
     pub layout: Option<ScaleLayoutArg>,
-    /// FP8 with --scale block only: the exact recipe (the default), or the named
-    /// producer's, modelled on its source.
+    /// FP8 with --scale per-channel, block or mx: the exact recipe (the default), or the
+    /// named producer's, modelled on its source.
     #[arg(long, value_enum)]
     pub recipe: Option<RecipeArg>,
     /// FP8 with --scale per-tensor only: how x·s is rounded.
@@ -120,15 +119,24 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     if args.recipe == Some(RecipeArg::Deepgemm) && (scale != ScaleMode::Block || to != Target::E4m3) {
         return Err(CliError::Usage("--recipe deepgemm makes E4M3 in 128x128 blocks: --to e4m3 --scale block".into()));
     }
+    if args.recipe == Some(RecipeArg::CompressedTensors) && (scale != ScaleMode::Mx || to != Target::E4m3) {
+        return Err(CliError::Usage(
+            "--recipe compressed-tensors is modelled for its MXFP8 scales: --to e4m3 --scale mx".into(),
+        ));
+    }
+    if scale == ScaleMode::Mx && to != Target::E4m3 {
+        return Err(CliError::Usage("--scale mx writes MXFP8 with E4M3 elements: --to e4m3".into()));
+    }
     if scale.blocks().is_none() && args.recipe.is_some() {
-        return Err(CliError::Usage("--recipe applies to --scale per-channel or block".into()));
+        return Err(CliError::Usage("--recipe applies to --scale per-channel, block or mx".into()));
     }
     if scale.blocks().is_none() && args.layout.is_some() {
-        return Err(CliError::Usage("--layout applies to --scale per-channel or block".into()));
+        return Err(CliError::Usage("--layout applies to --scale per-channel, block or mx".into()));
     }
     if scale.blocks().is_some() && args.rounding.is_some() {
         return Err(CliError::Usage(
-            "--rounding applies to --scale per-tensor: per-channel and block scales round the exact x/d once".into(),
+            "--rounding applies to --scale per-tensor: per-channel, block and mx scales round the exact x/d once"
+                .into(),
         ));
     }
     if args.layout == Some(ScaleLayoutArg::Deepseek) && (scale != ScaleMode::Block || to != Target::E4m3) {
@@ -151,7 +159,7 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
         to,
         scale,
         layout: args.layout.map_or(ScaleLayout::CompressedTensors, ScaleLayout::from),
-        recipe: args.recipe.map_or(Recipe::Exact, Recipe::from),
+        recipe: args.recipe.map_or(CastRecipe::Exact, CastRecipe::from),
         rounding: args.rounding.map_or(Rounding::Once, Rounding::from),
         saturate: !args.no_saturate,
         nonfinite: args.nonfinite.into(),

@@ -6,10 +6,9 @@
 use bitexact::cpu::Level;
 use bitexact::files::backend::Device;
 use bitexact::files::cast::convert::Target;
-use bitexact::files::cast::{NonFiniteValues, ScaleLayout, ScaleMode};
+use bitexact::files::cast::{CastRecipe, NonFiniteValues, ScaleLayout, ScaleMode};
 use bitexact::files::normalize::image::ChannelLayout;
 use bitexact::files::write::Dtype;
-use shared::fp8_block::Recipe;
 use shared::fp8_scale::Rounding;
 
 /// Output format of a report.
@@ -161,6 +160,10 @@ pub enum ScaleArg {
     /// One scale per 128x128 tile of each 2-D tensor, as per-channel; d stored as
     /// <name>_scale (F32, [ceil(rows/128), ceil(cols/128)]), or _scale_inv with --layout deepseek.
     Block,
+    /// MXFP8: one power of two 2^k per 32 values of a row of each 2-D tensor (its columns
+    /// a multiple of 32), q = x/2^k rounded once; k + 127 stored as <name>_scale (U8,
+    /// E8M0, [rows, cols/32]), compressed-tensors' "mxfp8-quantized". --to e4m3 only.
+    Mx,
     /// No scale: each value converted as it is (saturating unless --no-saturate).
     None,
 }
@@ -171,6 +174,7 @@ impl From<ScaleArg> for ScaleMode {
             ScaleArg::PerTensor => ScaleMode::PerTensor,
             ScaleArg::PerChannel => ScaleMode::PerChannel,
             ScaleArg::Block => ScaleMode::Block,
+            ScaleArg::Mx => ScaleMode::Mx,
             ScaleArg::None => ScaleMode::None,
         }
     }
@@ -179,19 +183,24 @@ impl From<ScaleArg> for ScaleMode {
 /// `cast --recipe`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum RecipeArg {
-    /// d = fl32(amax / max) per block, q = x/d rounded once: q·d is the nearest the
-    /// stored d allows.
+    /// d = fl32(amax / max) per block (for mx, the least 2^k with amax <= 448·2^k),
+    /// q = x/d rounded once: q·d is the nearest the stored d allows.
     Exact,
     /// DeepGEMM's per_block_cast_to_fp8 (as vLLM runs it on CUDA), modelled on its source: sf = fl32(max(amax, 1e-4) · fl32(1/448)), q = fl32(x · fl32(1/sf)) rounded;
     /// --to e4m3 --scale block only.
     Deepgemm,
+    /// compressed-tensors' MXFP8 (llm-compressor's model_free_ptq), modelled on its source:
+    /// 2^k from amax rounded to a power of two up from a significand of 1.75, q = x/2^k
+    /// rounded once; --to e4m3 --scale mx only, bf16 and f32 tensors.
+    CompressedTensors,
 }
 
-impl From<RecipeArg> for Recipe {
-    fn from(recipe: RecipeArg) -> Recipe {
+impl From<RecipeArg> for CastRecipe {
+    fn from(recipe: RecipeArg) -> CastRecipe {
         match recipe {
-            RecipeArg::Exact => Recipe::Exact,
-            RecipeArg::Deepgemm => Recipe::DeepGemm,
+            RecipeArg::Exact => CastRecipe::Exact,
+            RecipeArg::Deepgemm => CastRecipe::DeepGemm,
+            RecipeArg::CompressedTensors => CastRecipe::CompressedTensors,
         }
     }
 }

@@ -33,12 +33,14 @@ use bitexact_support::output::{excerpt, path_text};
 use bitexact_support::progress::Progress;
 use convert::{SourceDtype, Target};
 use select::{Decision, Patterns, decide};
-use shared::fp8_block::{Blocks, Recipe};
+use shared::fp8_block::{self, Blocks};
 use shared::fp8_scale::Rounding;
+use shared::mx::{self, ScaleRule};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-/// How FP8 values are scaled: per tensor, per row, per 128 × 128 tile, or not.
+/// How FP8 values are scaled: per tensor, per row, per 128 × 128 tile, per 32 values of a
+/// row (MX), or not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ScaleMode {
@@ -55,6 +57,13 @@ pub enum ScaleMode {
     /// strategy) or `<name>_scale_inv` ([`ScaleLayout::DeepSeek`]), F32, shape
     /// `[⌈rows / 128⌉, ⌈cols / 128⌉]`.
     Block,
+    /// MXFP8 (OCP Microscaling): one power of two `2^k` per 32 consecutive values of a row
+    /// of a 2-D tensor, its columns a multiple of 32, by [`shared::mx`]: `k` chosen from
+    /// the block's amax by the recipe's rule ([`CastRecipe::scale_rule`]), `q = sat_rne(x /
+    /// 2^k)` (exact, rounded once), E4M3 elements, the E8M0 code `k + 127` stored as
+    /// `<name>_scale` (U8, shape `[rows, cols / 32]`), as compressed-tensors'
+    /// `mxfp8-quantized` format holds it.
+    Mx,
     /// No scale: each value converted as it is.
     None,
 }
@@ -66,6 +75,7 @@ impl ScaleMode {
         match self {
             ScaleMode::PerChannel => Some(Blocks::PerRow),
             ScaleMode::Block => Some(Blocks::TILE_128),
+            ScaleMode::Mx => Some(Blocks::Tiles { rows: 1, cols: mx::BLOCK_SIZE }),
             ScaleMode::PerTensor | ScaleMode::None => None,
         }
     }
@@ -85,6 +95,49 @@ pub enum ScaleLayout {
     /// 128 × 128 blocks only ([`ScaleMode::Block`]).
     #[serde(rename = "deepseek")]
     DeepSeek,
+}
+
+/// Whose arithmetic a per-channel, block or MX cast follows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CastRecipe {
+    /// The exact recipe: a stated rule for the stored scale, then each code the nearest
+    /// to `x / d`, from the exact quotient, rounded once and saturated
+    /// ([`fp8_block::Recipe::Exact`]; for MX, [`ScaleRule::Fit`]: the least power of two
+    /// at which no value of the block saturates).
+    #[default]
+    Exact,
+    /// DeepGEMM's `per_block_cast_to_fp8`, modelled on its source
+    /// ([`fp8_block::Recipe::DeepGemm`]): E4M3 in 128 × 128 blocks, finite values only.
+    #[serde(rename = "deepgemm")]
+    DeepGemm,
+    /// compressed-tensors' MXFP8 (`generate_mx_scales`, as llm-compressor's
+    /// `model_free_ptq` runs it): its power of two rounded up from a significand of 1.75
+    /// ([`ScaleRule::CompressedTensors`]), the elements as the exact recipe's (its
+    /// `x / scale` is exact: a bf16 or f32 value over a power of two). MX only, finite
+    /// values only, bf16 and f32 tensors only (an f16 tensor's scale is found on its f16
+    /// bits, which differ below f16's normal range).
+    CompressedTensors,
+}
+
+impl CastRecipe {
+    /// The recipe's block-scaled FP8 arithmetic (`None` for one that has none).
+    pub const fn fp8_block(self) -> Option<fp8_block::Recipe> {
+        match self {
+            CastRecipe::Exact => Some(fp8_block::Recipe::Exact),
+            CastRecipe::DeepGemm => Some(fp8_block::Recipe::DeepGemm),
+            CastRecipe::CompressedTensors => None,
+        }
+    }
+
+    /// The recipe's MX scale rule (`None` for one that has none).
+    pub const fn scale_rule(self) -> Option<ScaleRule> {
+        match self {
+            CastRecipe::Exact => Some(ScaleRule::Fit),
+            CastRecipe::CompressedTensors => Some(ScaleRule::CompressedTensors),
+            CastRecipe::DeepGemm => None,
+        }
+    }
 }
 
 /// What is done with NaN and infinite source values (and finite ones that would become
@@ -108,13 +161,12 @@ pub struct CastOptions {
     /// For FP8: per-tensor, per-channel or block scales, or none
     /// ([`ScaleMode::PerTensor`] by default). Ignored for bf16/f16.
     pub scale: ScaleMode,
-    /// For FP8 scaled per channel or per block: the checkpoint layout
+    /// For FP8 scaled per channel, per block or MX: the checkpoint layout
     /// ([`ScaleLayout::CompressedTensors`] by default).
     pub layout: ScaleLayout,
-    /// For FP8 in 128 × 128 blocks: the exact recipe ([`Recipe::Exact`], the default) or
-    /// DeepGEMM's `per_block_cast_to_fp8`, modelled on its source ([`Recipe::DeepGemm`];
-    /// E4M3 only, finite values only).
-    pub recipe: Recipe,
+    /// For FP8 scaled per channel, per block or MX: the exact recipe ([`CastRecipe::Exact`],
+    /// the default), DeepGEMM's (128 × 128 blocks) or compressed-tensors' (MX).
+    pub recipe: CastRecipe,
     /// For FP8 scaled per tensor: the exact product rounded once ([`Rounding::Once`], the
     /// default) or `fl32(x · s)` first ([`Rounding::TwoStep`]). Per-channel and block
     /// scales always round the exact quotient once; [`Rounding::TwoStep`] is refused there.
@@ -146,7 +198,7 @@ impl Default for CastOptions {
             to: Target::Bf16,
             scale: ScaleMode::PerTensor,
             layout: ScaleLayout::CompressedTensors,
-            recipe: Recipe::Exact,
+            recipe: CastRecipe::Exact,
             rounding: Rounding::Once,
             saturate: true,
             nonfinite: NonFiniteValues::Refuse,
@@ -170,20 +222,33 @@ impl CastOptions {
     }
 
     /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] or
-    /// [`Recipe::DeepGemm`] but for E4M3 in 128 × 128 blocks, DeepGEMM's recipe with
-    /// non-finite values kept (PyTorch would carry them into the block's scale, which
-    /// the recipe does not model), and [`Rounding::TwoStep`] with per-channel or block
-    /// scales.
+    /// [`CastRecipe::DeepGemm`] but for E4M3 in 128 × 128 blocks, [`ScaleMode::Mx`] but for
+    /// E4M3, [`CastRecipe::CompressedTensors`] but for MX, a producer's recipe with non-finite
+    /// values kept (PyTorch would carry them into the block's scale, which the recipes do
+    /// not model), and [`Rounding::TwoStep`] with per-channel, block or MX scales.
     fn contradiction(&self) -> Option<&'static str> {
         if self.layout == ScaleLayout::DeepSeek && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
             return Some("the deepseek layout holds E4M3 in 128x128 blocks: it takes --to e4m3 --scale block");
         }
-        if self.recipe == Recipe::DeepGemm && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
+        if self.recipe == CastRecipe::DeepGemm && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
             return Some("DeepGEMM's recipe makes E4M3 in 128x128 blocks: it takes --to e4m3 --scale block");
         }
-        if self.recipe == Recipe::DeepGemm && self.nonfinite == NonFiniteValues::Keep {
+        if self.scale == ScaleMode::Mx && self.to != Target::E4m3 {
+            return Some(
+                "--scale mx writes MXFP8 as compressed-tensors stores it, with E4M3 elements: it takes --to e4m3",
+            );
+        }
+        if self.recipe == CastRecipe::CompressedTensors && (self.to != Target::E4m3 || self.scale != ScaleMode::Mx) {
+            return Some("compressed-tensors' recipe is modelled for its MXFP8 scales: it takes --to e4m3 --scale mx");
+        }
+        if self.recipe == CastRecipe::DeepGemm && self.nonfinite == NonFiniteValues::Keep {
             return Some(
                 "--recipe deepgemm takes finite values only (PyTorch carries a NaN or an infinity into the block's scale): drop --nonfinite keep",
+            );
+        }
+        if self.recipe == CastRecipe::CompressedTensors && self.nonfinite == NonFiniteValues::Keep {
+            return Some(
+                "--recipe compressed-tensors takes finite values only (PyTorch carries a NaN or an infinity into the block's scale): drop --nonfinite keep",
             );
         }
         if self.blocks().is_some() && self.rounding == Rounding::TwoStep {
@@ -216,7 +281,7 @@ pub struct CastTensor {
     /// And the scale's value `fl32(1 / s)` (after the cast; not in a dry run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dequant_scale: Option<f32>,
-    /// For per-channel and block scales: their shape.
+    /// For per-channel, block and MX scales: their shape.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale_shape: Option<Vec<u64>>,
     /// And their values, summarised (after the cast; not in a dry run).
@@ -224,26 +289,31 @@ pub struct CastTensor {
     pub dequant_scales: Option<BlockScales>,
 }
 
-/// The per-channel or block dequantisation scales of one tensor, summarised.
+/// The per-channel, block or MX dequantisation scales of one tensor, summarised.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct BlockScales {
     /// How many there are.
     pub count: u64,
-    /// The least of them (1 where there are none).
+    /// The least of those that are not NaN (1 where there are none).
     pub min: f32,
-    /// The greatest of them (1 where there are none).
+    /// The greatest of those that are not NaN (1 where there are none).
     pub max: f32,
     /// How many are subnormal in f32 (a block whose amax is below `max · 2^-126`).
     pub subnormal: u64,
+    /// How many are NaN: MX blocks holding a NaN or an infinity, under
+    /// `--nonfinite keep` (E8M0's NaN scale, which makes every value of the block NaN).
+    pub nan: u64,
 }
 
 impl BlockScales {
     /// The summary of `scales`.
     pub fn of(scales: &[f32]) -> BlockScales {
-        let (min, max) = scales.iter().fold((f32::INFINITY, 0f32), |(lo, hi), &d| (lo.min(d), hi.max(d)));
-        let (min, max) = if scales.is_empty() { (1.0, 1.0) } else { (min, max) };
+        let numbers = scales.iter().filter(|d| !d.is_nan());
+        let (min, max) = numbers.clone().fold((f32::INFINITY, 0f32), |(lo, hi), &d| (lo.min(d), hi.max(d)));
+        let (min, max) = if numbers.count() == 0 { (1.0, 1.0) } else { (min, max) };
         let subnormal = scales.iter().filter(|d| d.is_subnormal()).count() as u64;
-        BlockScales { count: scales.len() as u64, min, max, subnormal }
+        let nan = scales.iter().filter(|d| d.is_nan()).count() as u64;
+        BlockScales { count: scales.len() as u64, min, max, subnormal, nan }
     }
 }
 
@@ -256,10 +326,11 @@ pub struct CastReport {
     pub to: Target,
     /// Scaled FP8 or not.
     pub scale: Option<ScaleMode>,
-    /// For per-channel and block scales, the checkpoint layout.
+    /// For per-channel, block and MX scales, the checkpoint layout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout: Option<ScaleLayout>,
-    /// For per-channel and block scales, the recipe: `exact` or `deepgemm`.
+    /// For per-channel, block and MX scales, the recipe: `exact`, `deepgemm` or
+    /// `compressed-tensors`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipe: Option<&'static str>,
     /// For scaled FP8, the rounding.
@@ -378,9 +449,29 @@ pub enum CastError {
     /// refuses as a usage error; the message names the CLI's options).
     #[error("{0}")]
     Options(&'static str),
-    /// An f64 tensor to scale per channel or per block, which the recipe does not take.
-    #[error("{}: tensor '{}' is F64: per-channel and block scales take f32, bf16 or f16 tensors; cast it per tensor, or --skip it", path_text(.path), excerpt(.tensor))]
+    /// An f64 tensor to scale per channel, per block or MX, which the recipes do not take.
+    #[error("{}: tensor '{}' is F64: per-channel, block and MX scales take f32, bf16 or f16 tensors; cast it per tensor, or --skip it", path_text(.path), excerpt(.tensor))]
     BlockScaledF64 {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+    },
+    /// A tensor to scale MX whose rows are not a whole number of blocks of 32 (which
+    /// compressed-tensors refuses too, and vLLM's kernels assume).
+    #[error("{}: tensor '{}' has {columns} columns: MX scales take a multiple of 32 (one scale per 32 values of a row); --skip it, or cast it per channel", path_text(.path), excerpt(.tensor))]
+    MxColumns {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// Its columns.
+        columns: usize,
+    },
+    /// An f16 tensor for compressed-tensors' MX recipe, which finds the scale on the
+    /// tensor's own bits: below f16's normal range that differs from the modelled rule.
+    #[error("{}: tensor '{}' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits, which this recipe does not model below f16's normal range; cast it by the exact recipe, or from bf16 or f32", path_text(.path), excerpt(.tensor))]
+    CompressedTensorsF16 {
         /// Its file.
         path: PathBuf,
         /// The tensor.
@@ -461,6 +552,13 @@ pub enum RefusalKind {
     /// Finite, but past the target's range (it would become infinite or NaN).
     #[error("out of the range of {}; nothing written (--nonfinite keep converts it to infinity or NaN)", .0.name())]
     Overflow(Target),
+    /// Finite, at least `1.75 · 2^127` in magnitude, under compressed-tensors' MX recipe:
+    /// its block's scale overflows there (to infinity, its values to 0), which the recipe
+    /// does not model.
+    #[error(
+        "at least 1.75 * 2^127 in magnitude: compressed-tensors' MX scale of its block overflows to infinity there, which --recipe compressed-tensors does not model; nothing written (the exact recipe takes it)"
+    )]
+    PastCompressedTensors,
 }
 
 /// One input file with its plan.
@@ -501,10 +599,11 @@ pub(crate) fn scale_name(name: &str, options: &CastOptions) -> String {
 }
 
 /// The report's name of `recipe`, as `--recipe` takes it.
-pub(crate) const fn recipe_name(recipe: Recipe) -> &'static str {
+pub(crate) const fn recipe_name(recipe: CastRecipe) -> &'static str {
     match recipe {
-        Recipe::Exact => "exact",
-        Recipe::DeepGemm => "deepgemm",
+        CastRecipe::Exact => "exact",
+        CastRecipe::DeepGemm => "deepgemm",
+        CastRecipe::CompressedTensors => "compressed-tensors",
     }
 }
 
@@ -581,6 +680,16 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
                 }
                 if decision == Decision::Cast(SourceDtype::F64) {
                     return Err(CastError::BlockScaledF64 { path: fail_path(), tensor: tensor.name.clone() });
+                }
+                if options.scale == ScaleMode::Mx
+                    && matches!(decision, Decision::Cast(_))
+                    && let Some((_, columns)) = matrix_shape(&tensor.shape)
+                    && !columns.is_multiple_of(mx::BLOCK_SIZE)
+                {
+                    return Err(CastError::MxColumns { path: fail_path(), tensor: tensor.name.clone(), columns });
+                }
+                if options.recipe == CastRecipe::CompressedTensors && decision == Decision::Cast(SourceDtype::F16) {
+                    return Err(CastError::CompressedTensorsF16 { path: fail_path(), tensor: tensor.name.clone() });
                 }
             }
             if decision == Decision::NotASource && options.patterns.only.is_some() {
@@ -857,6 +966,17 @@ fn warnings(report: &CastReport, options: &CastOptions) -> Vec<String> {
         });
     }
     for tensor in &report.tensors {
+        let Some(scales) = tensor.dequant_scales.filter(|s| s.nan > 0) else { continue };
+        warnings.push(format!(
+            "{}: tensor '{}': {} of its {} blocks hold a NaN or an infinity: their scale is E8M0's NaN, so every value of them reads as NaN (OCP MX)",
+            bitexact_support::output::escape(&tensor.file),
+            excerpt(&tensor.name),
+            scales.nan,
+            scales.count,
+        ));
+    }
+    // MX scales are stored as exponents (E8M0), not as f32: the warning is not theirs.
+    for tensor in report.tensors.iter().filter(|_| options.scale != ScaleMode::Mx) {
         let Some(scales) = tensor.dequant_scales.filter(|s| s.subnormal > 0) else { continue };
         warnings.push(format!(
             "{}: tensor '{}': {} of its {} dequantisation scales {} subnormal in f32 (least {:e}): a loader that flushes subnormals to zero reads them as 0",

@@ -9,8 +9,8 @@ use crate::cast::chunks::{amax_block_with, convert_block_with, widened};
 use crate::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
 use crate::cast::select::Decision;
 use crate::cast::{
-    CastError, CastOptions, ConfigWritten, NonFiniteValues, Plan, PlannedFile, Refusal, RefusalKind, ScaleLayout,
-    matrix_shape, scale_name, scale_shape,
+    CastError, CastOptions, CastRecipe, ConfigWritten, NonFiniteValues, Plan, PlannedFile, Refusal, RefusalKind,
+    ScaleLayout, ScaleMode, matrix_shape, scale_name, scale_shape,
 };
 use crate::containers::Container;
 use crate::containers::TensorEntry;
@@ -26,8 +26,9 @@ use crate::source::{Source, SourceReadError};
 use bitexact_support::progress::Progress;
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
-use shared::fp8_block::{Blocks, Recipe, quantize_blocks_with};
+use shared::fp8_block::{self, Blocks, quantize_blocks_with};
 use shared::fp8_scale::{Fp8Format, dequant_scale, scale_for, scale_for_f64};
+use shared::mx::{self, ElementFormat};
 use shared::narrow::Overflow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
@@ -213,7 +214,12 @@ impl Piece<'_> {
                 t.elements * options.to.bytes() as u64,
             ),
             Piece::Scale(t) => {
-                let scale = crate::dtype::ElementType::F32;
+                // MX scales are E8M0 codes, one byte each; the others f32.
+                let scale = if options.scale == ScaleMode::Mx {
+                    crate::dtype::ElementType::U8
+                } else {
+                    crate::dtype::ElementType::F32
+                };
                 // The plan casts only tensors whose scales' shape exists and whose bytes fit.
                 let shape = scale_shape(&t.shape, options).unwrap_or(vec![0]);
                 let bytes = shape.iter().product::<u64>() * scale.bytes() as u64;
@@ -291,15 +297,21 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                     Blocks::Tiles { rows, cols } => json!([rows, cols]),
                 },
                 "recipe": crate::cast::recipe_name(options.recipe),
-                "d": match options.recipe {
-                    Recipe::Exact => format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
-                    Recipe::DeepGemm => format!("fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) per block (DeepGEMM's sf)", format.max_finite()),
+                "d": match (options.scale, options.recipe) {
+                    (ScaleMode::Mx, CastRecipe::CompressedTensors) => "2^k per 32 values of a row, k = log2(amax rounded to a power of two, up from a significand of 1.75) - 8 (compressed-tensors' round_to_power_2), clamped to -127..127".to_string(),
+                    (ScaleMode::Mx, _) => format!("2^k per 32 values of a row, k the least with amax <= {} * 2^k, clamped to -127..127", format.max_finite()),
+                    (_, CastRecipe::DeepGemm) => format!("fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) per block (DeepGEMM's sf)", format.max_finite()),
+                    _ => format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
                 },
                 "q": match options.recipe {
-                    Recipe::Exact => "x/d exact, rounded once to nearest even, saturated",
-                    Recipe::DeepGemm => "fl32(x * fl32(1 / d)), then rounded to nearest even (DeepGEMM's)",
+                    CastRecipe::DeepGemm => "fl32(x * fl32(1 / d)), then rounded to nearest even (DeepGEMM's)",
+                    CastRecipe::Exact | CastRecipe::CompressedTensors => "x/d exact, rounded once to nearest even, saturated",
                 },
-                "stored": format!("{stored} = d (F32)"),
+                "stored": if options.scale == ScaleMode::Mx {
+                    format!("{stored} = k + 127 (U8, E8M0)")
+                } else {
+                    format!("{stored} = d (F32)")
+                },
             })
         } else if options.scaled() {
             json!({
@@ -364,7 +376,11 @@ fn write_file(
             }
             Piece::Scale(tensor) => {
                 let scale = last_scale.take().expect("a scale follows its tensor");
-                let bytes: Vec<u8> = scale.iter().flat_map(|d| d.to_le_bytes()).collect();
+                let bytes: Vec<u8> = if options.scale == ScaleMode::Mx {
+                    scale.iter().map(|&d| e8m0_code(d)).collect()
+                } else {
+                    scale.iter().flat_map(|d| d.to_le_bytes()).collect()
+                };
                 scales.push((tensor.name.clone(), scale));
                 writer.write_all(&bytes).map_err(PieceError::Write)
             }
@@ -376,6 +392,17 @@ fn write_file(
         file.sync_all().map_err(write_failed)?;
     }
     Ok(WrittenFile { scales, tensor_bytes })
+}
+
+/// The E8M0 code of an MX scale `d = 2^k` (exact in f32 for every `k` of E8M0's range,
+/// `2^-127` a subnormal), or the NaN code for a NaN `d`.
+fn e8m0_code(d: f32) -> u8 {
+    shared::e8m0::floor_log2(d.to_bits()).and_then(shared::e8m0::from_exponent).unwrap_or(shared::e8m0::NAN)
+}
+
+/// The MX scale `2^k` (an f32) of the E8M0 code `code` (NaN for the NaN code).
+fn mx_scale(code: u8) -> f32 {
+    f32::from_bits(shared::e8m0::to_f32_bits(code))
 }
 
 /// Why a piece could not be written.
@@ -573,6 +600,7 @@ fn cast_tensor(
 ) -> Result<Option<Vec<f32>>, PieceError> {
     if let (Some(blocks), Some(format)) = (options.blocks(), options.to.fp8()) {
         let cast = BlockCast { source, big_endian, blocks, format, options };
+        // The plan makes sure of the shapes, the recipe and the target these take.
         return cast.run(reader, tensor, progress, writer).map(Some);
     }
     let (conversion, scale) = match options.to.fp8() {
@@ -625,7 +653,8 @@ fn cast_tensor(
 }
 
 /// A tensor cast to FP8 with a scale per channel or per block
-/// ([`shared::fp8_block::quantize_blocks_with`], by the options' recipe).
+/// ([`shared::fp8_block::quantize_blocks_with`], by the options' recipe), or MX
+/// ([`shared::mx::quantize_blocks`], by the recipe's rule).
 struct BlockCast<'o> {
     source: SourceDtype,
     big_endian: bool,
@@ -656,7 +685,8 @@ impl BlockCast<'_> {
         if rows == 0 || cols == 0 {
             // No data: every block (a row of no columns) is empty, its scale 1.
             let mut scales = vec![0f32; scale_count(rows)];
-            let _ = quantize_blocks_with(self.options.recipe, &[], rows, cols, blocks, format, &mut [], &mut scales);
+            let recipe = self.options.recipe.fp8_block().unwrap_or_default();
+            let _ = quantize_blocks_with(recipe, &[], rows, cols, blocks, format, &mut [], &mut scales);
             return Ok(scales);
         }
         // A task: whole bands of `h` rows, about BLOCK_ELEMENTS (at least one band); a
@@ -677,30 +707,31 @@ impl BlockCast<'_> {
             out.resize(elements, 0);
             d.clear();
             d.resize(scale_count(elements / cols), 0.0);
-            let first_nonfinite = out
+            let first_problem = out
                 .par_chunks_mut(task_elements)
                 .zip(d.par_chunks_mut(scale_count(task_rows)))
                 .enumerate()
                 .map_init(
-                    || (BlockBuffers::default(), Vec::new()),
-                    |(buffers, scratch), (k, (q, d))| {
+                    || (BlockBuffers::default(), Vec::new(), Vec::new()),
+                    |(buffers, scratch, codes), (k, (q, d))| {
                         let range =
                             chunk.start + k * task_elements * eb..chunk.start + (k * task_elements + q.len()) * eb;
                         let bytes = read_block(&data, range, eb, self.big_endian, buffers)?;
                         let x = widened(self.source, bytes, scratch);
-                        let recipe = self.options.recipe;
-                        let at = quantize_blocks_with(recipe, x, q.len() / cols, cols, blocks, format, q, d)
-                            .expect("a task is whole rows, with its scales' slice");
-                        Ok(at.map(|i| first + (k * task_elements + i) as u64))
+                        let at = self.quantize(x, cols, q, d, codes);
+                        Ok(at.map(|(i, kind)| (first + (k * task_elements + i) as u64, kind)))
                     },
                 )
-                .try_reduce(|| None, |a, b| Ok(first_of(a, b)))
+                .try_reduce(|| None, |a, b| Ok(a.into_iter().chain(b).min_by_key(|&(index, _)| index)))
                 .map_err(PieceError::Read)?;
-            refusal(
-                first_nonfinite.filter(|_| check).map(|i| (i, Outcome::NonFiniteValues)),
-                self.options.to,
-                self.options,
-            )
+            match first_problem {
+                // A value past compressed-tensors' recipe is refused whatever --nonfinite says
+                // (the recipe takes no --nonfinite keep).
+                Some((index, kind)) if check || kind != RefusalKind::NonFiniteValues => {
+                    Err(PieceError::Refused(index, kind))
+                }
+                _ => Ok(()),
+            }
         };
         for_each_chunk_sized(reader, tensor, eb, chunk_elements, progress, |first, data, chunk| {
             std::mem::swap(&mut converted, &mut written);
@@ -714,6 +745,57 @@ impl BlockCast<'_> {
         })?;
         writer.write_all(&converted).map_err(PieceError::Write)?;
         Ok(scales)
+    }
+}
+
+impl BlockCast<'_> {
+    /// One task's whole rows `x` (f32 bits, `cols` to a row) quantised into `q`, their
+    /// scales into `d` (MX: `2^k`, its E8M0 code first made in `codes`); the index in `x`
+    /// of the first value to refuse, if any, and why: a NaN or an infinity, or, by
+    /// compressed-tensors' recipe, a value whose block's scale that recipe overflows
+    /// ([`RefusalKind::PastCompressedTensors`]).
+    fn quantize(
+        &self,
+        x: &[u32],
+        cols: usize,
+        q: &mut [u8],
+        d: &mut [f32],
+        codes: &mut Vec<u8>,
+    ) -> Option<(usize, RefusalKind)> {
+        let recipe = self.options.recipe;
+        let at = match (self.options.scale, recipe.scale_rule(), recipe.fp8_block()) {
+            (ScaleMode::Mx, Some(rule), _) => {
+                codes.resize(d.len(), 0);
+                let at = mx::quantize_blocks(x, mx_element(self.format), rule, q, codes);
+                d.iter_mut().zip(codes.iter()).for_each(|(d, &code)| *d = mx_scale(code));
+                at
+            }
+            (_, _, Some(recipe)) => {
+                quantize_blocks_with(recipe, x, q.len() / cols, cols, self.blocks, self.format, q, d)
+            }
+            // The plan refuses a recipe that the scale mode does not take.
+            _ => Err(fp8_block::BlockError::EmptyTile),
+        };
+        let nonfinite = at.expect("a task is whole rows, with its scales' slice; the recipe is the mode's");
+        let past = (recipe == CastRecipe::CompressedTensors)
+            .then(|| x.iter().position(|&v| (COMPRESSED_TENSORS_MX_LIMIT..0x7F80_0000).contains(&(v & 0x7FFF_FFFF))))
+            .flatten();
+        let nonfinite = nonfinite.map(|i| (i, RefusalKind::NonFiniteValues));
+        nonfinite.into_iter().chain(past.map(|i| (i, RefusalKind::PastCompressedTensors))).min_by_key(|&(i, _)| i)
+    }
+}
+
+/// `1.75 · 2^127` (f32 bits): from this magnitude on, compressed-tensors'
+/// `round_to_power_2` carries its block's amax into the exponent field's top, infinity,
+/// and the block's scale overflows (its values become 0), which its recipe here does not
+/// model.
+const COMPRESSED_TENSORS_MX_LIMIT: u32 = 0x7F60_0000;
+
+/// The MX element format of an FP8 target.
+const fn mx_element(format: Fp8Format) -> ElementFormat {
+    match format {
+        Fp8Format::E4M3 => ElementFormat::E4M3,
+        Fp8Format::E5M2 => ElementFormat::E5M2,
     }
 }
 
@@ -843,6 +925,9 @@ fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
         }
     }
     ignore.sort();
+    if options.scale == ScaleMode::Mx {
+        return mxfp8_config(ignore);
+    }
     let (strategy, block_structure) = match options.blocks() {
         Some(Blocks::PerRow) => ("channel", Value::Null),
         Some(Blocks::Tiles { rows, cols }) => ("block", json!([rows, cols])),
@@ -878,6 +963,46 @@ fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
                 },
                 "input_activations": null,
                 "output_activations": null,
+            }
+        },
+        "ignore": ignore,
+        "kv_cache_scheme": null,
+    })
+}
+
+/// compressed-tensors' `quantization_config` of MXFP8 weights (`format:
+/// "mxfp8-quantized"`), as its `MXFP8A16` preset serialises it
+/// (`quantization/quant_scheme.py`): E4M3 in groups of 32 along the rows, symmetric,
+/// static, the scales `torch.uint8` (E8M0 codes), activations left as they are; `Linear`
+/// layers targeted, `ignore` the modules of the 2-D `.weight` tensors not cast. vLLM picks
+/// its MXFP8 scheme (`CompressedTensorsW8A8Mxfp8`) from the weights' arguments alone
+/// (`group`, 8-bit `float`, group size 32, symmetric, `scale_dtype` uint8), and then
+/// quantises the activations to MXFP8 as it runs, whatever `input_activations` says.
+fn mxfp8_config(ignore: Vec<String>) -> Value {
+    json!({
+        "quant_method": "compressed-tensors",
+        "format": "mxfp8-quantized",
+        "quantization_status": "compressed",
+        "config_groups": {
+            "group_0": {
+                "targets": ["Linear"],
+                "weights": {
+                    "num_bits": 8,
+                    "type": "float",
+                    "strategy": "group",
+                    "symmetric": true,
+                    "dynamic": false,
+                    "group_size": mx::BLOCK_SIZE,
+                    "block_structure": null,
+                    "actorder": null,
+                    "observer": "memoryless_minmax",
+                    "observer_kwargs": {},
+                    "scale_dtype": "torch.uint8",
+                    "zp_dtype": null,
+                },
+                "input_activations": null,
+                "output_activations": null,
+                "format": "mxfp8-quantized",
             }
         },
         "ignore": ignore,

@@ -34,7 +34,7 @@ pub enum Decision {
     UnderTwoDims,
     /// Copied: FP8 by default keeps the embedding and the output head.
     EmbeddingOrHead,
-    /// Copied: per-channel and block scales take 2-D tensors (rows × columns) only.
+    /// Copied: per-channel, block and MX scales take 2-D tensors (rows × columns) only.
     NotAMatrix,
     /// Copied: a 2-D tensor with no elements has no blocks to scale.
     NoElements,
@@ -53,8 +53,8 @@ impl Decision {
             Decision::NotASource => Some("not f32, f64, bf16 or f16"),
             Decision::UnderTwoDims => Some("fewer than 2 dimensions (FP8 default)"),
             Decision::EmbeddingOrHead => Some("embedding or output head (FP8 default)"),
-            Decision::NotAMatrix => Some("not 2-D (per-channel and block scales)"),
-            Decision::NoElements => Some("no elements (per-channel and block scales)"),
+            Decision::NotAMatrix => Some("not 2-D (per-channel, block and MX scales)"),
+            Decision::NoElements => Some("no elements (per-channel, block and MX scales)"),
             Decision::NotMatchedByOnly => Some("not matched by --only"),
             Decision::Skipped => Some("matched by --skip"),
         }
