@@ -1,7 +1,8 @@
 //! The MX block scale (`shared::mx`) against integer arithmetic:
 //! - `scale_code`, for every element format and rule (compressed-tensors' among them),
-//!   against the inequalities that define its exponent `k` (a sample in the quick run,
-//!   every f32 `amax` with `--ignored`);
+//!   against the inequalities that define its exponent `k` on a sample, and with
+//!   `--ignored` on every f32 `amax` against the least `k` whose upper bound holds (the
+//!   same definition, monotone in `amax`, so computed where it changes);
 //! - `quantize_blocks` on a tensor of several blocks against those two per block;
 //! - `quantize` against the rational reference of `x · 2^-k` rounded once
 //!   (`bitexact::verify::reference::scaled`): on a sample of f32 at every one of the 255
@@ -46,7 +47,7 @@ const SIGN: u32 = 0x8000_0000;
 /// NaN and ±inf the NaN code.
 fn check_scale(m: u32) -> Result<(), String> {
     for element in ElementFormat::ALL {
-        for rule in [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::CompressedTensors] {
+        for rule in RULES {
             let code = mx::scale_code(m, element, rule);
             if mx::scale_code(m | SIGN, element, rule) != code {
                 return Err(format!("{element:?} {rule:?}: {m:#010x} and its negative differ"));
@@ -130,7 +131,7 @@ fn quantize_blocks_scales_each_block_of_32_by_its_own_amax() {
             }
         })
         .collect();
-    for rule in [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::CompressedTensors] {
+    for rule in RULES {
         for element in ElementFormat::ALL {
             let (mut q, mut scales) = (vec![0u8; x.len()], vec![0u8; x.len().div_ceil(mx::BLOCK_SIZE)]);
             assert_eq!(mx::quantize_blocks(&x, element, rule, &mut q, &mut scales), Ok(None));
@@ -159,11 +160,108 @@ fn quantize_blocks_scales_each_block_of_32_by_its_own_amax() {
     assert!(refused.is_err());
 }
 
+/// The rules, in the order the checks take them.
+const RULES: [ScaleRule; 3] = [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::CompressedTensors];
+
+/// The scale code that the definition gives the magnitude `m` (sign bit clear): the least
+/// `k` in `−127..=127` whose upper bound holds (`Fit`: `amax ≤ max · 2^k`; `Floor`:
+/// `amax < 2^(k + emax + 1)`; `CompressedTensors`: `amax < 1.75 · 2^(k + emax)`), as
+/// `k + 127`; zero gives 0, NaN and ±inf the NaN code. (The least such `k` is the one whose
+/// bound fails at `k − 1`: [`check_scale`]'s lower bounds.) Monotone in `m`, as each bound
+/// grows with `k`.
+fn defined_code(m: u32, element: ElementFormat, rule: ScaleRule) -> u8 {
+    if m >= 0x7F80_0000 {
+        return e8m0::NAN;
+    }
+    if m == 0 {
+        return 0;
+    }
+    let (sig, exp) = f32_magnitude_parts(m);
+    let (max_sig, max_exp) = max_finite(element);
+    let emax = element.emax();
+    let holds = |k: i32| match rule {
+        ScaleRule::Fit => cmp_scaled(sig, exp, max_sig, max_exp + k) != Ordering::Greater,
+        ScaleRule::Floor => cmp_scaled(sig, exp, 1, k + emax + 1) == Ordering::Less,
+        ScaleRule::CompressedTensors => cmp_scaled(sig, exp, 7, k + emax - 2) == Ordering::Less,
+    };
+    // Below every rule's answer: amax ≥ 2^floor(log2 amax) and every bound at k is below
+    // 2^(k + emax + 1), so k ≥ floor(log2 amax) − emax; checked rather than trusted.
+    let floor_log2 = exp + 63 - sig.leading_zeros() as i32;
+    let start = (floor_log2 - emax - 2).max(-127);
+    assert!(start == -127 || !holds(start), "{m:#010x}: the search starts at its answer");
+    let k = (start..=127).find(|&k| holds(k)).expect("f32's largest magnitude fits at k = 127");
+    (k + 127) as u8
+}
+
+/// Whether `scale_code` for the element format `ElementFormat::ALL[E]` and the rule
+/// `RULES[R]` differs from `want` on a magnitude of `first..` or on its negative: one pass
+/// without an early exit, the format and the rule constants in it (as loop variables they
+/// made the walk twice as long).
+fn differs<const E: usize, const R: usize>(first: u32, want: &[u8]) -> bool {
+    let code = |m: u32| mx::scale_code(m, ElementFormat::ALL[E], RULES[R]);
+    (first..).zip(want).fold(0u8, |acc, (m, &w)| acc | (code(m) ^ w) | (code(m | SIGN) ^ w)) != 0
+}
+
+/// [`differs`] of one element format and rule.
+type Differs = fn(u32, &[u8]) -> bool;
+
+/// [`differs`] for each element format (rows, in the order of `ElementFormat::ALL`) and
+/// rule (columns, in the order of [`RULES`]).
+const DIFFERS: [[Differs; 3]; 3] = [
+    [differs::<0, 0>, differs::<0, 1>, differs::<0, 2>],
+    [differs::<1, 0>, differs::<1, 1>, differs::<1, 2>],
+    [differs::<2, 0>, differs::<2, 1>, differs::<2, 2>],
+];
+
+/// The 2^16 magnitudes of `block` (`block · 2^16 ..`, below 2^31), each with both signs:
+/// `scale_code` for every element format and rule against [`defined_code`], computed where
+/// it changes (`fill_f32_monotone`), one comparison pass per format and rule ([`differs`]);
+/// the first difference, in hex.
+fn check_scales_in(block: u64) -> Result<(), String> {
+    let first = (block << 16) as u32;
+    let mut want = vec![0u8; 1 << 16];
+    for (e, element) in ElementFormat::ALL.into_iter().enumerate() {
+        for (r, rule) in RULES.into_iter().enumerate() {
+            fill_f32_monotone(block << 16, &mut want, |m| defined_code(m, element, rule));
+            if DIFFERS[e][r](first, &want) {
+                let code = |m: u32| mx::scale_code(m, element, rule);
+                let (m, w) =
+                    (first..).zip(&want).find(|&(m, &w)| code(m) != w || code(m | SIGN) != w).expect("differs");
+                return Err(format!(
+                    "{element:?} {rule:?}: amax {m:#010x}: scale code {} (negative {}), defined {w}",
+                    code(m),
+                    code(m | SIGN)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[test]
 #[ignore = "a 2^32-input proof: `cargo test --workspace --profile proofs -- --ignored` runs it (CI does)"]
 fn the_scale_is_the_defined_power_of_two_on_every_f32() {
-    // Each magnitude with both signs (check_scale compares the two).
-    check_all(0..1 << 31, |m| check_scale(m as u32)).unwrap_or_else(|e| panic!("{e}"));
+    // Each magnitude with both signs; the definition computed where it changes.
+    check_all(0..1 << 15, check_scales_in).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn the_defined_code_is_the_one_that_keeps_the_inequalities_on_a_sample() {
+    // The ignored proof's reference against the code that the quick proof checks against
+    // both inequalities, and one whole block of the ignored proof (around 448).
+    for m in sampled_magnitudes() {
+        check_scale(m).unwrap_or_else(|e| panic!("{e}"));
+        for element in ElementFormat::ALL {
+            for rule in RULES {
+                assert_eq!(
+                    defined_code(m, element, rule),
+                    mx::scale_code(m, element, rule),
+                    "{element:?} {rule:?} {m:#x}"
+                );
+            }
+        }
+    }
+    check_scales_in(u64::from(448f32.to_bits() >> 16)).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// The reference's code for `x` in a block with scale code `code` (not NaN): the exact

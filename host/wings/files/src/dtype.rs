@@ -106,7 +106,7 @@ macro_rules! element_types {
 
             /// The `torch.dtype` name, as a `config.json`'s `torch_dtype` spells it:
             /// `float32`, `bfloat16`, `float8_e4m3fn`.
-            pub const fn torch_name(self) -> &'static str {
+            pub(crate) const fn torch_name(self) -> &'static str {
                 match self { $(ElementType::$variant => $torch,)* }
             }
         }

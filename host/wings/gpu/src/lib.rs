@@ -236,11 +236,6 @@ impl Gpu {
         }
     }
 
-    /// What the device lets a launch ask for (threads, extents, shared memory).
-    pub fn launch_limits(&self) -> &LaunchLimits {
-        &self.limits
-    }
-
     /// What the device is.
     pub fn info(&self) -> &DeviceInfo {
         &self.info
@@ -264,12 +259,6 @@ impl Gpu {
             return Err(GpuError::KernelMissing { name: name.to_string() });
         };
         self.loaded(name, module.target)?.function(&name.to_string()).map(drop)
-    }
-
-    /// A grid-stride launch for `work` items: enough blocks to fill the device, at
-    /// least one (so an empty launch still runs the kernel's guard).
-    pub fn launch_config(&self, work: u64) -> LaunchConfig {
-        grid_stride_config(self.info.multiprocessors, work)
     }
 
     /// Copies `data` into a new device buffer.
