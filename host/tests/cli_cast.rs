@@ -1597,6 +1597,11 @@ fn mx_scales_match_their_definition_by_either_recipe() {
             (&weights["symmetric"], &weights["scale_dtype"]),
             (&serde_json::json!(true), &serde_json::json!("torch.uint8"))
         );
+        assert_eq!(
+            (&weights["block_structure"], &weights["zp_dtype"]),
+            (&serde_json::Value::Null, &serde_json::Value::Null)
+        );
+        assert_eq!(weights["observer"], "memoryless_minmax");
         assert_eq!(quantization["ignore"], serde_json::json!(["lm_head"]));
         // The summary names each scale with its shape.
         let summary = String::from_utf8_lossy(&output.stdout);

@@ -904,8 +904,8 @@ fn write_config(
 }
 
 /// The `quantization_config` of FP8 E4M3 weights: compressed-tensors' for per-tensor,
-/// per-channel and block scales, static, symmetric, activations left as they are (vLLM's
-/// W8A16 FP8 scheme): `Linear` layers targeted, and the modules of the 2-D `.weight`
+/// per-channel, block and MX scales, static, symmetric, activations left as they are
+/// (vLLM's W8A16 FP8 scheme): `Linear` layers targeted, and the modules of the 2-D `.weight`
 /// tensors that were not cast ignored. In [`ScaleLayout::DeepSeek`], DeepSeek-V3's
 /// (`quant_method: "fp8"`, read by vLLM's `Fp8Config` and transformers'
 /// `FineGrainedFP8Config`), the same modules as `modules_to_not_convert` (which both
@@ -925,9 +925,6 @@ fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
         }
     }
     ignore.sort();
-    if options.scale == ScaleMode::Mx {
-        return mxfp8_config(ignore);
-    }
     let (strategy, block_structure) = match options.blocks() {
         Some(Blocks::PerRow) => ("channel", Value::Null),
         Some(Blocks::Tiles { rows, cols }) => ("block", json!([rows, cols])),
@@ -942,69 +939,47 @@ fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
             "modules_to_not_convert": ignore,
         });
     }
+    let mut weights = json!({
+        "num_bits": 8,
+        "type": "float",
+        "strategy": strategy,
+        "symmetric": true,
+        "dynamic": false,
+        "group_size": null,
+        "block_structure": block_structure,
+        "actorder": null,
+        "observer": "minmax",
+        "observer_kwargs": {},
+    });
+    let mut group = json!({
+        "targets": ["Linear"],
+        "input_activations": null,
+        "output_activations": null,
+    });
+    let mut format = "float-quantized";
+    if options.scale == ScaleMode::Mx {
+        // compressed-tensors' MXFP8 (`format: "mxfp8-quantized"`), as its `MXFP8A16` preset
+        // serialises it (`quantization/quant_scheme.py`): E4M3 in groups of 32 along the
+        // rows, the scales `torch.uint8` (E8M0 codes), the format named in the group too.
+        // vLLM picks its MXFP8 scheme (`CompressedTensorsW8A8Mxfp8`) from the weights'
+        // arguments alone (`group`, 8-bit `float`, group size 32, symmetric, `scale_dtype`
+        // uint8), and then quantises the activations to MXFP8 as it runs, whatever
+        // `input_activations` says.
+        format = "mxfp8-quantized";
+        weights["strategy"] = json!("group");
+        weights["group_size"] = json!(mx::BLOCK_SIZE);
+        weights["block_structure"] = Value::Null;
+        weights["observer"] = json!("memoryless_minmax");
+        weights["scale_dtype"] = json!("torch.uint8");
+        weights["zp_dtype"] = Value::Null;
+        group["format"] = json!(format);
+    }
+    group["weights"] = weights;
     json!({
         "quant_method": "compressed-tensors",
-        "format": "float-quantized",
+        "format": format,
         "quantization_status": "compressed",
-        "config_groups": {
-            "group_0": {
-                "targets": ["Linear"],
-                "weights": {
-                    "num_bits": 8,
-                    "type": "float",
-                    "strategy": strategy,
-                    "symmetric": true,
-                    "dynamic": false,
-                    "group_size": null,
-                    "block_structure": block_structure,
-                    "actorder": null,
-                    "observer": "minmax",
-                    "observer_kwargs": {},
-                },
-                "input_activations": null,
-                "output_activations": null,
-            }
-        },
-        "ignore": ignore,
-        "kv_cache_scheme": null,
-    })
-}
-
-/// compressed-tensors' `quantization_config` of MXFP8 weights (`format:
-/// "mxfp8-quantized"`), as its `MXFP8A16` preset serialises it
-/// (`quantization/quant_scheme.py`): E4M3 in groups of 32 along the rows, symmetric,
-/// static, the scales `torch.uint8` (E8M0 codes), activations left as they are; `Linear`
-/// layers targeted, `ignore` the modules of the 2-D `.weight` tensors not cast. vLLM picks
-/// its MXFP8 scheme (`CompressedTensorsW8A8Mxfp8`) from the weights' arguments alone
-/// (`group`, 8-bit `float`, group size 32, symmetric, `scale_dtype` uint8), and then
-/// quantises the activations to MXFP8 as it runs, whatever `input_activations` says.
-fn mxfp8_config(ignore: Vec<String>) -> Value {
-    json!({
-        "quant_method": "compressed-tensors",
-        "format": "mxfp8-quantized",
-        "quantization_status": "compressed",
-        "config_groups": {
-            "group_0": {
-                "targets": ["Linear"],
-                "weights": {
-                    "num_bits": 8,
-                    "type": "float",
-                    "strategy": "group",
-                    "symmetric": true,
-                    "dynamic": false,
-                    "group_size": mx::BLOCK_SIZE,
-                    "block_structure": null,
-                    "actorder": null,
-                    "observer": "memoryless_minmax",
-                    "observer_kwargs": {},
-                    "scale_dtype": "torch.uint8",
-                    "zp_dtype": null,
-                },
-                "input_activations": null,
-                "output_activations": null,
-                "format": "mxfp8-quantized",
-            }
-        },
+        "config_groups": { "group_0": group },
         "ignore": ignore,
         "kv_cache_scheme": null,
     })
