@@ -165,9 +165,13 @@ impl Module {
         self.target
     }
 
-    /// The folder name of this module's nested target directory.
+    /// The folder name of this module's nested target directory: one per target (its
+    /// `RUSTFLAGS`), so that every kernel crate built for it shares one build of `core`.
     fn target_dir_name(&self) -> String {
-        format!("nvptx-{}", self.file.trim_end_matches(".ptx"))
+        match self.target.ptx {
+            None => format!("nvptx-sm_{}", self.target.sm),
+            Some(ptx) => format!("nvptx-sm_{}-ptx{ptx}", self.target.sm),
+        }
     }
 }
 
@@ -344,26 +348,20 @@ impl PtxBuilder {
         vec![Module::new(format!("{}.ptx", name.as_deref().unwrap_or("kernels")), Target::new(75))]
     }
 
-    /// Where the modules' nested target directories go: a folder of this kernel crate's
-    /// own under the outer build's target folder (the ancestor of `out_dir` that holds
-    /// cargo's `CACHEDIR.TAG`), `<target>/nvptx-builds/<crate folder>-<hash of its
-    /// path>`, shared by every build of the crate: check, test, doc and each profile,
-    /// each of which runs the build script with its own `$OUT_DIR`. So `core` is
-    /// compiled for a module's target once, not once per run (about 40 s each); a run
-    /// with another `$OUT_DIR` recompiles only the kernel crate, whose `--emit` path
-    /// differs. Two runs at once wait on the nested cargo's lock. `out_dir` itself when
-    /// it is not inside a cargo target folder.
+    /// Where the modules' nested target directories go: `<target>/nvptx-builds` under
+    /// the outer build's target folder (the ancestor of `out_dir` that holds cargo's
+    /// `CACHEDIR.TAG`), shared by every kernel crate and every build of it (check, test,
+    /// doc and each profile, each of which runs the build script with its own
+    /// `$OUT_DIR`), with a folder per target beneath it ([`Module`]'s `target_dir_name`).
+    /// So `core` is compiled once per target, not once per crate, module and run (about
+    /// 10 s each on two cores); a run with another `$OUT_DIR` recompiles only the kernel
+    /// crate, whose `--emit` path differs. Two runs at once wait on the nested cargo's
+    /// lock. `out_dir` itself when it is not inside a cargo target folder.
     fn nested_target_root(&self, out_dir: &Path) -> PathBuf {
-        use std::hash::{DefaultHasher, Hash, Hasher};
-        let Some(target) = out_dir.ancestors().skip(1).find(|dir| dir.join("CACHEDIR.TAG").is_file()) else {
-            return out_dir.to_path_buf();
-        };
-        // The full path: two examples' `../kernels` are two crates.
-        let crate_dir = std::fs::canonicalize(&self.crate_dir).unwrap_or_else(|_| self.crate_dir.clone());
-        let mut hasher = DefaultHasher::new();
-        crate_dir.hash(&mut hasher);
-        let name = crate_dir.file_name().map_or("kernels".into(), |n| n.to_string_lossy());
-        target.join("nvptx-builds").join(format!("{name}-{:016x}", hasher.finish()))
+        match out_dir.ancestors().skip(1).find(|dir| dir.join("CACHEDIR.TAG").is_file()) {
+            Some(target) => target.join("nvptx-builds"),
+            None => out_dir.to_path_buf(),
+        }
     }
 
     /// The nested cargo command that builds `module` into `out_dir`, with `cargo` the

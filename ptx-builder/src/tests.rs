@@ -30,7 +30,7 @@ fn the_nested_cargo_builds_the_crate_for_nvptx_with_its_own_target_dir_and_emits
             "nvptx64-nvidia-cuda",
             "-Zbuild-std=core",
             "--target-dir",
-            "/out/nvptx-k",
+            "/out/nvptx-sm_75",
             "--",
             "-C",
             "codegen-units=1",
@@ -47,7 +47,7 @@ fn target_dir_of(command: &Command) -> String {
 }
 
 #[test]
-fn builds_inside_a_cargo_target_folder_share_one_nested_target_dir_per_crate_and_module() {
+fn builds_inside_a_cargo_target_folder_share_one_nested_target_dir_per_target() {
     let target = std::env::temp_dir().join(format!("ptx-builder-shared-target-{}", std::process::id()));
     let out = |hash: &str| target.join("debug/build/host").join(hash).join("out");
     std::fs::create_dir_all(out("a")).unwrap();
@@ -59,15 +59,22 @@ fn builds_inside_a_cargo_target_folder_share_one_nested_target_dir_per_crate_and
     let b = builder.command(OsStr::new("cargo"), &module, &out("b"));
     let shared = target_dir_of(&a);
     assert_eq!(shared, target_dir_of(&b), "two runs of the build script, one nested target dir");
-    assert!(shared.starts_with(&*target.join("nvptx-builds").to_string_lossy()), "{shared}");
-    assert!(shared.ends_with("/nvptx-k") && shared.contains("my-kernels-"), "{shared}");
+    assert_eq!(shared, target.join("nvptx-builds/nvptx-sm_75").to_string_lossy(), "{shared}");
     // Each run's PTX goes to its own $OUT_DIR.
     assert!(args(&b).contains(&format!("--emit=asm={}", out("b").join("k.ptx").display())));
-    // Another crate, or another module of the same crate, has its own.
-    let other = PtxBuilder::new("/w/other-kernels").command(OsStr::new("cargo"), &module, &out("a"));
-    assert_ne!(target_dir_of(&other), shared);
+    // Another crate, or another module, for the same target shares it: one `core`.
+    let other = PtxBuilder::new("/w/other-kernels").command(
+        OsStr::new("cargo"),
+        &Module::new("o.ptx", Target::new(75)),
+        &out("a"),
+    );
+    assert_eq!(target_dir_of(&other), shared);
+    // Another target (its RUSTFLAGS differ) has its own.
     let second = builder.command(OsStr::new("cargo"), &Module::new("k2.ptx", Target::new(80)), &out("a"));
-    assert_ne!(target_dir_of(&second), shared);
+    assert!(target_dir_of(&second).ends_with("/nvptx-builds/nvptx-sm_80"), "{}", target_dir_of(&second));
+    let versioned =
+        builder.command(OsStr::new("cargo"), &Module::new("k3.ptx", Target::new(89).with_ptx_version(81)), &out("a"));
+    assert!(target_dir_of(&versioned).ends_with("/nvptx-builds/nvptx-sm_89-ptx81"), "{}", target_dir_of(&versioned));
     std::fs::remove_dir_all(&target).unwrap();
 }
 
@@ -78,7 +85,7 @@ fn a_module_gets_its_cfgs_before_the_emit_and_its_env() {
     let args = args(&command);
     let tail = &args[args.len() - 3..];
     assert_eq!(tail, ["--cfg", "only_new", "--emit=asm=/out/k_sm_89.ptx"]);
-    assert!(args.contains(&"/out/nvptx-k_sm_89".to_string()), "{args:?}");
+    assert!(args.contains(&"/out/nvptx-sm_89-ptx81".to_string()), "{args:?}");
     assert_eq!(env_changes(&command)["LIST"].as_deref(), Some("/x.rs"));
 }
 

@@ -33,6 +33,7 @@ pub mod launch;
 pub mod mx;
 pub mod narrow;
 pub mod norm;
+pub mod nvfp4;
 pub mod packed;
 pub mod scheme;
 pub mod schemes;

@@ -14,7 +14,8 @@
 //! encoding), [`norm`] (UNORM/SNORM codes and the integer division to f32), [`narrow`]
 //! (binary16, bfloat16 and FP8: rounding onto their grids and back to f32), [`scaled`]
 //! (scaled FP8: per tensor, the scale and the quantisation once or in two steps; per
-//! block, the scale and the exact quotient rounded once), [`ulp`]
+//! block, the scale and the exact quotient rounded once), [`nvfp4`] (NVFP4's exact
+//! recipe and its producers' steps), [`ulp`]
 //! (distances between results) and [`runs`] (a rounding's results on a run of consecutive
 //! f32s, computed only where they change, which [`expected_many`] uses for the
 //! verification's chunks). Every public item is re-exported here, so callers name
@@ -29,6 +30,7 @@
 pub mod classify;
 pub mod narrow;
 pub mod norm;
+pub mod nvfp4;
 pub mod runs;
 pub mod scaled;
 pub mod ulp;

@@ -37,7 +37,7 @@ fn max_encoding(format: NarrowFormat) -> u8 {
 
 /// The FP8 encoding of a magnitude's rounding, saturated at the largest finite one.
 #[inline(always)]
-fn saturated(format: NarrowFormat, rounded: Rounded) -> u8 {
+pub(super) fn saturated(format: NarrowFormat, rounded: Rounded) -> u8 {
     match rounded {
         Rounded::Finite(encoding) => u8::try_from(encoding).expect("an FP8 encoding"),
         Rounded::Overflow => max_encoding(format),
@@ -207,11 +207,20 @@ fn is_rounded(result: u32, compare: impl Fn(u64, i32) -> core::cmp::Ordering) ->
 /// quotient is.
 #[inline]
 fn quotient_parts(numerator: u32, denominator: u32) -> (u64, i32) {
-    let ((mn, en), (md, ed)) = (f32_magnitude_parts(numerator), f32_magnitude_parts(denominator));
+    quotient_of_parts(f32_magnitude_parts(numerator), f32_magnitude_parts(denominator))
+}
+
+/// [`quotient_parts`] of two magnitudes given as `significand · 2^exponent`, the
+/// numerator's significand below 2^24 and the denominator's below 2^36 (an f32's, or the
+/// exact product of an f32 and a narrower format's): the same stand-in, rounding as the
+/// exact quotient does onto any grid of at most 24 significant bits.
+#[inline]
+pub(super) fn quotient_of_parts((mn, en): (u64, i32), (md, ed): (u64, i32)) -> (u64, i32) {
     assert!(mn != 0 && md != 0, "positive operands");
+    assert!(mn < 1 << 24 && md < 1 << 36, "significands within the stand-in's width");
     // (mn · 2^k) / md has at least 26 significant bits when 2^k ≥ 2^26 · md / mn.
     let k = 26 + (64 - md.leading_zeros() as i32) - (64 - mn.leading_zeros() as i32) + 1;
-    // mn · 2^k has bit length len(mn) + k = 27 + len(md), at most 51 bits: a u64.
+    // mn · 2^k has bit length len(mn) + k = 27 + len(md), at most 63 bits: a u64.
     let scaled = mn << k;
     let (quotient, remainder) = (scaled / md, scaled % md);
     (quotient << 1 | u64::from(remainder != 0), en - ed - k - 1)
