@@ -40,7 +40,7 @@ fn write_checkpoint(path: &Path, rows: usize, cols: usize) {
 
 /// One cast of `input` to `output` with `scale` by `recipe`, the output removed after.
 fn cast_once(input: &Path, output: &Path, scale: ScaleMode, recipe: CastRecipe) {
-    let options = CastOptions { to: Target::E4m3, scale, recipe, sync: false, ..CastOptions::default() };
+    let options = CastOptions { to: Target::E4m3.into(), scale, recipe, sync: false, ..CastOptions::default() };
     cast(&[input.to_path_buf()], output, &options).expect("cast");
     std::fs::remove_file(output).expect("remove the output");
 }

@@ -62,7 +62,8 @@ enum Command {
     /// correctly rounded (.npy or .safetensors).
     Normalize(cli::normalize::NormalizeArgs),
     /// Cast safetensors checkpoints to bf16, f16 or FP8 (scaled per tensor, per channel,
-    /// per 128x128 block or MX, in vLLM's layouts), each value correctly rounded from its own source value; exit 0 when
+    /// per 128x128 block or MX, in vLLM's layouts) or NVFP4 (ModelOpt's or compressed-tensors'
+    /// layout), each value rounded once from its own source value by the exact recipe; exit 0 when
     /// written, 1 when a value is refused (non-finite), 2 on error; nothing written
     /// unless whole.
     Cast(cli::cast::CastArgs),

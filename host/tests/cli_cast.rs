@@ -9,6 +9,7 @@
 use crate::common;
 
 use bitexact::verify::reference::narrow::{self, BFLOAT16, BINARY16, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded};
+use bitexact::verify::reference::nvfp4 as reference_nvfp4;
 use bitexact::verify::reference::scaled;
 use common::{Rng, bitexact, path_arg};
 use safetensors::{Dtype, SafeTensors};
@@ -547,7 +548,10 @@ fn a_dry_run_lists_every_tensor_and_writes_nothing() {
         ),
         "{stdout}"
     );
-    assert!(stdout.contains("lm_head.weight [8, 8]: BF16 copied (embedding or output head (FP8 default))"), "{stdout}");
+    assert!(
+        stdout.contains("lm_head.weight [8, 8]: BF16 copied (embedding or output head (FP8 and NVFP4 default))"),
+        "{stdout}"
+    );
     assert!(stdout.contains("input_layernorm.weight [64]: F32 copied (fewer than 2 dimensions"), "{stdout}");
     assert!(stdout.contains("would cast 4 of 7 tensors to e4m3"), "{stdout}");
 
@@ -1482,7 +1486,7 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
     assert_error(
         &["cast", path_arg(&f64_input), "-o", o, "--to", "e4m3", "--scale", "block"],
         &out,
-        "tensor 'w.weight' is F64: per-channel, block and MX scales take f32, bf16 or f16",
+        "tensor 'w.weight' is F64: per-channel, block, MX and NVFP4 scales take f32, bf16 or f16",
     );
     assert_no_temporaries(dir.path());
 }
@@ -1741,4 +1745,338 @@ fn block_scales_span_chunks_and_refuse_or_keep_a_nan_by_its_index() {
     assert_eq!(data[nan_at] & 0x7F, 0x7F, "NaN stays NaN");
     assert_eq!(data[nan_at + 2 * (1 << 14)], 0x7E, "infinity saturates");
     assert_no_temporaries(dir.path());
+}
+
+/// The recipes and layouts `--to nvfp4` writes, as (`--layout`, `--recipe`).
+const NVFP4_CASTS: [(&str, &str); 3] =
+    [("modelopt", "exact"), ("modelopt", "modelopt"), ("compressed-tensors", "compressed-tensors")];
+
+/// Asserts that `input` (2-D, its columns a multiple of 16) is quantised NVFP4 in `out` by
+/// `recipe`, in `layout`'s names, dtypes and shapes: the tensor scale (stored as F32, `[]`
+/// for ModelOpt's `g`, `[1]` for compressed-tensors' `gs`) against the integer reference
+/// of its amax (found here), each block's E4M3 scale against the reference of the block's
+/// amax, and each code (unpacked: the even index in the low nibble) against the
+/// reference's code of its value. `fused`: the tensor scale of the fused layer it is a part
+/// of ([`nvfp4_global`] of its parts; `None`: its own). Returns the tensor scale's bits.
+fn assert_nvfp4(out: &SafeTensors, input: &Tensor, layout: &str, recipe: &str, fused: Option<u32>) -> u32 {
+    use reference_nvfp4 as reference;
+    let (name, dtype, shape, data) = input;
+    let (rows, cols) = (shape[0], shape[1]);
+    let xs: Vec<u32> = data.chunks(dtype.bitsize() / 8).map(|b| source_f32(*dtype, b)).collect();
+    let modelopt = layout == "modelopt";
+    let (packed_name, global_name, global_shape) = if modelopt {
+        (name.to_string(), format!("{name}_scale_2"), vec![])
+    } else {
+        (format!("{name}_packed"), format!("{name}_global_scale"), vec![1])
+    };
+    let packed = out.tensor(&packed_name).unwrap_or_else(|e| panic!("{packed_name}: {e}"));
+    assert_eq!((packed.dtype(), packed.shape()), (Dtype::U8, &[rows, cols / 2][..]), "{packed_name}");
+    let scale_name = format!("{name}_scale");
+    let scales = out.tensor(&scale_name).unwrap_or_else(|e| panic!("{scale_name}: {e}"));
+    assert_eq!((scales.dtype(), scales.shape()), (Dtype::F8_E4M3, &[rows, cols / 16][..]), "{scale_name}");
+    let global = out.tensor(&global_name).unwrap_or_else(|e| panic!("{global_name}: {e}"));
+    assert_eq!((global.dtype(), global.shape()), (Dtype::F32, &global_shape[..]), "{global_name}");
+    let global = u32::from_le_bytes(global.data().try_into().unwrap());
+    let bf16 = *dtype == Dtype::BF16;
+    let expected = fused.unwrap_or_else(|| nvfp4_global(&[input], recipe));
+    assert_eq!(global, expected, "{global_name}");
+    for (b, &scale) in scales.data().iter().enumerate() {
+        let block = b * 16..(b + 1) * 16;
+        let block_amax = xs[block.clone()].iter().map(|x| x & 0x7FFF_FFFF).max().unwrap_or(0);
+        let expected = match recipe {
+            "exact" => reference::block_scale(block_amax, global),
+            "modelopt" => reference::modelopt_block_scale(block_amax, global),
+            _ => reference::compressed_tensors_block_scale(block_amax, global, bf16),
+        };
+        assert_eq!(scale, expected, "{scale_name}[{b}]: amax {block_amax:#010x}, tensor scale {global:#010x}");
+        for i in block {
+            let byte = packed.data()[i / 2];
+            let q = if i % 2 == 0 { byte & 0xF } else { byte >> 4 };
+            let x = xs[i];
+            let expected = match recipe {
+                "exact" => reference::quantize(x, scale, global),
+                "modelopt" => reference::modelopt_quantize(x, scale, global),
+                _ => reference::compressed_tensors_quantize(x, scale, global),
+            };
+            assert_eq!(q, expected, "{name}[{i}]: x {x:#010x}, scale {scale:#04x}: got {q:#x}, expected {expected:#x}");
+        }
+    }
+    global
+}
+
+/// The tensor scale `recipe` gives the tensors `parts` of one fused layer (or one tensor
+/// alone), by the integer reference: each part's from its own amax, in its own dtype; then
+/// the largest `g` (the exact and ModelOpt's recipes), or the least `gs`
+/// (compressed-tensors', as llm-compressor shares it).
+fn nvfp4_global(parts: &[&Tensor], recipe: &str) -> u32 {
+    use reference_nvfp4 as reference;
+    let globals = parts.iter().map(|(_, dtype, _, data)| {
+        let amax = data.chunks(dtype.bitsize() / 8).map(|b| source_f32(*dtype, b) & 0x7FFF_FFFF).max().unwrap_or(0);
+        match recipe {
+            "exact" => reference::global_scale(amax),
+            "modelopt" => reference::modelopt_global_scale(amax),
+            _ => reference::compressed_tensors_global_scale(amax, *dtype == Dtype::BF16),
+        }
+    });
+    // Positive f32 bits order as their values.
+    if recipe == "compressed-tensors" { globals.min() } else { globals.max() }.unwrap()
+}
+
+#[test]
+fn nvfp4_matches_the_reference_in_both_layouts_by_every_recipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("model");
+    std::fs::create_dir(&folder).unwrap();
+    // Blocks of every magnitude, subnormal and all-zero ones among them, under one
+    // tensor scale; and a bf16 tensor of weight-like values, in two shards.
+    let mut up = tiled_values(136, 272, 31);
+    // The amax: the first from 2^102 up whose exact g and ModelOpt's differ, so that the
+    // recipes are told apart by their tensor scales as well as by their blocks.
+    let mut amax = 0x7280_0000;
+    while reference_nvfp4::global_scale(amax) == reference_nvfp4::modelopt_global_scale(amax) {
+        amax += 1;
+    }
+    up[5] = amax;
+    let down = f32_values(24 * 48, -12, 0, 32, &[]);
+    let first = vec![
+        ("model.layers.0.mlp.up_proj.weight", Dtype::F32, vec![136, 272], f32_bytes(&up)),
+        ("model.layers.0.input_layernorm.weight", Dtype::F32, vec![48], f32_bytes(&down[..48])),
+    ];
+    let second = vec![
+        ("model.layers.0.mlp.down_proj.weight", Dtype::BF16, vec![24, 48], bf16_bytes(&down)),
+        ("lm_head.weight", Dtype::BF16, vec![24, 48], bf16_bytes(&down)),
+    ];
+    write_file(&folder.join("model-00001-of-00002.safetensors"), &first);
+    write_file(&folder.join("model-00002-of-00002.safetensors"), &second);
+    let weight_map: serde_json::Map<String, serde_json::Value> = (first.iter().map(|t| (t.0, 1)))
+        .chain(second.iter().map(|t| (t.0, 2)))
+        .map(|(name, shard)| (name.to_string(), format!("model-0000{shard}-of-00002.safetensors").into()))
+        .collect();
+    let index = serde_json::json!({ "metadata": { "total_size": 0 }, "weight_map": weight_map });
+    std::fs::write(folder.join("model.safetensors.index.json"), index.to_string()).unwrap();
+    std::fs::write(folder.join("config.json"), r#"{"hidden_size": 48}"#).unwrap();
+    let mut globals = Vec::new();
+    for (layout, recipe) in NVFP4_CASTS {
+        let out = dir.path().join(format!("{layout}-{recipe}"));
+        let args =
+            ["cast", path_arg(&folder), "-o", path_arg(&out), "--to", "nvfp4", "--layout", layout, "--recipe", recipe];
+        let output = bitexact(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        let (first_bytes, second_bytes) =
+            (read(&out.join("model-00001-of-00002.safetensors")), read(&out.join("model-00002-of-00002.safetensors")));
+        let (first_out, second_out) =
+            (SafeTensors::deserialize(&first_bytes).unwrap(), SafeTensors::deserialize(&second_bytes).unwrap());
+        globals.push(assert_nvfp4(&first_out, &first[0], layout, recipe, None));
+        assert_nvfp4(&second_out, &second[0], layout, recipe, None);
+        for (file, tensor) in [(&first_out, &first[1]), (&second_out, &second[1])] {
+            assert_eq!(file.tensor(tensor.0).unwrap().data(), &tensor.3[..], "{} is kept", tensor.0);
+        }
+        assert_eq!((first_out.len(), second_out.len()), (4, 4), "each weight becomes three tensors");
+        let record: serde_json::Value = serde_json::from_str(&metadata(&first_bytes)["bitexact.cast"]).unwrap();
+        assert_eq!((&record["to"], &record["scale"]["kind"]), (&"nvfp4".into(), &"nvfp4".into()));
+        assert_eq!(record["scale"]["recipe"], recipe);
+        // The index lists every tensor in its shard, under its stored name, and their bytes.
+        let index: serde_json::Value =
+            serde_json::from_slice(&read(&out.join("model.safetensors.index.json"))).unwrap();
+        let mut listed: Vec<&str> = index["weight_map"].as_object().unwrap().keys().map(String::as_str).collect();
+        listed.sort_unstable();
+        let mut stored: Vec<&str> = first_out.names().into_iter().chain(second_out.names()).collect();
+        stored.sort_unstable();
+        assert_eq!(listed, stored, "{layout}: the index lists the stored names");
+        assert_eq!(index["metadata"]["total_size"], listed_bytes(&out, &index));
+        let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
+        let quantization = &config["quantization_config"];
+        if layout == "modelopt" {
+            assert_eq!(
+                (&quantization["quant_method"], &quantization["quant_algo"]),
+                (&"modelopt".into(), &"W4A16_NVFP4".into())
+            );
+            let hf: serde_json::Value = serde_json::from_slice(&read(&out.join("hf_quant_config.json"))).unwrap();
+            let hf = &hf["quantization"];
+            assert_eq!((&hf["quant_algo"], &hf["group_size"]), (&"W4A16_NVFP4".into(), &16.into()));
+            assert_eq!(
+                (&hf["exclude_modules"], &hf["kv_cache_quant_algo"]),
+                (&serde_json::json!(["lm_head"]), &serde_json::Value::Null)
+            );
+        } else {
+            assert!(!out.join("hf_quant_config.json").exists());
+            assert_eq!(
+                (&quantization["quant_method"], &quantization["format"]),
+                (&"compressed-tensors".into(), &"nvfp4-pack-quantized".into())
+            );
+            let weights = &quantization["config_groups"]["group_0"]["weights"];
+            assert_eq!(
+                (&weights["strategy"], &weights["group_size"], &weights["num_bits"], &weights["type"]),
+                (&"tensor_group".into(), &16.into(), &4.into(), &"float".into())
+            );
+            assert_eq!((&weights["symmetric"], &weights["dynamic"]), (&true.into(), &false.into()));
+            assert!(weights.get("scale_dtype").is_none(), "compressed-tensors before 0.13 refuses scale_dtype");
+            assert_eq!(quantization["ignore"], serde_json::json!(["lm_head"]));
+        }
+        // The summary names the scales, and the tensor scale with its value.
+        let summary = String::from_utf8_lossy(&output.stdout);
+        assert!(summary.contains("up_proj.weight_scale [136, 17]"), "{summary}");
+        let global = if layout == "modelopt" { "up_proj.weight_scale_2 = " } else { "up_proj.weight_global_scale = " };
+        assert!(summary.contains(global), "{summary}");
+    }
+    assert_ne!(globals[0], globals[1], "the exact g and ModelOpt's, at amax {amax:#010x}");
+}
+
+#[test]
+fn nvfp4_refuses_what_it_cannot_hold_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = path_arg(&out);
+    let values = f32_values(4 * 40, -4, 4, 33, &[]);
+    let input = dir.path().join("w.safetensors");
+    write_file(&input, &[("w.weight", Dtype::F32, vec![4, 40], f32_bytes(&values))]);
+    let i = path_arg(&input);
+    assert_error(
+        &["cast", i, "-o", o, "--to", "nvfp4"],
+        &out,
+        "tensor 'w.weight' has 40 columns: NVFP4 takes a multiple of 16",
+    );
+    let options_refused = [
+        (&["--scale", "block"][..], "--scale, --rounding and --no-saturate apply to FP8 targets"),
+        (&["--layout", "compressed-tensors", "--recipe", "exact"], "which the exact recipe's g = amax/2688 is not"),
+        (
+            &["--layout", "modelopt", "--recipe", "compressed-tensors"],
+            "compressed-tensors' recipe writes the compressed-tensors layout",
+        ),
+        (&["--layout", "deepseek"], "the deepseek layout holds E4M3 in 128x128 blocks"),
+        (&["--nonfinite", "keep"], "NVFP4 holds no NaN and no infinity"),
+    ];
+    for (extra, problem) in options_refused {
+        let mut args = vec!["cast", i, "-o", o, "--to", "nvfp4"];
+        args.extend(extra);
+        assert_error(&args, &out, problem);
+    }
+    assert_error(&["cast", i, "-o", o, "--to", "e4m3", "--recipe", "modelopt"], &out, "--recipe modelopt write NVFP4");
+    // Two names the cast adds that are one: `a`'s tensor scale and `a_global`'s block scale
+    // in compressed-tensors' layout.
+    let clash = dir.path().join("clash.safetensors");
+    let a = ("a", Dtype::F32, vec![2, 16], f32_bytes(&values[..32]));
+    write_file(&clash, &[a, ("a_global", Dtype::F32, vec![2, 16], f32_bytes(&values[..32]))]);
+    let layout = ["--layout", "compressed-tensors", "--only", "."];
+    let mut args = vec!["cast", path_arg(&clash), "-o", o, "--to", "nvfp4"];
+    args.extend(layout);
+    assert_error(&args, &out, "the scale of tensor 'a_global' would be 'a_global_scale', which already exists");
+    // compressed-tensors' recipe on an f16 tensor; an f64 tensor.
+    let f16_input = dir.path().join("f16.safetensors");
+    write_file(&f16_input, &[("w.weight", Dtype::F16, vec![5, 32], f16_bytes(&values[..160]))]);
+    assert_error(
+        &["cast", path_arg(&f16_input), "-o", o, "--to", "nvfp4", "--recipe", "compressed-tensors"],
+        &out,
+        "tensor 'w.weight' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits, and its NVFP4 scales",
+    );
+    let f64_input = dir.path().join("f64.safetensors");
+    write_file(&f64_input, &[("w.weight", Dtype::F64, vec![2, 16], f64_bytes(&f64_values(32, -4, 4, 34, &[])))]);
+    assert_error(&["cast", path_arg(&f64_input), "-o", o, "--to", "nvfp4"], &out, "tensor 'w.weight' is F64");
+    // A NaN: refused at its index, whatever the recipe.
+    let mut nan = values[..64].to_vec();
+    nan[37] = f32::NAN.to_bits();
+    let nan_input = dir.path().join("nan.safetensors");
+    write_file(&nan_input, &[("w.weight", Dtype::F32, vec![2, 32], f32_bytes(&nan))]);
+    for recipe in ["exact", "modelopt", "compressed-tensors"] {
+        let refused = bitexact(&["cast", path_arg(&nan_input), "-o", o, "--to", "nvfp4", "--recipe", recipe]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{recipe}: {stderr}");
+        assert!(
+            stderr.contains("tensor 'w.weight' index 37: not finite; nothing written (NVFP4 holds no NaN"),
+            "{recipe}: {stderr}"
+        );
+        assert!(!out.exists());
+    }
+    // An all-zero tensor: ModelOpt's scales are 0 there (refused, exit 1); the exact
+    // recipe stores g = 1 and every block scale 1.
+    let zero_input = dir.path().join("zero.safetensors");
+    write_file(&zero_input, &[("w.weight", Dtype::BF16, vec![2, 32], vec![0; 128])]);
+    let refused = bitexact(&["cast", path_arg(&zero_input), "-o", o, "--to", "nvfp4", "--recipe", "modelopt"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tensor 'w.weight': amax 0e0 is so small that ModelOpt's scales are 0"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(!out.exists());
+    run_ok(&["cast", path_arg(&zero_input), "-o", o, "--to", "nvfp4"]);
+    let bytes = read(&out.join("zero.safetensors"));
+    let cast = SafeTensors::deserialize(&bytes).unwrap();
+    assert_eq!(cast.tensor("w.weight_scale_2").unwrap().data(), &1f32.to_le_bytes()[..]);
+    assert_eq!(cast.tensor("w.weight_scale").unwrap().data(), &[0x38; 4][..], "E4M3's 1");
+    assert_eq!(cast.tensor("w.weight").unwrap().data(), &[0; 32][..]);
+    // A tensor of amax 2^-130: its exact g is subnormal, which is a warning.
+    let tiny_input = dir.path().join("tiny.safetensors");
+    write_file(&tiny_input, &[("w.weight", Dtype::F32, vec![1, 16], f32_bytes(&[0x0008_0000; 16]))]);
+    let tiny = dir.path().join("tiny-out.safetensors");
+    let output = bitexact(&["cast", path_arg(&tiny_input), "-o", path_arg(&tiny), "--to", "nvfp4"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("tensor 'w.weight': its NVFP4 tensor scale 2.73e-43 is subnormal in f32"), "{stderr}");
+    assert_no_temporaries(dir.path());
+}
+
+/// q/k/v and gate/up share one tensor scale, from the largest amax of their parts (as
+/// llm-compressor and ModelOpt give them, and vLLM assumes when it fuses them), also across
+/// shards; another layer keeps its own.
+#[test]
+fn nvfp4_fused_layers_share_one_tensor_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("model");
+    std::fs::create_dir(&folder).unwrap();
+    let values = |seed, top: i32| f32_values(8 * 32, top - 8, top, seed, &[]);
+    let layer = "model.layers.3";
+    let names: Vec<(String, i32)> = [
+        ("self_attn.q_proj", 2),
+        ("self_attn.k_proj", -3),
+        ("self_attn.v_proj", 5),
+        ("self_attn.o_proj", -1),
+        ("mlp.gate_proj", 1),
+        ("mlp.up_proj", -6),
+    ]
+    .iter()
+    .map(|(part, top)| (format!("{layer}.{part}.weight"), *top))
+    .collect();
+    let tensors: Vec<(String, Vec<u32>)> =
+        names.iter().enumerate().map(|(i, (name, top))| (name.clone(), values(40 + i as u64, *top))).collect();
+    // k_proj in bf16: compressed-tensors' gs of each part is in its own dtype.
+    let leaked: Vec<Tensor> = tensors
+        .iter()
+        .map(|(name, xs)| match name.contains("k_proj") {
+            true => (&*name.clone().leak(), Dtype::BF16, vec![8, 32], bf16_bytes(xs)),
+            false => (&*name.clone().leak(), Dtype::F32, vec![8, 32], f32_bytes(xs)),
+        })
+        .collect();
+    // v_proj in a shard of its own.
+    write_file(&folder.join("a.safetensors"), &[&leaked[..2], &leaked[3..]].concat());
+    write_file(&folder.join("b.safetensors"), &leaked[2..3]);
+    for (layout, recipe) in NVFP4_CASTS {
+        let group =
+            |parts: &[usize]| Some(nvfp4_global(&parts.iter().map(|&i| &leaked[i]).collect::<Vec<_>>(), recipe));
+        let (qkv, gate_up) = (group(&[0, 1, 2]), group(&[4, 5]));
+        let out = dir.path().join(format!("{layout}-{recipe}"));
+        run_ok(&[
+            "cast",
+            path_arg(&folder),
+            "-o",
+            path_arg(&out),
+            "--to",
+            "nvfp4",
+            "--layout",
+            layout,
+            "--recipe",
+            recipe,
+        ]);
+        let (a, b) = (read(&out.join("a.safetensors")), read(&out.join("b.safetensors")));
+        let (a, b) = (SafeTensors::deserialize(&a).unwrap(), SafeTensors::deserialize(&b).unwrap());
+        let fused = [qkv, qkv, qkv, None, gate_up, gate_up];
+        let globals: Vec<u32> = leaked
+            .iter()
+            .zip(fused)
+            .enumerate()
+            .map(|(i, (tensor, fused))| assert_nvfp4(if i == 2 { &b } else { &a }, tensor, layout, recipe, fused))
+            .collect();
+        assert!(globals[0] == globals[1] && globals[1] == globals[2], "{layout}: q/k/v {globals:x?}");
+        assert_eq!(globals[4], globals[5], "{layout}: gate/up");
+        assert_ne!(globals[3], globals[0], "{layout}: o_proj keeps its own");
+    }
 }

@@ -26,7 +26,7 @@ fn command_line_errors_are_one_line() {
     let cases: [(&[&str], &str); 4] = [
         (
             &["cast", "x", "-o", "y", "--to", "e9"],
-            "invalid value 'e9' for '--to <TO>' [possible values: bf16, f16, e4m3, e5m2]",
+            "invalid value 'e9' for '--to <TO>' [possible values: bf16, f16, e4m3, e5m2, nvfp4]",
         ),
         (&["scan"], "the following required arguments were not provided: <FILES>..."),
         (&["frobnicate"], "unrecognized subcommand 'frobnicate'"),

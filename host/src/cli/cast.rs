@@ -1,10 +1,11 @@
-//! `bitexact cast`: safetensors checkpoints (and `.npy` / `.npz` files) to bfloat16, binary16 or FP8 (per-tensor
-//! scaled or not), every value correctly rounded from its own source value.
+//! `bitexact cast`: safetensors checkpoints (and `.npy` / `.npz` files) to bfloat16, binary16, FP8 (scaled per
+//! tensor, per channel, per block or MX, or not) or NVFP4, every value rounded once from its own source value by
+//! the exact recipe (or as the named producer's recipe computes it).
 
 use super::choices::{NonFiniteArg, RecipeArg, RoundingArg, ScaleArg, ScaleLayoutArg, SummaryFormat, TargetArg};
 use super::error::CliError;
 use bitexact::files;
-use bitexact::files::cast::convert::Target;
+use bitexact::files::cast::convert::{CastTarget, Target};
 use bitexact::files::cast::select::Patterns;
 use bitexact::files::cast::{CastOptions, CastRecipe, CastReport, ScaleLayout, ScaleMode};
 use bitexact::support::output;
@@ -24,9 +25,10 @@ pub struct CastArgs {
     /// config.json carried over), or for one input file a new .safetensors file.
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Target format. bf16/f16: every f32, f64, bf16 and f16 tensor. e4m3/e5m2: those
-    /// of 2+ dimensions but the embedding and the output head (a name component
-    /// embed_tokens, lm_head, wte, wpe, word_embeddings, embed_in or embed_out).
+    /// Target format. bf16/f16: every f32, f64, bf16 and f16 tensor. e4m3/e5m2 and
+    /// nvfp4: those of 2+ dimensions but the embedding and the output head (a name
+    /// component embed_tokens, lm_head, wte, wpe, word_embeddings, embed_in or embed_out);
+    /// nvfp4 takes 2-D f32, bf16 and f16 tensors whose rows are a multiple of 16 long.
     #[arg(long, value_enum)]
     pub to: TargetArg,
     /// Cast only the tensors whose name matches this regular expression (anywhere in
@@ -40,11 +42,14 @@ pub struct CastArgs {
     /// per 32 values of a row (MXFP8), or none.
     #[arg(long, value_enum)]
     pub scale: Option<ScaleArg>,
-    /// FP8 with --scale per-channel, block or mx only: whose checkpoint layout (scale names
-    /// and config.json's quantization_config).
+    /// FP8 with --scale per-channel, block or mx, and nvfp4: whose checkpoint layout
+    /// (tensor names and config.json's quantization_config). nvfp4: modelopt with the
+    /// exact or modelopt recipe, compressed-tensors with its own (the default follows
+    /// --recipe; modelopt without one).
     #[arg(long, value_enum)]
     pub layout: Option<ScaleLayoutArg>,
-    /// FP8 with --scale per-channel, block or mx: the exact recipe (the default), or the
+    /// FP8 with --scale per-channel, block or mx, and nvfp4: the exact recipe (the
+    /// default; for nvfp4 with --layout compressed-tensors, compressed-tensors'), or the
     /// named producer's, modelled on its source.
     #[arg(long, value_enum)]
     pub recipe: Option<RecipeArg>,
@@ -106,7 +111,28 @@ pub fn run(args: &CastArgs) -> Result<ExitCode, CliError> {
 /// The library's options from the arguments; options that do not apply to the target
 /// are refused.
 fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
-    let to = Target::from(args.to);
+    let regex = |option: &str, pattern: &Option<String>| {
+        pattern
+            .as_deref()
+            .map(regex::Regex::new)
+            .transpose()
+            .map_err(|e| CliError::Usage(format!("{option}: {}", e.to_string().replace('\n', " "))))
+    };
+    let defaults = CastOptions {
+        nonfinite: args.nonfinite.into(),
+        patterns: Patterns { only: regex("--only", &args.only)?, skip: regex("--skip", &args.skip)? },
+        dry_run: args.dry_run,
+        progress_bar: true,
+        sync: !args.no_sync,
+        ..CastOptions::default()
+    };
+    let to = match CastTarget::from(args.to) {
+        CastTarget::Nvfp4 => return nvfp4_options(args, defaults),
+        CastTarget::Element(target) => target,
+    };
+    if args.layout == Some(ScaleLayoutArg::Modelopt) || args.recipe == Some(RecipeArg::Modelopt) {
+        return Err(CliError::Usage("--layout modelopt and --recipe modelopt write NVFP4: --to nvfp4".into()));
+    }
     let fp8 = to.fp8().is_some();
     let fp8_only = args.scale.is_some() || args.rounding.is_some() || args.no_saturate;
     if !fp8 && (fp8_only || args.layout.is_some() || args.recipe.is_some()) {
@@ -148,26 +174,40 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     if scale == ScaleMode::None && args.rounding.is_some() {
         return Err(CliError::Usage("--rounding applies to a scaled cast, not --scale none".into()));
     }
-    let regex = |option: &str, pattern: &Option<String>| {
-        pattern
-            .as_deref()
-            .map(regex::Regex::new)
-            .transpose()
-            .map_err(|e| CliError::Usage(format!("{option}: {}", e.to_string().replace('\n', " "))))
-    };
     Ok(CastOptions {
-        to,
+        to: to.into(),
         scale,
         layout: args.layout.map_or(ScaleLayout::CompressedTensors, ScaleLayout::from),
         recipe: args.recipe.map_or(CastRecipe::Exact, CastRecipe::from),
         rounding: args.rounding.map_or(Rounding::Once, Rounding::from),
         saturate: !args.no_saturate,
-        nonfinite: args.nonfinite.into(),
-        patterns: Patterns { only: regex("--only", &args.only)?, skip: regex("--skip", &args.skip)? },
-        dry_run: args.dry_run,
-        progress_bar: true,
-        sync: !args.no_sync,
+        ..defaults
     })
+}
+
+/// The options of `--to nvfp4`: `--scale`, `--rounding` and `--no-saturate` refused (NVFP4
+/// has its own scales and always saturates); the layout and the recipe each follow the
+/// other where one is given (compressed-tensors' layout takes its recipe; the exact and
+/// ModelOpt's recipes write ModelOpt's layout), ModelOpt's layout by the exact recipe
+/// where neither is.
+fn nvfp4_options(args: &CastArgs, defaults: CastOptions) -> Result<CastOptions, CliError> {
+    if args.scale.is_some() || args.rounding.is_some() || args.no_saturate {
+        return Err(CliError::Usage(
+            "--scale, --rounding and --no-saturate apply to FP8 targets: nvfp4 has its own scales (E4M3 per 16 values of a row, F32 per tensor) and saturates"
+                .into(),
+        ));
+    }
+    let layout = match (args.layout, args.recipe) {
+        (Some(layout), _) => ScaleLayout::from(layout),
+        (None, Some(RecipeArg::CompressedTensors)) => ScaleLayout::CompressedTensors,
+        (None, _) => ScaleLayout::ModelOpt,
+    };
+    let recipe = match (args.recipe, layout) {
+        (Some(recipe), _) => CastRecipe::from(recipe),
+        (None, ScaleLayout::CompressedTensors) => CastRecipe::CompressedTensors,
+        (None, _) => CastRecipe::Exact,
+    };
+    Ok(CastOptions { to: CastTarget::Nvfp4, layout, recipe, ..defaults })
 }
 
 /// One line per tensor (file, name, from → to, scale or why copied), then a total.
@@ -187,7 +227,15 @@ fn summary(report: &CastReport) -> String {
                     (Some(name), ..) => format!(", scale {}{shape}", output::excerpt(name)),
                     _ => String::new(),
                 };
-                format!("{} -> {}{scale}", output::excerpt(&tensor.from), tensor.to)
+                // NVFP4: where its codes are stored when renamed, and its tensor scale.
+                let packed =
+                    tensor.packed_tensor.as_ref().map_or(String::new(), |p| format!(" as {}", output::excerpt(p)));
+                let global = match (&tensor.global_scale_tensor, tensor.global_scale) {
+                    (Some(name), Some(value)) => format!(", tensor scale {} = {value:e}", output::excerpt(name)),
+                    (Some(name), None) => format!(", tensor scale {}", output::excerpt(name)),
+                    _ => String::new(),
+                };
+                format!("{} -> {}{packed}{scale}{global}", output::excerpt(&tensor.from), tensor.to)
             }
             Some(reason) => format!("{} copied ({reason})", output::excerpt(&tensor.from)),
         };

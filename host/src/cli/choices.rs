@@ -5,7 +5,7 @@
 
 use bitexact::cpu::Level;
 use bitexact::files::backend::Device;
-use bitexact::files::cast::convert::Target;
+use bitexact::files::cast::convert::CastTarget;
 use bitexact::files::cast::{CastRecipe, NonFiniteValues, ScaleLayout, ScaleMode};
 use bitexact::files::normalize::image::ChannelLayout;
 use bitexact::files::write::Dtype;
@@ -144,8 +144,9 @@ impl From<LayoutArg> for ChannelLayout {
 }
 
 role_choice!(
-    /// `cast --to`: any [`Target`], described by its title.
-    TargetArg(Target),
+    /// `cast --to`: any [`CastTarget`] (the table's targets, then NVFP4), described by its
+    /// title.
+    TargetArg(CastTarget),
     help: |target| target.title().to_string()
 );
 
@@ -184,15 +185,21 @@ impl From<ScaleArg> for ScaleMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum RecipeArg {
     /// d = fl32(amax / max) per block (for mx, the least 2^k with amax <= 448·2^k),
-    /// q = x/d rounded once: q·d is the nearest the stored d allows.
+    /// q = x/d rounded once: q·d is the nearest the stored d allows. For --to nvfp4: g =
+    /// fl32(amax/2688), s = e4m3(b/(6g)), q = e2m1(x/(s·g)), each from the exact quotient.
     Exact,
     /// DeepGEMM's per_block_cast_to_fp8 (as vLLM runs it on CUDA), modelled on its source: sf = fl32(max(amax, 1e-4) · fl32(1/448)), q = fl32(x · fl32(1/sf)) rounded;
     /// --to e4m3 --scale block only.
     Deepgemm,
     /// compressed-tensors' MXFP8 (llm-compressor's model_free_ptq), modelled on its source:
     /// 2^k from amax rounded to a power of two up from a significand of 1.75, q = x/2^k
-    /// rounded once; --to e4m3 --scale mx only, bf16 and f32 tensors.
+    /// rounded once; --to e4m3 --scale mx only, bf16 and f32 tensors. For --to nvfp4, its
+    /// nvfp4-pack-quantized arithmetic (in the compressed-tensors layout, bf16 and f32 tensors).
     CompressedTensors,
+    /// ModelOpt's NVFP4 export (as it runs on CUDA), modelled on its source: g = fl32(amax ·
+    /// fl32(1/2688)), s = e4m3(fl32(b / fl32(6g))), q = e2m1(fl32(x / fl32(s·g))); --to nvfp4
+    /// in the modelopt layout only.
+    Modelopt,
 }
 
 impl From<RecipeArg> for CastRecipe {
@@ -201,6 +208,7 @@ impl From<RecipeArg> for CastRecipe {
             RecipeArg::Exact => CastRecipe::Exact,
             RecipeArg::Deepgemm => CastRecipe::DeepGemm,
             RecipeArg::CompressedTensors => CastRecipe::CompressedTensors,
+            RecipeArg::Modelopt => CastRecipe::ModelOpt,
         }
     }
 }
@@ -215,6 +223,10 @@ pub enum ScaleLayoutArg {
     /// [128, 128] (vLLM, transformers); --to e4m3 --scale block only.
     #[value(alias = "fp8")]
     Deepseek,
+    /// NVIDIA ModelOpt's NVFP4: the packed codes under the weight's name, <name>_scale and
+    /// <name>_scale_2 (= g), quant_method "modelopt" and hf_quant_config.json (vLLM); --to
+    /// nvfp4 only, its default with the exact recipe.
+    Modelopt,
 }
 
 impl From<ScaleLayoutArg> for ScaleLayout {
@@ -222,6 +234,7 @@ impl From<ScaleLayoutArg> for ScaleLayout {
         match layout {
             ScaleLayoutArg::CompressedTensors => ScaleLayout::CompressedTensors,
             ScaleLayoutArg::Deepseek => ScaleLayout::DeepSeek,
+            ScaleLayoutArg::Modelopt => ScaleLayout::ModelOpt,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The file tools: `scan` (count NaN and ±inf in tensor files), `normalize` (image →
 //! correctly rounded f32, binary16 or bfloat16 tensor) and `cast` (tensor files →
-//! bfloat16, binary16 or FP8, every value correctly rounded from its own source value).
+//! bfloat16, binary16, FP8 or NVFP4, every value correctly rounded from its own source value).
 //!
 //! One call per job: [`scan()`] ([`scan`](mod@scan)), [`normalize()`]
 //! ([`normalize`](mod@normalize)) and [`cast()`] ([`cast`](mod@cast)), with

@@ -72,6 +72,104 @@ impl Target {
     }
 }
 
+/// What `cast` writes (`--to`): an element format of the table ([`Target`]), or NVFP4,
+/// which is no element type of its own (E2M1 codes packed two per byte, stored as U8,
+/// with an E4M3 scale per 16 values of a row and an f32 scale per tensor:
+/// [`shared::nvfp4`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CastTarget {
+    /// Each value converted to an element format, scaled or not.
+    Element(Target),
+    /// NVFP4.
+    Nvfp4,
+}
+
+impl CastTarget {
+    /// Every member, in the order `--to` lists them: the table's targets, then NVFP4.
+    pub const ALL: [CastTarget; Target::ALL.len() + 1] = {
+        let mut all = [CastTarget::Nvfp4; Target::ALL.len() + 1];
+        let mut i = 0;
+        while i < Target::ALL.len() {
+            all[i] = CastTarget::Element(Target::ALL[i]);
+            i += 1;
+        }
+        all
+    };
+
+    /// Its name, as the CLI, the reports and the JSON spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CastTarget::Element(target) => target.name(),
+            CastTarget::Nvfp4 => "nvfp4",
+        }
+    }
+
+    /// What it is, in words.
+    pub const fn title(self) -> &'static str {
+        match self {
+            CastTarget::Element(target) => target.title(),
+            CastTarget::Nvfp4 => {
+                "NVFP4: FP4 E2M1 packed two per byte, an E4M3 scale per 16 values of a row, an F32 scale per tensor"
+            }
+        }
+    }
+
+    /// The element format, for all but NVFP4.
+    pub const fn element(self) -> Option<Target> {
+        match self {
+            CastTarget::Element(target) => Some(target),
+            CastTarget::Nvfp4 => None,
+        }
+    }
+
+    /// The FP8 format, for the two FP8 targets.
+    pub const fn fp8(self) -> Option<Fp8Format> {
+        match self {
+            CastTarget::Element(target) => target.fp8(),
+            CastTarget::Nvfp4 => None,
+        }
+    }
+
+    /// Whether `source` already is this format (the tensor is then copied as it is).
+    pub const fn is(self, source: SourceDtype) -> bool {
+        match self {
+            CastTarget::Element(target) => target.is(source),
+            CastTarget::Nvfp4 => false,
+        }
+    }
+
+    /// The `.safetensors` dtype string of a cast tensor's data (U8 for NVFP4's packed
+    /// codes).
+    pub const fn safetensors_name(self) -> &'static str {
+        match self {
+            CastTarget::Element(target) => target.safetensors_name(),
+            CastTarget::Nvfp4 => crate::dtype::ElementType::U8.safetensors_name(),
+        }
+    }
+
+    /// The bytes of a cast tensor of `elements` values (NVFP4: two to a byte, a last odd
+    /// one alone).
+    pub const fn data_bytes(self, elements: u64) -> u64 {
+        match self {
+            CastTarget::Element(target) => elements * target.bytes() as u64,
+            CastTarget::Nvfp4 => elements.div_ceil(2),
+        }
+    }
+}
+
+impl From<Target> for CastTarget {
+    fn from(target: Target) -> CastTarget {
+        CastTarget::Element(target)
+    }
+}
+
+/// Serialised as its name.
+impl serde::Serialize for CastTarget {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
 /// What one element's conversion gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {

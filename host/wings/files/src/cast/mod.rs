@@ -1,6 +1,7 @@
 //! The cast job: one library call, [`cast()`] (safetensors checkpoints, `.npy` and
 //! `.npz` files → bfloat16,
-//! binary16 or FP8, every value correctly rounded from its own source value), with
+//! binary16, FP8 or NVFP4, every value correctly rounded from its own source value, by the
+//! exact recipe where a scale is chosen), with
 //! plain options that default to what the command line does ([`CastOptions`]) and a
 //! report ([`CastReport`]). What `bitexact cast` runs, and all it runs.
 //!
@@ -31,11 +32,12 @@ use crate::scan::inputs::{Inputs, check_index};
 use crate::source::SourceReadError;
 use bitexact_support::output::{excerpt, path_text};
 use bitexact_support::progress::Progress;
-use convert::{SourceDtype, Target};
+use convert::{CastTarget, SourceDtype, Target};
 use select::{Decision, Patterns, decide};
 use shared::fp8_block::{self, Blocks};
 use shared::fp8_scale::Rounding;
 use shared::mx::{self, ScaleRule};
+use shared::nvfp4::{self, Nvfp4Recipe};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -95,6 +97,11 @@ pub enum ScaleLayout {
     /// 128 × 128 blocks only ([`ScaleMode::Block`]).
     #[serde(rename = "deepseek")]
     DeepSeek,
+    /// NVIDIA ModelOpt's NVFP4 (`quant_method: "modelopt"`, `quant_algo: "NVFP4"`; the
+    /// packed codes under the weight's own name, `<name>_scale` and `<name>_scale_2`), as
+    /// vLLM's `modelopt_fp4` loader reads it: [`CastTarget::Nvfp4`] only.
+    #[serde(rename = "modelopt")]
+    ModelOpt,
 }
 
 /// Whose arithmetic a per-channel, block or MX cast follows.
@@ -116,8 +123,14 @@ pub enum CastRecipe {
     /// ([`ScaleRule::CompressedTensors`]), the elements as the exact recipe's (its
     /// `x / scale` is exact: a bf16 or f32 value over a power of two). MX only, finite
     /// values only, bf16 and f32 tensors only (an f16 tensor's scale is found on its f16
-    /// bits, which differ below f16's normal range).
+    /// bits, which differ below f16's normal range). For NVFP4, its
+    /// `nvfp4-pack-quantized` arithmetic ([`Nvfp4Recipe::CompressedTensors`]), in the
+    /// compressed-tensors layout only, bf16 and f32 tensors only.
     CompressedTensors,
+    /// NVIDIA ModelOpt's NVFP4 export, modelled on its source
+    /// ([`Nvfp4Recipe::ModelOpt`]): NVFP4 in the ModelOpt layout only.
+    #[serde(rename = "modelopt")]
+    ModelOpt,
 }
 
 impl CastRecipe {
@@ -126,7 +139,17 @@ impl CastRecipe {
         match self {
             CastRecipe::Exact => Some(fp8_block::Recipe::Exact),
             CastRecipe::DeepGemm => Some(fp8_block::Recipe::DeepGemm),
-            CastRecipe::CompressedTensors => None,
+            CastRecipe::CompressedTensors | CastRecipe::ModelOpt => None,
+        }
+    }
+
+    /// The recipe's NVFP4 arithmetic (`None` for one that has none).
+    pub const fn nvfp4(self) -> Option<Nvfp4Recipe> {
+        match self {
+            CastRecipe::Exact => Some(Nvfp4Recipe::Exact),
+            CastRecipe::CompressedTensors => Some(Nvfp4Recipe::CompressedTensors),
+            CastRecipe::ModelOpt => Some(Nvfp4Recipe::ModelOpt),
+            CastRecipe::DeepGemm => None,
         }
     }
 
@@ -135,7 +158,7 @@ impl CastRecipe {
         match self {
             CastRecipe::Exact => Some(ScaleRule::Fit),
             CastRecipe::CompressedTensors => Some(ScaleRule::CompressedTensors),
-            CastRecipe::DeepGemm => None,
+            CastRecipe::DeepGemm | CastRecipe::ModelOpt => None,
         }
     }
 }
@@ -156,16 +179,19 @@ pub enum NonFiniteValues {
 /// How [`cast`] converts.
 #[derive(Clone, Debug)]
 pub struct CastOptions {
-    /// The target format ([`Target::Bf16`] by default).
-    pub to: Target,
+    /// The target format (bf16 by default).
+    pub to: CastTarget,
     /// For FP8: per-tensor, per-channel or block scales, or none
-    /// ([`ScaleMode::PerTensor`] by default). Ignored for bf16/f16.
+    /// ([`ScaleMode::PerTensor`] by default). Ignored for bf16/f16 and NVFP4.
     pub scale: ScaleMode,
-    /// For FP8 scaled per channel, per block or MX: the checkpoint layout
-    /// ([`ScaleLayout::CompressedTensors`] by default).
+    /// For FP8 scaled per channel, per block or MX, and NVFP4: the checkpoint layout
+    /// ([`ScaleLayout::CompressedTensors`] by default; NVFP4 by the exact recipe or
+    /// ModelOpt's is written in [`ScaleLayout::ModelOpt`] only, which a caller sets: the
+    /// CLI's `--to nvfp4` does).
     pub layout: ScaleLayout,
-    /// For FP8 scaled per channel, per block or MX: the exact recipe ([`CastRecipe::Exact`],
-    /// the default), DeepGEMM's (128 × 128 blocks) or compressed-tensors' (MX).
+    /// For FP8 scaled per channel, per block or MX, and NVFP4: the exact recipe
+    /// ([`CastRecipe::Exact`], the default), DeepGEMM's (128 × 128 blocks),
+    /// compressed-tensors' (MX, NVFP4) or ModelOpt's (NVFP4).
     pub recipe: CastRecipe,
     /// For FP8 scaled per tensor: the exact product rounded once ([`Rounding::Once`], the
     /// default) or `fl32(x · s)` first ([`Rounding::TwoStep`]). Per-channel and block
@@ -195,7 +221,7 @@ pub struct CastOptions {
 impl Default for CastOptions {
     fn default() -> CastOptions {
         CastOptions {
-            to: Target::Bf16,
+            to: CastTarget::Element(Target::Bf16),
             scale: ScaleMode::PerTensor,
             layout: ScaleLayout::CompressedTensors,
             recipe: CastRecipe::Exact,
@@ -211,14 +237,23 @@ impl Default for CastOptions {
 }
 
 impl CastOptions {
-    /// Whether a cast tensor gets a scale (per tensor, per channel or per block).
+    /// Whether a cast tensor gets a scale (per tensor, per channel or per block, MX, NVFP4).
     pub fn scaled(&self) -> bool {
-        self.to.fp8().is_some() && self.scale != ScaleMode::None
+        self.to == CastTarget::Nvfp4 || (self.to.fp8().is_some() && self.scale != ScaleMode::None)
     }
 
-    /// For FP8 scaled per channel or per block, how a tensor is cut into blocks.
+    /// For FP8 scaled per channel, per block or MX, and NVFP4, how a tensor is cut into
+    /// blocks.
     pub fn blocks(&self) -> Option<Blocks> {
-        self.to.fp8().and(self.scale.blocks())
+        match self.to {
+            CastTarget::Nvfp4 => Some(Blocks::Tiles { rows: 1, cols: nvfp4::BLOCK_SIZE }),
+            _ => self.to.fp8().and(self.scale.blocks()),
+        }
+    }
+
+    /// Whether the target is NVFP4.
+    pub fn nvfp4(&self) -> bool {
+        self.to == CastTarget::Nvfp4
     }
 
     /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] or
@@ -227,19 +262,28 @@ impl CastOptions {
     /// values kept (PyTorch would carry them into the block's scale, which the recipes do
     /// not model), and [`Rounding::TwoStep`] with per-channel, block or MX scales.
     fn contradiction(&self) -> Option<&'static str> {
-        if self.layout == ScaleLayout::DeepSeek && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
+        if let Some(contradiction) = self.nvfp4_contradiction() {
+            return Some(contradiction);
+        }
+        let e4m3 = CastTarget::Element(Target::E4m3);
+        if self.layout == ScaleLayout::DeepSeek && (self.to != e4m3 || self.scale != ScaleMode::Block) {
             return Some("the deepseek layout holds E4M3 in 128x128 blocks: it takes --to e4m3 --scale block");
         }
-        if self.recipe == CastRecipe::DeepGemm && (self.to != Target::E4m3 || self.scale != ScaleMode::Block) {
+        if self.recipe == CastRecipe::DeepGemm && (self.to != e4m3 || self.scale != ScaleMode::Block) {
             return Some("DeepGEMM's recipe makes E4M3 in 128x128 blocks: it takes --to e4m3 --scale block");
         }
-        if self.scale == ScaleMode::Mx && self.to != Target::E4m3 {
+        if self.scale == ScaleMode::Mx && self.to != e4m3 && !self.nvfp4() {
             return Some(
                 "--scale mx writes MXFP8 as compressed-tensors stores it, with E4M3 elements: it takes --to e4m3",
             );
         }
-        if self.recipe == CastRecipe::CompressedTensors && (self.to != Target::E4m3 || self.scale != ScaleMode::Mx) {
-            return Some("compressed-tensors' recipe is modelled for its MXFP8 scales: it takes --to e4m3 --scale mx");
+        if self.recipe == CastRecipe::CompressedTensors
+            && !self.nvfp4()
+            && (self.to != e4m3 || self.scale != ScaleMode::Mx)
+        {
+            return Some(
+                "compressed-tensors' recipe is modelled for its MXFP8 and NVFP4 scales: it takes --to e4m3 --scale mx, or --to nvfp4",
+            );
         }
         if self.recipe == CastRecipe::DeepGemm && self.nonfinite == NonFiniteValues::Keep {
             return Some(
@@ -257,6 +301,41 @@ impl CastOptions {
             );
         }
         None
+    }
+
+    /// The options that contradict NVFP4 or its layout: the ModelOpt layout or recipe but
+    /// for NVFP4, and for NVFP4 the DeepSeek layout, DeepGEMM's recipe, a recipe other than
+    /// the layout's producer's or the exact one, the exact recipe in compressed-tensors'
+    /// layout, and `--nonfinite keep` (E2M1 has no NaN nor infinity).
+    fn nvfp4_contradiction(&self) -> Option<&'static str> {
+        if !self.nvfp4() {
+            return match (self.layout, self.recipe) {
+                (ScaleLayout::ModelOpt, _) => Some("the modelopt layout holds NVFP4: it takes --to nvfp4"),
+                (_, CastRecipe::ModelOpt) => Some("ModelOpt's recipe is modelled for NVFP4: it takes --to nvfp4"),
+                _ => None,
+            };
+        }
+        match (self.layout, self.recipe) {
+            (ScaleLayout::DeepSeek, _) => Some(
+                "the deepseek layout holds E4M3 in 128x128 blocks; NVFP4 takes --layout modelopt or compressed-tensors",
+            ),
+            (_, CastRecipe::DeepGemm) => Some(
+                "DeepGEMM's recipe makes E4M3 in 128x128 blocks; NVFP4 takes --recipe exact, modelopt or compressed-tensors",
+            ),
+            (ScaleLayout::CompressedTensors, CastRecipe::Exact) => Some(
+                "compressed-tensors stores NVFP4's tensor scale as the multiplier gs (readers dequantise by s/gs), which the exact recipe's g = amax/2688 is not: take --layout modelopt, or --recipe compressed-tensors",
+            ),
+            (ScaleLayout::CompressedTensors, CastRecipe::ModelOpt) => {
+                Some("ModelOpt's recipe writes the modelopt layout: take --layout modelopt")
+            }
+            (ScaleLayout::ModelOpt, CastRecipe::CompressedTensors) => Some(
+                "compressed-tensors' recipe writes the compressed-tensors layout: take --layout compressed-tensors",
+            ),
+            _ if self.nonfinite == NonFiniteValues::Keep => {
+                Some("NVFP4 holds no NaN and no infinity (E2M1 has neither): drop --nonfinite keep")
+            }
+            _ => None,
+        }
     }
 }
 
@@ -281,12 +360,24 @@ pub struct CastTensor {
     /// And the scale's value `fl32(1 / s)` (after the cast; not in a dry run).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dequant_scale: Option<f32>,
-    /// For per-channel, block and MX scales: their shape.
+    /// For per-channel, block and MX scales, and NVFP4: their shape.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale_shape: Option<Vec<u64>>,
-    /// And their values, summarised (after the cast; not in a dry run).
+    /// And their values, summarised (after the cast; not in a dry run). NVFP4: the E4M3
+    /// block scales `s`, without the tensor's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dequant_scales: Option<BlockScales>,
+    /// For NVFP4 in compressed-tensors' layout: the name its packed codes are stored
+    /// under (`<name>_packed`; in ModelOpt's, its own name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub packed_tensor: Option<String>,
+    /// For NVFP4: the name of its tensor scale (`<name>_scale_2`, ModelOpt's `g`;
+    /// `<name>_global_scale`, compressed-tensors' `gs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_scale_tensor: Option<String>,
+    /// And its value (after the cast; not in a dry run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub global_scale: Option<f32>,
 }
 
 /// The per-channel, block or MX dequantisation scales of one tensor, summarised.
@@ -323,14 +414,14 @@ pub struct CastReport {
     /// The output path, as given.
     pub output: String,
     /// The target format.
-    pub to: Target,
+    pub to: CastTarget,
     /// Scaled FP8 or not.
     pub scale: Option<ScaleMode>,
-    /// For per-channel, block and MX scales, the checkpoint layout.
+    /// For per-channel, block and MX scales, and NVFP4, the checkpoint layout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub layout: Option<ScaleLayout>,
-    /// For per-channel, block and MX scales, the recipe: `exact`, `deepgemm` or
-    /// `compressed-tensors`.
+    /// For per-channel, block and MX scales, and NVFP4, the recipe: `exact`, `deepgemm`,
+    /// `compressed-tensors` or `modelopt`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipe: Option<&'static str>,
     /// For scaled FP8, the rounding.
@@ -450,7 +541,7 @@ pub enum CastError {
     #[error("{0}")]
     Options(&'static str),
     /// An f64 tensor to scale per channel, per block or MX, which the recipes do not take.
-    #[error("{}: tensor '{}' is F64: per-channel, block and MX scales take f32, bf16 or f16 tensors; cast it per tensor, or --skip it", path_text(.path), excerpt(.tensor))]
+    #[error("{}: tensor '{}' is F64: per-channel, block, MX and NVFP4 scales take f32, bf16 or f16 tensors; cast it to FP8 per tensor, or --skip it", path_text(.path), excerpt(.tensor))]
     BlockScaledF64 {
         /// Its file.
         path: PathBuf,
@@ -468,17 +559,45 @@ pub enum CastError {
         /// Its columns.
         columns: usize,
     },
-    /// An f16 tensor for compressed-tensors' MX recipe, which finds the scale on the
-    /// tensor's own bits: below f16's normal range that differs from the modelled rule.
-    #[error("{}: tensor '{}' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits, which this recipe does not model below f16's normal range; cast it by the exact recipe, or from bf16 or f32", path_text(.path), excerpt(.tensor))]
+    /// A tensor to cast to NVFP4 whose rows are not a whole number of blocks of 16 (which
+    /// compressed-tensors and ModelOpt refuse too, and vLLM's kernels assume).
+    #[error("{}: tensor '{}' has {columns} columns: NVFP4 takes a multiple of 16 (one scale per 16 values of a row); --skip it", path_text(.path), excerpt(.tensor))]
+    Nvfp4Columns {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// Its columns.
+        columns: usize,
+    },
+    /// A tensor whose amax is so small (below about `2^-129.6`, an all-zero tensor
+    /// included) that ModelOpt's `weight_scale_2 = fl32(amax · fl32(1/2688))`, times its
+    /// least block scale `2^-9`, is 0 in f32: its blocks would divide by zero, which
+    /// ModelOpt's recipe does not model. Exit 1 in the CLI.
+    #[error("{}: tensor '{}': amax {amax:e} is so small that ModelOpt's scales are 0 in f32 (weight_scale_2 = {g:e}) and its blocks divide by zero; nothing written (the exact recipe takes it, or --skip it)", path_text(.path), excerpt(.tensor))]
+    ModelOptZeroScale {
+        /// Its file.
+        path: PathBuf,
+        /// The tensor.
+        tensor: String,
+        /// Its largest magnitude.
+        amax: f32,
+        /// ModelOpt's `weight_scale_2`.
+        g: f32,
+    },
+    /// An f16 tensor for compressed-tensors' recipe: for MX it finds the scale on the
+    /// tensor's own bits, which below f16's normal range differs from the modelled rule;
+    /// for NVFP4 it computes the scales in f16, which the recipe does not model.
+    #[error("{}: tensor '{}' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits, and its NVFP4 scales in f16, which this recipe does not model; cast it by the exact recipe, or from bf16 or f32", path_text(.path), excerpt(.tensor))]
     CompressedTensorsF16 {
         /// Its file.
         path: PathBuf,
         /// The tensor.
         tensor: String,
     },
-    /// The name a scale tensor would get is taken.
-    #[error("{}: the scale of tensor '{}' would be '{}', which already exists", path_text(.path), excerpt(.tensor), excerpt(.scale))]
+    /// The name a scale tensor (or NVFP4's renamed codes) would get is taken: by an input
+    /// tensor, or by a name the cast gives another tensor's.
+    #[error("{}: the scale of tensor '{}' would be '{}', which already exists (or another tensor's cast adds it)", path_text(.path), excerpt(.tensor), excerpt(.scale))]
     ScaleNameTaken {
         /// Its file.
         path: PathBuf,
@@ -524,7 +643,7 @@ impl CastError {
     /// amax past an f32 scale's range), not for an error of the job: the CLI's exit
     /// status 1.
     pub fn is_refusal(&self) -> bool {
-        matches!(self, CastError::Refused(_) | CastError::ScaleOutOfRange { .. })
+        matches!(self, CastError::Refused(_) | CastError::ScaleOutOfRange { .. } | CastError::ModelOptZeroScale { .. })
     }
 }
 
@@ -549,6 +668,9 @@ pub enum RefusalKind {
     /// NaN or infinite.
     #[error("not finite; nothing written (--nonfinite keep converts it as the format allows)")]
     NonFiniteValues,
+    /// NaN or infinite, in a tensor cast to NVFP4, which holds neither.
+    #[error("not finite; nothing written (NVFP4 holds no NaN and no infinity: mend the tensor, or --skip it)")]
+    Nvfp4NonFinite,
     /// Finite, but past the target's range (it would become infinite or NaN).
     #[error("out of the range of {}; nothing written (--nonfinite keep converts it to infinity or NaN)", .0.name())]
     Overflow(Target),
@@ -598,12 +720,44 @@ pub(crate) fn scale_name(name: &str, options: &CastOptions) -> String {
     }
 }
 
+/// The name a cast tensor's data is stored under: its own, but for NVFP4 in
+/// compressed-tensors' layout, `<name>_packed` (so that `<module>.weight` gets
+/// `<module>.weight_packed`, the name vLLM loads).
+pub(crate) fn data_name(name: &str, options: &CastOptions) -> String {
+    match (options.nvfp4(), options.layout) {
+        (true, ScaleLayout::CompressedTensors) => format!("{name}_packed"),
+        _ => name.to_string(),
+    }
+}
+
+/// For NVFP4, the name of tensor `name`'s tensor scale: `<name>_global_scale` in
+/// compressed-tensors' layout, `<name>_scale_2` in ModelOpt's. `None` for the others.
+pub(crate) fn global_scale_name(name: &str, options: &CastOptions) -> Option<String> {
+    match (options.nvfp4(), options.layout) {
+        (true, ScaleLayout::CompressedTensors) => Some(format!("{name}_global_scale")),
+        (true, _) => Some(format!("{name}_scale_2")),
+        (false, _) => None,
+    }
+}
+
+/// The names a cast tensor adds to the output beside its data's: its scale's, and for
+/// NVFP4 its tensor scale's.
+pub(crate) fn added_names(name: &str, options: &CastOptions) -> Vec<String> {
+    let mut names = Vec::new();
+    if options.scaled() {
+        names.push(scale_name(name, options));
+    }
+    names.extend(global_scale_name(name, options));
+    names
+}
+
 /// The report's name of `recipe`, as `--recipe` takes it.
 pub(crate) const fn recipe_name(recipe: CastRecipe) -> &'static str {
     match recipe {
         CastRecipe::Exact => "exact",
         CastRecipe::DeepGemm => "deepgemm",
         CastRecipe::CompressedTensors => "compressed-tensors",
+        CastRecipe::ModelOpt => "modelopt",
     }
 }
 
@@ -668,6 +822,9 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
     let mut planned = Vec::new();
     for file in &files {
         let mut decisions = Vec::new();
+        // The names the cast adds to this file, each once (NVFP4's `a_global_scale` is both
+        // `a`'s tensor scale and `a_global`'s block scale in compressed-tensors' layout).
+        let mut added: HashSet<String> = HashSet::new();
         for tensor in &file.tensors {
             let mut decision = decide(&tensor.name, &tensor.dtype, tensor.shape.len(), options.to, &options.patterns);
             let fail_path = || file.path.clone();
@@ -681,12 +838,18 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
                 if decision == Decision::Cast(SourceDtype::F64) {
                     return Err(CastError::BlockScaledF64 { path: fail_path(), tensor: tensor.name.clone() });
                 }
-                if options.scale == ScaleMode::Mx
-                    && matches!(decision, Decision::Cast(_))
-                    && let Some((_, columns)) = matrix_shape(&tensor.shape)
-                    && !columns.is_multiple_of(mx::BLOCK_SIZE)
+                let columns =
+                    matrix_shape(&tensor.shape).filter(|_| matches!(decision, Decision::Cast(_))).map(|s| s.1);
+                if let Some(columns) = columns.filter(|c| !c.is_multiple_of(mx::BLOCK_SIZE))
+                    && options.scale == ScaleMode::Mx
+                    && !options.nvfp4()
                 {
                     return Err(CastError::MxColumns { path: fail_path(), tensor: tensor.name.clone(), columns });
+                }
+                if let Some(columns) = columns.filter(|c| !c.is_multiple_of(nvfp4::BLOCK_SIZE))
+                    && options.nvfp4()
+                {
+                    return Err(CastError::Nvfp4Columns { path: fail_path(), tensor: tensor.name.clone(), columns });
                 }
                 if options.recipe == CastRecipe::CompressedTensors && decision == Decision::Cast(SourceDtype::F16) {
                     return Err(CastError::CompressedTensorsF16 { path: fail_path(), tensor: tensor.name.clone() });
@@ -711,10 +874,17 @@ pub(crate) fn plan(inputs: &[PathBuf], options: &CastOptions) -> Result<Plan, Ca
                     dtype: tensor.dtype.clone(),
                 });
             }
-            if matches!(decision, Decision::Cast(_)) && options.scaled() {
-                let scale = scale_name(&tensor.name, options);
-                if all_names.contains(scale.as_str()) {
-                    return Err(CastError::ScaleNameTaken { path: fail_path(), tensor: tensor.name.clone(), scale });
+            if matches!(decision, Decision::Cast(_)) {
+                let data = data_name(&tensor.name, options);
+                let renamed = (data != tensor.name).then_some(data);
+                for scale in added_names(&tensor.name, options).into_iter().chain(renamed) {
+                    if all_names.contains(scale.as_str()) || !added.insert(scale.clone()) {
+                        return Err(CastError::ScaleNameTaken {
+                            path: fail_path(),
+                            tensor: tensor.name.clone(),
+                            scale,
+                        });
+                    }
                 }
             }
             decisions.push(decision);
@@ -861,6 +1031,10 @@ fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<CastTensor> {
                     None
                 },
                 dequant_scales: None,
+                packed_tensor: (cast && data_name(&tensor.name, options) != tensor.name)
+                    .then(|| data_name(&tensor.name, options)),
+                global_scale_tensor: global_scale_name(&tensor.name, options).filter(|_| cast),
+                global_scale: None,
             });
         }
     }
@@ -879,7 +1053,7 @@ fn planned_tensors(plan: &Plan, options: &CastOptions) -> Vec<CastTensor> {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # mod bitexact { pub use bitexact_files as files; }
 /// use bitexact::files::cast::{CastOptions, cast, convert::Target};
-/// let options = CastOptions { to: Target::E4m3, ..CastOptions::default() };
+/// let options = CastOptions { to: Target::E4m3.into(), ..CastOptions::default() };
 /// let report = cast(&["model".into()], "model-fp8".as_ref(), &options)?;
 /// println!("{} tensors", report.tensors.len());
 /// # Ok(())
@@ -902,7 +1076,7 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         scale: options.to.fp8().map(|_| options.scale),
         layout: options.blocks().map(|_| options.layout),
         recipe: options.blocks().map(|_| recipe_name(options.recipe)),
-        rounding: options.scaled().then_some(match options.rounding {
+        rounding: (options.scaled() && !options.nvfp4()).then_some(match options.rounding {
             Rounding::Once => "once",
             Rounding::TwoStep => "two-step",
         }),
@@ -927,7 +1101,9 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         .map(|(t, d)| {
             // A tensor scaled per tensor is read twice (its amax, then its values); per
             // channel or per block, once.
-            let twice = matches!(d, Decision::Cast(_)) && options.scale == ScaleMode::PerTensor && options.scaled();
+            let twice = matches!(d, Decision::Cast(_))
+                && options.scaled()
+                && (options.scale == ScaleMode::PerTensor || options.nvfp4());
             t.data.len() as u64 * if twice { 2 } else { 1 }
         })
         .sum();
@@ -937,10 +1113,11 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
     let staged = staged?;
     for tensor in &mut report.tensors {
         let Some(scales) = staged.scales.get(&(tensor.file.clone(), tensor.name.clone())) else { continue };
-        match (options.blocks(), scales.as_slice()) {
+        match (options.blocks(), scales.blocks.as_slice()) {
             (None, &[d]) => tensor.dequant_scale = Some(d),
-            _ => tensor.dequant_scales = Some(BlockScales::of(scales)),
+            _ => tensor.dequant_scales = Some(BlockScales::of(&scales.blocks)),
         }
+        tensor.global_scale = scales.global;
     }
     report.config = staged.config;
     report.warnings.extend(warnings(&report, options));
@@ -964,6 +1141,14 @@ fn warnings(report: &CastReport, options: &CastOptions) -> Vec<String> {
                 "{file}: tensor '{name}': its dequantisation scale {d:e} is subnormal in f32: a loader that flushes subnormals to zero reads it as 0"
             )
         });
+    }
+    for tensor in &report.tensors {
+        let Some(g) = tensor.global_scale.filter(|g| g.is_subnormal()) else { continue };
+        warnings.push(format!(
+            "{}: tensor '{}': its NVFP4 tensor scale {g:e} is subnormal in f32: a loader that flushes subnormals to zero reads it as 0",
+            bitexact_support::output::escape(&tensor.file),
+            excerpt(&tensor.name),
+        ));
     }
     for tensor in &report.tensors {
         let Some(scales) = tensor.dequant_scales.filter(|s| s.nan > 0) else { continue };

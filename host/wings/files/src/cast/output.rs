@@ -6,11 +6,11 @@
 //! interrupted run leaves nothing.
 
 use crate::cast::chunks::{amax_block_with, convert_block_with, widened};
-use crate::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
+use crate::cast::convert::{CastTarget, ElementCast, Outcome, SourceDtype, Target};
 use crate::cast::select::Decision;
 use crate::cast::{
     CastError, CastOptions, CastRecipe, ConfigWritten, NonFiniteValues, Plan, PlannedFile, Refusal, RefusalKind,
-    ScaleLayout, ScaleMode, matrix_shape, scale_name, scale_shape,
+    ScaleLayout, ScaleMode, added_names, data_name, global_scale_name, matrix_shape, scale_name, scale_shape,
 };
 use crate::containers::Container;
 use crate::containers::TensorEntry;
@@ -26,10 +26,12 @@ use crate::source::{Source, SourceReadError};
 use bitexact_support::progress::Progress;
 use rayon::prelude::*;
 use serde_json::{Map, Value, json};
+use shared::fp8::e4m3;
 use shared::fp8_block::{self, Blocks, quantize_blocks_with};
 use shared::fp8_scale::{Fp8Format, dequant_scale, scale_for, scale_for_f64};
 use shared::mx::{self, ElementFormat};
 use shared::narrow::Overflow;
+use shared::nvfp4::{self, Nvfp4Recipe, WeightDtype};
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufWriter, Write};
 use std::ops::Range;
@@ -106,9 +108,8 @@ pub struct Staged {
     output: PathBuf,
     /// For a single-file output, the file's name in the folder.
     single: Option<String>,
-    /// `(file, tensor) →` the dequantisation scales of every scaled tensor: `[fl32(1 / s)]`
-    /// per tensor, each block's `d` per channel or per block (row-major).
-    pub scales: BTreeMap<(String, String), Vec<f32>>,
+    /// `(file, tensor) →` the scales of every scaled tensor.
+    pub scales: BTreeMap<(String, String), TensorScales>,
     /// What became of `config.json`.
     pub config: Option<ConfigWritten>,
     /// Listed until renamed into place or removed; declared after `folder`, so dropped
@@ -144,6 +145,16 @@ impl Staged {
     }
 }
 
+/// The scales of one scaled tensor.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TensorScales {
+    /// The dequantisation scales: `[fl32(1 / s)]` per tensor, each block's `d` per
+    /// channel, per block or MX (row-major); NVFP4's E4M3 block scales `s`.
+    pub blocks: Vec<f32>,
+    /// NVFP4's tensor scale, as stored (ModelOpt's `g`, compressed-tensors' `gs`).
+    pub global: Option<f32>,
+}
+
 /// Writes every output file of `plan` into a new temporary folder beside `output`.
 /// `progress` advances by every byte of tensor data read (a scaled tensor's twice).
 pub fn write_all(
@@ -163,8 +174,11 @@ pub fn write_all(
         })?;
     let mut scales = BTreeMap::new();
     let mut written: BTreeMap<String, WrittenFile> = BTreeMap::new();
+    let tensor_scales =
+        if options.nvfp4() { nvfp4_tensor_scales(plan, options, output, progress)? } else { HashMap::new() };
     for planned in &plan.files {
-        let done = write_file(&folder.path().join(&planned.name), output, planned, options, progress)?;
+        let path = folder.path().join(&planned.name);
+        let done = write_file(&path, output, planned, options, &tensor_scales, progress)?;
         for (tensor, scale) in &done.scales {
             scales.insert((planned.name.clone(), tensor.clone()), scale.clone());
         }
@@ -183,10 +197,81 @@ pub fn write_all(
     Ok(Staged { folder, output: output.to_path_buf(), single, scales, config, _pending: pending })
 }
 
+/// `(file, tensor) →` each NVFP4 tensor's amax and the tensor scale its recipe gives it
+/// ([`nvfp4::tensor_scale`], in the tensor's dtype). In a fused layer's group
+/// ([`fused_group`]) every part gets the group's largest amax and one tensor scale: the
+/// largest `g` of the exact and ModelOpt's recipes (that of the largest amax), the least
+/// `gs` of compressed-tensors' (as llm-compressor's `update_fused_layer_weight_global_scales`
+/// takes it): so q/k/v and gate/up share one, as the producers give them and as vLLM
+/// assumes (it loads a fused layer with one of its parts' scales). One pass over every cast
+/// tensor, before any is written; a non-finite value is refused here.
+fn nvfp4_tensor_scales(
+    plan: &Plan,
+    options: &CastOptions,
+    output: &Path,
+    progress: &Progress,
+) -> Result<TensorScaleMap, CastError> {
+    let recipe = options.recipe.nvfp4().unwrap_or_default();
+    let mut scales = HashMap::new();
+    for planned in &plan.files {
+        let reader = planned.file.reader()?;
+        for ((tensor, decision), &big_endian) in
+            planned.file.tensors.iter().zip(&planned.decisions).zip(&planned.big_endian)
+        {
+            let Decision::Cast(source) = *decision else { continue };
+            let amax = amax_tensor(&reader, tensor, source, big_endian, options, progress)
+                .map_err(|e| piece_error(e, planned, &Piece::Cast(tensor, source, big_endian), output))?;
+            // Exact: the amax of an f32, bf16 or f16 tensor is an f32 (the plan refuses f64).
+            let amax = f64::from_bits(amax) as f32;
+            let global = nvfp4::tensor_scale(recipe, amax, weight_dtype(source));
+            scales.insert((planned.name.clone(), tensor.name.clone()), (amax, global));
+        }
+    }
+    let mut groups: HashMap<(String, &str), (f32, f32)> = HashMap::new();
+    for ((_, name), &(amax, global)) in &scales {
+        let Some(group) = fused_group(name) else { continue };
+        let shared = groups.entry(group).or_insert((amax, global));
+        let global = match recipe {
+            Nvfp4Recipe::CompressedTensors => shared.1.min(global),
+            Nvfp4Recipe::Exact | Nvfp4Recipe::ModelOpt => shared.1.max(global),
+        };
+        *shared = (shared.0.max(amax), global);
+    }
+    for ((_, name), scale) in &mut scales {
+        if let Some(shared) = fused_group(name).and_then(|group| groups.get(&group)) {
+            *scale = *shared;
+        }
+    }
+    Ok(scales)
+}
+
+/// `(file, tensor) → (amax, tensor scale)` of NVFP4's tensors ([`nvfp4_tensor_scales`]).
+type TensorScaleMap = HashMap<(String, String), (f32, f32)>;
+
+/// The dtype compressed-tensors computes a tensor of `source` in: bfloat16 for a bf16
+/// weight, f32 otherwise (the plan refuses f16 for its recipe; the others compute in f32).
+fn weight_dtype(source: SourceDtype) -> WeightDtype {
+    if source == SourceDtype::Bf16 { WeightDtype::Bf16 } else { WeightDtype::F32 }
+}
+
+/// The fused layer that the tensor `name` is a part of, as vLLM fuses them and the NVFP4
+/// producers give them one tensor scale: `(<prefix>, "qkv")` for `<prefix>.q_proj.weight`,
+/// `k_proj` and `v_proj`; `(<prefix>, "gate_up")` for `gate_proj` and `up_proj`.
+fn fused_group(name: &str) -> Option<(String, &'static str)> {
+    const PARTS: [(&str, &str); 5] = [
+        (".q_proj.weight", "qkv"),
+        (".k_proj.weight", "qkv"),
+        (".v_proj.weight", "qkv"),
+        (".gate_proj.weight", "gate_up"),
+        (".up_proj.weight", "gate_up"),
+    ];
+    PARTS.iter().find_map(|(suffix, group)| name.strip_suffix(suffix).map(|prefix| (prefix.to_string(), *group)))
+}
+
 /// What one output file holds beyond its input's tensors.
 struct WrittenFile {
-    /// Its scaled tensors and their dequantisation scales, in file order.
-    scales: Vec<(String, Vec<f32>)>,
+    /// Its scaled tensors and their scales, in file order.
+    scales: Vec<(String, TensorScales)>,
     /// Each tensor's name and bytes of data, the scales' too.
     tensor_bytes: HashMap<String, u64>,
 }
@@ -200,6 +285,8 @@ enum Piece<'a> {
     Cast(&'a TensorEntry, SourceDtype, bool),
     /// The dequantisation scale of the tensor before it.
     Scale(&'a TensorEntry),
+    /// NVFP4: the tensor scale of the tensor before its block scales.
+    GlobalScale(&'a TensorEntry),
 }
 
 impl Piece<'_> {
@@ -207,15 +294,33 @@ impl Piece<'_> {
     fn layout(&self, options: &CastOptions) -> (String, String, Vec<u64>, u64) {
         match *self {
             Piece::Copy(t, _) => (t.name.clone(), t.dtype.clone(), t.shape.clone(), t.data.len() as u64),
-            Piece::Cast(t, _, _) => (
-                t.name.clone(),
-                options.to.safetensors_name().to_string(),
-                t.shape.clone(),
-                t.elements * options.to.bytes() as u64,
-            ),
+            Piece::Cast(t, _, _) => {
+                // NVFP4's codes are packed two per byte, along the rows.
+                let mut shape = t.shape.clone();
+                if options.nvfp4()
+                    && let Some(cols) = shape.last_mut()
+                {
+                    *cols = cols.div_ceil(2);
+                }
+                (
+                    data_name(&t.name, options),
+                    options.to.safetensors_name().to_string(),
+                    shape,
+                    options.to.data_bytes(t.elements),
+                )
+            }
+            Piece::GlobalScale(t) => {
+                // compressed-tensors' weight_global_scale has shape [1], ModelOpt's
+                // weight_scale_2 none (a scalar).
+                let shape = if options.layout == ScaleLayout::ModelOpt { vec![] } else { vec![1] };
+                let name = global_scale_name(&t.name, options).unwrap_or_default();
+                (name, crate::dtype::ElementType::F32.safetensors_name().to_string(), shape, 4)
+            }
             Piece::Scale(t) => {
-                // MX scales are E8M0 codes, one byte each; the others f32.
-                let scale = if options.scale == ScaleMode::Mx {
+                // MX scales are E8M0 codes, one byte each; NVFP4's E4M3 codes; the others f32.
+                let scale = if options.nvfp4() {
+                    crate::dtype::ElementType::E4m3
+                } else if options.scale == ScaleMode::Mx {
                     crate::dtype::ElementType::U8
                 } else {
                     crate::dtype::ElementType::F32
@@ -241,6 +346,9 @@ fn pieces<'a>(planned: &'a PlannedFile, options: &CastOptions) -> Vec<Piece<'a>>
                 pieces.push(Piece::Cast(tensor, source, big_endian));
                 if options.scaled() {
                     pieces.push(Piece::Scale(tensor));
+                }
+                if options.nvfp4() {
+                    pieces.push(Piece::GlobalScale(tensor));
                 }
             }
             _ => pieces.push(Piece::Copy(tensor, big_endian)),
@@ -282,8 +390,16 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
         .collect();
     let mut record = json!({
         "tool": format!("bitexact {}", env!("CARGO_PKG_VERSION")),
-        "to": options.to.safetensors_name(),
-        "rounding": "nearest-even, once from the source value",
+        "to": match options.to {
+            CastTarget::Element(target) => target.safetensors_name(),
+            CastTarget::Nvfp4 => options.to.name(),
+        },
+        "rounding": match (options.nvfp4(), options.recipe) {
+            (_, CastRecipe::DeepGemm) | (true, CastRecipe::ModelOpt | CastRecipe::CompressedTensors) => {
+                "as the recipe computes it (scale.q)"
+            }
+            _ => "nearest-even, once from the source value",
+        },
         "nonfinite": options.nonfinite,
         "tensors": cast,
     });
@@ -305,7 +421,7 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                 },
                 "q": match options.recipe {
                     CastRecipe::DeepGemm => "fl32(x * fl32(1 / d)), then rounded to nearest even (DeepGEMM's)",
-                    CastRecipe::Exact | CastRecipe::CompressedTensors => "x/d exact, rounded once to nearest even, saturated",
+                    CastRecipe::Exact | CastRecipe::CompressedTensors | CastRecipe::ModelOpt => "x/d exact, rounded once to nearest even, saturated",
                 },
                 "stored": if options.scale == ScaleMode::Mx {
                     format!("{stored} = k + 127 (U8, E8M0)")
@@ -328,16 +444,57 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
         };
         record["scale"] = scale;
     }
+    if options.nvfp4() {
+        record["scale"] = nvfp4_record(options);
+    }
     record.to_string()
+}
+
+/// NVFP4's part of [`cast_record`]: the tensor scale, the block scales and the codes, as
+/// the recipe computes them, and where each is stored.
+fn nvfp4_record(options: &CastOptions) -> Value {
+    let (g, s, q) = match options.recipe {
+        CastRecipe::ModelOpt => (
+            "g = fl32(amax * fl32(1/2688)) (ModelOpt's weight_scale_2)",
+            "e4m3(clamp(fl32(b / fl32(6 g)), 2^-9, 448)), 1 where that quotient is 0 (ModelOpt's)",
+            "e2m1(fl32(x / fl32(s g))), to nearest even, saturated (ModelOpt's)",
+        ),
+        CastRecipe::CompressedTensors => (
+            "gs = W(fl32(W(fl32(1 / max(amax, 2^-126))) * 2688)), W the weight's dtype, 1 where not finite (compressed-tensors' weight_global_scale)",
+            "e4m3(min(fl32(gs * W(fl32(b * fl32(1/6)))), 448)), 0.125 where that is 0 (compressed-tensors')",
+            "e2m1(fl32(x / fl32(s / gs))), to nearest even, saturated (compressed-tensors')",
+        ),
+        _ => (
+            "g = fl32(amax / 2688), 1 for an all-zero tensor, at least 2^-149",
+            "sat_rne_e4m3(b / (6 g)) from the exact quotient, 2^-9 where that rounds to 0, 1 for an all-zero block",
+            "x/(s g) exact, rounded once to nearest even E2M1, saturated",
+        ),
+    };
+    let global = global_scale_name("<name>", options).unwrap_or_default();
+    json!({
+        "kind": "nvfp4",
+        "blocks": [1, nvfp4::BLOCK_SIZE],
+        "recipe": crate::cast::recipe_name(options.recipe),
+        "tensor_scale": g,
+        "s": s,
+        "q": q,
+        "stored": format!(
+            "{} = q (U8, two E2M1 codes a byte, the even index in the low nibble), {} = s (F8_E4M3), {global} (F32)",
+            data_name("<name>", options),
+            scale_name("<name>", options)
+        ),
+    })
 }
 
 /// Writes one output file at `path`: its header, then every piece's data; synced where
 /// `options` say so, its writeback started as it is written ([`Writeback`]).
+/// `tensor_scales`: NVFP4's ([`nvfp4_tensor_scales`]).
 fn write_file(
     path: &Path,
     output: &Path,
     planned: &PlannedFile,
     options: &CastOptions,
+    tensor_scales: &TensorScaleMap,
     progress: &Progress,
 ) -> Result<WrittenFile, CastError> {
     let write_failed = |error| output_error(output, OutputErrorKind::Write { file: Some(planned.name.clone()), error });
@@ -365,24 +522,35 @@ fn write_file(
     writer.write_all(text.as_bytes()).map_err(write_failed)?;
     let reader = planned.file.reader()?;
     let mut scales = Vec::new();
-    let mut last_scale = None;
+    let (mut last_scale, mut last_global) = (None, None);
     for piece in &pieces {
         match *piece {
             Piece::Copy(tensor, big_endian) => copy_tensor(&reader, tensor, big_endian, progress, &mut writer),
             Piece::Cast(tensor, source, big_endian) => {
-                cast_tensor(&reader, tensor, source, big_endian, options, progress, &mut writer).map(|scale| {
+                let nvfp4 = tensor_scales.get(&(planned.name.clone(), tensor.name.clone())).copied();
+                let cast = TensorCast { source, big_endian, nvfp4 };
+                cast_tensor(&reader, tensor, cast, options, progress, &mut writer).map(|scale| {
                     last_scale = scale;
                 })
             }
             Piece::Scale(tensor) => {
-                let scale = last_scale.take().expect("a scale follows its tensor");
-                let bytes: Vec<u8> = if options.scale == ScaleMode::Mx {
-                    scale.iter().map(|&d| e8m0_code(d)).collect()
+                let scale: TensorScales = last_scale.take().expect("a scale follows its tensor");
+                let bytes: Vec<u8> = if options.nvfp4() {
+                    // Exact: each s is an E4M3 value (or NaN, E4M3's NaN).
+                    scale.blocks.iter().map(|&s| e4m3::from_f32_bits_satfinite(s.to_bits())).collect()
+                } else if options.scale == ScaleMode::Mx {
+                    scale.blocks.iter().map(|&d| e8m0_code(d)).collect()
                 } else {
-                    scale.iter().flat_map(|d| d.to_le_bytes()).collect()
+                    scale.blocks.iter().flat_map(|d| d.to_le_bytes()).collect()
                 };
+                let global = scale.global;
                 scales.push((tensor.name.clone(), scale));
+                last_global = global;
                 writer.write_all(&bytes).map_err(PieceError::Write)
+            }
+            Piece::GlobalScale(_) => {
+                let global = last_global.take().expect("NVFP4's tensor scale follows its block scales");
+                writer.write_all(&global.to_le_bytes()).map_err(PieceError::Write)
             }
         }
         .map_err(|error| piece_error(error, planned, piece, output))?;
@@ -413,6 +581,13 @@ enum PieceError {
     Write(std::io::Error),
     /// A value refused, at this index.
     Refused(u64, RefusalKind),
+    /// ModelOpt's scales are 0 for this tensor ([`CastError::ModelOptZeroScale`]).
+    ModelOptZeroScale {
+        /// The amax.
+        amax: f32,
+        /// ModelOpt's `weight_scale_2`.
+        g: f32,
+    },
     /// The tensor's amax is past what an f32 scale can take ([`CastError::ScaleOutOfRange`]).
     ScaleOutOfRange {
         /// The amax.
@@ -439,7 +614,7 @@ impl From<SourceReadError> for PieceError {
 /// The job's error for a piece's.
 fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: &Path) -> CastError {
     let tensor = match *piece {
-        Piece::Copy(t, _) | Piece::Cast(t, _, _) | Piece::Scale(t) => t.name.clone(),
+        Piece::Copy(t, _) | Piece::Cast(t, _, _) | Piece::Scale(t) | Piece::GlobalScale(t) => t.name.clone(),
     };
     let path = planned.file.path.clone();
     match error {
@@ -449,6 +624,7 @@ fn piece_error(error: PieceError, planned: &PlannedFile, piece: &Piece, output: 
         }
         PieceError::Refused(index, kind) => CastError::Refused(Refusal { path, tensor, index, kind }),
         PieceError::ScaleOutOfRange { amax, max, s } => CastError::ScaleOutOfRange { path, tensor, amax, max, s },
+        PieceError::ModelOptZeroScale { amax, g } => CastError::ModelOptZeroScale { path, tensor, amax, g },
     }
 }
 
@@ -476,6 +652,7 @@ fn refusal(first: Option<(u64, Outcome)>, target: Target, options: &CastOptions)
         Some((index, outcome)) if options.nonfinite == NonFiniteValues::Refuse => {
             let kind = match outcome {
                 Outcome::Overflow => RefusalKind::Overflow(target),
+                _ if options.nvfp4() => RefusalKind::Nvfp4NonFinite,
                 _ => RefusalKind::NonFiniteValues,
             };
             Err(PieceError::Refused(index, kind))
@@ -577,7 +754,7 @@ fn amax_tensor(
             .try_reduce(|| (0, None), |a, b| Ok((a.0.max(b.0), first_of(a.1, b.1))))
             .map_err(PieceError::Read)?;
         max = max.max(chunk_max);
-        refusal(nonfinite.map(|i| (i, Outcome::NonFiniteValues)), options.to, options)
+        refusal(nonfinite.map(|i| (i, Outcome::NonFiniteValues)), options.to.element().unwrap_or(Target::E4m3), options)
     })?;
     Ok(max)
 }
@@ -585,24 +762,29 @@ fn amax_tensor(
 /// Converts `tensor` (of `source`) and writes it; for FP8 scaled per tensor, first
 /// finds its amax (a pass over the data), and returns the dequantisation scale
 /// `[fl32(1 / s)]`; per channel or per block, returns every block's scale
-/// ([`cast_tensor_blocks`]).
+/// ([`BlockCast`]); NVFP4, its block scales and tensor scale ([`cast_nvfp4`]).
 ///
 /// Each chunk's blocks are read and converted in parallel, into one of two buffers; the
 /// chunk before is written meanwhile, so that the write overlaps the next conversion.
 fn cast_tensor(
     reader: &TensorReader,
     tensor: &TensorEntry,
-    source: SourceDtype,
-    big_endian: bool,
+    cast: TensorCast,
     options: &CastOptions,
     progress: &Progress,
     writer: &mut (impl Write + Send),
-) -> Result<Option<Vec<f32>>, PieceError> {
-    if let (Some(blocks), Some(format)) = (options.blocks(), options.to.fp8()) {
-        let cast = BlockCast { source, big_endian, blocks, format, options };
-        // The plan makes sure of the shapes, the recipe and the target these take.
-        return cast.run(reader, tensor, progress, writer).map(Some);
+) -> Result<Option<TensorScales>, PieceError> {
+    let TensorCast { source, big_endian, nvfp4 } = cast;
+    let only_blocks = |blocks| Some(TensorScales { blocks, global: None });
+    if let Some(scales) = nvfp4.filter(|_| options.nvfp4()) {
+        return cast_nvfp4(reader, tensor, cast, scales, options, progress, writer).map(Some);
     }
+    if let (Some(blocks), Some(format)) = (options.blocks(), options.to.fp8()) {
+        let cast = BlockCast { source, big_endian, blocks, format, nvfp4: None, options };
+        // The plan makes sure of the shapes, the recipe and the target these take.
+        return cast.run(reader, tensor, progress, writer).map(only_blocks);
+    }
+    let target = options.to.element().unwrap_or(Target::Bf16);
     let (conversion, scale) = match options.to.fp8() {
         Some(format) if options.scaled() => {
             let amax = f64::from_bits(amax_tensor(reader, tensor, source, big_endian, options, progress)?);
@@ -619,7 +801,7 @@ fn cast_tensor(
         }
         fp8 => {
             let overflow = if fp8.is_some() && options.saturate { Overflow::SatFinite } else { Overflow::Standard };
-            (ElementCast::Plain { source, target: options.to, overflow }, None)
+            (ElementCast::Plain { source, target, overflow }, None)
         }
     };
     let check = options.nonfinite == NonFiniteValues::Refuse;
@@ -640,7 +822,7 @@ fn cast_tensor(
             )
             .try_reduce(|| None, |a, b| Ok(a.into_iter().chain(b).min_by_key(|&(index, _)| index)))
             .map_err(PieceError::Read)?;
-        refusal(bad, options.to, options)
+        refusal(bad, target, options)
     };
     for_each_chunk_source(reader, tensor, eb, progress, |first, data, chunk| {
         std::mem::swap(&mut converted, &mut written);
@@ -649,7 +831,51 @@ fn cast_tensor(
         done
     })?;
     writer.write_all(&converted).map_err(PieceError::Write)?;
-    Ok(scale)
+    Ok(scale.and_then(only_blocks))
+}
+
+/// How one tensor is read: its source dtype, whether it is stored big-endian, and for
+/// NVFP4 its amax and tensor scale ([`nvfp4_tensor_scales`]).
+#[derive(Clone, Copy)]
+struct TensorCast {
+    source: SourceDtype,
+    big_endian: bool,
+    nvfp4: Option<(f32, f32)>,
+}
+
+/// `2^-9`, E4M3's least value and ModelOpt's least block scale.
+const E4M3_MIN: f32 = 1.0 / 512.0;
+
+/// Casts `tensor` (2-D, its rows a whole number of blocks: the plan makes sure) to NVFP4
+/// by the options' recipe, with `(amax, tensor scale)` (found by [`nvfp4_tensor_scales`]):
+/// its blocks ([`BlockCast`]). Returns the E4M3 block scales and the tensor scale as
+/// stored.
+fn cast_nvfp4(
+    reader: &TensorReader,
+    tensor: &TensorEntry,
+    cast: TensorCast,
+    (amax, global): (f32, f32),
+    options: &CastOptions,
+    progress: &Progress,
+    writer: &mut (impl Write + Send),
+) -> Result<TensorScales, PieceError> {
+    let TensorCast { source, big_endian, .. } = cast;
+    let recipe = options.recipe.nvfp4().unwrap_or_default();
+    let dtype = weight_dtype(source);
+    if recipe == Nvfp4Recipe::ModelOpt && E4M3_MIN * global == 0.0 {
+        return Err(PieceError::ModelOptZeroScale { amax, g: global });
+    }
+    let blocks = Blocks::Tiles { rows: 1, cols: nvfp4::BLOCK_SIZE };
+    let cast = BlockCast {
+        source,
+        big_endian,
+        blocks,
+        format: Fp8Format::E4M3,
+        nvfp4: Some((recipe, global, dtype)),
+        options,
+    };
+    let scales = cast.run(reader, tensor, progress, writer)?;
+    Ok(TensorScales { blocks: scales, global: Some(global) })
 }
 
 /// A tensor cast to FP8 with a scale per channel or per block
@@ -660,6 +886,8 @@ struct BlockCast<'o> {
     big_endian: bool,
     blocks: Blocks,
     format: Fp8Format,
+    /// For NVFP4: the recipe, the tensor scale it found and the dtype it computes in.
+    nvfp4: Option<(Nvfp4Recipe, f32, WeightDtype)>,
     options: &'o CastOptions,
 }
 
@@ -699,23 +927,27 @@ impl BlockCast<'_> {
         let tasks = (4 * CHUNK_ELEMENTS / task_elements).max(rayon::current_num_threads()).min(budget).max(1);
         let chunk_elements = task_elements * tasks;
         let eb = self.source.bytes();
+        // The output bytes of `elements` values: NVFP4 packs two to a byte (a task's and a
+        // chunk's are whole rows of a multiple of 16).
+        let out_bytes = |elements: usize| if self.nvfp4.is_some() { elements / 2 } else { elements };
         let check = self.options.nonfinite == NonFiniteValues::Refuse;
         let mut scales = Vec::with_capacity(scale_count(rows));
         let (mut converted, mut written, mut chunk_scales) = (Vec::new(), Vec::new(), Vec::new());
         let convert = |first: u64, data: Source<'_>, chunk: Range<usize>, out: &mut Vec<u8>, d: &mut Vec<f32>| {
             let elements = chunk.len() / eb;
-            out.resize(elements, 0);
+            out.resize(out_bytes(elements), 0);
             d.clear();
             d.resize(scale_count(elements / cols), 0.0);
             let first_problem = out
-                .par_chunks_mut(task_elements)
+                .par_chunks_mut(out_bytes(task_elements))
                 .zip(d.par_chunks_mut(scale_count(task_rows)))
                 .enumerate()
                 .map_init(
                     || (BlockBuffers::default(), Vec::new(), Vec::new()),
                     |(buffers, scratch, codes), (k, (q, d))| {
+                        let values = if self.nvfp4.is_some() { 2 * q.len() } else { q.len() };
                         let range =
-                            chunk.start + k * task_elements * eb..chunk.start + (k * task_elements + q.len()) * eb;
+                            chunk.start + k * task_elements * eb..chunk.start + (k * task_elements + values) * eb;
                         let bytes = read_block(&data, range, eb, self.big_endian, buffers)?;
                         let x = widened(self.source, bytes, scratch);
                         let at = self.quantize(x, cols, q, d, codes);
@@ -752,8 +984,9 @@ impl BlockCast<'_> {
     /// One task's whole rows `x` (f32 bits, `cols` to a row) quantised into `q`, their
     /// scales into `d` (MX: `2^k`, its E8M0 code first made in `codes`); the index in `x`
     /// of the first value to refuse, if any, and why: a NaN or an infinity, or, by
-    /// compressed-tensors' recipe, a value whose block's scale that recipe overflows
-    /// ([`RefusalKind::PastCompressedTensors`]).
+    /// compressed-tensors' MX recipe, a value whose block's scale that recipe overflows
+    /// ([`RefusalKind::PastCompressedTensors`]). NVFP4: `q` the packed codes, `d` the E4M3
+    /// block scales' values.
     fn quantize(
         &self,
         x: &[u32],
@@ -763,21 +996,27 @@ impl BlockCast<'_> {
         codes: &mut Vec<u8>,
     ) -> Option<(usize, RefusalKind)> {
         let recipe = self.options.recipe;
-        let at = match (self.options.scale, recipe.scale_rule(), recipe.fp8_block()) {
-            (ScaleMode::Mx, Some(rule), _) => {
+        let at = match (self.options.scale, recipe.scale_rule(), recipe.fp8_block(), self.nvfp4) {
+            (.., Some((nvfp4_recipe, global, dtype))) => {
+                codes.resize(d.len(), 0);
+                let at = nvfp4::quantize_blocks(x, nvfp4_recipe, global, dtype, q, codes);
+                d.iter_mut().zip(codes.iter()).for_each(|(d, &code)| *d = f32::from_bits(e4m3::to_f32_bits(code)));
+                at
+            }
+            (ScaleMode::Mx, Some(rule), ..) => {
                 codes.resize(d.len(), 0);
                 let at = mx::quantize_blocks(x, mx_element(self.format), rule, q, codes);
                 d.iter_mut().zip(codes.iter()).for_each(|(d, &code)| *d = mx_scale(code));
                 at
             }
-            (_, _, Some(recipe)) => {
+            (_, _, Some(recipe), None) => {
                 quantize_blocks_with(recipe, x, q.len() / cols, cols, self.blocks, self.format, q, d)
             }
             // The plan refuses a recipe that the scale mode does not take.
             _ => Err(fp8_block::BlockError::EmptyTile),
         };
         let nonfinite = at.expect("a task is whole rows, with its scales' slice; the recipe is the mode's");
-        let past = (recipe == CastRecipe::CompressedTensors)
+        let past = (recipe == CastRecipe::CompressedTensors && self.nvfp4.is_none())
             .then(|| x.iter().position(|&v| (COMPRESSED_TENSORS_MX_LIMIT..0x7F80_0000).contains(&(v & 0x7FFF_FFFF))))
             .flatten();
         let nonfinite = nonfinite.map(|i| (i, RefusalKind::NonFiniteValues));
@@ -850,10 +1089,17 @@ fn write_index(
     for shard in &shards {
         if let Some(done) = written.get(shard) {
             // A scale goes where the index places its tensor: a copy of the tensor in
-            // another shard (which the plan warns of) does not move it.
+            // another shard (which the plan warns of) does not move it. A tensor stored
+            // under another name (NVFP4's `_packed`) is listed under that one.
             for (tensor, _) in &done.scales {
                 if index.weight_map.get(tensor).map(shard_name).as_ref() == Some(shard) {
-                    weight_map.insert(scale_name(tensor, options), shard.clone());
+                    let data = data_name(tensor, options);
+                    if data != *tensor {
+                        weight_map.remove(tensor);
+                    }
+                    for name in std::iter::once(data).chain(added_names(tensor, options)) {
+                        weight_map.insert(name, shard.clone());
+                    }
                 }
             }
         }
@@ -875,9 +1121,9 @@ fn write_index(
     write_json(folder, &name, &Value::Object(object), output)
 }
 
-/// The `config.json` carried over: with a compressed-tensors `quantization_config` for
-/// per-tensor scaled E4M3, with `torch_dtype` set to the target for bf16/f16 (where it
-/// had one), else as it was.
+/// The `config.json` carried over: with a `quantization_config` for scaled E4M3 and
+/// NVFP4 (ModelOpt's beside an `hf_quant_config.json`), with `torch_dtype` set to the
+/// target for bf16/f16 (where it had one), else as it was.
 fn write_config(
     folder: &Path,
     output: &Path,
@@ -887,13 +1133,19 @@ fn write_config(
 ) -> Result<ConfigWritten, CastError> {
     let mut config = read_json_object(path)?;
     let written = match options.to {
-        Target::E4m3 if options.scaled() => {
+        CastTarget::Nvfp4 if options.layout == ScaleLayout::ModelOpt => {
+            let (config_json, hf_quant_config) = modelopt_configs(plan);
+            config.insert("quantization_config".into(), config_json);
+            write_json(folder, MODELOPT_CONFIG, &hf_quant_config, output)?;
+            ConfigWritten::WithQuantizationConfig
+        }
+        CastTarget::Element(Target::E4m3) | CastTarget::Nvfp4 if options.scaled() => {
             config.insert("quantization_config".into(), quantization_config(plan, options));
             ConfigWritten::WithQuantizationConfig
         }
-        Target::Bf16 | Target::F16 => {
+        CastTarget::Element(target @ (Target::Bf16 | Target::F16)) => {
             if config.contains_key("torch_dtype") {
-                config.insert("torch_dtype".into(), json!(options.to.element().torch_name()));
+                config.insert("torch_dtype".into(), json!(target.element().torch_name()));
             }
             ConfigWritten::Copied
         }
@@ -903,15 +1155,10 @@ fn write_config(
     Ok(written)
 }
 
-/// The `quantization_config` of FP8 E4M3 weights: compressed-tensors' for per-tensor,
-/// per-channel, block and MX scales, static, symmetric, activations left as they are
-/// (vLLM's W8A16 FP8 scheme): `Linear` layers targeted, and the modules of the 2-D `.weight`
-/// tensors that were not cast ignored. In [`ScaleLayout::DeepSeek`], DeepSeek-V3's
-/// (`quant_method: "fp8"`, read by vLLM's `Fp8Config` and transformers'
-/// `FineGrainedFP8Config`), the same modules as `modules_to_not_convert` (which both
-/// read; a Linear layer not listed there is loaded as FP8).
-fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
-    let mut ignore = Vec::new();
+/// The modules of the 2-D floating `.weight` tensors that were not cast, sorted: the
+/// layers a loader must keep in their dtype.
+fn not_cast_modules(plan: &Plan) -> Vec<String> {
+    let mut modules = Vec::new();
     for file in &plan.files {
         for (tensor, decision) in file.file.tensors.iter().zip(&file.decisions) {
             let floating = SourceDtype::of_safetensors(&tensor.dtype).is_some();
@@ -920,11 +1167,64 @@ fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
                 && tensor.shape.len() >= 2
                 && !matches!(decision, Decision::Cast(_))
             {
-                ignore.push(module.to_string());
+                modules.push(module.to_string());
             }
         }
     }
-    ignore.sort();
+    modules.sort();
+    modules
+}
+
+/// The file beside `config.json` that ModelOpt writes and vLLM reads first.
+pub(crate) const MODELOPT_CONFIG: &str = "hf_quant_config.json";
+
+/// ModelOpt's NVFP4 weights-only configuration, as ModelOpt exports it: `config.json`'s
+/// `quantization_config` (`quant_method: "modelopt"`, ModelOpt's `convert_hf_config.py`
+/// form) and [`MODELOPT_CONFIG`] (`quantization`: `quant_algo: "W4A16_NVFP4"`, group size
+/// 16, no KV-cache quantisation, the modules not cast excluded), which vLLM's
+/// `ModelOptNvFp4Config` reads (it requires `group_size`, `kv_cache_quant_algo` and
+/// `exclude_modules` there; `W4A16_NVFP4` is in its list from 2026 on).
+fn modelopt_configs(plan: &Plan) -> (Value, Value) {
+    let exclude = not_cast_modules(plan);
+    let producer = json!({ "name": "bitexact", "version": env!("CARGO_PKG_VERSION") });
+    let config = json!({
+        "quant_method": "modelopt",
+        "quant_algo": MODELOPT_ALGO,
+        "group_size": nvfp4::BLOCK_SIZE,
+        "producer": producer,
+        "config_groups": {
+            "group_0": {
+                "weights": { "dynamic": false, "num_bits": 4, "type": "float", "group_size": nvfp4::BLOCK_SIZE },
+                "targets": ["Linear"],
+            }
+        },
+        "ignore": exclude,
+        "kv_cache_scheme": null,
+    });
+    let hf_quant_config = json!({
+        "producer": producer,
+        "quantization": {
+            "quant_algo": MODELOPT_ALGO,
+            "kv_cache_quant_algo": null,
+            "group_size": nvfp4::BLOCK_SIZE,
+            "exclude_modules": exclude,
+        }
+    });
+    (config, hf_quant_config)
+}
+
+/// ModelOpt's name of NVFP4 weights with activations left as they are.
+const MODELOPT_ALGO: &str = "W4A16_NVFP4";
+
+/// The `quantization_config` of FP8 E4M3 weights: compressed-tensors' for per-tensor,
+/// per-channel, block and MX scales, static, symmetric, activations left as they are
+/// (vLLM's W8A16 FP8 scheme): `Linear` layers targeted, and the modules of the 2-D `.weight`
+/// tensors that were not cast ignored. In [`ScaleLayout::DeepSeek`], DeepSeek-V3's
+/// (`quant_method: "fp8"`, read by vLLM's `Fp8Config` and transformers'
+/// `FineGrainedFP8Config`), the same modules as `modules_to_not_convert` (which both
+/// read; a Linear layer not listed there is loaded as FP8).
+fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
+    let ignore = not_cast_modules(plan);
     let (strategy, block_structure) = match options.blocks() {
         Some(Blocks::PerRow) => ("channel", Value::Null),
         Some(Blocks::Tiles { rows, cols }) => ("block", json!([rows, cols])),
@@ -957,7 +1257,21 @@ fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
         "output_activations": null,
     });
     let mut format = "float-quantized";
-    if options.scale == ScaleMode::Mx {
+    if options.nvfp4() {
+        // compressed-tensors' NVFP4 weights only (`format: "nvfp4-pack-quantized"`), as
+        // its `NVFP4A16` preset serialises it (`quantization/quant_scheme.py`): E2M1 in
+        // groups of 16 along the rows, one tensor scale (`tensor_group`). vLLM picks its
+        // `CompressedTensorsW4A16Fp4` scheme from the weights' arguments alone (4-bit
+        // `float`, `tensor_group`, group size 16, symmetric) with no input activations.
+        // No `scale_dtype`: compressed-tensors before 0.13 refuses the key, and E4M3 is
+        // the compressor's default.
+        format = "nvfp4-pack-quantized";
+        weights["num_bits"] = json!(4);
+        weights["strategy"] = json!("tensor_group");
+        weights["group_size"] = json!(nvfp4::BLOCK_SIZE);
+        weights["block_structure"] = Value::Null;
+        group["format"] = json!(format);
+    } else if options.scale == ScaleMode::Mx {
         // compressed-tensors' MXFP8 (`format: "mxfp8-quantized"`), as its `MXFP8A16` preset
         // serialises it (`quantization/quant_scheme.py`): E4M3 in groups of 32 along the
         // rows, the scales `torch.uint8` (E8M0 codes), the format named in the group too.

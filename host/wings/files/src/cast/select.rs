@@ -1,7 +1,7 @@
 //! Which tensors `cast` converts: the default rule of each target, changed by
 //! `--only` and `--skip`; and why each other tensor is copied as it is.
 
-use crate::cast::convert::{SourceDtype, Target};
+use crate::cast::convert::{CastTarget, SourceDtype};
 
 /// Name parts of the tensors FP8 servers keep in high precision by default: the token
 /// embedding and the output head (Llama/Mistral/Qwen `embed_tokens`, `lm_head`; GPT-2
@@ -51,10 +51,10 @@ impl Decision {
             Decision::Cast(_) => None,
             Decision::AlreadyTarget => Some("already the target format"),
             Decision::NotASource => Some("not f32, f64, bf16 or f16"),
-            Decision::UnderTwoDims => Some("fewer than 2 dimensions (FP8 default)"),
-            Decision::EmbeddingOrHead => Some("embedding or output head (FP8 default)"),
-            Decision::NotAMatrix => Some("not 2-D (per-channel, block and MX scales)"),
-            Decision::NoElements => Some("no elements (per-channel, block and MX scales)"),
+            Decision::UnderTwoDims => Some("fewer than 2 dimensions (FP8 and NVFP4 default)"),
+            Decision::EmbeddingOrHead => Some("embedding or output head (FP8 and NVFP4 default)"),
+            Decision::NotAMatrix => Some("not 2-D (per-channel, block, MX and NVFP4 scales)"),
+            Decision::NoElements => Some("no elements (per-channel, block, MX and NVFP4 scales)"),
             Decision::NotMatchedByOnly => Some("not matched by --only"),
             Decision::Skipped => Some("matched by --skip"),
         }
@@ -69,11 +69,18 @@ pub(crate) fn is_embedding_or_head(name: &str) -> bool {
 
 /// What becomes of the tensor `name` of safetensors dtype `dtype` and `dims` dimensions
 /// when cast to `target`: `--skip` first, then `--only` (which replaces the default
-/// rule), then the default (every floating source tensor for bf16/f16; for FP8 those of
+/// rule), then the default (every floating source tensor for bf16/f16; for FP8 and NVFP4 those of
 /// two or more dimensions but the embedding and the output head). A selected tensor
 /// whose dtype is not a source is [`Decision::NotASource`]; the caller refuses it when
 /// `--only` asked for it.
-pub(crate) fn decide(name: &str, dtype: &str, dims: usize, target: Target, patterns: &Patterns) -> Decision {
+pub(crate) fn decide(
+    name: &str,
+    dtype: &str,
+    dims: usize,
+    target: impl Into<CastTarget>,
+    patterns: &Patterns,
+) -> Decision {
+    let target = target.into();
     if patterns.skip.as_ref().is_some_and(|skip| skip.is_match(name)) {
         return Decision::Skipped;
     }
@@ -88,7 +95,7 @@ pub(crate) fn decide(name: &str, dtype: &str, dims: usize, target: Target, patte
     if target.is(source) {
         return Decision::AlreadyTarget;
     }
-    if patterns.only.is_none() && target.fp8().is_some() {
+    if patterns.only.is_none() && (target.fp8().is_some() || target == CastTarget::Nvfp4) {
         if dims < 2 {
             return Decision::UnderTwoDims;
         }
@@ -102,6 +109,7 @@ pub(crate) fn decide(name: &str, dtype: &str, dims: usize, target: Target, patte
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cast::convert::Target;
 
     fn patterns(only: Option<&str>, skip: Option<&str>) -> Patterns {
         Patterns {
