@@ -5,6 +5,9 @@
 //! `cargo bench -p device-support --bench handover` (release; `-- --quick` for one
 //! repetition, `-- --coroutines-only` to profile the coroutines alone). Each line: the launch's time, its hand-overs, and the time per
 //! hand-over, the best of the repetitions; then the OS threads' over the coroutines'.
+//! The repetitions after the first reuse the launching thread's coroutine stacks; a
+//! last line times one cold launch, on a new thread whose pool is empty (every stack
+//! mapped and its pages faulted in).
 
 use device_support::block::{self, AtomicInteger, Dim3, Scope, thread_rank};
 use device_support::emulator::{KernelArgs, Launch, Threads, launch_on};
@@ -76,4 +79,8 @@ fn main() {
             println!("  {blocks:>3} blocks: OS threads / coroutines = {:.1}x per hand-over", os / coroutines);
         }
     }
+    let (took, handovers) = std::thread::scope(|s| s.spawn(|| measure(&x, 64, Threads::Coroutines, 1)).join())
+        .unwrap_or_else(|_| panic!("the cold launch panicked"));
+    let ns = took.as_nanos() as f64 / handovers as f64;
+    println!("   64 blocks, Coroutines, cold (a new thread: its stacks mapped): {took:>10.2?}, {ns:>9.1} ns each");
 }

@@ -12,7 +12,8 @@
 //!
 //! # What is emulated, and how
 //! * **Threads.** Every thread of a block is a stackful coroutine (`corosensei`, a stack
-//!   of [`STACK_BYTES`] each) on the thread that called [`launch`]; the same coroutines
+//!   of [`STACK_BYTES`] each, kept by the calling thread for its next launch) on the
+//!   thread that called [`launch`]; the same coroutines
 //!   serve block after block, so the grid's blocks run one after another, in order of
 //!   their linear index. The block functions read the running thread's indices from a
 //!   thread-local context, and panic with a clear message when called outside [`launch`].

@@ -12,7 +12,7 @@ use super::schedule::State;
 use core::alloc::Layout;
 use core::cell::Cell;
 use corosensei::stack::DefaultStack;
-use corosensei::{Coroutine, Yielder};
+use corosensei::{Coroutine, CoroutineResult, Yielder};
 use shared::launch::{Dim3, WARP_SIZE};
 use std::boxed::Box;
 use std::string::{String, ToString};
@@ -45,9 +45,10 @@ pub(super) enum Turn {
     /// It is an OS thread: it sleeps on its condition variable.
     Thread,
     /// It is a coroutine on the launching thread: it suspends to the scheduler
-    /// ([`run_coroutines`]), which resumes whoever holds the baton. The pointer is the
-    /// coroutine's own yielder, valid while the coroutine runs.
-    Coroutine(*const Yielder<(), ()>),
+    /// ([`run_coroutines`]), handing it the rank that holds the baton now, which the
+    /// scheduler resumes. The pointer is the coroutine's own yielder, valid while the
+    /// coroutine runs.
+    Coroutine(*const Yielder<(), u32>),
 }
 
 /// The emulated thread that runs the kernel body now, on this OS thread.
@@ -68,6 +69,18 @@ std::thread_local! {
     /// name the suspended coroutine's; nothing reads it then.)
     static CONTEXT: Cell<*const Context> = const { Cell::new(core::ptr::null()) };
 }
+
+std::thread_local! {
+    /// The coroutine stacks of this thread's finished launches, reused by its next ones
+    /// (at most [`MAX_POOLED_STACKS`]): mapping a stack and faulting in its first pages
+    /// cost more than a small launch's hand-overs.
+    static STACKS: core::cell::RefCell<Vec<DefaultStack>> = const { core::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most stacks a thread keeps for its next launch: a block of 1,024 threads, CUDA's
+/// largest (each of [`super::STACK_BYTES`] of address space, of which only the pages a
+/// kernel touched are memory).
+const MAX_POOLED_STACKS: usize = 1024;
 
 /// The payload a thread unwinds out of the kernel body with when the launch has been
 /// stopped (by an error elsewhere): not a panic of the kernel's.
@@ -146,6 +159,7 @@ impl Shared {
             inner = match turn {
                 Turn::Thread => self.wake[rank as usize].wait(inner).unwrap_or_else(PoisonError::into_inner),
                 Turn::Coroutine(yielder) => {
+                    let baton = inner.state.baton;
                     drop(inner);
                     // Puts this thread's context back when the suspension returns, and also
                     // if it unwinds instead (a coroutine unwound on drop), so that the
@@ -153,7 +167,7 @@ impl Shared {
                     let _restore = RestoreContext(CONTEXT.get());
                     // SAFETY: the yielder of the coroutine running this code, which lives
                     // as long as the coroutine (`Turn::Coroutine`).
-                    unsafe { (*yielder).suspend(()) };
+                    unsafe { (*yielder).suspend(baton) };
                     drop(_restore);
                     self.lock()
                 }
@@ -183,8 +197,10 @@ impl Drop for RestoreContext {
 /// [`EmulatorError::Panicked`].
 pub(super) fn run_thread(shared: &Arc<Shared>, rank: u32, body: &(dyn Fn() + Sync), turn: Turn) {
     let thread = shared.thread_of(rank);
+    let mut held = None;
     loop {
-        let Some(inner) = shared.wait_turn(shared.lock(), rank, turn) else { return };
+        let inner = held.take().unwrap_or_else(|| shared.lock());
+        let Some(inner) = shared.wait_turn(inner, rank, turn) else { return };
         let block = inner.state.block_idx();
         drop(inner);
         let context = Context { shared: Arc::clone(shared), rank, thread, block, turn };
@@ -217,6 +233,8 @@ pub(super) fn run_thread(shared: &Arc<Shared>, rank: u32, body: &(dyn Fn() + Syn
             Err(error) => Err(error),
         };
         match next {
+            // A coroutine keeps the lock into its wait for the next block's turn.
+            Ok(()) if !shared.os_threads => held = Some(inner),
             Ok(()) => shared.wake_baton(inner),
             Err(error) => {
                 drop(inner);
@@ -235,7 +253,7 @@ pub(super) fn run_thread(shared: &Arc<Shared>, rank: u32, body: &(dyn Fn() + Syn
 pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn() + Sync)) {
     let mut coroutines = Vec::with_capacity(threads as usize);
     for rank in 0..threads {
-        let stack = match DefaultStack::new(super::STACK_BYTES) {
+        let stack = match STACKS.with_borrow_mut(Vec::pop).map_or_else(|| DefaultStack::new(super::STACK_BYTES), Ok) {
             Ok(stack) => stack,
             Err(error) => {
                 shared.stop(EmulatorError::Spawn { kernel: shared.kernel, message: error.to_string() });
@@ -243,7 +261,7 @@ pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn(
             }
         };
         let mine = Arc::clone(shared);
-        let run = move |yielder: &Yielder<(), ()>, ()| run_thread(&mine, rank, body, Turn::Coroutine(yielder));
+        let run = move |yielder: &Yielder<(), u32>, ()| run_thread(&mine, rank, body, Turn::Coroutine(yielder));
         // SAFETY: `run` borrows `body`, which outlives `coroutines`: each coroutine is
         // driven to completion below, or dropped (and so unwound) when `coroutines` is,
         // before this function returns.
@@ -252,18 +270,23 @@ pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn(
     // A panic out of a coroutine (outside the kernel body, which `run_thread` catches)
     // stops the launch; every coroutine is then drained as after an error, and the panic
     // goes on, so that none is ever unwound by dropping it.
-    let resume = |coroutine: &mut Coroutine<(), (), ()>| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| coroutine.resume(()))).err()
+    let resume = |coroutine: &mut Coroutine<(), u32, ()>| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| coroutine.resume(())))
+    };
+    // The baton's holder, as the coroutine that suspended last handed it on (read under
+    // the lock where none did: at the start, and after a coroutine returned).
+    let read_baton = || {
+        let inner = shared.lock();
+        (!inner.state.over).then_some(inner.state.baton as usize)
     };
     let mut panic = None;
-    loop {
-        let (over, baton) = {
-            let inner = shared.lock();
-            (inner.state.over, inner.state.baton as usize)
-        };
+    let mut next = read_baton();
+    while let Some(baton) = next {
         match coroutines.get_mut(baton) {
-            Some(coroutine) if !over && !coroutine.done() => {
-                if let Some(payload) = resume(coroutine) {
+            Some(coroutine) if !coroutine.done() => match resume(coroutine) {
+                Ok(CoroutineResult::Yield(baton)) => next = Some(baton as usize),
+                Ok(CoroutineResult::Return(())) => next = read_baton(),
+                Err(payload) => {
                     shared.stop(EmulatorError::Panicked {
                         kernel: shared.kernel,
                         block: shared.lock().state.block_idx(),
@@ -271,8 +294,9 @@ pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn(
                         message: "the emulator itself panicked".to_string(),
                     });
                     panic = Some(payload);
+                    next = None;
                 }
-            }
+            },
             // None: the stacks ran out (the launch is stopped); a finished coroutine never
             // holds the baton of a launch that goes on.
             _ => break,
@@ -280,11 +304,17 @@ pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn(
     }
     for coroutine in &mut coroutines {
         while !coroutine.done() {
-            if let Some(payload) = resume(coroutine) {
+            if let Err(payload) = resume(coroutine) {
                 panic.get_or_insert(payload);
             }
         }
     }
+    // Every coroutine is done: their stacks go back to this thread's pool for its next
+    // launch (mapped once, their pages already touched).
+    STACKS.with_borrow_mut(|stacks| {
+        let room = MAX_POOLED_STACKS.saturating_sub(stacks.len());
+        stacks.extend(coroutines.into_iter().take(room).map(Coroutine::into_stack));
+    });
     if let Some(payload) = panic {
         std::panic::resume_unwind(payload);
     }
@@ -338,8 +368,13 @@ fn sync_point(what: &str, arrive: impl FnOnce(&mut State, u32) -> Result<(), Emu
         drop(inner);
         stop_and_unwind(shared, error);
     }
-    shared.wake_baton(inner);
-    match shared.wait_turn(shared.lock(), rank, turn) {
+    // An OS thread lets go of the lock to wake the next; a coroutine suspends holding the
+    // state as it left it (`wait_turn` hands the scheduler the baton).
+    if shared.os_threads {
+        shared.wake_baton(inner);
+        inner = shared.lock();
+    }
+    match shared.wait_turn(inner, rank, turn) {
         Some(inner) => inner.state.result(rank),
         None => std::panic::resume_unwind(Box::new(Stopped)),
     }
@@ -388,7 +423,7 @@ pub(crate) fn yield_baton(what: &str) {
 /// by `from_raw_parts`, an atomic on global memory) is only bounds-checked. Outside
 /// [`super::launch`], an index out of bounds panics.
 pub(crate) fn shared_access(base: *const u8, index: usize, len: usize, size: usize, kind: AccessKind, site: Site) {
-    let context = current_context().map(|c| (Arc::clone(&c.shared), c.rank, c.thread, c.block));
+    let context = current_context().map(|c| (&*c.shared, c.rank, c.thread, c.block));
     let Some((shared, rank, thread, block)) = context else {
         assert!(index < len, "SharedSlice index {index} out of bounds (len {len}) at {site}");
         return;
@@ -433,7 +468,7 @@ pub(crate) fn shared_access(base: *const u8, index: usize, len: usize, size: usi
     };
     if let Err(error) = checked {
         drop(inner);
-        stop_and_unwind(&shared, error);
+        stop_and_unwind(shared, error);
     }
 }
 
