@@ -1232,8 +1232,9 @@ fn assert_blocks(
     format: NarrowFormat,
     tile: Option<(usize, usize)>,
     scale_name: &str,
-    deepgemm: bool,
+    recipe: &str,
 ) -> Vec<u32> {
+    let deepgemm = recipe == "deepgemm";
     let (name, dtype, shape, data) = input;
     let (rows, cols) = (shape[0], shape[1]);
     let (h, w) = tile.unwrap_or((1, cols));
@@ -1250,7 +1251,11 @@ fn assert_blocks(
         let block =
             || (top..rows.min(top + h)).flat_map(move |r| (left..cols.min(left + w)).map(move |c| r * cols + c));
         let amax = block().map(|i| xs[i] & 0x7FFF_FFFF).filter(|&m| m < 0x7F80_0000).max().unwrap_or(0);
-        let d = if deepgemm { scaled::deepgemm_scale(format, amax) } else { scaled::block_dequant_scale(format, amax) };
+        let d = match recipe {
+            "deepgemm" => scaled::deepgemm_scale(format, amax),
+            "ue8m0" => ue8m0_scale(format, amax),
+            _ => scaled::block_dequant_scale(format, amax),
+        };
         assert_eq!(d_bytes, d.to_le_bytes(), "{scale_name}[{b}]: amax {amax:#010x}");
         for i in block() {
             let (x, q) = (xs[i], view.data()[i]);
@@ -1264,6 +1269,19 @@ fn assert_blocks(
         scales.push(d);
     }
     scales
+}
+
+/// The power-of-two scale (`--scale-format ue8m0`) of a block whose largest finite
+/// magnitude is `amax` (f32 bits), by its definition: the least `k` in `−127 ..= 127` with
+/// `amax ≤ max · 2^k` (exact in f64), as f32 bits; 1 for `amax = 0`.
+fn ue8m0_scale(format: NarrowFormat, amax: u32) -> u32 {
+    let amax = f64::from(f32::from_bits(amax));
+    if amax == 0.0 {
+        return 1f32.to_bits();
+    }
+    let max = if format.mantissa_bits == 3 { 448.0 } else { 57344.0 };
+    let k = (-127..=127).find(|&k| amax <= max * 2f64.powi(k)).unwrap_or(127);
+    (2f64.powi(k) as f32).to_bits()
 }
 
 /// A checkpoint folder for the block-scaled casts: weights of every source dtype with
@@ -1302,8 +1320,12 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale", "exact"),
         ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "exact"),
         ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "deepgemm"),
+        ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "ue8m0"),
+        ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale", "ue8m0"),
     ] {
         let deepgemm = recipe == "deepgemm";
+        // ue8m0: the exact recipe with power-of-two scales.
+        let (recipe_arg, format_arg) = if recipe == "ue8m0" { ("exact", "ue8m0") } else { (recipe, "f32") };
         let out = dir.path().join(format!("{to}-{scale}-{layout}-{recipe}"));
         let args = [
             "cast",
@@ -1317,7 +1339,9 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
             "--layout",
             layout,
             "--recipe",
-            recipe,
+            recipe_arg,
+            "--scale-format",
+            format_arg,
         ];
         let output = bitexact(&args[..]);
         assert_eq!(output.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
@@ -1326,7 +1350,7 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         let cast = SafeTensors::deserialize(&bytes).unwrap();
         let mut subnormal = false;
         for tensor in &tensors[..3] {
-            let d = assert_blocks(&cast, tensor, format, blocks, &format!("{}{suffix}", tensor.0), deepgemm);
+            let d = assert_blocks(&cast, tensor, format, blocks, &format!("{}{suffix}", tensor.0), recipe);
             subnormal |= d.iter().any(|&d| f32::from_bits(d).is_subnormal());
         }
         // Each row holds larger values too, so only a tile's scale can be subnormal, and
@@ -1344,7 +1368,8 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         assert_eq!(cast.len(), tensors.len() + 3, "the tensors and three scales");
         let record: serde_json::Value = serde_json::from_str(&metadata(&bytes)["bitexact.cast"]).unwrap();
         assert_eq!(record["scale"]["kind"], scale);
-        assert_eq!(record["scale"]["recipe"], recipe);
+        assert_eq!(record["scale"]["recipe"], recipe_arg);
+        assert_eq!(record["scale"]["d"].as_str().unwrap().contains("UE8M0"), recipe == "ue8m0", "{record}");
         let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
         assert_eq!(config["hidden_size"], 7);
         let quantization = &config["quantization_config"];
@@ -1358,6 +1383,8 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
                 assert_eq!(quantization["activation_scheme"], "dynamic");
                 assert_eq!(quantization["weight_block_size"], serde_json::json!([128, 128]));
                 assert_eq!(quantization["modules_to_not_convert"], ignored);
+                let scale_fmt = if recipe == "ue8m0" { serde_json::json!("ue8m0") } else { serde_json::Value::Null };
+                assert_eq!(quantization["scale_fmt"], scale_fmt);
             }
             _ => {
                 assert_eq!(quantization["quant_method"], "compressed-tensors");
@@ -1380,7 +1407,9 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         json_args.extend(["--format", "json"]);
         let report: serde_json::Value = serde_json::from_str(&run_ok(&json_args)).unwrap();
         assert_eq!(report["layout"], layout);
-        assert_eq!(report["recipe"], recipe);
+        assert_eq!(report["recipe"], recipe_arg);
+        let scale_format = if recipe == "ue8m0" { serde_json::json!("ue8m0") } else { serde_json::Value::Null };
+        assert_eq!(report["scale_format"], scale_format);
         let up = report["tensors"].as_array().unwrap().iter().find(|t| t["name"] == tensors[0].0).unwrap();
         let d = assert_blocks(
             &SafeTensors::deserialize(&read(&json_out.join("model.safetensors"))).unwrap(),
@@ -1388,7 +1417,7 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
             format,
             blocks,
             &format!("{}{suffix}", tensors[0].0),
-            deepgemm,
+            recipe,
         );
         let values: Vec<f32> = d.iter().map(|&d| f32::from_bits(d)).collect();
         assert_eq!(
@@ -1439,7 +1468,7 @@ fn block_scales_span_chunks_of_bands() {
     run_ok(&["cast", path_arg(&input), "-o", path_arg(&out), "--to", "e4m3", "--scale", "block"]);
     let bytes = read(&out);
     let cast = SafeTensors::deserialize(&bytes).unwrap();
-    assert_blocks(&cast, &tensor, FP8_E4M3, Some((128, 128)), "w.weight_scale", false);
+    assert_blocks(&cast, &tensor, FP8_E4M3, Some((128, 128)), "w.weight_scale", "exact");
 }
 
 #[test]
@@ -1474,6 +1503,17 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
             "--recipe deepgemm takes finite values only",
         ),
         (vec!["--to", "e4m3", "--scale", "block", "--no-saturate"], "--no-saturate applies to --scale none"),
+        (vec!["--to", "e4m3", "--scale", "block", "--recipe", "ocp"], "--recipe ocp is MXFP8's scale rule"),
+        (
+            vec!["--to", "e4m3", "--scale", "mx", "--scale-format", "ue8m0"],
+            "--scale-format applies to --scale per-channel",
+        ),
+        (vec!["--to", "e4m3", "--scale-format", "ue8m0"], "--scale-format applies to --scale per-channel"),
+        (vec!["--to", "bf16", "--scale-format", "ue8m0"], "apply to FP8 targets"),
+        (
+            vec!["--to", "e4m3", "--scale", "block", "--recipe", "deepgemm", "--scale-format", "ue8m0"],
+            "--scale-format ue8m0 is the exact recipe's",
+        ),
     ] {
         let mut all = vec!["cast", i, "-o", o];
         all.extend(args);
@@ -1495,13 +1535,17 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
 /// bits), from its definition in exact f64 arithmetic: the least `k` in `-127..=127` with
 /// `amax ≤ 448 · 2^k` (the exact recipe: nothing saturates), or with `amax < 448 · 2^k`
 /// (compressed-tensors': its power of two rounded up from a significand of 1.75, so that
-/// `0.875 · 2^(k + 8) ≤ amax < 1.75 · 2^(k + 8)`).
-fn mx_exponent(amax: u32, compressed_tensors: bool) -> i32 {
+/// `0.875 · 2^(k + 8) ≤ amax < 1.75 · 2^(k + 8)`); by OCP's (`ocp`), the greatest `k` with
+/// `2^(k + 8) ≤ amax` (`floor(log2 amax) − 8`; `−127` for a smaller or zero `amax`).
+fn mx_exponent(amax: u32, recipe: &str) -> i32 {
     let amax = f64::from(f32::from_bits(amax));
+    if recipe == "ocp" {
+        return (-127..=127).rev().find(|&k| 2f64.powi(k + 8) <= amax).unwrap_or(-127);
+    }
     (-127..=127)
         .find(|&k| {
             let bound = 448.0 * 2f64.powi(k);
-            if compressed_tensors { amax < bound } else { amax <= bound }
+            if recipe == "compressed-tensors" { amax < bound } else { amax <= bound }
         })
         .unwrap_or(127)
 }
@@ -1511,7 +1555,7 @@ fn mx_exponent(amax: u32, compressed_tensors: bool) -> i32 {
 /// checked against [`mx_exponent`] of its amax (found here), stored as `k + 127`, and
 /// each code against the rational reference of `x · 2^-k` rounded once
 /// (`scaled::quantize_once`). Returns the codes of the scales.
-fn assert_mx(out: &SafeTensors, input: &Tensor, compressed_tensors: bool) -> Vec<u8> {
+fn assert_mx(out: &SafeTensors, input: &Tensor, recipe: &str) -> Vec<u8> {
     let (name, dtype, shape, data) = input;
     let (rows, cols) = (shape[0], shape[1]);
     let xs: Vec<u32> = data.chunks(dtype.bitsize() / 8).map(|b| source_f32(*dtype, b)).collect();
@@ -1523,7 +1567,7 @@ fn assert_mx(out: &SafeTensors, input: &Tensor, compressed_tensors: bool) -> Vec
     for (b, &code) in scale.data().iter().enumerate() {
         let block = b * 32..(b + 1) * 32;
         let amax = xs[block.clone()].iter().map(|x| x & 0x7FFF_FFFF).max().unwrap_or(0);
-        let k = mx_exponent(amax, compressed_tensors);
+        let k = mx_exponent(amax, recipe);
         assert_eq!(i32::from(code), k + 127, "{scale_name}[{b}]: amax {amax:#010x}");
         // 2^-k as f32 bits, from its fields (2^127 and 2^-126 are the extremes here).
         let s = if -k >= -126 { ((127 - k) as u32) << 23 } else { 1 << (149 - k) };
@@ -1563,7 +1607,7 @@ fn mx_scales_match_their_definition_by_either_recipe() {
     std::fs::write(folder.join("config.json"), r#"{"hidden_size": 96}"#).unwrap();
     let mut differ = 0;
     let mut codes = Vec::new();
-    for recipe in ["exact", "compressed-tensors"] {
+    for recipe in ["exact", "compressed-tensors", "ocp"] {
         let out = dir.path().join(recipe);
         let args =
             ["cast", path_arg(&folder), "-o", path_arg(&out), "--to", "e4m3", "--scale", "mx", "--recipe", recipe];
@@ -1575,7 +1619,7 @@ fn mx_scales_match_their_definition_by_either_recipe() {
         let cast = SafeTensors::deserialize(&bytes).unwrap();
         let mut recipe_codes = Vec::new();
         for tensor in &tensors[..2] {
-            recipe_codes.extend(assert_mx(&cast, tensor, recipe == "compressed-tensors"));
+            recipe_codes.extend(assert_mx(&cast, tensor, recipe));
         }
         for tensor in &tensors[2..] {
             assert_eq!(cast.tensor(tensor.0).unwrap().data(), &tensor.3[..], "{} is kept", tensor.0);
@@ -1612,8 +1656,12 @@ fn mx_scales_match_their_definition_by_either_recipe() {
         assert!(summary.contains("up_proj.weight_scale [300, 8]"), "{summary}");
         if codes.is_empty() {
             codes = recipe_codes;
-        } else {
+        } else if recipe == "compressed-tensors" {
             differ = codes.iter().zip(&recipe_codes).filter(|(a, b)| a != b).count();
+        } else {
+            // OCP's floor differs from the exact rule on every block whose amax has a
+            // significand above 1.75 (and is not clamped).
+            assert_ne!(codes, recipe_codes, "ocp");
         }
     }
     // The recipes differ exactly on the blocks whose amax is 448 · 2^j: one per 7th row of
@@ -1623,7 +1671,7 @@ fn mx_scales_match_their_definition_by_either_recipe() {
         xs.chunks(32)
             .map(move |b| b.iter().map(|&x| (if bf16 { x >> 16 << 16 } else { x }) & 0x7FFF_FFFF).max().unwrap_or(0))
     });
-    let expected = amaxes.filter(|&amax| mx_exponent(amax, false) != mx_exponent(amax, true)).count();
+    let expected = amaxes.filter(|&amax| mx_exponent(amax, "exact") != mx_exponent(amax, "compressed-tensors")).count();
     assert!(expected >= (0..300).step_by(7).count(), "{expected} blocks where the recipes differ");
     assert_eq!(differ, expected, "blocks whose scale differs between the recipes");
 }
@@ -1740,7 +1788,7 @@ fn block_scales_span_chunks_and_refuse_or_keep_a_nan_by_its_index() {
     run_ok(&args);
     let bytes = read(&out);
     let cast = SafeTensors::deserialize(&bytes).unwrap();
-    assert_blocks(&cast, &tensor, FP8_E4M3, None, "w.weight_scale", false);
+    assert_blocks(&cast, &tensor, FP8_E4M3, None, "w.weight_scale", "exact");
     let data = cast.tensor("w.weight").unwrap().data();
     assert_eq!(data[nan_at] & 0x7F, 0x7F, "NaN stays NaN");
     assert_eq!(data[nan_at + 2 * (1 << 14)], 0x7E, "infinity saturates");
@@ -1938,7 +1986,7 @@ fn nvfp4_refuses_what_it_cannot_hold_in_one_line() {
         "tensor 'w.weight' has 40 columns: NVFP4 takes a multiple of 16",
     );
     let options_refused = [
-        (&["--scale", "block"][..], "--scale, --rounding and --no-saturate apply to FP8 targets"),
+        (&["--scale", "block"][..], "--scale, --scale-format, --rounding and --no-saturate apply to FP8 targets"),
         (&["--layout", "compressed-tensors", "--recipe", "exact"], "which the exact recipe's g = amax/2688 is not"),
         (
             &["--layout", "modelopt", "--recipe", "compressed-tensors"],

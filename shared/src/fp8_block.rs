@@ -44,9 +44,21 @@
 //! sample at 14 scales), and `d` on every finite `amax`, against
 //! rational arithmetic on integers (`bitexact::verify::reference::scaled`), by
 //! `tests/tests/fp8_block.rs`.
+//!
+//! # With a power-of-two scale (UE8M0)
+//! DeepSeek-V3.1's checkpoints and DeepGEMM on Blackwell take block scales that are
+//! powers of two (`scale_fmt: "ue8m0"`: each `d` an E8M0 value). The exact recipe then
+//! stores `d = 2^k`, the least power of two with `amax ≤ max · 2^k` (no value of the block
+//! saturates), `k` clamped to E8M0's `−127 ..= 127`; 1 for an all-zero block
+//! ([`ue8m0_scale_for`], [`Recipe::ExactUe8m0`]); each `q = sat_rne(x / d)` as above, now
+//! an exact division by a power of two. `k` is [`crate::mx`]'s [`ScaleRule::Fit`]
+//! exponent, proven there; `d` is checked on every finite `amax` against its defining
+//! inequalities in exact arithmetic by `tests/tests/fp8_block.rs`.
 
+use crate::e8m0;
 use crate::fp8::{e4m3, e5m2};
 use crate::fp8_scale::{self, Fp8Format, magnitude_bits};
+use crate::mx::{self, ElementFormat, ScaleRule};
 use crate::narrow::round_magnitude_f64;
 
 /// The smallest positive f32, `2^-149`: the least dequantisation scale.
@@ -63,6 +75,22 @@ pub fn dequant_scale_for(amax: f32, format: Fp8Format) -> f32 {
     }
     let d = amax / format.max_finite();
     if d == 0.0 { MIN_SCALE } else { d }
+}
+
+/// The exact recipe's power-of-two dequantisation scale `d = 2^k` of a block whose
+/// largest finite magnitude is `amax` (finite, non-negative): the least `k` with `amax ≤
+/// max · 2^k`, clamped to `−127 ..= 127` (so `2^-127`, an f32 subnormal, for an `amax`
+/// below `max · 2^-127`); 1 for `amax = 0`. [`Recipe::ExactUe8m0`].
+#[inline]
+pub fn ue8m0_scale_for(amax: f32, format: Fp8Format) -> f32 {
+    if amax == 0.0 {
+        return 1.0;
+    }
+    let element = match format {
+        Fp8Format::E4M3 => ElementFormat::E4M3,
+        Fp8Format::E5M2 => ElementFormat::E5M2,
+    };
+    f32::from_bits(e8m0::to_f32_bits(mx::scale_code(amax.to_bits(), element, ScaleRule::Fit)))
 }
 
 /// `sat_rne(x / d)`: the exact quotient of the f32 `x` (bits) by the positive finite
@@ -106,6 +134,10 @@ pub enum Recipe {
     /// `sf`, which this recipe leaves out of `amax` (a caller that keeps non-finite values
     /// no longer matches DeepGEMM). [`deepgemm_scale`], [`deepgemm_quantize`].
     DeepGemm,
+    /// The exact recipe with a power-of-two scale (`scale_fmt: "ue8m0"`; the module's
+    /// doc): `d = 2^k` the least with `amax ≤ max · 2^k` ([`ue8m0_scale_for`]), `q =
+    /// sat_rne(x / d)`, `d` stored.
+    ExactUe8m0,
 }
 
 /// DeepGEMM's scale `sf = fl32(max(amax, 1e-4) · fl32(1 / max))` of a block whose largest
@@ -255,12 +287,13 @@ pub fn quantize_blocks_with(
             *scale = match recipe {
                 Recipe::Exact => dequant_scale_for(f32::from_bits(amax), format),
                 Recipe::DeepGemm => deepgemm_scale(f32::from_bits(amax), format),
+                Recipe::ExactUe8m0 => ue8m0_scale_for(f32::from_bits(amax), format),
             };
             let inverse = 1.0 / *scale;
             for (x_row, q_row) in x_band.chunks(cols).zip(q_band.chunks_mut(cols)) {
                 if let (Some(values), Some(codes)) = (x_row.get(columns.clone()), q_row.get_mut(columns.clone())) {
                     match recipe {
-                        Recipe::Exact => {
+                        Recipe::Exact | Recipe::ExactUe8m0 => {
                             for (code, &value) in codes.iter_mut().zip(values) {
                                 *code = quantize_quotient(value, *scale, format);
                             }

@@ -13,7 +13,11 @@
 //!   recipe written on integers (the clamp, the division `1 / max`, the product rounded
 //!   to f32, `1 / sf`); its codes on whole tensors against the reference's two-step
 //!   rounding `rne(fl32(x · fl32(1 / sf)))` (`scaled::quantize_two_step`, which
-//!   `fp8_scale.rs` proves `quantize` equal to on every f32 at its walked scales).
+//!   `fp8_scale.rs` proves `quantize` equal to on every f32 at its walked scales);
+//! - the exact recipe with a power-of-two scale ([`Recipe::ExactUe8m0`]): `ue8m0_scale_for`
+//!   on a sample, and with `--ignored` on every finite `amax` for both formats, against
+//!   the inequalities that define it, in exact f64 arithmetic (`max · 2^k` and `amax` are
+//!   f64 values); its codes on whole tensors against the reference's exact quotient.
 
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
 use conformance::{check_all, splitmix};
@@ -160,6 +164,70 @@ fn the_scale_equals_the_rational_reference_on_every_finite_amax() {
     check_all(0..0x7F80_0000, |amax| check_scale(amax as u32)).unwrap_or_else(|m| panic!("{m}"));
 }
 
+/// Whether `d` (f32 bits) is the UE8M0 scale of a block whose largest magnitude is `amax`
+/// (f32 bits, finite): 1 for `amax = 0`; otherwise `2^k` with `k` in `−127 ..= 127`,
+/// `amax ≤ max · 2^k`, and `k = −127` or `amax > max · 2^(k − 1)` (the least such `k`).
+/// Every product here is an f64 value (`max` has at most 3 significant bits), so the
+/// comparisons are exact.
+fn is_ue8m0_scale(format: Fp8Format, amax: u32, d: u32) -> bool {
+    let (amax, d) = (f64::from(f32::from_bits(amax)), f64::from(f32::from_bits(d)));
+    if amax == 0.0 {
+        return d == 1.0;
+    }
+    let bits = d.to_bits();
+    let k = ((bits >> 52) & 0x7FF) as i32 - 1023;
+    let power_of_two = d > 0.0 && bits & 0x000F_FFFF_FFFF_FFFF == 0 && (-127..=127).contains(&k);
+    let max = f64::from(format.max_finite());
+    power_of_two && amax <= max * d && (k == -127 || amax > max * d / 2.0)
+}
+
+/// The UE8M0 scale of `amax` (f32 bits, finite) by its definition: the least `k` in
+/// `−127 ..= 127` with `amax ≤ max · 2^k` (exact in f64), as f32 bits; 1 for `amax = 0`.
+fn reference_ue8m0_scale(format: Fp8Format, amax: u32) -> u32 {
+    let value = f64::from(f32::from_bits(amax));
+    if value == 0.0 {
+        return 1f32.to_bits();
+    }
+    let max = f64::from(format.max_finite());
+    let k = (-127..=127).find(|&k| value <= max * 2f64.powi(k)).unwrap_or(127);
+    (2f64.powi(k) as f32).to_bits()
+}
+
+fn check_ue8m0_scale(amax: u32) -> Result<(), String> {
+    for format in Fp8Format::ALL {
+        let got = fp8_block::ue8m0_scale_for(f32::from_bits(amax), format).to_bits();
+        if !is_ue8m0_scale(format, amax, got) {
+            let want = reference_ue8m0_scale(format, amax);
+            return Err(format!("{format:?}: amax = {amax:#010x}: UE8M0 scale {got:#010x}, exact {want:#010x}"));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn the_ue8m0_scale_is_the_least_power_of_two_that_fits_on_a_sample() {
+    for amax in sampled_f32().filter(|&x| x < 0x7F80_0000) {
+        for format in Fp8Format::ALL {
+            // The definition by search and the check by inequalities agree.
+            let d = reference_ue8m0_scale(format, amax);
+            assert!(is_ue8m0_scale(format, amax, d), "{format:?} {amax:#x}");
+            for wrong in [d.wrapping_add(1 << 23), d.wrapping_sub(1 << 23), d ^ 1] {
+                assert!(!is_ue8m0_scale(format, amax, wrong) || amax == 0, "{format:?} {amax:#x} {wrong:#x}");
+            }
+        }
+        check_ue8m0_scale(amax).unwrap_or_else(|m| panic!("{m}"));
+    }
+    let ue8m0 = |amax: f32| fp8_block::ue8m0_scale_for(amax, Fp8Format::E4M3);
+    assert_eq!((ue8m0(0.0), ue8m0(448.0), ue8m0(449.0), ue8m0(224.0)), (1.0, 1.0, 2.0, 0.5));
+    assert_eq!(ue8m0(f32::from_bits(1)), f32::from_bits(0x0040_0000), "2^-127, E8M0's least");
+}
+
+#[test]
+#[ignore = "2^31 inputs"]
+fn the_ue8m0_scale_is_the_least_power_of_two_that_fits_on_every_finite_amax() {
+    check_all(0..0x7F80_0000, |amax| check_ue8m0_scale(amax as u32)).unwrap_or_else(|m| panic!("{m}"));
+}
+
 /// DeepGEMM's `sf` of `amax` on integers (`scaled::deepgemm_scale`).
 fn reference_deepgemm_scale(format: Fp8Format, amax: u32) -> u32 {
     scaled::deepgemm_scale(reference_format(format), amax)
@@ -275,10 +343,11 @@ fn reference_blocks(
         *scale = match recipe {
             Recipe::Exact => scaled::block_dequant_scale(reference, amax.to_bits()),
             Recipe::DeepGemm => reference_deepgemm_scale(format, amax.to_bits()),
+            Recipe::ExactUe8m0 => reference_ue8m0_scale(format, amax.to_bits()),
         };
         for i in indices() {
             q[i] = match recipe {
-                Recipe::Exact => scaled::quantize_quotient(reference, x[i], *scale),
+                Recipe::Exact | Recipe::ExactUe8m0 => scaled::quantize_quotient(reference, x[i], *scale),
                 Recipe::DeepGemm => scaled::deepgemm_quantize(reference, x[i], *scale),
             };
         }
@@ -305,7 +374,8 @@ fn whole_tensors_equal_the_reference_block_by_block() {
     for (blocks, extent) in
         [(Blocks::TILE_128, (128, 128)), (Blocks::PerRow, (1, cols)), (Blocks::Tiles { rows: 1, cols: 32 }, (1, 32))]
     {
-        for (format, recipe) in Fp8Format::ALL.into_iter().flat_map(|f| [(f, Recipe::Exact), (f, Recipe::DeepGemm)]) {
+        let recipes = [Recipe::Exact, Recipe::DeepGemm, Recipe::ExactUe8m0];
+        for (format, recipe) in Fp8Format::ALL.into_iter().flat_map(|f| recipes.map(|r| (f, r))) {
             let (block_rows, block_cols) = blocks.scale_shape(rows, cols).expect("non-empty tiles");
             let mut q = vec![0u8; rows * cols];
             let mut d = vec![0f32; block_rows * block_cols];

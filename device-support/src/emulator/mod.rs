@@ -111,11 +111,14 @@
 //! grid-stride loop, `block_max_u32`, one atomic per block) in 256-thread blocks, about
 //! 2,460 hand-overs per block, on coroutines and, in the same run, on one OS thread per
 //! emulated thread (the emulator's first form, kept for this comparison). On this
-//! project's 2-core build machine (AVX2, nothing else running), best of 5: 16 blocks
-//! 10.2 ms against 536 ms, 64 blocks 23.4 ms against 2.11 s; 148 ns per hand-over with
-//! the launch's set-up and the elements included (111 ns at the margin from 16 to 64
-//! blocks), against 13.3 µs: 53 to 90 times less. The example's fp8-scale kernels run a
-//! 2^24-value tensor under the emulator in about 4 s in a debug build.
+//! project's 2-core build machine (AMD EPYC, nothing else running, 2026-12-06), best of
+//! 5: 16 blocks 6.4 ms against 478 ms, 64 blocks 14.5 ms against 2.30 s; 92 ns per
+//! hand-over with the elements included (162 ns at 16 blocks, where the 2^20 elements
+//! weigh on a quarter of the hand-overs), against 14.6 µs: 75 to 159 times less. A
+//! thread keeps its coroutine stacks for its next launch, so only its first launch maps
+//! them (64 blocks cold: 20.1 ms, 127 ns per hand-over; the pages a kernel touched stay
+//! resident while the thread lives, at most 1,024 stacks). The example's fp8-scale
+//! kernels run a 2^24-value tensor under the emulator in about 4 s in a debug build.
 
 mod error;
 mod memory;

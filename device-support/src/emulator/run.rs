@@ -287,9 +287,11 @@ pub(super) fn run_coroutines(shared: &Arc<Shared>, threads: u32, body: &(dyn Fn(
                 Ok(CoroutineResult::Yield(baton)) => next = Some(baton as usize),
                 Ok(CoroutineResult::Return(())) => next = read_baton(),
                 Err(payload) => {
+                    // Read before `stop`, which takes the lock again (it is not reentrant).
+                    let block = shared.lock().state.block_idx();
                     shared.stop(EmulatorError::Panicked {
                         kernel: shared.kernel,
-                        block: shared.lock().state.block_idx(),
+                        block,
                         thread: shared.thread_of(baton as u32),
                         message: "the emulator itself panicked".to_string(),
                     });

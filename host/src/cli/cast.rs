@@ -2,12 +2,14 @@
 //! tensor, per channel, per block or MX, or not) or NVFP4, every value rounded once from its own source value by
 //! the exact recipe (or as the named producer's recipe computes it).
 
-use super::choices::{NonFiniteArg, RecipeArg, RoundingArg, ScaleArg, ScaleLayoutArg, SummaryFormat, TargetArg};
+use super::choices::{
+    NonFiniteArg, RecipeArg, RoundingArg, ScaleArg, ScaleFormatArg, ScaleLayoutArg, SummaryFormat, TargetArg,
+};
 use super::error::CliError;
 use bitexact::files;
 use bitexact::files::cast::convert::{CastTarget, Target};
 use bitexact::files::cast::select::Patterns;
-use bitexact::files::cast::{CastOptions, CastRecipe, CastReport, ScaleLayout, ScaleMode};
+use bitexact::files::cast::{CastOptions, CastRecipe, CastReport, ScaleFormat, ScaleLayout, ScaleMode};
 use bitexact::support::output;
 use shared::fp8_scale::Rounding;
 use std::path::PathBuf;
@@ -53,6 +55,10 @@ pub struct CastArgs {
     /// named producer's, modelled on its source.
     #[arg(long, value_enum)]
     pub recipe: Option<RecipeArg>,
+    /// FP8 with --scale per-channel or block: the scales any f32 (the default) or powers of
+    /// two (ue8m0, DeepSeek-V3.1's scale_fmt; the exact recipe).
+    #[arg(long, value_enum)]
+    pub scale_format: Option<ScaleFormatArg>,
     /// FP8 with --scale per-tensor only: how x·s is rounded.
     #[arg(long, value_enum)]
     pub rounding: Option<RoundingArg>,
@@ -134,10 +140,10 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
         return Err(CliError::Usage("--layout modelopt and --recipe modelopt write NVFP4: --to nvfp4".into()));
     }
     let fp8 = to.fp8().is_some();
-    let fp8_only = args.scale.is_some() || args.rounding.is_some() || args.no_saturate;
+    let fp8_only = args.scale.is_some() || args.rounding.is_some() || args.no_saturate || args.scale_format.is_some();
     if !fp8 && (fp8_only || args.layout.is_some() || args.recipe.is_some()) {
         return Err(CliError::Usage(format!(
-            "--scale, --layout, --recipe, --rounding and --no-saturate apply to FP8 targets, not --to {}",
+            "--scale, --layout, --recipe, --scale-format, --rounding and --no-saturate apply to FP8 targets, not --to {}",
             to.name()
         )));
     }
@@ -147,7 +153,22 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     }
     if args.recipe == Some(RecipeArg::CompressedTensors) && (scale != ScaleMode::Mx || to != Target::E4m3) {
         return Err(CliError::Usage(
-            "--recipe compressed-tensors is modelled for its MXFP8 scales: --to e4m3 --scale mx".into(),
+            "--recipe compressed-tensors is modelled for its MXFP8 and NVFP4 scales: --to e4m3 --scale mx, or --to nvfp4"
+                .into(),
+        ));
+    }
+    if args.recipe == Some(RecipeArg::Ocp) && (scale != ScaleMode::Mx || to != Target::E4m3) {
+        return Err(CliError::Usage("--recipe ocp is MXFP8's scale rule: --to e4m3 --scale mx".into()));
+    }
+    if args.scale_format.is_some() && !matches!(scale, ScaleMode::PerChannel | ScaleMode::Block) {
+        return Err(CliError::Usage(
+            "--scale-format applies to --scale per-channel or block (MX scales are E8M0 already)".into(),
+        ));
+    }
+    if args.scale_format == Some(ScaleFormatArg::Ue8m0) && args.recipe.is_some_and(|r| r != RecipeArg::Exact) {
+        return Err(CliError::Usage(
+            "--scale-format ue8m0 is the exact recipe's (DeepGEMM's rounds up through CUDA's log2, which is not modelled): drop --recipe"
+                .into(),
         ));
     }
     if scale == ScaleMode::Mx && to != Target::E4m3 {
@@ -179,6 +200,7 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
         scale,
         layout: args.layout.map_or(ScaleLayout::CompressedTensors, ScaleLayout::from),
         recipe: args.recipe.map_or(CastRecipe::Exact, CastRecipe::from),
+        scale_format: args.scale_format.map_or(ScaleFormat::F32, ScaleFormat::from),
         rounding: args.rounding.map_or(Rounding::Once, Rounding::from),
         saturate: !args.no_saturate,
         ..defaults
@@ -191,9 +213,9 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
 /// ModelOpt's recipes write ModelOpt's layout), ModelOpt's layout by the exact recipe
 /// where neither is.
 fn nvfp4_options(args: &CastArgs, defaults: CastOptions) -> Result<CastOptions, CliError> {
-    if args.scale.is_some() || args.rounding.is_some() || args.no_saturate {
+    if args.scale.is_some() || args.rounding.is_some() || args.no_saturate || args.scale_format.is_some() {
         return Err(CliError::Usage(
-            "--scale, --rounding and --no-saturate apply to FP8 targets: nvfp4 has its own scales (E4M3 per 16 values of a row, F32 per tensor) and saturates"
+            "--scale, --scale-format, --rounding and --no-saturate apply to FP8 targets: nvfp4 has its own scales (E4M3 per 16 values of a row, F32 per tensor) and saturates"
                 .into(),
         ));
     }

@@ -6,7 +6,7 @@
 use bitexact::cpu::Level;
 use bitexact::files::backend::Device;
 use bitexact::files::cast::convert::CastTarget;
-use bitexact::files::cast::{CastRecipe, NonFiniteValues, ScaleLayout, ScaleMode};
+use bitexact::files::cast::{CastRecipe, NonFiniteValues, ScaleFormat, ScaleLayout, ScaleMode};
 use bitexact::files::normalize::image::ChannelLayout;
 use bitexact::files::write::Dtype;
 use shared::fp8_scale::Rounding;
@@ -200,6 +200,28 @@ pub enum RecipeArg {
     /// fl32(1/2688)), s = e4m3(fl32(b / fl32(6g))), q = e2m1(fl32(x / fl32(s·g))); --to nvfp4
     /// in the modelopt layout only.
     Modelopt,
+    /// OCP MX v1.0's rule (torchao's FLOOR): 2^k with k = floor(log2 amax) - 8, so the
+    /// block's values past 448·2^k saturate; q = x/2^k rounded once; --to e4m3 --scale mx only.
+    Ocp,
+}
+
+/// `cast --scale-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScaleFormatArg {
+    /// Any f32: d = fl32(amax / max).
+    F32,
+    /// Powers of two (DeepSeek-V3.1's scale_fmt "ue8m0"): d = 2^k, the least with amax <=
+    /// max·2^k; still stored as F32; the exact recipe, --scale per-channel or block.
+    Ue8m0,
+}
+
+impl From<ScaleFormatArg> for ScaleFormat {
+    fn from(format: ScaleFormatArg) -> ScaleFormat {
+        match format {
+            ScaleFormatArg::F32 => ScaleFormat::F32,
+            ScaleFormatArg::Ue8m0 => ScaleFormat::Ue8m0,
+        }
+    }
 }
 
 impl From<RecipeArg> for CastRecipe {
@@ -209,6 +231,7 @@ impl From<RecipeArg> for CastRecipe {
             RecipeArg::Deepgemm => CastRecipe::DeepGemm,
             RecipeArg::CompressedTensors => CastRecipe::CompressedTensors,
             RecipeArg::Modelopt => CastRecipe::ModelOpt,
+            RecipeArg::Ocp => CastRecipe::Ocp,
         }
     }
 }

@@ -131,6 +131,25 @@ pub enum CastRecipe {
     /// ([`Nvfp4Recipe::ModelOpt`]): NVFP4 in the ModelOpt layout only.
     #[serde(rename = "modelopt")]
     ModelOpt,
+    /// OCP MX v1.0's scale rule for MXFP8 ([`ScaleRule::Floor`]: `k = floor(log2 amax) −
+    /// 8`, so values from `448 · 2^k` up to the block's amax saturate), which torchao's
+    /// `ScaleCalculationMode.FLOOR` computes (its default in `to_mx`); the elements as the
+    /// exact recipe's. MX only.
+    Ocp,
+}
+
+/// How per-channel and block FP8 scales are stored: any f32 (the exact recipe's `d =
+/// fl32(amax / max)`), or powers of two (`scale_fmt: "ue8m0"`, as DeepSeek-V3.1 and
+/// DeepGEMM on Blackwell take them: [`fp8_block::Recipe::ExactUe8m0`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScaleFormat {
+    /// Any f32.
+    #[default]
+    F32,
+    /// `d = 2^k`, the least power of two with `amax ≤ max · 2^k` (`k` in `−127 ..= 127`),
+    /// still stored as F32.
+    Ue8m0,
 }
 
 impl CastRecipe {
@@ -139,7 +158,7 @@ impl CastRecipe {
         match self {
             CastRecipe::Exact => Some(fp8_block::Recipe::Exact),
             CastRecipe::DeepGemm => Some(fp8_block::Recipe::DeepGemm),
-            CastRecipe::CompressedTensors | CastRecipe::ModelOpt => None,
+            CastRecipe::CompressedTensors | CastRecipe::ModelOpt | CastRecipe::Ocp => None,
         }
     }
 
@@ -149,7 +168,7 @@ impl CastRecipe {
             CastRecipe::Exact => Some(Nvfp4Recipe::Exact),
             CastRecipe::CompressedTensors => Some(Nvfp4Recipe::CompressedTensors),
             CastRecipe::ModelOpt => Some(Nvfp4Recipe::ModelOpt),
-            CastRecipe::DeepGemm => None,
+            CastRecipe::DeepGemm | CastRecipe::Ocp => None,
         }
     }
 
@@ -158,6 +177,7 @@ impl CastRecipe {
         match self {
             CastRecipe::Exact => Some(ScaleRule::Fit),
             CastRecipe::CompressedTensors => Some(ScaleRule::CompressedTensors),
+            CastRecipe::Ocp => Some(ScaleRule::Floor),
             CastRecipe::DeepGemm | CastRecipe::ModelOpt => None,
         }
     }
@@ -191,8 +211,11 @@ pub struct CastOptions {
     pub layout: ScaleLayout,
     /// For FP8 scaled per channel, per block or MX, and NVFP4: the exact recipe
     /// ([`CastRecipe::Exact`], the default), DeepGEMM's (128 × 128 blocks),
-    /// compressed-tensors' (MX, NVFP4) or ModelOpt's (NVFP4).
+    /// compressed-tensors' (MX, NVFP4), OCP's (MX) or ModelOpt's (NVFP4).
     pub recipe: CastRecipe,
+    /// For FP8 scaled per channel or per block: the scales any f32 ([`ScaleFormat::F32`],
+    /// the default) or powers of two ([`ScaleFormat::Ue8m0`], by the exact recipe).
+    pub scale_format: ScaleFormat,
     /// For FP8 scaled per tensor: the exact product rounded once ([`Rounding::Once`], the
     /// default) or `fl32(x · s)` first ([`Rounding::TwoStep`]). Per-channel and block
     /// scales always round the exact quotient once; [`Rounding::TwoStep`] is refused there.
@@ -225,6 +248,7 @@ impl Default for CastOptions {
             scale: ScaleMode::PerTensor,
             layout: ScaleLayout::CompressedTensors,
             recipe: CastRecipe::Exact,
+            scale_format: ScaleFormat::F32,
             rounding: Rounding::Once,
             saturate: true,
             nonfinite: NonFiniteValues::Refuse,
@@ -254,6 +278,18 @@ impl CastOptions {
     /// Whether the target is NVFP4.
     pub fn nvfp4(&self) -> bool {
         self.to == CastTarget::Nvfp4
+    }
+
+    /// The block-scaled FP8 arithmetic of FP8 scaled per channel or per block: the
+    /// recipe's, with power-of-two scales for [`ScaleFormat::Ue8m0`] (`None` where the
+    /// recipe has none, or none with that format).
+    pub const fn block_recipe(&self) -> Option<fp8_block::Recipe> {
+        match (self.recipe, self.scale_format) {
+            (CastRecipe::Exact, ScaleFormat::F32) => Some(fp8_block::Recipe::Exact),
+            (CastRecipe::Exact, ScaleFormat::Ue8m0) => Some(fp8_block::Recipe::ExactUe8m0),
+            (CastRecipe::DeepGemm, ScaleFormat::F32) => Some(fp8_block::Recipe::DeepGemm),
+            _ => None,
+        }
     }
 
     /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] or
@@ -295,6 +331,21 @@ impl CastOptions {
                 "--recipe compressed-tensors takes finite values only (PyTorch carries a NaN or an infinity into the block's scale): drop --nonfinite keep",
             );
         }
+        if self.recipe == CastRecipe::Ocp && (self.to != e4m3 || self.scale != ScaleMode::Mx) {
+            return Some("the OCP rule is MXFP8's: --recipe ocp takes --to e4m3 --scale mx");
+        }
+        if self.scale_format == ScaleFormat::Ue8m0
+            && (self.to.fp8().is_none() || !matches!(self.scale, ScaleMode::PerChannel | ScaleMode::Block))
+        {
+            return Some(
+                "--scale-format ue8m0 stores FP8 per-channel or block scales as powers of two: it takes --scale per-channel or block (MX scales are E8M0 already)",
+            );
+        }
+        if self.scale_format == ScaleFormat::Ue8m0 && self.recipe != CastRecipe::Exact {
+            return Some(
+                "--scale-format ue8m0 is the exact recipe's (DeepGEMM's rounds up through CUDA's log2, which is not modelled): drop --recipe",
+            );
+        }
         if self.blocks().is_some() && self.rounding == Rounding::TwoStep {
             return Some(
                 "per-channel and block scales round the exact quotient x/d once; --rounding two-step is for --scale per-tensor",
@@ -319,8 +370,8 @@ impl CastOptions {
             (ScaleLayout::DeepSeek, _) => Some(
                 "the deepseek layout holds E4M3 in 128x128 blocks; NVFP4 takes --layout modelopt or compressed-tensors",
             ),
-            (_, CastRecipe::DeepGemm) => Some(
-                "DeepGEMM's recipe makes E4M3 in 128x128 blocks; NVFP4 takes --recipe exact, modelopt or compressed-tensors",
+            (_, CastRecipe::DeepGemm | CastRecipe::Ocp) => Some(
+                "DeepGEMM's and OCP's recipes make FP8; NVFP4 takes --recipe exact, modelopt or compressed-tensors",
             ),
             (ScaleLayout::CompressedTensors, CastRecipe::Exact) => Some(
                 "compressed-tensors stores NVFP4's tensor scale as the multiplier gs (readers dequantise by s/gs), which the exact recipe's g = amax/2688 is not: take --layout modelopt, or --recipe compressed-tensors",
@@ -424,6 +475,9 @@ pub struct CastReport {
     /// `compressed-tensors` or `modelopt`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipe: Option<&'static str>,
+    /// For FP8 per-channel and block scales stored as powers of two: `ue8m0`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_format: Option<ScaleFormat>,
     /// For scaled FP8, the rounding.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rounding: Option<&'static str>,
@@ -758,6 +812,7 @@ pub(crate) const fn recipe_name(recipe: CastRecipe) -> &'static str {
         CastRecipe::DeepGemm => "deepgemm",
         CastRecipe::CompressedTensors => "compressed-tensors",
         CastRecipe::ModelOpt => "modelopt",
+        CastRecipe::Ocp => "ocp",
     }
 }
 
@@ -1076,6 +1131,7 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         scale: options.to.fp8().map(|_| options.scale),
         layout: options.blocks().map(|_| options.layout),
         recipe: options.blocks().map(|_| recipe_name(options.recipe)),
+        scale_format: (options.scale_format == ScaleFormat::Ue8m0).then_some(ScaleFormat::Ue8m0),
         rounding: (options.scaled() && !options.nvfp4()).then_some(match options.rounding {
             Rounding::Once => "once",
             Rounding::TwoStep => "two-step",

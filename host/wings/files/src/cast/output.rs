@@ -415,13 +415,15 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                 "recipe": crate::cast::recipe_name(options.recipe),
                 "d": match (options.scale, options.recipe) {
                     (ScaleMode::Mx, CastRecipe::CompressedTensors) => "2^k per 32 values of a row, k = log2(amax rounded to a power of two, up from a significand of 1.75) - 8 (compressed-tensors' round_to_power_2), clamped to -127..127".to_string(),
+                    (ScaleMode::Mx, CastRecipe::Ocp) => "2^k per 32 values of a row, k = floor(log2 amax) - 8 (OCP MX v1.0, torchao's FLOOR), clamped to -127..127: values past 448 * 2^k saturate".to_string(),
                     (ScaleMode::Mx, _) => format!("2^k per 32 values of a row, k the least with amax <= {} * 2^k, clamped to -127..127", format.max_finite()),
+                    (_, _) if options.scale_format == crate::cast::ScaleFormat::Ue8m0 => format!("2^k per block, k the least with amax <= {} * 2^k, clamped to -127..127 (UE8M0), 1 for an all-zero block", format.max_finite()),
                     (_, CastRecipe::DeepGemm) => format!("fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) per block (DeepGEMM's sf)", format.max_finite()),
                     _ => format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
                 },
                 "q": match options.recipe {
                     CastRecipe::DeepGemm => "fl32(x * fl32(1 / d)), then rounded to nearest even (DeepGEMM's)",
-                    CastRecipe::Exact | CastRecipe::CompressedTensors | CastRecipe::ModelOpt => "x/d exact, rounded once to nearest even, saturated",
+                    CastRecipe::Exact | CastRecipe::CompressedTensors | CastRecipe::ModelOpt | CastRecipe::Ocp => "x/d exact, rounded once to nearest even, saturated",
                 },
                 "stored": if options.scale == ScaleMode::Mx {
                     format!("{stored} = k + 127 (U8, E8M0)")
@@ -913,7 +915,7 @@ impl BlockCast<'_> {
         if rows == 0 || cols == 0 {
             // No data: every block (a row of no columns) is empty, its scale 1.
             let mut scales = vec![0f32; scale_count(rows)];
-            let recipe = self.options.recipe.fp8_block().unwrap_or_default();
+            let recipe = self.options.block_recipe().unwrap_or_default();
             let _ = quantize_blocks_with(recipe, &[], rows, cols, blocks, format, &mut [], &mut scales);
             return Ok(scales);
         }
@@ -996,7 +998,7 @@ impl BlockCast<'_> {
         codes: &mut Vec<u8>,
     ) -> Option<(usize, RefusalKind)> {
         let recipe = self.options.recipe;
-        let at = match (self.options.scale, recipe.scale_rule(), recipe.fp8_block(), self.nvfp4) {
+        let at = match (self.options.scale, recipe.scale_rule(), self.options.block_recipe(), self.nvfp4) {
             (.., Some((nvfp4_recipe, global, dtype))) => {
                 codes.resize(d.len(), 0);
                 let at = nvfp4::quantize_blocks(x, nvfp4_recipe, global, dtype, q, codes);
@@ -1231,13 +1233,18 @@ fn quantization_config(plan: &Plan, options: &CastOptions) -> Value {
         None => ("tensor", Value::Null),
     };
     if options.layout == ScaleLayout::DeepSeek {
-        return json!({
+        let mut config = json!({
             "quant_method": "fp8",
             "fmt": "e4m3",
             "activation_scheme": "dynamic",
             "weight_block_size": block_structure,
             "modules_to_not_convert": ignore,
         });
+        // DeepSeek-V3.1's key for power-of-two scales, which vLLM reads.
+        if options.scale_format == crate::cast::ScaleFormat::Ue8m0 {
+            config["scale_fmt"] = json!("ue8m0");
+        }
+        return config;
     }
     let mut weights = json!({
         "num_bits": 8,
