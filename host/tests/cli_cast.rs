@@ -1503,7 +1503,8 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
             "--recipe deepgemm takes finite values only",
         ),
         (vec!["--to", "e4m3", "--scale", "block", "--no-saturate"], "--no-saturate applies to --scale none"),
-        (vec!["--to", "e4m3", "--scale", "block", "--recipe", "ocp"], "--recipe ocp is MXFP8's scale rule"),
+        (vec!["--to", "e4m3", "--scale", "block", "--recipe", "ocp"], "--recipe ocp and rceil are MXFP8's scale rules"),
+        (vec!["--to", "e5m2", "--scale", "mx", "--recipe", "rceil"], "--recipe ocp and rceil are MXFP8's scale rules"),
         (
             vec!["--to", "e4m3", "--scale", "mx", "--scale-format", "ue8m0"],
             "--scale-format applies to --scale per-channel",
@@ -1538,6 +1539,14 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
 /// `0.875 · 2^(k + 8) ≤ amax < 1.75 · 2^(k + 8)`); by OCP's (`ocp`), the greatest `k` with
 /// `2^(k + 8) ≤ amax` (`floor(log2 amax) − 8`; `−127` for a smaller or zero `amax`).
 fn mx_exponent(amax: u32, recipe: &str) -> i32 {
+    if recipe == "rceil" {
+        // torchao's: the least 2^k at or above fl32(amax · fl32(1/448)), the product by the
+        // integer reference, the reciprocal checked by multiplication.
+        let r = (1.0f32 / 448.0).to_bits();
+        assert!(scaled::is_rounded_quotient(1f32.to_bits(), 448f32.to_bits(), r));
+        let descale = f64::from(f32::from_bits(reference_nvfp4::multiply(amax, r)));
+        return (-127..=127).find(|&k| descale <= 2f64.powi(k)).unwrap_or(127);
+    }
     let amax = f64::from(f32::from_bits(amax));
     if recipe == "ocp" {
         return (-127..=127).rev().find(|&k| 2f64.powi(k + 8) <= amax).unwrap_or(-127);
@@ -1607,7 +1616,7 @@ fn mx_scales_match_their_definition_by_either_recipe() {
     std::fs::write(folder.join("config.json"), r#"{"hidden_size": 96}"#).unwrap();
     let mut differ = 0;
     let mut codes = Vec::new();
-    for recipe in ["exact", "compressed-tensors", "ocp"] {
+    for recipe in ["exact", "compressed-tensors", "ocp", "rceil"] {
         let out = dir.path().join(recipe);
         let args =
             ["cast", path_arg(&folder), "-o", path_arg(&out), "--to", "e4m3", "--scale", "mx", "--recipe", recipe];
@@ -1658,10 +1667,13 @@ fn mx_scales_match_their_definition_by_either_recipe() {
             codes = recipe_codes;
         } else if recipe == "compressed-tensors" {
             differ = codes.iter().zip(&recipe_codes).filter(|(a, b)| a != b).count();
-        } else {
+        } else if recipe == "ocp" {
             // OCP's floor differs from the exact rule on every block whose amax has a
             // significand above 1.75 (and is not clamped).
             assert_ne!(codes, recipe_codes, "ocp");
+        } else {
+            // torchao's RCEIL is the exact rule on every amax but one (tests/tests/mx.rs).
+            assert_eq!(codes, recipe_codes, "rceil");
         }
     }
     // The recipes differ exactly on the blocks whose amax is 448 · 2^j: one per 7th row of

@@ -4,7 +4,7 @@
 //! onto the element format and saturated at its largest finite value: MXFP8 (E4M3 or
 //! E5M2 elements) and MXFP4 (E2M1, [`crate::fp4::e2m1`]).
 //!
-//! Three rules choose `k` from the block's `amax`, its largest magnitude:
+//! Four rules choose `k` from the block's `amax`, its largest magnitude:
 //! - [`ScaleRule::Fit`], the exact rule: the smallest `k` with `amax ≤ max · 2^k`, where
 //!   `max` is the element format's largest finite value, so that no element of the block
 //!   saturates. This is `amax / max` rounded up to a power of two, exactly; cuBLAS,
@@ -16,6 +16,10 @@
 //! - [`ScaleRule::CompressedTensors`], compressed-tensors' `round_to_power_2`: `amax`
 //!   rounded to a power of two up from a significand of 1.75, then `− emax`; Fit's but
 //!   at `amax = 1.75 · 2^j` for the FP8 elements.
+//! - [`ScaleRule::Rceil`], torchao's `RCEIL` as its source computes it: `fl32(amax ·
+//!   fl32(1 / max))` rounded up to a power of two. Fit's but where that f32 product
+//!   rounds down onto a power of two the exact quotient exceeds (the block's largest
+//!   values then saturate, by less than half a unit of the element format).
 //!
 //! Each clamps `k` to E8M0's range, `−127 ..= 127`; a zero `amax` gives `k = −127`, and a
 //! NaN or infinite `amax` the NaN scale code.
@@ -50,6 +54,16 @@ impl ElementFormat {
         }
     }
 
+    /// The largest finite value: 448, 57344 or 6.
+    #[inline]
+    pub const fn max_finite(self) -> f32 {
+        match self {
+            ElementFormat::E4M3 => 448.0,
+            ElementFormat::E5M2 => 57344.0,
+            ElementFormat::E2M1 => 6.0,
+        }
+    }
+
     /// The f32 mantissa field of the largest finite value (1.75 or 1.5 times `2^emax`).
     #[inline]
     const fn max_mantissa_field(self) -> u32 {
@@ -77,6 +91,12 @@ pub enum ScaleRule {
     /// `7 · 2^k` saturate. A zero `amax` gives code 0 there too (`log2(0) = −inf`, clamped),
     /// and so does a subnormal one (f32's or bf16's: the bit trick gives 0 or `2^-126`).
     CompressedTensors,
+    /// torchao's `ScaleCalculationMode.RCEIL` (`prototype/mx_formats/mx_tensor.py` at
+    /// 36027d8, 2026-08, its eager path): `descale = fl32(amax · fl32(1 / max))` (the
+    /// multiplication by a rounded reciprocal that PyTorch computes), then the least `k`
+    /// with `descale ≤ 2^k`, from its bits (a subnormal `descale` too); a zero `descale`
+    /// gives code 0.
+    Rceil,
 }
 
 /// The 23-bit fraction of the finite non-zero f32 magnitude `abs` once its leading one
@@ -104,6 +124,16 @@ pub const fn scale_code(amax: u32, element: ElementFormat, rule: ScaleRule) -> u
     };
     let k = floor - element.emax();
     let k = match rule {
+        // descale = 1.f · 2^e: 2^e when f = 0, else 2^(e + 1); a zero descale (an amax
+        // below about max · 2^-150) clamps as a zero amax does.
+        ScaleRule::Rceil => {
+            let descale = (f32::from_bits(abs) * (1.0 / element.max_finite())).to_bits();
+            match e8m0::floor_log2(descale) {
+                Some(e) if normalized_fraction(descale) == 0 => e,
+                Some(e) => e + 1,
+                None => e8m0::MIN_EXPONENT,
+            }
+        }
         ScaleRule::Floor => k,
         // amax = 1.a · 2^floor and max = 1.m · 2^emax, so amax ≤ max · 2^k iff 1.a ≤ 1.m;
         // otherwise 2^(k + 1) is the smallest that fits (amax < 2^(floor + 1) ≤ max · 2^(k + 1)).

@@ -1,5 +1,7 @@
 //! The MX block scale (`shared::mx`) against integer arithmetic:
-//! - `scale_code`, for every element format and rule (compressed-tensors' among them),
+//! - `scale_code`, for every element format and rule (compressed-tensors' and torchao's
+//!   RCEIL among them; RCEIL's `fl32(amax · fl32(1 / max))` by the integer reference's
+//!   product, its reciprocal checked by multiplication),
 //!   against the inequalities that define its exponent `k` on a sample, and with
 //!   `--ignored` on every f32 `amax` against the least `k` whose upper bound holds (the
 //!   same definition, monotone in `amax`, so computed where it changes);
@@ -9,7 +11,9 @@
 //!   scales, then, for E2M1, on every f32 at the extreme scales (`k = ±127`) and at
 //!   `k = 0`.
 
-use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, exact_f32_bits, f32_magnitude_parts, fill_f32_monotone, scaled};
+use bitexact::verify::reference::{
+    FP8_E4M3, FP8_E5M2, exact_f32_bits, f32_magnitude_parts, fill_f32_monotone, nvfp4, scaled,
+};
 use conformance::check_all;
 use shared::e8m0;
 use shared::mx::{self, ElementFormat, ScaleRule};
@@ -38,6 +42,26 @@ fn cmp_scaled(a: u64, ea: i32, b: u64, eb: i32) -> Ordering {
 }
 
 const SIGN: u32 = 0x8000_0000;
+
+/// `fl32(1 / max)` of `element`, checked to be the correctly rounded quotient by
+/// multiplication on integers (`scaled::is_rounded_quotient`).
+fn reciprocal_of_max(element: ElementFormat) -> u32 {
+    let (max, r) = (element.max_finite(), (1.0 / element.max_finite()).to_bits());
+    assert!(scaled::is_rounded_quotient(1f32.to_bits(), max.to_bits(), r), "{element:?}: fl32(1 / max)");
+    r
+}
+
+/// torchao's RCEIL descale `fl32(amax · fl32(1 / max))` of the finite magnitude `m`, by the
+/// integer reference's rounded product.
+fn rceil_descale(m: u32, element: ElementFormat) -> u32 {
+    nvfp4::multiply(m, reciprocal_of_max(element))
+}
+
+/// Whether `descale` (f32 bits) is at most `2^k`: a zero one always is.
+fn at_most_power(descale: u32, k: i32) -> bool {
+    let (sig, exp) = f32_magnitude_parts(descale);
+    sig == 0 || cmp_scaled(sig, exp, 1, k) != Ordering::Greater
+}
 
 /// The scale code of the magnitude `m` (and of `-m`: the sign is ignored) for every
 /// element format and rule, against the definitions: `Fit`'s `k` is the smallest with
@@ -78,6 +102,11 @@ fn check_scale(m: u32) -> Result<(), String> {
                             cmp_scaled(sig, exp, 7, k + emax - 2) == Ordering::Less
                                 && (clamped || cmp_scaled(sig, exp, 7, k + emax - 3) != Ordering::Less)
                         }
+                        // descale ≤ 2^k, and descale > 2^(k − 1) unless clamped.
+                        ScaleRule::Rceil => {
+                            let descale = rceil_descale(m, element);
+                            at_most_power(descale, k) && (clamped || !at_most_power(descale, k - 1))
+                        }
                     }
             };
             if !holds {
@@ -112,6 +141,15 @@ fn the_scale_is_the_defined_power_of_two_on_a_sample() {
     assert_eq!(mx::scale_code(448f32.to_bits(), ElementFormat::E4M3, ScaleRule::CompressedTensors), 128);
     assert_eq!(mx::scale_code(447.99997f32.to_bits(), ElementFormat::E4M3, ScaleRule::CompressedTensors), 127);
     assert_eq!(mx::scale_code(447.99997f32.to_bits(), ElementFormat::E4M3, ScaleRule::Fit), 127);
+    // torchao's RCEIL: fl32(1 / 448) is above 1/448, so its product never rounds down onto
+    // a power of two the exact quotient exceeds, but in f32's subnormal range: one ulp past
+    // 448 · 2^-127 (0x04600001) its descale rounds down to 2^-127 and k stays -127, where
+    // the block needs k = -126 to fit. Its neighbours agree with the exact rule.
+    let rceil = |m: u32| mx::scale_code(m, ElementFormat::E4M3, ScaleRule::Rceil);
+    let fit = |m: u32| mx::scale_code(m, ElementFormat::E4M3, ScaleRule::Fit);
+    assert_eq!((rceil(0x0460_0001), fit(0x0460_0001)), (0, 1));
+    assert_eq!((rceil(0x0460_0000), rceil(0x0460_0002)), (fit(0x0460_0000), fit(0x0460_0002)));
+    assert_eq!((rceil(448f32.to_bits()), rceil(449f32.to_bits())), (127, 128));
 }
 
 /// `quantize_blocks` on a tensor of several blocks (the last one partial) against
@@ -161,7 +199,7 @@ fn quantize_blocks_scales_each_block_of_32_by_its_own_amax() {
 }
 
 /// The rules, in the order the checks take them.
-const RULES: [ScaleRule; 3] = [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::CompressedTensors];
+const RULES: [ScaleRule; 4] = [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::CompressedTensors, ScaleRule::Rceil];
 
 /// The scale code that the definition gives the magnitude `m` (sign bit clear): the least
 /// `k` in `−127..=127` whose upper bound holds (`Fit`: `amax ≤ max · 2^k`; `Floor`:
@@ -179,10 +217,12 @@ fn defined_code(m: u32, element: ElementFormat, rule: ScaleRule) -> u8 {
     let (sig, exp) = f32_magnitude_parts(m);
     let (max_sig, max_exp) = max_finite(element);
     let emax = element.emax();
+    let descale = if rule == ScaleRule::Rceil { rceil_descale(m, element) } else { 0 };
     let holds = |k: i32| match rule {
         ScaleRule::Fit => cmp_scaled(sig, exp, max_sig, max_exp + k) != Ordering::Greater,
         ScaleRule::Floor => cmp_scaled(sig, exp, 1, k + emax + 1) == Ordering::Less,
         ScaleRule::CompressedTensors => cmp_scaled(sig, exp, 7, k + emax - 2) == Ordering::Less,
+        ScaleRule::Rceil => at_most_power(descale, k),
     };
     // Below every rule's answer: amax ≥ 2^floor(log2 amax) and every bound at k is below
     // 2^(k + emax + 1), so k ≥ floor(log2 amax) − emax; checked rather than trusted.
@@ -207,10 +247,10 @@ type Differs = fn(u32, &[u8]) -> bool;
 
 /// [`differs`] for each element format (rows, in the order of `ElementFormat::ALL`) and
 /// rule (columns, in the order of [`RULES`]).
-const DIFFERS: [[Differs; 3]; 3] = [
-    [differs::<0, 0>, differs::<0, 1>, differs::<0, 2>],
-    [differs::<1, 0>, differs::<1, 1>, differs::<1, 2>],
-    [differs::<2, 0>, differs::<2, 1>, differs::<2, 2>],
+const DIFFERS: [[Differs; 4]; 3] = [
+    [differs::<0, 0>, differs::<0, 1>, differs::<0, 2>, differs::<0, 3>],
+    [differs::<1, 0>, differs::<1, 1>, differs::<1, 2>, differs::<1, 3>],
+    [differs::<2, 0>, differs::<2, 1>, differs::<2, 2>, differs::<2, 3>],
 ];
 
 /// The 2^16 magnitudes of `block` (`block · 2^16 ..`, below 2^31), each with both signs:

@@ -157,8 +157,9 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
                 .into(),
         ));
     }
-    if args.recipe == Some(RecipeArg::Ocp) && (scale != ScaleMode::Mx || to != Target::E4m3) {
-        return Err(CliError::Usage("--recipe ocp is MXFP8's scale rule: --to e4m3 --scale mx".into()));
+    if matches!(args.recipe, Some(RecipeArg::Ocp | RecipeArg::Rceil)) && (scale != ScaleMode::Mx || to != Target::E4m3)
+    {
+        return Err(CliError::Usage("--recipe ocp and rceil are MXFP8's scale rules: --to e4m3 --scale mx".into()));
     }
     if args.scale_format.is_some() && !matches!(scale, ScaleMode::PerChannel | ScaleMode::Block) {
         return Err(CliError::Usage(

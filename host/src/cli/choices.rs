@@ -203,6 +203,9 @@ pub enum RecipeArg {
     /// OCP MX v1.0's rule (torchao's FLOOR): 2^k with k = floor(log2 amax) - 8, so the
     /// block's values past 448·2^k saturate; q = x/2^k rounded once; --to e4m3 --scale mx only.
     Ocp,
+    /// torchao's RCEIL: 2^k the least at or above fl32(amax · fl32(1/448)) (the exact rule's
+    /// on every f32 amax but one); q = x/2^k rounded once; --to e4m3 --scale mx only.
+    Rceil,
 }
 
 /// `cast --scale-format`.
@@ -232,6 +235,7 @@ impl From<RecipeArg> for CastRecipe {
             RecipeArg::CompressedTensors => CastRecipe::CompressedTensors,
             RecipeArg::Modelopt => CastRecipe::ModelOpt,
             RecipeArg::Ocp => CastRecipe::Ocp,
+            RecipeArg::Rceil => CastRecipe::Rceil,
         }
     }
 }

@@ -136,6 +136,11 @@ pub enum CastRecipe {
     /// `ScaleCalculationMode.FLOOR` computes (its default in `to_mx`); the elements as the
     /// exact recipe's. MX only.
     Ocp,
+    /// torchao's `ScaleCalculationMode.RCEIL` for MXFP8 ([`ScaleRule::Rceil`]: `2^k` the
+    /// least power of two at or above `fl32(amax · fl32(1/448))`, which is the exact rule's
+    /// on every f32 amax but one, `448 · 2^-127` one ulp up); the elements as the exact
+    /// recipe's. MX only.
+    Rceil,
 }
 
 /// How per-channel and block FP8 scales are stored: any f32 (the exact recipe's `d =
@@ -158,7 +163,7 @@ impl CastRecipe {
         match self {
             CastRecipe::Exact => Some(fp8_block::Recipe::Exact),
             CastRecipe::DeepGemm => Some(fp8_block::Recipe::DeepGemm),
-            CastRecipe::CompressedTensors | CastRecipe::ModelOpt | CastRecipe::Ocp => None,
+            CastRecipe::CompressedTensors | CastRecipe::ModelOpt | CastRecipe::Ocp | CastRecipe::Rceil => None,
         }
     }
 
@@ -168,7 +173,7 @@ impl CastRecipe {
             CastRecipe::Exact => Some(Nvfp4Recipe::Exact),
             CastRecipe::CompressedTensors => Some(Nvfp4Recipe::CompressedTensors),
             CastRecipe::ModelOpt => Some(Nvfp4Recipe::ModelOpt),
-            CastRecipe::DeepGemm | CastRecipe::Ocp => None,
+            CastRecipe::DeepGemm | CastRecipe::Ocp | CastRecipe::Rceil => None,
         }
     }
 
@@ -178,6 +183,7 @@ impl CastRecipe {
             CastRecipe::Exact => Some(ScaleRule::Fit),
             CastRecipe::CompressedTensors => Some(ScaleRule::CompressedTensors),
             CastRecipe::Ocp => Some(ScaleRule::Floor),
+            CastRecipe::Rceil => Some(ScaleRule::Rceil),
             CastRecipe::DeepGemm | CastRecipe::ModelOpt => None,
         }
     }
@@ -331,8 +337,10 @@ impl CastOptions {
                 "--recipe compressed-tensors takes finite values only (PyTorch carries a NaN or an infinity into the block's scale): drop --nonfinite keep",
             );
         }
-        if self.recipe == CastRecipe::Ocp && (self.to != e4m3 || self.scale != ScaleMode::Mx) {
-            return Some("the OCP rule is MXFP8's: --recipe ocp takes --to e4m3 --scale mx");
+        if matches!(self.recipe, CastRecipe::Ocp | CastRecipe::Rceil)
+            && (self.to != e4m3 || self.scale != ScaleMode::Mx)
+        {
+            return Some("the OCP and RCEIL rules are MXFP8's: --recipe ocp or rceil takes --to e4m3 --scale mx");
         }
         if self.scale_format == ScaleFormat::Ue8m0
             && (self.to.fp8().is_none() || !matches!(self.scale, ScaleMode::PerChannel | ScaleMode::Block))
@@ -370,7 +378,7 @@ impl CastOptions {
             (ScaleLayout::DeepSeek, _) => Some(
                 "the deepseek layout holds E4M3 in 128x128 blocks; NVFP4 takes --layout modelopt or compressed-tensors",
             ),
-            (_, CastRecipe::DeepGemm | CastRecipe::Ocp) => Some(
+            (_, CastRecipe::DeepGemm | CastRecipe::Ocp | CastRecipe::Rceil) => Some(
                 "DeepGEMM's and OCP's recipes make FP8; NVFP4 takes --recipe exact, modelopt or compressed-tensors",
             ),
             (ScaleLayout::CompressedTensors, CastRecipe::Exact) => Some(
@@ -813,6 +821,7 @@ pub(crate) const fn recipe_name(recipe: CastRecipe) -> &'static str {
         CastRecipe::CompressedTensors => "compressed-tensors",
         CastRecipe::ModelOpt => "modelopt",
         CastRecipe::Ocp => "ocp",
+        CastRecipe::Rceil => "rceil",
     }
 }
 

@@ -415,6 +415,7 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                 "recipe": crate::cast::recipe_name(options.recipe),
                 "d": match (options.scale, options.recipe) {
                     (ScaleMode::Mx, CastRecipe::CompressedTensors) => "2^k per 32 values of a row, k = log2(amax rounded to a power of two, up from a significand of 1.75) - 8 (compressed-tensors' round_to_power_2), clamped to -127..127".to_string(),
+                    (ScaleMode::Mx, CastRecipe::Rceil) => "2^k per 32 values of a row, the least at or above fl32(amax * fl32(1/448)) (torchao's RCEIL), clamped to -127..127".to_string(),
                     (ScaleMode::Mx, CastRecipe::Ocp) => "2^k per 32 values of a row, k = floor(log2 amax) - 8 (OCP MX v1.0, torchao's FLOOR), clamped to -127..127: values past 448 * 2^k saturate".to_string(),
                     (ScaleMode::Mx, _) => format!("2^k per 32 values of a row, k the least with amax <= {} * 2^k, clamped to -127..127", format.max_finite()),
                     (_, _) if options.scale_format == crate::cast::ScaleFormat::Ue8m0 => format!("2^k per block, k the least with amax <= {} * 2^k, clamped to -127..127 (UE8M0), 1 for an all-zero block", format.max_finite()),
@@ -423,7 +424,7 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                 },
                 "q": match options.recipe {
                     CastRecipe::DeepGemm => "fl32(x * fl32(1 / d)), then rounded to nearest even (DeepGEMM's)",
-                    CastRecipe::Exact | CastRecipe::CompressedTensors | CastRecipe::ModelOpt | CastRecipe::Ocp => "x/d exact, rounded once to nearest even, saturated",
+                    _ => "x/d exact, rounded once to nearest even, saturated",
                 },
                 "stored": if options.scale == ScaleMode::Mx {
                     format!("{stored} = k + 127 (U8, E8M0)")
