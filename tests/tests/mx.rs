@@ -150,6 +150,13 @@ fn the_scale_is_the_defined_power_of_two_on_a_sample() {
     assert_eq!((rceil(0x0460_0001), fit(0x0460_0001)), (0, 1));
     assert_eq!((rceil(0x0460_0000), rceil(0x0460_0002)), (fit(0x0460_0000), fit(0x0460_0002)));
     assert_eq!((rceil(448f32.to_bits()), rceil(449f32.to_bits())), (127, 128));
+    // The same one amax per format, one ulp past max · 2^-127: E5M2's and E2M1's.
+    for (element, m) in [(ElementFormat::E5M2, 0x07E0_0001), (ElementFormat::E2M1, 0x0140_0001)] {
+        let rceil = |m: u32| mx::scale_code(m, element, ScaleRule::Rceil);
+        let fit = |m: u32| mx::scale_code(m, element, ScaleRule::Fit);
+        assert_eq!((rceil(m), fit(m)), (0, 1), "{element:?}");
+        assert_eq!((rceil(m - 1), rceil(m + 1)), (fit(m - 1), fit(m + 1)), "{element:?}");
+    }
 }
 
 /// `quantize_blocks` on a tensor of several blocks (the last one partial) against

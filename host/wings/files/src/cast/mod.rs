@@ -158,15 +158,6 @@ pub enum ScaleFormat {
 }
 
 impl CastRecipe {
-    /// The recipe's block-scaled FP8 arithmetic (`None` for one that has none).
-    pub const fn fp8_block(self) -> Option<fp8_block::Recipe> {
-        match self {
-            CastRecipe::Exact => Some(fp8_block::Recipe::Exact),
-            CastRecipe::DeepGemm => Some(fp8_block::Recipe::DeepGemm),
-            CastRecipe::CompressedTensors | CastRecipe::ModelOpt | CastRecipe::Ocp | CastRecipe::Rceil => None,
-        }
-    }
-
     /// The recipe's NVFP4 arithmetic (`None` for one that has none).
     pub const fn nvfp4(self) -> Option<Nvfp4Recipe> {
         match self {
@@ -379,7 +370,7 @@ impl CastOptions {
                 "the deepseek layout holds E4M3 in 128x128 blocks; NVFP4 takes --layout modelopt or compressed-tensors",
             ),
             (_, CastRecipe::DeepGemm | CastRecipe::Ocp | CastRecipe::Rceil) => Some(
-                "DeepGEMM's and OCP's recipes make FP8; NVFP4 takes --recipe exact, modelopt or compressed-tensors",
+                "DeepGEMM's, OCP's and RCEIL's recipes make FP8; NVFP4 takes --recipe exact, modelopt or compressed-tensors",
             ),
             (ScaleLayout::CompressedTensors, CastRecipe::Exact) => Some(
                 "compressed-tensors stores NVFP4's tensor scale as the multiplier gs (readers dequantise by s/gs), which the exact recipe's g = amax/2688 is not: take --layout modelopt, or --recipe compressed-tensors",
