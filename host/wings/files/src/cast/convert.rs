@@ -115,7 +115,7 @@ impl CastTarget {
     }
 
     /// The element format, for all but NVFP4.
-    pub const fn element(self) -> Option<Target> {
+    pub(crate) const fn element(self) -> Option<Target> {
         match self {
             CastTarget::Element(target) => Some(target),
             CastTarget::Nvfp4 => None,
@@ -123,7 +123,7 @@ impl CastTarget {
     }
 
     /// The FP8 format, for the two FP8 targets.
-    pub const fn fp8(self) -> Option<Fp8Format> {
+    pub(crate) const fn fp8(self) -> Option<Fp8Format> {
         match self {
             CastTarget::Element(target) => target.fp8(),
             CastTarget::Nvfp4 => None,
@@ -131,7 +131,7 @@ impl CastTarget {
     }
 
     /// Whether `source` already is this format (the tensor is then copied as it is).
-    pub const fn is(self, source: SourceDtype) -> bool {
+    pub(crate) const fn is(self, source: SourceDtype) -> bool {
         match self {
             CastTarget::Element(target) => target.is(source),
             CastTarget::Nvfp4 => false,
@@ -140,7 +140,7 @@ impl CastTarget {
 
     /// The `.safetensors` dtype string of a cast tensor's data (U8 for NVFP4's packed
     /// codes).
-    pub const fn safetensors_name(self) -> &'static str {
+    pub(crate) const fn safetensors_name(self) -> &'static str {
         match self {
             CastTarget::Element(target) => target.safetensors_name(),
             CastTarget::Nvfp4 => crate::dtype::ElementType::U8.safetensors_name(),
@@ -149,7 +149,7 @@ impl CastTarget {
 
     /// The bytes of a cast tensor of `elements` values (NVFP4: two to a byte, a last odd
     /// one alone).
-    pub const fn data_bytes(self, elements: u64) -> u64 {
+    pub(crate) const fn data_bytes(self, elements: u64) -> u64 {
         match self {
             CastTarget::Element(target) => elements * target.bytes() as u64,
             CastTarget::Nvfp4 => elements.div_ceil(2),

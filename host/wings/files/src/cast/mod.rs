@@ -159,7 +159,7 @@ pub enum ScaleFormat {
 
 impl CastRecipe {
     /// The recipe's NVFP4 arithmetic (`None` for one that has none).
-    pub const fn nvfp4(self) -> Option<Nvfp4Recipe> {
+    pub(crate) const fn nvfp4(self) -> Option<Nvfp4Recipe> {
         match self {
             CastRecipe::Exact => Some(Nvfp4Recipe::Exact),
             CastRecipe::CompressedTensors => Some(Nvfp4Recipe::CompressedTensors),
@@ -273,14 +273,14 @@ impl CastOptions {
     }
 
     /// Whether the target is NVFP4.
-    pub fn nvfp4(&self) -> bool {
+    pub(crate) fn nvfp4(&self) -> bool {
         self.to == CastTarget::Nvfp4
     }
 
     /// The block-scaled FP8 arithmetic of FP8 scaled per channel or per block: the
     /// recipe's, with power-of-two scales for [`ScaleFormat::Ue8m0`] (`None` where the
     /// recipe has none, or none with that format).
-    pub const fn block_recipe(&self) -> Option<fp8_block::Recipe> {
+    pub(crate) const fn block_recipe(&self) -> Option<fp8_block::Recipe> {
         match (self.recipe, self.scale_format) {
             (CastRecipe::Exact, ScaleFormat::F32) => Some(fp8_block::Recipe::Exact),
             (CastRecipe::Exact, ScaleFormat::Ue8m0) => Some(fp8_block::Recipe::ExactUe8m0),
