@@ -1,5 +1,6 @@
-//! `bitexact cast` to FP8 E4M3 file to file, scaled per channel, per 128 × 128 block and
-//! MX (a power of two per 32 values),
+//! `bitexact cast` file to file to FP8 E4M3 scaled per channel, per 128 × 128 block (with
+//! f32 or power-of-two scales) and MX (a power of two per 32 values), and to NVFP4 (ModelOpt's
+//! and compressed-tensors' layouts, each recipe),
 //! against the per-tensor cast of the same checkpoint in the same run
 //! (`cargo bench -p host --bench cast_blocks [-- --mib N --reps N --cols N]`).
 //!
@@ -9,11 +10,11 @@
 //! (`CastOptions::sync = false`: the wait for the disk is not the loop's) and removes it.
 //! Each row's best time over `--reps` runs is set against the per-tensor cast's, run in
 //! turn with it: `per-tensor/row` ≥ 1 means as fast. The per-tensor cast reads the data
-//! twice (amax, then the values); the block-scaled ones once, with an f64 division per
-//! value.
+//! twice (amax, then the values); the block-scaled FP8 ones once, with an f64 division
+//! per value; NVFP4 twice (the tensor's amax, then its blocks).
 
-use bitexact::files::cast::convert::Target;
-use bitexact::files::cast::{CastOptions, CastRecipe, ScaleMode, cast};
+use bitexact::files::cast::convert::{CastTarget, Target};
+use bitexact::files::cast::{CastOptions, CastRecipe, ScaleFormat, ScaleLayout, ScaleMode, cast};
 use bitexact::support::parallel::best_of_pair;
 use std::path::Path;
 
@@ -38,11 +39,21 @@ fn write_checkpoint(path: &Path, rows: usize, cols: usize) {
     std::fs::write(path, bytes).expect("write the checkpoint");
 }
 
-/// One cast of `input` to `output` with `scale` by `recipe`, the output removed after.
-fn cast_once(input: &Path, output: &Path, scale: ScaleMode, recipe: CastRecipe) {
-    let options = CastOptions { to: Target::E4m3.into(), scale, recipe, sync: false, ..CastOptions::default() };
+/// One cast of `input` to `output` by `options` (not synced), the output removed after.
+fn cast_once(input: &Path, output: &Path, options: &CastOptions) {
+    let options = CastOptions { sync: false, ..options.clone() };
     cast(&[input.to_path_buf()], output, &options).expect("cast");
     std::fs::remove_file(output).expect("remove the output");
+}
+
+/// E4M3 scaled by `scale` and `recipe`, with scales of `format`.
+fn e4m3(scale: ScaleMode, recipe: CastRecipe, format: ScaleFormat) -> CastOptions {
+    CastOptions { to: Target::E4m3.into(), scale, recipe, scale_format: format, ..CastOptions::default() }
+}
+
+/// NVFP4 in `layout` by `recipe`.
+fn nvfp4(layout: ScaleLayout, recipe: CastRecipe) -> CastOptions {
+    CastOptions { to: CastTarget::Nvfp4, layout, recipe, ..CastOptions::default() }
 }
 
 fn main() {
@@ -64,26 +75,29 @@ fn main() {
     let output = dir.path().join("out.safetensors");
     let bytes = (rows * cols * 4) as f64;
     println!(
-        "cast f32 -> e4m3 file to file, [{rows}, {cols}] ({} MiB), {} threads, CPU level {}",
+        "cast f32 file to file, [{rows}, {cols}] ({} MiB), {} threads, CPU level {}",
         (rows * cols * 4) >> 20,
         rayon::current_num_threads(),
         bitexact::cpu::level()
     );
+    let f32_scales = ScaleFormat::F32;
     let rows = [
-        ("per-channel", ScaleMode::PerChannel, CastRecipe::Exact),
-        ("block 128x128", ScaleMode::Block, CastRecipe::Exact),
-        ("block deepgemm", ScaleMode::Block, CastRecipe::DeepGemm),
-        ("mx", ScaleMode::Mx, CastRecipe::Exact),
-        ("mx c-tensors", ScaleMode::Mx, CastRecipe::CompressedTensors),
+        ("per-channel", e4m3(ScaleMode::PerChannel, CastRecipe::Exact, f32_scales)),
+        ("block 128x128", e4m3(ScaleMode::Block, CastRecipe::Exact, f32_scales)),
+        ("block ue8m0", e4m3(ScaleMode::Block, CastRecipe::Exact, ScaleFormat::Ue8m0)),
+        ("block deepgemm", e4m3(ScaleMode::Block, CastRecipe::DeepGemm, f32_scales)),
+        ("mx", e4m3(ScaleMode::Mx, CastRecipe::Exact, f32_scales)),
+        ("mx c-tensors", e4m3(ScaleMode::Mx, CastRecipe::CompressedTensors, f32_scales)),
+        ("nvfp4 exact", nvfp4(ScaleLayout::ModelOpt, CastRecipe::Exact)),
+        ("nvfp4 modelopt", nvfp4(ScaleLayout::ModelOpt, CastRecipe::ModelOpt)),
+        ("nvfp4 c-tensors", nvfp4(ScaleLayout::CompressedTensors, CastRecipe::CompressedTensors)),
     ];
-    for (name, scale, recipe) in rows {
-        let (row_s, tensor_s) = best_of_pair(
-            reps,
-            || cast_once(&input, &output, scale, recipe),
-            || cast_once(&input, &output, ScaleMode::PerTensor, CastRecipe::Exact),
-        );
+    let per_tensor = e4m3(ScaleMode::PerTensor, CastRecipe::Exact, f32_scales);
+    for (name, options) in rows {
+        let (row_s, tensor_s) =
+            best_of_pair(reps, || cast_once(&input, &output, &options), || cast_once(&input, &output, &per_tensor));
         println!(
-            "{name:<14} {:>6.2} GB/s in   per-tensor {:>6.2} GB/s   per-tensor/row {:.2}x",
+            "{name:<15} {:>6.2} GB/s in   per-tensor {:>6.2} GB/s   per-tensor/row {:.2}x",
             bytes / row_s / 1e9,
             bytes / tensor_s / 1e9,
             tensor_s / row_s
