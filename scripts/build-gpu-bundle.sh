@@ -69,6 +69,9 @@ copy_tests host ""
 # The block-level example (examples/fp8-scale): its tests (the GPU proof among them) as
 # test-fp8_scale_*, and its GPU benchmark.
 copy_tests fp8-scale fp8_scale_
+# The block-scaled example (examples/block-scale): MXFP8, FP8 tiles and NVFP4 kernels,
+# their GPU proof among its tests, as test-block_scale_*.
+copy_tests block-scale block_scale_
 # The block-level tour (device-support/tests/block-host): block-kernels on the GPU
 # against the CPU emulator in 1-D, 2-D and 3-D shapes with dynamic shared memory, as
 # test-block_host_*.
