@@ -1220,12 +1220,14 @@ fn tiled_values(rows: usize, cols: usize, seed: u64) -> Vec<u32> {
         .collect()
 }
 
-/// Asserts that `input` (2-D) is quantised in `out` by the exact block recipe (or, with
-/// `deepgemm`, DeepGEMM's), each block of `tile` (`None`: one per row) checked against
-/// `scaled`'s rationals: its amax over its finite values found here, `d =
-/// block_dequant_scale(amax)` (`deepgemm_scale`) stored in `scale_name` (F32, of the
-/// blocks' shape), each code `quantize_quotient(x, d)` (`deepgemm_quantize`). Returns the
-/// scales' bits.
+/// Asserts that `input` (2-D) is quantised in `out` by the exact block recipe (or
+/// DeepGEMM's, compressed-tensors', or the exact one with UE8M0 scales, as `recipe`
+/// names it), each block of `tile` (`None`: one per row) checked against `scaled`'s
+/// rationals: its amax over its finite values found here, `d =
+/// block_dequant_scale(amax)` (`deepgemm_scale`, `compressed_tensors_scale`) stored in
+/// `scale_name` (F32, of the blocks' shape; compressed-tensors' in the weights' dtype),
+/// each code `quantize_quotient(x, d)` (`deepgemm_quantize`,
+/// `compressed_tensors_quantize`). Returns the scales' bits.
 fn assert_blocks(
     out: &SafeTensors,
     input: &Tensor,
@@ -1234,8 +1236,10 @@ fn assert_blocks(
     scale_name: &str,
     recipe: &str,
 ) -> Vec<u32> {
-    let deepgemm = recipe == "deepgemm";
     let (name, dtype, shape, data) = input;
+    // compressed-tensors' recipe computes in, and stores its scales in, the weights' dtype.
+    let bf16 = recipe == "compressed-tensors" && *dtype == Dtype::BF16;
+    let (scale_dtype, scale_bytes) = if bf16 { (Dtype::BF16, 2) } else { (Dtype::F32, 4) };
     let (rows, cols) = (shape[0], shape[1]);
     let (h, w) = tile.unwrap_or((1, cols));
     let xs: Vec<u32> = data.chunks(dtype.bitsize() / 8).map(|b| source_f32(*dtype, b)).collect();
@@ -1244,9 +1248,9 @@ fn assert_blocks(
     assert_eq!((view.dtype(), view.shape()), (fp8, &shape[..]), "{name}");
     let (block_rows, block_cols) = (rows.div_ceil(h), cols.div_ceil(w));
     let scale = out.tensor(scale_name).unwrap_or_else(|e| panic!("{scale_name}: {e}"));
-    assert_eq!((scale.dtype(), scale.shape()), (Dtype::F32, &[block_rows, block_cols][..]), "{scale_name}");
+    assert_eq!((scale.dtype(), scale.shape()), (scale_dtype, &[block_rows, block_cols][..]), "{scale_name}");
     let mut scales = Vec::new();
-    for (b, d_bytes) in scale.data().chunks(4).enumerate() {
+    for (b, d_bytes) in scale.data().chunks(scale_bytes).enumerate() {
         let (top, left) = (b / block_cols * h, b % block_cols * w);
         let block =
             || (top..rows.min(top + h)).flat_map(move |r| (left..cols.min(left + w)).map(move |c| r * cols + c));
@@ -1254,15 +1258,22 @@ fn assert_blocks(
         let d = match recipe {
             "deepgemm" => scaled::deepgemm_scale(format, amax),
             "ue8m0" => ue8m0_scale(format, amax),
+            "compressed-tensors" => scaled::compressed_tensors_scale(format, amax, bf16),
             _ => scaled::block_dequant_scale(format, amax),
         };
-        assert_eq!(d_bytes, d.to_le_bytes(), "{scale_name}[{b}]: amax {amax:#010x}");
+        let stored = if bf16 {
+            assert_eq!(d & 0xFFFF, 0, "{scale_name}[{b}]: a bfloat16 value");
+            ((d >> 16) as u16).to_le_bytes().to_vec()
+        } else {
+            d.to_le_bytes().to_vec()
+        };
+        assert_eq!(d_bytes, stored, "{scale_name}[{b}]: amax {amax:#010x}");
         for i in block() {
             let (x, q) = (xs[i], view.data()[i]);
-            let expected = if deepgemm {
-                scaled::deepgemm_quantize(format, x, d)
-            } else {
-                scaled::quantize_quotient(format, x, d)
+            let expected = match recipe {
+                "deepgemm" => scaled::deepgemm_quantize(format, x, d),
+                "compressed-tensors" => scaled::compressed_tensors_quantize(format, x, d, bf16),
+                _ => scaled::quantize_quotient(format, x, d),
             };
             assert_eq!(q, expected, "{name}[{i}]: x {x:#010x}, d {d:#010x}: got {q:#04x}, expected {expected:#04x}");
         }
@@ -1306,6 +1317,92 @@ fn block_checkpoint(dir: &Path) -> (PathBuf, Vec<Tensor>) {
     write_file(&folder.join("model.safetensors"), &tensors);
     std::fs::write(folder.join("config.json"), r#"{"hidden_size": 7}"#).unwrap();
     (folder, tensors)
+}
+
+/// compressed-tensors' FP8 recipe per channel and per block (`--recipe
+/// compressed-tensors`): every scale and code of an f32 and a bf16 weight against its
+/// steps on integers (`scaled::compressed_tensors_scale`, `compressed_tensors_quantize`),
+/// the scales stored in the weights' dtype (BF16 for the bf16 weight), an all-zero tile
+/// at bfloat16's and f32's eps, the record and the config; an f16 weight is refused.
+#[test]
+fn compressed_tensors_fp8_recipe_matches_its_steps_on_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("model");
+    std::fs::create_dir(&folder).unwrap();
+    let up = tiled_values(300, 260, 21);
+    let down = tiled_values(300, 260, 22);
+    let small = f32_values(5 * 7, -8, 8, 23, &[]);
+    let tensors = vec![
+        ("model.layers.0.mlp.up_proj.weight", Dtype::F32, vec![300, 260], f32_bytes(&up)),
+        ("model.layers.0.mlp.down_proj.weight", Dtype::BF16, vec![300, 260], bf16_bytes(&down)),
+        ("model.layers.0.input_layernorm.weight", Dtype::F32, vec![7], f32_bytes(&small[..7])),
+        ("model.embed_tokens.weight", Dtype::BF16, vec![5, 7], bf16_bytes(&small)),
+    ];
+    write_file(&folder.join("model.safetensors"), &tensors);
+    std::fs::write(folder.join("config.json"), r#"{"hidden_size": 7}"#).unwrap();
+    for (scale, tile) in [("block", Some((128, 128))), ("per-channel", None)] {
+        let out = dir.path().join(format!("ct-{scale}"));
+        let args = [
+            "cast",
+            path_arg(&folder),
+            "-o",
+            path_arg(&out),
+            "--to",
+            "e4m3",
+            "--scale",
+            scale,
+            "--recipe",
+            "compressed-tensors",
+        ];
+        run_ok(&args);
+        let bytes = read(&out.join("model.safetensors"));
+        let cast = SafeTensors::deserialize(&bytes).unwrap();
+        for tensor in &tensors[..2] {
+            let d = assert_blocks(&cast, tensor, FP8_E4M3, tile, &format!("{}_scale", tensor.0), "compressed-tensors");
+            if tile.is_some() {
+                // The all-zero tile (the tiles' sixth magnitude): the weights' dtype's eps.
+                let eps = if tensor.1 == Dtype::BF16 { 2f32.powi(-7) } else { f32::EPSILON };
+                assert!(d.contains(&eps.to_bits()), "{}: an all-zero tile's scale is {eps:e}", tensor.0);
+            }
+        }
+        for tensor in &tensors[2..] {
+            assert_eq!(cast.tensor(tensor.0).unwrap().data(), &tensor.3[..], "{} is kept", tensor.0);
+        }
+        let record: serde_json::Value = serde_json::from_str(&metadata(&bytes)["bitexact.cast"]).unwrap();
+        assert_eq!(record["scale"]["recipe"], "compressed-tensors");
+        assert_eq!(record["rounding"], "as the recipe computes it (scale.q)");
+        assert!(record["scale"]["q"].as_str().unwrap().contains("compressed-tensors'"), "{record}");
+        assert!(record["scale"]["stored"].as_str().unwrap().contains("BF16 for bf16 weights"), "{record}");
+        let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
+        let quantization = &config["quantization_config"];
+        assert_eq!(quantization["quant_method"], "compressed-tensors");
+        let weights = &quantization["config_groups"]["group_0"]["weights"];
+        assert_eq!(weights["strategy"], if scale == "block" { "block" } else { "channel" });
+    }
+    // An f16 weight: compressed-tensors computes its scales in f16, which is not modelled.
+    let f16_folder = dir.path().join("f16");
+    std::fs::create_dir(&f16_folder).unwrap();
+    let weight = ("model.layers.0.mlp.up_proj.weight", Dtype::F16, vec![5, 7], f16_bytes(&small));
+    write_file(&f16_folder.join("model.safetensors"), &[weight]);
+    let out = dir.path().join("f16-out");
+    let args = [
+        "cast",
+        path_arg(&f16_folder),
+        "-o",
+        path_arg(&out),
+        "--to",
+        "e4m3",
+        "--scale",
+        "block",
+        "--recipe",
+        "compressed-tensors",
+    ];
+    let output = bitexact(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("is F16") && stderr.contains("FP8 and NVFP4 scales in f16"), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(!out.exists(), "nothing is written");
 }
 
 #[test]
@@ -1492,7 +1589,14 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
         (vec!["--to", "e4m3", "--recipe", "exact"], "--recipe applies to --scale per-channel, block or mx"),
         (vec!["--to", "e5m2", "--scale", "mx"], "--scale mx writes MXFP8 with E4M3 elements: --to e4m3"),
         (vec!["--to", "e4m3", "--scale", "mx", "--layout", "deepseek"], "--to e4m3 --scale block"),
-        (vec!["--to", "e4m3", "--scale", "block", "--recipe", "compressed-tensors"], "--to e4m3 --scale mx"),
+        (
+            vec!["--to", "e5m2", "--scale", "block", "--recipe", "compressed-tensors"],
+            "--to e4m3 --scale per-channel, block or mx",
+        ),
+        (
+            vec!["--to", "e4m3", "--scale", "block", "--recipe", "compressed-tensors", "--layout", "deepseek"],
+            "drop --layout deepseek",
+        ),
         (vec!["--to", "e4m3", "--scale", "mx", "--rounding", "two-step"], "--rounding applies to --scale per-tensor"),
         (
             vec!["--to", "e4m3", "--scale", "mx", "--recipe", "compressed-tensors", "--nonfinite", "keep"],
@@ -2028,7 +2132,7 @@ fn nvfp4_refuses_what_it_cannot_hold_in_one_line() {
     assert_error(
         &["cast", path_arg(&f16_input), "-o", o, "--to", "nvfp4", "--recipe", "compressed-tensors"],
         &out,
-        "tensor 'w.weight' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits, and its NVFP4 scales",
+        "tensor 'w.weight' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits, and its FP8 and NVFP4 scales",
     );
     let f64_input = dir.path().join("f64.safetensors");
     write_file(&f64_input, &[("w.weight", Dtype::F64, vec![2, 16], f64_bytes(&f64_values(32, -4, 4, 34, &[])))]);

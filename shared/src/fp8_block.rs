@@ -60,6 +60,7 @@ use crate::fp8::{e4m3, e5m2};
 use crate::fp8_scale::{self, Fp8Format, magnitude_bits};
 use crate::mx::{self, ElementFormat, ScaleRule};
 use crate::narrow::round_magnitude_f64;
+use crate::nvfp4::WeightDtype;
 
 /// The smallest positive f32, `2^-149`: the least dequantisation scale.
 const MIN_SCALE: f32 = f32::from_bits(1);
@@ -138,6 +139,49 @@ pub enum Recipe {
     /// doc): `d = 2^k` the least with `amax ≤ max · 2^k` ([`ue8m0_scale_for`]), `q =
     /// sat_rne(x / d)`, `d` stored.
     ExactUe8m0,
+    /// compressed-tensors' FP8 `channel` and `block` strategies (its `FP8_DYNAMIC` and
+    /// `FP8_BLOCK` presets, as llm-compressor's `oneshot` and `model_free_ptq` run them),
+    /// modelled on vllm-project/compressed-tensors 0.18.0 (ac8e2ba8) on a CUDA device, every
+    /// step in the weights' dtype `W` ([`WeightDtype`]; PyTorch computes a bfloat16
+    /// operation in f32 and rounds the result to bfloat16):
+    /// * `amax = max(|min|, |max|)` of the block, the minimum and maximum taken with 0
+    ///   (`quantization/utils/helpers.py` `calculate_qparams`, lines 70–80): the largest
+    ///   magnitude, a zero-padded partial block's too;
+    /// * `s = W(fl32(amax · fl32(1 / max)))` (line 86, `max_val_pos / 448.0`: PyTorch's
+    ///   CUDA `tensor / scalar` multiplies by the scalar's rounded reciprocal), and
+    ///   `torch.finfo(W).eps` where that is 0 (lines 115–126, from 0.13.0: `2^-7` for
+    ///   bfloat16, `2^-23` for f32; earlier releases clamped every scale to at least
+    ///   f32's eps), stored in `W` ([`compressed_tensors_scale`]);
+    /// * `q = rne(clamp(W(fl32(x / s)), ±max))`: a tensor divided by a tensor, correctly
+    ///   rounded, then `W`, `torch.clamp`, and `.to(float8)`
+    ///   (`quantization/lifecycle/forward_helpers.py` `_quantize`;
+    ///   `quant_args.py` `round_to_quantized_type_args`), so two roundings
+    ///   ([`compressed_tensors_quantize`]).
+    ///
+    /// Its values are finite: PyTorch's `amin`/`amax` would carry a NaN into the block's
+    /// scale, which this recipe leaves out of `amax`.
+    CompressedTensors(WeightDtype),
+}
+
+/// compressed-tensors' FP8 scale ([`Recipe::CompressedTensors`]) of a block of weights of
+/// dtype `weights` whose largest finite magnitude is `amax` (finite, non-negative):
+/// `W(fl32(amax · fl32(1 / max)))`, and `torch.finfo(W).eps` where that is 0.
+#[inline]
+pub fn compressed_tensors_scale(amax: f32, format: Fp8Format, weights: WeightDtype) -> f32 {
+    let s = weights.round(amax * (1.0 / format.max_finite()));
+    if s == 0.0 { weights.epsilon() } else { s }
+}
+
+/// compressed-tensors' FP8 code ([`Recipe::CompressedTensors`]) of the weight `x` (f32
+/// bits of a value of dtype `weights`) in a block of scale `s` (positive, finite):
+/// `rne(clamp(W(fl32(x / s)), ±max))`. A NaN gives NaN with its sign (not checked against
+/// compressed-tensors: the recipe takes finite values).
+#[inline]
+pub fn compressed_tensors_quantize(x: u32, s: f32, format: Fp8Format, weights: WeightDtype) -> u8 {
+    let max = format.max_finite();
+    // f32::clamp keeps a NaN, as torch.clamp does (its bounds are constants: no panic).
+    let y = weights.round(f32::from_bits(x) / s).clamp(-max, max);
+    format.from_f32_bits_saturating(y.to_bits())
 }
 
 /// DeepGEMM's scale `sf = fl32(max(amax, 1e-4) · fl32(1 / max))` of a block whose largest
@@ -236,8 +280,9 @@ pub fn quantize_blocks(
     quantize_blocks_with(Recipe::Exact, x, rows, cols, blocks, format, q, d)
 }
 
-/// [`quantize_blocks`] by `recipe`: each block's stored scale (`d`, or DeepGEMM's `sf`)
-/// into `d`, each code into `q`. An empty tensor's blocks get 1 by either recipe.
+/// [`quantize_blocks`] by `recipe`: each block's stored scale (`d`, DeepGEMM's `sf`, or
+/// compressed-tensors' `s`) into `d`, each code into `q`. An empty tensor's blocks get 1
+/// by every recipe.
 #[allow(clippy::too_many_arguments)]
 pub fn quantize_blocks_with(
     recipe: Recipe,
@@ -288,6 +333,7 @@ pub fn quantize_blocks_with(
                 Recipe::Exact => dequant_scale_for(f32::from_bits(amax), format),
                 Recipe::DeepGemm => deepgemm_scale(f32::from_bits(amax), format),
                 Recipe::ExactUe8m0 => ue8m0_scale_for(f32::from_bits(amax), format),
+                Recipe::CompressedTensors(weights) => compressed_tensors_scale(f32::from_bits(amax), format, weights),
             };
             let inverse = 1.0 / *scale;
             for (x_row, q_row) in x_band.chunks(cols).zip(q_band.chunks_mut(cols)) {
@@ -301,6 +347,11 @@ pub fn quantize_blocks_with(
                         Recipe::DeepGemm => {
                             for (code, &value) in codes.iter_mut().zip(values) {
                                 *code = fp8_scale::quantize(value, inverse, format, fp8_scale::Rounding::TwoStep);
+                            }
+                        }
+                        Recipe::CompressedTensors(weights) => {
+                            for (code, &value) in codes.iter_mut().zip(values) {
+                                *code = compressed_tensors_quantize(value, *scale, format, weights);
                             }
                         }
                     }

@@ -110,10 +110,20 @@ pub enum WeightDtype {
 impl WeightDtype {
     /// `v` rounded to this dtype (to nearest, ties to even), as an f32.
     #[inline]
-    fn round(self, v: f32) -> f32 {
+    pub(crate) fn round(self, v: f32) -> f32 {
         match self {
             WeightDtype::F32 => v,
             WeightDtype::Bf16 => f32::from_bits(bfloat16::to_f32_bits(bfloat16::from_f32_bits(v.to_bits()))),
+        }
+    }
+
+    /// PyTorch's `torch.finfo(dtype).eps`, the gap from 1 to the next value: `2^-23` for
+    /// f32, `2^-7` for bfloat16.
+    #[inline]
+    pub const fn epsilon(self) -> f32 {
+        match self {
+            WeightDtype::F32 => f32::EPSILON,
+            WeightDtype::Bf16 => 0.0078125,
         }
     }
 }

@@ -18,11 +18,19 @@
 //!   on a sample, and with `--ignored` on every finite `amax` for both formats, against
 //!   the inequalities that define it, in exact f64 arithmetic (`max · 2^k` and `amax` are
 //!   f64 values); its codes on whole tensors against the reference's exact quotient.
+//! - compressed-tensors' recipe ([`Recipe::CompressedTensors`]), against its steps on
+//!   integers (`scaled::compressed_tensors_scale`, `compressed_tensors_quantize`): for
+//!   bfloat16 weights, the scale on every bfloat16 amax and the code of every bfloat16
+//!   weight at every positive finite bfloat16 scale (the whole domain, quick); for f32
+//!   weights, the scale on a sample and with `--ignored` on every finite amax (checked by
+//!   multiplication), the codes on a sample at many scales and with `--ignored` on every
+//!   f32 at a scale that is not a power of two; and on whole tensors, both dtypes.
 
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
 use conformance::{check_all, splitmix};
 use shared::fp8_block::{self, BlockError, Blocks, Recipe};
 use shared::fp8_scale::Fp8Format;
+use shared::nvfp4::WeightDtype;
 
 fn reference_format(format: Fp8Format) -> NarrowFormat {
     match format {
@@ -344,11 +352,17 @@ fn reference_blocks(
             Recipe::Exact => scaled::block_dequant_scale(reference, amax.to_bits()),
             Recipe::DeepGemm => reference_deepgemm_scale(format, amax.to_bits()),
             Recipe::ExactUe8m0 => reference_ue8m0_scale(format, amax.to_bits()),
+            Recipe::CompressedTensors(weights) => {
+                scaled::compressed_tensors_scale(reference, amax.to_bits(), weights == WeightDtype::Bf16)
+            }
         };
         for i in indices() {
             q[i] = match recipe {
                 Recipe::Exact | Recipe::ExactUe8m0 => scaled::quantize_quotient(reference, x[i], *scale),
                 Recipe::DeepGemm => scaled::deepgemm_quantize(reference, x[i], *scale),
+                Recipe::CompressedTensors(weights) => {
+                    scaled::compressed_tensors_quantize(reference, x[i], *scale, weights == WeightDtype::Bf16)
+                }
             };
         }
     }
@@ -374,8 +388,20 @@ fn whole_tensors_equal_the_reference_block_by_block() {
     for (blocks, extent) in
         [(Blocks::TILE_128, (128, 128)), (Blocks::PerRow, (1, cols)), (Blocks::Tiles { rows: 1, cols: 32 }, (1, 32))]
     {
-        let recipes = [Recipe::Exact, Recipe::DeepGemm, Recipe::ExactUe8m0];
+        let recipes = [
+            Recipe::Exact,
+            Recipe::DeepGemm,
+            Recipe::ExactUe8m0,
+            Recipe::CompressedTensors(WeightDtype::F32),
+            Recipe::CompressedTensors(WeightDtype::Bf16),
+        ];
         for (format, recipe) in Fp8Format::ALL.into_iter().flat_map(|f| recipes.map(|r| (f, r))) {
+            // compressed-tensors' bfloat16 recipe takes bfloat16 weights: `x` rounded to
+            // bfloat16 by truncation (its NaN and infinities stay so).
+            let x: Vec<u32> = match recipe {
+                Recipe::CompressedTensors(WeightDtype::Bf16) => x.iter().map(|&v| v & 0xFFFF_0000).collect(),
+                _ => x.clone(),
+            };
             let (block_rows, block_cols) = blocks.scale_shape(rows, cols).expect("non-empty tiles");
             let mut q = vec![0u8; rows * cols];
             let mut d = vec![0f32; block_rows * block_cols];
@@ -435,4 +461,173 @@ fn an_all_zero_block_has_scale_one_and_wrong_lengths_and_empty_tiles_are_errors(
         fp8_block::quantize_blocks(&x, 2, 3, Blocks::PerRow, Fp8Format::E4M3, &mut q, &mut d),
         Err(BlockError::Length { slice: "d", expected: 2 })
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// compressed-tensors' recipe.
+
+/// The reference's format and whether the weights are bfloat16.
+fn ct_reference(format: Fp8Format, weights: WeightDtype) -> (NarrowFormat, bool) {
+    (reference_format(format), weights == WeightDtype::Bf16)
+}
+
+/// `compressed_tensors_scale` of `amax` against the reference's steps.
+fn check_ct_scale(format: Fp8Format, weights: WeightDtype, amax: u32) -> Result<(), String> {
+    let (reference, bf16) = ct_reference(format, weights);
+    let got = fp8_block::compressed_tensors_scale(f32::from_bits(amax), format, weights).to_bits();
+    let want = scaled::compressed_tensors_scale(reference, amax, bf16);
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{format:?} {weights:?}: amax {amax:#010x}: scale {got:#010x}, the recipe's {want:#010x}"))
+    }
+}
+
+/// `compressed_tensors_quantize` of `x` at `s` against `want`.
+fn check_ct_code(format: Fp8Format, weights: WeightDtype, s: f32, x: u32, want: u8) -> Result<(), String> {
+    let got = fp8_block::compressed_tensors_quantize(x, s, format, weights);
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "{format:?} {weights:?}: x = {x:#010x} ({:e}), s = {s:e} ({:#010x}): got {got:#04x}, the recipe's {want:#04x}",
+            f32::from_bits(x),
+            s.to_bits()
+        ))
+    }
+}
+
+/// `out[i] = f(first + i)` for a function `f` that does not decrease over the range: `f`
+/// is evaluated at the ends of each piece, and a piece whose ends agree is filled.
+fn fill_monotone(first: u32, out: &mut [u8], f: &impl Fn(u32) -> u8) {
+    let Some(last) = out.len().checked_sub(1) else { return };
+    let (low, high) = (f(first), f(first + last as u32));
+    if low == high {
+        out.fill(low);
+    } else if out.len() <= 2 {
+        out[0] = low;
+        out[last] = high;
+    } else {
+        let (left, right) = out.split_at_mut(out.len() / 2);
+        fill_monotone(first, left, f);
+        fill_monotone(first + left.len() as u32, right, f);
+    }
+}
+
+#[test]
+fn compressed_tensors_bf16_scales_equal_the_recipe_on_every_bf16_amax() {
+    for format in Fp8Format::ALL {
+        for amax in (0..=0x7F7Fu32).map(|b| b << 16) {
+            check_ct_scale(format, WeightDtype::Bf16, amax).unwrap_or_else(|m| panic!("{m}"));
+        }
+    }
+    // An all-zero block, and one whose scale underflows, take bfloat16's eps.
+    assert_eq!(fp8_block::compressed_tensors_scale(0.0, Fp8Format::E4M3, WeightDtype::Bf16), 2f32.powi(-7));
+    assert_eq!(
+        fp8_block::compressed_tensors_scale(f32::from_bits(1 << 16), Fp8Format::E4M3, WeightDtype::Bf16),
+        2f32.powi(-7)
+    );
+}
+
+/// Every bfloat16 weight (both signs, infinities included) at every `step`th positive
+/// finite bfloat16 scale, both formats. The reference is monotone in the magnitude, so
+/// it is computed where it changes.
+fn ct_bf16_codes_at_every(step: usize) {
+    for format in Fp8Format::ALL {
+        let (reference, _) = ct_reference(format, WeightDtype::Bf16);
+        check_all(0..0x7F7F_u64.div_ceil(step as u64), |k| {
+            let scale = 1 + k * step as u64;
+            let s = (scale as u32) << 16;
+            let mut codes = vec![0u8; 0x7F81];
+            fill_monotone(0, &mut codes, &|m| scaled::compressed_tensors_quantize(reference, m << 16, s, true));
+            (0..=0x7F80u32).zip(codes).try_for_each(|(m, code)| {
+                let (x, s) = (m << 16, f32::from_bits(s));
+                check_ct_code(format, WeightDtype::Bf16, s, x, code)?;
+                check_ct_code(format, WeightDtype::Bf16, s, x | SIGN, code | 0x80)
+            })
+        })
+        .unwrap_or_else(|m| panic!("{m}"));
+    }
+}
+
+#[test]
+fn compressed_tensors_bf16_codes_equal_the_recipe_on_every_bf16_weight_at_a_sample_of_scales() {
+    ct_bf16_codes_at_every(257);
+}
+
+/// The whole domain of compressed-tensors' bfloat16 codes: every bfloat16 weight at every
+/// positive finite bfloat16 scale.
+#[test]
+#[ignore = "2^31 pairs"]
+fn compressed_tensors_bf16_codes_equal_the_recipe_on_every_bf16_weight_at_every_bf16_scale() {
+    ct_bf16_codes_at_every(1);
+}
+
+#[test]
+fn compressed_tensors_f32_scales_equal_the_recipe_on_a_sample() {
+    for format in Fp8Format::ALL {
+        for amax in sampled_f32().filter(|&x| x < 0x7F80_0000) {
+            check_ct_scale(format, WeightDtype::F32, amax).unwrap_or_else(|m| panic!("{m}"));
+        }
+    }
+    assert_eq!(fp8_block::compressed_tensors_scale(0.0, Fp8Format::E4M3, WeightDtype::F32), f32::EPSILON);
+}
+
+/// Every finite f32 amax, E4M3 (the format compressed-tensors' FP8 presets make): the
+/// scale is `fl32(amax · fl32(1/448))`, checked by multiplication against the midpoints
+/// around it (`scaled::is_rounded_product`), or f32's eps where that product is 0.
+#[test]
+#[ignore = "2^31 inputs"]
+fn compressed_tensors_f32_scales_equal_the_recipe_on_every_finite_amax() {
+    let r = scaled::divide(1f32.to_bits(), 448f32.to_bits()).expect("1 / 448 is finite");
+    let eps = f32::EPSILON.to_bits();
+    check_all(0..0x7F80_0000 >> 16, |block| {
+        let first = (block << 16) as u32;
+        (first..first + (1 << 16)).try_for_each(|amax| {
+            let s = fp8_block::compressed_tensors_scale(f32::from_bits(amax), Fp8Format::E4M3, WeightDtype::F32);
+            let s = s.to_bits();
+            let product_is_zero = amax == 0 || scaled::is_rounded_product(amax, r, 0);
+            let ok = if product_is_zero { s == eps } else { scaled::is_rounded_product(amax, r, s) };
+            if ok { Ok(()) } else { check_ct_scale(Fp8Format::E4M3, WeightDtype::F32, amax) }
+        })
+    })
+    .unwrap_or_else(|m| panic!("{m}"));
+}
+
+#[test]
+fn compressed_tensors_f32_codes_equal_the_recipe_on_a_sample_at_many_scales() {
+    for format in Fp8Format::ALL {
+        let (reference, _) = ct_reference(format, WeightDtype::F32);
+        let mut scales = scales(format);
+        scales.extend(
+            [0.0123f32, 3.7, 1e-30, 1e-42].map(|a| fp8_block::compressed_tensors_scale(a, format, WeightDtype::F32)),
+        );
+        for s in scales {
+            for x in sampled_f32() {
+                let want = scaled::compressed_tensors_quantize(reference, x, s.to_bits(), false);
+                check_ct_code(format, WeightDtype::F32, s, x, want).unwrap_or_else(|m| panic!("{m}"));
+            }
+        }
+    }
+}
+
+/// Every f32 weight at one scale that is not a power of two, E4M3; the reference is
+/// monotone in the magnitude, so it is computed where it changes.
+#[test]
+#[ignore = "2^32 inputs"]
+fn compressed_tensors_f32_codes_equal_the_recipe_on_every_f32_at_a_scale_that_is_not_a_power_of_two() {
+    let format = Fp8Format::E4M3;
+    let s = fp8_block::compressed_tensors_scale(0.0123, format, WeightDtype::F32);
+    let (reference, _) = ct_reference(format, WeightDtype::F32);
+    check_all(0..1 << 15, |block| {
+        let mut codes = vec![0; 1 << 16];
+        fill_f32_monotone(block << 16, &mut codes, |m| {
+            scaled::compressed_tensors_quantize(reference, m, s.to_bits(), false)
+        });
+        ((block as u32) << 16..((block + 1) << 16) as u32).zip(codes).try_for_each(|(m, code)| {
+            check_ct_code(format, WeightDtype::F32, s, m, code)?;
+            check_ct_code(format, WeightDtype::F32, s, m | SIGN, code | 0x80)
+        })
+    })
+    .unwrap_or_else(|m| panic!("{m}"));
 }

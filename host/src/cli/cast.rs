@@ -151,9 +151,15 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     if args.recipe == Some(RecipeArg::Deepgemm) && (scale != ScaleMode::Block || to != Target::E4m3) {
         return Err(CliError::Usage("--recipe deepgemm makes E4M3 in 128x128 blocks: --to e4m3 --scale block".into()));
     }
-    if args.recipe == Some(RecipeArg::CompressedTensors) && (scale != ScaleMode::Mx || to != Target::E4m3) {
+    if args.recipe == Some(RecipeArg::CompressedTensors) && (scale.blocks().is_none() || to != Target::E4m3) {
         return Err(CliError::Usage(
-            "--recipe compressed-tensors is modelled for its MXFP8 and NVFP4 scales: --to e4m3 --scale mx, or --to nvfp4"
+            "--recipe compressed-tensors is modelled for its FP8 (E4M3 per channel, block or mx) and NVFP4 scales: --to e4m3 --scale per-channel, block or mx, or --to nvfp4"
+                .into(),
+        ));
+    }
+    if args.recipe == Some(RecipeArg::CompressedTensors) && args.layout == Some(ScaleLayoutArg::Deepseek) {
+        return Err(CliError::Usage(
+            "--recipe compressed-tensors writes compressed-tensors' layout (its scales in the weights' dtype): drop --layout deepseek"
                 .into(),
         ));
     }

@@ -191,10 +191,12 @@ pub enum RecipeArg {
     /// DeepGEMM's per_block_cast_to_fp8 (as vLLM runs it on CUDA), modelled on its source: sf = fl32(max(amax, 1e-4) · fl32(1/448)), q = fl32(x · fl32(1/sf)) rounded;
     /// --to e4m3 --scale block only.
     Deepgemm,
-    /// compressed-tensors' MXFP8 (llm-compressor's model_free_ptq), modelled on its source:
-    /// 2^k from amax rounded to a power of two up from a significand of 1.75, q = x/2^k
-    /// rounded once; --to e4m3 --scale mx only, bf16 and f32 tensors. For --to nvfp4, its
-    /// nvfp4-pack-quantized arithmetic (in the compressed-tensors layout, bf16 and f32 tensors).
+    /// compressed-tensors' (llm-compressor's oneshot and model_free_ptq, as they run on
+    /// CUDA), modelled on its source, bf16 and f32 tensors: per-channel and block, s =
+    /// W(fl32(amax · fl32(1/448))) (W the weights' dtype, which stores s), q =
+    /// e4m3(clamp(W(fl32(x/s)), ±448)); mx, 2^k from amax rounded to a power of two up from
+    /// a significand of 1.75, q = x/2^k rounded once; --to e4m3 only. For --to nvfp4, its
+    /// nvfp4-pack-quantized arithmetic (in the compressed-tensors layout).
     CompressedTensors,
     /// ModelOpt's NVFP4 export (as it runs on CUDA), modelled on its source: g = fl32(amax ·
     /// fl32(1/2688)), s = e4m3(fl32(b / fl32(6g))), q = e2m1(fl32(x / fl32(s·g))); --to nvfp4

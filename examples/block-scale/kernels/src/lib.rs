@@ -8,7 +8,8 @@
 //!   shuffle max of the magnitudes, the E8M0 scale ([`shared::mx::scale_code`]) written by
 //!   the group's lane 0, each element [`shared::mx::quantize`]d by its lane.
 //! * **FP8 blocks**, [`fp8_tiles_e4m3_exact`] and its siblings (declared as
-//!   [`Fp8TilesE4m3Exact`], …, one per format and [`Recipe`]): one thread block per tile of
+//!   [`Fp8TilesE4m3Exact`], …, one per format and [`Recipe`], compressed-tensors' for
+//!   E4M3 only, for f32 and for bfloat16 weights): one thread block per tile of
 //!   `tile_rows × tile_cols` (128 × 128 for DeepSeek's and compressed-tensors' `block`, or
 //!   `1 × cols` per row), the amax of its finite values by a shared-memory reduction, the
 //!   scale by the recipe ([`shared::fp8_block`]) written by thread 0, each element by the
@@ -40,7 +41,10 @@ use device_support::block::{self, AtomicInteger, FULL_MASK, Scope};
 use shared::fp4::e2m1;
 use shared::fp8::e4m3;
 pub use shared::fp8_block::Recipe;
-use shared::fp8_block::{deepgemm_scale, dequant_scale_for, quantize_quotient, ue8m0_scale_for};
+use shared::fp8_block::{
+    compressed_tensors_quantize, compressed_tensors_scale, deepgemm_scale, dequant_scale_for, quantize_quotient,
+    ue8m0_scale_for,
+};
 pub use shared::fp8_scale::Fp8Format;
 use shared::fp8_scale::{Rounding, is_nonfinite, magnitude_bits};
 pub use shared::mx::ScaleRule;
@@ -241,6 +245,7 @@ unsafe fn fp8_tiles_body(
             Recipe::Exact => dequant_scale_for(amax, format),
             Recipe::DeepGemm => deepgemm_scale(amax, format),
             Recipe::ExactUe8m0 => ue8m0_scale_for(amax, format),
+            Recipe::CompressedTensors(weights) => compressed_tensors_scale(amax, format, weights),
         };
         if rank == 0 {
             // SAFETY: `tile` is below the number of tiles, `d`'s length; only thread 0
@@ -258,6 +263,7 @@ unsafe fn fp8_tiles_body(
                 let code = match recipe {
                     Recipe::Exact | Recipe::ExactUe8m0 => quantize_quotient(value, scale, format),
                     Recipe::DeepGemm => shared::fp8_scale::quantize(value, inverse, format, Rounding::TwoStep),
+                    Recipe::CompressedTensors(weights) => compressed_tensors_quantize(value, scale, format, weights),
                 };
                 // SAFETY: `i < rows · cols`, `q`'s length; only this thread writes it.
                 unsafe { q.add(i as usize).write(code) };
@@ -279,11 +285,11 @@ unsafe fn fp8_tiles_body(
 pub type Fp8TilesKernelFn = unsafe fn(*const u32, *mut u8, *mut f32, u64, u64, u64, u64, *mut u64);
 
 macro_rules! fp8_tiles_kernels {
-    ($($marker:ident = $name:ident: $format:ident, $recipe:ident;)*) => {
+    ($($marker:ident = $name:ident: $format:ident, $recipe:expr;)*) => {
         $(shared::kernel! {
-            #[doc = concat!("The declaration of FP8 ", stringify!($format), " in tiles by the `", stringify!($recipe), "` recipe.")]
+            #[doc = concat!("The declaration of FP8 ", stringify!($format), " in tiles by `", stringify!($recipe), "`.")]
             pub struct $marker;
-            #[doc = concat!("FP8 ", stringify!($format), " in tiles, recipe `", stringify!($recipe), "`: `", stringify!($name), "(x, q, d, rows, cols, tile_rows, tile_cols, first_nonfinite)`, a thread block per tile (the crate's doc).")]
+            #[doc = concat!("FP8 ", stringify!($format), " in tiles by `", stringify!($recipe), "`: `", stringify!($name), "(x, q, d, rows, cols, tile_rows, tile_cols, first_nonfinite)`, a thread block per tile (the crate's doc).")]
             ///
             /// # Safety
             /// `x` is a device pointer to `rows · cols` f32 (bits), `q` to as many bytes,
@@ -304,28 +310,33 @@ macro_rules! fp8_tiles_kernels {
             ) {
                 let shape = [rows, cols, tile_rows, tile_cols];
                 // SAFETY: forwarded from the launch's contract.
-                unsafe { fp8_tiles_body(x, q, d, shape, first_nonfinite, Fp8Format::$format, Recipe::$recipe) }
+                unsafe { fp8_tiles_body(x, q, d, shape, first_nonfinite, Fp8Format::$format, $recipe) }
             }
         })*
 
         /// The FP8 tile kernel for `format` and `recipe`: its name and (on the host) its
-        /// body.
+        /// body; `None` for compressed-tensors' recipe with E5M2 (its FP8 is E4M3).
         #[cfg(not(target_arch = "nvptx64"))]
-        pub fn fp8_tiles_kernel(format: Fp8Format, recipe: Recipe) -> (&'static str, Fp8TilesKernelFn) {
-            match (format, recipe) {
-                $((Fp8Format::$format, Recipe::$recipe) => (stringify!($name), $name),)*
-            }
+        pub fn fp8_tiles_kernel(format: Fp8Format, recipe: Recipe) -> Option<(&'static str, Fp8TilesKernelFn)> {
+            $(if (format, recipe) == (Fp8Format::$format, $recipe) {
+                return Some((stringify!($name), $name));
+            })*
+            None
         }
     };
 }
 
 fp8_tiles_kernels! {
-    Fp8TilesE4m3Exact = fp8_tiles_e4m3_exact: E4M3, Exact;
-    Fp8TilesE4m3DeepGemm = fp8_tiles_e4m3_deepgemm: E4M3, DeepGemm;
-    Fp8TilesE4m3ExactUe8m0 = fp8_tiles_e4m3_exact_ue8m0: E4M3, ExactUe8m0;
-    Fp8TilesE5m2Exact = fp8_tiles_e5m2_exact: E5M2, Exact;
-    Fp8TilesE5m2DeepGemm = fp8_tiles_e5m2_deepgemm: E5M2, DeepGemm;
-    Fp8TilesE5m2ExactUe8m0 = fp8_tiles_e5m2_exact_ue8m0: E5M2, ExactUe8m0;
+    Fp8TilesE4m3Exact = fp8_tiles_e4m3_exact: E4M3, Recipe::Exact;
+    Fp8TilesE4m3DeepGemm = fp8_tiles_e4m3_deepgemm: E4M3, Recipe::DeepGemm;
+    Fp8TilesE4m3ExactUe8m0 = fp8_tiles_e4m3_exact_ue8m0: E4M3, Recipe::ExactUe8m0;
+    Fp8TilesE4m3CompressedTensorsF32 =
+        fp8_tiles_e4m3_compressed_tensors_f32: E4M3, Recipe::CompressedTensors(WeightDtype::F32);
+    Fp8TilesE4m3CompressedTensorsBf16 =
+        fp8_tiles_e4m3_compressed_tensors_bf16: E4M3, Recipe::CompressedTensors(WeightDtype::Bf16);
+    Fp8TilesE5m2Exact = fp8_tiles_e5m2_exact: E5M2, Recipe::Exact;
+    Fp8TilesE5m2DeepGemm = fp8_tiles_e5m2_deepgemm: E5M2, Recipe::DeepGemm;
+    Fp8TilesE5m2ExactUe8m0 = fp8_tiles_e5m2_exact_ue8m0: E5M2, Recipe::ExactUe8m0;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ use select::{Decision, Patterns, decide};
 use shared::fp8_block::{self, Blocks};
 use shared::fp8_scale::Rounding;
 use shared::mx::{self, ScaleRule};
-use shared::nvfp4::{self, Nvfp4Recipe};
+use shared::nvfp4::{self, Nvfp4Recipe, WeightDtype};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
@@ -118,7 +118,11 @@ pub enum CastRecipe {
     /// ([`fp8_block::Recipe::DeepGemm`]): E4M3 in 128 × 128 blocks, finite values only.
     #[serde(rename = "deepgemm")]
     DeepGemm,
-    /// compressed-tensors' MXFP8 (`generate_mx_scales`, as llm-compressor's
+    /// compressed-tensors' FP8 per channel and per block
+    /// ([`fp8_block::Recipe::CompressedTensors`]: `s = W(fl32(amax · fl32(1/448)))` in the
+    /// weights' dtype `W`, which stores it, and `q = e4m3(clamp(W(fl32(x / s)), ±448))`),
+    /// E4M3 in compressed-tensors' layout, finite values only, bf16 and f32 tensors only.
+    /// Its MXFP8 (`generate_mx_scales`, as llm-compressor's
     /// `model_free_ptq` runs it): its power of two rounded up from a significand of 1.75
     /// ([`ScaleRule::CompressedTensors`]), the elements as the exact recipe's (its
     /// `x / scale` is exact: a bf16 or f32 value over a power of two). MX only, finite
@@ -280,13 +284,22 @@ impl CastOptions {
     /// The block-scaled FP8 arithmetic of FP8 scaled per channel or per block: the
     /// recipe's, with power-of-two scales for [`ScaleFormat::Ue8m0`] (`None` where the
     /// recipe has none, or none with that format).
-    pub(crate) const fn block_recipe(&self) -> Option<fp8_block::Recipe> {
+    pub(crate) const fn block_recipe(&self, weights: WeightDtype) -> Option<fp8_block::Recipe> {
         match (self.recipe, self.scale_format) {
             (CastRecipe::Exact, ScaleFormat::F32) => Some(fp8_block::Recipe::Exact),
             (CastRecipe::Exact, ScaleFormat::Ue8m0) => Some(fp8_block::Recipe::ExactUe8m0),
             (CastRecipe::DeepGemm, ScaleFormat::F32) => Some(fp8_block::Recipe::DeepGemm),
+            (CastRecipe::CompressedTensors, ScaleFormat::F32) => Some(fp8_block::Recipe::CompressedTensors(weights)),
             _ => None,
         }
+    }
+
+    /// Whether the per-channel or block scales of a tensor of `source` are stored in
+    /// bfloat16: compressed-tensors' recipe stores them in the weights' dtype.
+    pub(crate) fn bf16_scales(&self, source: SourceDtype) -> bool {
+        self.recipe == CastRecipe::CompressedTensors
+            && matches!(self.scale, ScaleMode::PerChannel | ScaleMode::Block)
+            && source == SourceDtype::Bf16
     }
 
     /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] or
@@ -310,12 +323,15 @@ impl CastOptions {
                 "--scale mx writes MXFP8 as compressed-tensors stores it, with E4M3 elements: it takes --to e4m3",
             );
         }
-        if self.recipe == CastRecipe::CompressedTensors
-            && !self.nvfp4()
-            && (self.to != e4m3 || self.scale != ScaleMode::Mx)
+        if self.recipe == CastRecipe::CompressedTensors && !self.nvfp4() && (self.to != e4m3 || self.blocks().is_none())
         {
             return Some(
-                "compressed-tensors' recipe is modelled for its MXFP8 and NVFP4 scales: it takes --to e4m3 --scale mx, or --to nvfp4",
+                "compressed-tensors' recipe is modelled for its FP8 (E4M3 per channel, block or mx) and NVFP4 scales: it takes --to e4m3 --scale per-channel, block or mx, or --to nvfp4",
+            );
+        }
+        if self.recipe == CastRecipe::CompressedTensors && self.layout == ScaleLayout::DeepSeek {
+            return Some(
+                "compressed-tensors' recipe writes compressed-tensors' layout (its scales in the weights' dtype): drop --layout deepseek",
             );
         }
         if self.recipe == CastRecipe::DeepGemm && self.nonfinite == NonFiniteValues::Keep {
@@ -641,7 +657,7 @@ pub enum CastError {
     /// An f16 tensor for compressed-tensors' recipe: for MX it finds the scale on the
     /// tensor's own bits, which below f16's normal range differs from the modelled rule;
     /// for NVFP4 it computes the scales in f16, which the recipe does not model.
-    #[error("{}: tensor '{}' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits, and its NVFP4 scales in f16, which this recipe does not model; cast it by the exact recipe, or from bf16 or f32", path_text(.path), excerpt(.tensor))]
+    #[error("{}: tensor '{}' is F16: compressed-tensors finds an f16 tensor's MX scale on its f16 bits, and its FP8 and NVFP4 scales in f16, which this recipe does not model; cast it by the exact recipe, or from bf16 or f32", path_text(.path), excerpt(.tensor))]
     CompressedTensorsF16 {
         /// Its file.
         path: PathBuf,

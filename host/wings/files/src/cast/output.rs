@@ -317,11 +317,14 @@ impl Piece<'_> {
                 (name, crate::dtype::ElementType::F32.safetensors_name().to_string(), shape, 4)
             }
             Piece::Scale(t) => {
-                // MX scales are E8M0 codes, one byte each; NVFP4's E4M3 codes; the others f32.
+                // MX scales are E8M0 codes, one byte each; NVFP4's E4M3 codes;
+                // compressed-tensors' FP8 scales the weights' dtype; the others f32.
                 let scale = if options.nvfp4() {
                     crate::dtype::ElementType::E4m3
                 } else if options.scale == ScaleMode::Mx {
                     crate::dtype::ElementType::U8
+                } else if SourceDtype::of_safetensors(&t.dtype).is_some_and(|source| options.bf16_scales(source)) {
+                    crate::dtype::ElementType::Bf16
                 } else {
                     crate::dtype::ElementType::F32
                 };
@@ -398,6 +401,9 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
             (_, CastRecipe::DeepGemm) | (true, CastRecipe::ModelOpt | CastRecipe::CompressedTensors) => {
                 "as the recipe computes it (scale.q)"
             }
+            (false, CastRecipe::CompressedTensors) if options.scale != ScaleMode::Mx => {
+                "as the recipe computes it (scale.q)"
+            }
             _ => "nearest-even, once from the source value",
         },
         "nonfinite": options.nonfinite,
@@ -420,14 +426,18 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                     (ScaleMode::Mx, _) => format!("2^k per 32 values of a row, k the least with amax <= {} * 2^k, clamped to -127..127", format.max_finite()),
                     (_, _) if options.scale_format == crate::cast::ScaleFormat::Ue8m0 => format!("2^k per block, k the least with amax <= {} * 2^k, clamped to -127..127 (UE8M0), 1 for an all-zero block", format.max_finite()),
                     (_, CastRecipe::DeepGemm) => format!("fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) per block (DeepGEMM's sf)", format.max_finite()),
+                    (_, CastRecipe::CompressedTensors) => format!("W(fl32(amax * fl32(1 / {}))) per block, W the weights' dtype, its eps where that is 0 (compressed-tensors')", format.max_finite()),
                     _ => format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
                 },
                 "q": match options.recipe {
                     CastRecipe::DeepGemm => "fl32(x * fl32(1 / d)), then rounded to nearest even (DeepGEMM's)",
+                    CastRecipe::CompressedTensors if options.scale != ScaleMode::Mx => "clamp(W(fl32(x / d)), -max, max), then rounded to nearest even (compressed-tensors')",
                     _ => "x/d exact, rounded once to nearest even, saturated",
                 },
                 "stored": if options.scale == ScaleMode::Mx {
                     format!("{stored} = k + 127 (U8, E8M0)")
+                } else if options.recipe == CastRecipe::CompressedTensors {
+                    format!("{stored} = d (the weights' dtype: F32, or BF16 for bf16 weights)")
                 } else {
                     format!("{stored} = d (F32)")
                 },
@@ -543,6 +553,9 @@ fn write_file(
                     scale.blocks.iter().map(|&s| e4m3::from_f32_bits_satfinite(s.to_bits())).collect()
                 } else if options.scale == ScaleMode::Mx {
                     scale.blocks.iter().map(|&d| e8m0_code(d)).collect()
+                } else if SourceDtype::of_safetensors(&tensor.dtype).is_some_and(|source| options.bf16_scales(source)) {
+                    // Exact: compressed-tensors' recipe rounds each s to bfloat16.
+                    scale.blocks.iter().flat_map(|d| ((d.to_bits() >> 16) as u16).to_le_bytes()).collect()
                 } else {
                     scale.blocks.iter().flat_map(|d| d.to_le_bytes()).collect()
                 };
@@ -916,7 +929,7 @@ impl BlockCast<'_> {
         if rows == 0 || cols == 0 {
             // No data: every block (a row of no columns) is empty, its scale 1.
             let mut scales = vec![0f32; scale_count(rows)];
-            let recipe = self.options.block_recipe().unwrap_or_default();
+            let recipe = self.options.block_recipe(weight_dtype(self.source)).unwrap_or_default();
             let _ = quantize_blocks_with(recipe, &[], rows, cols, blocks, format, &mut [], &mut scales);
             return Ok(scales);
         }
@@ -999,7 +1012,8 @@ impl BlockCast<'_> {
         codes: &mut Vec<u8>,
     ) -> Option<(usize, RefusalKind)> {
         let recipe = self.options.recipe;
-        let at = match (self.options.scale, recipe.scale_rule(), self.options.block_recipe(), self.nvfp4) {
+        let block_recipe = self.options.block_recipe(weight_dtype(self.source));
+        let at = match (self.options.scale, recipe.scale_rule(), block_recipe, self.nvfp4) {
             (.., Some((nvfp4_recipe, global, dtype))) => {
                 codes.resize(d.len(), 0);
                 let at = nvfp4::quantize_blocks(x, nvfp4_recipe, global, dtype, q, codes);

@@ -9,10 +9,9 @@
 //! Operands are f32 bits; scales are positive and finite (a tensor's `amax` is positive
 //! for the producers' recipes, which divide by it or by a scale made from it).
 
-use super::narrow::{
-    BFLOAT16, BINARY32, FP4_E2M1, FP8_E4M3, Rounded, exact_f32_bits, f32_magnitude_parts, round_f32_to, round_to,
-};
-use super::scaled::{divide, quotient_of_parts, saturated};
+use super::narrow::{FP4_E2M1, FP8_E4M3, Rounded, exact_f32_bits, f32_magnitude_parts, round_f32_to, round_to};
+pub use super::scaled::multiply;
+use super::scaled::{quotient, quotient_of_parts, saturated, to_bf16};
 
 /// E4M3's code of 1.
 const E4M3_ONE: u8 = 0x38;
@@ -48,32 +47,6 @@ pub fn e4m3_parts(code: u8) -> (u64, i32) {
 fn e4m3_f32(code: u8) -> u32 {
     let (significand, exponent) = e4m3_parts(code);
     f32_of(significand, exponent)
-}
-
-/// `fl32(a · b)` for non-negative finite f32 bits (+inf past f32's range).
-pub fn multiply(a: u32, b: u32) -> u32 {
-    let ((ma, ea), (mb, eb)) = (f32_magnitude_parts(a), f32_magnitude_parts(b));
-    match round_to(BINARY32, ma * mb, ea + eb) {
-        Rounded::Finite(bits) => u32::try_from(bits).expect("an f32 encoding"),
-        Rounded::Overflow => INFINITY,
-    }
-}
-
-/// `fl32(n / d)` for a non-negative finite `n` and a positive finite `d` (f32 bits; +inf
-/// past f32's range, 0 for `n = 0`).
-fn quotient(n: u32, d: u32) -> u32 {
-    if n == 0 { 0 } else { divide(n, d).unwrap_or(INFINITY) }
-}
-
-/// The non-negative f32 `v` (bits, +inf allowed) rounded to bfloat16, as f32 bits.
-fn to_bf16(v: u32) -> u32 {
-    if v == INFINITY {
-        return v;
-    }
-    match round_f32_to(BFLOAT16, v) {
-        Rounded::Finite(encoding) => u32::try_from(encoding).expect("a bfloat16 encoding") << 16,
-        Rounded::Overflow => INFINITY,
-    }
 }
 
 /// The non-negative f32 `v` (bits) rounded to E4M3, saturating at 448 (+inf too).

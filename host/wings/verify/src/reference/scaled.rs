@@ -7,7 +7,8 @@
 //! `shared::fp8_scale` or `shared::fp8_block`.
 
 use super::narrow::{
-    BINARY32, NarrowFormat, Rounded, f32_magnitude_parts, f64_magnitude_parts, round_f32_to, round_to, round_wide,
+    BFLOAT16, BINARY32, NarrowFormat, Rounded, f32_magnitude_parts, f64_magnitude_parts, round_f32_to, round_to,
+    round_wide,
 };
 
 /// The NaN encoding (sign clear) of both OCP FP8 formats, S.1111.111 and S.11111.11.
@@ -326,6 +327,73 @@ pub fn deepgemm_scale(format: NarrowFormat, amax: u32) -> u32 {
 pub fn deepgemm_quantize(format: NarrowFormat, x: u32, sf: u32) -> u8 {
     let inverse = divide(1f32.to_bits(), sf).expect("sf is at least 1e-4 / 57344: its inverse is finite");
     quantize_two_step(format, x, inverse)
+}
+
+/// f32 +inf.
+const F32_INFINITY: u32 = 0x7F80_0000;
+
+/// `fl32(a · b)` for non-negative finite f32 bits (+inf past f32's range).
+pub fn multiply(a: u32, b: u32) -> u32 {
+    let ((ma, ea), (mb, eb)) = (f32_magnitude_parts(a), f32_magnitude_parts(b));
+    match round_to(BINARY32, ma * mb, ea + eb) {
+        Rounded::Finite(bits) => u32::try_from(bits).expect("an f32 encoding"),
+        Rounded::Overflow => F32_INFINITY,
+    }
+}
+
+/// `fl32(n / d)` for a non-negative finite `n` and a positive finite `d` (f32 bits; +inf
+/// past f32's range, 0 for `n = 0`).
+pub(super) fn quotient(n: u32, d: u32) -> u32 {
+    if n == 0 { 0 } else { divide(n, d).unwrap_or(F32_INFINITY) }
+}
+
+/// The non-negative f32 `v` (bits, +inf allowed) rounded to bfloat16, as f32 bits.
+pub(super) fn to_bf16(v: u32) -> u32 {
+    if v == F32_INFINITY {
+        return v;
+    }
+    match round_f32_to(BFLOAT16, v) {
+        Rounded::Finite(encoding) => u32::try_from(encoding).expect("a bfloat16 encoding") << 16,
+        Rounded::Overflow => F32_INFINITY,
+    }
+}
+
+/// compressed-tensors' FP8 `channel`/`block` scale (`shared::fp8_block::Recipe::
+/// CompressedTensors`: its `calculate_qparams` on CUDA) of a block whose largest finite
+/// magnitude is `amax` (non-negative finite f32 bits, a value of the weights' dtype), on
+/// integers: `r = fl32(1 / max)`, `p = fl32(amax · r)`, `s = W(p)` (W bfloat16 where
+/// `bf16`, else f32), each rounding to nearest even; `torch.finfo(W).eps` (`2^-7`, or
+/// `2^-23`) where `s` is 0.
+pub fn compressed_tensors_scale(format: NarrowFormat, amax: u32, bf16: bool) -> u32 {
+    let r = divide(1f32.to_bits(), max_f32_bits(format)).expect("1 / max is a normal f32");
+    let p = if amax == 0 { 0 } else { multiply(amax, r) };
+    let s = if bf16 { to_bf16(p) } else { p };
+    match (s, bf16) {
+        (0, true) => super::narrow::exact_f32_bits(1, -7),
+        (0, false) => super::narrow::exact_f32_bits(1, -23),
+        _ => s,
+    }
+}
+
+/// compressed-tensors' FP8 code (`shared::fp8_block::Recipe::CompressedTensors`: its
+/// `_quantize` on CUDA) of `x` (any f32 bits, a value of the weights' dtype) in a block of
+/// scale `s` (positive finite f32 bits), on integers: `y = fl32(|x| / s)` (+inf past
+/// f32's range), `W(y)`, clamped to `max`, rounded to nearest even onto `format`, with
+/// `x`'s sign. NaN gives the format's NaN with `x`'s sign, ±inf the largest finite
+/// magnitude.
+pub fn compressed_tensors_quantize(format: NarrowFormat, x: u32, s: u32, bf16: bool) -> u8 {
+    if is_nan(x) {
+        return fp8_sign(x) | FP8_NAN_ABS;
+    }
+    let magnitude = if is_infinite(x) {
+        max_encoding(format)
+    } else {
+        let y = quotient(x & 0x7FFF_FFFF, s);
+        let y = if bf16 { to_bf16(y) } else { y };
+        // clamp(…, ±max): every FP8 value is an f32, and f32 bits order as magnitudes.
+        saturated(format, round_f32_to(format, y.min(max_f32_bits(format))))
+    };
+    fp8_sign(x) | magnitude
 }
 
 /// `fl32(1 / s)` for a positive finite `s` (bits): +inf where it overflows (`s` at most
