@@ -2179,9 +2179,9 @@ fn nvfp4_refuses_what_it_cannot_hold_in_one_line() {
     assert_no_temporaries(dir.path());
 }
 
-/// q/k/v and gate/up share one tensor scale, from the largest amax of their parts (as
-/// llm-compressor and ModelOpt give them, and vLLM assumes when it fuses them), also across
-/// shards; another layer keeps its own.
+/// q/k/v, gate/up, DeepSeek's q_a/kv_a and an expert's w1/w3 share one tensor scale, from
+/// the largest amax of their parts (as llm-compressor and ModelOpt give them, and vLLM
+/// assumes when it fuses them), also across shards; other layers keep their own.
 #[test]
 fn nvfp4_fused_layers_share_one_tensor_scale() {
     let dir = tempfile::tempdir().unwrap();
@@ -2196,6 +2196,11 @@ fn nvfp4_fused_layers_share_one_tensor_scale() {
         ("self_attn.o_proj", -1),
         ("mlp.gate_proj", 1),
         ("mlp.up_proj", -6),
+        ("self_attn.q_a_proj", 3),
+        ("self_attn.kv_a_proj_with_mqa", -2),
+        ("block_sparse_moe.experts.0.w1", 0),
+        ("block_sparse_moe.experts.0.w3", 4),
+        ("block_sparse_moe.experts.0.w2", -4),
     ]
     .iter()
     .map(|(part, top)| (format!("{layer}.{part}.weight"), *top))
@@ -2216,7 +2221,7 @@ fn nvfp4_fused_layers_share_one_tensor_scale() {
     for (layout, recipe) in NVFP4_CASTS {
         let group =
             |parts: &[usize]| Some(nvfp4_global(&parts.iter().map(|&i| &leaked[i]).collect::<Vec<_>>(), recipe));
-        let (qkv, gate_up) = (group(&[0, 1, 2]), group(&[4, 5]));
+        let (qkv, gate_up, qkv_a, w13) = (group(&[0, 1, 2]), group(&[4, 5]), group(&[6, 7]), group(&[8, 9]));
         let out = dir.path().join(format!("{layout}-{recipe}"));
         run_ok(&[
             "cast",
@@ -2232,7 +2237,7 @@ fn nvfp4_fused_layers_share_one_tensor_scale() {
         ]);
         let (a, b) = (read(&out.join("a.safetensors")), read(&out.join("b.safetensors")));
         let (a, b) = (SafeTensors::deserialize(&a).unwrap(), SafeTensors::deserialize(&b).unwrap());
-        let fused = [qkv, qkv, qkv, None, gate_up, gate_up];
+        let fused = [qkv, qkv, qkv, None, gate_up, gate_up, qkv_a, qkv_a, w13, w13, None];
         let globals: Vec<u32> = leaked
             .iter()
             .zip(fused)
@@ -2242,5 +2247,8 @@ fn nvfp4_fused_layers_share_one_tensor_scale() {
         assert!(globals[0] == globals[1] && globals[1] == globals[2], "{layout}: q/k/v {globals:x?}");
         assert_eq!(globals[4], globals[5], "{layout}: gate/up");
         assert_ne!(globals[3], globals[0], "{layout}: o_proj keeps its own");
+        assert_eq!(globals[6], globals[7], "{layout}: q_a/kv_a");
+        assert_eq!(globals[8], globals[9], "{layout}: w1/w3");
+        assert_ne!(globals[10], globals[8], "{layout}: w2 keeps its own");
     }
 }

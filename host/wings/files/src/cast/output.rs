@@ -255,15 +255,24 @@ fn weight_dtype(source: SourceDtype) -> WeightDtype {
 }
 
 /// The fused layer that the tensor `name` is a part of, as vLLM fuses them and the NVFP4
-/// producers give them one tensor scale: `(<prefix>, "qkv")` for `<prefix>.q_proj.weight`,
-/// `k_proj` and `v_proj`; `(<prefix>, "gate_up")` for `gate_proj` and `up_proj`.
+/// producers give them one tensor scale (llm-compressor's `FUSED_LAYER_NAMES`, ModelOpt's
+/// layers that share an input): `(<prefix>, "qkv")` for `<prefix>.q_proj.weight`,
+/// `k_proj` and `v_proj`; `(<prefix>, "gate_up")` for `gate_proj` and `up_proj` (a dense
+/// MLP's, a shared expert's, each MoE expert's); `(<prefix>, "qkv_a")` for DeepSeek's
+/// multi-latent attention's `q_a_proj` and `kv_a_proj_with_mqa` (vLLM's
+/// `fused_qkv_a_proj`); `(<prefix>, "w13")` for an expert's `w1` and `w3` (Mixtral's
+/// names for gate and up: vLLM's MoE layers load `w13` with one scale, w1's).
 fn fused_group(name: &str) -> Option<(String, &'static str)> {
-    const PARTS: [(&str, &str); 5] = [
+    const PARTS: [(&str, &str); 9] = [
         (".q_proj.weight", "qkv"),
         (".k_proj.weight", "qkv"),
         (".v_proj.weight", "qkv"),
         (".gate_proj.weight", "gate_up"),
         (".up_proj.weight", "gate_up"),
+        (".q_a_proj.weight", "qkv_a"),
+        (".kv_a_proj_with_mqa.weight", "qkv_a"),
+        (".w1.weight", "w13"),
+        (".w3.weight", "w13"),
     ];
     PARTS.iter().find_map(|(suffix, group)| name.strip_suffix(suffix).map(|prefix| (prefix.to_string(), *group)))
 }
