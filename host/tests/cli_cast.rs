@@ -1329,8 +1329,11 @@ fn compressed_tensors_fp8_recipe_matches_its_steps_on_integers() {
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("model");
     std::fs::create_dir(&folder).unwrap();
-    let up = tiled_values(300, 260, 21);
-    let down = tiled_values(300, 260, 22);
+    // The largest finite values too (f32's and bfloat16's): the recipe's scales hold them.
+    let mut up = tiled_values(300, 260, 21);
+    up[2 * 260 + 200] = f32::MAX.to_bits();
+    let mut down = tiled_values(300, 260, 22);
+    down[7] = 0x7F7F_0000;
     let small = f32_values(5 * 7, -8, 8, 23, &[]);
     let tensors = vec![
         ("model.layers.0.mlp.up_proj.weight", Dtype::F32, vec![300, 260], f32_bytes(&up)),
@@ -1354,7 +1357,12 @@ fn compressed_tensors_fp8_recipe_matches_its_steps_on_integers() {
             "--recipe",
             "compressed-tensors",
         ];
-        run_ok(&args);
+        let report: serde_json::Value =
+            serde_json::from_str(&run_ok(&[&args[..], &["--format", "json"]].concat())).unwrap();
+        assert_eq!(
+            (&report["recipe"], &report["rounding"]),
+            (&serde_json::json!("compressed-tensors"), &serde_json::json!("as the recipe computes it"))
+        );
         let bytes = read(&out.join("model.safetensors"));
         let cast = SafeTensors::deserialize(&bytes).unwrap();
         for tensor in &tensors[..2] {
@@ -1596,6 +1604,10 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
         (
             vec!["--to", "e4m3", "--scale", "block", "--recipe", "compressed-tensors", "--layout", "deepseek"],
             "drop --layout deepseek",
+        ),
+        (
+            vec!["--to", "e4m3", "--scale", "block", "--recipe", "compressed-tensors", "--scale-format", "f32"],
+            "drop --scale-format",
         ),
         (vec!["--to", "e4m3", "--scale", "mx", "--rounding", "two-step"], "--rounding applies to --scale per-tensor"),
         (

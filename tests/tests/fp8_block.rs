@@ -20,8 +20,9 @@
 //!   f64 values); its codes on whole tensors against the reference's exact quotient.
 //! - compressed-tensors' recipe ([`Recipe::CompressedTensors`]), against its steps on
 //!   integers (`scaled::compressed_tensors_scale`, `compressed_tensors_quantize`): for
-//!   bfloat16 weights, the scale on every bfloat16 amax and the code of every bfloat16
-//!   weight at every positive finite bfloat16 scale (the whole domain, quick); for f32
+//!   bfloat16 weights, the scale on every bfloat16 amax, and the code of every bfloat16
+//!   weight at every 257th positive finite bfloat16 scale (with `--ignored` at every one:
+//!   the whole domain); for f32
 //!   weights, the scale on a sample and with `--ignored` on every finite amax (checked by
 //!   multiplication), the codes on a sample at many scales and with `--ignored` on every
 //!   f32 at a scale that is not a power of two; and on whole tensors, both dtypes.
@@ -588,7 +589,15 @@ fn compressed_tensors_f32_scales_equal_the_recipe_on_every_finite_amax() {
             let s = s.to_bits();
             let product_is_zero = amax == 0 || scaled::is_rounded_product(amax, r, 0);
             let ok = if product_is_zero { s == eps } else { scaled::is_rounded_product(amax, r, s) };
-            if ok { Ok(()) } else { check_ct_scale(Fp8Format::E4M3, WeightDtype::F32, amax) }
+            match ok {
+                true => Ok(()),
+                false => {
+                    let want = scaled::compressed_tensors_scale(FP8_E4M3, amax, false);
+                    Err(format!(
+                        "amax {amax:#010x}: scale {s:#010x}, not fl32(amax · fl32(1/448)) (the recipe's {want:#010x})"
+                    ))
+                }
+            }
         })
     })
     .unwrap_or_else(|m| panic!("{m}"));

@@ -172,6 +172,12 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
             "--scale-format applies to --scale per-channel or block (MX scales are E8M0 already)".into(),
         ));
     }
+    if args.scale_format.is_some() && args.recipe == Some(RecipeArg::CompressedTensors) {
+        return Err(CliError::Usage(
+            "--recipe compressed-tensors stores its scales in the weights' dtype (BF16 for bf16 weights): drop --scale-format"
+                .into(),
+        ));
+    }
     if args.scale_format == Some(ScaleFormatArg::Ue8m0) && args.recipe.is_some_and(|r| r != RecipeArg::Exact) {
         return Err(CliError::Usage(
             "--scale-format ue8m0 is the exact recipe's (DeepGEMM's rounds up through CUDA's log2, which is not modelled): drop --recipe"

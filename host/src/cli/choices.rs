@@ -156,7 +156,8 @@ pub enum ScaleArg {
     /// s = fl32(max / amax) per tensor; fl32(1/s) stored as <name>_scale (F32, shape [1]).
     PerTensor,
     /// One scale per row of each 2-D tensor: d = fl32(amax_row / max), q = x/d rounded
-    /// once; d stored as <name>_scale (F32, [rows, 1]), compressed-tensors' "channel".
+    /// once; d stored as <name>_scale (F32, [rows, 1]; by --recipe compressed-tensors in the
+    /// weights' dtype), compressed-tensors' "channel".
     PerChannel,
     /// One scale per 128x128 tile of each 2-D tensor, as per-channel; d stored as
     /// <name>_scale (F32, [ceil(rows/128), ceil(cols/128)]), or _scale_inv with --layout deepseek.
@@ -213,7 +214,7 @@ pub enum RecipeArg {
 /// `cast --scale-format`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ScaleFormatArg {
-    /// Any f32: d = fl32(amax / max).
+    /// Any f32 (the default): d = fl32(amax / max), or DeepGEMM's sf.
     F32,
     /// Powers of two (DeepSeek-V3.1's scale_fmt "ue8m0"): d = 2^k, the least with amax <=
     /// max·2^k; still stored as F32; the exact recipe, --scale per-channel or block.

@@ -45,8 +45,8 @@ pub struct MxBlocks {
     pub first_nonfinite: Option<u64>,
 }
 
-/// FP8 codes and one scale per tile.
-#[derive(Clone, Debug, PartialEq)]
+/// FP8 codes and one scale per tile; equal where every field is, the scales bit for bit.
+#[derive(Clone, Debug)]
 pub struct Fp8Tiles {
     /// One FP8 code per value.
     pub codes: Vec<u8>,
@@ -56,8 +56,9 @@ pub struct Fp8Tiles {
     pub first_nonfinite: Option<u64>,
 }
 
-/// NVFP4 codes, scales and the tensor scale.
-#[derive(Clone, Debug, PartialEq)]
+/// NVFP4 codes, scales and the tensor scale; equal where every field is, the f32 ones bit
+/// for bit.
+#[derive(Clone, Debug)]
 pub struct Nvfp4Blocks {
     /// Two E2M1 codes per byte, the even index in the low nibble.
     pub packed: Vec<u8>,
@@ -69,6 +70,23 @@ pub struct Nvfp4Blocks {
     pub tensor_scale: f32,
     /// The smallest index of a NaN or infinity, if any.
     pub first_nonfinite: Option<u64>,
+}
+
+impl PartialEq for Fp8Tiles {
+    fn eq(&self, other: &Fp8Tiles) -> bool {
+        let bits = |scales: &[f32]| scales.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+        (&self.codes, bits(&self.scales), self.first_nonfinite)
+            == (&other.codes, bits(&other.scales), other.first_nonfinite)
+    }
+}
+
+impl PartialEq for Nvfp4Blocks {
+    fn eq(&self, other: &Nvfp4Blocks) -> bool {
+        let fields = |b: &Nvfp4Blocks| {
+            (b.packed.clone(), b.scales.clone(), b.amax.to_bits(), b.tensor_scale.to_bits(), b.first_nonfinite)
+        };
+        fields(self) == fields(other)
+    }
 }
 
 /// The grid of a launch of `per_block`-thread blocks over `n` elements: enough blocks for

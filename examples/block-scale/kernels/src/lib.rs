@@ -22,10 +22,10 @@
 //!   max, the E4M3 block scale), and each even lane packs its code with its odd
 //!   neighbour's (a shuffle) into one byte, the even index in the low nibble.
 //!
-//! Every kernel lowers `first_nonfinite[0]` to the smallest index of a NaN or infinity
-//! it met (one atomic min per thread that met one), for the caller that refuses such
-//! tensors, as `bitexact cast` does. MXFP8 and NVFP4 blocks holding one get the NaN
-//! scale code, as the CPU forms set it.
+//! The MXFP8 and tile kernels and NVFP4's pass 1 lower `first_nonfinite[0]` to the
+//! smallest index of a NaN or infinity they met (one atomic min per thread that met
+//! one), for the caller that refuses such tensors, as `bitexact cast` does. MXFP8 and
+//! NVFP4 groups holding one get the NaN scale code, as the CPU forms set it.
 //!
 //! **The CPU twins are `shared`'s own** block functions, which `bitexact cast` runs:
 //! [`shared::mx::quantize_blocks`], [`shared::fp8_block::quantize_blocks_with`],

@@ -125,9 +125,9 @@ pub enum CastRecipe {
     /// Its MXFP8 (`generate_mx_scales`, as llm-compressor's
     /// `model_free_ptq` runs it): its power of two rounded up from a significand of 1.75
     /// ([`ScaleRule::CompressedTensors`]), the elements as the exact recipe's (its
-    /// `x / scale` is exact: a bf16 or f32 value over a power of two). MX only, finite
-    /// values only, bf16 and f32 tensors only (an f16 tensor's scale is found on its f16
-    /// bits, which differ below f16's normal range). For NVFP4, its
+    /// `x / scale` is exact: a bf16 or f32 value over a power of two), finite values only,
+    /// bf16 and f32 tensors only (an f16 tensor's scale is found on its f16 bits, which
+    /// differ below f16's normal range). For NVFP4, its
     /// `nvfp4-pack-quantized` arithmetic ([`Nvfp4Recipe::CompressedTensors`]), in the
     /// compressed-tensors layout only, bf16 and f32 tensors only.
     CompressedTensors,
@@ -212,7 +212,8 @@ pub struct CastOptions {
     pub layout: ScaleLayout,
     /// For FP8 scaled per channel, per block or MX, and NVFP4: the exact recipe
     /// ([`CastRecipe::Exact`], the default), DeepGEMM's (128 × 128 blocks),
-    /// compressed-tensors' (MX, NVFP4), OCP's (MX) or ModelOpt's (NVFP4).
+    /// compressed-tensors' (E4M3 per channel, per block and MX; NVFP4), OCP's and RCEIL's
+    /// (MX) or ModelOpt's (NVFP4).
     pub recipe: CastRecipe,
     /// For FP8 scaled per channel or per block: the scales any f32 ([`ScaleFormat::F32`],
     /// the default) or powers of two ([`ScaleFormat::Ue8m0`], by the exact recipe).
@@ -304,7 +305,8 @@ impl CastOptions {
 
     /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] or
     /// [`CastRecipe::DeepGemm`] but for E4M3 in 128 × 128 blocks, [`ScaleMode::Mx`] but for
-    /// E4M3, [`CastRecipe::CompressedTensors`] but for MX, a producer's recipe with non-finite
+    /// E4M3, [`CastRecipe::CompressedTensors`] but for E4M3 per channel, per block or MX (or
+    /// NVFP4) or in DeepSeek's layout, a producer's recipe with non-finite
     /// values kept (PyTorch would carry them into the block's scale, which the recipes do
     /// not model), and [`Rounding::TwoStep`] with per-channel, block or MX scales.
     fn contradiction(&self) -> Option<&'static str> {
@@ -1148,9 +1150,12 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         layout: options.blocks().map(|_| options.layout),
         recipe: options.blocks().map(|_| recipe_name(options.recipe)),
         scale_format: (options.scale_format == ScaleFormat::Ue8m0).then_some(ScaleFormat::Ue8m0),
-        rounding: (options.scaled() && !options.nvfp4()).then_some(match options.rounding {
-            Rounding::Once => "once",
-            Rounding::TwoStep => "two-step",
+        rounding: (options.scaled() && !options.nvfp4()).then_some(match (options.rounding, options.recipe) {
+            // DeepGEMM's and compressed-tensors' per-channel and block codes round twice.
+            (_, CastRecipe::DeepGemm) => "as the recipe computes it",
+            (_, CastRecipe::CompressedTensors) if options.scale != ScaleMode::Mx => "as the recipe computes it",
+            (Rounding::Once, _) => "once",
+            (Rounding::TwoStep, _) => "two-step",
         }),
         dry_run: options.dry_run,
         tensors: planned_tensors(&plan, options),

@@ -1042,7 +1042,9 @@ impl BlockCast<'_> {
             _ => Err(fp8_block::BlockError::EmptyTile),
         };
         let nonfinite = at.expect("a task is whole rows, with its scales' slice; the recipe is the mode's");
-        let past = (recipe == CastRecipe::CompressedTensors && self.nvfp4.is_none())
+        // Only compressed-tensors' MX scale overflows (its per-channel and block scales
+        // are amax · fl32(1/448), far inside the range).
+        let past = (recipe == CastRecipe::CompressedTensors && self.options.scale == ScaleMode::Mx)
             .then(|| x.iter().position(|&v| (COMPRESSED_TENSORS_MX_LIMIT..0x7F80_0000).contains(&(v & 0x7FFF_FFFF))))
             .flatten();
         let nonfinite = nonfinite.map(|i| (i, RefusalKind::NonFiniteValues));
