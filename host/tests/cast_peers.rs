@@ -11,6 +11,9 @@
 //!   `--rounding two-step` matches PyTorch's `(x * s).clamp(...).to(float8)` recipe bit
 //!   for bit, for E4M3 and E5M2.
 //!
+//! - `scripts/block_peers.py`: compressed-tensors' own FP8 per-channel and block, MXFP8
+//!   and NVFP4 code against `--recipe compressed-tensors`, every scale and code.
+//!
 //! Where the Python libraries are absent, the script prints `skipped: <reason>` and the
 //! test prints it too and passes; `REQUIRE_PEERS=1` makes that a failure.
 
@@ -20,17 +23,13 @@ use bitexact::support::skip::skip_or_fail;
 use std::path::PathBuf;
 use std::process::Output;
 
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/cast_peers.py")
-}
-
-/// Runs the script with `args` after `--bitexact EXE --dir TMP`; `None` (after printing
-/// `skipped: ...`) where Python, or the libraries the run needs, are absent.
-fn run_script(args: &[&str], needs: &str) -> Option<Output> {
+/// Runs `scripts/<script>` with `args` after `--bitexact EXE --dir TMP`; `None` (after
+/// printing `skipped: ...`) where Python, or the libraries the run needs, are absent.
+fn run_script(script: &str, args: &[&str], needs: &str) -> Option<Output> {
     let dir = tempfile::tempdir().unwrap();
     let python = std::env::var_os("BITEXACT_PYTHON").unwrap_or_else(|| "python3".into());
     let output = std::process::Command::new(&python)
-        .arg(script())
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts").join(script))
         .arg("--bitexact")
         .arg(common::bitexact_exe())
         .arg("--dir")
@@ -57,7 +56,7 @@ fn text(output: &Output) -> String {
 
 #[test]
 fn compressed_tensors_loads_our_fp8_output_bit_for_bit_and_dequantises_within_the_bound() {
-    let Some(output) = run_script(&["--load-check"], "compressed_tensors") else { return };
+    let Some(output) = run_script("cast_peers.py", &["--load-check"], "compressed_tensors") else { return };
     let all = text(&output);
     assert!(output.status.success(), "the load check failed:\n{all}");
     assert!(all.contains("every one bit for bit ours: yes"), "{all}");
@@ -66,7 +65,7 @@ fn compressed_tensors_loads_our_fp8_output_bit_for_bit_and_dequantises_within_th
 
 #[test]
 fn our_values_are_exact_and_two_step_matches_the_torch_recipe_bit_for_bit() {
-    let Some(output) = run_script(&[], "torch") else { return };
+    let Some(output) = run_script("cast_peers.py", &[], "torch") else { return };
     let all = text(&output);
     assert!(output.status.success(), "some of our values or scales are not the documented ones:\n{all}");
     for target in ["e4m3", "e5m2"] {
@@ -76,4 +75,21 @@ fn our_values_are_exact_and_two_step_matches_the_torch_recipe_bit_for_bit() {
     // Every target was cast and compared: none failed, and none is without its checks.
     assert_eq!(all.matches("== ").count(), 8, "{all}");
     assert_eq!(all.matches(": 0 wrong").count(), 8, "{all}");
+}
+
+/// `scripts/block_peers.py`: compressed-tensors' own `calculate_qparams` and `quantize` on
+/// CPU torch (its arithmetic is the same there as on CUDA from 0.19 on) against
+/// `--recipe compressed-tensors`, FP8 per block and per channel, MXFP8 and NVFP4, on bf16
+/// and f32 weight-like tensors (normal and heavy-tailed, with partial tiles for FP8):
+/// every scale and code equal; and the exact recipe's FP8 differences from it, each
+/// classified (none "other").
+#[test]
+fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
+    let Some(output) = run_script("block_peers.py", &["--markdown"], "torch") else { return };
+    let all = text(&output);
+    assert!(output.status.success(), "a scale or code differs from compressed-tensors' own:\n{all}");
+    let rows = all.lines().filter(|l| l.contains("ours (compressed-tensors) 0 scales, 0 codes differ")).count();
+    assert_eq!(rows, 20, "2 dtypes × (2 FP8 strategies × 4 tensors + MXFP8 × 2 tensors), each equal:\n{all}");
+    let nvfp4 = "ours (compressed-tensors) 0 tensor scales, 0 block scales, 0 codes differ";
+    assert_eq!(all.lines().filter(|l| l.contains(nvfp4)).count(), 4, "2 dtypes × 2 NVFP4 tensors:\n{all}");
 }

@@ -141,17 +141,20 @@ pub enum Recipe {
     ExactUe8m0,
     /// compressed-tensors' FP8 `channel` and `block` strategies (its `FP8_DYNAMIC` and
     /// `FP8_BLOCK` presets, as llm-compressor's `oneshot` and `model_free_ptq` run them),
-    /// modelled on vllm-project/compressed-tensors 0.18.0 (ac8e2ba8) on a CUDA device, every
-    /// step in the weights' dtype `W` ([`WeightDtype`]; PyTorch computes a bfloat16
-    /// operation in f32 and rounds the result to bfloat16):
+    /// modelled on vllm-project/compressed-tensors 0.19.0 to 0.20.1 (the releases on PyPI in
+    /// 2026-12), every step in the weights' dtype `W` ([`WeightDtype`]; PyTorch computes a
+    /// bfloat16 operation in f32 and rounds the result to bfloat16), the same on a CPU and
+    /// on a CUDA device:
     /// * `amax = max(|min|, |max|)` of the block, the minimum and maximum taken with 0
-    ///   (`quantization/utils/helpers.py` `calculate_qparams`, lines 70–80): the largest
-    ///   magnitude, a zero-padded partial block's too;
-    /// * `s = W(fl32(amax · fl32(1 / max)))` (line 86, `max_val_pos / 448.0`: PyTorch's
-    ///   CUDA `tensor / scalar` multiplies by the scalar's rounded reciprocal), and
-    ///   `torch.finfo(W).eps` where that is 0 (lines 115–126, from 0.13.0: `2^-7` for
-    ///   bfloat16, `2^-23` for f32; earlier releases clamped every scale to at least
-    ///   f32's eps), stored in `W` ([`compressed_tensors_scale`]);
+    ///   (`quantization/utils/helpers.py` `calculate_qparams`): the largest magnitude, a
+    ///   zero-padded partial block's too;
+    /// * `s = W(fl32(amax / max))`: `max_val_pos / (bit_range.to(dtype) / 2)`, a tensor
+    ///   divided by a tensor, correctly rounded on either device (0.18.0 and earlier
+    ///   divided by the Python float `448.0`, which PyTorch's CUDA kernel turns into a
+    ///   multiplication by its rounded reciprocal: not modelled); `torch.finfo(W).eps`
+    ///   where that is 0 (from 0.13.0: `2^-7` for bfloat16, `2^-23` for f32; earlier
+    ///   releases clamped every scale to at least f32's eps); stored in `W`
+    ///   ([`compressed_tensors_scale`]);
     /// * `q = rne(clamp(W(fl32(x / s)), ±max))`: a tensor divided by a tensor, correctly
     ///   rounded, then `W`, `torch.clamp`, and `.to(float8)`
     ///   (`quantization/lifecycle/forward_helpers.py` `_quantize`;
@@ -165,10 +168,10 @@ pub enum Recipe {
 
 /// compressed-tensors' FP8 scale ([`Recipe::CompressedTensors`]) of a block of weights of
 /// dtype `weights` whose largest finite magnitude is `amax` (finite, non-negative):
-/// `W(fl32(amax · fl32(1 / max)))`, and `torch.finfo(W).eps` where that is 0.
+/// `W(fl32(amax / max))`, and `torch.finfo(W).eps` where that is 0.
 #[inline]
 pub fn compressed_tensors_scale(amax: f32, format: Fp8Format, weights: WeightDtype) -> f32 {
-    let s = weights.round(amax * (1.0 / format.max_finite()));
+    let s = weights.round(amax / format.max_finite());
     if s == 0.0 { weights.epsilon() } else { s }
 }
 

@@ -44,21 +44,26 @@
 //!   fl32(1/2688))` (`weight_scale_2`); `s = e4m3(clamp(t, 2^-9, 448))` with `t =
 //!   fl32(b / fl32(6 · g))`, a zero `t` made 1; `q` from `fl32(x / fl32(s · g))`.
 //! * **compressed-tensors** ([`Nvfp4Recipe::CompressedTensors`]; vllm-project/compressed-tensors
-//!   0.18, `quantization/utils/helpers.py` `generate_gparam` and `calculate_qparams`,
+//!   0.19.0 to 0.20.1, `quantization/utils/helpers.py` `generate_gparam` and `calculate_qparams`,
 //!   `quantization/lifecycle/forward_helpers.py` `_quantize`, its eager path: the
 //!   Triton kernels there are registered disabled), in the weight's dtype `W`
 //!   (f32 or bfloat16; [`WeightDtype`]): `gs = W(fl32(W(fl32(1 / A)) · 2688))` with `A =
-//!   max(amax, 2^-126)`, 1 where it is not finite; `s = e4m3(clamp(fl32(gs ·
-//!   W(fl32(b · fl32(1/6)))), ±448))`, a zero `s` made 0.125; `q` from `fl32(x /
-//!   fl32(s / gs))`.
+//!   max(amax, 2^-126)`, 1 where it is not finite (`2688 / A` is `A.reciprocal() · 2688`
+//!   in PyTorch); `s = e4m3(clamp(fl32(gs · W(fl32(b / 6))), ±448))`, a zero `s` made
+//!   0.125 (`b / 6` a tensor divided by a tensor, correctly rounded; 0.18.0 and earlier
+//!   divided by the Python float `6.0`, which PyTorch's CUDA kernel turns into `b ·
+//!   fl32(1/6)`: not modelled); `q` from `fl32(x / fl32(s / gs))`. Every step is the same
+//!   on a CPU as on a CUDA device, so compressed-tensors' own code on CPU torch checks it
+//!   (`scripts/block_peers.py`).
 //!
 //! `tests/tests/nvfp4.rs` checks each recipe against rational arithmetic on integers
 //! (`bitexact::verify::reference::nvfp4`): the exact recipe's factor on every f32 `amax`,
 //! every recipe's block scale on every `amax` at one factor and its elements on every f32
 //! at one scale and factor (the f64 argument above covers the other scales), and all of
 //! it on a sample at eight factors and seven scales. The producers' recipes are checked
-//! against their steps as read in their sources (each rounded by the integer reference),
-//! not yet against the producers' own code run on a GPU.
+//! against their steps as read in their sources (each rounded by the integer reference);
+//! compressed-tensors' also against its own code on CPU torch, every scale and code equal
+//! (`scripts/block_peers.py`); ModelOpt's not against its own code.
 
 use crate::bfloat16;
 use crate::fp4::e2m1;
@@ -289,11 +294,10 @@ pub fn compressed_tensors_global_scale(amax: f32, source: WeightDtype) -> f32 {
 
 /// compressed-tensors' E4M3 scale code of a block whose largest magnitude is `amax` in a
 /// tensor of dtype `source` and global scale `gs` (`calculate_qparams`):
-/// `fl32(gs · W(fl32(amax · fl32(1/6))))` clamped to ±448 and rounded to E4M3, a zero
-/// made 0.125.
+/// `fl32(gs · W(fl32(amax / 6)))` clamped to ±448 and rounded to E4M3, a zero made 0.125.
 #[inline]
 pub fn compressed_tensors_block_scale(amax: f32, gs: f32, source: WeightDtype) -> u8 {
-    let per_block = source.round(amax * (1.0 / 6.0));
+    let per_block = source.round(amax / 6.0);
     let t = gs * per_block;
     let t = if t > 448.0 { 448.0 } else { t };
     let code = e4m3::from_f32_bits_satfinite(t.to_bits());

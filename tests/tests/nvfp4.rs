@@ -218,6 +218,15 @@ fn the_recipes_differ_where_their_sources_say() {
     let g = nvfp4::global_scale(amax);
     assert_eq!(nvfp4::block_scale(amax, g), 0x7E);
     assert_eq!(nvfp4::modelopt_block_scale(amax, nvfp4::modelopt_global_scale(amax)), 0x7E);
+    // compressed-tensors from 0.19 divides the block's amax by 6 (a tensor by a tensor);
+    // 0.18 multiplied by fl32(1/6) on CUDA, which gives another code here (found by the
+    // every-amax proof).
+    let (amax, gs) = (f32::from_bits(0x356E_CBFB), 72452.83f32);
+    let want = reference::compressed_tensors_block_scale(amax.to_bits(), gs.to_bits(), false);
+    assert_eq!(nvfp4::compressed_tensors_block_scale(amax, gs, WeightDtype::F32), want);
+    assert_eq!(want, 0x5);
+    let by_reciprocal = reference::e4m3_of(reference::multiply(gs.to_bits(), (amax * (1.0 / 6.0)).to_bits()));
+    assert_eq!(by_reciprocal, 0x6, "the reciprocal's product rounds to another code");
 }
 
 /// Every finite f32 magnitude `m`, in blocks of 2^16: `check(m, key(m))`, with the

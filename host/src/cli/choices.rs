@@ -194,7 +194,7 @@ pub enum RecipeArg {
     Deepgemm,
     /// compressed-tensors' (llm-compressor's oneshot and model_free_ptq, as they run on
     /// CUDA), modelled on its source, bf16 and f32 tensors: per-channel and block, s =
-    /// W(fl32(amax · fl32(1/448))) (W the weights' dtype, which stores s), q =
+    /// W(fl32(amax/448)) (W the weights' dtype, which stores s), q =
     /// e4m3(clamp(W(fl32(x/s)), ±448)); mx, 2^k from amax rounded to a power of two up from
     /// a significand of 1.75, q = x/2^k rounded once; --to e4m3 only. For --to nvfp4, its
     /// nvfp4-pack-quantized arithmetic (in the compressed-tensors layout).

@@ -119,7 +119,7 @@ pub enum CastRecipe {
     #[serde(rename = "deepgemm")]
     DeepGemm,
     /// compressed-tensors' FP8 per channel and per block
-    /// ([`fp8_block::Recipe::CompressedTensors`]: `s = W(fl32(amax · fl32(1/448)))` in the
+    /// ([`fp8_block::Recipe::CompressedTensors`]: `s = W(fl32(amax / 448))` in the
     /// weights' dtype `W`, which stores it, and `q = e4m3(clamp(W(fl32(x / s)), ±448))`),
     /// E4M3 in compressed-tensors' layout, finite values only, bf16 and f32 tensors only.
     /// Its MXFP8 (`generate_mx_scales`, as llm-compressor's

@@ -435,7 +435,7 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                     (ScaleMode::Mx, _) => format!("2^k per 32 values of a row, k the least with amax <= {} * 2^k, clamped to -127..127", format.max_finite()),
                     (_, _) if options.scale_format == crate::cast::ScaleFormat::Ue8m0 => format!("2^k per block, k the least with amax <= {} * 2^k, clamped to -127..127 (UE8M0), 1 for an all-zero block", format.max_finite()),
                     (_, CastRecipe::DeepGemm) => format!("fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) per block (DeepGEMM's sf)", format.max_finite()),
-                    (_, CastRecipe::CompressedTensors) => format!("W(fl32(amax * fl32(1 / {}))) per block, W the weights' dtype, its eps where that is 0 (compressed-tensors')", format.max_finite()),
+                    (_, CastRecipe::CompressedTensors) => format!("W(fl32(amax / {})) per block, W the weights' dtype, its eps where that is 0 (compressed-tensors')", format.max_finite()),
                     _ => format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
                 },
                 "q": match options.recipe {
@@ -483,7 +483,7 @@ fn nvfp4_record(options: &CastOptions) -> Value {
         ),
         CastRecipe::CompressedTensors => (
             "gs = W(fl32(W(fl32(1 / max(amax, 2^-126))) * 2688)), W the weight's dtype, 1 where not finite (compressed-tensors' weight_global_scale)",
-            "e4m3(min(fl32(gs * W(fl32(b * fl32(1/6)))), 448)), 0.125 where that is 0 (compressed-tensors')",
+            "e4m3(min(fl32(gs * W(fl32(b / 6))), 448)), 0.125 where that is 0 (compressed-tensors')",
             "e2m1(fl32(x / fl32(s / gs))), to nearest even, saturated (compressed-tensors')",
         ),
         _ => (
@@ -1043,7 +1043,7 @@ impl BlockCast<'_> {
         };
         let nonfinite = at.expect("a task is whole rows, with its scales' slice; the recipe is the mode's");
         // Only compressed-tensors' MX scale overflows (its per-channel and block scales
-        // are amax · fl32(1/448), far inside the range).
+        // are fl32(amax / 448), far inside the range).
         let past = (recipe == CastRecipe::CompressedTensors && self.options.scale == ScaleMode::Mx)
             .then(|| x.iter().position(|&v| (COMPRESSED_TENSORS_MX_LIMIT..0x7F80_0000).contains(&(v & 0x7FFF_FFFF))))
             .flatten();

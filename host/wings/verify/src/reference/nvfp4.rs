@@ -180,11 +180,11 @@ pub fn compressed_tensors_global_scale(amax: u32, bf16: bool) -> u32 {
     }
 }
 
-/// compressed-tensors' block product `fl32(gs · W(fl32(amax · fl32(1/6))))` for a global
-/// scale `gs` (positive finite): monotone in `amax`.
+/// compressed-tensors' block product `fl32(gs · W(fl32(amax / 6)))` for a global scale
+/// `gs` (positive finite): monotone in `amax`.
 pub fn compressed_tensors_block_product(amax: u32, gs: u32, bf16: bool) -> u32 {
     let w = |v: u32| if bf16 { to_bf16(v) } else { v };
-    multiply(gs, w(multiply(amax, quotient(1.0f32.to_bits(), f32_of(3, 1)))))
+    multiply(gs, w(quotient(amax, f32_of(3, 1))))
 }
 
 /// compressed-tensors' block scale code of its product `t`: `t` saturated at 448 and

@@ -359,14 +359,12 @@ pub(super) fn to_bf16(v: u32) -> u32 {
 }
 
 /// compressed-tensors' FP8 `channel`/`block` scale (`shared::fp8_block::Recipe::
-/// CompressedTensors`: its `calculate_qparams` on CUDA) of a block whose largest finite
+/// CompressedTensors`: its `calculate_qparams`, 0.19 on) of a block whose largest finite
 /// magnitude is `amax` (non-negative finite f32 bits, a value of the weights' dtype), on
-/// integers: `r = fl32(1 / max)`, `p = fl32(amax · r)`, `s = W(p)` (W bfloat16 where
-/// `bf16`, else f32), each rounding to nearest even; `torch.finfo(W).eps` (`2^-7`, or
-/// `2^-23`) where `s` is 0.
+/// integers: `p = fl32(amax / max)`, `s = W(p)` (W bfloat16 where `bf16`, else f32), each
+/// rounding to nearest even; `torch.finfo(W).eps` (`2^-7`, or `2^-23`) where `s` is 0.
 pub fn compressed_tensors_scale(format: NarrowFormat, amax: u32, bf16: bool) -> u32 {
-    let r = divide(1f32.to_bits(), max_f32_bits(format)).expect("1 / max is a normal f32");
-    let p = if amax == 0 { 0 } else { multiply(amax, r) };
+    let p = quotient(amax, max_f32_bits(format));
     let s = if bf16 { to_bf16(p) } else { p };
     match (s, bf16) {
         (0, true) => super::narrow::exact_f32_bits(1, -7),

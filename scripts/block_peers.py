@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""`bitexact cast`'s block-scaled casts against compressed-tensors' own code, value by value.
+
+    block_peers.py --bitexact PATH [--dir DIR] [--markdown]
+
+Writes weight-like tensors (N(0, 0.02), and Student's t with 2 degrees of freedom times
+0.02, heavy-tailed; 1536 x 1024 and a 300 x 260 one with partial tiles; each as bf16 and
+as f32) to a safetensors checkpoint, casts it with `bitexact cast --to e4m3 --scale block`
+and `--scale per-channel`, by the exact recipe and by `--recipe compressed-tensors`, and
+quantises the same weights with compressed-tensors' own functions on CPU torch:
+`calculate_qparams` on the block's (or row's) minimum and maximum (as llm-compressor's
+min-max observer takes them: `amin`/`amax` over the zero-padded 128 x 128 block, or the
+row), then `quantize(x, scale, zero_point, args, dtype=float8_e4m3fn)` (its
+`_process_block` pads, divides by the scale, clamps and converts). compressed-tensors'
+per-channel and block arithmetic is the same on a CPU as on a CUDA device from its
+0.19.0 on (a tensor divided by a tensor), so this run checks the recipe as vLLM users
+run it. The same for MXFP8 (its `MXFP8A16` preset: E8M0 scales per 32 values) and NVFP4
+(`NVFP4A16`: `generate_gparam` for the tensor's global scale, then E4M3 scales per 16
+values and E2M1 codes) on the tensors whose rows are a multiple of 32 long, against
+`--scale mx --recipe compressed-tensors` and `--to nvfp4 --layout compressed-tensors`.
+
+For each tensor it prints how many scales and codes differ from ours: our
+compressed-tensors recipe must differ on none (exit 1 otherwise). Against our exact
+recipe, each differing code is classified exactly (the f64 quotient of two f32 values is on the
+same side of every E4M3 midpoint as the exact one): "scale" (the producer's scale is not
+our d, bfloat16 scales, and its code is x/s rounded once for its own scale), "double
+rounding" (the same scale; x/s rounded once is ours: the producer rounded the quotient to
+f32 or bf16 first), "scale and double rounding", or "other" (none is expected; exit 1). A library that does not import
+prints `skipped: <reason>` and exits 0.
+"""
+
+import argparse
+import json
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+try:
+    import numpy as np
+except ImportError as e:  # pragma: no cover
+    print(f"skipped: numpy does not import ({e})")
+    sys.exit(0)
+try:
+    import torch
+    from compressed_tensors import __version__ as ct_version
+    from compressed_tensors.quantization import QuantizationArgs
+    from compressed_tensors.quantization.lifecycle.forward import quantize
+    from compressed_tensors.quantization.utils import calculate_qparams
+except ImportError as e:
+    print(f"skipped: torch or compressed-tensors does not import ({e})")
+    sys.exit(0)
+
+DTYPES = {"BF16": (torch.bfloat16, 2), "F32": (torch.float32, 4)}
+
+
+def weights(seed):
+    """name -> float32 numpy array, the weight-like tensors."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for kind in ("normal", "t2"):
+        for shape in ((1536, 1024), (300, 260)):
+            if kind == "normal":
+                w = rng.normal(0.0, 0.02, size=shape)
+            else:
+                w = rng.standard_t(2, size=shape) * 0.02
+            out[f"model.layers.0.{kind}_{shape[0]}x{shape[1]}.weight"] = w.astype(np.float32)
+    return out
+
+
+def write_safetensors(path, tensors):
+    """tensors: name -> (dtype name, torch tensor)."""
+    header, blobs, offset = {}, [], 0
+    for name, (dtype, t) in tensors.items():
+        raw = t.contiguous().view(torch.uint8).numpy().tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text)
+        for b in blobs:
+            f.write(b)
+
+
+def read_safetensors(path):
+    """name -> (dtype name, shape, bytes)."""
+    data = Path(path).read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8 : 8 + n])
+    base = 8 + n
+    return {
+        k: (v["dtype"], v["shape"], data[base + v["data_offsets"][0] : base + v["data_offsets"][1]])
+        for k, v in header.items()
+        if k != "__metadata__"
+    }
+
+
+def as_f32(dtype, raw):
+    """A stored scale tensor's values as f32 bits (uint32)."""
+    if dtype == "F32":
+        return np.frombuffer(raw, dtype="<u4").astype(np.uint32)
+    if dtype == "BF16":
+        return np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+    raise ValueError(dtype)
+
+
+def producer(w, strategy):
+    """compressed-tensors' scale (f32 bits, row-major) and codes (uint8) of the torch tensor w."""
+    rows, cols = w.shape
+    if strategy == "block":
+        args = QuantizationArgs(num_bits=8, type="float", symmetric=True, strategy="block", block_structure=[128, 128])
+        pr, pc = -rows % 128, -cols % 128
+        padded = torch.nn.functional.pad(w, (0, pc, 0, pr))
+        br, bc = padded.shape[0] // 128, padded.shape[1] // 128
+        blocks = padded.reshape(br, 128, bc, 128).transpose(1, 2).reshape(br, bc, -1)
+        mins, maxs = torch.amin(blocks, dim=-1), torch.amax(blocks, dim=-1)
+    else:
+        args = QuantizationArgs(num_bits=8, type="float", symmetric=True, strategy="channel")
+        mins, maxs = torch.amin(w, dim=1, keepdim=True), torch.amax(w, dim=1, keepdim=True)
+    scale, zp = calculate_qparams(mins, maxs, args)
+    q = quantize(w, scale, zp, args, dtype=torch.float8_e4m3fn)
+    scale_bits = scale.to(torch.float32).contiguous().view(torch.int32).numpy().astype(np.uint32).reshape(-1)
+    return scale_bits, q.view(torch.uint8).numpy().reshape(-1), str(scale.dtype)
+
+
+# The E4M3 magnitudes by code (0 … 126), increasing.
+E4M3 = np.array(
+    [(m / 8) / 64 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7) for code in range(127) for e, m in [(code >> 3, code & 7)]]
+)
+
+
+def rne_e4m3(v):
+    """The E4M3 codes of the f64 values v, rounded to nearest even, saturated at 448. Exact
+    for v = fl64(x / s) with x and s f32 values: such a quotient is on the same side of
+    every E4M3 midpoint as x / s, and on one only when x / s is (shared::fp8_block's
+    argument), and the midpoints are f64 values."""
+    a = np.abs(v)
+    lo = np.clip(np.searchsorted(E4M3, a, side="right") - 1, 0, 126)
+    hi = np.minimum(lo + 1, 126)
+    d_lo, d_hi = a - E4M3[lo], E4M3[hi] - a
+    up = (hi > lo) & ((d_hi < d_lo) | ((d_hi == d_lo) & (lo % 2 == 1)))
+    code = np.where(a >= 448.0, 126, np.where(up, hi, lo))
+    return (code | np.where(np.signbit(v), 0x80, 0)).astype(np.uint8)
+
+
+def f32(bits):
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def classify(x_bits, ours_scale, theirs_scale, ours_code, theirs_code):
+    """Why each differing code differs (arrays of the differing elements): "scale" (theirs
+    is x / s rounded once for their own scale s, which is not our d), "double rounding"
+    (the same scale; x / s rounded once is ours, theirs was rounded to f32 or bf16
+    first), "scale and double rounding" (the scales differ and theirs is not x / s rounded
+    once either), or "other"."""
+    once = rne_e4m3(f32(x_bits) / f32(theirs_scale))
+    same_scale = ours_scale == theirs_scale
+    kinds = np.where(
+        once == theirs_code,
+        np.where(same_scale, "other", "scale"),
+        np.where(same_scale, np.where(once == ours_code, "double rounding", "other"), "scale and double rounding"),
+    )
+    names, counts = np.unique(kinds, return_counts=True)
+    return dict(zip(names.tolist(), counts.tolist()))
+
+
+def block_index(rows, cols, strategy):
+    """Per element (row-major), the index of its scale."""
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    if strategy == "block":
+        return (r // 128) * (-(-cols // 128)) + c // 128
+    return r
+
+
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+def e2m1_codes(values):
+    """E2M1 codes of values on its grid (the sign bit from the value's sign bit)."""
+    v = values.to(torch.float32).numpy().reshape(-1)
+    code = np.searchsorted(E2M1, np.abs(v))
+    assert np.all(E2M1[code] == np.abs(v)), "values on the E2M1 grid"
+    return (code | np.where(np.signbit(v), 8, 0)).astype(np.uint8)
+
+
+def unpack_e2m1(raw):
+    b = np.frombuffer(raw, dtype=np.uint8)
+    return np.stack([b & 0xF, b >> 4], axis=1).reshape(-1)
+
+
+def producer_nvfp4(w):
+    """compressed-tensors' NVFP4A16 (its global scale, E4M3 group scales as codes, E2M1 codes)."""
+    from compressed_tensors.quantization.quant_scheme import PRESET_SCHEMES
+    from compressed_tensors.quantization.utils import generate_gparam
+
+    args = PRESET_SCHEMES["NVFP4A16"]["weights"]
+    rows, cols = w.shape
+    gs = generate_gparam(w.min(), w.max())
+    groups = w.reshape(rows, cols // 16, 16)
+    scale, zp = calculate_qparams(groups.amin(-1), groups.amax(-1), args, global_scale=gs)
+    q = quantize(w, scale, zp, args, global_scale=gs)
+    scale_codes = scale.to(torch.float8_e4m3fn).view(torch.uint8).numpy().reshape(-1)
+    return gs.to(torch.float32).view(torch.int32).numpy().astype(np.uint32), scale_codes, e2m1_codes(q)
+
+
+def producer_mx(w):
+    """compressed-tensors' MXFP8A16 (E8M0 codes of its power-of-two scales, E4M3 codes)."""
+    from compressed_tensors.quantization.quant_scheme import PRESET_SCHEMES
+
+    args = PRESET_SCHEMES["MXFP8A16"]["weights"]
+    rows, cols = w.shape
+    groups = w.reshape(rows, cols // 32, 32)
+    scale, zp = calculate_qparams(groups.amin(-1), groups.amax(-1), args)
+    q = quantize(w, scale, zp, args, dtype=torch.float8_e4m3fn)
+    exponent = torch.log2(scale.to(torch.float32)).numpy().reshape(-1)
+    assert np.all(exponent == np.round(exponent)), "powers of two"
+    return (exponent + 127).astype(np.uint8), q.view(torch.uint8).numpy().reshape(-1)
+
+
+def compare_scaled_groups(work, folder, tensors, dtype_name, bitexact, table):
+    """NVFP4 and MXFP8 by compressed-tensors' recipe against its own code; the exact
+    recipe's codes counted beside (its scales differ by design). Returns the mismatches."""
+    failures = 0
+    runs = {
+        ("nvfp4", "compressed-tensors"): ["--to", "nvfp4", "--layout", "compressed-tensors"],
+        ("nvfp4", "exact"): ["--to", "nvfp4", "--layout", "modelopt"],
+        ("mx", "compressed-tensors"): ["--to", "e4m3", "--scale", "mx", "--recipe", "compressed-tensors"],
+        ("mx", "exact"): ["--to", "e4m3", "--scale", "mx"],
+    }
+    outs = {}
+    for key, args in runs.items():
+        out = work / f"out-{dtype_name}-{key[0]}-{key[1]}"
+        shutil.rmtree(out, ignore_errors=True)
+        # The 300 x 260 tensors' rows are not a multiple of 16 or 32 long: kept as they are.
+        skip = ["--skip", "300x260"]
+        subprocess.run([bitexact, "cast", str(folder), "-o", str(out), *args, *skip], check=True, capture_output=True)
+        outs[key] = read_safetensors(out / "model.safetensors")
+    for name, t in tensors.items():
+        if t.shape[1] % 32:
+            continue
+        values = t.numel()
+        gs, scales, codes = producer_nvfp4(t)
+        ours = outs[("nvfp4", "compressed-tensors")]
+        ours_gs = as_f32(*[ours[name + "_global_scale"][i] for i in (0, 2)])
+        ours_scales = np.frombuffer(ours[name + "_scale"][2], dtype=np.uint8)
+        ours_codes = unpack_e2m1(ours[name + "_packed"][2])
+        diff = (int(np.count_nonzero(ours_gs != gs)), int(np.count_nonzero(ours_scales != scales)),
+                int(np.count_nonzero(ours_codes != codes)))
+        exact_codes = unpack_e2m1(outs[("nvfp4", "exact")][name][2])
+        exact_diff = int(np.count_nonzero(exact_codes != codes))
+        failures += sum(diff) > 0
+        print(f"{dtype_name:4} nvfp4       {name.split('.')[-2]:20} {values:8}: ours (compressed-tensors) "
+              f"{diff[0]} tensor scales, {diff[1]} block scales, {diff[2]} codes differ; exact recipe "
+              f"{exact_diff} codes ({exact_diff / values:.3%})")
+        table.append({"dtype": dtype_name, "strategy": "nvfp4", "tensor": name.split(".")[-2], "values": values,
+                      "compressed-tensors": (diff[0] + diff[1], diff[2]), "exact": ("-", exact_diff), "kinds": {}})
+        scales, codes = producer_mx(t)
+        ours = outs[("mx", "compressed-tensors")]
+        ours_scales = np.frombuffer(ours[name + "_scale"][2], dtype=np.uint8)
+        ours_codes = np.frombuffer(ours[name][2], dtype=np.uint8)
+        diff = (int(np.count_nonzero(ours_scales != scales)), int(np.count_nonzero(ours_codes != codes)))
+        exact = outs[("mx", "exact")]
+        exact_scale_diff = int(np.count_nonzero(np.frombuffer(exact[name + "_scale"][2], dtype=np.uint8) != scales))
+        exact_diff = int(np.count_nonzero(np.frombuffer(exact[name][2], dtype=np.uint8) != codes))
+        failures += sum(diff) > 0
+        print(f"{dtype_name:4} mx          {name.split('.')[-2]:20} {values:8}: ours (compressed-tensors) "
+              f"{diff[0]} scales, {diff[1]} codes differ; exact recipe {exact_scale_diff} scales, {exact_diff} codes")
+        table.append({"dtype": dtype_name, "strategy": "mx", "tensor": name.split(".")[-2], "values": values,
+                      "compressed-tensors": diff, "exact": (exact_scale_diff, exact_diff), "kinds": {}})
+    return failures
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bitexact", required=True)
+    parser.add_argument("--dir")
+    parser.add_argument("--markdown", action="store_true")
+    a = parser.parse_args()
+    work = Path(a.dir or tempfile.mkdtemp(prefix="block_peers."))
+    work.mkdir(parents=True, exist_ok=True)
+    print(f"compressed-tensors {ct_version}, torch {torch.__version__} (CPU)")
+    table, failures = [], 0
+    for dtype_name, (torch_dtype, _) in DTYPES.items():
+        tensors = {name: torch.from_numpy(w).to(torch_dtype) for name, w in weights(7).items()}
+        folder = work / f"in-{dtype_name}"
+        folder.mkdir(exist_ok=True)
+        write_safetensors(folder / "model.safetensors", {n: (dtype_name, t) for n, t in tensors.items()})
+        for strategy in ("block", "per-channel"):
+            outs = {}
+            for recipe in ("compressed-tensors", "exact"):
+                out = work / f"out-{dtype_name}-{strategy}-{recipe}"
+                shutil.rmtree(out, ignore_errors=True)
+                cmd = [a.bitexact, "cast", str(folder), "-o", str(out), "--to", "e4m3", "--scale", strategy,
+                       "--recipe", recipe]
+                subprocess.run(cmd, check=True, capture_output=True)
+                outs[recipe] = read_safetensors(out / "model.safetensors")
+            for name, t in tensors.items():
+                rows, cols = t.shape
+                theirs_scale, theirs_q, scale_dtype = producer(t, "block" if strategy == "block" else "channel")
+                x_bits = t.to(torch.float32).view(torch.int32).numpy().astype(np.uint32).reshape(-1)
+                which = block_index(rows, cols, strategy)
+                row = {"dtype": dtype_name, "strategy": strategy, "tensor": name.split(".")[-2], "values": t.numel()}
+                for recipe, out in outs.items():
+                    q = np.frombuffer(out[name][2], dtype=np.uint8)
+                    sdtype, _, sraw = out[name + "_scale"]
+                    ours_scale = as_f32(sdtype, sraw)
+                    scale_diff = int(np.count_nonzero(ours_scale != theirs_scale))
+                    diff = np.nonzero(q != theirs_q)[0]
+                    row[recipe] = (scale_diff, len(diff))
+                    if recipe == "compressed-tensors":
+                        if scale_diff or len(diff) or sdtype != ("BF16" if dtype_name == "BF16" else "F32"):
+                            failures += 1
+                            print(f"MISMATCH {dtype_name} {strategy} {name}: {scale_diff} scales, {len(diff)} codes, "
+                                  f"scale dtype {sdtype} (theirs {scale_dtype})")
+                    else:
+                        kinds = classify(x_bits[diff], ours_scale[which[diff]], theirs_scale[which[diff]], q[diff],
+                                         theirs_q[diff])
+                        failures += kinds.get("other", 0) > 0
+                        row["kinds"] = kinds
+                table.append(row)
+                ct, ex = row["compressed-tensors"], row["exact"]
+                print(f"{dtype_name:4} {strategy:11} {row['tensor']:20} {row['values']:8}: ours (compressed-tensors) "
+                      f"{ct[0]} scales, {ct[1]} codes differ; exact recipe {ex[0]} scales, {ex[1]} codes "
+                      f"({ex[1] / row['values']:.3%}) {row['kinds']}")
+        failures += compare_scaled_groups(work, folder, tensors, dtype_name, a.bitexact, table)
+    if a.markdown:
+        print("\n| weights | strategy | tensor | values | ours (compressed-tensors): scales, codes differing | "
+              "exact recipe: scales differing | codes differing | of which scale / double rounding |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in table:
+            ct, ex, k = r["compressed-tensors"], r["exact"], r["kinds"]
+            kinds = (f"{k.get('scale', 0):,} / {k.get('double rounding', 0):,}" if r["strategy"] in ("block", "per-channel")
+                     else "not classified")
+            print(f"| {r['dtype']} | {r['strategy']} | {r['tensor']} | {r['values']:,} | {ct[0]}, {ct[1]} | {ex[0]} | "
+                  f"{ex[1]:,} ({ex[1] / r['values']:.2%}) | {kinds}"
+                  f"{' / both ' + format(k['scale and double rounding'], ',') if 'scale and double rounding' in k else ''}"
+                  f"{' / other ' + str(k['other']) if 'other' in k else ''} |")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
