@@ -19,6 +19,13 @@ run it. The same for MXFP8 (its `MXFP8A16` preset: E8M0 scales per 32 values) an
 values and E2M1 codes) on the tensors whose rows are a multiple of 32 long, against
 `--scale mx --recipe compressed-tensors` and `--to nvfp4 --layout compressed-tensors`.
 
+Then, where transformers imports, a tiny bf16 Llama is cast each block-scaled way (FP8 block
+by both recipes, per channel, MXFP8, NVFP4) and loaded with `from_pretrained` through
+compressed-tensors' quantizer: no key missing or unexpected, every stored tensor loaded
+as ours (F32 scales aside: compressed-tensors allocates them in the model's bf16, which
+rounds them; the run says how many weights that moves), and after a forward pass every
+weight decompressed to `bf16(fl32(q · d))` of our file, bit for bit.
+
 For each tensor it prints how many scales and codes differ from ours: our
 compressed-tensors recipe must differ on none (exit 1 otherwise). Against our exact
 recipe, each differing code is classified exactly (the f64 quotient of two f32 values is on the
@@ -274,6 +281,132 @@ def compare_scaled_groups(work, folder, tensors, dtype_name, bitexact, table):
     return failures
 
 
+E4M3_SIGNED = np.concatenate([np.append(E4M3, np.nan), -np.append(E4M3, np.nan)])
+E2M1_SIGNED = np.concatenate([E2M1, -E2M1])
+
+
+def to_bf16(values_f32):
+    """float32 numpy values rounded to bfloat16 (nearest even), as float32."""
+    return torch.from_numpy(values_f32).to(torch.bfloat16).to(torch.float32).numpy()
+
+
+def our_dequantisation(ours, name, mode, shape, scale_to_bf16=False):
+    """What a reader computes from our file for weight `name` (as compressed-tensors'
+    `_dequantize` does: the code's value times the scale, `fl32`, then the model's bf16);
+    with `scale_to_bf16`, from our F32 scales rounded to bf16 first."""
+    rows, cols = shape
+    r, c = np.divmod(np.arange(rows * cols), cols)
+    if mode == "nvfp4":
+        q = E2M1_SIGNED[unpack_e2m1(ours[name + "_packed"][2])]
+        s = torch.from_numpy(E4M3[np.frombuffer(ours[name + "_scale"][2], dtype=np.uint8)].astype(np.float32))
+        gs = torch.from_numpy(as_f32(*[ours[name + "_global_scale"][i] for i in (0, 2)]).view(np.float32))
+        d = (s / gs).numpy()[r * (cols // 16) + c // 16]
+    else:
+        q = E4M3_SIGNED[np.frombuffer(ours[name][2], dtype=np.uint8)]
+        dtype, _, raw = ours[name + "_scale"]
+        if mode == "mx":
+            d = 2.0 ** (np.frombuffer(raw, dtype=np.uint8).astype(np.float64) - 127)
+            d = d[r * (cols // 32) + c // 32]
+        else:
+            d = as_f32(dtype, raw).view(np.float32)
+            d = (to_bf16(d) if scale_to_bf16 else d).astype(np.float64)
+            d = d[(r // 128) * -(-cols // 128) + c // 128] if mode.startswith("block") else d[r]
+    return to_bf16((q * d).astype(np.float32))
+
+
+def load_check(bitexact, work):
+    """A tiny bf16 Llama cast each block-scaled way and loaded with transformers' from_pretrained
+    (compressed-tensors' quantizer): no key missing or unexpected, and every decompressed
+    weight equal to our file's dequantisation. Returns the failures."""
+    try:
+        import transformers
+        from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+    except Exception as error:  # noqa: BLE001: any import failure is a skip
+        print(f"load check: skipped: transformers does not import ({type(error).__name__}: {error})")
+        return 0
+    torch.manual_seed(31)
+    config = LlamaConfig(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, vocab_size=256, tie_word_embeddings=False)
+    model = LlamaForCausalLM(config).to(torch.bfloat16)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape) * 0.02)
+    src = work / "tiny-llama"
+    shutil.rmtree(src, ignore_errors=True)
+    model.save_pretrained(src)
+    modes = {
+        "block": ["--to", "e4m3", "--scale", "block"],
+        "block-compressed-tensors": ["--to", "e4m3", "--scale", "block", "--recipe", "compressed-tensors"],
+        "per-channel": ["--to", "e4m3", "--scale", "per-channel"],
+        "mx": ["--to", "e4m3", "--scale", "mx"],
+        "nvfp4": ["--to", "nvfp4", "--layout", "compressed-tensors"],
+    }
+    failures = 0
+    print(f"load check: transformers {transformers.__version__}, a bf16 Llama (hidden 64, intermediate 160)")
+    for mode, args in modes.items():
+        dst = work / f"tiny-llama-{mode}"
+        shutil.rmtree(dst, ignore_errors=True)
+        subprocess.run([bitexact, "cast", str(src), "-o", str(dst), *args], check=True, capture_output=True)
+        ours = read_safetensors(dst / "model.safetensors")
+        loaded, info = AutoModelForCausalLM.from_pretrained(dst, output_loading_info=True)
+        problems = [f"{k}: {sorted(v)[:3]}" for k, v in info.items() if v]
+        # Loaded, every stored tensor is ours bit for bit (the weights still compressed), but
+        # F32 scales, which compressed-tensors allocates in the model's bf16 and rounds.
+        state = loaded.state_dict()
+        rounded = changed = 0
+        for stored, (dtype, shape, raw) in ours.items():
+            got = state.get(stored)
+            if got is None:
+                problems.append(f"{stored}: not in the loaded model")
+            elif got.contiguous().view(torch.uint8).numpy().tobytes() == raw:
+                continue
+            elif dtype == "F32" and stored.endswith("_scale") and got.dtype == torch.bfloat16:
+                mine = as_f32(dtype, raw).view(np.float32)
+                theirs = got.to(torch.float32).numpy().reshape(-1)
+                if not np.array_equal(theirs.view(np.uint32), to_bf16(mine).view(np.uint32)):
+                    problems.append(f"{stored}: loaded as bf16, but not our scales rounded to bf16")
+                rounded += 1
+                changed += int(np.count_nonzero(theirs != mine))
+            else:
+                problems.append(f"{stored}: loaded as {got.dtype} {list(got.shape)}, not our {dtype} bytes")
+        # A forward pass decompresses the weights to the model's bf16.
+        with torch.no_grad():
+            logits = loaded(torch.arange(16).reshape(1, 16)).logits
+        if not bool(torch.isfinite(logits).all()):
+            problems.append("the logits are not finite")
+        params = dict(loaded.named_parameters())
+        weights = [n for n in ours if n.endswith("_proj.weight") or n.endswith("_proj.weight_packed")]
+        moved = total = 0
+        for stored in weights:
+            name = stored.removesuffix("_packed")
+            got = params.get(name)
+            shape = tuple(model.get_parameter(name).shape)
+            if got is None or got.dtype != torch.bfloat16 or tuple(got.shape) != shape:
+                problems.append(f"{name}: loaded as {None if got is None else (got.dtype, tuple(got.shape))}")
+                continue
+            want = our_dequantisation(ours, name, mode, shape, scale_to_bf16=rounded > 0)
+            decompressed = got.detach().to(torch.float32).numpy().reshape(-1)
+            same = decompressed.view(np.uint32) == want.view(np.uint32)
+            if not same.all():
+                problems.append(f"{name}: {int((~same).sum())} of {same.size} decompressed weights differ")
+            if rounded:
+                exact = our_dequantisation(ours, name, mode, shape)
+                moved += int(np.count_nonzero(decompressed != exact))
+                total += decompressed.size
+        quantizer = type(getattr(loaded, "hf_quantizer", None)).__name__
+        failures += bool(problems)
+        if rounded:
+            print(f"load check: {mode}: transformers loads our F32 scales into bf16 parameters: {changed} scales "
+                  f"of {rounded} tensors rounded, and {moved} of {total} decompressed weights "
+                  f"({moved / total:.2%}) differ from q · d for our F32 d")
+        print(f"load check: {mode}: loaded through {quantizer}, {len(ours)} tensors ours bit for bit"
+              f"{' (F32 scales rounded to bf16)' if rounded else ''}, "
+              f"{len(weights)} weights decompressed (after a forward pass) to our dequantisation bit for bit: "
+              f"{'yes' if not problems else 'no: ' + '; '.join(problems[:3])}")
+    return failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bitexact", required=True)
@@ -327,6 +460,7 @@ def main():
                       f"{ct[0]} scales, {ct[1]} codes differ; exact recipe {ex[0]} scales, {ex[1]} codes "
                       f"({ex[1] / row['values']:.3%}) {row['kinds']}")
         failures += compare_scaled_groups(work, folder, tensors, dtype_name, a.bitexact, table)
+    failures += load_check(a.bitexact, work)
     if a.markdown:
         print("\n| weights | strategy | tensor | values | ours (compressed-tensors): scales, codes differing | "
               "exact recipe: scales differing | codes differing | of which scale / double rounding |")

@@ -82,7 +82,9 @@ fn our_values_are_exact_and_two_step_matches_the_torch_recipe_bit_for_bit() {
 /// `--recipe compressed-tensors`, FP8 per block and per channel, MXFP8 and NVFP4, on bf16
 /// and f32 weight-like tensors (normal and heavy-tailed, with partial tiles for FP8):
 /// every scale and code equal; and the exact recipe's FP8 differences from it, each
-/// classified (none "other").
+/// classified (none "other"). Where transformers imports too, a tiny bf16 Llama cast to
+/// each block-scaled layout loads through its compressed-tensors quantizer with every
+/// tensor ours and every weight decompressed to our dequantisation, bit for bit.
 #[test]
 fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
     let Some(output) = run_script("block_peers.py", &["--markdown"], "torch") else { return };
@@ -92,4 +94,10 @@ fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
     assert_eq!(rows, 20, "2 dtypes × (2 FP8 strategies × 4 tensors + MXFP8 × 2 tensors), each equal:\n{all}");
     let nvfp4 = "ours (compressed-tensors) 0 tensor scales, 0 block scales, 0 codes differ";
     assert_eq!(all.lines().filter(|l| l.contains(nvfp4)).count(), 4, "2 dtypes × 2 NVFP4 tensors:\n{all}");
+    // Loaded through transformers where it imports: each layout's tensors ours bit for bit,
+    // every weight decompressed to our dequantisation.
+    if !all.contains("load check: skipped") {
+        let loaded = all.lines().filter(|l| l.starts_with("load check: ") && l.ends_with("bit for bit: yes")).count();
+        assert_eq!(loaded, 5, "block, block by compressed-tensors' recipe, per-channel, MXFP8, NVFP4:\n{all}");
+    }
 }
