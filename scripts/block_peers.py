@@ -20,7 +20,7 @@ values and E2M1 codes) on the tensors whose rows are a multiple of 32 long, agai
 `--scale mx --recipe compressed-tensors` and `--to nvfp4 --layout compressed-tensors`.
 
 Then, where transformers imports, a tiny bf16 Llama is cast each block-scaled way (FP8 block
-by both recipes, per channel, MXFP8, NVFP4) and loaded with `from_pretrained` through
+by both recipes and with `--scale-format bf16`, per channel, MXFP8, NVFP4) and loaded with `from_pretrained` through
 compressed-tensors' quantizer: no key missing or unexpected, every stored tensor loaded
 as ours (F32 scales aside: compressed-tensors allocates them in the model's bf16, which
 rounds them; the run says how many weights that moves), and after a forward pass every
@@ -338,6 +338,7 @@ def load_check(bitexact, work):
     modes = {
         "block": ["--to", "e4m3", "--scale", "block"],
         "block-compressed-tensors": ["--to", "e4m3", "--scale", "block", "--recipe", "compressed-tensors"],
+        "block-bf16-scales": ["--to", "e4m3", "--scale", "block", "--scale-format", "bf16"],
         "per-channel": ["--to", "e4m3", "--scale", "per-channel"],
         "mx": ["--to", "e4m3", "--scale", "mx"],
         "nvfp4": ["--to", "nvfp4", "--layout", "compressed-tensors"],

@@ -83,7 +83,8 @@ fn our_values_are_exact_and_two_step_matches_the_torch_recipe_bit_for_bit() {
 /// and f32 weight-like tensors (normal and heavy-tailed, with partial tiles for FP8):
 /// every scale and code equal; and the exact recipe's FP8 differences from it, each
 /// classified (none "other"). Where transformers imports too, a tiny bf16 Llama cast to
-/// each block-scaled layout loads through its compressed-tensors quantizer with every
+/// each block-scaled layout (FP8 blocks by both recipes and with `--scale-format bf16`,
+/// per channel, MXFP8, NVFP4) loads through its compressed-tensors quantizer with every
 /// tensor ours and every weight decompressed to our dequantisation, bit for bit.
 #[test]
 fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
@@ -98,6 +99,9 @@ fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
     // every weight decompressed to our dequantisation.
     if !all.contains("load check: skipped") {
         let loaded = all.lines().filter(|l| l.starts_with("load check: ") && l.ends_with("bit for bit: yes")).count();
-        assert_eq!(loaded, 5, "block, block by compressed-tensors' recipe, per-channel, MXFP8, NVFP4:\n{all}");
+        let layouts = "block by both recipes and with bf16 scales, per-channel, MXFP8, NVFP4";
+        assert_eq!(loaded, 6, "{layouts}:\n{all}");
+        // bf16 scales are loaded as they are: the only rounded ones are the F32 ones.
+        assert!(!all.contains("load check: block-bf16-scales: transformers loads our F32 scales"), "{all}");
     }
 }

@@ -1237,8 +1237,9 @@ fn assert_blocks(
     recipe: &str,
 ) -> Vec<u32> {
     let (name, dtype, shape, data) = input;
-    // compressed-tensors' recipe computes in, and stores its scales in, the weights' dtype.
-    let bf16 = recipe == "compressed-tensors" && *dtype == Dtype::BF16;
+    // compressed-tensors' recipe computes in, and stores its scales in, the weights' dtype;
+    // `--scale-format bf16` stores bfloat16 scales.
+    let bf16 = (recipe == "compressed-tensors" && *dtype == Dtype::BF16) || recipe == "bf16";
     let (scale_dtype, scale_bytes) = if bf16 { (Dtype::BF16, 2) } else { (Dtype::F32, 4) };
     let (rows, cols) = (shape[0], shape[1]);
     let (h, w) = tile.unwrap_or((1, cols));
@@ -1258,6 +1259,7 @@ fn assert_blocks(
         let d = match recipe {
             "deepgemm" => scaled::deepgemm_scale(format, amax),
             "ue8m0" => ue8m0_scale(format, amax),
+            "bf16" => bf16_scale(format, amax),
             "compressed-tensors" => scaled::compressed_tensors_scale(format, amax, bf16),
             _ => scaled::block_dequant_scale(format, amax),
         };
@@ -1293,6 +1295,19 @@ fn ue8m0_scale(format: NarrowFormat, amax: u32) -> u32 {
     let max = if format.mantissa_bits == 3 { 448.0 } else { 57344.0 };
     let k = (-127..=127).find(|&k| amax <= max * 2f64.powi(k)).unwrap_or(127);
     (2f64.powi(k) as f32).to_bits()
+}
+
+/// The bfloat16 scale (`--scale-format bf16`) of a block whose largest finite magnitude is
+/// `amax` (f32 bits), by its definition: the least positive bfloat16 `d` with `amax ≤ max ·
+/// d` (exact in f64), as f32 bits; 1 for `amax = 0`.
+fn bf16_scale(format: NarrowFormat, amax: u32) -> u32 {
+    let amax = f64::from(f32::from_bits(amax));
+    if amax == 0.0 {
+        return 1f32.to_bits();
+    }
+    let max = if format.mantissa_bits == 3 { 448.0 } else { 57344.0 };
+    let encoding = (1u32..=0x7F7F).find(|&b| amax <= max * f64::from(f32::from_bits(b << 16))).unwrap_or(0x7F7F);
+    encoding << 16
 }
 
 /// A checkpoint folder for the block-scaled casts: weights of every source dtype with
@@ -1427,10 +1442,15 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "deepgemm"),
         ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "ue8m0"),
         ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale", "ue8m0"),
+        ("e4m3", FP8_E4M3, "block", "compressed-tensors", tile, "_scale", "bf16"),
+        ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale", "bf16"),
     ] {
         let deepgemm = recipe == "deepgemm";
         // ue8m0: the exact recipe with power-of-two scales.
-        let (recipe_arg, format_arg) = if recipe == "ue8m0" { ("exact", "ue8m0") } else { (recipe, "f32") };
+        let (recipe_arg, format_arg) = match recipe {
+            "ue8m0" | "bf16" => ("exact", recipe),
+            _ => (recipe, "f32"),
+        };
         let out = dir.path().join(format!("{to}-{scale}-{layout}-{recipe}"));
         let args = [
             "cast",
@@ -1475,6 +1495,8 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         assert_eq!(record["scale"]["kind"], scale);
         assert_eq!(record["scale"]["recipe"], recipe_arg);
         assert_eq!(record["scale"]["d"].as_str().unwrap().contains("UE8M0"), recipe == "ue8m0", "{record}");
+        assert_eq!(record["scale"]["d"].as_str().unwrap().contains("least bfloat16"), recipe == "bf16", "{record}");
+        assert_eq!(record["scale"]["stored"].as_str().unwrap().ends_with("(BF16)"), recipe == "bf16", "{record}");
         let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
         assert_eq!(config["hidden_size"], 7);
         let quantization = &config["quantization_config"];
@@ -1513,7 +1535,10 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         let report: serde_json::Value = serde_json::from_str(&run_ok(&json_args)).unwrap();
         assert_eq!(report["layout"], layout);
         assert_eq!(report["recipe"], recipe_arg);
-        let scale_format = if recipe == "ue8m0" { serde_json::json!("ue8m0") } else { serde_json::Value::Null };
+        let scale_format = match recipe {
+            "ue8m0" | "bf16" => serde_json::json!(recipe),
+            _ => serde_json::Value::Null,
+        };
         assert_eq!(report["scale_format"], scale_format);
         let up = report["tensors"].as_array().unwrap().iter().find(|t| t["name"] == tensors[0].0).unwrap();
         let d = assert_blocks(
@@ -1608,6 +1633,18 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
         (
             vec!["--to", "e4m3", "--scale", "block", "--recipe", "compressed-tensors", "--scale-format", "f32"],
             "drop --scale-format",
+        ),
+        (
+            vec!["--to", "e4m3", "--scale", "block", "--layout", "deepseek", "--scale-format", "bf16"],
+            "--scale-format bf16 is the exact recipe's, in compressed-tensors' layout",
+        ),
+        (
+            vec!["--to", "e4m3", "--scale", "block", "--recipe", "deepgemm", "--scale-format", "bf16"],
+            "--scale-format bf16 is the exact recipe's, in compressed-tensors' layout",
+        ),
+        (
+            vec!["--to", "e4m3", "--scale", "per-tensor", "--scale-format", "bf16"],
+            "--scale-format applies to --scale per-channel",
         ),
         (vec!["--to", "e4m3", "--scale", "mx", "--rounding", "two-step"], "--rounding applies to --scale per-tensor"),
         (

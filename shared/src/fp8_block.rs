@@ -54,7 +54,18 @@
 //! an exact division by a power of two. `k` is [`crate::mx`]'s [`ScaleRule::Fit`]
 //! exponent, proven there; `d` is checked on every finite `amax` against its defining
 //! inequalities in exact arithmetic by `tests/tests/fp8_block.rs`.
+//!
+//! # With a bfloat16 scale
+//! transformers loads compressed-tensors' `weight_scale` into a parameter of the model's
+//! dtype, so a bfloat16 model's f32 scales are rounded to bfloat16 as they are loaded, and
+//! `q · d` is no longer what the cast computed. The exact recipe can store `d` in
+//! bfloat16 instead: the least bfloat16 with `amax ≤ max · d` ([`bf16_scale_for`],
+//! [`Recipe::ExactBf16`]; 1 for an all-zero block, `2^-133` at least), `q = sat_rne(x /
+//! d)` as above, so no value of a block saturates and both f32 and bfloat16 readers
+//! dequantise with the `d` stored. `d` is checked on every finite `amax` against its
+//! defining inequalities in exact arithmetic by `tests/tests/fp8_block.rs`.
 
+use crate::bfloat16;
 use crate::e8m0;
 use crate::fp8::{e4m3, e5m2};
 use crate::fp8_scale::{self, Fp8Format, magnitude_bits};
@@ -92,6 +103,38 @@ pub fn ue8m0_scale_for(amax: f32, format: Fp8Format) -> f32 {
         Fp8Format::E5M2 => ElementFormat::E5M2,
     };
     f32::from_bits(e8m0::to_f32_bits(mx::scale_code(amax.to_bits(), element, ScaleRule::Fit)))
+}
+
+/// The f32 bits of bfloat16's smallest positive value, `2^-133`.
+const BF16_MIN_BITS: u32 = 0x0001_0000;
+/// The step between neighbouring positive bfloat16 values, in f32 bits.
+const BF16_STEP: u32 = 0x0001_0000;
+
+/// The exact recipe's bfloat16 dequantisation scale ([`Recipe::ExactBf16`]) of a block
+/// whose largest finite magnitude is `amax` (finite, non-negative): the least bfloat16
+/// `d` with `amax ≤ max · d`, so that no value of the block saturates (`2^-133`,
+/// bfloat16's least positive value, for an `amax` below `max · 2^-133`); 1 for `amax =
+/// 0`. A reader that holds the scale in bfloat16 (transformers does, for a bfloat16
+/// model) then dequantises with the `d` stored.
+#[inline]
+pub fn bf16_scale_for(amax: f32, format: Fp8Format) -> f32 {
+    if amax == 0.0 {
+        return 1.0;
+    }
+    let max = f64::from(format.max_finite());
+    // max · d is exact in f64 (3 significant bits times 8).
+    let fits = |bits: u32| f64::from(amax) <= max * f64::from(f32::from_bits(bits));
+    // q = amax / max, rounded to f64, to f32 and then to bfloat16, is within half a
+    // bfloat16 step (plus f32's far smaller error) of q: the least bfloat16 at or above q
+    // (the answer) or the one below it. So one step up, or (never, in fact) one down.
+    let quotient = (f64::from(amax) / max) as f32;
+    let mut bits = bfloat16::to_f32_bits(bfloat16::from_f32_bits(quotient.to_bits())).max(BF16_MIN_BITS);
+    if !fits(bits) {
+        bits += BF16_STEP;
+    } else if bits > BF16_MIN_BITS && fits(bits - BF16_STEP) {
+        bits -= BF16_STEP;
+    }
+    f32::from_bits(bits)
 }
 
 /// `sat_rne(x / d)`: the exact quotient of the f32 `x` (bits) by the positive finite
@@ -139,6 +182,10 @@ pub enum Recipe {
     /// doc): `d = 2^k` the least with `amax ≤ max · 2^k` ([`ue8m0_scale_for`]), `q =
     /// sat_rne(x / d)`, `d` stored.
     ExactUe8m0,
+    /// The exact recipe with a bfloat16 scale (the module's doc): `d` the least bfloat16
+    /// with `amax ≤ max · d` ([`bf16_scale_for`]), `q = sat_rne(x / d)`, `d` stored in
+    /// bfloat16, which a reader holding scales in a bfloat16 model's dtype keeps exactly.
+    ExactBf16,
     /// compressed-tensors' FP8 `channel` and `block` strategies (its `FP8_DYNAMIC` and
     /// `FP8_BLOCK` presets, as llm-compressor's `oneshot` and `model_free_ptq` run them),
     /// modelled on vllm-project/compressed-tensors 0.19.0 to 0.20.1 (the releases on PyPI in
@@ -336,13 +383,14 @@ pub fn quantize_blocks_with(
                 Recipe::Exact => dequant_scale_for(f32::from_bits(amax), format),
                 Recipe::DeepGemm => deepgemm_scale(f32::from_bits(amax), format),
                 Recipe::ExactUe8m0 => ue8m0_scale_for(f32::from_bits(amax), format),
+                Recipe::ExactBf16 => bf16_scale_for(f32::from_bits(amax), format),
                 Recipe::CompressedTensors(weights) => compressed_tensors_scale(f32::from_bits(amax), format, weights),
             };
             let inverse = 1.0 / *scale;
             for (x_row, q_row) in x_band.chunks(cols).zip(q_band.chunks_mut(cols)) {
                 if let (Some(values), Some(codes)) = (x_row.get(columns.clone()), q_row.get_mut(columns.clone())) {
                     match recipe {
-                        Recipe::Exact | Recipe::ExactUe8m0 => {
+                        Recipe::Exact | Recipe::ExactUe8m0 | Recipe::ExactBf16 => {
                             for (code, &value) in codes.iter_mut().zip(values) {
                                 *code = quantize_quotient(value, *scale, format);
                             }

@@ -18,6 +18,10 @@
 //!   on a sample, and with `--ignored` on every finite `amax` for both formats, against
 //!   the inequalities that define it, in exact f64 arithmetic (`max · 2^k` and `amax` are
 //!   f64 values); its codes on whole tensors against the reference's exact quotient.
+//! - the exact recipe with a bfloat16 scale ([`Recipe::ExactBf16`]): `bf16_scale_for` on a
+//!   sample against the least bfloat16 that fits, found by a search, and with `--ignored`
+//!   on every finite `amax` for both formats against the inequalities that define it (exact
+//!   in f64); its codes on whole tensors against the reference's exact quotient;
 //! - compressed-tensors' recipe ([`Recipe::CompressedTensors`]), against its steps on
 //!   integers (`scaled::compressed_tensors_scale`, `compressed_tensors_quantize`): for
 //!   bfloat16 weights, the scale on every bfloat16 amax, and the code of every bfloat16
@@ -353,13 +357,16 @@ fn reference_blocks(
             Recipe::Exact => scaled::block_dequant_scale(reference, amax.to_bits()),
             Recipe::DeepGemm => reference_deepgemm_scale(format, amax.to_bits()),
             Recipe::ExactUe8m0 => reference_ue8m0_scale(format, amax.to_bits()),
+            Recipe::ExactBf16 => reference_bf16_scale(format, amax.to_bits()),
             Recipe::CompressedTensors(weights) => {
                 scaled::compressed_tensors_scale(reference, amax.to_bits(), weights == WeightDtype::Bf16)
             }
         };
         for i in indices() {
             q[i] = match recipe {
-                Recipe::Exact | Recipe::ExactUe8m0 => scaled::quantize_quotient(reference, x[i], *scale),
+                Recipe::Exact | Recipe::ExactUe8m0 | Recipe::ExactBf16 => {
+                    scaled::quantize_quotient(reference, x[i], *scale)
+                }
                 Recipe::DeepGemm => scaled::deepgemm_quantize(reference, x[i], *scale),
                 Recipe::CompressedTensors(weights) => {
                     scaled::compressed_tensors_quantize(reference, x[i], *scale, weights == WeightDtype::Bf16)
@@ -393,6 +400,7 @@ fn whole_tensors_equal_the_reference_block_by_block() {
             Recipe::Exact,
             Recipe::DeepGemm,
             Recipe::ExactUe8m0,
+            Recipe::ExactBf16,
             Recipe::CompressedTensors(WeightDtype::F32),
             Recipe::CompressedTensors(WeightDtype::Bf16),
         ];
@@ -636,4 +644,84 @@ fn compressed_tensors_f32_codes_equal_the_recipe_on_every_f32_at_a_scale_that_is
         })
     })
     .unwrap_or_else(|m| panic!("{m}"));
+}
+
+// ---------------------------------------------------------------------------------------
+// The exact recipe with a bfloat16 scale.
+
+/// bfloat16's least positive value, `2^-133`, and the step between neighbouring positive
+/// bfloat16 values, in f32 bits.
+const BF16_MIN: u32 = 0x0001_0000;
+const BF16_STEP: u32 = 0x0001_0000;
+
+/// Whether `d` (f32 bits) is the bfloat16 scale of a block whose largest magnitude is
+/// `amax` (f32 bits, finite): 1 for `amax = 0`; otherwise a positive bfloat16 value (its
+/// low 16 bits 0) with `amax ≤ max · d`, and `d = 2^-133` or `amax > max · d'` for the
+/// bfloat16 `d'` below it (the least such). Every product is exact in f64.
+fn is_bf16_scale(format: Fp8Format, amax: u32, d: u32) -> bool {
+    if amax & 0x7FFF_FFFF == 0 {
+        return d == 1f32.to_bits();
+    }
+    let (amax, max) = (f64::from(f32::from_bits(amax & 0x7FFF_FFFF)), f64::from(format.max_finite()));
+    let value = |bits: u32| f64::from(f32::from_bits(bits));
+    d & 0xFFFF == 0
+        && (BF16_MIN..0x7F80_0000).contains(&d)
+        && amax <= max * value(d)
+        && (d == BF16_MIN || amax > max * value(d - BF16_STEP))
+}
+
+/// The bfloat16 scale of `amax` (f32 bits, finite) by its definition: the least positive
+/// bfloat16 `d` with `amax ≤ max · d` (exact in f64), found by bisection over the
+/// encodings; 1 for `amax = 0`.
+fn reference_bf16_scale(format: Fp8Format, amax: u32) -> u32 {
+    if amax & 0x7FFF_FFFF == 0 {
+        return 1f32.to_bits();
+    }
+    let (amax, max) = (f64::from(f32::from_bits(amax & 0x7FFF_FFFF)), f64::from(format.max_finite()));
+    let fits = |b: u32| amax <= max * f64::from(f32::from_bits(b << 16));
+    // The least encoding in 1 ..= 0x7F7F that fits (0x7F7F, bfloat16's largest, always does).
+    let (mut low, mut high) = (1u32, 0x7F7F);
+    while low < high {
+        let mid = (low + high) / 2;
+        if fits(mid) { high = mid } else { low = mid + 1 }
+    }
+    low << 16
+}
+
+#[test]
+fn the_bf16_scale_is_the_least_bf16_that_fits_on_a_sample() {
+    for format in Fp8Format::ALL {
+        for amax in sampled_f32().filter(|&x| x & 0x7FFF_FFFF < 0x7F80_0000).map(|x| x & 0x7FFF_FFFF) {
+            let d = fp8_block::bf16_scale_for(f32::from_bits(amax), format).to_bits();
+            assert_eq!(d, reference_bf16_scale(format, amax), "{format:?}: amax {amax:#010x}");
+            assert!(is_bf16_scale(format, amax, d), "{format:?}: amax {amax:#010x}");
+        }
+    }
+    // 448 fits 448 · 1; one ulp above, the next bfloat16 up; an amax past 448 · 2^-133.
+    assert_eq!(fp8_block::bf16_scale_for(448.0, Fp8Format::E4M3), 1.0);
+    assert_eq!(fp8_block::bf16_scale_for(f32::from_bits(448f32.to_bits() + 1), Fp8Format::E4M3), 1.0078125);
+    assert_eq!(fp8_block::bf16_scale_for(f32::from_bits(1), Fp8Format::E4M3).to_bits(), BF16_MIN);
+    assert_eq!(fp8_block::bf16_scale_for(0.0, Fp8Format::E5M2), 1.0);
+}
+
+#[test]
+#[ignore = "2^31 inputs per format"]
+fn the_bf16_scale_is_the_least_bf16_that_fits_on_every_finite_amax() {
+    for format in Fp8Format::ALL {
+        check_all(0..0x7F80_0000 >> 16, |block| {
+            let first = (block << 16) as u32;
+            (first..first + (1 << 16)).try_for_each(|amax| {
+                let d = fp8_block::bf16_scale_for(f32::from_bits(amax), format).to_bits();
+                if is_bf16_scale(format, amax, d) {
+                    Ok(())
+                } else {
+                    let want = reference_bf16_scale(format, amax);
+                    Err(format!(
+                        "{format:?}: amax {amax:#010x}: d {d:#010x}, the least bfloat16 that fits {want:#010x}"
+                    ))
+                }
+            })
+        })
+        .unwrap_or_else(|m| panic!("{m}"));
+    }
 }

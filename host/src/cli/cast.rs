@@ -55,8 +55,9 @@ pub struct CastArgs {
     /// named producer's, modelled on its source.
     #[arg(long, value_enum)]
     pub recipe: Option<RecipeArg>,
-    /// FP8 with --scale per-channel or block: the scales any f32 (the default) or powers of
-    /// two (ue8m0, DeepSeek-V3.1's scale_fmt; the exact recipe).
+    /// FP8 with --scale per-channel or block: the scales any f32 (the default), powers of
+    /// two (ue8m0, DeepSeek-V3.1's scale_fmt; the exact recipe), or bfloat16 (bf16, kept
+    /// by a bf16 model that transformers loads; the exact recipe).
     #[arg(long, value_enum)]
     pub scale_format: Option<ScaleFormatArg>,
     /// FP8 with --scale per-tensor only: how x·s is rounded.
@@ -175,6 +176,14 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     if args.scale_format.is_some() && args.recipe == Some(RecipeArg::CompressedTensors) {
         return Err(CliError::Usage(
             "--recipe compressed-tensors stores its scales in the weights' dtype (BF16 for bf16 weights): drop --scale-format"
+                .into(),
+        ));
+    }
+    if args.scale_format == Some(ScaleFormatArg::Bf16)
+        && (args.recipe.is_some_and(|r| r != RecipeArg::Exact) || args.layout == Some(ScaleLayoutArg::Deepseek))
+    {
+        return Err(CliError::Usage(
+            "--scale-format bf16 is the exact recipe's, in compressed-tensors' layout: drop --recipe and --layout deepseek"
                 .into(),
         ));
     }

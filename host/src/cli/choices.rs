@@ -219,6 +219,10 @@ pub enum ScaleFormatArg {
     /// Powers of two (DeepSeek-V3.1's scale_fmt "ue8m0"): d = 2^k, the least with amax <=
     /// max·2^k; still stored as F32; the exact recipe, --scale per-channel or block.
     Ue8m0,
+    /// bfloat16 (a bf16 model loaded by transformers keeps them; it rounds F32 scales to
+    /// bf16): d the least bfloat16 with amax <= max·d, stored as BF16; the exact recipe,
+    /// --scale per-channel or block, compressed-tensors' layout.
+    Bf16,
 }
 
 impl From<ScaleFormatArg> for ScaleFormat {
@@ -226,6 +230,7 @@ impl From<ScaleFormatArg> for ScaleFormat {
         match format {
             ScaleFormatArg::F32 => ScaleFormat::F32,
             ScaleFormatArg::Ue8m0 => ScaleFormat::Ue8m0,
+            ScaleFormatArg::Bf16 => ScaleFormat::Bf16,
         }
     }
 }

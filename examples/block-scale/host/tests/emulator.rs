@@ -20,11 +20,12 @@ use std::time::Instant;
 
 /// Every MX scale rule.
 pub const RULES: [ScaleRule; 4] = [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::Rceil, ScaleRule::CompressedTensors];
-/// Every FP8 block recipe (the example has compressed-tensors' for E4M3 only).
-pub const FP8_RECIPES: [Recipe; 5] = [
+/// Every FP8 block recipe (the example has bfloat16 scales and compressed-tensors' for E4M3 only).
+pub const FP8_RECIPES: [Recipe; 6] = [
     Recipe::Exact,
     Recipe::DeepGemm,
     Recipe::ExactUe8m0,
+    Recipe::ExactBf16,
     Recipe::CompressedTensors(WeightDtype::F32),
     Recipe::CompressedTensors(WeightDtype::Bf16),
 ];

@@ -8,8 +8,9 @@
 //!   shuffle max of the magnitudes, the E8M0 scale ([`shared::mx::scale_code`]) written by
 //!   the group's lane 0, each element [`shared::mx::quantize`]d by its lane.
 //! * **FP8 blocks**, [`fp8_tiles_e4m3_exact`] and its siblings (declared as
-//!   [`Fp8TilesE4m3Exact`], …, one per format and [`Recipe`], compressed-tensors' for
-//!   E4M3 only, for f32 and for bfloat16 weights): one thread block per tile of
+//!   [`Fp8TilesE4m3Exact`], …, one per format and [`Recipe`], the bfloat16 scales and
+//!   compressed-tensors' for E4M3 only, the latter for f32 and for bfloat16 weights): one
+//!   thread block per tile of
 //!   `tile_rows × tile_cols` (128 × 128 for DeepSeek's and compressed-tensors' `block`, or
 //!   `1 × cols` per row), the amax of its finite values by a shared-memory reduction, the
 //!   scale by the recipe ([`shared::fp8_block`]) written by thread 0, each element by the
@@ -42,8 +43,8 @@ use shared::fp4::e2m1;
 use shared::fp8::e4m3;
 pub use shared::fp8_block::Recipe;
 use shared::fp8_block::{
-    compressed_tensors_quantize, compressed_tensors_scale, deepgemm_scale, dequant_scale_for, quantize_quotient,
-    ue8m0_scale_for,
+    bf16_scale_for, compressed_tensors_quantize, compressed_tensors_scale, deepgemm_scale, dequant_scale_for,
+    quantize_quotient, ue8m0_scale_for,
 };
 pub use shared::fp8_scale::Fp8Format;
 use shared::fp8_scale::{Rounding, is_nonfinite, magnitude_bits};
@@ -245,6 +246,7 @@ unsafe fn fp8_tiles_body(
             Recipe::Exact => dequant_scale_for(amax, format),
             Recipe::DeepGemm => deepgemm_scale(amax, format),
             Recipe::ExactUe8m0 => ue8m0_scale_for(amax, format),
+            Recipe::ExactBf16 => bf16_scale_for(amax, format),
             Recipe::CompressedTensors(weights) => compressed_tensors_scale(amax, format, weights),
         };
         if rank == 0 {
@@ -261,7 +263,7 @@ unsafe fn fp8_tiles_body(
                 // SAFETY: `i < rows · cols`, and `x` holds that many values.
                 let value = unsafe { x.add(i as usize).read() };
                 let code = match recipe {
-                    Recipe::Exact | Recipe::ExactUe8m0 => quantize_quotient(value, scale, format),
+                    Recipe::Exact | Recipe::ExactUe8m0 | Recipe::ExactBf16 => quantize_quotient(value, scale, format),
                     Recipe::DeepGemm => shared::fp8_scale::quantize(value, inverse, format, Rounding::TwoStep),
                     Recipe::CompressedTensors(weights) => compressed_tensors_quantize(value, scale, format, weights),
                 };
@@ -315,7 +317,8 @@ macro_rules! fp8_tiles_kernels {
         })*
 
         /// The FP8 tile kernel for `format` and `recipe`: its name and (on the host) its
-        /// body; `None` for compressed-tensors' recipe with E5M2 (its FP8 is E4M3).
+        /// body; `None` for E5M2 with bfloat16 scales or compressed-tensors' recipe (its FP8
+        /// is E4M3).
         #[cfg(not(target_arch = "nvptx64"))]
         pub fn fp8_tiles_kernel(format: Fp8Format, recipe: Recipe) -> Option<(&'static str, Fp8TilesKernelFn)> {
             $(if (format, recipe) == (Fp8Format::$format, $recipe) {
@@ -330,6 +333,7 @@ fp8_tiles_kernels! {
     Fp8TilesE4m3Exact = fp8_tiles_e4m3_exact: E4M3, Recipe::Exact;
     Fp8TilesE4m3DeepGemm = fp8_tiles_e4m3_deepgemm: E4M3, Recipe::DeepGemm;
     Fp8TilesE4m3ExactUe8m0 = fp8_tiles_e4m3_exact_ue8m0: E4M3, Recipe::ExactUe8m0;
+    Fp8TilesE4m3ExactBf16 = fp8_tiles_e4m3_exact_bf16: E4M3, Recipe::ExactBf16;
     Fp8TilesE4m3CompressedTensorsF32 =
         fp8_tiles_e4m3_compressed_tensors_f32: E4M3, Recipe::CompressedTensors(WeightDtype::F32);
     Fp8TilesE4m3CompressedTensorsBf16 =

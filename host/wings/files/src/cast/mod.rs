@@ -148,8 +148,10 @@ pub enum CastRecipe {
 }
 
 /// How per-channel and block FP8 scales are stored: any f32 (the exact recipe's `d =
-/// fl32(amax / max)`), or powers of two (`scale_fmt: "ue8m0"`, as DeepSeek-V3.1 and
-/// DeepGEMM on Blackwell take them: [`fp8_block::Recipe::ExactUe8m0`]).
+/// fl32(amax / max)`), powers of two (`scale_fmt: "ue8m0"`, as DeepSeek-V3.1 and
+/// DeepGEMM on Blackwell take them: [`fp8_block::Recipe::ExactUe8m0`]), or bfloat16
+/// values ([`fp8_block::Recipe::ExactBf16`], which a bfloat16 model loaded by transformers
+/// keeps).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ScaleFormat {
@@ -159,6 +161,8 @@ pub enum ScaleFormat {
     /// `d = 2^k`, the least power of two with `amax ≤ max · 2^k` (`k` in `−127 ..= 127`),
     /// still stored as F32.
     Ue8m0,
+    /// `d` the least bfloat16 with `amax ≤ max · d`, stored as BF16.
+    Bf16,
 }
 
 impl CastRecipe {
@@ -216,7 +220,8 @@ pub struct CastOptions {
     /// (MX) or ModelOpt's (NVFP4).
     pub recipe: CastRecipe,
     /// For FP8 scaled per channel or per block: the scales any f32 ([`ScaleFormat::F32`],
-    /// the default) or powers of two ([`ScaleFormat::Ue8m0`], by the exact recipe).
+    /// the default), powers of two ([`ScaleFormat::Ue8m0`]) or bfloat16 values
+    /// ([`ScaleFormat::Bf16`]), the last two by the exact recipe.
     pub scale_format: ScaleFormat,
     /// For FP8 scaled per tensor: the exact product rounded once ([`Rounding::Once`], the
     /// default) or `fl32(x · s)` first ([`Rounding::TwoStep`]). Per-channel and block
@@ -283,12 +288,14 @@ impl CastOptions {
     }
 
     /// The block-scaled FP8 arithmetic of FP8 scaled per channel or per block: the
-    /// recipe's, with power-of-two scales for [`ScaleFormat::Ue8m0`] (`None` where the
-    /// recipe has none, or none with that format).
+    /// recipe's, with power-of-two scales for [`ScaleFormat::Ue8m0`] and bfloat16 ones for
+    /// [`ScaleFormat::Bf16`], compressed-tensors' in the weights' dtype `weights` (`None`
+    /// where the recipe has none, or none with that format).
     pub(crate) const fn block_recipe(&self, weights: WeightDtype) -> Option<fp8_block::Recipe> {
         match (self.recipe, self.scale_format) {
             (CastRecipe::Exact, ScaleFormat::F32) => Some(fp8_block::Recipe::Exact),
             (CastRecipe::Exact, ScaleFormat::Ue8m0) => Some(fp8_block::Recipe::ExactUe8m0),
+            (CastRecipe::Exact, ScaleFormat::Bf16) => Some(fp8_block::Recipe::ExactBf16),
             (CastRecipe::DeepGemm, ScaleFormat::F32) => Some(fp8_block::Recipe::DeepGemm),
             (CastRecipe::CompressedTensors, ScaleFormat::F32) => Some(fp8_block::Recipe::CompressedTensors(weights)),
             _ => None,
@@ -296,11 +303,12 @@ impl CastOptions {
     }
 
     /// Whether the per-channel or block scales of a tensor of `source` are stored in
-    /// bfloat16: compressed-tensors' recipe stores them in the weights' dtype.
+    /// bfloat16: `--scale-format bf16`'s are, and compressed-tensors' recipe stores them in
+    /// the weights' dtype.
     pub(crate) fn bf16_scales(&self, source: SourceDtype) -> bool {
-        self.recipe == CastRecipe::CompressedTensors
-            && matches!(self.scale, ScaleMode::PerChannel | ScaleMode::Block)
-            && source == SourceDtype::Bf16
+        matches!(self.scale, ScaleMode::PerChannel | ScaleMode::Block)
+            && (self.scale_format == ScaleFormat::Bf16
+                || (self.recipe == CastRecipe::CompressedTensors && source == SourceDtype::Bf16))
     }
 
     /// The options that contradict one another, if any: [`ScaleLayout::DeepSeek`] or
@@ -356,6 +364,16 @@ impl CastOptions {
         {
             return Some(
                 "--scale-format ue8m0 stores FP8 per-channel or block scales as powers of two: it takes --scale per-channel or block (MX scales are E8M0 already)",
+            );
+        }
+        if self.scale_format == ScaleFormat::Bf16
+            && (self.to.fp8().is_none()
+                || !matches!(self.scale, ScaleMode::PerChannel | ScaleMode::Block)
+                || self.recipe != CastRecipe::Exact
+                || self.layout == ScaleLayout::DeepSeek)
+        {
+            return Some(
+                "--scale-format bf16 stores the exact recipe's FP8 per-channel or block scales in bfloat16, in compressed-tensors' layout: it takes --scale per-channel or block, no --recipe, no --layout deepseek",
             );
         }
         if self.scale_format == ScaleFormat::Ue8m0 && self.recipe != CastRecipe::Exact {
@@ -492,7 +510,8 @@ pub struct CastReport {
     /// `compressed-tensors` or `modelopt`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recipe: Option<&'static str>,
-    /// For FP8 per-channel and block scales stored as powers of two: `ue8m0`.
+    /// For FP8 per-channel and block scales stored as powers of two, `ue8m0`, or in
+    /// bfloat16, `bf16`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scale_format: Option<ScaleFormat>,
     /// For scaled FP8, the rounding.
@@ -1149,7 +1168,7 @@ pub fn cast(inputs: &[PathBuf], output: &Path, options: &CastOptions) -> Result<
         scale: options.to.fp8().map(|_| options.scale),
         layout: options.blocks().map(|_| options.layout),
         recipe: options.blocks().map(|_| recipe_name(options.recipe)),
-        scale_format: (options.scale_format == ScaleFormat::Ue8m0).then_some(ScaleFormat::Ue8m0),
+        scale_format: (options.scale_format != ScaleFormat::F32).then_some(options.scale_format),
         rounding: (options.scaled() && !options.nvfp4()).then_some(match (options.rounding, options.recipe) {
             // DeepGEMM's and compressed-tensors' per-channel and block codes round twice.
             (_, CastRecipe::DeepGemm) => "as the recipe computes it",

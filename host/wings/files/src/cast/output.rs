@@ -434,6 +434,7 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                     (ScaleMode::Mx, CastRecipe::Ocp) => "2^k per 32 values of a row, k = floor(log2 amax) - 8 (OCP MX v1.0, torchao's FLOOR), clamped to -127..127: values past 448 * 2^k saturate".to_string(),
                     (ScaleMode::Mx, _) => format!("2^k per 32 values of a row, k the least with amax <= {} * 2^k, clamped to -127..127", format.max_finite()),
                     (_, _) if options.scale_format == crate::cast::ScaleFormat::Ue8m0 => format!("2^k per block, k the least with amax <= {} * 2^k, clamped to -127..127 (UE8M0), 1 for an all-zero block", format.max_finite()),
+                    (_, _) if options.scale_format == crate::cast::ScaleFormat::Bf16 => format!("the least bfloat16 d with amax <= {} * d per block, at least 2^-133, 1 for an all-zero block", format.max_finite()),
                     (_, CastRecipe::DeepGemm) => format!("fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) per block (DeepGEMM's sf)", format.max_finite()),
                     (_, CastRecipe::CompressedTensors) => format!("W(fl32(amax / {})) per block, W the weights' dtype, its eps where that is 0 (compressed-tensors')", format.max_finite()),
                     _ => format!("fl32(amax / {}) per block, 1 for an all-zero block, at least 2^-149", format.max_finite()),
@@ -445,6 +446,8 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                 },
                 "stored": if options.scale == ScaleMode::Mx {
                     format!("{stored} = k + 127 (U8, E8M0)")
+                } else if options.scale_format == crate::cast::ScaleFormat::Bf16 {
+                    format!("{stored} = d (BF16)")
                 } else if options.recipe == CastRecipe::CompressedTensors {
                     format!("{stored} = d (the weights' dtype: F32, or BF16 for bf16 weights)")
                 } else {
