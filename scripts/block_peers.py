@@ -19,6 +19,18 @@ run it. The same for MXFP8 (its `MXFP8A16` preset: E8M0 scales per 32 values) an
 values and E2M1 codes) on the tensors whose rows are a multiple of 32 long, against
 `--scale mx --recipe compressed-tensors` and `--to nvfp4 --layout compressed-tensors`.
 
+Where torchao imports, its own `to_mx` (`prototype/mx_formats/mx_tensor.py`) runs on CPU
+torch in `ScaleCalculationMode.FLOOR` and `RCEIL`, E4M3 in blocks of 32, on the same
+tensors, against `--scale mx --recipe ocp` and `--recipe rceil`: every E8M0 scale and
+code compared (exit 1 on a difference). Then a small f32 tensor of planted blocks, where
+torchao's releases up to 0.18 and its code from 2026-08-12 on (#4725, what the recipes
+model) part: a tiny block (FLOOR: the divisor clamped to 2^-126 while 2^-127 is stored;
+RCEIL: a code-0 block multiplied by 1), and an amax whose `descale` lies just above a
+power of two (RCEIL's `ceil(log2(...))` stays a power low). Each block's scales and
+codes are printed; with torchao's newer code (it has `_f32_to_e8m0_rceil`) any
+difference fails, with an older release the named ones are expected and counted. To run
+torchao's newer code, put a source checkout's `torchao` on `PYTHONPATH`.
+
 Then, where transformers imports, a tiny bf16 Llama is cast each block-scaled way (FP8 block
 by both recipes and with `--scale-format bf16`, per channel, MXFP8, NVFP4) and loaded with `from_pretrained` through
 compressed-tensors' quantizer: no key missing or unexpected, every stored tensor loaded
@@ -281,6 +293,122 @@ def compare_scaled_groups(work, folder, tensors, dtype_name, bitexact, table):
     return failures
 
 
+def torchao_mx():
+    """torchao's `to_mx`, its `ScaleCalculationMode`, its version and whether it is the
+    code from 2026-08-12 on (`_f32_to_e8m0_rceil`, what `--recipe ocp`/`rceil` model), or
+    the reason it does not import."""
+    try:
+        import torchao
+        from torchao.prototype.mx_formats import mx_tensor
+        from torchao.prototype.mx_formats.config import ScaleCalculationMode
+    except Exception as error:  # noqa: BLE001: any import failure is a skip
+        return f"torchao does not import ({type(error).__name__}: {error})"
+    where = f"{getattr(torchao, '__version__', '?')} from {Path(torchao.__file__).parent}"
+    return mx_tensor.to_mx, ScaleCalculationMode, where, hasattr(mx_tensor, "_f32_to_e8m0_rceil")
+
+
+TORCHAO_MODES = {"ocp": "FLOOR", "rceil": "RCEIL"}
+
+
+def torchao_codes(to_mx, mode, t):
+    """torchao's E8M0 scale codes and E4M3 codes of the 2-D tensor t, blocks of 32."""
+    scale, q = to_mx(t, torch.float8_e4m3fn, 32, mode)
+    return scale.view(torch.uint8).numpy().reshape(-1), q.view(torch.uint8).numpy().reshape(-1)
+
+
+def cast_mx(bitexact, folder, out, recipe):
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [bitexact, "cast", str(folder), "-o", str(out), "--to", "e4m3", "--scale", "mx", "--recipe", recipe,
+           "--skip", "300x260"]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return read_safetensors(out / "model.safetensors")
+
+
+def compare_torchao(work, folder, tensors, dtype_name, bitexact, table):
+    """torchao's `to_mx` (FLOOR, RCEIL) against `--scale mx --recipe ocp`/`rceil`, every scale
+    and code. Returns the mismatches (0 where torchao does not import: it says skipped)."""
+    found = torchao_mx()
+    if isinstance(found, str):
+        print(f"torchao: skipped: {found}")
+        return 0
+    to_mx, modes, _, _ = found
+    failures = 0
+    for recipe, mode in TORCHAO_MODES.items():
+        ours = cast_mx(bitexact, folder, work / f"out-{dtype_name}-mx-{recipe}", recipe)
+        for name, t in tensors.items():
+            if t.shape[1] % 32:
+                continue
+            scales, codes = torchao_codes(to_mx, getattr(modes, mode), t)
+            ours_scales = np.frombuffer(ours[name + "_scale"][2], dtype=np.uint8)
+            ours_codes = np.frombuffer(ours[name][2], dtype=np.uint8)
+            diff = (int(np.count_nonzero(ours_scales != scales)), int(np.count_nonzero(ours_codes != codes)))
+            failures += sum(diff) > 0
+            tensor = name.split(".")[-2]
+            print(f"{dtype_name:4} mx {mode:8} {tensor:20} {t.numel():8}: ours (--recipe {recipe}) against torchao's "
+                  f"to_mx: {diff[0]} scales, {diff[1]} codes differ")
+            table.append({"dtype": dtype_name, "strategy": f"mx {mode} (torchao)", "tensor": tensor,
+                          "values": t.numel(), "torchao": diff})
+    return failures
+
+
+def planted_blocks():
+    """(what, 32 f32 values, the modes in which torchao's releases up to 0.18 differ from
+    its code from 2026-08-12 on) for each planted block, a normal block among them. Before:
+    FLOOR divides a code-0 block by 2^-126 (stored: 2^-127), RCEIL multiplies it by 1, and
+    RCEIL's `ceil(log2(amax / 448))` stays at 2^-10 where `amax / 448` is 2^-10 (1 + 2^-22)."""
+    ramp = np.arange(1, 33, dtype=np.float64) / 32
+
+    def top(amax):
+        """31 smaller values, then amax."""
+        return np.append((ramp[:31] * 0.9 * amax).astype(np.float32), np.float32(amax))
+
+    rceil_edge = np.float32(0.4375) * np.float32(1 + 2.0**-22)
+    rceil_subnormal = np.frombuffer(np.uint32(0x04600001).tobytes(), dtype=np.float32)[0]  # 448·2^-127, one ulp up
+    both, rceil = {"FLOOR", "RCEIL"}, {"RCEIL"}
+    return [
+        ("amax 1.5·2^-120 (FLOOR k = -128, clamped)", top(1.5 * 2.0**-120), both),
+        ("amax 2^-127, subnormal", top(2.0**-127), both),
+        ("amax 2^-120 (RCEIL descale subnormal)", top(2.0**-120), both),
+        ("amax 448·2^-127 one ulp up (0x04600001)", top(rceil_subnormal), both),
+        ("amax 448·2^-10·(1 + 2^-22)", top(rceil_edge), rceil),
+        ("amax 448·2^-10 exactly", top(0.4375), set()),
+        ("N(0, 0.02)", np.random.default_rng(5).normal(0.0, 0.02, 32).astype(np.float32), set()),
+    ]
+
+
+def torchao_planted(work, bitexact):
+    """The planted blocks through torchao's `to_mx` and ours, block by block. Returns the
+    failures: a difference where torchao is the code the recipes model; with an older
+    release, a block that differs or not other than `planted_blocks` says."""
+    found = torchao_mx()
+    if isinstance(found, str):
+        return 0
+    to_mx, modes, version, newer = found
+    blocks = planted_blocks()
+    t = torch.from_numpy(np.stack([b for _, b, _ in blocks]))
+    folder = work / "in-planted"
+    folder.mkdir(exist_ok=True)
+    name = "model.layers.0.planted.weight"
+    write_safetensors(folder / "model.safetensors", {name: ("F32", t)})
+    print(f"torchao {version} ({'its code from 2026-08-12 on' if newer else 'a release before 2026-08-12'}), "
+          "planted f32 blocks:")
+    failures = 0
+    for recipe, mode in TORCHAO_MODES.items():
+        ours = cast_mx(bitexact, folder, work / f"out-planted-{recipe}", recipe)
+        scales, codes = torchao_codes(to_mx, getattr(modes, mode), t)
+        ours_scales = np.frombuffer(ours[name + "_scale"][2], dtype=np.uint8)
+        ours_codes = np.frombuffer(ours[name][2], dtype=np.uint8).reshape(len(blocks), 32)
+        for i, (what, _, before) in enumerate(blocks):
+            differ = int(np.count_nonzero(ours_codes[i] != codes.reshape(len(blocks), 32)[i]))
+            same = differ == 0 and ours_scales[i] == scales[i]
+            expected = newer or mode not in before
+            failures += same != expected
+            print(f"  {mode:5} {what:42}: scale code ours {ours_scales[i]}, torchao {scales[i]}; "
+                  f"{differ} of 32 codes differ{'' if expected else ' (expected of this release)'}"
+                  f"{'' if same == expected else ' UNEXPECTED'}")
+    return failures
+
+
 E4M3_SIGNED = np.concatenate([np.append(E4M3, np.nan), -np.append(E4M3, np.nan)])
 E2M1_SIGNED = np.concatenate([E2M1, -E2M1])
 
@@ -461,12 +589,16 @@ def main():
                       f"{ct[0]} scales, {ct[1]} codes differ; exact recipe {ex[0]} scales, {ex[1]} codes "
                       f"({ex[1] / row['values']:.3%}) {row['kinds']}")
         failures += compare_scaled_groups(work, folder, tensors, dtype_name, a.bitexact, table)
+        failures += compare_torchao(work, folder, tensors, dtype_name, a.bitexact, table)
+    failures += torchao_planted(work, a.bitexact)
     failures += load_check(a.bitexact, work)
     if a.markdown:
         print("\n| weights | strategy | tensor | values | ours (compressed-tensors): scales, codes differing | "
               "exact recipe: scales differing | codes differing | of which scale / double rounding |")
         print("|---|---|---|---|---|---|---|---|")
         for r in table:
+            if "torchao" in r:
+                continue
             ct, ex, k = r["compressed-tensors"], r["exact"], r["kinds"]
             kinds = (f"{k.get('scale', 0):,} / {k.get('double rounding', 0):,}" if r["strategy"] in ("block", "per-channel")
                      else "not classified")

@@ -50,6 +50,11 @@ fn run_script(script: &str, args: &[&str], needs: &str) -> Option<Output> {
     None
 }
 
+/// The reason after `prefix` where the script skipped that part of its run.
+fn part_skipped<'a>(all: &'a str, prefix: &str) -> Option<&'a str> {
+    all.lines().find_map(|l| l.strip_prefix(prefix))
+}
+
 fn text(output: &Output) -> String {
     format!("{}\n{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
@@ -82,7 +87,10 @@ fn our_values_are_exact_and_two_step_matches_the_torch_recipe_bit_for_bit() {
 /// `--recipe compressed-tensors`, FP8 per block and per channel, MXFP8 and NVFP4, on bf16
 /// and f32 weight-like tensors (normal and heavy-tailed, with partial tiles for FP8):
 /// every scale and code equal; and the exact recipe's FP8 differences from it, each
-/// classified (none "other"). Where transformers imports too, a tiny bf16 Llama cast to
+/// classified (none "other"). Where torchao imports, its own `to_mx` (FLOOR, RCEIL) against
+/// `--scale mx --recipe ocp`/`rceil` on the same tensors, every scale and code equal, and
+/// on planted f32 blocks equal to its code from 2026-08-12 on, or different from an older
+/// release exactly where that release's arithmetic differs. Where transformers imports too, a tiny bf16 Llama cast to
 /// each block-scaled layout (FP8 blocks by both recipes and with `--scale-format bf16`,
 /// per channel, MXFP8, NVFP4) loads through its compressed-tensors quantizer with every
 /// tensor ours and every weight decompressed to our dequantisation, bit for bit.
@@ -95,9 +103,20 @@ fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
     assert_eq!(rows, 20, "2 dtypes × (2 FP8 strategies × 4 tensors + MXFP8 × 2 tensors), each equal:\n{all}");
     let nvfp4 = "ours (compressed-tensors) 0 tensor scales, 0 block scales, 0 codes differ";
     assert_eq!(all.lines().filter(|l| l.contains(nvfp4)).count(), 4, "2 dtypes × 2 NVFP4 tensors:\n{all}");
+    // torchao's own to_mx where it imports: FLOOR and RCEIL, 2 dtypes × 2 tensors each.
+    if let Some(reason) = part_skipped(&all, "torchao: skipped: ") {
+        skip_or_fail("REQUIRE_PEERS", format!("torchao's to_mx: {reason}"));
+    } else {
+        let equal = all.lines().filter(|l| l.contains("against torchao's to_mx: 0 scales, 0 codes differ")).count();
+        assert_eq!(equal, 8, "FLOOR and RCEIL × 2 dtypes × 2 tensors, each equal:\n{all}");
+        let planted = all.lines().filter(|l| l.contains(" of 32 codes differ")).count();
+        assert_eq!(planted, 14, "7 planted blocks × FLOOR and RCEIL:\n{all}");
+    }
     // Loaded through transformers where it imports: each layout's tensors ours bit for bit,
     // every weight decompressed to our dequantisation.
-    if !all.contains("load check: skipped") {
+    if let Some(reason) = part_skipped(&all, "load check: skipped: ") {
+        skip_or_fail("REQUIRE_PEERS", format!("the load check: {reason}"));
+    } else {
         let loaded = all.lines().filter(|l| l.starts_with("load check: ") && l.ends_with("bit for bit: yes")).count();
         let layouts = "block by both recipes and with bf16 scales, per-channel, MXFP8, NVFP4";
         assert_eq!(loaded, 6, "{layouts}:\n{all}");

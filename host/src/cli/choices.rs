@@ -203,11 +203,13 @@ pub enum RecipeArg {
     /// fl32(1/2688)), s = e4m3(fl32(b / fl32(6g))), q = e2m1(fl32(x / fl32(s·g))); --to nvfp4
     /// in the modelopt layout only.
     Modelopt,
-    /// OCP MX v1.0's rule (torchao's FLOOR): 2^k with k = floor(log2 amax) - 8, so the
-    /// block's values past 448·2^k saturate; q = x/2^k rounded once; --to e4m3 --scale mx only.
+    /// OCP MX v1.0's rule (torchao's FLOOR, as its code since 2026-08-12 computes it): 2^k with
+    /// k = floor(log2 amax) - 8, so the block's values past 448·2^k saturate; q = x/2^k rounded
+    /// once; --to e4m3 --scale mx only.
     Ocp,
-    /// torchao's RCEIL: 2^k the least at or above fl32(amax · fl32(1/448)) (the exact rule's
-    /// on every f32 amax but one); q = x/2^k rounded once; --to e4m3 --scale mx only.
+    /// torchao's RCEIL (as its code since 2026-08-12 computes it): 2^k the least at or above
+    /// fl32(amax · fl32(1/448)) (the exact rule's on every f32 amax but one); q = x/2^k rounded
+    /// once; --to e4m3 --scale mx only.
     Rceil,
 }
 
