@@ -31,6 +31,14 @@ codes are printed; with torchao's newer code (it has `_f32_to_e8m0_rceil`) any
 difference fails, with an older release the named ones are expected and counted. To run
 torchao's newer code, put a source checkout's `torchao` on `PYTHONPATH`.
 
+Where NVIDIA ModelOpt imports, its `NVFP4QTensor.quantize` (the export's dynamic path)
+runs on CPU torch on the same tensors with `weights_scaling_factor_2` given as our
+`--recipe modelopt` file's `weight_scale_2`: on CUDA ModelOpt computes that factor as
+`amax * fl32(1/2688)` (PyTorch's CUDA kernel multiplies by a Python float divisor's
+reciprocal), on a CPU as `amax / 2688`, so the run checks the factor on its own (the
+CPU's must be our exact recipe's) and every later step of ModelOpt's code (block
+scales, E2M1 codes, packing) against ours, every byte (exit 1 on a difference).
+
 Then, where transformers imports, a tiny bf16 Llama is cast each block-scaled way (FP8 block
 by both recipes and with `--scale-format bf16`, per channel, MXFP8, NVFP4) and loaded with `from_pretrained` through
 compressed-tensors' quantizer: no key missing or unexpected, every stored tensor loaded
@@ -347,7 +355,7 @@ def compare_torchao(work, folder, tensors, dtype_name, bitexact, table):
             print(f"{dtype_name:4} mx {mode:8} {tensor:20} {t.numel():8}: ours (--recipe {recipe}) against torchao's "
                   f"to_mx: {diff[0]} scales, {diff[1]} codes differ")
             table.append({"dtype": dtype_name, "strategy": f"mx {mode} (torchao)", "tensor": tensor,
-                          "values": t.numel(), "torchao": diff})
+                          "values": t.numel(), "peer": diff})
     return failures
 
 
@@ -406,6 +414,50 @@ def torchao_planted(work, bitexact):
             print(f"  {mode:5} {what:42}: scale code ours {ours_scales[i]}, torchao {scales[i]}; "
                   f"{differ} of 32 codes differ{'' if expected else ' (expected of this release)'}"
                   f"{'' if same == expected else ' UNEXPECTED'}")
+    return failures
+
+
+def compare_modelopt(work, folder, tensors, dtype_name, bitexact, table):
+    """ModelOpt's own NVFP4 quantisation against `--to nvfp4 --layout modelopt --recipe
+    modelopt`, every block scale and packed byte, given our factor; its CPU factor against
+    the exact recipe's. Returns the mismatches (0 where ModelOpt does not import: it says
+    skipped)."""
+    try:
+        import modelopt
+        from modelopt.torch.quantization.qtensor.nvfp4_tensor import NVFP4QTensor
+    except Exception as error:  # noqa: BLE001: any import failure is a skip
+        print(f"modelopt: skipped: ModelOpt does not import ({type(error).__name__}: {error})")
+        return 0
+    outs = {}
+    for recipe in ("modelopt", "exact"):
+        out = work / f"out-{dtype_name}-nvfp4-modelopt-{recipe}"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [bitexact, "cast", str(folder), "-o", str(out), "--to", "nvfp4", "--layout", "modelopt", "--recipe",
+               recipe, "--skip", "300x260"]
+        subprocess.run(cmd, check=True, capture_output=True)
+        outs[recipe] = read_safetensors(out / "model.safetensors")
+    failures = 0
+    for name, t in tensors.items():
+        if t.shape[1] % 16:
+            continue
+        ours = outs["modelopt"]
+        g = np.frombuffer(ours[name + "_scale_2"][2], dtype="<f4")[0]
+        packed, scales, _ = NVFP4QTensor.quantize(t, 16, weights_scaling_factor_2=torch.tensor(g))
+        theirs_scales = scales.view(torch.uint8).numpy().reshape(-1)
+        theirs_packed = packed._quantized_data.numpy().reshape(-1)
+        diff = (int(np.count_nonzero(np.frombuffer(ours[name + "_scale"][2], dtype=np.uint8) != theirs_scales)),
+                int(np.count_nonzero(np.frombuffer(ours[name][2], dtype=np.uint8) != theirs_packed)))
+        cpu_g = NVFP4QTensor.get_weights_scaling_factor_2(t).numpy()
+        exact_g = np.frombuffer(outs["exact"][name + "_scale_2"][2], dtype="<f4")[0]
+        cpu_is_exact = bool(cpu_g == exact_g)
+        failures += sum(diff) > 0 or not cpu_is_exact
+        tensor = name.split(".")[-2]
+        print(f"{dtype_name:4} nvfp4 ModelOpt {tensor:20} {t.numel():8}: ours (--recipe modelopt) against ModelOpt "
+              f"{modelopt.__version__}'s quantize at our factor: {diff[0]} block scales, {diff[1]} packed bytes differ; "
+              f"its CPU factor {'is' if cpu_is_exact else 'is NOT'} the exact recipe's"
+              f"{'' if cpu_g == g else ' (and not the CUDA one modelled)'}")
+        table.append({"dtype": dtype_name, "strategy": "nvfp4 (ModelOpt)", "tensor": tensor, "values": t.numel(),
+                      "peer": diff})
     return failures
 
 
@@ -590,6 +642,7 @@ def main():
                       f"({ex[1] / row['values']:.3%}) {row['kinds']}")
         failures += compare_scaled_groups(work, folder, tensors, dtype_name, a.bitexact, table)
         failures += compare_torchao(work, folder, tensors, dtype_name, a.bitexact, table)
+        failures += compare_modelopt(work, folder, tensors, dtype_name, a.bitexact, table)
     failures += torchao_planted(work, a.bitexact)
     failures += load_check(a.bitexact, work)
     if a.markdown:
@@ -597,7 +650,7 @@ def main():
               "exact recipe: scales differing | codes differing | of which scale / double rounding |")
         print("|---|---|---|---|---|---|---|---|")
         for r in table:
-            if "torchao" in r:
+            if "peer" in r:
                 continue
             ct, ex, k = r["compressed-tensors"], r["exact"], r["kinds"]
             kinds = (f"{k.get('scale', 0):,} / {k.get('double rounding', 0):,}" if r["strategy"] in ("block", "per-channel")

@@ -90,7 +90,9 @@ fn our_values_are_exact_and_two_step_matches_the_torch_recipe_bit_for_bit() {
 /// classified (none "other"). Where torchao imports, its own `to_mx` (FLOOR, RCEIL) against
 /// `--scale mx --recipe ocp`/`rceil` on the same tensors, every scale and code equal, and
 /// on planted f32 blocks equal to its code from 2026-08-12 on, or different from an older
-/// release exactly where that release's arithmetic differs. Where transformers imports too, a tiny bf16 Llama cast to
+/// release exactly where that release's arithmetic differs. Where ModelOpt imports, its own
+/// NVFP4 `quantize` at our `--recipe modelopt` factor against ours, every block scale and
+/// packed byte equal, and its CPU factor the exact recipe's. Where transformers imports too, a tiny bf16 Llama cast to
 /// each block-scaled layout (FP8 blocks by both recipes and with `--scale-format bf16`,
 /// per channel, MXFP8, NVFP4) loads through its compressed-tensors quantizer with every
 /// tensor ours and every weight decompressed to our dequantisation, bit for bit.
@@ -111,6 +113,13 @@ fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
         assert_eq!(equal, 8, "FLOOR and RCEIL × 2 dtypes × 2 tensors, each equal:\n{all}");
         let planted = all.lines().filter(|l| l.contains(" of 32 codes differ")).count();
         assert_eq!(planted, 14, "7 planted blocks × FLOOR and RCEIL:\n{all}");
+    }
+    // ModelOpt's own NVFP4 quantize where it imports, at our factor: 2 dtypes × 2 tensors.
+    if let Some(reason) = part_skipped(&all, "modelopt: skipped: ") {
+        skip_or_fail("REQUIRE_PEERS", format!("ModelOpt's quantize: {reason}"));
+    } else {
+        let equal = "0 block scales, 0 packed bytes differ; its CPU factor is the exact recipe's";
+        assert_eq!(all.lines().filter(|l| l.contains(equal)).count(), 4, "2 dtypes × 2 tensors, each equal:\n{all}");
     }
     // Loaded through transformers where it imports: each layout's tensors ours bit for bit,
     // every weight decompressed to our dequantisation.
