@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`bitexact cast`'s block-scaled casts against compressed-tensors' own code, value by value.
 
-    block_peers.py --bitexact PATH [--dir DIR] [--markdown]
+    block_peers.py --bitexact PATH [--dir DIR] [--deepgemm DIR] [--markdown]
 
 Writes weight-like tensors (N(0, 0.02), and Student's t with 2 degrees of freedom times
 0.02, heavy-tailed; 1536 x 1024 and a 300 x 260 one with partial tiles; each as bf16 and
@@ -38,6 +38,18 @@ runs on CPU torch on the same tensors with `weights_scaling_factor_2` given as o
 reciprocal), on a CPU as `amax / 2688`, so the run checks the factor on its own (the
 CPU's must be our exact recipe's) and every later step of ModelOpt's code (block
 scales, E2M1 codes, packing) against ours, every byte (exit 1 on a difference).
+
+With `--deepgemm DIR` (a checkout of deepseek-ai/DeepGEMM; its `deep_gemm/utils/math.py`
+needs torch only and is loaded on its own), DeepGEMM's `per_block_cast_to_fp8` runs on CPU
+torch on the same tensors, with `use_ue8m0=True` against `--layout deepseek --recipe
+deepgemm --scale-format ue8m0`, and with `use_ue8m0=False` against `--recipe deepgemm`.
+On CUDA, `x_amax / 448.0` is `amax · fl32(1/448)`; on a CPU it divides. Rounded up to a
+power of two the two agree unless a power of two lies between them, which the run counts
+(such a block is left out); with f32 scales a block is compared where the two `sf` are
+equal, and the others are counted. Every compared scale and code must equal ours. Then a
+planted f32 tensor of three 128 x 128 blocks: amax `0.4375` one ulp up (`sf = 2^-10 (1 +
+2^-23)`, which DeepGEMM's `ceil_to_ue8m0` before 7f2a703, `2^ceil(log2(sf))` in f32, left
+at `2^-10`), every value below `1e-4` (its clamp), and all zeros.
 
 Then, where transformers imports, a tiny bf16 Llama is cast each block-scaled way (FP8 block
 by both recipes and with `--scale-format bf16`, per channel, MXFP8, NVFP4) and loaded with `from_pretrained` through
@@ -461,6 +473,90 @@ def compare_modelopt(work, folder, tensors, dtype_name, bitexact, table):
     return failures
 
 
+def deepgemm_math(checkout):
+    """DeepGEMM's `deep_gemm/utils/math.py` from the checkout, loaded on its own (the package
+    itself needs CUDA), or the reason it does not load."""
+    import importlib.util
+
+    path = Path(checkout) / "deep_gemm" / "utils" / "math.py"
+    try:
+        spec = importlib.util.spec_from_file_location("deepgemm_math", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.per_block_cast_to_fp8
+    except Exception as error:  # noqa: BLE001: any load failure is a skip
+        return f"{path} does not load ({type(error).__name__}: {error})"
+
+
+def compare_deepgemm(work, folder, tensors, dtype_name, bitexact, checkout):
+    """DeepGEMM's own `per_block_cast_to_fp8` (UE8M0 and f32 scales) against `--recipe
+    deepgemm`, block by block, on the blocks where its CPU arithmetic is its CUDA
+    arithmetic. Returns the mismatches (0 where no checkout is given: it says skipped)."""
+    if checkout is None:
+        print("deepgemm: skipped: no DeepGEMM checkout given (--deepgemm DIR)")
+        return 0
+    cast_fp8 = deepgemm_math(checkout)
+    if isinstance(cast_fp8, str):
+        print(f"deepgemm: skipped: {cast_fp8}")
+        return 0
+    failures = 0
+    r = np.float32(1.0) / np.float32(448.0)
+    for scale_format in ("ue8m0", "f32"):
+        out = work / f"out-{dtype_name}-deepgemm-{scale_format}"
+        shutil.rmtree(out, ignore_errors=True)
+        cmd = [bitexact, "cast", str(folder), "-o", str(out), "--to", "e4m3", "--scale", "block", "--layout",
+               "deepseek", "--recipe", "deepgemm", "--scale-format", scale_format]
+        subprocess.run(cmd, check=True, capture_output=True)
+        ours = read_safetensors(out / "model.safetensors")
+        for name, t in tensors.items():
+            rows, cols = t.shape
+            q, sf = cast_fp8(t, use_ue8m0=scale_format == "ue8m0")
+            theirs_sf = sf.contiguous().view(torch.int32).numpy().astype(np.uint32).reshape(-1)
+            theirs_q = q.view(torch.uint8).numpy().reshape(-1)
+            ours_sf = np.frombuffer(ours[name + "_scale_inv"][2], dtype="<u4")
+            ours_q = np.frombuffer(ours[name][2], dtype=np.uint8)
+            # Each block's amax as DeepGEMM takes it, and its sf on a CPU and on CUDA.
+            which = block_index(rows, cols, "block")
+            magnitude = np.abs(t.to(torch.float32).numpy().reshape(-1))
+            amax = np.zeros(len(ours_sf), dtype=np.float32)
+            np.maximum.at(amax, which, magnitude)
+            amax = np.maximum(amax, np.float32(1e-4))
+            cpu, cuda = amax / np.float32(448.0), amax * r
+            if scale_format == "ue8m0":
+                up = lambda v: np.exp2(np.ceil(np.log2(v.astype(np.float64))))  # exact for f32 v: no rounding there
+                same = up(cpu) == up(cuda)
+            else:
+                same = cpu == cuda
+            compared = same[which]
+            diff = (int(np.count_nonzero((ours_sf != theirs_sf) & same)),
+                    int(np.count_nonzero((ours_q != theirs_q) & compared)))
+            failures += sum(diff) > 0
+            tensor = name.split(".")[-2]
+            print(f"{dtype_name:4} deepgemm {scale_format:5} {tensor:20} {t.numel():8}: ours (--recipe deepgemm) against "
+                  f"DeepGEMM's per_block_cast_to_fp8 on {int(same.sum())} of {len(same)} blocks "
+                  f"(its CPU sf is its CUDA one there): {diff[0]} scales, {diff[1]} codes differ")
+            if scale_format == "ue8m0":
+                # The rule before 7f2a703: 2^ceil(log2(sf)) in f32.
+                log2_rule = torch.exp2(torch.ceil(torch.log2(torch.from_numpy(cuda)))).numpy().view(np.uint32)
+                below = int(np.count_nonzero(log2_rule < ours_sf))
+                print(f"     ({below} of its blocks a power of two lower by 2^ceil(log2(sf)) in f32)")
+    return failures
+
+
+def deepgemm_planted(work):
+    """The planted f32 tensor for DeepGEMM's recipe (128 x 384: three blocks), in its folder."""
+    x = np.random.default_rng(11).uniform(-0.4, 0.4, size=(128, 384)).astype(np.float32)
+    x[5, 7] = np.frombuffer(np.uint32(np.float32(0.4375).view(np.uint32) + 1).tobytes(), dtype=np.float32)[0]
+    x[:, 128:256] *= np.float32(2e-4)  # every value below 1e-4
+    x[:, 256:] = 0.0
+    folder = work / "in-deepgemm-planted"
+    folder.mkdir(exist_ok=True)
+    name = "model.layers.0.planted.weight"
+    t = torch.from_numpy(x)
+    write_safetensors(folder / "model.safetensors", {name: ("F32", t)})
+    return folder, {name: t}
+
+
 E4M3_SIGNED = np.concatenate([np.append(E4M3, np.nan), -np.append(E4M3, np.nan)])
 E2M1_SIGNED = np.concatenate([E2M1, -E2M1])
 
@@ -592,6 +688,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--bitexact", required=True)
     parser.add_argument("--dir")
+    parser.add_argument("--deepgemm", help="a checkout of deepseek-ai/DeepGEMM, to run its per_block_cast_to_fp8")
     parser.add_argument("--markdown", action="store_true")
     a = parser.parse_args()
     work = Path(a.dir or tempfile.mkdtemp(prefix="block_peers."))
@@ -643,7 +740,11 @@ def main():
         failures += compare_scaled_groups(work, folder, tensors, dtype_name, a.bitexact, table)
         failures += compare_torchao(work, folder, tensors, dtype_name, a.bitexact, table)
         failures += compare_modelopt(work, folder, tensors, dtype_name, a.bitexact, table)
+        failures += compare_deepgemm(work, folder, tensors, dtype_name, a.bitexact, a.deepgemm)
     failures += torchao_planted(work, a.bitexact)
+    if a.deepgemm is not None:
+        folder, planted = deepgemm_planted(work)
+        failures += compare_deepgemm(work, folder, planted, "F32", a.bitexact, a.deepgemm)
     failures += load_check(a.bitexact, work)
     if a.markdown:
         print("\n| weights | strategy | tensor | values | ours (compressed-tensors): scales, codes differing | "

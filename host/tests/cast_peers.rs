@@ -92,13 +92,20 @@ fn our_values_are_exact_and_two_step_matches_the_torch_recipe_bit_for_bit() {
 /// on planted f32 blocks equal to its code from 2026-08-12 on, or different from an older
 /// release exactly where that release's arithmetic differs. Where ModelOpt imports, its own
 /// NVFP4 `quantize` at our `--recipe modelopt` factor against ours, every block scale and
-/// packed byte equal, and its CPU factor the exact recipe's. Where transformers imports too, a tiny bf16 Llama cast to
+/// packed byte equal, and its CPU factor the exact recipe's. With `BITEXACT_DEEPGEMM` naming a
+/// DeepGEMM checkout, its `per_block_cast_to_fp8` against `--recipe deepgemm` (UE8M0 and f32
+/// scales) on every block where its CPU arithmetic is its CUDA one, every scale and code
+/// equal. Where transformers imports too, a tiny bf16 Llama cast to
 /// each block-scaled layout (FP8 blocks by both recipes and with `--scale-format bf16`,
 /// per channel, MXFP8, NVFP4) loads through its compressed-tensors quantizer with every
 /// tensor ours and every weight decompressed to our dequantisation, bit for bit.
 #[test]
 fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
-    let Some(output) = run_script("block_peers.py", &["--markdown"], "torch") else { return };
+    // A checkout of deepseek-ai/DeepGEMM, where one is given, for its per_block_cast_to_fp8.
+    let deepgemm = std::env::var("BITEXACT_DEEPGEMM").ok();
+    let mut args = vec!["--markdown"];
+    args.extend(deepgemm.iter().flat_map(|dir| ["--deepgemm", dir.as_str()]));
+    let Some(output) = run_script("block_peers.py", &args, "torch") else { return };
     let all = text(&output);
     assert!(output.status.success(), "a scale or code differs from compressed-tensors' own:\n{all}");
     let rows = all.lines().filter(|l| l.contains("ours (compressed-tensors) 0 scales, 0 codes differ")).count();
@@ -120,6 +127,17 @@ fn compressed_tensors_own_block_scaled_code_equals_our_recipe_bit_for_bit() {
     } else {
         let equal = "0 block scales, 0 packed bytes differ; its CPU factor is the exact recipe's";
         assert_eq!(all.lines().filter(|l| l.contains(equal)).count(), 4, "2 dtypes × 2 tensors, each equal:\n{all}");
+    }
+    // DeepGEMM's own per_block_cast_to_fp8 where a checkout is given: UE8M0 and f32 scales,
+    // 2 dtypes × 4 tensors, then the planted tensor, which its rule before 7f2a703 (log2)
+    // would give one power of two lower in one block.
+    if let Some(reason) = part_skipped(&all, "deepgemm: skipped: ") {
+        skip_or_fail("REQUIRE_PEERS", format!("DeepGEMM's per_block_cast_to_fp8 (BITEXACT_DEEPGEMM): {reason}"));
+    } else {
+        let equal =
+            |l: &&str| l.contains("DeepGEMM's per_block_cast_to_fp8 on") && l.ends_with("0 scales, 0 codes differ");
+        assert_eq!(all.lines().filter(equal).count(), 18, "2 formats × (2 dtypes × 4 tensors + planted):\n{all}");
+        assert!(all.contains("(1 of its blocks a power of two lower by 2^ceil(log2(sf)) in f32)"), "{all}");
     }
     // Loaded through transformers where it imports: each layout's tensors ours bit for bit,
     // every weight decompressed to our dequantisation.

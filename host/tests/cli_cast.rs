@@ -1258,6 +1258,7 @@ fn assert_blocks(
         let amax = block().map(|i| xs[i] & 0x7FFF_FFFF).filter(|&m| m < 0x7F80_0000).max().unwrap_or(0);
         let d = match recipe {
             "deepgemm" => scaled::deepgemm_scale(format, amax),
+            "deepgemm-ue8m0" => least_power_of_two_at_least(scaled::deepgemm_scale(format, amax)),
             "ue8m0" => ue8m0_scale(format, amax),
             "bf16" => bf16_scale(format, amax),
             "compressed-tensors" => scaled::compressed_tensors_scale(format, amax, bf16),
@@ -1273,7 +1274,7 @@ fn assert_blocks(
         for i in block() {
             let (x, q) = (xs[i], view.data()[i]);
             let expected = match recipe {
-                "deepgemm" => scaled::deepgemm_quantize(format, x, d),
+                "deepgemm" | "deepgemm-ue8m0" => scaled::deepgemm_quantize(format, x, d),
                 "compressed-tensors" => scaled::compressed_tensors_quantize(format, x, d, bf16),
                 _ => scaled::quantize_quotient(format, x, d),
             };
@@ -1282,6 +1283,14 @@ fn assert_blocks(
         scales.push(d);
     }
     scales
+}
+
+/// The least power of two at or above the positive f32 `v` (bits), by a search over exact
+/// f64 powers: DeepGEMM's `ceil_to_ue8m0`, by its definition.
+fn least_power_of_two_at_least(v: u32) -> u32 {
+    let v = f64::from(f32::from_bits(v));
+    let k = (-149..=127).find(|&k| v <= 2f64.powi(k)).expect("v is at most 2^127");
+    (2f64.powi(k) as f32).to_bits()
 }
 
 /// The power-of-two scale (`--scale-format ue8m0`) of a block whose largest finite
@@ -1441,14 +1450,16 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "exact"),
         ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "deepgemm"),
         ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "ue8m0"),
+        ("e4m3", FP8_E4M3, "block", "deepseek", tile, "_scale_inv", "deepgemm-ue8m0"),
         ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale", "ue8m0"),
         ("e4m3", FP8_E4M3, "block", "compressed-tensors", tile, "_scale", "bf16"),
         ("e5m2", FP8_E5M2, "per-channel", "compressed-tensors", None, "_scale", "bf16"),
     ] {
-        let deepgemm = recipe == "deepgemm";
-        // ue8m0: the exact recipe with power-of-two scales.
+        let deepgemm = recipe.starts_with("deepgemm");
+        // ue8m0: the exact recipe with power-of-two scales; deepgemm-ue8m0: DeepGEMM's.
         let (recipe_arg, format_arg) = match recipe {
             "ue8m0" | "bf16" => ("exact", recipe),
+            "deepgemm-ue8m0" => ("deepgemm", "ue8m0"),
             _ => (recipe, "f32"),
         };
         let out = dir.path().join(format!("{to}-{scale}-{layout}-{recipe}"));
@@ -1494,7 +1505,7 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         let record: serde_json::Value = serde_json::from_str(&metadata(&bytes)["bitexact.cast"]).unwrap();
         assert_eq!(record["scale"]["kind"], scale);
         assert_eq!(record["scale"]["recipe"], recipe_arg);
-        assert_eq!(record["scale"]["d"].as_str().unwrap().contains("UE8M0"), recipe == "ue8m0", "{record}");
+        assert_eq!(record["scale"]["d"].as_str().unwrap().contains("UE8M0"), recipe.ends_with("ue8m0"), "{record}");
         assert_eq!(record["scale"]["d"].as_str().unwrap().contains("least bfloat16"), recipe == "bf16", "{record}");
         assert_eq!(record["scale"]["stored"].as_str().unwrap().ends_with("(BF16)"), recipe == "bf16", "{record}");
         let config: serde_json::Value = serde_json::from_slice(&read(&out.join("config.json"))).unwrap();
@@ -1510,7 +1521,8 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
                 assert_eq!(quantization["activation_scheme"], "dynamic");
                 assert_eq!(quantization["weight_block_size"], serde_json::json!([128, 128]));
                 assert_eq!(quantization["modules_to_not_convert"], ignored);
-                let scale_fmt = if recipe == "ue8m0" { serde_json::json!("ue8m0") } else { serde_json::Value::Null };
+                let scale_fmt =
+                    if recipe.ends_with("ue8m0") { serde_json::json!("ue8m0") } else { serde_json::Value::Null };
                 assert_eq!(quantization["scale_fmt"], scale_fmt);
             }
             _ => {
@@ -1537,6 +1549,7 @@ fn block_and_channel_scales_match_the_rational_reference_in_both_layouts() {
         assert_eq!(report["recipe"], recipe_arg);
         let scale_format = match recipe {
             "ue8m0" | "bf16" => serde_json::json!(recipe),
+            "deepgemm-ue8m0" => serde_json::json!("ue8m0"),
             _ => serde_json::Value::Null,
         };
         assert_eq!(report["scale_format"], scale_format);
@@ -1664,10 +1677,6 @@ fn block_scales_refuse_what_they_cannot_hold_in_one_line() {
         ),
         (vec!["--to", "e4m3", "--scale-format", "ue8m0"], "--scale-format applies to --scale per-channel"),
         (vec!["--to", "bf16", "--scale-format", "ue8m0"], "apply to FP8 targets"),
-        (
-            vec!["--to", "e4m3", "--scale", "block", "--recipe", "deepgemm", "--scale-format", "ue8m0"],
-            "--scale-format ue8m0 is the exact recipe's",
-        ),
     ] {
         let mut all = vec!["cast", i, "-o", o];
         all.extend(args);

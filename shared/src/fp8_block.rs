@@ -55,6 +55,11 @@
 //! exponent, proven there; `d` is checked on every finite `amax` against its defining
 //! inequalities in exact arithmetic by `tests/tests/fp8_block.rs`.
 //!
+//! DeepGEMM's own UE8M0 scale ([`Recipe::DeepGemmUe8m0`], [`deepgemm_ue8m0_scale`]) is
+//! its `sf` rounded up to a power of two on its bits. It is the exact recipe's on every
+//! `amax` from `1e-4` up (checked on every finite `amax`, the same file), and its codes
+//! are too (`x · 2^-k`, exact, rounded once); below `1e-4` DeepGEMM clamps `amax`.
+//!
 //! # With a bfloat16 scale
 //! transformers loads compressed-tensors' `weight_scale` into a parameter of the model's
 //! dtype, so a bfloat16 model's f32 scales are rounded to bfloat16 as they are loaded, and
@@ -103,6 +108,21 @@ pub fn ue8m0_scale_for(amax: f32, format: Fp8Format) -> f32 {
         Fp8Format::E5M2 => ElementFormat::E5M2,
     };
     f32::from_bits(e8m0::to_f32_bits(mx::scale_code(amax.to_bits(), element, ScaleRule::Fit)))
+}
+
+/// DeepGEMM's UE8M0 scale ([`Recipe::DeepGemmUe8m0`]) of a block whose largest finite
+/// magnitude is `amax` (finite, non-negative): its `sf` ([`deepgemm_scale`]) rounded up to
+/// a power of two on its bits, as `ceil_to_ue8m0` computes it (the biased exponent plus
+/// one where any fraction bit is set, clamped to `1 ..= 254`). `sf` is at least `1e-4 /
+/// 57344`, a normal f32, so the clamp never acts and the result is `2^k` with `sf ≤ 2^k <
+/// 2 · sf`.
+#[inline]
+pub fn deepgemm_ue8m0_scale(amax: f32, format: Fp8Format) -> f32 {
+    const FRACTION: u32 = 0x007F_FFFF;
+    let bits = deepgemm_scale(amax, format).to_bits();
+    // Its bounds are constants: no panic path.
+    let exponent = ((bits >> 23) + u32::from(bits & FRACTION != 0)).clamp(1, 254);
+    f32::from_bits(exponent << 23)
 }
 
 /// The f32 bits of bfloat16's smallest positive value, `2^-133`.
@@ -178,6 +198,17 @@ pub enum Recipe {
     /// `sf`, which this recipe leaves out of `amax` (a caller that keeps non-finite values
     /// no longer matches DeepGEMM). [`deepgemm_scale`], [`deepgemm_quantize`].
     DeepGemm,
+    /// DeepGEMM's `per_block_cast_to_fp8` with `use_ue8m0=True` (`deep_gemm/utils/math.py`
+    /// from 7f2a703, 2026-04-17, on; before it, `ceil_to_ue8m0` took `ceil(log2(sf))`,
+    /// which stays a power low where `sf` is a few ulps above one): [`Recipe::DeepGemm`]'s
+    /// `sf` rounded up to a power of two on its bits ([`deepgemm_ue8m0_scale`]), `q =
+    /// rne(fl32(x · fl32(1 / sf)))` as [`Recipe::DeepGemm`]'s, here `x / sf` rounded once
+    /// (a power of two's reciprocal and the product are exact). That is
+    /// [`Recipe::ExactUe8m0`]'s scale and codes for every block whose `amax` is at least
+    /// `1e-4`; a block below it gets the clamp's scale, `2^-22` for E4M3 (`2^-29` for
+    /// E5M2), where the exact recipe's is smaller (1 for an all-zero block). Finite values
+    /// only, as [`Recipe::DeepGemm`].
+    DeepGemmUe8m0,
     /// The exact recipe with a power-of-two scale (`scale_fmt: "ue8m0"`; the module's
     /// doc): `d = 2^k` the least with `amax ≤ max · 2^k` ([`ue8m0_scale_for`]), `q =
     /// sat_rne(x / d)`, `d` stored.
@@ -211,6 +242,20 @@ pub enum Recipe {
     /// Its values are finite: PyTorch's `amin`/`amax` would carry a NaN into the block's
     /// scale, which this recipe leaves out of `amax`.
     CompressedTensors(WeightDtype),
+}
+
+impl Recipe {
+    /// Every recipe, compressed-tensors' for both weight dtypes: the one list that tests,
+    /// kernels and benches walk.
+    pub const ALL: [Recipe; 7] = [
+        Recipe::Exact,
+        Recipe::DeepGemm,
+        Recipe::DeepGemmUe8m0,
+        Recipe::ExactUe8m0,
+        Recipe::ExactBf16,
+        Recipe::CompressedTensors(WeightDtype::F32),
+        Recipe::CompressedTensors(WeightDtype::Bf16),
+    ];
 }
 
 /// compressed-tensors' FP8 scale ([`Recipe::CompressedTensors`]) of a block of weights of
@@ -382,6 +427,7 @@ pub fn quantize_blocks_with(
             *scale = match recipe {
                 Recipe::Exact => dequant_scale_for(f32::from_bits(amax), format),
                 Recipe::DeepGemm => deepgemm_scale(f32::from_bits(amax), format),
+                Recipe::DeepGemmUe8m0 => deepgemm_ue8m0_scale(f32::from_bits(amax), format),
                 Recipe::ExactUe8m0 => ue8m0_scale_for(f32::from_bits(amax), format),
                 Recipe::ExactBf16 => bf16_scale_for(f32::from_bits(amax), format),
                 Recipe::CompressedTensors(weights) => compressed_tensors_scale(f32::from_bits(amax), format, weights),
@@ -395,7 +441,7 @@ pub fn quantize_blocks_with(
                                 *code = quantize_quotient(value, *scale, format);
                             }
                         }
-                        Recipe::DeepGemm => {
+                        Recipe::DeepGemm | Recipe::DeepGemmUe8m0 => {
                             for (code, &value) in codes.iter_mut().zip(values) {
                                 *code = fp8_scale::quantize(value, inverse, format, fp8_scale::Rounding::TwoStep);
                             }

@@ -251,6 +251,21 @@ fn reference_inverse(sf: u32) -> u32 {
     scaled::divide(1f32.to_bits(), sf).expect("sf is at least 1e-4 / 57344: its inverse is finite")
 }
 
+/// Whether `d` is the least power of two at or above `sf` (both f32 values, `sf`
+/// positive): `d` a power of two, `sf ≤ d` and `d / 2 < sf`, each exact in f64.
+fn is_least_power_of_two_at_least(sf: f32, d: f32) -> bool {
+    let (sf, d) = (f64::from(sf), f64::from(d));
+    d > 0.0 && d.to_bits() & 0x000F_FFFF_FFFF_FFFF == 0 && sf <= d && d / 2.0 < sf
+}
+
+/// DeepGEMM's UE8M0 scale of `amax` by its definition on the reference's `sf`: the least
+/// power of two at or above it (a search over exact f64 powers), as f32 bits.
+fn reference_deepgemm_ue8m0_scale(format: Fp8Format, amax: u32) -> u32 {
+    let sf = f64::from(f32::from_bits(reference_deepgemm_scale(format, amax)));
+    let k = (-149..=127).find(|&k| sf <= 2f64.powi(k)).expect("sf is finite and at most 2^127");
+    (2f64.powi(k) as f32).to_bits()
+}
+
 /// `deepgemm_scale` of each amax of `amaxes` (non-negative finite f32 bits) and the
 /// reciprocal `quantize_blocks_with` takes of it, against the recipe on integers:
 /// `sf` the product `max(amax, fl32(1e-4)) · fl32(1 / max)` rounded to nearest even,
@@ -258,6 +273,8 @@ fn reference_inverse(sf: u32) -> u32 {
 /// midpoints around it (`scaled::is_rounded_product`, `is_rounded_quotient`: no
 /// division per input); and the claim that DeepGEMM's products need no clamp: the
 /// largest, `A · fl32(1 / sf)` (exact in f64), is below the format's overflow threshold.
+/// And `deepgemm_ue8m0_scale`: the least power of two at or above that `sf`, and, for
+/// every `amax` from `1e-4` up, the exact recipe's UE8M0 scale (`ue8m0_scale_for`).
 /// The message names the reference's values.
 fn check_deepgemm_scales(format: Fp8Format, amaxes: impl Iterator<Item = u32>) -> Result<(), String> {
     let r = scaled::divide(1f32.to_bits(), format.max_finite().to_bits()).expect("1 / max is finite");
@@ -272,6 +289,14 @@ fn check_deepgemm_scales(format: Fp8Format, amaxes: impl Iterator<Item = u32>) -
         let largest = f64::from(f32::from_bits(amax.max(clamp))) * f64::from(inverse);
         if largest >= overflow {
             return Err(format!("{format:?}: amax {amax:#010x}: the largest product {largest:e} would overflow"));
+        }
+        let ue8m0 = fp8_block::deepgemm_ue8m0_scale(f32::from_bits(amax), format);
+        if !is_least_power_of_two_at_least(sf, ue8m0) {
+            return Err(format!("{format:?}: amax {amax:#010x}: UE8M0 {ue8m0:e} is not sf {sf:e} rounded up"));
+        }
+        let exact = fp8_block::ue8m0_scale_for(f32::from_bits(amax), format);
+        if amax >= clamp && ue8m0 != exact {
+            return Err(format!("{format:?}: amax {amax:#010x}: UE8M0 {ue8m0:e}, the exact recipe's {exact:e}"));
         }
         let (sf, inverse) = (sf.to_bits(), inverse.to_bits());
         if !scaled::is_rounded_product(amax.max(clamp), r, sf)
@@ -306,7 +331,30 @@ fn deepgemm_scales_equal_the_recipe_on_integers_on_a_sample() {
         let at_clamp = fp8_block::deepgemm_scale(1e-4, format);
         assert_eq!(fp8_block::deepgemm_scale(0.0, format), at_clamp);
         assert_eq!(fp8_block::deepgemm_scale(f32::from_bits(1), format), at_clamp);
+        // UE8M0: the definition by search and the check by inequalities agree, and below
+        // the clamp (an all-zero block too) every amax gets the clamp's power of two.
+        for amax in finite() {
+            let d = f32::from_bits(reference_deepgemm_ue8m0_scale(format, amax));
+            assert!(is_least_power_of_two_at_least(fp8_block::deepgemm_scale(f32::from_bits(amax), format), d));
+            assert_eq!(fp8_block::deepgemm_ue8m0_scale(f32::from_bits(amax), format), d, "{format:?} {amax:#x}");
+        }
+        let ue8m0 = |amax: f32| fp8_block::deepgemm_ue8m0_scale(amax, format);
+        let least = match format {
+            Fp8Format::E4M3 => 2f32.powi(-22),
+            Fp8Format::E5M2 => 2f32.powi(-29),
+        };
+        assert_eq!((ue8m0(0.0), ue8m0(f32::from_bits(1)), ue8m0(1e-4)), (least, least, least), "{format:?}");
+        assert_eq!(ue8m0(format.max_finite()), 1.0, "{format:?}: amax = max gives sf = 1 exactly");
     }
+    // Where a mutation would show: the bit rule rounds sf up from one ulp above a power of
+    // two, where ceil(log2(sf)) in f32 (DeepGEMM before 7f2a703) stays at that power.
+    // sf = 2^-10 · (1 + 2^-23): log2 is -10 + 1.7e-7, which f32 rounds to -10.
+    let amax = f32::from_bits(0.4375f32.to_bits() + 1);
+    assert_eq!(fp8_block::deepgemm_scale(amax, Fp8Format::E4M3).to_bits(), 2f32.powi(-10).to_bits() + 1);
+    assert_eq!(fp8_block::deepgemm_ue8m0_scale(amax, Fp8Format::E4M3), 2f32.powi(-9));
+    assert_eq!(fp8_block::deepgemm_scale(amax, Fp8Format::E4M3).log2().ceil(), -10.0, "log2 loses the ulp");
+    assert!(is_least_power_of_two_at_least(1.0, 1.0) && !is_least_power_of_two_at_least(1.0, 2.0));
+    assert!(!is_least_power_of_two_at_least(1.5, 1.0) && !is_least_power_of_two_at_least(1.5, 3.0));
 }
 
 /// E4M3, the format DeepGEMM's recipe makes (`cast` takes it for no other); E5M2's
@@ -356,6 +404,7 @@ fn reference_blocks(
         *scale = match recipe {
             Recipe::Exact => scaled::block_dequant_scale(reference, amax.to_bits()),
             Recipe::DeepGemm => reference_deepgemm_scale(format, amax.to_bits()),
+            Recipe::DeepGemmUe8m0 => reference_deepgemm_ue8m0_scale(format, amax.to_bits()),
             Recipe::ExactUe8m0 => reference_ue8m0_scale(format, amax.to_bits()),
             Recipe::ExactBf16 => reference_bf16_scale(format, amax.to_bits()),
             Recipe::CompressedTensors(weights) => {
@@ -367,7 +416,7 @@ fn reference_blocks(
                 Recipe::Exact | Recipe::ExactUe8m0 | Recipe::ExactBf16 => {
                     scaled::quantize_quotient(reference, x[i], *scale)
                 }
-                Recipe::DeepGemm => scaled::deepgemm_quantize(reference, x[i], *scale),
+                Recipe::DeepGemm | Recipe::DeepGemmUe8m0 => scaled::deepgemm_quantize(reference, x[i], *scale),
                 Recipe::CompressedTensors(weights) => {
                     scaled::compressed_tensors_quantize(reference, x[i], *scale, weights == WeightDtype::Bf16)
                 }
@@ -396,15 +445,7 @@ fn whole_tensors_equal_the_reference_block_by_block() {
     for (blocks, extent) in
         [(Blocks::TILE_128, (128, 128)), (Blocks::PerRow, (1, cols)), (Blocks::Tiles { rows: 1, cols: 32 }, (1, 32))]
     {
-        let recipes = [
-            Recipe::Exact,
-            Recipe::DeepGemm,
-            Recipe::ExactUe8m0,
-            Recipe::ExactBf16,
-            Recipe::CompressedTensors(WeightDtype::F32),
-            Recipe::CompressedTensors(WeightDtype::Bf16),
-        ];
-        for (format, recipe) in Fp8Format::ALL.into_iter().flat_map(|f| recipes.map(|r| (f, r))) {
+        for (format, recipe) in Fp8Format::ALL.into_iter().flat_map(|f| Recipe::ALL.map(|r| (f, r))) {
             // compressed-tensors' bfloat16 recipe takes bfloat16 weights: `x` rounded to
             // bfloat16 by truncation (its NaN and infinities stay so).
             let x: Vec<u32> = match recipe {

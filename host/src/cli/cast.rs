@@ -56,7 +56,7 @@ pub struct CastArgs {
     #[arg(long, value_enum)]
     pub recipe: Option<RecipeArg>,
     /// FP8 with --scale per-channel or block: the scales any f32 (the default), powers of
-    /// two (ue8m0, DeepSeek-V3.1's scale_fmt; the exact recipe), or bfloat16 (bf16, kept
+    /// two (ue8m0, DeepSeek-V3.1's scale_fmt; the exact recipe or DeepGEMM's), or bfloat16 (bf16, kept
     /// by a bf16 model that transformers loads; the exact recipe).
     #[arg(long, value_enum)]
     pub scale_format: Option<ScaleFormatArg>,
@@ -184,12 +184,6 @@ fn options(args: &CastArgs) -> Result<CastOptions, CliError> {
     {
         return Err(CliError::Usage(
             "--scale-format bf16 is the exact recipe's, in compressed-tensors' layout: drop --recipe and --layout deepseek"
-                .into(),
-        ));
-    }
-    if args.scale_format == Some(ScaleFormatArg::Ue8m0) && args.recipe.is_some_and(|r| r != RecipeArg::Exact) {
-        return Err(CliError::Usage(
-            "--scale-format ue8m0 is the exact recipe's (DeepGEMM's rounds up through CUDA's log2, which is not modelled): drop --recipe"
                 .into(),
         ));
     }

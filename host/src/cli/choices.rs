@@ -219,7 +219,8 @@ pub enum ScaleFormatArg {
     /// Any f32 (the default): d = fl32(amax / max), or DeepGEMM's sf.
     F32,
     /// Powers of two (DeepSeek-V3.1's scale_fmt "ue8m0"): d = 2^k, the least with amax <=
-    /// max·2^k; still stored as F32; the exact recipe, --scale per-channel or block.
+    /// max·2^k (with --recipe deepgemm, DeepGEMM's sf rounded up to a power of two); still
+    /// stored as F32; the exact recipe, --scale per-channel or block, or DeepGEMM's.
     Ue8m0,
     /// bfloat16 (a bf16 model loaded by transformers keeps them; it rounds F32 scales to
     /// bf16): d the least bfloat16 with amax <= max·d, stored as BF16; the exact recipe,

@@ -17,10 +17,10 @@
 use bitexact::gpu::{Gpu, GpuError, KernelModule, LaunchShape};
 use block_scale_kernels::{
     Fp8Format, Fp8TilesE4m3CompressedTensorsBf16, Fp8TilesE4m3CompressedTensorsF32, Fp8TilesE4m3DeepGemm,
-    Fp8TilesE4m3Exact, Fp8TilesE4m3ExactBf16, Fp8TilesE4m3ExactUe8m0, Fp8TilesE5m2DeepGemm, Fp8TilesE5m2Exact,
-    Fp8TilesE5m2ExactUe8m0, MxE4m3CompressedTensors, MxE4m3Fit, MxE4m3Floor, MxE4m3Rceil, MxE5m2CompressedTensors,
-    MxE5m2Fit, MxE5m2Floor, MxE5m2Rceil, Nvfp4Amax, Nvfp4CompressedTensorsBf16, Nvfp4CompressedTensorsF32, Nvfp4Exact,
-    Nvfp4ModelOpt, Nvfp4Recipe, Recipe, ScaleRule, WeightDtype,
+    Fp8TilesE4m3DeepGemmUe8m0, Fp8TilesE4m3Exact, Fp8TilesE4m3ExactBf16, Fp8TilesE4m3ExactUe8m0, Fp8TilesE5m2DeepGemm,
+    Fp8TilesE5m2Exact, Fp8TilesE5m2ExactUe8m0, MxE4m3CompressedTensors, MxE4m3Fit, MxE4m3Floor, MxE4m3Rceil,
+    MxE5m2CompressedTensors, MxE5m2Fit, MxE5m2Floor, MxE5m2Rceil, Nvfp4Amax, Nvfp4CompressedTensorsBf16,
+    Nvfp4CompressedTensorsF32, Nvfp4Exact, Nvfp4ModelOpt, Nvfp4Recipe, Recipe, ScaleRule, WeightDtype,
 };
 use shared::fp8_block::Blocks;
 use shared::launch::DeclaredKernel;
@@ -193,6 +193,7 @@ pub fn fp8_tiles_on_gpu(
     match (format, recipe) {
         (Fp8Format::E4M3, Recipe::Exact) => launch!(Fp8TilesE4m3Exact),
         (Fp8Format::E4M3, Recipe::DeepGemm) => launch!(Fp8TilesE4m3DeepGemm),
+        (Fp8Format::E4M3, Recipe::DeepGemmUe8m0) => launch!(Fp8TilesE4m3DeepGemmUe8m0),
         (Fp8Format::E4M3, Recipe::ExactUe8m0) => launch!(Fp8TilesE4m3ExactUe8m0),
         (Fp8Format::E4M3, Recipe::ExactBf16) => launch!(Fp8TilesE4m3ExactBf16),
         (Fp8Format::E4M3, Recipe::CompressedTensors(WeightDtype::F32)) => launch!(Fp8TilesE4m3CompressedTensorsF32),
@@ -200,7 +201,9 @@ pub fn fp8_tiles_on_gpu(
         (Fp8Format::E5M2, Recipe::Exact) => launch!(Fp8TilesE5m2Exact),
         (Fp8Format::E5M2, Recipe::DeepGemm) => launch!(Fp8TilesE5m2DeepGemm),
         (Fp8Format::E5M2, Recipe::ExactUe8m0) => launch!(Fp8TilesE5m2ExactUe8m0),
-        (Fp8Format::E5M2, Recipe::CompressedTensors(_) | Recipe::ExactBf16) => return Ok(None),
+        (Fp8Format::E5M2, Recipe::CompressedTensors(_) | Recipe::ExactBf16 | Recipe::DeepGemmUe8m0) => {
+            return Ok(None);
+        }
     }
     Ok(Some(Fp8Tiles {
         codes: gpu.download(&codes)?,
@@ -277,7 +280,7 @@ pub fn sample_tensor(n: usize, seed: u64) -> Vec<u32> {
 }
 
 /// The names of the example's declared kernels, for the PTX checks.
-pub const KERNELS: [&str; 22] = [
+pub const KERNELS: [&str; 23] = [
     MxE4m3Fit::NAME,
     MxE4m3Floor::NAME,
     MxE4m3Rceil::NAME,
@@ -288,6 +291,7 @@ pub const KERNELS: [&str; 22] = [
     MxE5m2CompressedTensors::NAME,
     Fp8TilesE4m3Exact::NAME,
     Fp8TilesE4m3DeepGemm::NAME,
+    Fp8TilesE4m3DeepGemmUe8m0::NAME,
     Fp8TilesE4m3ExactUe8m0::NAME,
     Fp8TilesE4m3ExactBf16::NAME,
     Fp8TilesE4m3CompressedTensorsF32::NAME,

@@ -20,15 +20,9 @@ use std::time::Instant;
 
 /// Every MX scale rule.
 pub const RULES: [ScaleRule; 4] = [ScaleRule::Fit, ScaleRule::Floor, ScaleRule::Rceil, ScaleRule::CompressedTensors];
-/// Every FP8 block recipe (the example has bfloat16 scales and compressed-tensors' for E4M3 only).
-pub const FP8_RECIPES: [Recipe; 6] = [
-    Recipe::Exact,
-    Recipe::DeepGemm,
-    Recipe::ExactUe8m0,
-    Recipe::ExactBf16,
-    Recipe::CompressedTensors(WeightDtype::F32),
-    Recipe::CompressedTensors(WeightDtype::Bf16),
-];
+/// Every FP8 block recipe (the example has bfloat16 scales, DeepGEMM's UE8M0 and
+/// compressed-tensors' for E4M3 only).
+pub const FP8_RECIPES: [Recipe; 7] = Recipe::ALL;
 
 /// The weights a recipe takes: `x` itself, but rounded to bfloat16 (by truncation) for
 /// compressed-tensors' bfloat16 recipe.

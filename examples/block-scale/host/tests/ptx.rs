@@ -5,10 +5,11 @@
 use bitexact::gpu::check_params;
 use block_scale::{KERNELS, PTX};
 use block_scale_kernels::{
-    Fp8TilesE4m3CompressedTensorsBf16, Fp8TilesE4m3CompressedTensorsF32, Fp8TilesE4m3DeepGemm, Fp8TilesE4m3Exact,
-    Fp8TilesE4m3ExactBf16, Fp8TilesE4m3ExactUe8m0, Fp8TilesE5m2DeepGemm, Fp8TilesE5m2Exact, Fp8TilesE5m2ExactUe8m0,
-    MxE4m3CompressedTensors, MxE4m3Fit, MxE4m3Floor, MxE4m3Rceil, MxE5m2CompressedTensors, MxE5m2Fit, MxE5m2Floor,
-    MxE5m2Rceil, Nvfp4Amax, Nvfp4CompressedTensorsBf16, Nvfp4CompressedTensorsF32, Nvfp4Exact, Nvfp4ModelOpt,
+    Fp8TilesE4m3CompressedTensorsBf16, Fp8TilesE4m3CompressedTensorsF32, Fp8TilesE4m3DeepGemm,
+    Fp8TilesE4m3DeepGemmUe8m0, Fp8TilesE4m3Exact, Fp8TilesE4m3ExactBf16, Fp8TilesE4m3ExactUe8m0, Fp8TilesE5m2DeepGemm,
+    Fp8TilesE5m2Exact, Fp8TilesE5m2ExactUe8m0, MxE4m3CompressedTensors, MxE4m3Fit, MxE4m3Floor, MxE4m3Rceil,
+    MxE5m2CompressedTensors, MxE5m2Fit, MxE5m2Floor, MxE5m2Rceil, Nvfp4Amax, Nvfp4CompressedTensorsBf16,
+    Nvfp4CompressedTensorsF32, Nvfp4Exact, Nvfp4ModelOpt,
 };
 use shared::launch::DeclaredKernel;
 
@@ -29,6 +30,7 @@ fn every_declaration_matches_its_ptx_entry() {
         check::<MxE5m2CompressedTensors>(),
         check::<Fp8TilesE4m3Exact>(),
         check::<Fp8TilesE4m3DeepGemm>(),
+        check::<Fp8TilesE4m3DeepGemmUe8m0>(),
         check::<Fp8TilesE4m3ExactUe8m0>(),
         check::<Fp8TilesE4m3ExactBf16>(),
         check::<Fp8TilesE4m3CompressedTensorsF32>(),

@@ -43,8 +43,8 @@ use shared::fp4::e2m1;
 use shared::fp8::e4m3;
 pub use shared::fp8_block::Recipe;
 use shared::fp8_block::{
-    bf16_scale_for, compressed_tensors_quantize, compressed_tensors_scale, deepgemm_scale, dequant_scale_for,
-    quantize_quotient, ue8m0_scale_for,
+    bf16_scale_for, compressed_tensors_quantize, compressed_tensors_scale, deepgemm_scale, deepgemm_ue8m0_scale,
+    dequant_scale_for, quantize_quotient, ue8m0_scale_for,
 };
 pub use shared::fp8_scale::Fp8Format;
 use shared::fp8_scale::{Rounding, is_nonfinite, magnitude_bits};
@@ -245,6 +245,7 @@ unsafe fn fp8_tiles_body(
         let scale = match recipe {
             Recipe::Exact => dequant_scale_for(amax, format),
             Recipe::DeepGemm => deepgemm_scale(amax, format),
+            Recipe::DeepGemmUe8m0 => deepgemm_ue8m0_scale(amax, format),
             Recipe::ExactUe8m0 => ue8m0_scale_for(amax, format),
             Recipe::ExactBf16 => bf16_scale_for(amax, format),
             Recipe::CompressedTensors(weights) => compressed_tensors_scale(amax, format, weights),
@@ -264,7 +265,9 @@ unsafe fn fp8_tiles_body(
                 let value = unsafe { x.add(i as usize).read() };
                 let code = match recipe {
                     Recipe::Exact | Recipe::ExactUe8m0 | Recipe::ExactBf16 => quantize_quotient(value, scale, format),
-                    Recipe::DeepGemm => shared::fp8_scale::quantize(value, inverse, format, Rounding::TwoStep),
+                    Recipe::DeepGemm | Recipe::DeepGemmUe8m0 => {
+                        shared::fp8_scale::quantize(value, inverse, format, Rounding::TwoStep)
+                    }
                     Recipe::CompressedTensors(weights) => compressed_tensors_quantize(value, scale, format, weights),
                 };
                 // SAFETY: `i < rows · cols`, `q`'s length; only this thread writes it.
@@ -332,6 +335,7 @@ macro_rules! fp8_tiles_kernels {
 fp8_tiles_kernels! {
     Fp8TilesE4m3Exact = fp8_tiles_e4m3_exact: E4M3, Recipe::Exact;
     Fp8TilesE4m3DeepGemm = fp8_tiles_e4m3_deepgemm: E4M3, Recipe::DeepGemm;
+    Fp8TilesE4m3DeepGemmUe8m0 = fp8_tiles_e4m3_deepgemm_ue8m0: E4M3, Recipe::DeepGemmUe8m0;
     Fp8TilesE4m3ExactUe8m0 = fp8_tiles_e4m3_exact_ue8m0: E4M3, Recipe::ExactUe8m0;
     Fp8TilesE4m3ExactBf16 = fp8_tiles_e4m3_exact_bf16: E4M3, Recipe::ExactBf16;
     Fp8TilesE4m3CompressedTensorsF32 =

@@ -149,7 +149,8 @@ pub enum CastRecipe {
 
 /// How per-channel and block FP8 scales are stored: any f32 (the exact recipe's `d =
 /// fl32(amax / max)`), powers of two (`scale_fmt: "ue8m0"`, as DeepSeek-V3.1 and
-/// DeepGEMM on Blackwell take them: [`fp8_block::Recipe::ExactUe8m0`]), or bfloat16
+/// DeepGEMM on Blackwell take them: [`fp8_block::Recipe::ExactUe8m0`], and DeepGEMM's own,
+/// [`fp8_block::Recipe::DeepGemmUe8m0`]), or bfloat16
 /// values ([`fp8_block::Recipe::ExactBf16`], which a bfloat16 model loaded by transformers
 /// keeps).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -297,6 +298,7 @@ impl CastOptions {
             (CastRecipe::Exact, ScaleFormat::Ue8m0) => Some(fp8_block::Recipe::ExactUe8m0),
             (CastRecipe::Exact, ScaleFormat::Bf16) => Some(fp8_block::Recipe::ExactBf16),
             (CastRecipe::DeepGemm, ScaleFormat::F32) => Some(fp8_block::Recipe::DeepGemm),
+            (CastRecipe::DeepGemm, ScaleFormat::Ue8m0) => Some(fp8_block::Recipe::DeepGemmUe8m0),
             (CastRecipe::CompressedTensors, ScaleFormat::F32) => Some(fp8_block::Recipe::CompressedTensors(weights)),
             _ => None,
         }
@@ -376,9 +378,9 @@ impl CastOptions {
                 "--scale-format bf16 stores the exact recipe's FP8 per-channel or block scales in bfloat16, in compressed-tensors' layout: it takes --scale per-channel or block, no --recipe, no --layout deepseek",
             );
         }
-        if self.scale_format == ScaleFormat::Ue8m0 && self.recipe != CastRecipe::Exact {
+        if self.scale_format == ScaleFormat::Ue8m0 && !matches!(self.recipe, CastRecipe::Exact | CastRecipe::DeepGemm) {
             return Some(
-                "--scale-format ue8m0 is the exact recipe's (DeepGEMM's rounds up through CUDA's log2, which is not modelled): drop --recipe",
+                "--scale-format ue8m0 is modelled for the exact recipe and DeepGEMM's: drop --recipe, or take --recipe deepgemm",
             );
         }
         if self.blocks().is_some() && self.rounding == Rounding::TwoStep {
@@ -1276,4 +1278,29 @@ fn warnings(report: &CastReport, options: &CastOptions) -> Vec<String> {
         ));
     }
     warnings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Power-of-two scales: the exact recipe's and DeepGEMM's, each its own block
+    /// arithmetic; a recipe with none is refused with the one-line reason.
+    #[test]
+    fn ue8m0_scales_are_the_exact_recipes_and_deepgemms() {
+        let options = |recipe| CastOptions {
+            to: CastTarget::Element(Target::E4m3),
+            scale: ScaleMode::Block,
+            recipe,
+            scale_format: ScaleFormat::Ue8m0,
+            ..CastOptions::default()
+        };
+        let recipe = |o: &CastOptions| o.block_recipe(WeightDtype::F32);
+        assert_eq!(recipe(&options(CastRecipe::Exact)), Some(fp8_block::Recipe::ExactUe8m0));
+        assert_eq!(recipe(&options(CastRecipe::DeepGemm)), Some(fp8_block::Recipe::DeepGemmUe8m0));
+        assert_eq!(options(CastRecipe::Exact).contradiction(), None);
+        assert_eq!(options(CastRecipe::DeepGemm).contradiction(), None);
+        let refused = options(CastRecipe::CompressedTensors).contradiction();
+        assert!(refused.is_some_and(|r| r.starts_with("--scale-format ue8m0 is modelled for")), "{refused:?}");
+    }
 }

@@ -433,6 +433,7 @@ fn cast_record(planned: &PlannedFile, options: &CastOptions) -> String {
                     (ScaleMode::Mx, CastRecipe::Rceil) => "2^k per 32 values of a row, the least at or above fl32(amax * fl32(1/448)) (torchao's RCEIL), clamped to -127..127".to_string(),
                     (ScaleMode::Mx, CastRecipe::Ocp) => "2^k per 32 values of a row, k = floor(log2 amax) - 8 (OCP MX v1.0, torchao's FLOOR), clamped to -127..127: values past 448 * 2^k saturate".to_string(),
                     (ScaleMode::Mx, _) => format!("2^k per 32 values of a row, k the least with amax <= {} * 2^k, clamped to -127..127", format.max_finite()),
+                    (_, CastRecipe::DeepGemm) if options.scale_format == crate::cast::ScaleFormat::Ue8m0 => format!("2^k per block, the least at or above fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) (DeepGEMM's sf rounded up on its bits to UE8M0, its ceil_to_ue8m0)", format.max_finite()),
                     (_, _) if options.scale_format == crate::cast::ScaleFormat::Ue8m0 => format!("2^k per block, k the least with amax <= {} * 2^k, clamped to -127..127 (UE8M0), 1 for an all-zero block", format.max_finite()),
                     (_, _) if options.scale_format == crate::cast::ScaleFormat::Bf16 => format!("the least bfloat16 d with amax <= {} * d per block, at least 2^-133, 1 for an all-zero block", format.max_finite()),
                     (_, CastRecipe::DeepGemm) => format!("fl32(max(amax, fl32(1e-4)) * fl32(1 / {})) per block (DeepGEMM's sf)", format.max_finite()),
