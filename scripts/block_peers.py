@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""`bitexact cast`'s block-scaled casts against compressed-tensors' own code, value by value.
+"""`bitexact cast`'s block-scaled casts against the producers' own code (compressed-tensors,
+torchao, ModelOpt, DeepGEMM), value by value.
 
     block_peers.py --bitexact PATH [--dir DIR] [--deepgemm DIR] [--markdown]
 
@@ -390,7 +391,7 @@ def planted_blocks():
         ("amax 2^-127, subnormal", top(2.0**-127), both),
         ("amax 2^-120 (RCEIL descale subnormal)", top(2.0**-120), both),
         ("amax 448·2^-127 one ulp up (0x04600001)", top(rceil_subnormal), both),
-        ("amax 448·2^-10·(1 + 2^-22)", top(rceil_edge), rceil),
+        ("amax/448 = 2^-10·(1 + 2^-22)", top(rceil_edge), rceil),
         ("amax 448·2^-10 exactly", top(0.4375), set()),
         ("N(0, 0.02)", np.random.default_rng(5).normal(0.0, 0.02, 32).astype(np.float32), set()),
     ]

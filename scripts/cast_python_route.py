@@ -9,7 +9,15 @@ matrices of random normal values) from the same folder and write a new file ther
 plain copy of the input file (`shutil.copyfile`) is timed in the same run, as the
 baseline of the bytes touched.
 
-    cast_python_route.py --bitexact PATH [--mib 256] [--reps 3] [--dir DIR]
+    cast_python_route.py --bitexact PATH [--mib 256] [--reps 3] [--dir DIR] [--blocks] [--deepgemm DIR]
+
+With `--blocks`, the block-scaled casts too, each against its producer's own code where
+it imports (the Python route then calls that code on each loaded tensor and saves what
+it returns): compressed-tensors' `calculate_qparams` and `quantize` (FP8 128 x 128 blocks,
+`--recipe compressed-tensors`), torchao's `to_mx` in RCEIL (MXFP8, `--recipe rceil`),
+ModelOpt's `NVFP4QTensor.quantize` (`--to nvfp4 --recipe modelopt`), and with `--deepgemm
+DIR` DeepGEMM's `per_block_cast_to_fp8` with UE8M0 scales (`--recipe deepgemm
+--scale-format ue8m0`). Their values are compared in `scripts/block_peers.py`, not here.
 
 Prints one line per route and target (bitexact with and without `--no-sync`: `save_file`
 does not sync) with the best wall time of `--reps`, then the
@@ -85,12 +93,81 @@ def python_route(torch, load_file, save_file, src, dst, target):
     save_file(out, dst, metadata={"format": "pt"})
 
 
+def block_routes(torch, deepgemm_dir):
+    """(label, bitexact's flags, the producer's function of one f32 tensor to the tensors it
+    stores) for each block-scaled route whose producer imports; prints a skip for the rest."""
+    routes = []
+    try:
+        from compressed_tensors.quantization import QuantizationArgs
+        from compressed_tensors.quantization.lifecycle.forward import quantize
+        from compressed_tensors.quantization.utils import calculate_qparams
+
+        args = QuantizationArgs(num_bits=8, type="float", symmetric=True, strategy="block", block_structure=[128, 128])
+
+        def ct_block(w):
+            rows, cols = w.shape
+            blocks = w.reshape(rows // 128, 128, cols // 128, 128).transpose(1, 2).reshape(rows // 128, cols // 128, -1)
+            scale, zp = calculate_qparams(blocks.amin(-1), blocks.amax(-1), args)
+            return {"": quantize(w, scale, zp, args, dtype=torch.float8_e4m3fn), "_scale": scale}
+
+        routes.append(("block compressed-tensors", ["--to", "e4m3", "--scale", "block", "--recipe",
+                                                    "compressed-tensors"], ct_block))
+    except Exception as error:  # noqa: BLE001: any import failure is a skip
+        print(f"block compressed-tensors: skipped: compressed-tensors does not import ({error})")
+    try:
+        from torchao.prototype.mx_formats.config import ScaleCalculationMode
+        from torchao.prototype.mx_formats.mx_tensor import to_mx
+
+        def ao_mx(w):
+            scale, q = to_mx(w, torch.float8_e4m3fn, 32, ScaleCalculationMode.RCEIL)
+            return {"": q, "_scale": scale.view(torch.uint8)}
+
+        routes.append(("mx torchao rceil", ["--to", "e4m3", "--scale", "mx", "--recipe", "rceil"], ao_mx))
+    except Exception as error:  # noqa: BLE001
+        print(f"mx torchao rceil: skipped: torchao does not import ({error})")
+    try:
+        from modelopt.torch.quantization.qtensor.nvfp4_tensor import NVFP4QTensor
+
+        def mo_nvfp4(w):
+            packed, scale, scale_2 = NVFP4QTensor.quantize(w, 16)
+            return {"": packed._quantized_data, "_scale": scale, "_scale_2": scale_2}
+
+        routes.append(("nvfp4 modelopt", ["--to", "nvfp4", "--layout", "modelopt", "--recipe", "modelopt"], mo_nvfp4))
+    except Exception as error:  # noqa: BLE001
+        print(f"nvfp4 modelopt: skipped: ModelOpt does not import ({error})")
+    if deepgemm_dir:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(
+            "deepgemm_math", os.path.join(deepgemm_dir, "deep_gemm", "utils", "math.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+        def dg_ue8m0(w):
+            q, sf = module.per_block_cast_to_fp8(w, use_ue8m0=True)
+            return {"": q, "_scale_inv": sf}
+
+        routes.append(("block deepgemm ue8m0", ["--to", "e4m3", "--scale", "block", "--layout", "deepseek",
+                                                "--recipe", "deepgemm", "--scale-format", "ue8m0"], dg_ue8m0))
+    return routes
+
+
+def producer_route(load_file, save_file, src, dst, produce):
+    out = {}
+    for name, x in load_file(src).items():
+        for suffix, t in produce(x).items():
+            out[name + suffix] = t.contiguous()
+    save_file(out, dst, metadata={"format": "pt"})
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bitexact", required=True, help="the bitexact binary (a release build)")
     parser.add_argument("--mib", type=int, default=256)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--dir", default=None, help="where to write the checkpoint (default: a temporary folder)")
+    parser.add_argument("--blocks", action="store_true", help="the block-scaled casts against their producers' code")
+    parser.add_argument("--deepgemm", default=None, help="a DeepGEMM checkout, for its per_block_cast_to_fp8")
     args = parser.parse_args()
     try:
         import numpy as np
@@ -138,6 +215,23 @@ def main():
                 f"{label}: bitexact {t_ours * 1e3:.1f} ms, python {t_theirs * 1e3:.1f} ms, "
                 f"python/bitexact {t_theirs / t_ours:.2f}x, copy/bitexact {t_copy / t_ours:.2f}x; "
                 f"{differ} of {values} output values differ"
+            )
+        for label, flags, produce in block_routes(torch, args.deepgemm) if args.blocks else []:
+            ours = os.path.join(folder, "ours-block.safetensors")
+            theirs = os.path.join(folder, "producer-block.safetensors")
+
+            def run_ours():
+                remove(ours)
+                subprocess.run([args.bitexact, "cast", src, "-o", ours, *flags], check=True, stdout=subprocess.DEVNULL)
+
+            def run_theirs():
+                remove(theirs)
+                producer_route(load_file, save_file, src, theirs, produce)
+
+            t_ours, t_theirs = best(args.reps, run_ours), best(args.reps, run_theirs)
+            print(
+                f"{label}: bitexact {t_ours * 1e3:.1f} ms, its producer's code {t_theirs * 1e3:.1f} ms, "
+                f"producer/bitexact {t_theirs / t_ours:.2f}x, copy/bitexact {t_copy / t_ours:.2f}x"
             )
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -57,8 +57,8 @@
 //!
 //! DeepGEMM's own UE8M0 scale ([`Recipe::DeepGemmUe8m0`], [`deepgemm_ue8m0_scale`]) is
 //! its `sf` rounded up to a power of two on its bits. It is the exact recipe's on every
-//! `amax` from `1e-4` up (checked on every finite `amax`, the same file), and its codes
-//! are too (`x · 2^-k`, exact, rounded once); below `1e-4` DeepGEMM clamps `amax`.
+//! `amax` from `1e-4` up (checked on every finite `amax` for E4M3 and on a sample for
+//! E5M2, the same file), and its codes are too (`x · 2^-k`, exact, rounded once); below `1e-4` DeepGEMM clamps `amax`.
 //!
 //! # With a bfloat16 scale
 //! transformers loads compressed-tensors' `weight_scale` into a parameter of the model's
@@ -200,13 +200,13 @@ pub enum Recipe {
     DeepGemm,
     /// DeepGEMM's `per_block_cast_to_fp8` with `use_ue8m0=True` (`deep_gemm/utils/math.py`
     /// from 7f2a703, 2026-04-17, on; before it, `ceil_to_ue8m0` took `ceil(log2(sf))`,
-    /// which stays a power low where `sf` is a few ulps above one): [`Recipe::DeepGemm`]'s
+    /// which stays a power low where `sf` is just above a power of two): [`Recipe::DeepGemm`]'s
     /// `sf` rounded up to a power of two on its bits ([`deepgemm_ue8m0_scale`]), `q =
     /// rne(fl32(x · fl32(1 / sf)))` as [`Recipe::DeepGemm`]'s, here `x / sf` rounded once
     /// (a power of two's reciprocal and the product are exact). That is
     /// [`Recipe::ExactUe8m0`]'s scale and codes for every block whose `amax` is at least
     /// `1e-4`; a block below it gets the clamp's scale, `2^-22` for E4M3 (`2^-29` for
-    /// E5M2), where the exact recipe's is smaller (1 for an all-zero block). Finite values
+    /// E5M2), where the exact recipe's is the same or smaller (1 for an all-zero block). Finite values
     /// only, as [`Recipe::DeepGemm`].
     DeepGemmUe8m0,
     /// The exact recipe with a power-of-two scale (`scale_fmt: "ue8m0"`; the module's
@@ -245,8 +245,8 @@ pub enum Recipe {
 }
 
 impl Recipe {
-    /// Every recipe, compressed-tensors' for both weight dtypes: the one list that tests,
-    /// kernels and benches walk.
+    /// Every recipe, compressed-tensors' for both weight dtypes: the list the block tests
+    /// (`tests/tests/fp8_block.rs`, the block-scale example's) walk.
     pub const ALL: [Recipe; 7] = [
         Recipe::Exact,
         Recipe::DeepGemm,

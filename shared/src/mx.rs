@@ -96,8 +96,8 @@ pub enum ScaleRule {
     /// multiplication by a rounded reciprocal that PyTorch computes), then the least `k`
     /// with `descale ≤ 2^k`, from its bits (a subnormal `descale` too); a zero `descale`
     /// gives code 0. That is its code from 2026-08-12 on (#4725); its releases up to 0.18.0
-    /// divide, take `ceil(log2(descale))` in f32 (a power low where `descale` is a few ulps
-    /// above one) and multiply a code-0 block by 1 (docs/files.md, "Against torchao's own
+    /// divide, take `ceil(log2(descale))` in f32 (a power low where `descale` is just
+    /// above a power of two) and multiply a code-0 block by 1 (docs/files.md, "Against torchao's own
     /// code", runs both).
     Rceil,
 }
