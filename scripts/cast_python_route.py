@@ -14,7 +14,9 @@ baseline of the bytes touched.
 With `--blocks`, the block-scaled casts too, each against its producer's own code where
 it imports (the Python route then calls that code on each loaded tensor and saves what
 it returns): compressed-tensors' `calculate_qparams` and `quantize` (FP8 128 x 128 blocks,
-`--recipe compressed-tensors`), torchao's `to_mx` in RCEIL (MXFP8, `--recipe rceil`),
+`--recipe compressed-tensors`; its MXFP8A16 and NVFP4A16 presets, with `generate_gparam`,
+against `--scale mx --recipe compressed-tensors` and `--to nvfp4 --layout
+compressed-tensors`; it returns NVFP4's codes unpacked, as E2M1 values in f32), torchao's `to_mx` in RCEIL (MXFP8, `--recipe rceil`),
 ModelOpt's `NVFP4QTensor.quantize` (`--to nvfp4 --recipe modelopt`), and with `--deepgemm
 DIR` DeepGEMM's `per_block_cast_to_fp8` with UE8M0 scales (`--recipe deepgemm
 --scale-format ue8m0`). Their values are compared in `scripts/block_peers.py`, not here.
@@ -112,6 +114,27 @@ def block_routes(torch, deepgemm_dir):
 
         routes.append(("block compressed-tensors", ["--to", "e4m3", "--scale", "block", "--recipe",
                                                     "compressed-tensors"], ct_block))
+        from compressed_tensors.quantization.quant_scheme import PRESET_SCHEMES
+        from compressed_tensors.quantization.utils import generate_gparam
+
+        def ct_groups(preset, size, global_scale):
+            group_args = PRESET_SCHEMES[preset]["weights"]
+
+            def produce(w):
+                rows, cols = w.shape
+                groups = w.reshape(rows, cols // size, size)
+                gs = generate_gparam(w.min(), w.max()) if global_scale else None
+                scale, zp = calculate_qparams(groups.amin(-1), groups.amax(-1), group_args, global_scale=gs)
+                q = quantize(w, scale, zp, group_args, global_scale=gs)
+                out = {"": q, "_scale": scale}
+                return {**out, "_global_scale": gs} if global_scale else out
+
+            return produce
+
+        routes.append(("mx compressed-tensors", ["--to", "e4m3", "--scale", "mx", "--recipe", "compressed-tensors"],
+                       ct_groups("MXFP8A16", 32, False)))
+        routes.append(("nvfp4 compressed-tensors", ["--to", "nvfp4", "--layout", "compressed-tensors"],
+                       ct_groups("NVFP4A16", 16, True)))
     except Exception as error:  # noqa: BLE001: any import failure is a skip
         print(f"block compressed-tensors: skipped: compressed-tensors does not import ({error})")
     try:
@@ -222,7 +245,9 @@ def main():
 
             def run_ours():
                 remove(ours)
-                subprocess.run([args.bitexact, "cast", src, "-o", ours, *flags], check=True, stdout=subprocess.DEVNULL)
+                # --no-sync: save_file does not sync either.
+                cmd = [args.bitexact, "cast", src, "-o", ours, *flags, "--no-sync"]
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
             def run_theirs():
                 remove(theirs)
@@ -230,7 +255,7 @@ def main():
 
             t_ours, t_theirs = best(args.reps, run_ours), best(args.reps, run_theirs)
             print(
-                f"{label}: bitexact {t_ours * 1e3:.1f} ms, its producer's code {t_theirs * 1e3:.1f} ms, "
+                f"{label} --no-sync: bitexact {t_ours * 1e3:.1f} ms, its producer's code {t_theirs * 1e3:.1f} ms, "
                 f"producer/bitexact {t_theirs / t_ours:.2f}x, copy/bitexact {t_copy / t_ours:.2f}x"
             )
     finally:

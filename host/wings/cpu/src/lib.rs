@@ -122,10 +122,30 @@ impl Level {
 
     /// `Ok` if this CPU can run the level, else the first feature it lacks.
     pub fn check(self, from: &'static str) -> Result<Level, LevelError> {
+        // The guard of every level's loop, run per call (`cast` calls a loop per 32-value
+        // MX block): the features, asked once per process, answer it.
+        if self.supported() {
+            return Ok(self);
+        }
         match self.features().iter().find(|&&feature| !has_feature(feature)) {
             None => Ok(self),
             Some(&feature) => Err(LevelError::Missing { from, level: self, feature }),
         }
+    }
+
+    /// Whether this CPU has every feature of the level: [`SUPPORTED`]'s bit for it, found
+    /// by [`has_feature`] on the first call (the features do not change while a process
+    /// runs).
+    fn supported(self) -> bool {
+        let mut bits = SUPPORTED.load(Ordering::Relaxed);
+        if bits == UNSET {
+            bits = Level::ALL
+                .into_iter()
+                .filter(|level| level.features().iter().all(|feature| has_feature(feature)))
+                .fold(0, |bits, level| bits | 1 << level as u8);
+            SUPPORTED.store(bits, Ordering::Relaxed);
+        }
+        bits & 1 << self as u8 != 0
     }
 
     /// The best level this CPU can run.
@@ -163,6 +183,9 @@ pub(crate) fn has_feature(feature: &str) -> bool {
     }
 }
 
+/// Per level, whether this CPU has its features (bit `level as u8`), [`UNSET`] until the
+/// first [`Level::check`].
+static SUPPORTED: AtomicU8 = AtomicU8::new(UNSET);
 /// The level in effect, [`UNSET`] until the first [`level`] or [`choose`].
 static CHOSEN: AtomicU8 = AtomicU8::new(UNSET);
 const UNSET: u8 = u8::MAX;

@@ -1035,7 +1035,25 @@ impl BlockCast<'_> {
             }
             (ScaleMode::Mx, Some(rule), ..) => {
                 codes.resize(d.len(), 0);
-                let at = mx::quantize_blocks(x, mx_element(self.format), rule, q, codes);
+                let element = mx_element(self.format);
+                // Each block's codes by the CPU level's per-tensor loop at 2^-k: the same
+                // function (`quantize_once`), vectorised; a NaN scale's block by `quantize`.
+                let at = mx::quantize_blocks_by(x, element, rule, q, codes, |values, scale, out| {
+                    if scale == shared::e8m0::NAN {
+                        out.iter_mut()
+                            .zip(values)
+                            .for_each(|(code, &value)| *code = mx::quantize(value, scale, element));
+                    } else {
+                        let s = mx::inverse_scale(scale);
+                        bitexact_cpu::fp8_scale::quantize(
+                            values,
+                            s,
+                            self.format,
+                            shared::fp8_scale::Rounding::Once,
+                            out,
+                        );
+                    }
+                });
                 d.iter_mut().zip(codes.iter()).for_each(|(d, &code)| *d = mx_scale(code));
                 at
             }
