@@ -19,7 +19,8 @@ against `--scale mx --recipe compressed-tensors` and `--to nvfp4 --layout
 compressed-tensors`; it returns NVFP4's codes unpacked, as E2M1 values in f32), torchao's `to_mx` in RCEIL (MXFP8, `--recipe rceil`),
 ModelOpt's `NVFP4QTensor.quantize` (`--to nvfp4 --recipe modelopt`), and with `--deepgemm
 DIR` DeepGEMM's `per_block_cast_to_fp8` with UE8M0 scales (`--recipe deepgemm
---scale-format ue8m0`). Their values are compared in `scripts/block_peers.py`, not here.
+--scale-format ue8m0`). These run bitexact with `--no-sync` only (`save_file` does not
+sync) and count no values: `scripts/block_peers.py` compares them.
 
 Prints one line per route and target (bitexact with and without `--no-sync`: `save_file`
 does not sync) with the best wall time of `--reps`, then the
@@ -125,7 +126,10 @@ def block_routes(torch, deepgemm_dir):
                 groups = w.reshape(rows, cols // size, size)
                 gs = generate_gparam(w.min(), w.max()) if global_scale else None
                 scale, zp = calculate_qparams(groups.amin(-1), groups.amax(-1), group_args, global_scale=gs)
-                q = quantize(w, scale, zp, group_args, global_scale=gs)
+                # MXFP8: the E4M3 codes (`dtype`), as the FP8 block route asks; NVFP4's
+                # come back as E2M1 values in f32.
+                kwargs = {"global_scale": gs} if global_scale else {"dtype": torch.float8_e4m3fn}
+                q = quantize(w, scale, zp, group_args, **kwargs)
                 out = {"": q, "_scale": scale}
                 return {**out, "_global_scale": gs} if global_scale else out
 

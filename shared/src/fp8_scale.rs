@@ -196,7 +196,10 @@ pub enum Residual {
 /// product where f32 holds it, else the f32 next to it towards zero with its last
 /// mantissa bit set (bits, `x`'s sign). For finite `x` whose product overflows f32 it is
 /// `±f32::MAX`; for infinite or NaN `x` it is unspecified (the callers select `x` there).
-/// The same bits for both [`Residual`]s on every finite `x`.
+/// The same bits for both [`Residual`]s on every finite `x` whose product is not below
+/// f32's least normal, `2^-126` (there an FMA error under `2^-149` rounds to zero, and
+/// [`Residual::Fma`] may call an inexact product exact): such a product is far below
+/// every FP8 rounding point, so the FP8 code is the same.
 #[inline(always)]
 pub fn product_to_odd(x: u32, s: f32, residual: Residual) -> u32 {
     let x = f32::from_bits(x);
@@ -212,7 +215,9 @@ pub fn product_to_odd(x: u32, s: f32, residual: Residual) -> u32 {
             (exact != rounded, exact.abs() < rounded.abs())
         }
     };
-    // Where inexact, p is not zero, so one step down in its bits is one step towards zero.
+    // Where inexact and p is not zero, one step down in its bits is one step towards zero
+    // (p = 0 with the exact product below it only for an f32-subnormal product, whose FP8
+    // code is zero either way).
     let down = u32::from(inexact & below);
     (p.to_bits().wrapping_sub(down)) | u32::from(inexact)
 }

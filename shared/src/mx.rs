@@ -178,7 +178,13 @@ pub const fn scale_code(amax: u32, element: ElementFormat, rule: ScaleRule) -> u
 pub fn quantize(x: u32, scale: u8, element: ElementFormat) -> u8 {
     // A NaN scale: x made NaN, its sign kept.
     let x = if scale == e8m0::NAN { x | 0x7FC0_0000 } else { x };
-    let s = inverse_scale(scale);
+    quantize_at_inverse(x, inverse_scale(scale), element)
+}
+
+/// `x · s` rounded once onto `element` for `s = 2^-k` ([`inverse_scale`]): [`quantize`]
+/// of a block whose scale is not NaN.
+#[inline]
+pub fn quantize_at_inverse(x: u32, s: f32, element: ElementFormat) -> u8 {
     match element {
         ElementFormat::E4M3 => fp8_scale::quantize_once(x, s, Fp8Format::E4M3),
         ElementFormat::E5M2 => fp8_scale::quantize_once(x, s, Fp8Format::E5M2),
@@ -201,8 +207,8 @@ fn e2m1_once(x: u32, s: f32) -> u8 {
 }
 
 /// `2^-k`, the multiplier [`quantize`] takes for the scale code `scale` (`2^k`): an f32
-/// for every code (`2^-127` a subnormal one); 1 for the NaN code, whose elements are NaN
-/// whatever it is. `2^-k` has the code `127 − k = 254 − scale`.
+/// for every code (`2^-127` a subnormal one); `2^-127` for the NaN code too, whose
+/// elements are NaN whatever it is. `2^-k` has the code `127 − k = 254 − scale`.
 #[inline]
 pub const fn inverse_scale(scale: u8) -> f32 {
     f32::from_bits(e8m0::to_f32_bits(254u8.saturating_sub(scale)))
@@ -225,24 +231,25 @@ pub fn quantize_blocks(
     q: &mut [u8],
     scales: &mut [u8],
 ) -> Result<Option<usize>, BlockError> {
-    quantize_blocks_by(x, element, rule, q, scales, |values, scale, codes| {
+    quantize_blocks_by(x, element, rule, q, scales, |values, s, codes| {
         for (code, &value) in codes.iter_mut().zip(values) {
-            *code = quantize(value, scale, element);
+            *code = quantize_at_inverse(value, s, element);
         }
     })
 }
 
-/// [`quantize_blocks`] with each block's codes written by `quantize_block(values, scale,
-/// codes)`, which must give [`quantize`]'s codes of `values` at the block's scale code
-/// (a caller's faster loop for the same function: `bitexact cast` runs the CPU level's
-/// [`fp8_scale::quantize_once`] loop at [`inverse_scale`]).
+/// [`quantize_blocks`] with the codes of each block whose scale is not NaN written by
+/// `quantize_block(values, s, codes)` for `s = 2^-k` ([`inverse_scale`]), which must give
+/// [`quantize_at_inverse`]'s codes (a caller's faster loop for the same function: `bitexact
+/// cast` runs the CPU level's [`fp8_scale::quantize_once`] loop); a NaN-scale block's codes
+/// are [`quantize`]'s, NaN, written here.
 pub fn quantize_blocks_by(
     x: &[u32],
     element: ElementFormat,
     rule: ScaleRule,
     q: &mut [u8],
     scales: &mut [u8],
-    mut quantize_block: impl FnMut(&[u32], u8, &mut [u8]),
+    mut quantize_block: impl FnMut(&[u32], f32, &mut [u8]),
 ) -> Result<Option<usize>, BlockError> {
     let blocks = x.len().div_ceil(BLOCK_SIZE);
     for (slice, len, expected) in [("q", q.len(), x.len()), ("d", scales.len(), blocks)] {
@@ -261,7 +268,13 @@ pub fn quantize_blocks_by(
             }
             None => scale_code(amax, element, rule),
         };
-        quantize_block(values, *scale, codes);
+        if *scale == e8m0::NAN {
+            for (code, &value) in codes.iter_mut().zip(values) {
+                *code = quantize(value, e8m0::NAN, element);
+            }
+        } else {
+            quantize_block(values, inverse_scale(*scale), codes);
+        }
     }
     Ok(first_nonfinite)
 }

@@ -606,3 +606,29 @@ fn rounding_in_binade_equals_the_reference_on_every_magnitude_up_to_its_limit() 
         }
     }
 }
+
+/// `bitexact cast --scale mx` quantises each 32-value block by the CPU level's loop at
+/// `2^-k` (`shared::mx::inverse_scale`): at every level this machine has and every E8M0
+/// scale code (the subnormal `2^-127` and `2^127` among them), that loop against
+/// `quantize` per element, and `mx::quantize` (what the MX proofs cover) against
+/// `quantize_once` at that `2^-k`, on a sample of every binade, signs and edges included.
+#[test]
+fn every_level_gives_mx_codes_at_every_scale_code() {
+    use shared::mx::{self, ElementFormat};
+    let sample: Vec<u32> = sampled_f32().step_by(13).collect();
+    let levels = levels();
+    for code in 0..shared::e8m0::NAN {
+        let s = mx::inverse_scale(code);
+        for (format, element) in [(Fp8Format::E4M3, ElementFormat::E4M3), (Fp8Format::E5M2, ElementFormat::E5M2)] {
+            check_levels(&levels, format, s, &sample).unwrap_or_else(|m| panic!("scale code {code}: {m}"));
+            // Blocks of 32 and a partial one, as cast's loop takes them.
+            for block in [&sample[..32], &sample[32..41]] {
+                check_levels(&levels, format, s, block).unwrap_or_else(|m| panic!("scale code {code}: {m}"));
+            }
+            for &x in &sample {
+                let (got, want) = (mx::quantize(x, code, element), fp8_scale::quantize_once(x, s, format));
+                assert_eq!(got, want, "{format:?} scale code {code}: x = {x:#010x}");
+            }
+        }
+    }
+}

@@ -1,5 +1,6 @@
-//! Per-tensor scaled FP8 over slices on the CPU, at a level: pass 1 ([`amax`]) and pass 2
-//! ([`quantize`]) of `shared::fp8_scale`'s definitions, for `bitexact cast`.
+//! Scaled FP8 over slices on the CPU, at a level: pass 1 ([`amax`]) and pass 2
+//! ([`quantize`]) of `shared::fp8_scale`'s definitions, for `bitexact cast`'s per-tensor
+//! scales, and pass 2 for each 32-value block of its MX scales (at `2^-k`).
 //!
 //! Both are `shared` code compiled for each level ([`super::with_level`]) and vectorised
 //! by LLVM: pass 1 is [`shared::fp8_scale::amax_slice`] (the loop the example's CPU twin

@@ -909,7 +909,8 @@ fn cast_nvfp4(
 
 /// A tensor cast to FP8 with a scale per channel or per block
 /// ([`shared::fp8_block::quantize_blocks_with`], by the options' recipe), or MX
-/// ([`shared::mx::quantize_blocks`], by the recipe's rule).
+/// ([`shared::mx::quantize_blocks_by`], by the recipe's rule, each block's elements by the
+/// CPU level's loop).
 struct BlockCast<'o> {
     source: SourceDtype,
     big_endian: bool,
@@ -1037,22 +1038,9 @@ impl BlockCast<'_> {
                 codes.resize(d.len(), 0);
                 let element = mx_element(self.format);
                 // Each block's codes by the CPU level's per-tensor loop at 2^-k: the same
-                // function (`quantize_once`), vectorised; a NaN scale's block by `quantize`.
-                let at = mx::quantize_blocks_by(x, element, rule, q, codes, |values, scale, out| {
-                    if scale == shared::e8m0::NAN {
-                        out.iter_mut()
-                            .zip(values)
-                            .for_each(|(code, &value)| *code = mx::quantize(value, scale, element));
-                    } else {
-                        let s = mx::inverse_scale(scale);
-                        bitexact_cpu::fp8_scale::quantize(
-                            values,
-                            s,
-                            self.format,
-                            shared::fp8_scale::Rounding::Once,
-                            out,
-                        );
-                    }
+                // function (`quantize_once`), vectorised.
+                let at = mx::quantize_blocks_by(x, element, rule, q, codes, |values, s, out| {
+                    bitexact_cpu::fp8_scale::quantize(values, s, self.format, shared::fp8_scale::Rounding::Once, out);
                 });
                 d.iter_mut().zip(codes.iter()).for_each(|(d, &code)| *d = mx_scale(code));
                 at
