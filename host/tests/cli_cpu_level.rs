@@ -80,3 +80,62 @@ fn a_level_the_cpu_lacks_or_an_unknown_name_is_one_line_and_exit_2() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     }
 }
+
+/// `cast --scale mx` quantises each 32-value block by the CPU level's loop: at every level
+/// this CPU has, the same bytes, and the codes and scales `shared::mx::quantize_blocks`
+/// gives value by value (tiny blocks, whose scale is `2^-127`, among them), by the exact
+/// rule and by RCEIL.
+#[test]
+fn every_level_this_cpu_has_casts_mx_to_the_same_codes_as_shared() {
+    use shared::mx::{self, ElementFormat, ScaleRule};
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // 64 rows of 96 values; row r's magnitudes around 2^(r - 140): subnormal f32 rows
+    // first, then normal ones up to 2^-77; a splitmix mantissa and sign each.
+    let (rows, cols) = (64usize, 96usize);
+    let mut state = 0x5EED_u64;
+    let values: Vec<u32> = (0..rows * cols)
+        .map(|i| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            let magnitude = (1.0 + (z >> 41) as f64 / (1u64 << 23) as f64) * 2f64.powi((i / cols) as i32 - 140);
+            ((magnitude as f32).to_bits()) | ((z >> 63) as u32) << 31
+        })
+        .collect();
+    let input = dir.path().join("w.safetensors");
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![rows, cols], &bytes).expect("a view");
+    std::fs::write(&input, safetensors::serialize([("model.layers.0.mlp.w.weight", view)], None).expect("serialise"))
+        .expect("write the input");
+    for (recipe, rule) in [("exact", ScaleRule::Fit), ("rceil", ScaleRule::Rceil)] {
+        let (mut codes, mut scales) = (vec![0u8; values.len()], vec![0u8; values.len() / mx::BLOCK_SIZE]);
+        mx::quantize_blocks(&values, ElementFormat::E4M3, rule, &mut codes, &mut scales).expect("whole blocks");
+        for level in Level::ALL.into_iter().filter(|level| level.check("test").is_ok()) {
+            let out = dir.path().join(format!("{level}-{recipe}.safetensors"));
+            let run = bitexact_command()
+                .args(["--cpu-level", level.name(), "cast"])
+                .arg(&input)
+                .arg("-o")
+                .arg(&out)
+                .args(["--to", "e4m3", "--scale", "mx", "--recipe", recipe])
+                .output()
+                .expect("run bitexact");
+            assert!(run.status.success(), "{level} {recipe}: {}", String::from_utf8_lossy(&run.stderr));
+            let written = std::fs::read(&out).expect("the output");
+            let file = safetensors::SafeTensors::deserialize(&written).expect("a safetensors file");
+            let tensor = |name: &str| file.tensor(name).expect("cast's tensor").data().to_vec();
+            assert_eq!(tensor("model.layers.0.mlp.w.weight_scale"), scales, "{level} {recipe}: the scales");
+            let got = tensor("model.layers.0.mlp.w.weight");
+            if let Some(i) = (0..codes.len()).find(|&i| got[i] != codes[i]) {
+                panic!("{level} {recipe}: x[{i}] = {:#010x}: {:#04x}, shared {:#04x}", values[i], got[i], codes[i]);
+            }
+        }
+    }
+    // The tiny rows: the least scale code, and codes other than zero (x · 2^127).
+    let (mut codes, mut scales) = (vec![0u8; values.len()], vec![0u8; values.len() / mx::BLOCK_SIZE]);
+    mx::quantize_blocks(&values, ElementFormat::E4M3, ScaleRule::Fit, &mut codes, &mut scales).expect("whole blocks");
+    let tiny_nonzero = |b: usize| scales[b] == 0 && codes[b * 32..b * 32 + 32].iter().any(|&c| c & 0x7F != 0);
+    assert!((0..scales.len()).any(tiny_nonzero), "a block at the least scale with codes other than zero");
+}
