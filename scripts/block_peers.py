@@ -474,21 +474,6 @@ def compare_modelopt(work, folder, tensors, dtype_name, bitexact, table):
     return failures
 
 
-def deepgemm_math(checkout):
-    """DeepGEMM's `deep_gemm/utils/math.py` from the checkout, loaded on its own (the package
-    itself needs CUDA), or the reason it does not load."""
-    import importlib.util
-
-    path = Path(checkout) / "deep_gemm" / "utils" / "math.py"
-    try:
-        spec = importlib.util.spec_from_file_location("deepgemm_math", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module.per_block_cast_to_fp8
-    except Exception as error:  # noqa: BLE001: any load failure is a skip
-        return f"{path} does not load ({type(error).__name__}: {error})"
-
-
 def compare_deepgemm(work, folder, tensors, dtype_name, bitexact, checkout):
     """DeepGEMM's own `per_block_cast_to_fp8` (UE8M0 and f32 scales) against `--recipe
     deepgemm`, block by block, on the blocks where its CPU arithmetic is its CUDA
@@ -496,7 +481,9 @@ def compare_deepgemm(work, folder, tensors, dtype_name, bitexact, checkout):
     if checkout is None:
         print("deepgemm: skipped: no DeepGEMM checkout given (--deepgemm DIR)")
         return 0
-    cast_fp8 = deepgemm_math(checkout)
+    from producer_code import deepgemm_per_block_cast
+
+    cast_fp8 = deepgemm_per_block_cast(checkout)
     if isinstance(cast_fp8, str):
         print(f"deepgemm: skipped: {cast_fp8}")
         return 0

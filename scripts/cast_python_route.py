@@ -162,16 +162,15 @@ def block_routes(torch, deepgemm_dir):
         routes.append(("nvfp4 modelopt", ["--to", "nvfp4", "--layout", "modelopt", "--recipe", "modelopt"], mo_nvfp4))
     except Exception as error:  # noqa: BLE001
         print(f"nvfp4 modelopt: skipped: ModelOpt does not import ({error})")
-    if deepgemm_dir:
-        import importlib.util
+    from producer_code import deepgemm_per_block_cast
 
-        spec = importlib.util.spec_from_file_location(
-            "deepgemm_math", os.path.join(deepgemm_dir, "deep_gemm", "utils", "math.py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    cast_fp8 = deepgemm_per_block_cast(deepgemm_dir) if deepgemm_dir else "no DeepGEMM checkout given (--deepgemm DIR)"
+    if isinstance(cast_fp8, str):
+        print(f"block deepgemm ue8m0: skipped: {cast_fp8}")
+    else:
 
         def dg_ue8m0(w):
-            q, sf = module.per_block_cast_to_fp8(w, use_ue8m0=True)
+            q, sf = cast_fp8(w, use_ue8m0=True)
             return {"": q, "_scale_inv": sf}
 
         routes.append(("block deepgemm ue8m0", ["--to", "e4m3", "--scale", "block", "--layout", "deepseek",

@@ -1285,12 +1285,16 @@ fn assert_blocks(
     scales
 }
 
-/// The least power of two at or above the positive f32 `v` (bits), by a search over exact
-/// f64 powers: DeepGEMM's `ceil_to_ue8m0`, by its definition.
+/// The least `k` from `least` up to 127 with `v ≤ 2^k` (127 where none is), by a search
+/// over exact f64 powers.
+fn least_exponent_at_least(v: f64, least: i32) -> i32 {
+    (least..=127).find(|&k| v <= 2f64.powi(k)).unwrap_or(127)
+}
+
+/// The least power of two at or above the positive f32 `v` (bits), every f32 power
+/// searched: DeepGEMM's `ceil_to_ue8m0`, by its definition.
 fn least_power_of_two_at_least(v: u32) -> u32 {
-    let v = f64::from(f32::from_bits(v));
-    let k = (-149..=127).find(|&k| v <= 2f64.powi(k)).expect("v is at most 2^127");
-    (2f64.powi(k) as f32).to_bits()
+    (2f64.powi(least_exponent_at_least(f64::from(f32::from_bits(v)), -149)) as f32).to_bits()
 }
 
 /// The power-of-two scale (`--scale-format ue8m0`) of a block whose largest finite
@@ -1707,7 +1711,7 @@ fn mx_exponent(amax: u32, recipe: &str) -> i32 {
         let r = (1.0f32 / 448.0).to_bits();
         assert!(scaled::is_rounded_quotient(1f32.to_bits(), 448f32.to_bits(), r));
         let descale = f64::from(f32::from_bits(reference_nvfp4::multiply(amax, r)));
-        return (-127..=127).find(|&k| descale <= 2f64.powi(k)).unwrap_or(127);
+        return least_exponent_at_least(descale, -127);
     }
     let amax = f64::from(f32::from_bits(amax));
     if recipe == "ocp" {
