@@ -1,5 +1,5 @@
 //! `bitexact cast` file to file to FP8 E4M3 scaled per channel, per 128 × 128 block (with
-//! f32 or power-of-two scales, and by DeepGEMM's and compressed-tensors' recipes) and MX (a power of two per 32 values), and to NVFP4 (ModelOpt's
+//! f32 or power-of-two scales, and by DeepGEMM's (with either) and compressed-tensors' recipes) and MX (a power of two per 32 values), and to NVFP4 (ModelOpt's
 //! and compressed-tensors' layouts, each recipe),
 //! against the per-tensor cast of the same checkpoint in the same run
 //! (`cargo bench -p host --bench cast_blocks [-- --mib N --reps N --cols N]`).
@@ -10,8 +10,8 @@
 //! (`CastOptions::sync = false`: the wait for the disk is not the loop's) and removes it.
 //! Each row's best time over `--reps` runs is set against the per-tensor cast's, run in
 //! turn with it: `per-tensor/row` ≥ 1 means as fast. The per-tensor cast reads the data
-//! twice (amax, then the values); the block-scaled FP8 ones once, with an f64 division
-//! per value; NVFP4 twice (the tensor's amax, then its blocks).
+//! twice (amax, then the values); the block-scaled FP8 ones once (each block row's
+//! codes by a loop compiled for the CPU level); NVFP4 twice (the tensor's amax, then its blocks).
 
 use bitexact::files::cast::convert::{CastTarget, Target};
 use bitexact::files::cast::{CastOptions, CastRecipe, ScaleFormat, ScaleLayout, ScaleMode, cast};
@@ -86,6 +86,7 @@ fn main() {
         ("block 128x128", e4m3(ScaleMode::Block, CastRecipe::Exact, f32_scales)),
         ("block ue8m0", e4m3(ScaleMode::Block, CastRecipe::Exact, ScaleFormat::Ue8m0)),
         ("block deepgemm", e4m3(ScaleMode::Block, CastRecipe::DeepGemm, f32_scales)),
+        ("block dg ue8m0", e4m3(ScaleMode::Block, CastRecipe::DeepGemm, ScaleFormat::Ue8m0)),
         ("block c-tensors", e4m3(ScaleMode::Block, CastRecipe::CompressedTensors, f32_scales)),
         ("mx", e4m3(ScaleMode::Mx, CastRecipe::Exact, f32_scales)),
         ("mx c-tensors", e4m3(ScaleMode::Mx, CastRecipe::CompressedTensors, f32_scales)),

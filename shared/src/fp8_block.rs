@@ -69,6 +69,25 @@
 //! d)` as above, so no value of a block saturates and both f32 and bfloat16 readers
 //! dequantise with the `d` stored. `d` is checked on every finite `amax` against its
 //! defining inequalities in exact arithmetic by `tests/tests/fp8_block.rs`.
+//!
+//! # On the CPU: the quotient rounded to odd, in vector loops
+//! The f64 division per value and the branches of the f64 rounding keep a loop over
+//! [`quantize_quotient`] scalar. [`quantize_quotient_to_odd`] gives the same code from an
+//! f32 division: `p = fl32(x / d)`, then `p · d` in f64, exact (two significands of 24
+//! bits at most, exponents far inside f64's range), compared with `x`, which says exactly
+//! whether `x / d = p` and, if not, on which side of `p` it lies
+//! ([`quotient_to_odd`]). The f32 next to `x / d` towards zero, its last bit set where the
+//! quotient is inexact, is `x / d` rounded to odd, and it rounds to FP8 as `x / d` does:
+//! every FP8 value and midpoint is an f32 with its last bit clear, at least two bits
+//! above f32's last (the smallest, E5M2's first midpoint `2^-17`, is far above f32's
+//! `2^-149`), so none lies on or strictly between the two. A finite `x` whose quotient
+//! overflows f32 gets `±f32::MAX`, which saturates as `x / d` does. The FP8 rounding is
+//! then the by-addition one of [`fp8_scale::quantize_once_to_odd`], without a branch, so
+//! LLVM vectorises the loop ([`quantize_blocks_inline`]: `bitexact cast` compiles it
+//! once per CPU level). compressed-tensors' codes get the same FP8 rounding
+//! ([`compressed_tensors_quantize_by_addition`]) and DeepGEMM's the one of
+//! [`fp8_scale::quantize_two_step_by_addition`]. Each is proven equal to its scalar form on
+//! the same inputs as the scalar form, by the same walks.
 
 use crate::bfloat16;
 use crate::e8m0;
@@ -171,6 +190,33 @@ pub fn quantize_quotient(x: u32, d: f32, format: Fp8Format) -> u8 {
     };
     let magnitude = if magnitude > u32::from(max) { max } else { magnitude as u8 };
     sign | if magnitude_bits(x) > 0x7F80_0000 { nan } else { magnitude }
+}
+
+/// `x / d` (`x` as f32 bits, `d` positive and finite) rounded to odd in f32 (bits, `x`'s
+/// sign): the exact quotient where f32 holds it, else the f32 next to it towards zero
+/// with its last mantissa bit set; `±f32::MAX` for a finite `x` whose quotient overflows
+/// f32. For infinite or NaN `x` it is unspecified (the callers take those from `x`). The
+/// module's doc says why: `fl32(x / d) · d` is exact in f64. CPU only, as
+/// [`quantize_quotient_to_odd`].
+#[inline(always)]
+pub fn quotient_to_odd(x: u32, d: f32) -> u32 {
+    let x = f32::from_bits(x);
+    let p = x / d;
+    let (exact, back) = (f64::from(x), f64::from(p) * f64::from(d));
+    // Whether x / d differs from p, and whether it lies nearer zero (then p is not zero:
+    // one step down in its bits is one step towards zero).
+    let (inexact, below) = (exact != back, exact.abs() < back.abs());
+    let down = u32::from(inexact & below);
+    (p.to_bits().wrapping_sub(down)) | u32::from(inexact)
+}
+
+/// [`quantize_quotient`] by [`quotient_to_odd`] and the by-addition FP8 rounding (the
+/// module's doc): the same code for every `x` and positive finite `d`
+/// (`tests/tests/fp8_block.rs`), without a branch. CPU only: the FP8 rounding adds in f32,
+/// which a GPU may flush to zero.
+#[inline(always)]
+pub fn quantize_quotient_to_odd(x: u32, d: f32, format: Fp8Format) -> u8 {
+    fp8_scale::saturating_code(x, quotient_to_odd(x, d), format)
 }
 
 /// The least amax DeepGEMM's recipe takes: `1e-4` as an f32 (its `clamp(1e-4)` on an
@@ -279,6 +325,15 @@ pub fn compressed_tensors_quantize(x: u32, s: f32, format: Fp8Format, weights: W
     format.from_f32_bits_saturating(y.to_bits())
 }
 
+/// [`compressed_tensors_quantize`] by the by-addition FP8 rounding, which saturates as
+/// the clamp to `±max` does: the same code for every `x` and positive finite `s`
+/// (`tests/tests/fp8_block.rs`), without a branch. CPU only, as
+/// [`quantize_quotient_to_odd`].
+#[inline(always)]
+pub fn compressed_tensors_quantize_by_addition(x: u32, s: f32, format: Fp8Format, weights: WeightDtype) -> u8 {
+    fp8_scale::saturating_code(x, weights.round(f32::from_bits(x) / s).to_bits(), format)
+}
+
 /// DeepGEMM's scale `sf = fl32(max(amax, 1e-4) · fl32(1 / max))` of a block whose largest
 /// finite magnitude is `amax` (finite, non-negative; a NaN gives the clamp's scale here,
 /// where PyTorch's `clamp` would keep the NaN):
@@ -377,9 +432,29 @@ pub fn quantize_blocks(
 
 /// [`quantize_blocks`] by `recipe`: each block's stored scale (`d`, DeepGEMM's `sf`, or
 /// compressed-tensors' `s`) into `d`, each code into `q`. An empty tensor's blocks get 1
-/// by every recipe.
+/// by every recipe. [`quantize_blocks_inline`] compiled for the baseline target (the
+/// kernels' CPU twin); `bitexact cast` compiles that for each CPU level instead.
 #[allow(clippy::too_many_arguments)]
 pub fn quantize_blocks_with(
+    recipe: Recipe,
+    x: &[u32],
+    rows: usize,
+    cols: usize,
+    blocks: Blocks,
+    format: Fp8Format,
+    q: &mut [u8],
+    d: &mut [f32],
+) -> Result<Option<usize>, BlockError> {
+    quantize_blocks_inline(recipe, x, rows, cols, blocks, format, q, d)
+}
+
+/// [`quantize_blocks_with`]'s body, `#[inline(always)]` as [`fp8_scale::quantize_slice`]
+/// is, to be compiled with the caller's target features: each block row's codes in one
+/// loop per recipe that LLVM vectorises ([`quantize_block_row`]), each amax by
+/// [`fp8_scale::amax_slice`]. CPU only, as [`quantize_quotient_to_odd`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+pub fn quantize_blocks_inline(
     recipe: Recipe,
     x: &[u32],
     rows: usize,
@@ -432,29 +507,48 @@ pub fn quantize_blocks_with(
                 Recipe::ExactBf16 => bf16_scale_for(f32::from_bits(amax), format),
                 Recipe::CompressedTensors(weights) => compressed_tensors_scale(f32::from_bits(amax), format, weights),
             };
-            let inverse = 1.0 / *scale;
             for (x_row, q_row) in x_band.chunks(cols).zip(q_band.chunks_mut(cols)) {
                 if let (Some(values), Some(codes)) = (x_row.get(columns.clone()), q_row.get_mut(columns.clone())) {
-                    match recipe {
-                        Recipe::Exact | Recipe::ExactUe8m0 | Recipe::ExactBf16 => {
-                            for (code, &value) in codes.iter_mut().zip(values) {
-                                *code = quantize_quotient(value, *scale, format);
-                            }
-                        }
-                        Recipe::DeepGemm | Recipe::DeepGemmUe8m0 => {
-                            for (code, &value) in codes.iter_mut().zip(values) {
-                                *code = fp8_scale::quantize(value, inverse, format, fp8_scale::Rounding::TwoStep);
-                            }
-                        }
-                        Recipe::CompressedTensors(weights) => {
-                            for (code, &value) in codes.iter_mut().zip(values) {
-                                *code = compressed_tensors_quantize(value, *scale, format, weights);
-                            }
-                        }
-                    }
+                    quantize_block_row(recipe, values, *scale, format, codes);
                 }
             }
         }
     }
     Ok(first_nonfinite)
+}
+
+/// `codes[i]` = `recipe`'s code of `values[i]` in a block whose stored scale is `scale`,
+/// over `min(values.len(), codes.len())` elements: [`quantize_quotient_to_odd`] (the exact
+/// recipes), [`fp8_scale::quantize_two_step_by_addition`] at `fl32(1 / sf)` (DeepGEMM's)
+/// or [`compressed_tensors_quantize_by_addition`], one loop per recipe and format, each
+/// branch-free so that LLVM vectorises it. `#[inline(always)]`, as
+/// [`quantize_blocks_inline`]. CPU only.
+#[inline(always)]
+pub fn quantize_block_row(recipe: Recipe, values: &[u32], scale: f32, format: Fp8Format, codes: &mut [u8]) {
+    // The format a constant in each loop: its rounding's fields fold.
+    match format {
+        Fp8Format::E4M3 => block_row_in(recipe, values, scale, Fp8Format::E4M3, codes),
+        Fp8Format::E5M2 => block_row_in(recipe, values, scale, Fp8Format::E5M2, codes),
+    }
+}
+
+/// [`quantize_block_row`] for one format.
+#[inline(always)]
+fn block_row_in(recipe: Recipe, values: &[u32], scale: f32, format: Fp8Format, codes: &mut [u8]) {
+    use fp8_scale::each;
+    match recipe {
+        Recipe::Exact | Recipe::ExactUe8m0 | Recipe::ExactBf16 => {
+            each(values, codes, |v| quantize_quotient_to_odd(v, scale, format));
+        }
+        Recipe::DeepGemm | Recipe::DeepGemmUe8m0 => {
+            let inverse = 1.0 / scale;
+            each(values, codes, |v| fp8_scale::quantize_two_step_by_addition(v, inverse, format));
+        }
+        Recipe::CompressedTensors(WeightDtype::F32) => {
+            each(values, codes, |v| compressed_tensors_quantize_by_addition(v, scale, format, WeightDtype::F32));
+        }
+        Recipe::CompressedTensors(WeightDtype::Bf16) => {
+            each(values, codes, |v| compressed_tensors_quantize_by_addition(v, scale, format, WeightDtype::Bf16));
+        }
+    }
 }

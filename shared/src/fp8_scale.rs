@@ -245,7 +245,7 @@ pub fn quantize_two_step_by_addition(x: u32, s: f32, format: Fp8Format) -> u8 {
 /// the largest finite code, or NaN's code where `x` is NaN. Computed in 32-bit lanes and
 /// narrowed once, so that a vector loop packs one vector of codes, not its masks too.
 #[inline(always)]
-fn saturating_code(x: u32, y: u32, format: Fp8Format) -> u8 {
+pub(crate) fn saturating_code(x: u32, y: u32, format: Fp8Format) -> u8 {
     let abs = magnitude_bits(y);
     let (rounded, max, nan) = match format {
         Fp8Format::E4M3 => {
@@ -315,7 +315,7 @@ fn amax_by<T: Copy + Ord + Default>(x: &[T], magnitude: fn(T) -> T, nonfinite: f
 
 /// `q[i] = f(x[i])` over `min(x.len(), q.len())` elements, one loop.
 #[inline(always)]
-fn each(x: &[u32], q: &mut [u8], f: impl Fn(u32) -> u8) {
+pub(crate) fn each(x: &[u32], q: &mut [u8], f: impl Fn(u32) -> u8) {
     for (y, &v) in q.iter_mut().zip(x) {
         *y = f(v);
     }

@@ -26,7 +26,7 @@
 
 use crate::e8m0;
 use crate::fp8_block::BlockError;
-use crate::fp8_scale::{self, Fp8Format};
+use crate::fp8_scale::{self, Fp8Format, Residual};
 use crate::narrow::round_magnitude_f64;
 
 /// An MX element format.
@@ -224,6 +224,8 @@ pub const BLOCK_SIZE: usize = 32;
 /// is [`e8m0::NAN`] for a block holding a NaN or an infinity, as OCP's specification sets
 /// it), and each element's code into `q` ([`quantize`]). Returns the index of the first
 /// NaN or infinity, if any, for the caller that refuses such tensors.
+/// [`quantize_blocks_inline`] compiled for the baseline target (the kernels' CPU twin);
+/// `bitexact cast` compiles that for each CPU level instead.
 pub fn quantize_blocks(
     x: &[u32],
     element: ElementFormat,
@@ -231,25 +233,24 @@ pub fn quantize_blocks(
     q: &mut [u8],
     scales: &mut [u8],
 ) -> Result<Option<usize>, BlockError> {
-    quantize_blocks_by(x, element, rule, q, scales, |values, s, codes| {
-        for (code, &value) in codes.iter_mut().zip(values) {
-            *code = quantize_at_inverse(value, s, element);
-        }
-    })
+    quantize_blocks_inline(x, element, rule, Residual::F64, q, scales)
 }
 
-/// [`quantize_blocks`] with the codes of each block whose scale is not NaN written by
-/// `quantize_block(values, s, codes)` for `s = 2^-k` ([`inverse_scale`]), which must give
-/// [`quantize_at_inverse`]'s codes (a caller's faster loop for the same function: `bitexact
-/// cast` runs the CPU level's [`fp8_scale::quantize_once`] loop); a NaN-scale block's codes
-/// are [`quantize`]'s, NaN, written here.
-pub fn quantize_blocks_by(
+/// [`quantize_blocks`]' body, `#[inline(always)]` as [`fp8_scale::quantize_slice`] is, to
+/// be compiled with the caller's target features: the FP8 elements of each block whose
+/// scale is not NaN by [`fp8_scale::quantize_once_to_odd`] at `2^-k` with `residual` (the
+/// same codes as [`quantize_at_inverse`]: take [`Residual::Fma`] only where FMA is among
+/// the features), one branch-free loop that LLVM vectorises; E2M1's as
+/// [`quantize_at_inverse`]; a NaN-scale block's as [`quantize`], NaN. CPU only, as
+/// [`fp8_scale::quantize_once_to_odd`].
+#[inline(always)]
+pub fn quantize_blocks_inline(
     x: &[u32],
     element: ElementFormat,
     rule: ScaleRule,
+    residual: Residual,
     q: &mut [u8],
     scales: &mut [u8],
-    mut quantize_block: impl FnMut(&[u32], f32, &mut [u8]),
 ) -> Result<Option<usize>, BlockError> {
     let blocks = x.len().div_ceil(BLOCK_SIZE);
     for (slice, len, expected) in [("q", q.len(), x.len()), ("d", scales.len(), blocks)] {
@@ -268,12 +269,13 @@ pub fn quantize_blocks_by(
             }
             None => scale_code(amax, element, rule),
         };
-        if *scale == e8m0::NAN {
-            for (code, &value) in codes.iter_mut().zip(values) {
-                *code = quantize(value, e8m0::NAN, element);
-            }
-        } else {
-            quantize_block(values, inverse_scale(*scale), codes);
+        let s = inverse_scale(*scale);
+        let once = |format| move |v| fp8_scale::quantize_once_to_odd(v, s, format, residual);
+        match (*scale == e8m0::NAN, element) {
+            (true, _) => fp8_scale::each(values, codes, |v| quantize(v, e8m0::NAN, element)),
+            (false, ElementFormat::E4M3) => fp8_scale::each(values, codes, once(Fp8Format::E4M3)),
+            (false, ElementFormat::E5M2) => fp8_scale::each(values, codes, once(Fp8Format::E5M2)),
+            (false, ElementFormat::E2M1) => fp8_scale::each(values, codes, |v| e2m1_once(v, s)),
         }
     }
     Ok(first_nonfinite)

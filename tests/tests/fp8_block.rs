@@ -5,9 +5,14 @@
 //!   that is not a power of two, for E4M3 and E5M2;
 //! - `dequant_scale_for`, `fl32(amax / max)`, on a sample, and with `--ignored` on every
 //!   finite non-negative `amax` for both formats;
+//! - `quantize_quotient_to_odd` and `compressed_tensors_quantize_by_addition`, the forms
+//!   of the vector loops, in the same checks as `quantize_quotient` and
+//!   `compressed_tensors_quantize` (every input they see, every walk);
 //! - `quantize_blocks` on whole tensors (partial tiles, rows, non-finite values, an
 //!   all-zero block) against the reference applied block by block, with each block's
-//!   `amax` found by a loop of its own;
+//!   `amax` found by a loop of its own; every recipe, as `shared` runs it and as
+//!   `bitexact::cpu::fp8_scale::quantize_blocks_at` runs it at every CPU level this
+//!   machine has;
 //! - DeepGEMM's recipe ([`Recipe::DeepGemm`]): its scale `sf` and the reciprocal the
 //!   codes use on a sample, and with `--ignored` on every finite `amax`, against the
 //!   recipe written on integers (the clamp, the division `1 / max`, the product rounded
@@ -35,11 +40,16 @@
 //!   multiplication), the codes on a sample at many scales and with `--ignored` on every
 //!   f32 at a scale that is not a power of two; and on whole tensors, both dtypes.
 
+use bitexact::cpu::fp8_scale as cpu_fp8;
 use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
 use conformance::{check_all, splitmix};
 use shared::fp8_block::{self, BlockError, Blocks, Recipe};
 use shared::fp8_scale::Fp8Format;
 use shared::nvfp4::WeightDtype;
+
+#[path = "support/levels.rs"]
+mod support;
+use support::levels;
 
 fn reference_format(format: Fp8Format) -> NarrowFormat {
     match format {
@@ -51,18 +61,25 @@ fn reference_format(format: Fp8Format) -> NarrowFormat {
 /// An f32's sign bit.
 const SIGN: u32 = 0x8000_0000;
 
-/// `quantize_quotient` of `x` at `d` against the reference; the difference, in hex.
+/// A form of `quantize_quotient`: `(x, d, format)` to a code.
+type QuotientFn = fn(u32, f32, Fp8Format) -> u8;
+
+/// `quantize_quotient` of `x` at `d`, and its vector loop's form `quantize_quotient_to_odd`,
+/// against the reference; the difference, in hex.
 fn check_quotient(format: Fp8Format, d: f32, x: u32, want: u8) -> Result<(), String> {
-    let got = fp8_block::quantize_quotient(x, d, format);
-    if got == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "{format:?}: x = {x:#010x} ({:e}), d = {d:e} ({:#010x}): got {got:#04x}, exact {want:#04x}",
-            f32::from_bits(x),
-            d.to_bits()
-        ))
+    let forms: [(&str, QuotientFn); 2] =
+        [("quantize_quotient", fp8_block::quantize_quotient), ("to odd", fp8_block::quantize_quotient_to_odd)];
+    for (form, quantize) in forms {
+        let got = quantize(x, d, format);
+        if got != want {
+            return Err(format!(
+                "{format:?} {form}: x = {x:#010x} ({:e}), d = {d:e} ({:#010x}): got {got:#04x}, exact {want:#04x}",
+                f32::from_bits(x),
+                d.to_bits()
+            ));
+        }
     }
+    Ok(())
 }
 
 /// The reference's code for `x / d`.
@@ -431,6 +448,7 @@ fn reference_blocks(
 
 #[test]
 fn whole_tensors_equal_the_reference_block_by_block() {
+    let levels = levels();
     let (rows, cols) = (300, 260);
     let mut x = tensor(rows, cols, 0xB10C);
     // An all-zero block (the second tile of the first tile row), a NaN in a later block
@@ -456,21 +474,32 @@ fn whole_tensors_equal_the_reference_block_by_block() {
                 _ => x.clone(),
             };
             let (block_rows, block_cols) = blocks.scale_shape(rows, cols).expect("non-empty tiles");
-            let mut q = vec![0u8; rows * cols];
-            let mut d = vec![0f32; block_rows * block_cols];
-            let first = match recipe {
-                Recipe::Exact => fp8_block::quantize_blocks(&x, rows, cols, blocks, format, &mut q, &mut d),
-                _ => fp8_block::quantize_blocks_with(recipe, &x, rows, cols, blocks, format, &mut q, &mut d),
-            };
-            assert_eq!(first, Ok(Some(inf_at)), "{blocks:?} {format:?}");
             let (want_q, want_d) = reference_blocks(recipe, &x, rows, cols, extent, format);
-            let d_bits: Vec<u32> = d.iter().map(|v| v.to_bits()).collect();
-            assert_eq!(d_bits, want_d, "{blocks:?} {format:?} {recipe:?}: scales");
-            if let Some(i) = (0..q.len()).find(|&i| q[i] != want_q[i]) {
-                panic!(
-                    "{blocks:?} {format:?} {recipe:?}: element {i} ({:#010x}): {:#04x}, exact {:#04x}",
-                    x[i], q[i], want_q[i]
-                );
+            // `shared`'s entry (compiled for the baseline target: the kernels' CPU twin),
+            // then `bitexact cast`'s, compiled for each CPU level this machine has.
+            let runs = [None].into_iter().chain(levels.iter().map(Some));
+            for level in runs {
+                let mut q = vec![0u8; rows * cols];
+                let mut d = vec![0f32; block_rows * block_cols];
+                let first = match (level, recipe) {
+                    (Some(&level), _) => {
+                        cpu_fp8::quantize_blocks_at(level, recipe, &x, rows, cols, blocks, format, &mut q, &mut d)
+                    }
+                    (None, Recipe::Exact) => fp8_block::quantize_blocks(&x, rows, cols, blocks, format, &mut q, &mut d),
+                    (None, _) => {
+                        fp8_block::quantize_blocks_with(recipe, &x, rows, cols, blocks, format, &mut q, &mut d)
+                    }
+                };
+                let at = level.map_or("shared".to_string(), |level| format!("level {level}"));
+                assert_eq!(first, Ok(Some(inf_at)), "{at} {blocks:?} {format:?}");
+                let d_bits: Vec<u32> = d.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(d_bits, want_d, "{at} {blocks:?} {format:?} {recipe:?}: scales");
+                if let Some(i) = (0..q.len()).find(|&i| q[i] != want_q[i]) {
+                    panic!(
+                        "{at} {blocks:?} {format:?} {recipe:?}: element {i} ({:#010x}): {:#04x}, exact {:#04x}",
+                        x[i], q[i], want_q[i]
+                    );
+                }
             }
         }
     }
@@ -536,18 +565,27 @@ fn check_ct_scale(format: Fp8Format, weights: WeightDtype, amax: u32) -> Result<
     }
 }
 
-/// `compressed_tensors_quantize` of `x` at `s` against `want`.
+/// A form of `compressed_tensors_quantize`: `(x, s, format, weights)` to a code.
+type CtCodeFn = fn(u32, f32, Fp8Format, WeightDtype) -> u8;
+
+/// `compressed_tensors_quantize` of `x` at `s`, and its vector loop's form
+/// `compressed_tensors_quantize_by_addition`, against `want`.
 fn check_ct_code(format: Fp8Format, weights: WeightDtype, s: f32, x: u32, want: u8) -> Result<(), String> {
-    let got = fp8_block::compressed_tensors_quantize(x, s, format, weights);
-    if got == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "{format:?} {weights:?}: x = {x:#010x} ({:e}), s = {s:e} ({:#010x}): got {got:#04x}, the recipe's {want:#04x}",
-            f32::from_bits(x),
-            s.to_bits()
-        ))
+    let forms: [(&str, CtCodeFn); 2] = [
+        ("compressed_tensors_quantize", fp8_block::compressed_tensors_quantize),
+        ("by addition", fp8_block::compressed_tensors_quantize_by_addition),
+    ];
+    for (form, quantize) in forms {
+        let got = quantize(x, s, format, weights);
+        if got != want {
+            return Err(format!(
+                "{format:?} {weights:?} {form}: x = {x:#010x} ({:e}), s = {s:e} ({:#010x}): got {got:#04x}, the recipe's {want:#04x}",
+                f32::from_bits(x),
+                s.to_bits()
+            ));
+        }
     }
+    Ok(())
 }
 
 /// `out[i] = f(first + i)` for a function `f` that does not decrease over the range: `f`

@@ -5,7 +5,8 @@
 //!   against the inequalities that define its exponent `k` on a sample, and with
 //!   `--ignored` on every f32 `amax` against the least `k` whose upper bound holds (the
 //!   same definition, monotone in `amax`, so computed where it changes);
-//! - `quantize_blocks` on a tensor of several blocks against those two per block;
+//! - `quantize_blocks` on a tensor of several blocks against those two per block, and
+//!   `bitexact cast`'s form of it at every CPU level this machine has;
 //! - `quantize` against the rational reference of `x · 2^-k` rounded once
 //!   (`bitexact::verify::reference::scaled`): on a sample of f32 at every one of the 255
 //!   scales, then, for E2M1, on every f32 at the extreme scales (`k = ±127`) and at
@@ -18,6 +19,11 @@ use conformance::check_all;
 use shared::e8m0;
 use shared::mx::{self, ElementFormat, ScaleRule};
 use std::cmp::Ordering;
+
+#[path = "support/levels.rs"]
+mod support;
+use bitexact::cpu::fp8_scale as cpu_fp8;
+use support::levels;
 
 /// The largest finite value of each element format as `significand · 2^exponent`, from
 /// the OCP specifications: 448 = 7 · 2^6, 57344 = 7 · 2^13, 6 = 3 · 2^1.
@@ -162,8 +168,20 @@ fn the_scale_is_the_defined_power_of_two_on_a_sample() {
 /// `quantize_blocks` on a tensor of several blocks (the last one partial) against
 /// `scale_code` of each block's amax, found here by a plain max, and `quantize` per
 /// element; a NaN or an infinity makes its block's scale NaN and is the index returned.
+/// `bitexact cast`'s form, `cpu::fp8_scale::quantize_mx_blocks_at`, gives the same at
+/// every CPU level this machine has.
 #[test]
 fn quantize_blocks_scales_each_block_of_32_by_its_own_amax() {
+    let levels = levels();
+    let same_at_every_level = |x: &[u32], element, rule, q: &[u8], scales: &[u8], first| {
+        for &level in &levels {
+            let (mut level_q, mut level_scales) = (vec![!0u8; q.len()], vec![0u8; scales.len()]);
+            let at = cpu_fp8::quantize_mx_blocks_at(level, x, element, rule, &mut level_q, &mut level_scales);
+            assert_eq!(at, first, "{level} {rule:?} {element:?}");
+            assert_eq!(level_scales, scales, "{level} {rule:?} {element:?}: scales");
+            assert_eq!(level_q, q, "{level} {rule:?} {element:?}: codes");
+        }
+    };
     let mut state = 7u64;
     let mut x: Vec<u32> = (0..5 * mx::BLOCK_SIZE + 9)
         .map(|i| {
@@ -188,6 +206,7 @@ fn quantize_blocks_scales_each_block_of_32_by_its_own_amax() {
                     assert_eq!(q[at], mx::quantize(v, scales[b], element), "{rule:?} {element:?} element {at}");
                 }
             }
+            same_at_every_level(&x, element, rule, &q, &scales, Ok(None));
         }
     }
     // An infinity in the fourth block and a NaN in the fifth: their blocks' scales are NaN,
@@ -200,6 +219,7 @@ fn quantize_blocks_scales_each_block_of_32_by_its_own_amax() {
     assert_eq!((scales[3], scales[4]), (e8m0::NAN, e8m0::NAN));
     assert!(q[3 * mx::BLOCK_SIZE..5 * mx::BLOCK_SIZE].iter().all(|&c| c & 0x7F == 0x7F));
     assert_ne!(scales[5], e8m0::NAN);
+    same_at_every_level(&x, ElementFormat::E4M3, ScaleRule::Fit, &q, &scales, first);
     // Lengths that do not match are refused.
     let refused = mx::quantize_blocks(&x, ElementFormat::E4M3, ScaleRule::Fit, &mut q[1..], &mut scales);
     assert!(refused.is_err());

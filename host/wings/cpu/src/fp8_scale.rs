@@ -1,6 +1,7 @@
 //! Scaled FP8 over slices on the CPU, at a level: pass 1 ([`amax`]) and pass 2
 //! ([`quantize`]) of `shared::fp8_scale`'s definitions, for `bitexact cast`'s per-tensor
-//! scales, and pass 2 for each 32-value block of its MX scales (at `2^-k`).
+//! scales, and its FP8 scales per channel and per block ([`quantize_blocks_at`]) and MX
+//! ([`quantize_mx_blocks_at`]).
 //!
 //! Both are `shared` code compiled for each level ([`super::with_level`]) and vectorised
 //! by LLVM: pass 1 is [`shared::fp8_scale::amax_slice`] (the loop the example's CPU twin
@@ -13,7 +14,9 @@
 //! `--ignored`).
 
 use super::{Level, LevelLoop, level, prefetch_lines, split_at_line, with_level};
+use shared::fp8_block::{BlockError, Blocks, Recipe, quantize_blocks_inline};
 use shared::fp8_scale::{Fp8Format, Residual, Rounding, amax_slice, quantize_slice};
+use shared::mx::{ElementFormat, ScaleRule};
 
 /// Pass 1 at [`level`]: the largest magnitude's f32 bits among the finite elements of `x`
 /// (f32 bits; 0 for none), and the index of the first NaN or infinity, if any
@@ -39,6 +42,85 @@ pub fn quantize(x: &[u32], s: f32, format: Fp8Format, rounding: Rounding, q: &mu
 pub fn quantize_at(level: Level, x: &[u32], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
     let residual = residual_at(level);
     with_level(level, Quantize { x, s, format, rounding, residual, q });
+}
+
+/// `shared::fp8_block::quantize_blocks_with` compiled for `level` (a level the CPU lacks
+/// runs the portable loop): [`quantize_blocks_inline`], whose per-row loops LLVM
+/// vectorises for the level's instructions. The same scales, codes and result at every
+/// level (`tests/tests/fp8_block.rs` checks each level this machine has against the
+/// rational reference).
+#[allow(clippy::too_many_arguments)]
+pub fn quantize_blocks_at(
+    level: Level,
+    recipe: Recipe,
+    x: &[u32],
+    rows: usize,
+    cols: usize,
+    blocks: Blocks,
+    format: Fp8Format,
+    q: &mut [u8],
+    d: &mut [f32],
+) -> Result<Option<usize>, BlockError> {
+    with_level(level, QuantizeBlocks { recipe, x, rows, cols, blocks, format, q, d })
+}
+
+/// The loop of [`quantize_blocks_at`].
+struct QuantizeBlocks<'a> {
+    recipe: Recipe,
+    x: &'a [u32],
+    rows: usize,
+    cols: usize,
+    blocks: Blocks,
+    format: Fp8Format,
+    q: &'a mut [u8],
+    d: &'a mut [f32],
+}
+
+impl LevelLoop for QuantizeBlocks<'_> {
+    type Output = Result<Option<usize>, BlockError>;
+
+    #[inline(always)]
+    fn run(self) -> Self::Output {
+        let QuantizeBlocks { recipe, x, rows, cols, blocks, format, q, d } = self;
+        quantize_blocks_inline(recipe, x, rows, cols, blocks, format, q, d)
+    }
+}
+
+/// `shared::mx::quantize_blocks` compiled for `level` (a level the CPU lacks runs the
+/// portable loop): `shared::mx::quantize_blocks_inline`, each block's elements in a loop
+/// LLVM vectorises for the level's instructions, the product's rounding error found as
+/// [`quantize_at`] finds it. The same scales, codes and result at every level
+/// (`tests/tests/mx.rs` checks each level this machine has).
+pub fn quantize_mx_blocks_at(
+    level: Level,
+    x: &[u32],
+    element: ElementFormat,
+    rule: ScaleRule,
+    q: &mut [u8],
+    scales: &mut [u8],
+) -> Result<Option<usize>, BlockError> {
+    let residual = residual_at(level);
+    with_level(level, QuantizeMxBlocks { x, element, rule, residual, q, scales })
+}
+
+/// The loop of [`quantize_mx_blocks_at`].
+struct QuantizeMxBlocks<'a> {
+    x: &'a [u32],
+    element: ElementFormat,
+    rule: ScaleRule,
+    residual: Residual,
+    q: &'a mut [u8],
+    scales: &'a mut [u8],
+}
+
+impl LevelLoop for QuantizeMxBlocks<'_> {
+    type Output = Result<Option<usize>, BlockError>;
+
+    #[inline(always)]
+    fn run(self) -> Self::Output {
+        let QuantizeMxBlocks { x, element, rule, residual, q, scales } = self;
+        shared::mx::quantize_blocks_inline(x, element, rule, residual, q, scales)
+    }
 }
 
 /// How `Once` finds the product's rounding error at `level`: by FMA where the level's

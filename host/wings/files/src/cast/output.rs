@@ -908,9 +908,10 @@ fn cast_nvfp4(
 }
 
 /// A tensor cast to FP8 with a scale per channel or per block
-/// ([`shared::fp8_block::quantize_blocks_with`], by the options' recipe), or MX
-/// ([`shared::mx::quantize_blocks_by`], by the recipe's rule, each block's elements by the
-/// CPU level's loop).
+/// ([`shared::fp8_block::quantize_blocks_with`], by the options' recipe, compiled for the
+/// CPU level: `bitexact_cpu::fp8_scale::quantize_blocks_at`), or MX
+/// ([`shared::mx::quantize_blocks`], by the recipe's rule, compiled for the CPU level:
+/// `bitexact_cpu::fp8_scale::quantize_mx_blocks_at`).
 struct BlockCast<'o> {
     source: SourceDtype,
     big_endian: bool,
@@ -1037,16 +1038,25 @@ impl BlockCast<'_> {
             (ScaleMode::Mx, Some(rule), ..) => {
                 codes.resize(d.len(), 0);
                 let element = mx_element(self.format);
-                // Each block's codes by the CPU level's per-tensor loop at 2^-k: the same
-                // function (`quantize_once`), vectorised.
-                let at = mx::quantize_blocks_by(x, element, rule, q, codes, |values, s, out| {
-                    bitexact_cpu::fp8_scale::quantize(values, s, self.format, shared::fp8_scale::Rounding::Once, out);
-                });
+                // Compiled for the CPU level: its elements in a vector loop.
+                let at =
+                    bitexact_cpu::fp8_scale::quantize_mx_blocks_at(bitexact_cpu::level(), x, element, rule, q, codes);
                 d.iter_mut().zip(codes.iter()).for_each(|(d, &code)| *d = mx_scale(code));
                 at
             }
             (_, _, Some(recipe), None) => {
-                quantize_blocks_with(recipe, x, q.len() / cols, cols, self.blocks, self.format, q, d)
+                let level = bitexact_cpu::level();
+                bitexact_cpu::fp8_scale::quantize_blocks_at(
+                    level,
+                    recipe,
+                    x,
+                    q.len() / cols,
+                    cols,
+                    self.blocks,
+                    self.format,
+                    q,
+                    d,
+                )
             }
             // The plan refuses a recipe that the scale mode does not take.
             _ => Err(fp8_block::BlockError::EmptyTile),
