@@ -1925,6 +1925,18 @@ fn mx_scales_refuse_what_they_cannot_hold_in_one_line() {
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("tensor 'w.weight' index 37: at least 1.75 * 2^127 in magnitude"), "{stderr}");
     assert!(!out.exists());
+    // With a NaN after it in its block (whose scale code is then NaN's), refused at the
+    // first of the two: the value past the recipe.
+    huge[40] = f32::NAN.to_bits();
+    let nan_input = dir.path().join("huge-nan.safetensors");
+    write_file(&nan_input, &[("w.weight", Dtype::F32, vec![2, 32], f32_bytes(&huge))]);
+    let mut with_nan = args.clone();
+    with_nan[1] = path_arg(&nan_input);
+    let refused = bitexact(&with_nan);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("tensor 'w.weight' index 37: at least 1.75 * 2^127 in magnitude"), "{stderr}");
+    assert!(!out.exists());
     run_ok(&args[..8]);
     assert_no_temporaries(dir.path());
 }

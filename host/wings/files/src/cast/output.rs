@@ -1064,8 +1064,19 @@ impl BlockCast<'_> {
         let nonfinite = at.expect("a task is whole rows, with its scales' slice; the recipe is the mode's");
         // Only compressed-tensors' MX scale overflows (its per-channel and block scales
         // are fl32(amax / 448), far inside the range).
+        // A value at or past the limit puts its block's amax there, and its scale code at
+        // or above that amax's (`scale_code` does not decrease with amax; a block's NaN
+        // code, for a NaN or an infinity beside such a value, is above every other): only
+        // a task holding such a code is searched.
         let past = (recipe == CastRecipe::CompressedTensors && self.options.scale == ScaleMode::Mx)
-            .then(|| x.iter().position(|&v| (COMPRESSED_TENSORS_MX_LIMIT..0x7F80_0000).contains(&(v & 0x7FFF_FFFF))))
+            .then(|| {
+                let element = mx_element(self.format);
+                let past_code = mx::scale_code(COMPRESSED_TENSORS_MX_LIMIT, element, mx::ScaleRule::CompressedTensors);
+                codes.iter().any(|&code| code >= past_code).then(|| {
+                    x.iter().position(|&v| (COMPRESSED_TENSORS_MX_LIMIT..0x7F80_0000).contains(&(v & 0x7FFF_FFFF)))
+                })
+            })
+            .flatten()
             .flatten();
         let nonfinite = nonfinite.map(|i| (i, RefusalKind::NonFiniteValues));
         nonfinite.into_iter().chain(past.map(|i| (i, RefusalKind::PastCompressedTensors))).min_by_key(|&(i, _)| i)
