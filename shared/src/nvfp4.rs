@@ -193,7 +193,7 @@ pub fn quantize(x: u32, scale: u8, g: f32) -> u8 {
 /// [`quantize`] of every element of `x` into `q` (the shorter length is taken), the
 /// divisor `s · g` computed once: the form for a block or a tensor row, the NaN test a
 /// select, so that the loop can vectorise.
-#[inline]
+#[inline(always)]
 pub fn quantize_slice(x: &[u32], scale: u8, g: f32, q: &mut [u8]) {
     let d = f64::from(e4m3_value(scale)) * f64::from(g);
     for (q, &x) in q.iter_mut().zip(x) {
@@ -219,7 +219,7 @@ fn e2m1_of_quotient_branch_free(y: f32) -> u8 {
 
 /// [`modelopt_quantize`] of every element of `x` into `q` (the shorter length is taken),
 /// the divisor computed once, without a branch.
-#[inline]
+#[inline(always)]
 pub fn modelopt_quantize_slice(x: &[u32], scale: u8, g: f32, q: &mut [u8]) {
     let d = e4m3_value(scale) * g;
     for (q, &x) in q.iter_mut().zip(x) {
@@ -229,7 +229,7 @@ pub fn modelopt_quantize_slice(x: &[u32], scale: u8, g: f32, q: &mut [u8]) {
 
 /// [`compressed_tensors_quantize`] of every element of `x` into `q` (the shorter length
 /// is taken), the divisor computed once, without a branch.
-#[inline]
+#[inline(always)]
 pub fn compressed_tensors_quantize_slice(x: &[u32], scale: u8, gs: f32, q: &mut [u8]) {
     let d = e4m3_value(scale) / gs;
     for (q, &x) in q.iter_mut().zip(x) {
@@ -338,7 +338,26 @@ pub fn tensor_scale(recipe: Nvfp4Recipe, amax: f32, source: WeightDtype) -> f32 
 /// length's last byte has a zero high nibble). A block holding a NaN or an infinity gets
 /// E4M3's NaN code and its codes are unspecified; the index in `x` of the first such
 /// value is returned, for the caller that refuses such tensors (E2M1 holds neither).
+/// [`quantize_blocks_inline`] compiled for the baseline target (the kernels' CPU twin);
+/// `bitexact cast` compiles that for each CPU level instead.
 pub fn quantize_blocks(
+    x: &[u32],
+    recipe: Nvfp4Recipe,
+    tensor: f32,
+    source: WeightDtype,
+    packed: &mut [u8],
+    scales: &mut [u8],
+) -> Result<Option<usize>, BlockError> {
+    quantize_blocks_inline(x, recipe, tensor, source, packed, scales)
+}
+
+/// [`quantize_blocks`]' body, `#[inline(always)]` as `fp8_scale::quantize_slice` is, to
+/// be compiled with the caller's target features: each block's elements by the recipe's
+/// slice loop ([`quantize_slice`], [`modelopt_quantize_slice`],
+/// [`compressed_tensors_quantize_slice`], each without a branch, inlined here), which LLVM
+/// vectorises with those features.
+#[inline(always)]
+pub fn quantize_blocks_inline(
     x: &[u32],
     recipe: Nvfp4Recipe,
     tensor: f32,

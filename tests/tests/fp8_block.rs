@@ -122,15 +122,20 @@ fn the_quotient_rounds_to_nearest_even_and_saturates() {
     // 0.0625 / d with d = 1.5 · 2^-8 is 10.666…: E4M3's neighbours are 10 and 11, and 11
     // (0x53) is nearest. Between 16 and 32 E4M3's step is 2: 17 ties to 16 (0x58, an even
     // mantissa) and 19 to 20 (0x5A).
+    // Each form: the scalar one and the vector loop's.
     let d = 1.5 * 2f32.powi(-8);
-    assert_eq!(fp8_block::quantize_quotient(0.0625f32.to_bits(), d, Fp8Format::E4M3), 0x53);
-    assert_eq!(fp8_block::quantize_quotient(17.0f32.to_bits(), 1.0, Fp8Format::E4M3), 0x58, "17 ties to 16");
-    assert_eq!(fp8_block::quantize_quotient(19.0f32.to_bits(), 1.0, Fp8Format::E4M3), 0x5A, "19 ties to 20");
-    // Saturating, signed zero and NaN.
-    assert_eq!(fp8_block::quantize_quotient(1e30f32.to_bits(), 1.0, Fp8Format::E4M3), 0x7E);
-    assert_eq!(fp8_block::quantize_quotient(f32::NEG_INFINITY.to_bits(), 1.0, Fp8Format::E5M2), 0xFB);
-    assert_eq!(fp8_block::quantize_quotient((-0.0f32).to_bits(), 1.0, Fp8Format::E4M3), 0x80);
-    assert_eq!(fp8_block::quantize_quotient(0xFFC0_0000, 1.0, Fp8Format::E4M3), 0xFF);
+    let forms: [(&str, QuotientFn); 2] =
+        [("quantize_quotient", fp8_block::quantize_quotient), ("to odd", fp8_block::quantize_quotient_to_odd)];
+    for (form, quantize) in forms {
+        assert_eq!(quantize(0.0625f32.to_bits(), d, Fp8Format::E4M3), 0x53, "{form}");
+        assert_eq!(quantize(17.0f32.to_bits(), 1.0, Fp8Format::E4M3), 0x58, "{form}: 17 ties to 16");
+        assert_eq!(quantize(19.0f32.to_bits(), 1.0, Fp8Format::E4M3), 0x5A, "{form}: 19 ties to 20");
+        // Saturating, signed zero and NaN.
+        assert_eq!(quantize(1e30f32.to_bits(), 1.0, Fp8Format::E4M3), 0x7E, "{form}");
+        assert_eq!(quantize(f32::NEG_INFINITY.to_bits(), 1.0, Fp8Format::E5M2), 0xFB, "{form}");
+        assert_eq!(quantize((-0.0f32).to_bits(), 1.0, Fp8Format::E4M3), 0x80, "{form}");
+        assert_eq!(quantize(0xFFC0_0000, 1.0, Fp8Format::E4M3), 0xFF, "{form}");
+    }
 }
 
 /// Every f32 at `d`, in blocks of 2^16 magnitudes, each with both signs, against the

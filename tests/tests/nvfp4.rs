@@ -7,8 +7,9 @@
 //!   recipe's block scale on every `amax` at one full-significand tensor scale; every
 //!   recipe's elements on every f32 at one block scale and tensor scale. The reference is
 //!   computed where it changes (monotone in the magnitude), or checked by multiplication;
-//! - `quantize_blocks` on a tensor of several blocks, and the choices that tell the
-//!   recipes apart, named: zero blocks, `−0`, ties.
+//! - `quantize_blocks` on a tensor of several blocks, and `bitexact cast`'s form of it at
+//!   every CPU level this machine has; the choices that tell the recipes apart, named:
+//!   zero blocks, `−0`, ties.
 //!
 //! ModelOpt's and compressed-tensors' recipes are checked against their steps as read in
 //! their sources, not against the producers' own code.
@@ -18,6 +19,11 @@ use conformance::check_all;
 use shared::fp4::e2m1;
 use shared::nvfp4::{self, Nvfp4Recipe, WeightDtype};
 use std::f32::consts::FRAC_1_SQRT_2;
+
+#[path = "support/levels.rs"]
+mod support;
+use bitexact::cpu::fp8_scale as cpu_fp8;
+use support::levels;
 
 const SIGN: u32 = 0x8000_0000;
 /// f32 +inf: magnitudes above it are NaN.
@@ -130,9 +136,28 @@ const RECIPES: [(Nvfp4Recipe, WeightDtype); 4] = [
 /// by each recipe, against `tensor_scale` of the tensor's amax and, per block, the
 /// recipe's block scale of the block's amax (found here by a plain max) and its element
 /// function, unpacked two per byte; a NaN or an infinity makes its block's scale NaN and
-/// is the index returned.
+/// is the index returned. `bitexact cast`'s form, `cpu::fp8_scale::quantize_nvfp4_blocks_at`,
+/// gives the same bytes at every CPU level this machine has.
 #[test]
 fn quantize_blocks_scales_each_block_of_16_and_packs_pairs() {
+    let levels = levels();
+    let same_at_every_level = |x: &[u32], recipe, tensor, source, packed: &[u8], scales: &[u8], first| {
+        for &level in &levels {
+            let (mut level_packed, mut level_scales) = (vec![!0u8; packed.len()], vec![0u8; scales.len()]);
+            let at = cpu_fp8::quantize_nvfp4_blocks_at(
+                level,
+                x,
+                recipe,
+                tensor,
+                source,
+                &mut level_packed,
+                &mut level_scales,
+            );
+            assert_eq!(at, first, "{level} {recipe:?} {source:?}");
+            assert_eq!(level_scales, scales, "{level} {recipe:?} {source:?}: scales");
+            assert_eq!(level_packed, packed, "{level} {recipe:?} {source:?}: packed codes");
+        }
+    };
     let mut state = 7u64;
     // bfloat16 values over many binades with both signs, a block of zeros, a −0.
     let mut x: Vec<u32> = (0..5 * nvfp4::BLOCK_SIZE + 7)
@@ -170,6 +195,7 @@ fn quantize_blocks_scales_each_block_of_16_and_packs_pairs() {
             assert_eq!(e2m1::unpack(packed[i / 2])[i % 2], want, "{recipe:?} {source:?} element {i}");
         }
         assert_eq!(packed[packed.len() - 1] >> 4, 0, "an odd length's last high nibble");
+        same_at_every_level(&x, recipe, tensor, source, &packed, &scales, Ok(None));
     }
     // An infinity in the fourth block and a NaN in the fifth: their blocks' scales are NaN,
     // the first one's index is returned, and the other blocks are as before.
@@ -180,6 +206,7 @@ fn quantize_blocks_scales_each_block_of_16_and_packs_pairs() {
     assert_eq!(first, Ok(Some(3 * nvfp4::BLOCK_SIZE + 5)));
     assert_eq!((scales[3], scales[4]), (0x7F, 0x7F));
     assert!(scales.iter().enumerate().all(|(b, &s)| (s == 0x7F) == (b == 3 || b == 4)));
+    same_at_every_level(&x, Nvfp4Recipe::Exact, 1.0, WeightDtype::F32, &packed, &scales, first);
     // Lengths that do not match are refused.
     let refused = nvfp4::quantize_blocks(&x, Nvfp4Recipe::Exact, 1.0, WeightDtype::F32, &mut packed[1..], &mut scales);
     assert!(refused.is_err());

@@ -1,7 +1,7 @@
 //! Scaled FP8 over slices on the CPU, at a level: pass 1 ([`amax`]) and pass 2
 //! ([`quantize`]) of `shared::fp8_scale`'s definitions, for `bitexact cast`'s per-tensor
-//! scales, and its FP8 scales per channel and per block ([`quantize_blocks_at`]) and MX
-//! ([`quantize_mx_blocks_at`]).
+//! scales, and its FP8 scales per channel and per block ([`quantize_blocks_at`]), MX
+//! ([`quantize_mx_blocks_at`]) and NVFP4 ([`quantize_nvfp4_blocks_at`]).
 //!
 //! Both are `shared` code compiled for each level ([`super::with_level`]) and vectorised
 //! by LLVM: pass 1 is [`shared::fp8_scale::amax_slice`] (the loop the example's CPU twin
@@ -17,6 +17,7 @@ use super::{Level, LevelLoop, level, prefetch_lines, split_at_line, with_level};
 use shared::fp8_block::{BlockError, Blocks, Recipe, quantize_blocks_inline};
 use shared::fp8_scale::{Fp8Format, Residual, Rounding, amax_slice, quantize_slice};
 use shared::mx::{ElementFormat, ScaleRule};
+use shared::nvfp4::{Nvfp4Recipe, WeightDtype};
 
 /// Pass 1 at [`level`]: the largest magnitude's f32 bits among the finite elements of `x`
 /// (f32 bits; 0 for none), and the index of the first NaN or infinity, if any
@@ -120,6 +121,43 @@ impl LevelLoop for QuantizeMxBlocks<'_> {
     fn run(self) -> Self::Output {
         let QuantizeMxBlocks { x, element, rule, residual, q, scales } = self;
         shared::mx::quantize_blocks_inline(x, element, rule, residual, q, scales)
+    }
+}
+
+/// `shared::nvfp4::quantize_blocks` compiled for `level` (a level the CPU lacks runs the
+/// portable loop): `shared::nvfp4::quantize_blocks_inline`, each block's elements in the
+/// recipe's branch-free loop, vectorised for the level's instructions. The same scales,
+/// packed codes and result at every level (`tests/tests/nvfp4.rs` checks each level this
+/// machine has).
+pub fn quantize_nvfp4_blocks_at(
+    level: Level,
+    x: &[u32],
+    recipe: Nvfp4Recipe,
+    tensor: f32,
+    source: WeightDtype,
+    packed: &mut [u8],
+    scales: &mut [u8],
+) -> Result<Option<usize>, BlockError> {
+    with_level(level, QuantizeNvfp4Blocks { x, recipe, tensor, source, packed, scales })
+}
+
+/// The loop of [`quantize_nvfp4_blocks_at`].
+struct QuantizeNvfp4Blocks<'a> {
+    x: &'a [u32],
+    recipe: Nvfp4Recipe,
+    tensor: f32,
+    source: WeightDtype,
+    packed: &'a mut [u8],
+    scales: &'a mut [u8],
+}
+
+impl LevelLoop for QuantizeNvfp4Blocks<'_> {
+    type Output = Result<Option<usize>, BlockError>;
+
+    #[inline(always)]
+    fn run(self) -> Self::Output {
+        let QuantizeNvfp4Blocks { x, recipe, tensor, source, packed, scales } = self;
+        shared::nvfp4::quantize_blocks_inline(x, recipe, tensor, source, packed, scales)
     }
 }
 

@@ -122,8 +122,9 @@ impl Level {
 
     /// `Ok` if this CPU can run the level, else the first feature it lacks.
     pub fn check(self, from: &'static str) -> Result<Level, LevelError> {
-        // The guard of every level's loop, run per call (`cast` calls a loop per 32-value
-        // MX block): the features, asked once per process, answer it.
+        // The guard of every level's loop, run per call (`cast` calls one per task of its
+        // block loops, and once per block row in earlier forms): the features, asked once
+        // per process, answer it.
         if self.supported() {
             return Ok(self);
         }

@@ -1031,7 +1031,9 @@ impl BlockCast<'_> {
         let at = match (self.options.scale, recipe.scale_rule(), block_recipe, self.nvfp4) {
             (.., Some((nvfp4_recipe, global, dtype))) => {
                 codes.resize(d.len(), 0);
-                let at = nvfp4::quantize_blocks(x, nvfp4_recipe, global, dtype, q, codes);
+                let level = bitexact_cpu::level();
+                let at =
+                    bitexact_cpu::fp8_scale::quantize_nvfp4_blocks_at(level, x, nvfp4_recipe, global, dtype, q, codes);
                 d.iter_mut().zip(codes.iter()).for_each(|(d, &code)| *d = f32::from_bits(e4m3::to_f32_bits(code)));
                 at
             }
@@ -1068,7 +1070,9 @@ impl BlockCast<'_> {
         // or above that amax's (`scale_code` does not decrease with amax; a block's NaN
         // code, for a NaN or an infinity beside such a value, is above every other): only
         // a task holding such a code is searched.
-        let past = (recipe == CastRecipe::CompressedTensors && self.options.scale == ScaleMode::Mx)
+        // (MX only: NVFP4 takes no --scale, and its codes here are E4M3 block scales.)
+        let mx_by_compressed_tensors = self.nvfp4.is_none() && self.options.scale == ScaleMode::Mx;
+        let past = (recipe == CastRecipe::CompressedTensors && mx_by_compressed_tensors)
             .then(|| {
                 let element = mx_element(self.format);
                 let past_code = mx::scale_code(COMPRESSED_TENSORS_MX_LIMIT, element, mx::ScaleRule::CompressedTensors);
