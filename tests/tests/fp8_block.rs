@@ -66,11 +66,16 @@ type QuotientFn = fn(u32, f32, Fp8Format) -> u8;
 
 /// `quantize_quotient` of `x` at `d`, and its vector loop's form `quantize_quotient_to_odd`,
 /// against the reference; the difference, in hex.
+///
+/// Both forms are called directly (inlined into the walks, not through function pointers),
+/// and compared at once; the form that differs is named only on a difference.
+#[inline(always)]
 fn check_quotient(format: Fp8Format, d: f32, x: u32, want: u8) -> Result<(), String> {
-    let forms: [(&str, QuotientFn); 2] =
-        [("quantize_quotient", fp8_block::quantize_quotient), ("to odd", fp8_block::quantize_quotient_to_odd)];
-    for (form, quantize) in forms {
-        let got = quantize(x, d, format);
+    let codes = [fp8_block::quantize_quotient(x, d, format), fp8_block::quantize_quotient_to_odd(x, d, format)];
+    if codes == [want; 2] {
+        return Ok(());
+    }
+    for (form, got) in ["quantize_quotient", "to odd"].into_iter().zip(codes) {
         if got != want {
             return Err(format!(
                 "{format:?} {form}: x = {x:#010x} ({:e}), d = {d:e} ({:#010x}): got {got:#04x}, exact {want:#04x}",
@@ -570,18 +575,20 @@ fn check_ct_scale(format: Fp8Format, weights: WeightDtype, amax: u32) -> Result<
     }
 }
 
-/// A form of `compressed_tensors_quantize`: `(x, s, format, weights)` to a code.
-type CtCodeFn = fn(u32, f32, Fp8Format, WeightDtype) -> u8;
-
 /// `compressed_tensors_quantize` of `x` at `s`, and its vector loop's form
 /// `compressed_tensors_quantize_by_addition`, against `want`.
+///
+/// Both forms are called directly and compared at once, as in [`check_quotient`].
+#[inline(always)]
 fn check_ct_code(format: Fp8Format, weights: WeightDtype, s: f32, x: u32, want: u8) -> Result<(), String> {
-    let forms: [(&str, CtCodeFn); 2] = [
-        ("compressed_tensors_quantize", fp8_block::compressed_tensors_quantize),
-        ("by addition", fp8_block::compressed_tensors_quantize_by_addition),
+    let codes = [
+        fp8_block::compressed_tensors_quantize(x, s, format, weights),
+        fp8_block::compressed_tensors_quantize_by_addition(x, s, format, weights),
     ];
-    for (form, quantize) in forms {
-        let got = quantize(x, s, format, weights);
+    if codes == [want; 2] {
+        return Ok(());
+    }
+    for (form, got) in ["compressed_tensors_quantize", "by addition"].into_iter().zip(codes) {
         if got != want {
             return Err(format!(
                 "{format:?} {weights:?} {form}: x = {x:#010x} ({:e}), s = {s:e} ({:#010x}): got {got:#04x}, the recipe's {want:#04x}",
