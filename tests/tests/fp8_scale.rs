@@ -607,9 +607,11 @@ fn rounding_in_binade_equals_the_reference_on_every_magnitude_up_to_its_limit() 
     }
 }
 
-/// `bitexact cast --scale mx` quantises each 32-value block by the CPU level's loop at
-/// `2^-k` (`shared::mx::inverse_scale`): at every level this machine has and every E8M0
-/// scale code (the subnormal `2^-127` and `2^127` among them), that loop against
+/// `bitexact cast --scale mx` quantises each 32-value block's elements by
+/// `quantize_once_to_odd` at `2^-k` (`shared::mx::inverse_scale`) with the residual the
+/// CPU level's loop takes (`shared::mx::quantize_blocks_inline`, compiled per level), the
+/// same function and residual as that per-tensor loop: at every level this machine has and
+/// every E8M0 scale code (the subnormal `2^-127` and `2^127` among them), that loop against
 /// `quantize` per element, and `mx::quantize` (what the MX proofs cover) against
 /// `quantize_once` at that `2^-k`, on a sample of every binade, signs and edges included.
 #[test]
