@@ -14,6 +14,11 @@
 //! | [`search`] | the UNORM/SNORM scheme finder | support, verify |
 //! | [`files`] | `scan`, `normalize` and `cast`: tensor containers, images, casts, backends | support, gpu, cpu |
 //!
+//! What these pages document is the API, under 300 items (`scripts/api_surface.py` counts
+//! them from rustdoc's JSON, and fails where a public signature names anything else). The
+//! wings also have `pub` items marked `#[doc(hidden)]`: what one wing, the binary or the
+//! tests need of another, public because the wings are separate crates, and not API.
+//!
 //! The `bitexact` binary's `cli` module sits on top and maps errors to exit codes.
 //! Everything about variants is driven by `shared::for_each_variant!` through
 //! [`verify::table::VARIANTS`]. ARCHITECTURE.md follows one variant through all of it.

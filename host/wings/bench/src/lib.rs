@@ -20,7 +20,9 @@
 #![deny(unsafe_code)]
 
 pub mod bandwidth;
+#[doc(hidden)]
 pub mod chains;
+#[doc(hidden)]
 pub mod cxx;
 pub mod figures;
 

@@ -143,6 +143,7 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
     /// or [`CpuConversion::widest`] where that is lower (a wider loop that is not faster
     /// for this conversion is not run). The lower level's instructions are a subset of
     /// `level`'s, so the CPU has them.
+    #[doc(hidden)]
     pub fn loop_level(&self, level: Level) -> Level {
         level.min(self.widest)
     }
@@ -158,6 +159,7 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
     /// The streaming form at `level` over the slices, whatever their size, or `false`
     /// when the level has none (then `dst` is untouched). Its results are the exact
     /// form's: `tests/tests/cpu_levels.rs` proves it on every encoding.
+    #[doc(hidden)]
     pub fn run_streaming_at(&self, level: Level, src: &[I], dst: &mut [O]) -> bool {
         match (self.streaming)(level) {
             Some(streaming) => {
@@ -170,12 +172,14 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
 
     /// The instruction form, if this CPU can run it at `level` (for [`Level::Avx2`]
     /// F16C; for [`Level::Avx512`] the AVX-512 forms).
+    #[doc(hidden)]
     pub fn instruction(&self, level: Level) -> Option<SliceFn<I, O>> {
         (self.instruction)(level)
     }
 
     /// `form` at `level` over the slices, or `false` when this CPU has no such form (an
     /// instruction it lacks). For the proofs and the benchmarks.
+    #[doc(hidden)]
     pub fn run_form(&self, level: Level, form: ConversionForm, src: &[I], dst: &mut [O]) -> bool {
         match form {
             ConversionForm::Scalar => (self.scalar)(src, dst),
@@ -193,6 +197,7 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
 /// which form it is. The one idea behind [`CpuConversion`] (f32 ↔ binary16 / bfloat16 /
 /// FP8, typed) and [`super::unorm::UnormPath`] (`normalize`'s UNORM conversions, over
 /// bytes, their types erased by the variant that defines them).
+#[doc(hidden)]
 pub trait LevelForms<I, O> {
     /// The exact result of every element at `level` (a level this CPU lacks runs the
     /// portable code), by the fastest form proven equal to the reference there.

@@ -36,7 +36,9 @@
 #![deny(unsafe_code)]
 
 pub mod convert;
+#[doc(hidden)]
 pub mod fp8_scale;
+#[doc(hidden)]
 pub mod unorm;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -228,6 +230,7 @@ pub fn level() -> Level {
 }
 
 /// A loop to compile once per level: see [`with_level`].
+#[doc(hidden)]
 pub trait LevelLoop {
     /// What it gives.
     type Output;
@@ -241,6 +244,7 @@ pub trait LevelLoop {
 /// `#[target_feature]`s); for a level this CPU lacks, compiled for the baseline instead,
 /// so that no caller can run an instruction the CPU does not have.
 #[inline(always)]
+#[doc(hidden)]
 pub fn with_level<K: LevelLoop>(level: Level, kernel: K) -> K::Output {
     #[cfg(target_arch = "x86_64")]
     {
@@ -264,12 +268,14 @@ pub(crate) type SliceFn<I, O> = fn(&[I], &mut [O]);
 /// core, so the output would not stay there anyway, and a normal store would first read
 /// every line of it. Smaller outputs (`normalize` converts about 1 Mi values at a time,
 /// which it then writes to its file) stay in cache for whoever reads them next.
+#[doc(hidden)]
 pub const STREAMING_BYTES: usize = 16 << 20;
 
 /// `dst[i]` = the stored bits of `P(src[i])` over `min(src.len(), dst.len())` elements,
 /// on the calling thread, at the level [`level`] says: exactly what `P` computes, at
 /// every level (`tests/tests/cpu_levels.rs` checks the conversions `normalize` runs on
 /// every input, at every level this machine has).
+#[doc(hidden)]
 pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
     map_bits_at::<P>(level(), src, dst);
 }
@@ -306,6 +312,7 @@ pub(crate) fn map_fn_at<I: Copy, O, F: Fn(I) -> O>(level: Level, src: &[I], dst:
 /// compute, so that its latency overlaps the work (`fp8_scale`, `files::cast::chunks`).
 #[inline(always)]
 #[allow(unsafe_code)]
+#[doc(hidden)]
 pub fn prefetch_lines<T>((base, total): (*const T, usize), start: usize, len: usize) {
     #[cfg(target_arch = "x86_64")]
     for i in (start..(start + len).min(total)).step_by((LINE / size_of::<T>()).max(1)) {

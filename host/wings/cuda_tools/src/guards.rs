@@ -22,6 +22,7 @@
 //! it on every kernel crate it builds, ours and a user's.
 
 use crate::sass::Kernel as SassKernel;
+#[doc(hidden)]
 pub use ptx_builder::guards::{NarrowFloatStore, PtxInstruction, PtxKernel, narrow_float_stores, ptx_kernels};
 use std::collections::HashSet;
 

@@ -12,10 +12,13 @@
 //! [`bitexact_verify::table`] (which kernels exist).
 #![deny(unsafe_code)]
 
+#[doc(hidden)]
 pub mod baseline;
+#[doc(hidden)]
 pub mod cxx_gpu;
 pub mod guards;
 pub mod listing;
+#[doc(hidden)]
 pub mod nvrtc;
 pub mod sass;
 pub mod tools;

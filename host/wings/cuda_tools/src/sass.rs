@@ -12,7 +12,9 @@
 //! same work for that kernel (the GPU's own conversion instruction), on the
 //! architectures its module assembles for ([`HardwareCost`]).
 
+#[doc(hidden)]
 pub mod bandwidth;
+#[doc(hidden)]
 pub mod chain;
 
 use crate::tools::{CudaTools, ToolError, check_arch};
@@ -218,6 +220,7 @@ fn find_kernel<'k>(kernels: &'k [Kernel], arch: &str, name: String) -> Result<&'
 /// malformed (before anything runs), a tool fails, or one of a variant's kernels (map,
 /// skeleton, latency, throughput, and hardware where its module assembles) is missing
 /// from a listing.
+#[doc(hidden)]
 pub fn cost_report(
     tools: &CudaTools,
     modules: &[Module],

@@ -12,6 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[doc(hidden)]
 pub use ptx_builder::TOOLS_DIR_VAR;
 use ptx_builder::{find_below_in, is_executable};
 

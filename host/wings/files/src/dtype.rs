@@ -94,6 +94,7 @@ macro_rules! element_types {
             }
 
             /// The `.safetensors` dtype string: `F32`, `BF16`, `F8_E4M3`.
+            #[doc(hidden)]
             pub const fn safetensors_name(self) -> &'static str {
                 match self { $(ElementType::$variant => $safetensors,)* }
             }
@@ -157,6 +158,7 @@ fn without_byte_order(type_string: &str) -> &str {
 
 impl ElementType {
     /// The element type whose `.safetensors` dtype string is `name`, if any.
+    #[doc(hidden)]
     pub fn of_safetensors(name: &str) -> Option<ElementType> {
         ElementType::ALL.into_iter().find(|element| element.safetensors_name() == name)
     }
@@ -173,8 +175,7 @@ impl ElementType {
 }
 
 /// Defines a role: an enum of some of [`ElementType`]'s entries, named as the table names
-/// them, with its facts taken from the table (each variant's doc links to its entry,
-/// whose doc has its title and strings). `roles! { /// doc  pub enum Target { Bf16,
+/// them, with its facts taken from the table. `roles! { /// doc  pub enum Target { Bf16,
 /// F16 } }` makes `Target::{ALL, element, of, from_name, of_safetensors, name, title,
 /// safetensors_name}`, and serialises it as its name.
 macro_rules! roles {
@@ -183,8 +184,7 @@ macro_rules! roles {
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         $vis enum $role {
             $(
-                #[doc = concat!("[`ElementType::", stringify!($variant), "`](crate::dtype::ElementType::",
-                    stringify!($variant), ").")]
+                #[doc = concat!("The dtype table's `", stringify!($variant), "` entry ([`Self::title`] says what it is).")]
                 $variant,
             )+
         }
@@ -194,11 +194,13 @@ macro_rules! roles {
             pub const ALL: [$role; [$($role::$variant),+].len()] = [$($role::$variant),+];
 
             /// Its entry in the element-type table.
+            #[doc(hidden)]
             pub const fn element(self) -> $crate::dtype::ElementType {
                 match self { $($role::$variant => $crate::dtype::ElementType::$variant,)+ }
             }
 
             /// The member that is `element`, if it takes this role.
+            #[doc(hidden)]
             pub const fn of(element: $crate::dtype::ElementType) -> Option<$role> {
                 match element {
                     $($crate::dtype::ElementType::$variant => Some($role::$variant),)+
@@ -208,32 +210,35 @@ macro_rules! roles {
             }
 
             /// The member named `name` ([`Self::name`]), if any.
+            #[doc(hidden)]
             pub fn from_name(name: &str) -> Option<$role> {
                 Self::ALL.into_iter().find(|member| member.name() == name)
             }
 
             /// The member whose `.safetensors` dtype string is `name`, if any.
+            #[doc(hidden)]
             pub fn of_safetensors(name: &str) -> Option<$role> {
                 $crate::dtype::ElementType::of_safetensors(name).and_then(Self::of)
             }
 
-            /// Its name, as the CLI, the reports and the JSON spell it
-            /// ([`ElementType::name`](crate::dtype::ElementType::name)).
+            /// Its name, as the CLI, the reports and the JSON spell it (the dtype table's).
             pub const fn name(self) -> &'static str {
                 self.element().name()
             }
 
-            /// What it is, in words ([`ElementType::title`](crate::dtype::ElementType::title)).
+            /// What it is, in words (the dtype table's title).
             pub const fn title(self) -> &'static str {
                 self.element().title()
             }
 
             /// The `.safetensors` dtype string.
+            #[doc(hidden)]
             pub const fn safetensors_name(self) -> &'static str {
                 self.element().safetensors_name()
             }
 
             /// Whether this is `element` ([`Self::element`]), in a `const` context too.
+            #[doc(hidden)]
             pub const fn is_element(self, element: $crate::dtype::ElementType) -> bool {
                 self.element() as u8 == element as u8
             }

@@ -5,7 +5,9 @@
 //! One call per job: [`scan()`] ([`scan`](mod@scan)), [`normalize()`]
 //! ([`normalize`](mod@normalize)) and [`cast()`] ([`cast`](mod@cast)), with
 //! [`ScanOptions`], [`NormalizeOptions`] and [`CastOptions`]; the rooms below are their
-//! parts:
+//! parts. The API is the jobs with their options, reports and errors, [`backend::Device`],
+//! `cast`'s element types ([`cast::convert`]) and [`scan::report`]; the other rooms are
+//! the wing's plumbing, `#[doc(hidden)]`: public for the binary and the tests, not API:
 //!
 //! - [`dtype`]: the element types `normalize` writes and `cast` reads and writes, in one
 //!   table (names, bytes, `.safetensors`, NumPy and PyTorch names), and the roles made
@@ -20,7 +22,7 @@
 //!   tensors read a chunk at a time).
 //! - Writing: [`output`] (the one path of every output file: its temporary, listed for
 //!   the Ctrl-C handler in [`output::temporaries`], its writeback and its commit) and
-//!   [`write`](mod@write) (tensors staged and renamed into place on it).
+//!   `write` (tensors staged and renamed into place on it).
 //! - [`scan`](mod@scan): the job, its inputs ([`scan::inputs`]: directories and sharded
 //!   checkpoints) and its report ([`scan::report`]).
 //! - [`normalize`](mod@normalize): the job, the image decoded and converted a chunk at a
@@ -60,15 +62,22 @@
 
 pub mod backend;
 pub mod cast;
+#[doc(hidden)]
 pub mod containers;
+#[doc(hidden)]
 pub mod dtype;
 pub mod message;
 pub mod normalize;
+#[doc(hidden)]
 pub mod output;
+#[doc(hidden)]
 pub mod read;
+#[doc(hidden)]
 pub mod regular_file;
 pub mod scan;
+#[doc(hidden)]
 pub mod source;
+#[doc(hidden)]
 pub mod write;
 
 pub use cast::{CastError, CastOptions, CastReport, cast};

@@ -83,6 +83,7 @@ impl KernelModule {
 
     /// `output[i] = P(input[i])` (equal lengths) with the module's [`KernelKind::Map`]
     /// kernel of `P`; waits for it.
+    #[doc(hidden)]
     pub fn map<P: kind::Map>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -95,6 +96,7 @@ impl KernelModule {
 
     /// Queues the module's [`KernelKind::Stream`] kernel of `P` (equal lengths); does not
     /// wait.
+    #[doc(hidden)]
     pub fn launch_stream<P: kind::Stream>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -120,6 +122,7 @@ impl KernelModule {
     /// `output[i]` = the GPU's own conversion instruction for `P`'s family applied to
     /// `input[i]` (equal lengths), with the module's [`KernelKind::Hardware`] kernel of
     /// `P`; waits for it.
+    #[doc(hidden)]
     pub fn map_hardware<P: kind::Hardware>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -132,6 +135,7 @@ impl KernelModule {
 
     /// Queues the module's [`KernelKind::HardwareStream`] kernel of `P` (equal lengths);
     /// does not wait.
+    #[doc(hidden)]
     pub fn launch_hardware_stream<P: kind::HardwareStream>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -147,6 +151,7 @@ impl KernelModule {
 
     /// Counts the non-finite values of `input` with the module's
     /// [`KernelKind::CountNonfinite`] kernel of `P`, and finds the first.
+    #[doc(hidden)]
     pub fn count_nonfinite<P: kind::CountNonfinite>(&self, input: &CudaView<'_, P::In>) -> Result<NonFinite, GpuError> {
         let mut result = self.result()?;
         self.launch_count_on::<P>(self.stream(), input, &mut result.as_view_mut())?;
@@ -156,6 +161,7 @@ impl KernelModule {
     /// Queues the module's [`KernelKind::CountNonfinite`] kernel of `P` over `input`,
     /// accumulating into `result` (at least 2 elements: count, first index); does not
     /// wait.
+    #[doc(hidden)]
     pub fn launch_count<P: kind::CountNonfinite>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -185,6 +191,7 @@ impl KernelModule {
     /// `output[i] = P(input[i])` (equal lengths) and the elements failing
     /// [`kind::StreamCount::passes`], in one pass, with the module's
     /// [`KernelKind::StreamCount`] kernel of `P`; waits for it.
+    #[doc(hidden)]
     pub fn stream_count<P: kind::StreamCount>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -198,6 +205,7 @@ impl KernelModule {
     /// Queues [`KernelModule::stream_count`]'s kernel, accumulating into `result` (2
     /// elements: the count, and the first index, which starts at `u64::MAX`); does not
     /// wait. For a buffer processed in pieces: the index is the piece's own.
+    #[doc(hidden)]
     pub fn launch_stream_count<P: kind::StreamCount>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -223,6 +231,7 @@ impl KernelModule {
     /// Runs the module's [`KernelKind::Latency`] kernel of `P` on one thread: a dependent
     /// chain of `iterations` steps from `seed`, whose cycles and final value it writes to
     /// `out[0]` and `out[1]`; waits for it.
+    #[doc(hidden)]
     pub fn latency<P: kind::Latency>(
         &self,
         seed: u64,
@@ -238,6 +247,7 @@ impl KernelModule {
     /// Queues the module's [`KernelKind::Throughput`] kernel of `P` with `config`: every
     /// thread runs four independent chains of `iterations` steps and writes to its own
     /// element of `out`, which must hold one per launched thread; does not wait.
+    #[doc(hidden)]
     pub fn launch_throughput<P: kind::Throughput>(
         &self,
         config: LaunchConfig,

@@ -52,9 +52,11 @@
 mod errors;
 mod kinds;
 mod own;
+#[doc(hidden)]
 pub mod ptx;
 mod raw;
 mod shape;
+#[doc(hidden)]
 pub mod staging;
 mod typed;
 
@@ -213,6 +215,7 @@ impl Gpu {
     /// # Ok(())
     /// # }
     /// ```
+    #[doc(hidden)]
     pub fn module_for<P: Primitive>(&self, kind: KernelKind) -> Result<&KernelModule, GpuError> {
         let name = KernelName::of::<P>(kind);
         self.loaded(name, ptx::module_of(name, Conversion::of(P::FAMILY)).target)
@@ -361,10 +364,12 @@ impl std::fmt::Display for NoGpu {
 }
 
 /// The input bits a conformance or length check feeds element `i`.
+#[doc(hidden)]
 pub type InputAt<'a> = &'a (dyn Fn(u64) -> u64 + Sync);
 
 /// A device buffer of one of the [`Element`] types, for code that meets kernels of every
 /// input width (the variant table's type-erased bandwidth kernels).
+#[doc(hidden)]
 pub enum DeviceElements {
     /// `u8` elements.
     U8(CudaSlice<u8>),
@@ -447,6 +452,7 @@ impl DeviceElements {
 
 /// A [`DeviceElements`] copied to the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[doc(hidden)]
 pub enum HostElements {
     /// `u8` elements.
     U8(Vec<u8>),
@@ -486,6 +492,7 @@ impl HostElements {
 }
 
 /// An [`Element`] type a [`DeviceElements`] holds: how to wrap and unwrap its buffer.
+#[doc(hidden)]
 pub trait BufferElement: Element {
     /// `buffer` as a [`DeviceElements`].
     fn into_elements(buffer: CudaSlice<Self>) -> DeviceElements;

@@ -7,6 +7,7 @@ use shared::scheme::Scheme;
 use std::ops::RangeInclusive;
 
 /// The `k` of the denominators `2^k - 1` the library divides by.
+#[doc(hidden)]
 pub const DENOMINATOR_BITS: RangeInclusive<u32> = 1..=16;
 
 /// Largest integer multiplier `times_m` tries.
@@ -58,6 +59,7 @@ impl Kind {
     }
 
     /// The library's value of `scheme` on the (raw, n-bit) code `code`.
+    #[doc(hidden)]
     pub fn apply(self, scheme: Scheme, bits: u32, code: u16) -> f32 {
         match self {
             Kind::Unorm => unorm_with(scheme, bits, code),
@@ -112,6 +114,7 @@ impl SchemeFamily {
     }
 
     /// The candidates of this family for denominator `d`, in the order tried.
+    #[doc(hidden)]
     pub fn candidates(self, d: u32) -> Vec<Scheme> {
         match self {
             SchemeFamily::Convert => vec![Scheme::Convert],
@@ -166,6 +169,7 @@ impl SchemeCost {
     }
 
     /// Sort key: total operations, then FP operations.
+    #[doc(hidden)]
     pub const fn key(self) -> (u32, u32) {
         (self.fp_ops + self.int_ops, self.fp_ops)
     }
@@ -216,12 +220,14 @@ pub(crate) fn split_constants(d: u32) -> (f32, f32) {
 }
 
 /// The denominator `2^k - 1`.
+#[doc(hidden)]
 pub const fn denominator(k: u32) -> u32 {
     (1 << k) - 1
 }
 
 /// The conversions that divide by `2^k - 1`: UNORMk, and SNORM(k+1) where that exists
 /// (k <= 15).
+#[doc(hidden)]
 pub fn uses(k: u32) -> Vec<(Kind, u32)> {
     [(Kind::Unorm, k), (Kind::Snorm, k + 1)].into_iter().filter(|&(kind, bits)| kind.widths().contains(&bits)).collect()
 }

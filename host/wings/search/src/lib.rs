@@ -39,8 +39,10 @@ mod emit;
 mod families;
 mod prove;
 
+#[doc(hidden)]
 pub use emit::*;
 pub use families::*;
+#[doc(hidden)]
 pub use prove::*;
 
 use rayon::prelude::*;

@@ -9,7 +9,10 @@
 #[doc(hidden)]
 pub mod chain;
 pub mod element;
+#[doc(hidden)]
 pub mod output;
+#[doc(hidden)]
 pub mod parallel;
+#[doc(hidden)]
 pub mod progress;
 pub mod skip;

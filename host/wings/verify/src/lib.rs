@@ -12,8 +12,11 @@
 
 pub mod cpu;
 pub mod domain;
+#[doc(hidden)]
 pub mod gpu_check;
 pub mod reference;
 pub mod table;
+#[doc(hidden)]
 pub mod three_way;
+#[doc(hidden)]
 pub mod timing;

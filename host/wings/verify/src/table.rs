@@ -40,9 +40,9 @@ pub trait VariantOps: BandwidthKernels + Sync {
     /// Runs the variant's kernel on `len` inputs (`input_at(i)` for element `i`) and
     /// compares every result bit for bit with the same function run on the CPU.
     fn gpu_check(&self, gpu: &Gpu, len: usize, input_at: InputAt<'_>) -> Result<GpuCheck, GpuError>;
-    /// [`KernelModule::latency`](bitexact_gpu::KernelModule::latency) with the variant's kernel.
+    /// `KernelModule::latency` with the variant's kernel.
     fn gpu_latency(&self, gpu: &Gpu, seed: u64, iterations: u32, out: &mut DeviceBuffer<u64>) -> Result<(), GpuError>;
-    /// [`KernelModule::launch_throughput`](bitexact_gpu::KernelModule::launch_throughput) with the variant's kernel.
+    /// `KernelModule::launch_throughput` with the variant's kernel.
     fn gpu_launch_throughput(
         &self,
         gpu: &Gpu,
@@ -56,6 +56,7 @@ pub trait VariantOps: BandwidthKernels + Sync {
 /// The kernels of the kinds only some variants have, type-erased: `Some` exactly for
 /// the kinds the variant's table entry lists (the runtime table implements this for
 /// each [`Ops`] from its entry).
+#[doc(hidden)]
 pub trait BandwidthKernels {
     /// The variant's [`KernelKind::Stream`] kernel, if it has one.
     fn stream(&self) -> Option<&dyn StreamKernel> {
@@ -80,6 +81,7 @@ pub trait BandwidthKernels {
 /// A variant's [`KernelKind::Stream`] kernel (inputs and stored results of 8, 16 or
 /// 32 bits; one load of four inputs and one store of their four results per lane per
 /// step).
+#[doc(hidden)]
 pub trait StreamKernel: Sync {
     /// `len` inputs of the kernel's input type, element `i` the low bits of
     /// `input_at(i)`, on the device.
@@ -98,6 +100,7 @@ pub trait StreamKernel: Sync {
 
 /// A variant's [`KernelKind::CountNonfinite`] kernel (inputs of 8 to 64 bits, one
 /// 16-byte load per lane per step).
+#[doc(hidden)]
 pub trait CountNonfiniteKernel: Sync {
     /// `len` inputs of the kernel's input type, element `i` the low bits of
     /// `input_at(i)`, on the device.
@@ -113,6 +116,7 @@ pub trait CountNonfiniteKernel: Sync {
 
 /// A variant's [`KernelKind::Hardware`] kernel: its family's conversion instruction
 /// ([`shared::hardware::Conversion`]) run on the GPU.
+#[doc(hidden)]
 pub trait HardwareKernel: Sync {
     /// [`crate::three_way::three_way`]: inputs `first .. first + len` of the
     /// variant's domain through the variant's kernel, the hardware kernel (and its
@@ -394,6 +398,7 @@ pub fn find(name: &str) -> Option<&'static Variant> {
 }
 
 /// What `--only` means for every command that takes it (verify, sass, bench).
+#[doc(hidden)]
 pub const ONLY_HELP: &str = "Only these variants: a comma-separated list of names or name prefixes \
      (f16_finite, unorm8), or family names (binary16_is_finite, unorm8_to_f32)";
 

@@ -22,14 +22,19 @@
 //! rule. Uses: [`bitexact_gpu`], [`bitexact_cpu`] (the CPU loops compiled for the level
 //! chosen at run time) and [`crate::source`] (the bytes a count reads).
 
+#[doc(hidden)]
 pub mod auto;
 mod conversion;
+#[doc(hidden)]
 pub mod count;
 mod cpu;
 mod gpu;
 
+#[doc(hidden)]
 pub use conversion::{SampleConversion, convert_slices};
+#[doc(hidden)]
 pub use cpu::CpuBackend;
+#[doc(hidden)]
 pub use gpu::{GPU_CHUNK_BYTES, GpuBackend, gpu_backend};
 
 use crate::backend::auto::{AutoBackend, AutoRule};

@@ -172,6 +172,7 @@ impl serde::Serialize for CastTarget {
 
 /// What one element's conversion gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(hidden)]
 pub enum Outcome {
     /// A finite input, converted to a finite value (saturated, where asked).
     Finite,
@@ -310,6 +311,7 @@ pub(crate) fn quantize_scaled_f64(x: u64, s: f32, format: Fp8Format, rounding: R
 
 /// How the elements of one tensor are converted: straight, or scaled to FP8.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[doc(hidden)]
 pub enum ElementCast {
     /// Each value rounded to `target` (`narrow_f32` after the exact widening, or
     /// `narrow_f64`), `overflow` deciding what a value past its range gives.

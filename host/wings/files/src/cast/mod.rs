@@ -19,10 +19,14 @@
 //! [`crate::containers`], [`crate::scan::inputs`] and
 //! [`crate::output`] (the temporaries' naming and their signal-time cleanup).
 
+#[doc(hidden)]
 pub mod chunks;
 pub mod convert;
+#[doc(hidden)]
 pub mod numpy;
+#[doc(hidden)]
 pub mod output;
+#[doc(hidden)]
 pub mod select;
 
 use crate::containers::Container;

@@ -9,10 +9,15 @@
 //! is whole, [`jpeg`]). Uses: [`crate::write`] (the staged output),
 //! [`crate::backend`] (where the conversion runs).
 
+#[doc(hidden)]
 pub mod divide;
+#[doc(hidden)]
 pub mod image;
+#[doc(hidden)]
 pub mod jpeg;
+#[doc(hidden)]
 pub mod png_rows;
+#[doc(hidden)]
 pub mod pnm;
 
 use crate::backend::{self, Backend, BackendError, CpuBackend, Device};

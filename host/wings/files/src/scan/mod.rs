@@ -9,6 +9,7 @@
 //! reported ([`report`]). Uses: [`crate::containers`], [`crate::read`],
 //! [`crate::backend`].
 
+#[doc(hidden)]
 pub mod inputs;
 pub mod report;
 

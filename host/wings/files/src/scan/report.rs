@@ -315,6 +315,7 @@ impl Unreadable {
 
 impl<'a> Report<'a> {
     /// Scans every tensor of every file on `backend`. Errors name the file and tensor.
+    #[doc(hidden)]
     pub fn scan(files: &'a [TensorFile], backend: &dyn Backend, progress: &Progress) -> Result<Report<'a>, ScanError> {
         let files: Vec<FileReport<'a>> =
             files.iter().map(|file| scan_file(file, backend, progress)).collect::<Result<_, _>>()?;

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""The library's public surface as rustdoc documents it: every item a user of `bitexact::`
+can name, counted from rustdoc's JSON output for each wing crate (issue 47's measure).
+
+    scripts/api_surface.py [--no-build] [--list] [--max N]
+
+For each wing (`host/wings/*`) it runs `cargo rustdoc --lib -- --output-format json` (the
+pinned nightly's unstable JSON output), then walks the crate from its root the way a user
+can: a module's items, a re-export's target, and the inherent methods, constants and types
+of each struct, enum, union and trait. `#[doc(hidden)]` items, and items no public path
+reaches, are not part of the surface. Counted: modules, structs, enums, unions, traits,
+functions and methods, constants, statics, type aliases and macros; a re-export of
+another crate's item counts once. Enum variants and fields are parts of their type.
+
+It also names **leaks**: a counted item whose signature names an item of this workspace
+that is not on the surface (hidden, or reachable by no public path). A leak is a public
+promise the API cannot keep, so the script fails on one, and on an undocumented item, and
+when the count reaches `--max` (300 by default: the goal of issue 47).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The rustdoc JSON format of the nightly pinned in rust-toolchain.toml.
+FORMAT_VERSIONS = {61}
+COUNTED = {"module", "struct", "enum", "union", "trait", "function", "constant", "static", "type_alias", "macro"}
+
+
+def wings():
+    """(package name, crate name) of `host` (the `bitexact` library, which re-exports the
+    wings) and of each wing, from its Cargo.toml."""
+    out = [("host", "bitexact")]
+    for manifest in sorted((ROOT / "host" / "wings").glob("*/Cargo.toml")):
+        for line in manifest.read_text().splitlines():
+            if line.startswith("name = "):
+                package = line.split('"')[1]
+                out.append((package, package.replace("-", "_")))
+                break
+    return out
+
+
+def build(package):
+    cmd = ["cargo", "rustdoc", "-q", "-p", package, "--lib", "--", "-Zunstable-options", "--output-format", "json"]
+    subprocess.run(cmd, cwd=ROOT, check=True)
+
+
+def kind_of(item):
+    return next(iter(item["inner"]))
+
+
+def surface(doc):
+    """The ids reachable from the crate root by public paths, with the external re-exports
+    (counted once each) as (id of the `use` item, its source)."""
+    index = doc["index"]
+    seen, external, stack = set(), [], [doc["root"]]
+    while stack:
+        at = stack.pop()
+        if at in seen or str(at) not in index:
+            continue
+        item = index[str(at)]
+        if item["visibility"] != "public" and item["id"] != doc["root"]:
+            # inherent methods are `public` when `pub`; trait impl methods are `default`
+            continue
+        seen.add(at)
+        kind, inner = kind_of(item), item["inner"][kind_of(item)]
+        if kind == "module":
+            stack.extend(inner["items"])
+        elif kind == "use":
+            target = inner.get("id")
+            if target is not None and str(target) in index and index[str(target)]["crate_id"] == 0:
+                if inner["is_glob"]:
+                    stack.extend(index[str(target)]["inner"]["module"]["items"])
+                else:
+                    stack.append(target)
+            else:
+                external.append((at, inner["source"]))
+        elif kind in ("struct", "enum", "union"):
+            for impl_id in inner.get("impls", []):
+                impl = index.get(str(impl_id))
+                if impl and impl["inner"]["impl"]["trait"] is None:
+                    stack.extend(impl["inner"]["impl"]["items"])
+    return seen, external
+
+
+def resolved_paths(value):
+    """Every `resolved_path` id named anywhere in a JSON value."""
+    if isinstance(value, dict):
+        if "resolved_path" in value and isinstance(value["resolved_path"], dict):
+            yield value["resolved_path"]["id"]
+        for v in value.values():
+            yield from resolved_paths(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from resolved_paths(v)
+
+
+def parts(item, index):
+    """The ids of a type's public fields and of its variants and their fields: the parts of
+    its signature a user can name."""
+    kind = kind_of(item)
+    inner = item["inner"][kind]
+    ids = []
+    if kind in ("struct", "union"):
+        shape = inner["kind"] if kind == "struct" else inner
+        if isinstance(shape, dict) and "plain" in shape:
+            ids = shape["plain"]["fields"]
+        elif isinstance(shape, dict) and "tuple" in shape:
+            ids = [i for i in shape["tuple"] if i is not None]
+        elif "fields" in inner:
+            ids = inner["fields"]
+        ids = [i for i in ids if index.get(str(i), {}).get("visibility") == "public"]
+    elif kind == "enum":
+        for variant in inner["variants"]:
+            ids.append(variant)
+            shape = index[str(variant)]["inner"]["variant"]["kind"]
+            if isinstance(shape, dict) and "struct" in shape:
+                ids.extend(shape["struct"]["fields"])
+            elif isinstance(shape, dict) and "tuple" in shape:
+                ids.extend(i for i in shape["tuple"] if i is not None)
+    return [i for i in ids if str(i) in index]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-build", action="store_true", help="read the JSON already in target/doc")
+    parser.add_argument("--list", action="store_true", help="print every counted item's path")
+    parser.add_argument("--max", type=int, default=300, help="fail when the surface has this many items or more")
+    args = parser.parse_args()
+
+    crates = wings()
+    docs, reachable_paths = {}, {}
+    for package, name in crates:
+        if not args.no_build:
+            build(package)
+        doc = json.loads((ROOT / "target" / "doc" / f"{name}.json").read_text())
+        if doc.get("format_version") not in FORMAT_VERSIONS:
+            sys.exit(
+                f"error: {name}.json is rustdoc JSON format {doc.get('format_version')}; this script reads "
+                f"{sorted(FORMAT_VERSIONS)} (the pinned nightly's): check its walk against the new format"
+            )
+        seen, external = surface(doc)
+        docs[name] = (doc, seen, external)
+        reachable_paths[name] = {tuple(doc["paths"][str(i)]["path"]) for i in seen if str(i) in doc["paths"]}
+
+    total, problems = 0, []
+    for name, (doc, seen, external) in docs.items():
+        index, paths = doc["index"], doc["paths"]
+        counted = [index[str(i)] for i in seen if kind_of(index[str(i)]) in COUNTED and i != doc["root"]]
+        crate_names = {str(k): v["name"] for k, v in doc["external_crates"].items()}
+        for item in counted:
+            where = f"{item['span']['filename']}:{item['span']['begin'][0]}" if item.get("span") else name
+            if not (item.get("docs") or "").strip():
+                problems.append(f"{where}: `{item['name']}` has no doc comment")
+            for ref in set(resolved_paths([item["inner"]] + [index[str(i)]["inner"] for i in parts(item, index)])):
+                summary = paths.get(str(ref))
+                if summary is None:
+                    continue
+                if summary["crate_id"] == 0:
+                    hidden = ref not in seen
+                else:
+                    owner = crate_names.get(str(summary["crate_id"]))
+                    hidden = owner in reachable_paths and tuple(summary["path"]) not in reachable_paths[owner]
+                if hidden:
+                    problems.append(f"{where}: `{item['name']}` names `{'::'.join(summary['path'])}`, which is not API")
+            if args.list:
+                print(f"{name}: {kind_of(item)} {item['name']}  ({where})")
+        for _, source in external:
+            if args.list:
+                print(f"{name}: re-export {source}")
+        n = len(counted) + len(external)
+        print(f"{name}: {n} items ({len(external)} re-exported from other crates)")
+        total += n
+    print(f"{total} public items in the library's documented surface (goal: under {args.max})")
+    for p in sorted(set(problems)):
+        print(f"problem: {p}")
+    if problems or total >= args.max:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
