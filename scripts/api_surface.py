@@ -44,7 +44,8 @@ def wings():
 
 
 def build(package):
-    cmd = ["cargo", "rustdoc", "-q", "-p", package, "--lib", "--", "-Zunstable-options", "--output-format", "json"]
+    cmd = ["cargo", "rustdoc", "-q", "-p", package, "--lib", "--"]
+    cmd += ["-Zunstable-options", "--output-format", "json", "--document-hidden-items"]
     subprocess.run(cmd, cwd=ROOT, check=True)
 
 
@@ -52,9 +53,17 @@ def kind_of(item):
     return next(iter(item["inner"]))
 
 
+def is_hidden(item):
+    """Whether the item carries `#[doc(hidden)]`."""
+    return any(isinstance(a, dict) and a.get("other", "").replace(" ", "") == "#[doc(hidden)]" for a in item["attrs"])
+
+
 def surface(doc):
-    """The ids reachable from the crate root by public paths, with the external re-exports
-    (counted once each) as (id of the `use` item, its source)."""
+    """The ids a user can reach from the crate root by public paths, the way rustdoc's
+    pages show them: through public modules that are not hidden, through each re-export
+    that is not hidden (an item re-exported from a hidden or private module is shown where
+    it is re-exported), and through the inherent items of each type reached. With the
+    external re-exports (counted once each) as (id of the `use` item, its source)."""
     index = doc["index"]
     seen, external, stack = set(), [], [doc["root"]]
     while stack:
@@ -62,7 +71,7 @@ def surface(doc):
         if at in seen or str(at) not in index:
             continue
         item = index[str(at)]
-        if item["visibility"] != "public" and item["id"] != doc["root"]:
+        if at != doc["root"] and (item["visibility"] != "public" or is_hidden(item)):
             # inherent methods are `public` when `pub`; trait impl methods are `default`
             continue
         seen.add(at)
@@ -87,10 +96,11 @@ def surface(doc):
 
 
 def resolved_paths(value):
-    """Every `resolved_path` id named anywhere in a JSON value."""
+    """Every item path named anywhere in a JSON value, as (id, path as written): a type's
+    `resolved_path`, a trait bound's or an impl's trait (rustdoc's `Path`: `path`, `id`)."""
     if isinstance(value, dict):
-        if "resolved_path" in value and isinstance(value["resolved_path"], dict):
-            yield value["resolved_path"]["id"]
+        if isinstance(value.get("path"), str) and "id" in value:
+            yield value["id"], value["path"]
         for v in value.values():
             yield from resolved_paths(v)
     elif isinstance(value, list):
@@ -99,8 +109,8 @@ def resolved_paths(value):
 
 
 def parts(item, index):
-    """The ids of a type's public fields and of its variants and their fields: the parts of
-    its signature a user can name."""
+    """The ids of a type's public fields, of its variants and their fields, and of a
+    trait's items: the parts of its signature a user can name."""
     kind = kind_of(item)
     inner = item["inner"][kind]
     ids = []
@@ -112,9 +122,13 @@ def parts(item, index):
             ids = [i for i in shape["tuple"] if i is not None]
         elif "fields" in inner:
             ids = inner["fields"]
-        ids = [i for i in ids if index.get(str(i), {}).get("visibility") == "public"]
+        ids = [i for i in ids if index.get(str(i), {}).get("visibility") == "public" and not is_hidden(index[str(i)])]
+    elif kind == "trait":
+        ids = [i for i in inner["items"]]
     elif kind == "enum":
         for variant in inner["variants"]:
+            if is_hidden(index[str(variant)]):
+                continue
             ids.append(variant)
             shape = index[str(variant)]["inner"]["variant"]["kind"]
             if isinstance(shape, dict) and "struct" in shape:
@@ -155,11 +169,13 @@ def main():
             where = f"{item['span']['filename']}:{item['span']['begin'][0]}" if item.get("span") else name
             if not (item.get("docs") or "").strip():
                 problems.append(f"{where}: `{item['name']}` has no doc comment")
-            for ref in set(resolved_paths([item["inner"]] + [index[str(i)]["inner"] for i in parts(item, index)])):
+            for ref, written in set(resolved_paths([item["inner"]] + [index[str(i)]["inner"] for i in parts(item, index)])):
                 summary = paths.get(str(ref))
-                if summary is None:
-                    continue
-                if summary["crate_id"] == 0:
+                if str(ref) in index and index[str(ref)]["crate_id"] == 0:
+                    hidden = ref not in seen
+                elif summary is None:
+                    continue  # a generic parameter's or a primitive's path
+                elif summary["crate_id"] == 0:
                     hidden = ref not in seen
                 else:
                     owner = crate_names.get(str(summary["crate_id"]))

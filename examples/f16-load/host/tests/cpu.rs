@@ -82,7 +82,7 @@ fn the_kernel_loop_equals_the_twin_on_every_half_for_any_lanes_and_alignment() {
 #[test]
 fn the_ptx_holds_the_kernel_the_unsafe_impl_vouches_for() {
     let name = KernelName::of::<F16ToF32Checked>(KernelKind::StreamCount).to_string();
-    assert_eq!(bitexact::gpu::ptx::entry_names(PTX), [name.as_str()]);
+    assert_eq!(ptx_builder::ptx_text::entry_names(PTX), [name.as_str()]);
     // The parameters of `(*const u16, *mut u32, u64, *mut u64)`: four 64-bit values.
     let header = PTX.split(&format!(".entry {name}(")).nth(1).and_then(|rest| rest.split(')').next()).unwrap();
     let params: Vec<&str> = header.split(',').map(str::trim).collect();

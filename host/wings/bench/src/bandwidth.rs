@@ -49,6 +49,7 @@ pub struct Baseline {
 /// family and input width that claims [`Claim::OneUlp`] and has one (the common
 /// `x * fl(1/(2^n - 1))` shortcut: `unorm8_mul_recip` for UNORM8 codes in bytes), if
 /// the table has it.
+#[doc(hidden)]
 pub fn inexact_baseline(exact: &Variant) -> Option<&'static Variant> {
     let conversion = matches!(exact.family, Family::UnormToF32 { .. } | Family::SnormToF32 { .. });
     if !conversion || exact.claim != Claim::Exact || !exact.has(KernelKind::Stream) {
@@ -106,6 +107,7 @@ fn row(kernel: String, bytes_moved: u64, ms: f64, copy: f64, checked: String) ->
 /// (`bitexact::verify::reference`): from the candidates ±(exponent all ones, mantissa zero),
 /// ±(all ones), the quiet NaN and the sign bit alone, those it classifies as NaN or
 /// infinite (FNUZ formats: only the sign bit alone).
+#[doc(hidden)]
 pub fn non_finite_encodings(format: Format) -> Vec<u64> {
     let layout = bitexact_verify::reference::layout(format);
     let (e, m) = (layout.exponent_bits, layout.mantissa_bits);

@@ -136,6 +136,7 @@ pub struct TimingRow {
 
 impl TimingRow {
     /// The row of measured `figures`: valid, or invalid with the reason and no figures.
+    #[doc(hidden)]
     pub fn measured(variant: &'static str, figures: Figures) -> TimingRow {
         match check_figures(&figures) {
             Ok(()) => TimingRow { variant, status: TimingStatus::Valid, figures: Some(figures) },
@@ -144,6 +145,7 @@ impl TimingRow {
     }
 
     /// The row of a constant variant, not measured.
+    #[doc(hidden)]
     pub fn constant(variant: &'static str) -> TimingRow {
         TimingRow { variant, status: TimingStatus::Constant, figures: None }
     }

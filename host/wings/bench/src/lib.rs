@@ -22,7 +22,6 @@
 pub mod bandwidth;
 #[doc(hidden)]
 pub mod chains;
-#[doc(hidden)]
 pub mod cxx;
 pub mod figures;
 
@@ -110,9 +109,13 @@ fn selected(config: &BenchConfig) -> impl Iterator<Item = &'static Variant> + '_
 ///
 /// # Safety
 ///
-/// The C++ baseline's rows load its PTX ([`bitexact_cuda_tools::cxx_gpu::for_device`]: the
-/// folder `BITEXACT_CXX_PTX_DIR` names, or NVRTC's compilation with the CUDA tools
-/// found): that PTX must meet [`bitexact_cuda_tools::cxx_gpu::FormsPtx::load`]'s contract.
+/// The C++ baseline's rows load its PTX (the folder `BITEXACT_CXX_PTX_DIR` names, or
+/// NVRTC's compilation with the CUDA tools found), and launch its kernels through markers
+/// whose `unsafe impl`s vouch for that code only. So that PTX must be the baseline's
+/// source (`cuda-baseline/`) compiled by NVRTC against genuine CUDA headers, or files
+/// written from such a compilation: other PTX with the same entry points (files put in
+/// the folder, a header that redefines what a form calls) lets safe code read or write
+/// device memory out of bounds.
 #[allow(unsafe_code)] // forwards `FormsPtx::load`'s contract
 pub unsafe fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<BenchReport, GpuError> {
     let mut copies = HashMap::new();

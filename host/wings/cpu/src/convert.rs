@@ -149,6 +149,7 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
     }
 
     /// The form [`CpuConversion::run_at`] takes with the loop of `level`.
+    #[doc(hidden)]
     pub fn exact_form(&self, level: Level) -> ConversionForm {
         match self.instruction(level) {
             Some(_) if self.instruction_exact => ConversionForm::Instruction,
@@ -353,6 +354,7 @@ conversion!(
 /// reference's (both formats' values are f32s, so the one rounding is the narrowing's):
 /// `bf16_to_f16_is_the_two_conversions_in_turn` checks every encoding at every level
 /// this machine has. Over `min(src.len(), dst.len())` elements.
+#[doc(hidden)]
 pub fn bf16_to_f16_at(level: Level, src: &[u16], dst: &mut [u16]) {
     #[cfg(target_arch = "x86_64")]
     if let Some(fused) = super::x86::bf16_to_f16_instruction(level) {

@@ -1,8 +1,10 @@
 //! The CPU's instruction-set level, chosen at run time, and the CPU loops compiled for
-//! each level: [`map_bits`] (a table variant over a slice), [`with_level`] (any loop, such
-//! as `scan`'s count, a [`LevelLoop`]), the f32 ↔ binary16 / bfloat16 / FP8 slice conversions of
-//! [`convert`], and `normalize`'s UNORM conversions in the form fastest at each level
-//! ([`unorm`]).
+//! each level. The API is the level ([`Level`], [`level`], [`choose`]) and the f32 ↔
+//! binary16 / bfloat16 / FP8 slice conversions of [`convert`]. The other loops are the
+//! wings' own plumbing, `#[doc(hidden)]`: `map_bits` (a table variant over a slice),
+//! `with_level` (any loop, such as `scan`'s count, a `LevelLoop`), cast's FP8 scale
+//! loops (`fp8_scale`) and `normalize`'s UNORM conversions in the form fastest at each
+//! level (`unorm`).
 //!
 //! The binary is built for the baseline target (x86-64 with SSE2 only) and runs
 //! everywhere. At the first call, [`level`] takes the best [`Level`] the CPU has
@@ -14,7 +16,7 @@
 //! # How a loop is compiled for a level
 //!
 //! Each level has one function with `#[target_feature(enable = ...)]` that runs a
-//! [`LevelLoop`] ([`with_level`]); its `#[inline(always)]` body, inlined into it, is compiled with that level's
+//! `LevelLoop` (`with_level`); its `#[inline(always)]` body, inlined into it, is compiled with that level's
 //! instructions, so the same `shared` code that the GPU runs, branch-free and over a
 //! slice, is vectorised by LLVM for AVX2 or AVX-512, and `core::f32::math::mul_add`
 //! becomes one `vfmadd` instead of a call per element into compiler_builtins' `fmaf`
@@ -26,7 +28,7 @@
 //! We use `#[target_feature]` and `std::arch` rather than a crate such as `multiversion`
 //! or `pulp`: the work is already written once, as scalar `shared` functions that
 //! vectorise well, so all a crate would add is the dispatch, which is the dozen lines of
-//! [`with_level`]; and `pulp` would have us rewrite the conversions in its SIMD types,
+//! `with_level`; and `pulp` would have us rewrite the conversions in its SIMD types,
 //! which the GPU could not share. The conversion instructions (`vcvtps2ph`,
 //! `vcvtneps2bf16`) need `std::arch` in any case. The one `unsafe` is the call of a
 //! `#[target_feature]` function, made only for a level [`Level::detect`] found.

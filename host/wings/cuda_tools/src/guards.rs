@@ -8,8 +8,9 @@
 //! (`F2IP.U8.F32.TRUNC.NTZ`), not as a truncation of the bits. Two checks, each of which
 //! fails on that code (commit 846e06b) and passes on today's:
 //!
-//! * [`narrow_float_stores`], on the PTX alone: no `st` of 8 or 16 bits takes a register
-//!   written by a floating-point instruction (directly or through `mov`s).
+//! * [`ptx_builder::guards::narrow_float_stores`], on the PTX alone: no `st` of 8 or 16
+//!   bits takes a register written by a floating-point instruction (directly or through
+//!   `mov`s).
 //! * [`unrequested_float_to_int`], on the SASS of one architecture: a kernel has an
 //!   `F2I*` instruction only if its PTX has an explicit float → integer `cvt`. (A Rust
 //!   `as` from a float to an integer is such a `cvt`; nothing else should become one.)
@@ -18,8 +19,9 @@
 //! the embedded PTX (and its SASS for every architecture) and on a fixture holding the
 //! 846e06b kernels.
 //!
-//! The PTX half lives in `ptx_builder::guards` (re-exported here), so `PtxBuilder` runs
-//! it on every kernel crate it builds, ours and a user's.
+//! The PTX half lives in `ptx_builder::guards` (the API is there; the wings' own
+//! re-export here is not), so `PtxBuilder` runs it on every kernel crate it builds, ours
+//! and a user's.
 
 use crate::sass::Kernel as SassKernel;
 #[doc(hidden)]

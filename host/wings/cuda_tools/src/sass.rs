@@ -4,7 +4,8 @@
 //! indexes, loads and stores. Assembled for one architecture, the variant's *work* is
 //! what its kernel has beyond the skeleton's: the difference of their instruction
 //! counts, and the multiset difference of their opcodes. Parsing and diffing are pure
-//! functions on the text of a `cuobjdump -sass` listing; [`cost_report`] runs the tools.
+//! functions on the text of a `cuobjdump -sass` listing; `cost_report` (the binary's
+//! report over the embedded modules, not API) runs the tools.
 //!
 //! The report also checks the timing kernels ([`Latency`](KernelKind::Latency),
 //! [`Throughput`](KernelKind::Throughput)): that their chain loop holds that work, see
@@ -89,6 +90,7 @@ fn is_self_branch(instruction: &Instruction) -> bool {
 
 /// What a variant's kernel has beyond its skeleton's.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[doc(hidden)]
 pub struct Work {
     /// Instructions in the variant's kernel.
     pub variant_instructions: usize,
@@ -106,6 +108,7 @@ pub struct Work {
 
 /// The work of `variant`'s kernel over `skeleton`'s; see [`Work`]. Always
 /// `work_opcodes.len() - skeleton_only_opcodes.len() == work_instructions`.
+#[doc(hidden)]
 pub fn work(variant: &Kernel, skeleton: &Kernel) -> Work {
     Work {
         variant_instructions: variant.instructions.len(),
@@ -155,6 +158,7 @@ fn instructions_not_in<'k>(kernel: &'k Kernel, other: &Kernel) -> Vec<&'k Instru
 
 /// One row of the SASS report: one variant on one architecture.
 #[derive(Clone, Debug, serde::Serialize)]
+#[doc(hidden)]
 pub struct SassCost {
     /// The architecture, e.g. `sm_90`.
     pub arch: String,
@@ -177,6 +181,7 @@ pub struct SassCost {
 /// The work of a variant's [`Hardware`](KernelKind::Hardware) kernel on one
 /// architecture, over the same skeleton as the variant's own kernel.
 #[derive(Clone, Debug, serde::Serialize)]
+#[doc(hidden)]
 pub struct HardwareCost {
     /// The instruction, as PTX (`cvt.rn.f16.f32`).
     pub instruction: &'static str,

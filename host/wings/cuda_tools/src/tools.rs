@@ -18,9 +18,11 @@ use ptx_builder::{find_below_in, is_executable};
 
 /// Environment switch that makes tests needing the tools fail instead of skipping; see
 /// [`bitexact_support::skip`].
+#[doc(hidden)]
 pub const REQUIRE_CUDA_TOOLS: &str = "REQUIRE_CUDA_TOOLS";
 
 /// What to run to get the tools.
+#[doc(hidden)]
 pub const INSTALL_COMMAND: &str = "scripts/install-cuda-tools.sh";
 
 /// The project-local install folder, relative to the workspace root.
@@ -321,6 +323,7 @@ pub struct FunctionResources {
 
 impl FunctionResources {
     /// No stack frame and no spills: the function uses registers only.
+    #[doc(hidden)]
     pub fn registers_only(&self) -> bool {
         self.stack_frame_bytes == 0 && self.spill_store_bytes == 0 && self.spill_load_bytes == 0
     }

@@ -51,7 +51,7 @@
 //!    job's bytes;
 //! 6. [`scan::report`]: every tensor read a chunk at a time ([`read::TensorReader`],
 //!    inflated by [`containers::npz`] when deflated) and counted by the backend,
-//!    [`Backend::count`](backend::Backend::count), which runs [`backend::count`]'s loop
+//!    `Backend::count`, which runs [`backend::count`]'s loop
 //!    on the CPU or the format's count kernel on the GPU; then the totals.
 //!
 //! Owns: bytes on disk and what they mean. Uses: [`bitexact_support`],

@@ -27,6 +27,7 @@ pub struct TensorFileError {
     /// The file, as given.
     pub path: PathBuf,
     /// What went wrong.
+    #[doc(hidden)]
     pub kind: TensorFileErrorKind,
 }
 

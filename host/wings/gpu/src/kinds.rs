@@ -83,7 +83,6 @@ impl KernelModule {
 
     /// `output[i] = P(input[i])` (equal lengths) with the module's [`KernelKind::Map`]
     /// kernel of `P`; waits for it.
-    #[doc(hidden)]
     pub fn map<P: kind::Map>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -96,7 +95,6 @@ impl KernelModule {
 
     /// Queues the module's [`KernelKind::Stream`] kernel of `P` (equal lengths); does not
     /// wait.
-    #[doc(hidden)]
     pub fn launch_stream<P: kind::Stream>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -151,7 +149,6 @@ impl KernelModule {
 
     /// Counts the non-finite values of `input` with the module's
     /// [`KernelKind::CountNonfinite`] kernel of `P`, and finds the first.
-    #[doc(hidden)]
     pub fn count_nonfinite<P: kind::CountNonfinite>(&self, input: &CudaView<'_, P::In>) -> Result<NonFinite, GpuError> {
         let mut result = self.result()?;
         self.launch_count_on::<P>(self.stream(), input, &mut result.as_view_mut())?;
@@ -161,7 +158,6 @@ impl KernelModule {
     /// Queues the module's [`KernelKind::CountNonfinite`] kernel of `P` over `input`,
     /// accumulating into `result` (at least 2 elements: count, first index); does not
     /// wait.
-    #[doc(hidden)]
     pub fn launch_count<P: kind::CountNonfinite>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -191,7 +187,6 @@ impl KernelModule {
     /// `output[i] = P(input[i])` (equal lengths) and the elements failing
     /// [`kind::StreamCount::passes`], in one pass, with the module's
     /// [`KernelKind::StreamCount`] kernel of `P`; waits for it.
-    #[doc(hidden)]
     pub fn stream_count<P: kind::StreamCount>(
         &self,
         input: &CudaView<'_, P::In>,
@@ -205,7 +200,6 @@ impl KernelModule {
     /// Queues [`KernelModule::stream_count`]'s kernel, accumulating into `result` (2
     /// elements: the count, and the first index, which starts at `u64::MAX`); does not
     /// wait. For a buffer processed in pieces: the index is the piece's own.
-    #[doc(hidden)]
     pub fn launch_stream_count<P: kind::StreamCount>(
         &self,
         input: &CudaView<'_, P::In>,

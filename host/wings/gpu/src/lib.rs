@@ -56,7 +56,6 @@ mod own;
 pub mod ptx;
 mod raw;
 mod shape;
-#[doc(hidden)]
 pub mod staging;
 mod typed;
 
@@ -215,7 +214,6 @@ impl Gpu {
     /// # Ok(())
     /// # }
     /// ```
-    #[doc(hidden)]
     pub fn module_for<P: Primitive>(&self, kind: KernelKind) -> Result<&KernelModule, GpuError> {
         let name = KernelName::of::<P>(kind);
         self.loaded(name, ptx::module_of(name, Conversion::of(P::FAMILY)).target)

@@ -166,7 +166,6 @@ impl Gpu {
     /// Two lanes of staging buffers, each holding `input_bytes` of input and
     /// `output_bytes` of output (rounded up to whole 8-byte words, at least one), pinned
     /// on the host and allocated on the device.
-    #[doc(hidden)]
     pub fn staging(&self, input_bytes: usize, output_bytes: usize) -> Result<Staging, GpuError> {
         let (input_words, output_words) = (input_bytes.div_ceil(8).max(1), output_bytes.div_ceil(8).max(1));
         Ok(Staging {
@@ -186,7 +185,6 @@ impl KernelModule {
     /// each); `drain(i, input, output)` then gets the chunk's inputs and their stored
     /// results, `output[j]` that of `input[j]`, chunks in order. The host fills chunk
     /// `i + 1` while chunk `i` is on the device.
-    #[doc(hidden)]
     pub fn stream_staged<P, E>(
         &self,
         staging: &mut Staging,
@@ -220,7 +218,6 @@ impl KernelModule {
     /// chunk's elements and what the kernel found in them (indices from the chunk's
     /// start), chunks in order. The host fills chunk `i + 1` while chunk `i` is on the
     /// device.
-    #[doc(hidden)]
     pub fn count_staged<P, E>(
         &self,
         staging: &mut Staging,

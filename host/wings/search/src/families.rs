@@ -35,6 +35,7 @@ impl Kind {
     }
 
     /// The conversion family for `bits`-bit codes.
+    #[doc(hidden)]
     pub const fn family(self, bits: u32) -> Family {
         match self {
             Kind::Unorm => Family::UnormToF32 { bits },
@@ -43,6 +44,7 @@ impl Kind {
     }
 
     /// The `k` of the denominator `2^k - 1` of `bits`-bit codes.
+    #[doc(hidden)]
     pub const fn denominator_bits(self, bits: u32) -> u32 {
         match self {
             Kind::Unorm => bits,
@@ -157,6 +159,7 @@ pub struct SchemeCost {
 
 impl SchemeCost {
     /// The cost of `scheme`'s shape.
+    #[doc(hidden)]
     pub const fn of(scheme: Scheme) -> SchemeCost {
         let (fp_ops, int_ops) = match scheme {
             Scheme::Convert => (0, 0),

@@ -108,7 +108,7 @@ pub struct Found {
 /// Finds the cheapest scheme exact for every conversion that divides by `2^k - 1`, and
 /// how each family fares.
 ///
-/// Panics if `k` is outside [`DENOMINATOR_BITS`].
+/// Panics if `k` is outside `1..=16` (`DENOMINATOR_BITS`).
 pub fn search(k: u32) -> Found {
     let prover = Prover::new(k);
     let d = denominator(k);

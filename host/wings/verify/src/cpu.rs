@@ -1,5 +1,5 @@
 //! CPU verification (every input of a family's domain, against the reference, on the
-//! global rayon pool). Timing one primitive on the CPU is [`crate::timing`].
+//! global rayon pool). Timing one primitive on the CPU is the binary's (`timing`, not API).
 
 use crate::table::Variant;
 use crate::{domain, reference};

@@ -22,6 +22,7 @@ fn checked_start(kernel: KernelName, from: usize, len: usize) -> Result<usize, G
 }
 
 /// The operations every variant supports, type-erased so one table holds them all.
+#[doc(hidden)]
 pub trait VariantOps: BandwidthKernels + Sync {
     /// The stored result bits of the variant on input bits `input`, zero-extended.
     fn eval(&self, input: u64) -> u64;
@@ -125,6 +126,7 @@ pub trait HardwareKernel: Sync {
 }
 
 /// [`VariantOps`] for one [`Primitive`], monomorphised so the CPU loop inlines it.
+#[doc(hidden)]
 pub struct Ops<P>(PhantomData<P>);
 
 impl<P> VariantOps for Ops<P>
@@ -164,12 +166,15 @@ where
 
 /// One of `P`'s two stream kernels ([`KernelKind::Stream`], [`KernelKind::HardwareStream`]),
 /// as a [`StreamKernel`]: `L` says which ([`ByFunction`] or [`ByInstruction`]).
+#[doc(hidden)]
 pub struct Streamed<P, L>(PhantomData<(P, L)>);
 
 /// `P`'s [`KernelKind::Stream`] kernel (the variant's function), for [`Streamed`].
+#[doc(hidden)]
 pub struct ByFunction;
 
 /// `P`'s [`KernelKind::HardwareStream`] kernel (the GPU's instruction), for [`Streamed`].
+#[doc(hidden)]
 pub struct ByInstruction;
 
 /// How [`Streamed`] queues `P`'s stream kernel of kind [`StreamLaunch::KIND`].
@@ -326,6 +331,7 @@ pub struct Variant {
     /// The kinds of GPU kernel it has, as its table entry states them.
     pub kinds: &'static [KernelKind],
     /// The type-erased operations.
+    #[doc(hidden)]
     pub ops: &'static dyn VariantOps,
 }
 
@@ -406,6 +412,7 @@ impl Variant {
     /// Whether `--only PATTERNS` selects this variant: one of the comma-separated
     /// patterns is a prefix of its name or exactly its family's name. A prefix, not a
     /// substring, so that `unorm8` does not also select `f32_to_unorm8` (2^32 inputs).
+    #[doc(hidden)]
     pub fn matches(&self, patterns: &str) -> bool {
         patterns
             .split(',')
@@ -417,6 +424,7 @@ impl Variant {
 
 /// The variants `--only` selects, in table order: all of them without `only`, and an
 /// error naming the patterns if they select none.
+#[doc(hidden)]
 pub fn selected(only: Option<&str>) -> Result<Vec<&'static Variant>, NoVariantMatches> {
     let selected: Vec<&'static Variant> = VARIANTS.iter().filter(|v| only.is_none_or(|p| v.matches(p))).collect();
     if selected.is_empty() {

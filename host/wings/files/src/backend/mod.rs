@@ -2,6 +2,10 @@
 //! GPU ([`GpuBackend`]), or whichever of the two is faster for the job at hand
 //! ([`AutoBackend`], the default: `--device auto`).
 //!
+//! The API here is the choice, [`Device`], and what fails, [`BackendError`]; the
+//! backends themselves are the wing's plumbing (`#[doc(hidden)]`), described below for
+//! readers of the source.
+//!
 //! A backend does two things ([`Backend`]): [`Backend::count`] counts the non-finite
 //! values of a buffer ([`CountJob`]), and [`Backend::convert`] runs a
 //! [`SampleConversion`], a table variant with a [`Stream`](shared::KernelKind::Stream)
@@ -30,6 +34,9 @@ pub mod count;
 mod cpu;
 mod gpu;
 
+/// What [`BackendError`] names.
+pub use crate::source::SourceReadError;
+
 #[doc(hidden)]
 pub use conversion::{SampleConversion, convert_slices};
 #[doc(hidden)]
@@ -39,7 +46,7 @@ pub use gpu::{GPU_CHUNK_BYTES, GpuBackend, gpu_backend};
 
 use crate::backend::auto::{AutoBackend, AutoRule};
 use crate::backend::count::Counts;
-use crate::source::{Source, SourceReadError};
+use crate::source::Source;
 use bitexact_gpu::{Gpu, GpuError, NonFinite};
 use bitexact_support::element::Endian;
 use shared::Format;
@@ -102,6 +109,7 @@ pub enum BackendError {
 /// in `endian` order (a trailing partial element is ignored), with `progress` called
 /// with the bytes done as the count goes.
 #[derive(Clone, Copy)]
+#[doc(hidden)]
 pub struct CountJob<'a> {
     /// The elements' format.
     pub format: Format,
@@ -124,6 +132,7 @@ impl<'a> CountJob<'a> {
 }
 
 /// A place to run `scan` and `normalize` on.
+#[doc(hidden)]
 pub trait Backend: Send + Sync {
     /// What the reports print as the device (`cpu (16 threads)`, `gpu 0: ...`; for
     /// `auto`, the one picked and why).
@@ -141,6 +150,7 @@ pub trait Backend: Send + Sync {
 }
 
 /// What `--device` leaves to be settled once the job is known: see [`select`].
+#[doc(hidden)]
 pub enum DeviceChoice {
     /// The CPU.
     Cpu,
@@ -152,6 +162,7 @@ pub enum DeviceChoice {
 
 /// `--device`, before the job is known: `gpu` opens the GPU now and fails without a
 /// usable one ([`BackendError::NoGpu`]); `cpu` and `auto` open nothing yet.
+#[doc(hidden)]
 pub fn select(device: Device) -> Result<DeviceChoice, BackendError> {
     match device {
         Device::Cpu => Ok(DeviceChoice::Cpu),

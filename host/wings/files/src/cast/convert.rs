@@ -25,6 +25,7 @@ crate::dtype::roles! {
 
 impl SourceDtype {
     /// Bytes per element.
+    #[doc(hidden)]
     pub const fn bytes(self) -> usize {
         self.element().bytes()
     }
@@ -38,6 +39,7 @@ crate::dtype::roles! {
 
 impl Target {
     /// Bytes per element.
+    #[doc(hidden)]
     pub const fn bytes(self) -> usize {
         self.element().bytes()
     }
@@ -58,6 +60,7 @@ impl Target {
     }
 
     /// The FP8 format, for the two FP8 targets.
+    #[doc(hidden)]
     pub const fn fp8(self) -> Option<Fp8Format> {
         match self {
             Target::E4m3 => Some(Fp8Format::E4M3),
@@ -67,6 +70,7 @@ impl Target {
     }
 
     /// Whether `source` already is this format (the tensor is then copied as it is).
+    #[doc(hidden)]
     pub const fn is(self, source: SourceDtype) -> bool {
         self.is_element(source.element())
     }

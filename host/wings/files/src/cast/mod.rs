@@ -29,6 +29,10 @@ pub mod output;
 #[doc(hidden)]
 pub mod select;
 
+/// What [`CastOptions`], [`CastTensor`] and [`CastError`] name.
+pub use output::CastOutputErrorKind;
+pub use select::{Decision, Patterns};
+
 use crate::containers::Container;
 use crate::containers::index::{Index, ScanInputError};
 use crate::read::{TensorFile, TensorFileError};
@@ -37,7 +41,7 @@ use crate::source::SourceReadError;
 use bitexact_support::output::{excerpt, path_text};
 use bitexact_support::progress::Progress;
 use convert::{CastTarget, SourceDtype, Target};
-use select::{Decision, Patterns, decide};
+use select::decide;
 use shared::fp8_block::{self, Blocks};
 use shared::fp8_scale::Rounding;
 use shared::mx::{self, ScaleRule};
@@ -738,6 +742,7 @@ impl CastError {
     /// Whether the input was refused for its values (a non-finite value, an overflow, an
     /// amax past an f32 scale's range), not for an error of the job: the CLI's exit
     /// status 1.
+    #[doc(hidden)]
     pub fn is_refusal(&self) -> bool {
         matches!(self, CastError::Refused(_) | CastError::ScaleOutOfRange { .. } | CastError::ModelOptZeroScale { .. })
     }
@@ -780,6 +785,7 @@ pub enum RefusalKind {
 }
 
 /// One input file with its plan.
+#[doc(hidden)]
 pub struct PlannedFile {
     /// The file, opened.
     pub file: TensorFile,
@@ -792,6 +798,7 @@ pub struct PlannedFile {
 }
 
 /// The whole job's plan: every refusal that needs no data made.
+#[doc(hidden)]
 pub struct Plan {
     /// The files, in input order.
     pub files: Vec<PlannedFile>,

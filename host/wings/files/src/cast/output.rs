@@ -61,6 +61,7 @@ pub enum CastOutputErrorKind {
     /// The output path failed: its name, its temporary folder, a write, the rename
     /// ([`crate::output`]'s one kind, as [`Output::New`] says it).
     #[error(transparent)]
+    #[doc(hidden)]
     Output(#[from] OutputErrorKind),
 }
 

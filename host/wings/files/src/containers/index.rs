@@ -37,6 +37,7 @@ pub struct ScanInputError {
     /// The directory, index or shard at fault.
     pub path: PathBuf,
     /// What is wrong.
+    #[doc(hidden)]
     pub kind: ScanInputErrorKind,
 }
 

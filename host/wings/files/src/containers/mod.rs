@@ -75,6 +75,7 @@ impl Container {
     /// extension; else by extension, so that a damaged file of a known extension gets
     /// its container's own error. A file of a format `scan` does not read (a pickle, GGUF,
     /// HDF5, ONNX) is named as such.
+    #[doc(hidden)]
     pub fn detect(path: &Path, bytes: &[u8]) -> Result<Container, UnknownContainer> {
         if bytes.starts_with(npy_header::NPY_MAGIC) {
             Ok(Container::Npy)

@@ -40,6 +40,7 @@ pub struct ImageDecodeError {
     /// The image file, as given.
     pub path: PathBuf,
     /// What went wrong.
+    #[doc(hidden)]
     pub kind: ImageDecodeErrorKind,
 }
 
@@ -125,6 +126,7 @@ pub enum NormalizeError {
     Decode(ImageDecodeError),
     /// A streamed PNG's samples were asked for out of order, or its decoder stopped.
     #[error(transparent)]
+    #[doc(hidden)]
     Stream(#[from] PngRowsError),
 }
 

@@ -20,10 +20,14 @@ pub mod png_rows;
 #[doc(hidden)]
 pub mod pnm;
 
+/// What [`NormalizeOptions`], [`NormalizeReport`] and [`NormalizeJobError`] name.
+pub use crate::write::{Dtype, StageError, TensorWriteError, WritePhases};
+pub use image::{ChannelLayout, ImageDecodeError, ImageLimits, NormalizeError};
+
 use crate::backend::{self, Backend, BackendError, CpuBackend, Device};
 use crate::containers::Container;
-use crate::normalize::image::{ChannelLayout, Image, ImageDecodeError, ImageLimits, NormalizeError};
-use crate::write::{self, Dtype, DtypeOf, DtypeVisitor, StageError, StagedOutput, TensorWriteError, WritePhases};
+use crate::normalize::image::Image;
+use crate::write::{self, DtypeOf, DtypeVisitor, StagedOutput};
 use std::path::Path;
 use std::time::{Duration, Instant};
 

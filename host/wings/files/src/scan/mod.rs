@@ -13,9 +13,13 @@
 pub mod inputs;
 pub mod report;
 
+/// The errors and warnings of scanning's inputs, which [`ScanJobError`] and
+/// [`ScanReport`] name.
+pub use crate::containers::index::{ScanInputError, UnlistedTensors};
+pub use crate::read::TensorFileError;
+
 use crate::backend::{self, BackendError, Device};
-use crate::containers::index::{ScanInputError, UnlistedTensors};
-use crate::read::{TensorFile, TensorFileError};
+use crate::read::TensorFile;
 use crate::scan::report::{Report, ScanError, Unreadable};
 use bitexact_support::progress::Progress;
 use std::path::PathBuf;

@@ -1,15 +1,20 @@
 //! Scanning whole files and reporting: per tensor and in total, as a table or JSON.
 
-use crate::backend::count::Counts;
 use crate::backend::{Backend, BackendError, CountJob};
-use crate::containers::npz::{self, InflateError};
-use crate::containers::{Container, TensorElement, TensorEntry};
+use crate::containers::npz;
+use crate::containers::{TensorElement, TensorEntry};
 use crate::message::one_line;
 use crate::read::{TensorFile, TensorFileError, TensorReader};
 use bitexact_support::element::Endian;
 use bitexact_support::output::{Cell, MAX_CELL_CHARS, Table, count_of, excerpt, path_text, shortened};
 use bitexact_support::progress::Progress;
 use shared::Format;
+
+/// What a report names: the counts, the container a file was, and a deflated entry's
+/// error.
+pub use crate::backend::count::Counts;
+pub use crate::containers::Container;
+pub use crate::containers::npz::InflateError;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
@@ -129,6 +134,7 @@ pub struct FileReport<'a> {
 
 impl<'a> FileReport<'a> {
     /// The report of the file at `path`.
+    #[doc(hidden)]
     pub fn new(path: &Path, container: Container, tensors: Vec<TensorReport<'a>>) -> FileReport<'a> {
         let (file, file_not_utf8, file_shown) = path_fields(path);
         FileReport { file, file_not_utf8, file_shown, container, tensors }
@@ -218,6 +224,7 @@ fn scan_tensor(
 }
 
 /// Bytes that `scan_file` will scan in `file` (the data of its floating-point tensors).
+#[doc(hidden)]
 pub fn bytes_to_scan(file: &TensorFile) -> u64 {
     file.tensors.iter().filter(|t| t.element.scanned_as().is_some()).map(|t| t.data.len() as u64).sum()
 }
@@ -307,6 +314,7 @@ pub struct Unreadable {
 
 impl Unreadable {
     /// `path` could not be read, because of `error`.
+    #[doc(hidden)]
     pub fn new(path: &Path, error: &dyn std::fmt::Display) -> Unreadable {
         let (file, file_not_utf8, file_shown) = path_fields(path);
         Unreadable { file, file_not_utf8, file_shown, error: one_line(error) }
@@ -332,6 +340,7 @@ impl<'a> Report<'a> {
     }
 
     /// The report with its names and shapes copied, so that it outlives the files.
+    #[doc(hidden)]
     pub fn into_owned(self) -> Report<'static> {
         let files = self
             .files

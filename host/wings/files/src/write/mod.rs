@@ -56,6 +56,7 @@ pub struct TensorWriteError {
     /// The output path, as given.
     pub path: PathBuf,
     /// What went wrong.
+    #[doc(hidden)]
     pub kind: TensorWriteErrorKind,
 }
 
@@ -209,21 +210,25 @@ macro_rules! dtypes {
 
         impl Dtype {
             /// Bytes per value.
+            #[doc(hidden)]
             pub const fn bytes(self) -> u64 {
                 self.element().bytes() as u64
             }
 
             /// Bits of its exponent field.
+            #[doc(hidden)]
             pub const fn exponent_bits(self) -> u32 {
                 match self { $(Dtype::$variant => $exponent_bits,)* }
             }
 
             /// Bits of its mantissa (trailing significand) field: its precision less one.
+            #[doc(hidden)]
             pub const fn mantissa_bits(self) -> u32 {
                 match self { $(Dtype::$variant => $mantissa_bits,)* }
             }
 
             /// The `.npy` type string (little-endian), or `None` where NumPy has no dtype.
+            #[doc(hidden)]
             pub const fn npy_descr(self) -> Option<&'static str> {
                 self.element().numpy_type_string()
             }
@@ -274,6 +279,7 @@ impl Dtype {
     /// One line for `--help`: what it is and the containers' names for it, e.g.
     /// `IEEE 754 binary16: .npy <f2, .safetensors F16`, or for a dtype NumPy lacks,
     /// `bfloat16: .safetensors BF16; NumPy has no such dtype, so no .npy`.
+    #[doc(hidden)]
     pub fn summary(self) -> String {
         match self.npy_descr() {
             Some(descr) => format!("{}: .npy {descr}, .safetensors {}", self.title(), self.safetensors_name()),

@@ -18,7 +18,9 @@
 //! recipe and its producers' steps), [`ulp`]
 //! (distances between results) and [`runs`] (a rounding's results on a run of consecutive
 //! f32s, computed only where they change, which [`expected_many`] uses for the
-//! verification's chunks). Every public item is re-exported here, so callers name
+//! verification's chunks). The parts are the wing's plumbing, `#[doc(hidden)]`; what
+//! they offer callers (the formats, the roundings and their inverses, the UNORM/SNORM
+//! references, binary16's class) is re-exported here, so callers name
 //! `verify::reference::x`.
 //!
 //! Classes are [`shared::Class`]: one enum for the class of a value in the whole
@@ -42,8 +44,9 @@ pub mod scaled;
 #[doc(hidden)]
 pub mod ulp;
 
+pub use classify::binary16_class;
 #[doc(hidden)]
-pub use classify::{FieldLayout, Specials, binary16_class, class, layout, packed_finite_mask};
+pub use classify::{FieldLayout, Specials, class, layout, packed_finite_mask};
 pub use narrow::{
     BFLOAT16, BINARY16, BINARY32, FP4_E2M1, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded, div_to_narrow,
     fp4_e2m1_from_f32_bits, fp4_e2m1_to_f32_bits, narrow_to_f32_bits, round_f32_to,
