@@ -9,11 +9,17 @@ pinned nightly's unstable JSON output), then walks the crate from its root the w
 can: a module's items, a re-export's target, and the inherent methods, constants and types
 of each struct, enum, union and trait. `#[doc(hidden)]` items, and items no public path
 reaches, are not part of the surface. Counted: modules, structs, enums, unions, traits,
-functions and methods, constants, statics, type aliases and macros; a re-export of
-another crate's item counts once. Enum variants and fields are parts of their type.
+functions and methods, constants, statics, type aliases, macros, and associated consts,
+types and functions (a trait's included); a re-export of another crate's item counts
+once (rustdoc shows its page, but its methods are that crate's API: `gpu::DeviceBuffer`
+is cudarc's `CudaSlice`). Enum variants and fields are parts of their type.
 
 It also names **leaks**: a counted item whose signature names an item of this workspace
-that is not on the surface (hidden, or reachable by no public path). A leak is a public
+that is not on the surface (hidden, or reachable by no public path): its argument, result
+and field types, its variants, its bounds, a trait's items, and the traits a type
+implements with their arguments (`impl From<X> for T` makes `X` part of `T`'s promise;
+an impl marked `#[doc(hidden)]` is not shown and is not read). Workspace crates other
+than the wings (`shared`, `ptx_builder`) are APIs of their own and are not checked here. A leak is a public
 promise the API cannot keep, so the script fails on one, and on an undocumented item, and
 when the count reaches `--max` (300 by default: the goal of issue 47).
 """
@@ -27,7 +33,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 # The rustdoc JSON format of the nightly pinned in rust-toolchain.toml.
 FORMAT_VERSIONS = {61}
-COUNTED = {"module", "struct", "enum", "union", "trait", "function", "constant", "static", "type_alias", "macro"}
+COUNTED = {
+    "module",
+    "struct",
+    "enum",
+    "union",
+    "trait",
+    "function",
+    "constant",
+    "static",
+    "type_alias",
+    "macro",
+    "assoc_const",
+    "assoc_type",
+}
 
 
 def wings():
@@ -54,8 +73,11 @@ def kind_of(item):
 
 
 def is_hidden(item):
-    """Whether the item carries `#[doc(hidden)]`."""
-    return any(isinstance(a, dict) and a.get("other", "").replace(" ", "") == "#[doc(hidden)]" for a in item["attrs"])
+    """Whether the item carries `#[doc(hidden)]` (or `#[doc(hidden, ...)]`)."""
+    return any(
+        isinstance(a, dict) and a.get("other", "").replace(" ", "").startswith(("#[doc(hidden)", "#[doc(hidden,"))
+        for a in item["attrs"]
+    )
 
 
 def surface(doc):
@@ -82,7 +104,10 @@ def surface(doc):
             target = inner.get("id")
             if target is not None and str(target) in index and index[str(target)]["crate_id"] == 0:
                 if inner["is_glob"]:
-                    stack.extend(index[str(target)]["inner"]["module"]["items"])
+                    glob = index[str(target)]["inner"]
+                    if "module" not in glob:
+                        sys.exit(f"error: `pub use {inner['source']}::*` is a glob of a {kind_of(index[str(target)])}: not read")
+                    stack.extend(glob["module"]["items"])
                 else:
                     stack.append(target)
             else:
@@ -90,9 +115,28 @@ def surface(doc):
         elif kind in ("struct", "enum", "union"):
             for impl_id in inner.get("impls", []):
                 impl = index.get(str(impl_id))
-                if impl and impl["inner"]["impl"]["trait"] is None:
+                if impl and impl["inner"]["impl"]["trait"] is None and not is_hidden(impl):
                     stack.extend(impl["inner"]["impl"]["items"])
+        elif kind == "trait":
+            # a trait's methods, associated consts and types have no visibility of their own
+            seen.update(i for i in inner["items"] if str(i) in index and not is_hidden(index[str(i)]))
     return seen, external
+
+
+def trait_impls(item, index):
+    """The trait impls of a type that rustdoc shows on its page (written in the source,
+    not hidden): what they name is the type's promise too (`impl From<X> for T`)."""
+    inner = item["inner"][kind_of(item)]
+    out = []
+    for impl_id in inner.get("impls", []) if isinstance(inner, dict) else []:
+        impl = index.get(str(impl_id))
+        if impl is None or is_hidden(impl):
+            continue
+        body = impl["inner"]["impl"]
+        if body["trait"] is None or body["is_synthetic"] or body["blanket_impl"] is not None:
+            continue
+        out.append(impl)
+    return out
 
 
 def resolved_paths(value):
@@ -169,7 +213,9 @@ def main():
             where = f"{item['span']['filename']}:{item['span']['begin'][0]}" if item.get("span") else name
             if not (item.get("docs") or "").strip():
                 problems.append(f"{where}: `{item['name']}` has no doc comment")
-            for ref, written in set(resolved_paths([item["inner"]] + [index[str(i)]["inner"] for i in parts(item, index)])):
+            named = [item["inner"]] + [index[str(i)]["inner"] for i in parts(item, index)]
+            named += [impl["inner"]["impl"]["trait"] for impl in trait_impls(item, index)]
+            for ref, written in set(resolved_paths(named)):
                 summary = paths.get(str(ref))
                 if str(ref) in index and index[str(ref)]["crate_id"] == 0:
                     hidden = ref not in seen

@@ -152,6 +152,7 @@ impl TimingRow {
 }
 
 /// Largest domain that [`is_constant`] walks.
+#[doc(hidden)]
 pub const CONSTANT_CHECK_MAX_INPUTS: u64 = 1 << 16;
 
 /// Whether `variant`'s function is proven constant: its domain has at most

@@ -84,6 +84,7 @@ pub struct BenchReport {
 
 impl BenchReport {
     /// The variants whose timing is invalid, in table order.
+    #[doc(hidden)]
     pub fn invalid_variants(&self) -> Vec<&'static str> {
         self.per_element.iter().filter(|r| matches!(r.status, TimingStatus::Invalid(_))).map(|r| r.variant).collect()
     }

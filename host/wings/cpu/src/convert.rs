@@ -55,6 +55,7 @@ pub enum ConversionForm {
 
 impl ConversionForm {
     /// Every form.
+    #[doc(hidden)]
     pub const ALL: [ConversionForm; 3] =
         [ConversionForm::Scalar, ConversionForm::Software, ConversionForm::Instruction];
 
@@ -213,6 +214,7 @@ pub trait LevelForms<I, O> {
     fn form_at(&self, level: Level) -> String;
 }
 
+#[doc(hidden)] // the proofs' trait, not API
 impl<I: Copy, O: Copy> LevelForms<I, O> for CpuConversion<I, O> {
     fn run_at(&self, level: Level, src: &[I], dst: &mut [O]) {
         CpuConversion::run_at(self, level, src, dst);

@@ -18,7 +18,6 @@ use ptx_builder::{find_below_in, is_executable};
 
 /// Environment switch that makes tests needing the tools fail instead of skipping; see
 /// [`bitexact_support::skip`].
-#[doc(hidden)]
 pub const REQUIRE_CUDA_TOOLS: &str = "REQUIRE_CUDA_TOOLS";
 
 /// What to run to get the tools.
@@ -49,6 +48,7 @@ pub enum Tool {
 
 impl Tool {
     /// Every tool.
+    #[doc(hidden)]
     pub const ALL: [Tool; 3] = [Tool::Ptxas, Tool::Cuobjdump, Tool::Nvdisasm];
 
     /// The executable's file name.

@@ -74,11 +74,13 @@ impl Lane {
 
 impl Staging {
     /// Bytes of input a lane holds: the largest chunk, in bytes.
+    #[doc(hidden)]
     pub fn input_bytes(&self) -> usize {
         self.input_bytes
     }
 
     /// Bytes of output a lane holds.
+    #[doc(hidden)]
     pub fn output_bytes(&self) -> usize {
         self.output_bytes
     }

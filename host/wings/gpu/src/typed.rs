@@ -130,6 +130,7 @@ fn describe_ptx(found: &PtxParam) -> String {
 /// match; a mismatch does not compile.
 pub trait HostArg<P> {
     /// Adds the value to a launch.
+    #[doc(hidden)]
     fn push<'a>(&'a mut self, launch: &mut LaunchArgs<'a>);
 }
 
@@ -173,6 +174,7 @@ value_args!(u8, u16, u32, u64, i8, i16, i32, i64, f32, f64);
 /// the tuple `Params` (a kernel's [`DeclaredKernel::Params`]), in order.
 pub trait HostArgs<Params> {
     /// Adds every value to a launch, in order.
+    #[doc(hidden)]
     fn push_all<'a>(&'a mut self, launch: &mut LaunchArgs<'a>);
 }
 

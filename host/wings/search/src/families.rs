@@ -92,6 +92,7 @@ pub enum SchemeFamily {
 
 impl SchemeFamily {
     /// Every family, in cost order.
+    #[doc(hidden)]
     pub const ALL: [SchemeFamily; 7] = [
         SchemeFamily::Convert,
         SchemeFamily::Naive,

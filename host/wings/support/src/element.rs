@@ -10,10 +10,13 @@ pub trait Element:
     bytemuck::Pod + PartialEq + Default + Send + Sync + core::fmt::Debug + DeviceRepr + ValidAsZeroBits + 'static
 {
     /// Width in bits.
+    #[doc(hidden)]
     const BITS: u32;
     /// The low `BITS` bits of `v`.
+    #[doc(hidden)]
     fn from_u64(v: u64) -> Self;
     /// Zero-extended to `u64`.
+    #[doc(hidden)]
     fn to_u64(self) -> u64;
 }
 

@@ -48,6 +48,7 @@ pub fn input(family: Family, index: u64) -> u64 {
 /// take a slice of a domain).
 ///
 /// Panics if `first + len > count(family)`.
+#[doc(hidden)]
 pub fn extend_with_inputs(family: Family, first: u64, len: u64, out: &mut Vec<u64>) {
     let end = first.checked_add(len).filter(|&end| end <= count(family));
     let end = end.unwrap_or_else(|| panic!("inputs {first}..+{len} of {family}, which has {}", count(family)));
@@ -64,6 +65,7 @@ pub fn inputs(family: Family) -> impl Iterator<Item = u64> + Clone + Send + 'sta
 
 /// One-line description of the domain, for reports: `all 2^16`, or the sample's
 /// makeup.
+#[doc(hidden)]
 pub fn describe(family: Family) -> String {
     match family.domain() {
         Domain::Exhaustive { bits } => format!("all 2^{bits}"),

@@ -90,6 +90,7 @@ pub enum CastTarget {
 
 impl CastTarget {
     /// Every member, in the order `--to` lists them: the table's targets, then NVFP4.
+    #[doc(hidden)]
     pub const ALL: [CastTarget; Target::ALL.len() + 1] = {
         let mut all = [CastTarget::Nvfp4; Target::ALL.len() + 1];
         let mut i = 0;

@@ -62,7 +62,14 @@ pub enum CastOutputErrorKind {
     /// ([`crate::output`]'s one kind, as [`Output::New`] says it).
     #[error(transparent)]
     #[doc(hidden)]
-    Output(#[from] OutputErrorKind),
+    Output(OutputErrorKind),
+}
+
+#[doc(hidden)] // the output path's kinds are the wing's own
+impl From<OutputErrorKind> for CastOutputErrorKind {
+    fn from(kind: OutputErrorKind) -> CastOutputErrorKind {
+        CastOutputErrorKind::Output(kind)
+    }
 }
 
 /// `CastError::Output` for `path`.

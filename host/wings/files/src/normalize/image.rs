@@ -127,7 +127,14 @@ pub enum NormalizeError {
     /// A streamed PNG's samples were asked for out of order, or its decoder stopped.
     #[error(transparent)]
     #[doc(hidden)]
-    Stream(#[from] PngRowsError),
+    Stream(PngRowsError),
+}
+
+#[doc(hidden)] // the PNG decoder's thread is the wing's own
+impl From<PngRowsError> for NormalizeError {
+    fn from(error: PngRowsError) -> NormalizeError {
+        NormalizeError::Stream(error)
+    }
 }
 
 /// Axis order of the output tensor.

@@ -208,7 +208,7 @@ impl DtypeVisitor for Stage<'_> {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// # mod bitexact { pub use bitexact_files as files; }
 /// use bitexact::files::backend::Device;
-/// use bitexact::files::write::Dtype;
+/// use bitexact::files::normalize::Dtype;
 /// use bitexact::files::{NormalizeOptions, normalize};
 /// let dir = tempfile::tempdir()?;
 /// let (photo, tensor) = (dir.path().join("photo.png"), dir.path().join("photo.npy"));

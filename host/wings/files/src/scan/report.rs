@@ -379,11 +379,13 @@ impl<'a> Report<'a> {
 
     /// Writes the report as pretty JSON, streamed (a report may list tens of thousands
     /// of tensors), newline-terminated.
+    #[doc(hidden)]
     pub fn write_json(&self, out: impl std::io::Write) -> std::io::Result<()> {
         bitexact_support::output::write_json(out, self)
     }
 
     /// The report as an aligned table (or Markdown) followed by a one-line verdict.
+    #[doc(hidden)]
     pub fn render(&self, markdown: bool) -> String {
         render(self, markdown)
     }

@@ -102,6 +102,7 @@ pub enum TensorWriteErrorKind {
     Output(#[from] OutputErrorKind),
 }
 
+#[doc(hidden)] // the output path's error is the wing's own
 impl From<OutputPathError> for TensorWriteError {
     fn from(error: OutputPathError) -> TensorWriteError {
         TensorWriteError { path: error.path, kind: error.kind.into() }
