@@ -94,8 +94,7 @@ macro_rules! element_types {
             }
 
             /// The `.safetensors` dtype string: `F32`, `BF16`, `F8_E4M3`.
-            #[doc(hidden)]
-            pub const fn safetensors_name(self) -> &'static str {
+            pub(crate) const fn safetensors_name(self) -> &'static str {
                 match self { $(ElementType::$variant => $safetensors,)* }
             }
 

@@ -52,7 +52,7 @@ pub enum Source<'a> {
 
 impl<'a> Source<'a> {
     /// Number of bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match *self {
             Source::Bytes(bytes) => bytes.len(),
             Source::Read { len, .. } => len,
@@ -65,7 +65,7 @@ impl<'a> Source<'a> {
     }
 
     /// The bytes `range` (inside `0..len()`): borrowed from memory, or read into `buffer`.
-    pub fn get<'b>(&self, range: Range<usize>, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], SourceReadError>
+    pub(crate) fn get<'b>(&self, range: Range<usize>, buffer: &'b mut Vec<u8>) -> Result<&'b [u8], SourceReadError>
     where
         'a: 'b,
     {

@@ -126,8 +126,7 @@ pub trait HardwareKernel: Sync {
 }
 
 /// [`VariantOps`] for one [`Primitive`], monomorphised so the CPU loop inlines it.
-#[doc(hidden)]
-pub struct Ops<P>(PhantomData<P>);
+pub(crate) struct Ops<P>(PhantomData<P>);
 
 impl<P> VariantOps for Ops<P>
 where

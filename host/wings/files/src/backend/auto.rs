@@ -10,17 +10,17 @@
 //! so that what the rule is fed, and so what it picks, does not depend on the machine.
 //!
 //! The steps:
-//! 1. A job under [`AutoRule::min_job_bytes`] runs on the CPU, unmeasured: too small
+//! 1. A job under `AutoRule::min_job_bytes` runs on the CPU, unmeasured: too small
 //!    for a GPU to pay for its start.
-//! 2. The CPU is timed on the first [`AutoRule::measure_bytes`] of the job.
+//! 2. The CPU is timed on the first `AutoRule::measure_bytes` of the job.
 //! 3. If the CPU would finish the rest of the job in less time than a GPU takes to
-//!    start ([`AutoRule::gpu_start_s`]), it does, and the GPU is never opened. This is
+//!    start (`AutoRule::gpu_start_s`), it does, and the GPU is never opened. This is
 //!    the common case for host-resident data: a GPU must first move every byte over
 //!    PCIe, which a multi-core CPU scanning at memory speed outruns.
 //! 4. Otherwise the GPU is opened (no usable GPU: the CPU runs the rest), warmed up on
-//!    [`AutoRule::warmup_bytes`] (buffers, the first launches), then timed on the next
-//!    [`AutoRule::measure_bytes`].
-//! 5. The GPU runs the rest if its rate beats the CPU's by [`AutoRule::gpu_margin`];
+//!    `AutoRule::warmup_bytes` (buffers, the first launches), then timed on the next
+//!    `AutoRule::measure_bytes`.
+//! 5. The GPU runs the rest if its rate beats the CPU's by `AutoRule::gpu_margin`;
 //!    else the CPU does.
 
 use crate::backend::conversion::SampleConversion;
@@ -49,7 +49,7 @@ impl Rate {
     }
 
     /// This rate with `bytes` more run in `seconds` more.
-    pub fn plus(self, bytes: u64, seconds: f64) -> Rate {
+    pub(crate) fn plus(self, bytes: u64, seconds: f64) -> Rate {
         Rate { bytes: self.bytes + bytes, seconds: self.seconds + seconds }
     }
 }
@@ -74,7 +74,7 @@ impl AutoRule {
     /// The rule `--device auto` uses. `gpu_start_s` errs low (about what opening the
     /// GPU takes on a warm driver with the PTX in the JIT cache), so that when in doubt
     /// the GPU is measured rather than skipped.
-    pub const DEFAULT: AutoRule = AutoRule {
+    pub(crate) const DEFAULT: AutoRule = AutoRule {
         min_job_bytes: 64 << 20,
         measure_bytes: 16 << 20,
         warmup_bytes: 4 << 20,
@@ -292,7 +292,7 @@ impl AutoBackend {
     /// A backend for a job of `job_bytes` bytes of input (what `scan` reads, the samples
     /// `normalize` converts) that follows `rule` between `cpu` and the GPU `open_gpu`
     /// gives, if the rule asks for it.
-    pub fn new(rule: AutoRule, job_bytes: u64, cpu: Box<dyn Backend>, open_gpu: GpuOpener) -> AutoBackend {
+    pub(crate) fn new(rule: AutoRule, job_bytes: u64, cpu: Box<dyn Backend>, open_gpu: GpuOpener) -> AutoBackend {
         AutoBackend::timed_by(wall_clock(), rule, job_bytes, cpu, open_gpu)
     }
 

@@ -137,7 +137,7 @@ impl SampleConversion {
     /// The number of elements `src` and `dst` hold, or why they cannot be converted:
     /// not the same number ([`BackendError::Lengths`]), or not whole, aligned elements
     /// ([`BackendError::Misaligned`]).
-    pub fn elements(&self, src: &[u8], dst: &[u8]) -> Result<usize, BackendError> {
+    pub(crate) fn elements(&self, src: &[u8], dst: &[u8]) -> Result<usize, BackendError> {
         let whole = |bytes: &[u8], size: usize| {
             bytes.len().is_multiple_of(size) && (bytes.as_ptr() as usize).is_multiple_of(size)
         };

@@ -51,8 +51,7 @@ impl Counts {
 
     /// The counts of a piece that starts at index `first_index` of a larger buffer, with
     /// its first index made absolute.
-    #[doc(hidden)]
-    pub fn shifted(self, first_index: u64) -> Counts {
+    pub(crate) fn shifted(self, first_index: u64) -> Counts {
         Counts { first_non_finite: self.first_non_finite.map(|i| i + first_index), ..self }
     }
 

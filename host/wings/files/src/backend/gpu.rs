@@ -45,7 +45,7 @@ pub struct GpuBackend {
 
 impl GpuBackend {
     /// The backend on `gpu`.
-    pub fn new(gpu: Gpu) -> GpuBackend {
+    pub(crate) fn new(gpu: Gpu) -> GpuBackend {
         GpuBackend { gpu, staging: Mutex::new(None) }
     }
 

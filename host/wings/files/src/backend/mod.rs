@@ -123,7 +123,7 @@ pub struct CountJob<'a> {
 
 impl<'a> CountJob<'a> {
     /// The same count over other bytes (a piece of these, or a copy of them).
-    pub fn over<'b>(&self, data: Source<'b>) -> CountJob<'b>
+    pub(crate) fn over<'b>(&self, data: Source<'b>) -> CountJob<'b>
     where
         'a: 'b,
     {

@@ -70,8 +70,7 @@ impl Target {
     }
 
     /// Whether `source` already is this format (the tensor is then copied as it is).
-    #[doc(hidden)]
-    pub const fn is(self, source: SourceDtype) -> bool {
+    pub(crate) const fn is(self, source: SourceDtype) -> bool {
         self.is_element(source.element())
     }
 }
@@ -361,7 +360,7 @@ impl ElementCast {
     /// One element, its little-endian bytes in `bytes`: the output encoding (in the low
     /// bits) and the [`Outcome`].
     #[inline(always)]
-    pub fn one(&self, bytes: &[u8]) -> (u16, Outcome) {
+    pub(crate) fn one(&self, bytes: &[u8]) -> (u16, Outcome) {
         match *self {
             ElementCast::Plain { source: SourceDtype::F64, target, overflow } => {
                 let x = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));

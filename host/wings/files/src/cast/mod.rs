@@ -10,7 +10,7 @@
 //! its shards (`check_index`), `plan` (each tensor's [`Decision`], every refusal
 //! that needs no data: before anything is written), then [`output::write_all`] (every
 //! output file into a temporary folder beside the output, each tensor streamed a chunk
-//! at a time, in two passes where a scale is needed) and [`output::Staged::commit`]
+//! at a time, in two passes where a scale is needed) and `output::Staged::commit`
 //! (the folder, or the single file, renamed into place).
 //!
 //! Owns: the per-element conversions ([`convert`]) and their runs over slices on all
@@ -278,7 +278,7 @@ impl Default for CastOptions {
 
 impl CastOptions {
     /// Whether a cast tensor gets a scale (per tensor, per channel or per block, MX, NVFP4).
-    pub fn scaled(&self) -> bool {
+    pub(crate) fn scaled(&self) -> bool {
         self.to == CastTarget::Nvfp4 || (self.to.fp8().is_some() && self.scale != ScaleMode::None)
     }
 

@@ -1,7 +1,7 @@
 //! The files `cast` writes: each safetensors output (header first, then every tensor
 //! streamed a chunk at a time from its input), the rewritten indexes and the
 //! `config.json`, all in a temporary folder beside the output ([`write_all`]), renamed
-//! into place only when all are whole and synced ([`Staged::commit`]). The folder is
+//! into place only when all are whole and synced (`Staged::commit`). The folder is
 //! listed for the signal handler ([`crate::output::temporaries`]), so that an
 //! interrupted run leaves nothing.
 
@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 
 /// Elements read, converted and written at a time: a few MiB per chunk, whatever the
 /// tensor's size.
-pub const CHUNK_ELEMENTS: usize = 1 << 20;
+pub(crate) const CHUNK_ELEMENTS: usize = 1 << 20;
 /// Elements per parallel block of a chunk: one task of the rayon pool.
 pub const BLOCK_ELEMENTS: usize = 1 << 14;
 /// The `__metadata__` key under which each output file records how it was cast.

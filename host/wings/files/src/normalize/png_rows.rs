@@ -239,7 +239,7 @@ pub enum PngOpen {
 /// compressed ancillary chunk cannot inflate into memory (a 3 MB `iCCP` chunk inflated
 /// to 3 GiB through the `image` crate), and the `png` crate's own allocations capped at
 /// `PNG_ALLOC_LIMIT`.
-pub struct PngHeader {
+pub(crate) struct PngHeader {
     reader: png::Reader<BufReader<File>>,
     /// Rows.
     pub height: u32,
@@ -289,7 +289,7 @@ impl PngHeader {
     }
 
     /// `height * width * channels`.
-    pub fn samples(&self) -> u64 {
+    pub(crate) fn samples(&self) -> u64 {
         u64::from(self.width) * u64::from(self.height) * u64::from(self.channels)
     }
 
@@ -314,7 +314,7 @@ impl PngHeader {
     /// `band_samples` at a time (at least 1), at most a few bands ahead of the reader
     /// ([`PngOpen::Interlaced`] for an interlaced one). Later errors come from
     /// [`PngRows::read`].
-    pub fn stream(self, path: &Path, band_samples: usize) -> Result<PngOpen, PngOpenError> {
+    pub(crate) fn stream(self, path: &Path, band_samples: usize) -> Result<PngOpen, PngOpenError> {
         if self.interlaced {
             return Ok(PngOpen::Interlaced);
         }
@@ -362,7 +362,7 @@ impl PngRows {
     }
 
     /// The file, as given.
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -373,7 +373,7 @@ impl PngRows {
 
     /// Time the decoder has spent decoding so far (not waiting for the reader), and
     /// the time readers spent waiting for it.
-    pub fn timing(&self) -> (Duration, Duration) {
+    pub(crate) fn timing(&self) -> (Duration, Duration) {
         let waited = self.state.lock().unwrap_or_else(PoisonError::into_inner).waited;
         (Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)), waited)
     }

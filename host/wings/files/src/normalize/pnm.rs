@@ -115,7 +115,7 @@ impl PnmHeaderRead {
     /// Reads every sample, in file order, checking each against `maxval`. Memory grows
     /// with the data actually read, so a short file that claims a large image allocates
     /// what it holds, not what it claims.
-    pub fn samples(self) -> Result<PnmSamples, PnmError> {
+    pub(crate) fn samples(self) -> Result<PnmSamples, PnmError> {
         let expected = self.sample_count();
         let maxval = self.maxval;
         let samples = match self.encoding {

@@ -87,7 +87,7 @@ pub enum OutputErrorKind {
 
 impl OutputErrorKind {
     /// [`OutputErrorKind::Write`] of a one-file output.
-    pub fn write(error: std::io::Error) -> OutputErrorKind {
+    pub(crate) fn write(error: std::io::Error) -> OutputErrorKind {
         OutputErrorKind::Write { file: None, error }
     }
 }

@@ -37,12 +37,12 @@ impl<F: Write + AsFd> Writeback<F> {
     /// Wraps `file`, positioned at offset `0` (a new file): the ranges whose writeback is
     /// started are counted from there. With `enabled` false it starts none and is only
     /// `file` (for an output that will not be synced: its bytes may stay in the cache).
-    pub fn new(file: F, enabled: bool) -> Self {
+    pub(crate) fn new(file: F, enabled: bool) -> Self {
         Writeback { file, written: 0, started: 0, enabled }
     }
 
     /// The file back, for its final sync.
-    pub fn into_inner(self) -> F {
+    pub(crate) fn into_inner(self) -> F {
         self.file
     }
 

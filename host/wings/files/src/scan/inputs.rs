@@ -35,7 +35,7 @@ pub struct Inputs {
 /// stand for their shards; a `.json` file as an index; anything else as a file to scan.
 /// A file reached by two names (a link, a path given twice) is listed once: under the
 /// name an index gives it if it is a shard, else under the first; the other names are
-/// in [`Inputs::aliases`]. Errors name the path. In a walk, an entry of those extensions that is not a
+/// in `Inputs::aliases`. Errors name the path. In a walk, an entry of those extensions that is not a
 /// regular file (a broken link, a link loop, a FIFO) is listed all the same, for
 /// [`crate::read::TensorFile::open`] to refuse (without opening a FIFO).
 pub fn expand(paths: &[PathBuf]) -> Result<Inputs, ScanInputError> {
@@ -68,7 +68,7 @@ fn list_each_index_once(inputs: &mut Inputs) {
 
 /// Keeps one name per file in `inputs.files` ([`expand`]): a shard's name over any other
 /// (so that an index's rewritten copy names files that exist), else the first; the
-/// other names go to [`Inputs::aliases`]. One that cannot be looked at stays, for
+/// other names go to `Inputs::aliases`. One that cannot be looked at stays, for
 /// `TensorFile::open` to say why.
 fn list_each_file_once(inputs: &mut Inputs) {
     let shards: HashSet<&PathBuf> = inputs.indexes.iter().flat_map(|index| index.weight_map.values()).collect();

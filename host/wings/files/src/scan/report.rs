@@ -134,8 +134,7 @@ pub struct FileReport<'a> {
 
 impl<'a> FileReport<'a> {
     /// The report of the file at `path`.
-    #[doc(hidden)]
-    pub fn new(path: &Path, container: Container, tensors: Vec<TensorReport<'a>>) -> FileReport<'a> {
+    pub(crate) fn new(path: &Path, container: Container, tensors: Vec<TensorReport<'a>>) -> FileReport<'a> {
         let (file, file_not_utf8, file_shown) = path_fields(path);
         FileReport { file, file_not_utf8, file_shown, container, tensors }
     }
@@ -314,8 +313,7 @@ pub struct Unreadable {
 
 impl Unreadable {
     /// `path` could not be read, because of `error`.
-    #[doc(hidden)]
-    pub fn new(path: &Path, error: &dyn std::fmt::Display) -> Unreadable {
+    pub(crate) fn new(path: &Path, error: &dyn std::fmt::Display) -> Unreadable {
         let (file, file_not_utf8, file_shown) = path_fields(path);
         Unreadable { file, file_not_utf8, file_shown, error: one_line(error) }
     }
