@@ -168,7 +168,7 @@ def parts(item, index):
             ids = inner["fields"]
         ids = [i for i in ids if index.get(str(i), {}).get("visibility") == "public" and not is_hidden(index[str(i)])]
     elif kind == "trait":
-        ids = [i for i in inner["items"]]
+        ids = [i for i in inner["items"] if str(i) in index and not is_hidden(index[str(i)])]
     elif kind == "enum":
         for variant in inner["variants"]:
             if is_hidden(index[str(variant)]):
