@@ -2,7 +2,7 @@
 """The library's public surface as rustdoc documents it: every item a user of `bitexact::`
 can name, counted from rustdoc's JSON output for each wing crate (issue 47's measure).
 
-    scripts/api_surface.py [--no-build] [--list] [--max N]
+    scripts/api_surface.py [--no-build] [--list] [--max N] [--max-reach N]
 
 For each wing (`host/wings/*`) it runs `cargo rustdoc --lib -- --output-format json` (the
 pinned nightly's unstable JSON output), then walks the crate from its root the way a user
@@ -22,10 +22,19 @@ an impl marked `#[doc(hidden)]` is not shown and is not read). Workspace crates 
 than the wings (`shared`, `ptx_builder`) are APIs of their own and are not checked here. A leak is a public
 promise the API cannot keep, so the script fails on one, and on an undocumented item, and
 when the count reaches `--max` (300 by default: the goal of issue 47).
+
+Last, **reach**: every path into the library that a test, bench, example or fuzz target
+names (`bitexact::…`, `bitexact_<wing>::…`, in `use` trees, in code, and through a name a
+`use` brought in) is resolved against the surface. A path that leaves the surface (a
+hidden module or item, as in `bitexact::files::containers::npy_header`) is listed. Issue
+47 asks that tests reach only the API; what still does is its remaining work, so the
+script fails when more files do so than `--max-reach` allows, a number that only goes
+down.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -182,11 +191,176 @@ def parts(item, index):
     return [i for i in ids if str(i) in index]
 
 
+# Where the library's users live in this workspace: tests, benches, examples and fuzz
+# targets (the wings' own unit tests and the `bitexact` binary are inside the house).
+REACH_DIRS = ["host/tests", "host/benches", "host/examples", "tests", "examples", "fuzz", "device-support/tests"]
+# Files that still name paths off the surface (issue 47's remaining work); only goes down.
+MAX_REACH = 32
+
+
+def api_paths(docs):
+    """Every path a user can write into the library, as a tuple of names, mapped to what it
+    names: "module" (more names may follow), "item" (a type, function or constant: what
+    follows is its own member), or ("alias", path) for a re-export of another wing's module
+    (`bitexact::files` is `bitexact_files`). A name that is both a module and an item (the
+    function `files::cast` beside the module `files::cast`) is kept as the module: a path
+    that goes on after it can only mean the module."""
+    out = {}
+    for name, (doc, _, _) in docs.items():
+        index, summaries = doc["index"], doc["paths"]
+        crate_names = {str(k): v["name"] for k, v in doc["external_crates"].items()}
+
+        def walk(at, path, depth):
+            item = index.get(str(at))
+            if item is None or depth > 16:
+                return
+            if depth and (item["visibility"] != "public" or is_hidden(item)):
+                return
+            kind = kind_of(item)
+            if kind == "module":
+                out[path] = "module"
+                for child in item["inner"]["module"]["items"]:
+                    c = index.get(str(child))
+                    if c is None:
+                        continue
+                    if kind_of(c) == "use":
+                        use = c["inner"]["use"]
+                        if c["visibility"] != "public" or is_hidden(c) or use["id"] is None:
+                            continue
+                        target = str(use["id"])
+                        if target in index and index[target]["crate_id"] == 0:
+                            if use["is_glob"]:
+                                for g in index[target]["inner"].get("module", {}).get("items", []):
+                                    walk(g, path + (index[str(g)]["name"],), depth + 1) if str(g) in index and index[str(g)]["name"] else None
+                            else:
+                                walk(int(target), path + (use["name"],), depth + 1)
+                        else:
+                            summary = summaries.get(target)
+                            owner = crate_names.get(str(summary["crate_id"])) if summary else None
+                            if summary and summary["kind"] == "module" and owner in docs:
+                                out[path + (use["name"],)] = ("alias", (owner,) + tuple(summary["path"][1:]))
+                            else:
+                                out.setdefault(path + (use["name"],), "item")
+                    elif c.get("name"):
+                        walk(child, path + (c["name"],), depth + 1)
+            elif kind != "use":
+                out.setdefault(path, "item")  # a module of the same name (`files::cast`) wins
+
+        walk(doc["root"], (name,), 0)
+    return out
+
+
+def use_paths(tree, prefix=""):
+    """The paths a `use` tree names, with the name each brings into scope."""
+    tree = " ".join(tree.split())
+    if "{" not in tree:
+        path, _, alias = tree.partition(" as ")
+        path = (prefix + path).strip()
+        last = alias.strip() or path.split("::")[-1]
+        if last == "self":
+            path = path[: -len("::self")]
+            last = alias.strip() or path.split("::")[-1]
+        return [(path, last)] if path and last != "*" else []
+    head, body = tree.split("{", 1)
+    body = body[: body.rfind("}")]
+    parts, depth, cur = [], 0, ""
+    for ch in body:
+        depth += ch == "{"
+        depth -= ch == "}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    out = []
+    for part in parts:
+        if part.strip():
+            out += use_paths(part.strip(), prefix + head.strip())
+    return out
+
+
+def resolve(path, surface):
+    """None if `path` (a tuple of names) stays on the surface, else its prefix that leaves."""
+    at = path[:1]
+    for name in path[1:]:
+        at = at + (name,)
+        kind = surface.get(at)
+        if kind is None:
+            return at
+        if kind == "item":
+            return None
+        if isinstance(kind, tuple):
+            at = kind[1]
+    return None
+
+
+def code_only(text):
+    """Rust source with its comments and string literals (raw ones included) blanked out,
+    so that a path written in a doc or a message is not read as a use of it."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text.startswith("//", i):
+            i = text.find("\n", i)
+            i = n if i < 0 else i
+        elif text.startswith("/*", i):
+            i = text.find("*/", i + 2)
+            i = n if i < 0 else i + 2
+        elif (m := re.match(r'b?r(#*)"', text[i : i + 70])) and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            end = text.find('"' + m.group(1), i + m.end())
+            i = n if end < 0 else end + 1 + len(m.group(1))
+            out.append('""')
+        elif text[i] == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+            out.append('""')
+        elif text.startswith("'\"'", i):
+            i += 3
+        else:
+            out.append(text[i])
+            i += 1
+    return "".join(out)
+
+
+def reach(surface):
+    """{file: sorted off-surface paths} for the tests, benches, examples and fuzz targets."""
+    crates = {p[0] for p in surface}
+    found = {}
+    for top in REACH_DIRS:
+        for path in sorted((ROOT / top).rglob("*.rs")):
+            if "target" in path.parts:
+                continue
+            text = code_only(path.read_text())
+            named, aliases = [], {}
+            for m in re.finditer(r"\buse\s+((?:bitexact|bitexact_\w+)::[^;]+);", text):
+                for full, last in use_paths(m.group(1)):
+                    named.append(full)
+                    aliases[last] = full
+            named += re.findall(r"\b(?:bitexact|bitexact_[a-z_]+)(?:::\w+)+", text)
+            for alias, full in aliases.items():
+                named += [full + rest for rest in re.findall(r"(?<![\w:])" + re.escape(alias) + r"((?:::\w+)+)", text)]
+            off = set()
+            for full in named:
+                segments = tuple(x for x in full.split("::") if x)
+                if segments and segments[0] in crates:
+                    left = resolve(segments, surface)
+                    if left is not None:
+                        off.add("::".join(left))
+            if off:
+                found[str(path.relative_to(ROOT))] = sorted(off)
+    return found
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-build", action="store_true", help="read the JSON already in target/doc")
     parser.add_argument("--list", action="store_true", help="print every counted item's path")
     parser.add_argument("--max", type=int, default=300, help="fail when the surface has this many items or more")
+    parser.add_argument(
+        "--max-reach", type=int, default=MAX_REACH, help="fail when more files than this name paths off the surface"
+    )
     args = parser.parse_args()
 
     crates = wings()
@@ -237,9 +411,13 @@ def main():
         print(f"{name}: {n} items ({len(external)} re-exported from other crates)")
         total += n
     print(f"{total} public items in the library's documented surface (goal: under {args.max})")
+    off = reach(api_paths(docs))
+    for file, paths in off.items():
+        print(f"reach: {file}: {', '.join(paths)}")
+    print(f"{len(off)} test, bench and example files name paths off the surface (at most {args.max_reach})")
     for p in sorted(set(problems)):
         print(f"problem: {p}")
-    if problems or total >= args.max:
+    if problems or total >= args.max or len(off) > args.max_reach:
         sys.exit(1)
 
 

@@ -15,7 +15,7 @@
 
 use bitexact::files::cast::convert::{CastTarget, Target};
 use bitexact::files::cast::{CastOptions, CastRecipe, ScaleFormat, ScaleLayout, ScaleMode, cast};
-use bitexact::support::parallel::best_of_pair;
+use bitexact::support::best_of_pair;
 use std::path::Path;
 
 /// The f32 bits of element `i`: a scrambled mantissa, exponents from 2^-20 to 2^4.

@@ -11,7 +11,7 @@
 use bitexact::files::cast::chunks::{amax_block, convert_block_with};
 use bitexact::files::cast::convert::{ElementCast, SourceDtype, Target};
 use bitexact::files::cast::output::BLOCK_ELEMENTS;
-use bitexact::support::parallel::best_of_pair;
+use bitexact::support::best_of_pair;
 use rayon::prelude::*;
 use shared::fp8_scale::{Fp8Format, Rounding};
 use shared::narrow::Overflow;

@@ -9,7 +9,7 @@
 //! `--reps N`: best of, default 5).
 
 use bitexact::cpu::{Level, fp8_scale};
-use bitexact::support::parallel::best_of_pair;
+use bitexact::support::best_of_pair;
 use shared::fp8_scale::{Fp8Format, Rounding, scale_for};
 use std::hint::black_box;
 

@@ -49,7 +49,7 @@ fn options() -> Options {
     options
 }
 
-use bitexact::support::parallel::best_of_pair;
+use bitexact::support::best_of_pair;
 
 fn memcpy_parallel(src: &[u8], dst: &mut [u8]) {
     dst.par_chunks_mut(count::BLOCK_BYTES)

@@ -8,9 +8,11 @@
 
 use crate::common;
 
-use bitexact::verify::reference::narrow::{self, BFLOAT16, BINARY16, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded};
 use bitexact::verify::reference::nvfp4 as reference_nvfp4;
 use bitexact::verify::reference::scaled;
+use bitexact::verify::reference::{
+    BFLOAT16, BINARY16, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded, f32_magnitude_parts, round_to,
+};
 use common::{Rng, bitexact, path_arg};
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
@@ -108,13 +110,13 @@ fn reference_plain(format: NarrowFormat, dtype: Dtype, bytes: &[u8], saturate: b
         }
         _ => {
             let bits = source_f32(dtype, bytes);
-            (bits >> 31 == 1, narrow::f32_magnitude_parts(bits))
+            (bits >> 31 == 1, f32_magnitude_parts(bits))
         }
     };
     let width = 1 + format.exponent_bits + format.mantissa_bits;
-    let magnitude = match narrow::round_to(format, significand, exponent) {
+    let magnitude = match round_to(format, significand, exponent) {
         Rounded::Finite(encoding) => encoding,
-        Rounded::Overflow if saturate => match narrow::round_to(format, format.max_finite.0, format.max_finite.1) {
+        Rounded::Overflow if saturate => match round_to(format, format.max_finite.0, format.max_finite.1) {
             Rounded::Finite(max) => max,
             Rounded::Overflow => unreachable!(),
         },

@@ -27,7 +27,6 @@ mod normalize_images;
 mod normalize_maxval;
 mod normalize_open_once;
 mod numpy_descr;
-mod open_regular_file;
 mod ptx_signatures;
 mod ptx_tools;
 mod scan_api;

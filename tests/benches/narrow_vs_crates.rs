@@ -270,7 +270,7 @@ fn half_slices(options: &Options, f32s: &[u32], u16s: &[u16]) -> [Row; 2] {
     ]
 }
 
-use bitexact::support::parallel::best_of_pair;
+use bitexact::support::best_of_pair;
 
 /// One conversion of `bitexact::cpu::convert` over slices at one level in one form.
 struct SliceRow {

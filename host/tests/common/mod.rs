@@ -22,11 +22,9 @@ pub fn all_costs(tools: &CudaTools) -> &'static [SassCost] {
     })
 }
 
-use bitexact::files::backend::CpuBackend;
-use bitexact::files::backend::count::Counts;
-use bitexact::files::read::TensorFile;
-use bitexact::files::scan::report::{self, Report};
-use bitexact::support::progress::Progress;
+use bitexact::files::backend::Device;
+use bitexact::files::scan::report::{Counts, Report};
+use bitexact::files::scan::{ScanOptions, scan as scan_job};
 use std::path::Path;
 use std::process::Command;
 
@@ -423,13 +421,12 @@ pub fn npy_bytes(version: u8, header: &str, data_len: usize) -> Vec<u8> {
     bytes
 }
 
-/// Scans `path` through the library on the CPU backend and hands the report to
+/// Scans `path` through the library's scan job on the CPU and hands the report to
 /// `use_report`.
 pub fn with_scan<R>(path: &Path, use_report: impl FnOnce(&Report<'_>) -> R) -> Result<R, String> {
-    let files = [TensorFile::open(path).map_err(|e| e.to_string())?];
-    let report = Report::scan(&files, &CpuBackend, &Progress::new(report::bytes_to_scan(&files[0]), "test"))
-        .map_err(|e| e.to_string())?;
-    Ok(use_report(&report))
+    let options = ScanOptions { device: Device::Cpu, ..ScanOptions::default() };
+    let scanned = scan_job(&[path.to_path_buf()], &options).map_err(|e| e.to_string())?;
+    Ok(use_report(&scanned.report))
 }
 
 /// One tensor's scan result, owned.

@@ -35,6 +35,8 @@
 //! Uses: [`bitexact_support`] and [`bitexact_verify::reference`] (the exact answers).
 #![deny(unsafe_code)]
 
+#[cfg(test)]
+mod checked_in;
 mod emit;
 mod families;
 mod prove;

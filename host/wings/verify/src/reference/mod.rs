@@ -44,20 +44,19 @@ pub mod scaled;
 #[doc(hidden)]
 pub mod ulp;
 
-pub use classify::binary16_class;
 #[doc(hidden)]
-pub use classify::{FieldLayout, Specials, class, layout, packed_finite_mask};
+pub use classify::{FieldLayout, Specials, layout, packed_finite_mask};
+pub use classify::{binary16_class, class};
 pub use narrow::{
-    BFLOAT16, BINARY16, BINARY32, FP4_E2M1, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded, div_to_narrow,
-    fp4_e2m1_from_f32_bits, fp4_e2m1_to_f32_bits, narrow_to_f32_bits, round_f32_to,
+    BFLOAT16, BINARY16, BINARY32, FP4_E2M1, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded, div_to_narrow, exact_f32_bits,
+    f32_magnitude_parts, fp4_e2m1_from_f32_bits, fp4_e2m1_to_f32_bits, narrow_to_f32_bits, round_f32_to, round_to,
 };
 #[doc(hidden)]
 pub use narrow::{
     InputClass, NarrowConversion, conversion_input_class, conversion_input_format, conversion_output_is_nan,
-    exact_f32_bits, f32_magnitude_parts, f64_magnitude_parts, narrow_format, round_to, round_wide,
+    f64_magnitude_parts, narrow_format, round_wide,
 };
 pub use norm::{div_to_f32, f32_to_unorm_exact, snorm_to_f32_bits, unorm_to_f32_bits, unorm_to_narrow_bits};
-#[doc(hidden)]
 pub use runs::{fill_f32_monotone, fill_monotone};
 #[doc(hidden)]
 pub use ulp::{f32_ulp_distance, float16_ulp_distance, narrow_ulp_distance, ulp_distance};

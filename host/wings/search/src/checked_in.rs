@@ -3,8 +3,14 @@
 //! divide by it, the file identical to what the finder writes now, and the published
 //! UNORM8 results reproduced.
 
-use bitexact::search::{self, Kind, SchemeFamily};
-use bitexact::verify::table::find;
+//!
+//! A unit test of the search wing (in the conformance crate's tests until issue 47): it
+//! reaches the finder's inner steps (`Prover`, `count_wrong`, `uses`), which are not the
+//! library's API.
+
+use crate as search;
+use crate::{Kind, SchemeFamily};
+use bitexact_verify::table::find;
 use shared::scheme::Scheme;
 use shared::schemes;
 use std::sync::LazyLock;
@@ -50,7 +56,7 @@ fn each_denominator_serves_unorm_k_and_snorm_k_plus_1() {
 #[test]
 fn the_finder_and_the_checked_in_table_agree() {
     let emitted = search::emit_rust(&FOUND).expect("every denominator has an exact scheme");
-    let checked_in = include_str!("../../shared/src/schemes.rs");
+    let checked_in = include_str!("../../../../shared/src/schemes.rs");
     assert!(
         emitted == checked_in,
         "shared/src/schemes.rs is not what the finder writes now; regenerate it with\n  \
@@ -94,7 +100,7 @@ fn the_finder_has_a_scheme_for_every_denominator_and_it_is_the_cheapest_exact_on
 fn the_finder_reproduces_the_published_unorm8_results() {
     let d255 = FOUND.iter().find(|f| f.denominator == 255).expect("d = 255 searched");
     // x * fl(1/255) is wrong, on as many inputs as the table's variant is.
-    let mul_recip = bitexact::verify::cpu::verify(find("unorm8_mul_recip").expect("in the table"));
+    let mul_recip = bitexact_verify::cpu::verify(find("unorm8_mul_recip").expect("in the table"));
     let unorm8 = d255.naive_wrong.iter().find(|u| u.kind == Kind::Unorm).expect("UNORM8 divides by 255");
     assert!(unorm8.wrong > 0);
     assert_eq!(unorm8.wrong, mul_recip.mismatches);
