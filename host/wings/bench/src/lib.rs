@@ -1,31 +1,41 @@
 //! GPU benchmarks: bandwidth of the throughput kernels against a device-to-device copy
 //! that moves the same bytes in the same run, and per-variant latency and throughput.
 //!
-//! Per-variant figures are checked before they are reported ([`check_figures`]): a
+//! This wing is the engine of the `bitexact bench` command, and its items are not
+//! library API (`#[doc(hidden)]`): run the command, whose `--json-out` report is the
+//! interface (docs/toolchain-and-gpu.md). What a program that links `bitexact` needs to time
+//! its own kernels is in [`bitexact_gpu`] (typed launches, `Gpu::time_ms`).
+//!
+//! Per-variant figures are checked before they are reported (`check_figures`): a
 //! latency under one cycle per step, more applications per SM per cycle than an SM can
 //! issue instructions, or a figure that is not a finite positive number is physically
 //! impossible, so the row reads `invalid: <reason>` instead. A variant whose function is
-//! proven constant on the CPU ([`is_constant`]) is not timed at all.
+//! proven constant on the CPU (`is_constant`) is not timed at all.
 //!
-//! The CUDA C++ baseline gets rows of its own ([`cxx`]): each C++ form's `Map` kernel
+//! The CUDA C++ baseline gets rows of its own (`cxx`): each C++ form's `Map` kernel
 //! beside its Rust variant's, same input, same run.
 //!
-//! One module per job: [`figures`] (the per-variant figures and when they are possible),
-//! [`bandwidth`] (count and stream kernels against a same-run copy), [`chains`] (the
-//! latency and throughput chains) and [`cxx`]; the public items are re-exported here.
+//! One module per job: `figures` (the per-variant figures and when they are possible),
+//! `bandwidth` (count and stream kernels against a same-run copy), `chains` (the
+//! latency and throughput chains) and `cxx`; the binary's items are re-exported here.
 //!
 //! Owns: what `bitexact bench` measures and when a figure is physically possible.
 //! Uses: [`bitexact_support`], [`bitexact_gpu`] (launches), [`bitexact_verify`] (the table,
 //! domains) and [`bitexact_cuda_tools`] (the C++ baseline's forms and PTX).
 #![deny(unsafe_code)]
 
+#[doc(hidden)]
 pub mod bandwidth;
 #[doc(hidden)]
 pub mod chains;
+#[doc(hidden)]
 pub mod cxx;
+#[doc(hidden)]
 pub mod figures;
 
+#[doc(hidden)]
 pub use bandwidth::{BandwidthRow, Baseline, inexact_baseline, non_finite_encodings};
+#[doc(hidden)]
 pub use figures::{
     CONSTANT_CHECK_MAX_INPUTS, Figures, ImpossibleFigures, MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE, TimingRow,
     TimingStatus, check_figures, is_constant,
@@ -37,6 +47,7 @@ use std::collections::HashMap;
 
 /// What to run.
 #[derive(Clone, Debug)]
+#[doc(hidden)]
 pub struct BenchConfig {
     /// Input bytes of each throughput kernel (at least 1 GiB for the published figures).
     pub bytes: usize,
@@ -67,6 +78,7 @@ impl Default for BenchConfig {
 
 /// Everything `bitexact bench` measured.
 #[derive(Clone, Debug, serde::Serialize)]
+#[doc(hidden)]
 pub struct BenchReport {
     /// The device.
     pub device: DeviceInfo,
@@ -118,6 +130,7 @@ fn selected(config: &BenchConfig) -> impl Iterator<Item = &'static Variant> + '_
 /// the folder, a header that redefines what a form calls) lets safe code read or write
 /// device memory out of bounds.
 #[allow(unsafe_code)] // forwards `FormsPtx::load`'s contract
+#[doc(hidden)]
 pub unsafe fn run(gpu: &Gpu, config: &BenchConfig, progress: &dyn Fn(&str)) -> Result<BenchReport, GpuError> {
     let mut copies = HashMap::new();
     let mut bandwidth = bandwidth::bench_count(gpu, config, &mut copies, progress)?;

@@ -1,10 +1,10 @@
 //! The CPU's instruction-set level, chosen at run time, and the CPU loops compiled for
-//! each level. The API is the level ([`Level`], [`level`], [`choose`]) and the f32 ↔
-//! binary16 / bfloat16 / FP8 slice conversions of [`convert`]. The other loops are the
-//! wings' own plumbing, `#[doc(hidden)]`: `map_bits` (a table variant over a slice),
-//! `with_level` (any loop, such as `scan`'s count, a `LevelLoop`), cast's FP8 scale
-//! loops (`fp8_scale`) and `normalize`'s UNORM conversions in the form fastest at each
-//! level (`unorm`).
+//! each level. The API is the level ([`Level`], [`level`], [`choose`]), the f32 ↔
+//! binary16 / bfloat16 / FP8 slice conversions of [`convert`], and the scaled FP8, MX and
+//! NVFP4 loops of [`fp8_scale`] (per tensor, per channel, per block), which `cast` runs.
+//! The other loops are the wings' own plumbing, `#[doc(hidden)]`: `map_bits` (a table
+//! variant over a slice), `with_level` (any loop, such as `scan`'s count, a `LevelLoop`)
+//! and `normalize`'s UNORM conversions in the form fastest at each level (`unorm`).
 //!
 //! The binary is built for the baseline target (x86-64 with SSE2 only) and runs
 //! everywhere. At the first call, [`level`] takes the best [`Level`] the CPU has
@@ -38,7 +38,6 @@
 #![deny(unsafe_code)]
 
 pub mod convert;
-#[doc(hidden)]
 pub mod fp8_scale;
 #[doc(hidden)]
 pub mod unorm;

@@ -7,6 +7,10 @@
 //! cheapest candidate exact on all of them is the answer for that d, so the choice is
 //! made once per denominator; `--emit-rust` writes the answers to `shared/src/schemes.rs`.
 //!
+//! This wing is the engine of the `bitexact search` command, and its items are not
+//! library API (`#[doc(hidden)]`): its answers are checked in (`shared::schemes`), and the
+//! command prints them as a table, Markdown or JSON.
+//!
 //! Candidates are evaluated with `shared::norm::{unorm_with, snorm_with}`, the very
 //! functions the library and the GPU kernels run with the chosen constants, so a
 //! scheme proven here is proven as the library computes it. Candidates are checked in
@@ -43,6 +47,7 @@ mod prove;
 
 #[doc(hidden)]
 pub use emit::*;
+#[doc(hidden)]
 pub use families::*;
 #[doc(hidden)]
 pub use prove::*;
@@ -52,6 +57,7 @@ use shared::scheme::Scheme;
 
 /// A conversion that divides by a denominator, and how a scheme fares on it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[doc(hidden)]
 pub struct Use {
     /// UNORM or SNORM.
     pub kind: Kind,
@@ -65,6 +71,7 @@ pub struct Use {
 
 /// A scheme, the family it came from, and its cost.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[doc(hidden)]
 pub struct Candidate {
     /// The family.
     pub family: SchemeFamily,
@@ -77,6 +84,7 @@ pub struct Candidate {
 
 /// How one family fared for one denominator.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[doc(hidden)]
 pub struct FamilyResult {
     /// The family.
     pub family: SchemeFamily,
@@ -89,6 +97,7 @@ pub struct FamilyResult {
 
 /// The finder's answer for one denominator.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[doc(hidden)]
 pub struct Found {
     /// k: the denominator is `2^k - 1`.
     pub bits: u32,
@@ -111,6 +120,7 @@ pub struct Found {
 /// how each family fares.
 ///
 /// Panics if `k` is outside `1..=16` (`DENOMINATOR_BITS`).
+#[doc(hidden)]
 pub fn search(k: u32) -> Found {
     let prover = Prover::new(k);
     let d = denominator(k);
@@ -144,12 +154,14 @@ pub fn search(k: u32) -> Found {
 
 /// [`search`] for each `k` of `denominator_bits`, on the global rayon pool; answers in
 /// the same order.
+#[doc(hidden)]
 pub fn search_all(denominator_bits: &[u32]) -> Vec<Found> {
     denominator_bits.par_iter().map(|&k| search(k)).collect()
 }
 
 /// [`search`] for every denominator the library divides by, in the order of
 /// [`DENOMINATOR_BITS`]: what [`emit_rust`] needs.
+#[doc(hidden)]
 pub fn search_every_denominator() -> Vec<Found> {
     search_all(&DENOMINATOR_BITS.collect::<Vec<_>>())
 }
