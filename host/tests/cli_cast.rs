@@ -8,12 +8,12 @@
 
 use crate::common;
 
-use bitexact::verify::reference::nvfp4 as reference_nvfp4;
-use bitexact::verify::reference::scaled;
 use bitexact::verify::reference::{
     BFLOAT16, BINARY16, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded, f32_magnitude_parts, round_to,
 };
 use common::{Rng, bitexact, path_arg};
+use conformance::reference::nvfp4 as reference_nvfp4;
+use conformance::reference::scaled;
 use safetensors::{Dtype, SafeTensors};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

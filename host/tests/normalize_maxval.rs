@@ -3,10 +3,10 @@
 //! binary16 and bfloat16, for a set of `m` here and for every `m` in the ignored test.
 
 use bitexact::files::normalize::divide;
-use bitexact::verify::reference::scaled::is_rounded_quotient;
 use bitexact::verify::reference::{
     BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow, fill_monotone,
 };
+use conformance::reference::scaled::is_rounded_quotient;
 use rayon::prelude::*;
 
 /// The reference encoding of `v / m` in `format`.

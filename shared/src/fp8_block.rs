@@ -42,7 +42,7 @@
 //!
 //! Proven on every f32 `x` at one scale per format that is not a power of two (and on a
 //! sample at 14 scales), and `d` on every finite `amax`, against
-//! rational arithmetic on integers (`bitexact::verify::reference::scaled`), by
+//! rational arithmetic on integers (`conformance::reference::scaled`), by
 //! `tests/tests/fp8_block.rs`.
 //!
 //! # With a power-of-two scale (UE8M0)

@@ -23,7 +23,7 @@
 //! it once. The GPU's `mul.rn.f64` computes the same exact product.
 //!
 //! Proven on every f32 input at a set of scales against rational arithmetic on integers
-//! (`bitexact::verify::reference::scaled`), by `tests/tests/fp8_scale.rs`.
+//! (`conformance::reference::scaled`), by `tests/tests/fp8_scale.rs`.
 //!
 //! # The CPU's fast forms: round to odd, then the by-addition FP8 rounding
 //! [`quantize_once`] does not vectorise: its f64 rounding branches on the FP8 subnormal

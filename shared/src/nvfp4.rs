@@ -57,7 +57,7 @@
 //!   (`scripts/block_peers.py`).
 //!
 //! `tests/tests/nvfp4.rs` checks each recipe against rational arithmetic on integers
-//! (`bitexact::verify::reference::nvfp4`): the exact recipe's factor on every f32 `amax`,
+//! (`conformance::reference::nvfp4`): the exact recipe's factor on every f32 `amax`,
 //! every recipe's block scale on every `amax` at one factor and its elements on every f32
 //! at one scale and factor (the f64 argument above covers the other scales), and all of
 //! it on a sample at eight factors and seven scales. The producers' recipes are checked

@@ -1,5 +1,5 @@
 //! Block-scaled FP8 by the exact recipe (`shared::fp8_block`) against the rational
-//! reference on integers (`bitexact::verify::reference::scaled`):
+//! reference on integers (`conformance::reference::scaled`):
 //! - `quantize_quotient`, the exact quotient `x / d` rounded once, on a sample of every
 //!   binade at many scales in the quick run, and with `--ignored` on every f32 at a scale
 //!   that is not a power of two, for E4M3 and E5M2;
@@ -41,7 +41,8 @@
 //!   f32 at a scale that is not a power of two; and on whole tensors, both dtypes.
 
 use bitexact::cpu::fp8_scale as cpu_fp8;
-use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
+use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone};
+use conformance::reference::scaled;
 use conformance::{check_all, splitmix};
 use shared::fp8_block::{self, BlockError, Blocks, Recipe};
 use shared::fp8_scale::Fp8Format;

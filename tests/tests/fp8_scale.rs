@@ -1,5 +1,5 @@
 //! Per-tensor scaled FP8 (`shared::fp8_scale`) against the rational reference on integers
-//! (`bitexact::verify::reference::scaled`), and the CPU's loops
+//! (`conformance::reference::scaled`), and the CPU's loops
 //! (`bitexact::cpu::fp8_scale`) at every level this machine has.
 //!
 //! With `--ignored`, on every input of each domain:
@@ -22,7 +22,8 @@
 
 use bitexact::cpu::Level;
 use bitexact::cpu::fp8_scale as cpu_fp8;
-use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone, scaled};
+use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, fill_f32_monotone};
+use conformance::reference::scaled;
 use conformance::{check_all, splitmix};
 use shared::fp8_scale::{self, Fp8Format, Rounding};
 

@@ -1,5 +1,5 @@
 //! Per-tensor scaled FP8 of **f64** sources (`shared::fp8_scale::*_f64`) against the
-//! rational reference on integers (`bitexact::verify::reference::scaled::*_f64`), which
+//! rational reference on integers (`conformance::reference::scaled::*_f64`), which
 //! multiplies and divides the operands' integer significands exactly (77-bit products in
 //! a `u128`) and shares nothing with the round-to-odd of `shared`.
 //!
@@ -12,7 +12,8 @@
 //! midpoint, on a random sample, and on every f32 amax (`--ignored`: equal to the f32
 //! scale, itself proven on every f32).
 
-use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat, scaled};
+use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, NarrowFormat};
+use conformance::reference::scaled;
 use conformance::{check_all, splitmix};
 use shared::fp8_scale::{self, Fp8Format, Rounding};
 

@@ -8,14 +8,13 @@
 //! - `quantize_blocks` on a tensor of several blocks against those two per block, and
 //!   `bitexact cast`'s form of it at every CPU level this machine has;
 //! - `quantize` against the rational reference of `x · 2^-k` rounded once
-//!   (`bitexact::verify::reference::scaled`): on a sample of f32 at every one of the 255
+//!   (`conformance::reference::scaled`): on a sample of f32 at every one of the 255
 //!   scales, then, for E2M1, on every f32 at the extreme scales (`k = ±127`) and at
 //!   `k = 0`.
 
-use bitexact::verify::reference::{
-    FP8_E4M3, FP8_E5M2, exact_f32_bits, f32_magnitude_parts, fill_f32_monotone, nvfp4, scaled,
-};
+use bitexact::verify::reference::{FP8_E4M3, FP8_E5M2, exact_f32_bits, f32_magnitude_parts, fill_f32_monotone};
 use conformance::check_all;
+use conformance::reference::{nvfp4, scaled};
 use shared::e8m0;
 use shared::mx::{self, ElementFormat, ScaleRule};
 use std::cmp::Ordering;

@@ -1,5 +1,5 @@
 //! NVFP4 (`shared::nvfp4`) against integer arithmetic
-//! (`bitexact::verify::reference::nvfp4`: each exact value rounded on integers, no
+//! (`conformance::reference::nvfp4`: each exact value rounded on integers, no
 //! floating-point operation):
 //! - every recipe's tensor scale, block scale and elements on a sample of f32 at eight
 //!   tensor scales and seven block scales;
@@ -14,8 +14,9 @@
 //! ModelOpt's and compressed-tensors' recipes are checked against their steps as read in
 //! their sources, not against the producers' own code.
 
-use bitexact::verify::reference::{fill_f32_monotone, nvfp4 as reference, scaled};
+use bitexact::verify::reference::fill_f32_monotone;
 use conformance::check_all;
+use conformance::reference::{nvfp4 as reference, scaled};
 use shared::fp4::e2m1;
 use shared::nvfp4::{self, Nvfp4Recipe, WeightDtype};
 use std::f32::consts::FRAC_1_SQRT_2;

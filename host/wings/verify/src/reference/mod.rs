@@ -12,16 +12,18 @@
 //! [`expected`] is the one entry point; [`expected_many`] is the same for a slice. The
 //! parts, one per kind of format: [`classify`] (field layouts and the class of any
 //! encoding), [`norm`] (UNORM/SNORM codes and the integer division to f32), [`narrow`]
-//! (binary16, bfloat16 and FP8: rounding onto their grids and back to f32), [`scaled`]
-//! (scaled FP8: per tensor, the scale and the quantisation once or in two steps; per
-//! block, the scale and the exact quotient rounded once), [`nvfp4`] (NVFP4's exact
-//! recipe and its producers' steps), [`ulp`]
+//! (binary16, bfloat16 and FP8: rounding onto their grids and back to f32), [`ulp`]
 //! (distances between results) and [`runs`] (a rounding's results on a run of consecutive
 //! f32s, computed only where they change, which [`expected_many`] uses for the
 //! verification's chunks). The parts are the wing's plumbing, `#[doc(hidden)]`; what
 //! they offer callers (the formats, the roundings and their inverses, the UNORM/SNORM
 //! references, binary16's class) is re-exported here, so callers name
 //! `verify::reference::x`.
+//!
+//! The references of the block-scaled recipes (scaled FP8 per tensor and per block, MX,
+//! NVFP4 and their producers' steps) are the proofs' own and live beside them, in the
+//! conformance crate (`tests/src/reference`), built on the roundings here: nothing the
+//! library runs needs them.
 //!
 //! Classes are [`shared::Class`]: one enum for the class of a value in the whole
 //! workspace (the reference computes it on its own, by field decoding).
@@ -36,11 +38,7 @@ pub mod narrow;
 #[doc(hidden)]
 pub mod norm;
 #[doc(hidden)]
-pub mod nvfp4;
-#[doc(hidden)]
 pub mod runs;
-#[doc(hidden)]
-pub mod scaled;
 #[doc(hidden)]
 pub mod ulp;
 
@@ -49,12 +47,13 @@ pub use classify::{FieldLayout, Specials, layout, packed_finite_mask};
 pub use classify::{binary16_class, class};
 pub use narrow::{
     BFLOAT16, BINARY16, BINARY32, FP4_E2M1, FP8_E4M3, FP8_E5M2, NarrowFormat, Rounded, div_to_narrow, exact_f32_bits,
-    f32_magnitude_parts, fp4_e2m1_from_f32_bits, fp4_e2m1_to_f32_bits, narrow_to_f32_bits, round_f32_to, round_to,
+    f32_magnitude_parts, f64_magnitude_parts, fp4_e2m1_from_f32_bits, fp4_e2m1_to_f32_bits, narrow_to_f32_bits,
+    round_f32_to, round_to, round_wide,
 };
 #[doc(hidden)]
 pub use narrow::{
     InputClass, NarrowConversion, conversion_input_class, conversion_input_format, conversion_output_is_nan,
-    f64_magnitude_parts, narrow_format, round_wide,
+    narrow_format,
 };
 pub use norm::{div_to_f32, f32_to_unorm_exact, snorm_to_f32_bits, unorm_to_f32_bits, unorm_to_narrow_bits};
 pub use runs::{fill_f32_monotone, fill_monotone};

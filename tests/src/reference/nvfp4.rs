@@ -3,15 +3,17 @@
 //! `sat_rne_e2m1(x / (s · g))`, each from the exact rational; and the producers' recipes
 //! (ModelOpt's, compressed-tensors') step by step, each step the exact result of its
 //! operands rounded as the producer's source rounds it (f32, bfloat16, E4M3, E2M1).
-//! Every rounding is [`super::narrow::round_to`] on integers: no floating-point
+//! Every rounding is [`round_to`] on integers: no floating-point
 //! operation, nothing of `shared::nvfp4`.
 //!
 //! Operands are f32 bits; scales are positive and finite (a tensor's `amax` is positive
 //! for the producers' recipes, which divide by it or by a scale made from it).
 
-use super::narrow::{FP4_E2M1, FP8_E4M3, Rounded, exact_f32_bits, f32_magnitude_parts, round_f32_to, round_to};
-pub use super::scaled::multiply;
-use super::scaled::{quotient, quotient_of_parts, saturated, to_bf16};
+pub use crate::reference::scaled::multiply;
+use crate::reference::scaled::{quotient, quotient_of_parts, saturated, to_bf16};
+use bitexact_verify::reference::{
+    FP4_E2M1, FP8_E4M3, Rounded, exact_f32_bits, f32_magnitude_parts, round_f32_to, round_to,
+};
 
 /// E4M3's code of 1.
 const E4M3_ONE: u8 = 0x38;

@@ -3,10 +3,10 @@
 //! exact product) or in two steps (the product rounded to f32 first). Per block: the
 //! dequantisation scale `fl32(amax / max)` and the saturating round-to-nearest-even of
 //! the exact quotient `x / d`. Each from the operands' fields, the exact rational and
-//! [`super::narrow::round_to`]. No floating-point operation, nothing of
-//! `shared::fp8_scale` or `shared::fp8_block`.
+//! [`round_to`]. No floating-point operation, nothing of `shared::fp8_scale` or
+//! `shared::fp8_block`.
 
-use super::narrow::{
+use bitexact_verify::reference::{
     BFLOAT16, BINARY32, NarrowFormat, Rounded, f32_magnitude_parts, f64_magnitude_parts, round_f32_to, round_to,
     round_wide,
 };
@@ -38,7 +38,7 @@ fn max_encoding(format: NarrowFormat) -> u8 {
 
 /// The FP8 encoding of a magnitude's rounding, saturated at the largest finite one.
 #[inline(always)]
-pub(super) fn saturated(format: NarrowFormat, rounded: Rounded) -> u8 {
+pub(crate) fn saturated(format: NarrowFormat, rounded: Rounded) -> u8 {
     match rounded {
         Rounded::Finite(encoding) => u8::try_from(encoding).expect("an FP8 encoding"),
         Rounded::Overflow => max_encoding(format),
@@ -90,7 +90,7 @@ pub fn quantize_two_step(format: NarrowFormat, x: u32, s: u32) -> u8 {
     })
 }
 
-/// `sat_rne(x · s)` onto FP4 E2M1 ([`super::narrow::FP4_E2M1`]): `x` any f32 (bits), `s` a
+/// `sat_rne(x · s)` onto FP4 E2M1 ([`FP4_E2M1`](bitexact_verify::reference::FP4_E2M1)): `x` any f32 (bits), `s` a
 /// positive finite f32 (bits); the exact product rounded once, saturated at 6 (±inf
 /// too), with `x`'s sign in bit 3; NaN gives +6 (E2M1 has no NaN; CUDA's
 /// `__nv_cvt_float_to_fp4` gives +6).
@@ -104,7 +104,7 @@ pub fn quantize_e2m1_once(x: u32, s: u32) -> u8 {
         return sign | max;
     }
     let ((mx, ex), (ms, es)) = (f32_magnitude_parts(abs), f32_magnitude_parts(s));
-    let magnitude = match round_to(super::narrow::FP4_E2M1, mx * ms, ex + es) {
+    let magnitude = match round_to(bitexact_verify::reference::FP4_E2M1, mx * ms, ex + es) {
         Rounded::Finite(code) => u8::try_from(code).expect("an E2M1 magnitude"),
         Rounded::Overflow => max,
     };
@@ -216,7 +216,7 @@ fn quotient_parts(numerator: u32, denominator: u32) -> (u64, i32) {
 /// exact product of an f32 and a narrower format's): the same stand-in, rounding as the
 /// exact quotient does onto any grid of at most 24 significant bits.
 #[inline]
-pub(super) fn quotient_of_parts((mn, en): (u64, i32), (md, ed): (u64, i32)) -> (u64, i32) {
+pub(crate) fn quotient_of_parts((mn, en): (u64, i32), (md, ed): (u64, i32)) -> (u64, i32) {
     assert!(mn != 0 && md != 0, "positive operands");
     assert!(mn < 1 << 24 && md < 1 << 36, "significands within the stand-in's width");
     // (mn · 2^k) / md has at least 26 significant bits when 2^k ≥ 2^26 · md / mn.
@@ -301,7 +301,7 @@ pub fn is_block_dequant_scale(format: NarrowFormat, amax: u32, d: u32) -> bool {
 #[inline(always)]
 fn max_f32_bits(format: NarrowFormat) -> u32 {
     let (significand, exponent) = format.max_finite;
-    super::narrow::exact_f32_bits(significand, exponent)
+    bitexact_verify::reference::exact_f32_bits(significand, exponent)
 }
 
 /// DeepGEMM's block scale (`shared::fp8_block::Recipe::DeepGemm`: its
@@ -343,12 +343,12 @@ pub fn multiply(a: u32, b: u32) -> u32 {
 
 /// `fl32(n / d)` for a non-negative finite `n` and a positive finite `d` (f32 bits; +inf
 /// past f32's range, 0 for `n = 0`).
-pub(super) fn quotient(n: u32, d: u32) -> u32 {
+pub(crate) fn quotient(n: u32, d: u32) -> u32 {
     if n == 0 { 0 } else { divide(n, d).unwrap_or(F32_INFINITY) }
 }
 
 /// The non-negative f32 `v` (bits, +inf allowed) rounded to bfloat16, as f32 bits.
-pub(super) fn to_bf16(v: u32) -> u32 {
+pub(crate) fn to_bf16(v: u32) -> u32 {
     if v == F32_INFINITY {
         return v;
     }
@@ -367,8 +367,8 @@ pub fn compressed_tensors_scale(format: NarrowFormat, amax: u32, bf16: bool) -> 
     let p = quotient(amax, max_f32_bits(format));
     let s = if bf16 { to_bf16(p) } else { p };
     match (s, bf16) {
-        (0, true) => super::narrow::exact_f32_bits(1, -7),
-        (0, false) => super::narrow::exact_f32_bits(1, -23),
+        (0, true) => bitexact_verify::reference::exact_f32_bits(1, -7),
+        (0, false) => bitexact_verify::reference::exact_f32_bits(1, -23),
         _ => s,
     }
 }
@@ -464,7 +464,7 @@ pub fn scale_for_f64(format: NarrowFormat, amax: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference::{FP8_E4M3, FP8_E5M2};
+    use bitexact_verify::reference::{FP8_E4M3, FP8_E5M2};
 
     // The reference checked on values worked by hand from the formats' definitions.
     /// Numerators and denominators from every binade: zeros excluded, subnormals, powers
