@@ -191,7 +191,7 @@ fn stream_kernels_match_the_cpu_at_every_alignment_and_tail() {
             assert_eq!(got.len(), len, "{name}");
             for i in from..len {
                 let x = scrambled(i as u64) & mask;
-                let (bits, cpu) = (got.get(i).expect("in range"), v.ops.eval(x));
+                let (bits, cpu) = (got.get(i).expect("in range"), v.eval(x));
                 // The instruction's NaN is its own (the three-way check counts where): a
                 // NaN input must give a NaN of the format, every other input the CPU's bits.
                 if kind == KernelKind::HardwareStream && conversion_input_class(v.family, x) == InputClass::Nan {
@@ -239,7 +239,7 @@ fn nonfinite_count_kernels_find_every_injected_value() {
             let got = kernel.count(&gpu, &input, from).unwrap_or_else(|e| panic!("{}: {e}", v.name));
             // What the variant itself says, element by element on the CPU.
             let flagged: Vec<u64> =
-                (from..len).filter(|&i| v.ops.eval(input_at(i as u64)) == 0).map(|i| (i - from) as u64).collect();
+                (from..len).filter(|&i| v.eval(input_at(i as u64)) == 0).map(|i| (i - from) as u64).collect();
             assert_eq!(got.count, flagged.len() as u64, "{} from {from}: count", v.name);
             assert_eq!(got.first, flagged.first().copied(), "{} from {from}: first index", v.name);
             if v.claim == Claim::Exact {

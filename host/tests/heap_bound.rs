@@ -65,18 +65,18 @@ fn scan_heap_stays_bounded() {
     eprintln!("96 MiB file: peak heap growth {} KiB", peak >> 10);
     // The header read at open (at most 2 MiB + 8), the report, and a block buffer for
     // each thread.
-    let bound = (4 << 20) + rayon::current_num_threads() * bitexact::files::backend::count::BLOCK_BYTES;
+    let bound = (4 << 20) + rayon::current_num_threads() * bitexact::files::scan::BLOCK_BYTES;
     assert!(peak < bound, "scanning a 96 MiB file grew the heap by {peak} bytes (bound {bound})");
 
     // The largest header accepted: as many one-element tensors as fit.
     let entry =
         |i: usize| format!(r#""tensor.{i:07}":{{"dtype":"F16","shape":[1],"data_offsets":[{},{}]}}"#, 2 * i, 2 * i + 2);
     let per_entry = entry(999_999).len() + 1; // the longest entry here
-    let count = (bitexact::files::containers::safetensors::MAX_SAFETENSORS_HEADER as usize - 16) / per_entry;
+    let count = (bitexact::files::scan::MAX_SAFETENSORS_HEADER as usize - 16) / per_entry;
     let header = format!("{{{}}}", (0..count).map(entry).collect::<Vec<_>>().join(","));
     let many = dir.path().join("many.safetensors");
     let mut bytes = header_bytes(&header);
-    assert!(bytes.len() <= bitexact::files::containers::safetensors::MAX_SAFETENSORS_HEADER as usize + 8);
+    assert!(bytes.len() <= bitexact::files::scan::MAX_SAFETENSORS_HEADER as usize + 8);
     bytes.resize(bytes.len() + 2 * count, 0);
     std::fs::write(&many, bytes).unwrap();
     drop(header);
@@ -101,8 +101,5 @@ fn scan_heap_stays_bounded() {
     let peak = peak_growth(|| result = scan_and_report(&npz));
     assert_eq!(result, (1, Some(nan_at as u64)));
     eprintln!("80 MiB deflated .npz member: peak heap growth {} KiB", peak >> 10);
-    assert!(
-        peak < bitexact::files::containers::npz::INFLATE_CHUNK_BYTES + (1 << 20),
-        "inflating grew the heap by {peak} bytes"
-    );
+    assert!(peak < bitexact::files::scan::INFLATE_CHUNK_BYTES + (1 << 20), "inflating grew the heap by {peak} bytes");
 }

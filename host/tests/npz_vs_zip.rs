@@ -15,7 +15,7 @@
 
 mod common;
 
-use bitexact::files::backend::count;
+use bitexact::files::scan::count_slice;
 use bitexact::support::element::Endian;
 use common::ZipMethod;
 use common::alloc_counter::{Counting, peak_growth};
@@ -61,7 +61,7 @@ fn zip_streamed(path: &Path, header_len: usize) -> Result<u64, String> {
         if n == 0 {
             return Ok(non_finite);
         }
-        non_finite += count::count_slice(Format::Binary32, Endian::Little, &buf[..n], 0).non_finite();
+        non_finite += count_slice(Format::Binary32, Endian::Little, &buf[..n], 0).non_finite();
     }
 }
 

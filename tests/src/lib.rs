@@ -1,7 +1,7 @@
 //! Cross-crate conformance tests live in `tests/`; this library holds their shared
 //! helpers: walking large input ranges on the global rayon pool, exact fixed point for
 //! f32 values, a fixed stream of pseudo-random values, and the exact references of the
-//! block-scaled recipes ([`mod@reference`]), which `host`'s tests of `cast` use too.
+//! block-scaled recipes ([`mod@reference`]), which `host`'s tests use too.
 
 pub mod reference;
 

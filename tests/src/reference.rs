@@ -4,8 +4,8 @@
 //! and [`nvfp4`] (NVFP4's exact recipe and its producers' steps).
 //!
 //! They are the proofs' oracles, not the library's: nothing `bitexact` runs needs them,
-//! so they live here, beside the proofs (`tests/tests/fp8_*.rs`, `mx.rs`, `nvfp4.rs`)
-//! and `host`'s tests of `cast` that use them. They are built on the library's public
+//! so they live here, beside the proofs (`tests/tests/fp8_*.rs`, `mx.rs`, `nvfp4.rs`);
+//! `host`'s tests of `cast` and of `normalize`'s PNM division use them too. They are built on the library's public
 //! roundings ([`bitexact_verify::reference::round_to`] and its kin: integer arithmetic
 //! on the fields) and share nothing with `shared`'s computations.
 

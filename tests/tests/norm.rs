@@ -53,7 +53,7 @@ fn unorm_and_snorm_variants_ignore_the_high_bits_of_every_u16() {
         // codes themselves the variants are proven against the reference elsewhere.
         for x in 0..=u64::from(u16::MAX) {
             let masked = x & ((1 << bits) - 1);
-            let (got, on_code) = (v.ops.eval(x), v.ops.eval(masked));
+            let (got, on_code) = (v.eval(x), v.eval(masked));
             assert_eq!(
                 got, on_code,
                 "{}: input {x:#06x}: {got:#010x}, but {on_code:#010x} on code {masked:#x}",

@@ -3,7 +3,7 @@
 //! scales, and its FP8 scales per channel and per block ([`quantize_blocks_at`]), MX
 //! ([`quantize_mx_blocks_at`]) and NVFP4 ([`quantize_nvfp4_blocks_at`]).
 //!
-//! Both are `shared` code compiled for each level ([`super::with_level`]) and vectorised
+//! Both are `shared` code compiled for each level (`with_level`) and vectorised
 //! by LLVM: pass 1 is [`shared::fp8_scale::amax_slice`] (the loop the example's CPU twin
 //! runs too), pass 2 is [`shared::fp8_scale::quantize_slice`] (round to odd, then the
 //! by-addition FP8 rounding), with the product's rounding error found by FMA at

@@ -2,7 +2,6 @@
 //! per denominator, every entry proven again on every code of both conversions that
 //! divide by it, the file identical to what the finder writes now, and the published
 //! UNORM8 results reproduced.
-
 //!
 //! A unit test of the search wing (in the conformance crate's tests until issue 47): it
 //! reaches the finder's inner steps (`Prover`, `count_wrong`, `uses`), which are not the

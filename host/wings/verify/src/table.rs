@@ -345,6 +345,18 @@ impl Variant {
         self.has(kind).then_some(KernelName { variant: self.name, kind })
     }
 
+    /// Its stored result bits on input bits `input` (zero-extended), computed on the CPU by
+    /// the `shared` function its table entry names: the code its GPU kernels run.
+    ///
+    /// ```
+    /// # mod bitexact { pub use bitexact_verify as verify; }
+    /// let v = bitexact::verify::table::find("unorm8_times3_int").unwrap();
+    /// assert_eq!(v.eval(255), u64::from(1.0f32.to_bits()));
+    /// ```
+    pub fn eval(&self, input: u64) -> u64 {
+        self.ops.eval(input)
+    }
+
     /// The names of all its kernels, in the order of [`Variant::kinds`].
     pub fn kernels(&self) -> impl Iterator<Item = KernelName> + use<> {
         let name = self.name;

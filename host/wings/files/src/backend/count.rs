@@ -209,6 +209,15 @@ fn classifiers(format: Format) -> (Classifier, Classifier) {
 /// Counts the non-finite elements of `data` (whole elements of `format`, stored in
 /// `endian` order) on the calling thread; indices start at `first_index`. A trailing
 /// partial element is ignored.
+///
+/// ```
+/// # mod bitexact { pub use bitexact_files as files; pub use bitexact_support as support; }
+/// use bitexact::files::scan::count_slice;
+/// use bitexact::support::element::Endian;
+/// let data: Vec<u8> = [1.0f32, f32::NAN, f32::NEG_INFINITY].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// let counts = count_slice(shared::Format::Binary32, Endian::Little, &data, 0);
+/// assert_eq!(counts.non_finite(), 2);
+/// ```
 pub fn count_slice(format: Format, endian: Endian, data: &[u8], first_index: u64) -> Counts {
     with_count_variant(format, CountSlice { format, endian, data, first_index })
 }

@@ -64,7 +64,8 @@ const STORED: u16 = 0;
 const DEFLATED: u16 = 8;
 const ENCRYPTED_FLAG: u16 = 1;
 
-/// Bytes handed on per call by [`inflate`] (a multiple of every element size).
+/// Bytes a deflated member is inflated in, handed on per call by `inflate` (a multiple
+/// of every element size): what inflating adds to a scan's heap.
 pub const INFLATE_CHUNK_BYTES: usize = 4 << 20;
 
 /// Why an archive is refused by [`parse`].

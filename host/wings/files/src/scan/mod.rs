@@ -18,6 +18,14 @@ pub mod report;
 pub use crate::containers::index::{ScanInputError, UnlistedTensors};
 pub use crate::read::TensorFileError;
 
+// The scan's count of one slice in memory, on the calling thread (`scan()` runs it on
+// blocks of `BLOCK_BYTES` on all cores), and the sizes that bound a scan's heap: a
+// block per thread, the largest `.safetensors` header read, and the chunk a deflated
+// `.npz` member is inflated in (`host/tests/heap_bound.rs` holds the scan to them).
+pub use crate::backend::count::{BLOCK_BYTES, count_slice};
+pub use crate::containers::npz::INFLATE_CHUNK_BYTES;
+pub use crate::containers::safetensors::MAX_SAFETENSORS_HEADER;
+
 use crate::backend::{self, BackendError, Device};
 use crate::read::TensorFile;
 use crate::scan::report::{Report, ScanError, Unreadable};

@@ -209,6 +209,7 @@ pub const fn narrow_format(format: Format) -> Option<NarrowFormat> {
 ///
 /// Panics if that value is not an f32 (a caller bug: every value of the narrow formats
 /// is one).
+#[inline]
 pub fn exact_f32_bits(significand: u64, exponent: i32) -> u32 {
     if significand == 0 {
         return 0;
