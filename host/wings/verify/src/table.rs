@@ -353,6 +353,7 @@ impl Variant {
     /// let v = bitexact::verify::table::find("unorm8_times3_int").unwrap();
     /// assert_eq!(v.eval(255), u64::from(1.0f32.to_bits()));
     /// ```
+    #[inline]
     pub fn eval(&self, input: u64) -> u64 {
         self.ops.eval(input)
     }
