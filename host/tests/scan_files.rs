@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use bitexact::files::backend::count::BLOCK_BYTES;
+use bitexact::files::scan::BLOCK_BYTES;
 use common::{DTYPES, Expected, ZipMethod, bitexact, path_arg};
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -229,7 +229,7 @@ struct Member {
 /// two inflate chunks long), 2-D big-endian, integer, empty.
 fn npz_members() -> Vec<Member> {
     let f32_ = &DTYPES[2];
-    let chunk_elements = bitexact::files::containers::npz::INFLATE_CHUNK_BYTES / 4;
+    let chunk_elements = bitexact::files::scan::INFLATE_CHUNK_BYTES / 4;
     let n = 2 * chunk_elements + 77;
     let positions =
         [5, BLOCK_BYTES / 4 - 1, chunk_elements - 1, chunk_elements, chunk_elements + 1, 2 * chunk_elements, n - 1];

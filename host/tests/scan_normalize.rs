@@ -5,9 +5,9 @@
 use crate::common;
 
 use bitexact::files::backend::CpuBackend;
-use bitexact::files::backend::count::BLOCK_BYTES;
 use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
 use bitexact::files::normalize::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
+use bitexact::files::scan::BLOCK_BYTES;
 use bitexact::files::write;
 use bitexact::verify::reference::div_to_f32;
 use common::{DTYPES, Rng};

@@ -34,7 +34,7 @@ pub fn amax_at(level: Level, x: &[u32]) -> (u32, Option<usize>) {
 
 /// Pass 2 at [`level`]: `q[i] = shared::fp8_scale::quantize(x[i], s, format, rounding)`
 /// over `min(x.len(), q.len())` elements, for a positive finite scale `s`: the same bits
-/// at every level.
+/// at every level. The codes for any other `s` are not specified.
 pub fn quantize(x: &[u32], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
     quantize_at(level(), x, s, format, rounding, q);
 }
@@ -252,7 +252,8 @@ pub fn amax_f64_at(level: Level, x: &[u64]) -> (u64, Option<usize>) {
 }
 
 /// Pass 2 of an **f64** tensor at [`level`]: `q[i] = shared::fp8_scale::quantize_f64(x[i],
-/// s, format, rounding)` over `min(x.len(), q.len())` elements, for a positive finite `s`.
+/// s, format, rounding)` over `min(x.len(), q.len())` elements, for a positive finite `s`
+/// (the codes for any other `s` are not specified).
 pub fn quantize_f64(x: &[u64], s: f32, format: Fp8Format, rounding: Rounding, q: &mut [u8]) {
     quantize_f64_at(level(), x, s, format, rounding, q);
 }

@@ -19,5 +19,6 @@ pub mod progress;
 pub mod skip;
 
 /// Times a piece of work against a baseline in the same run, in turn, and keeps each
-/// side's best (the benches' measure: a ratio, never a bare time).
+/// side's best time (at least one run each), for the benches' measure: the ratio of the
+/// two, never a bare time.
 pub use parallel::best_of_pair;

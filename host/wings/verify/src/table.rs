@@ -345,8 +345,9 @@ impl Variant {
         self.has(kind).then_some(KernelName { variant: self.name, kind })
     }
 
-    /// Its stored result bits on input bits `input` (zero-extended), computed on the CPU by
-    /// the `shared` function its table entry names: the code its GPU kernels run.
+    /// Its stored result bits, zero-extended, on the input whose bits are `input` cut to
+    /// [`Variant::input_bits`], computed on the CPU by the `shared` function its table
+    /// entry names: the code its GPU kernels run. Any `input` is accepted; nothing panics.
     ///
     /// ```
     /// # mod bitexact { pub use bitexact_verify as verify; }

@@ -24,7 +24,8 @@ use std::cell::RefCell;
 use std::marker::PhantomData;
 
 /// Bytes per parallel work item: a multiple of every element size, large enough that
-/// scheduling costs nothing, small enough that all cores get work on small tensors.
+/// scheduling costs nothing, small enough that all cores get work on small tensors. A
+/// scan's heap holds at most one such block per thread of the pool.
 pub const BLOCK_BYTES: usize = 1 << 20;
 /// Elements tested together before the one branch that decides whether the group
 /// needs counting.

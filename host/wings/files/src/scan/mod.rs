@@ -8,6 +8,13 @@
 //! file's header read, the indexes checked, the backend picked, every tensor counted and
 //! reported ([`report`]). Uses: [`crate::containers`], [`crate::read`],
 //! [`crate::backend`].
+//!
+//! Also offered: the scan's count of one slice in memory on the calling thread
+//! ([`count_slice`]; [`scan()`] runs it on blocks of [`BLOCK_BYTES`] on all cores), and
+//! the sizes that bound a scan's heap: a block per thread, the largest `.safetensors`
+//! header read ([`MAX_SAFETENSORS_HEADER`]), and the chunk a deflated `.npz` member is
+//! inflated in ([`INFLATE_CHUNK_BYTES`]); `host/tests/heap_bound.rs` holds the scan to
+//! them.
 
 #[doc(hidden)]
 pub mod inputs;
@@ -18,10 +25,7 @@ pub mod report;
 pub use crate::containers::index::{ScanInputError, UnlistedTensors};
 pub use crate::read::TensorFileError;
 
-// The scan's count of one slice in memory, on the calling thread (`scan()` runs it on
-// blocks of `BLOCK_BYTES` on all cores), and the sizes that bound a scan's heap: a
-// block per thread, the largest `.safetensors` header read, and the chunk a deflated
-// `.npz` member is inflated in (`host/tests/heap_bound.rs` holds the scan to them).
+// The count of a slice and the sizes that bound the heap: see the module's doc.
 pub use crate::backend::count::{BLOCK_BYTES, count_slice};
 pub use crate::containers::npz::INFLATE_CHUNK_BYTES;
 pub use crate::containers::safetensors::MAX_SAFETENSORS_HEADER;

@@ -16,14 +16,14 @@
 //! (distances between results) and [`runs`] (a rounding's results on a run of consecutive
 //! f32s, computed only where they change, which [`expected_many`] uses for the
 //! verification's chunks). The parts are the wing's plumbing, `#[doc(hidden)]`; what
-//! they offer callers (the formats, the roundings and their inverses, the UNORM/SNORM
-//! references, binary16's class) is re-exported here, so callers name
-//! `verify::reference::x`.
+//! they offer callers (the formats, the roundings and their inverses, the exact parts of
+//! an f32's or f64's magnitude, the UNORM/SNORM references, the class of any encoding,
+//! the run fillers) is re-exported here, so callers name `verify::reference::x`.
 //!
-//! The references of the block-scaled recipes (scaled FP8 per tensor and per block, MX,
-//! NVFP4 and their producers' steps) are the proofs' own and live beside them, in the
-//! conformance crate (`tests/src/reference`), built on the roundings here: nothing the
-//! library runs needs them.
+//! The references of the block-scaled recipes (scaled FP8 per tensor and per block, which
+//! the MX proofs use at power-of-two scales, and NVFP4, with their producers' steps) are
+//! the proofs' own and live beside them, in the conformance crate (`tests/src/reference`),
+//! built on the roundings here: nothing the library runs needs them.
 //!
 //! Classes are [`shared::Class`]: one enum for the class of a value in the whole
 //! workspace (the reference computes it on its own, by field decoding).

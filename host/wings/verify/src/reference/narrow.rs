@@ -8,6 +8,11 @@ use shared::{Class, Family, Format};
 
 /// A narrower floating-point format, described by numbers a reader can check against its
 /// specification, for the narrowing references of this module.
+///
+/// The roundings take formats of the constants' kind: an exponent field of 1 to 8 bits, a
+/// mantissa of at most 23 bits (at most 24 significant bits), and a largest finite value
+/// on the format's grid. Others are outside what they are proven on; a zero-width
+/// exponent panics (in an overflow check).
 #[derive(Clone, Copy, Debug)]
 pub struct NarrowFormat {
     /// Exponent field width; the bias is `2^(exponent_bits - 1) - 1`.
@@ -88,8 +93,9 @@ pub fn round_wide(format: NarrowFormat, significand: u128, exponent: i32) -> Rou
     round_to(format, kept, exponent + cut as i32)
 }
 
-/// The magnitude `significand · 2^exponent` (`significand < 2^62`) rounded to nearest,
-/// ties to even, onto `format`'s grid, on integers: the value's binade from the
+/// The magnitude `significand · 2^exponent` (`significand < 2^62`; a format as
+/// [`NarrowFormat`] says) rounded to nearest, ties to even, onto `format`'s grid, on
+/// integers: the value's binade from the
 /// significand's bit length, the grid step of that binade (or of the subnormals), the
 /// quotient and remainder by that step, then the encoding from the quotient. Shares
 /// nothing with `shared::narrow`.

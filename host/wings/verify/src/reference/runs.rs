@@ -28,9 +28,16 @@ const SEGMENTS: [(u64, bool); 5] =
     [(0, true), (0x7F80_0000, false), (0x8000_0000, true), (0xFF80_0000, false), (1 << 32, false)];
 
 /// `out[i] = f(first + i)` for the f32 bit patterns `first..first + out.len()`, with
-/// `f` called only at the ends of the runs where its result changes (see the module's
-/// doc). `f` must be monotone on the finite f32s of each sign (either direction); it is
-/// called on every NaN and infinity of the range.
+/// `f` called only at the ends of the runs where its result changes. `f` must be monotone
+/// on the finite f32s of each sign (either direction), taken in the order of their bit
+/// patterns: every f32 → code rounding is (to binary16, bfloat16, FP8, FP4 or UNORM, of
+/// `x` or of `x · s` for a fixed `s > 0`, rounded once or in steps). A monotone function
+/// that takes one value at both ends of a run takes it on the whole run, so a run whose
+/// ends agree is filled and any other is split in halves: `n` inputs with `t` changes of
+/// result cost about `2 + t · log2(n)` calls of `f` instead of `n`, and every input still
+/// gets `f`'s exact result. That `f` is monotone is the caller's promise (a property of
+/// the rounding it computes); it is checked only at the values bisection looks at. `f` is
+/// called on every NaN and infinity of the range, one by one.
 ///
 /// Panics if the range passes 2^32, or if `f` is found not to be monotone: a value that
 /// bisection looks at inside a range and that does not lie between the values at its
@@ -39,7 +46,7 @@ const SEGMENTS: [(u64, bool); 5] =
 /// ```
 /// # mod bitexact { pub use bitexact_verify as verify; }
 /// use bitexact::verify::reference::fill_f32_monotone;
-/// // f32 → bfloat16 by truncation is monotone: 2^16 inputs, 4 distinct results.
+/// // The top 18 bits of the pattern are monotone in it: 2^16 inputs, 4 distinct results.
 /// let first = 1.0f32.to_bits();
 /// let mut out = vec![0u32; 1 << 16];
 /// fill_f32_monotone(u64::from(first), &mut out, |x| x >> 14);
