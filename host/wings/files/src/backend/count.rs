@@ -209,7 +209,8 @@ fn classifiers(format: Format) -> (Classifier, Classifier) {
 
 /// Counts the non-finite elements of `data` (whole elements of `format`, stored in
 /// `endian` order) on the calling thread; indices start at `first_index`. A trailing
-/// partial element is ignored.
+/// partial element is ignored. `first_index` plus the number of elements must fit in a
+/// `u64` (the indices of data in memory or in a file always do).
 ///
 /// ```
 /// # mod bitexact { pub use bitexact_files as files; pub use bitexact_support as support; }
