@@ -247,11 +247,9 @@ def api_paths(docs):
                     if it is None or it["visibility"] != "public":
                         continue
                     (hidden if is_hidden(impl) or is_hidden(it) else visible).add(it["name"])
-            shape = inner.get("kind") if isinstance(inner, dict) else None
+            shape = inner.get("kind")
             fields = shape["plain"]["fields"] if isinstance(shape, dict) and "plain" in shape else []
-            for kind_name in ("variants",):
-                fields = fields + [v for v in inner.get(kind_name, [])] if isinstance(inner, dict) else fields
-            for i in fields:
+            for i in fields + inner.get("variants", []):  # the hidden ones among them
                 it = index.get(str(i))
                 if it is not None and it.get("name") and is_hidden(it) and it["visibility"] in ("public", "default"):
                     hidden.add(it["name"])
@@ -278,7 +276,8 @@ def api_paths(docs):
                         if target in index and index[target]["crate_id"] == 0:
                             if use["is_glob"]:
                                 for g in index[target]["inner"].get("module", {}).get("items", []):
-                                    walk(g, path + (index[str(g)]["name"],), depth + 1) if str(g) in index and index[str(g)]["name"] else None
+                                    if str(g) in index and index[str(g)]["name"]:
+                                        walk(g, path + (index[str(g)]["name"],), depth + 1)
                             else:
                                 walk(int(target), path + (use["name"],), depth + 1)
                         else:
