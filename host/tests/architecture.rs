@@ -38,6 +38,24 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("files", &["support", "gpu", "cpu"]),
 ];
 
+/// What a wing's own tests (its `tests` folder, under `#[cfg(test)]`, and its
+/// `[dev-dependencies]`) may use beyond its row of [`LAYERS`]: the exact references of
+/// `verify`, for a wing that `verify` does not depend on (so the dev-dependency makes no
+/// circle; checked below). Its tests then reach their own wing's plumbing from inside it
+/// rather than through `bitexact::`, and the wing's code still may not use them.
+const TEST_LAYERS: &[(&str, &[&str])] = &[("files", &["verify"])];
+
+/// What `module` (a product's folder at its head) may use: its row of [`LAYERS`], and
+/// for a module of its `tests` folder the row of [`TEST_LAYERS`] too.
+fn may_use(module: &str) -> Option<Vec<&'static str>> {
+    let from = folder(module);
+    let mut may: Vec<&str> = LAYERS.iter().find(|(wing, _)| *wing == from)?.1.to_vec();
+    if module == format!("{from}::tests") || module.starts_with(&format!("{from}::tests::")) {
+        may.extend(TEST_LAYERS.iter().filter(|(wing, _)| *wing == from).flat_map(|(_, extra)| extra.iter().copied()));
+    }
+    Some(may)
+}
+
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
@@ -392,14 +410,13 @@ fn modules_of(sources: &[Source]) -> Crate {
 #[test]
 fn every_product_folder_uses_only_the_layers_below_it() {
     let krate = host_modules();
-    let allowed: BTreeMap<&str, &[&str]> = LAYERS.iter().copied().collect();
     let mut wrong = Vec::new();
     for (module, used) in &krate.uses {
         let from = folder(module);
         if from == "cli" {
             continue;
         }
-        let Some(may) = allowed.get(from) else {
+        let Some(may) = may_use(module) else {
             wrong.push(format!("{module}: folder `{from}` has no row in LAYERS (add it, with what it may use)"));
             continue;
         };
@@ -411,6 +428,9 @@ fn every_product_folder_uses_only_the_layers_below_it() {
         }
     }
     assert!(wrong.is_empty(), "layering broken:\n{}", wrong.join("\n"));
+    assert_eq!(may_use("files::tests::header_fuzz"), Some(vec!["support", "gpu", "cpu", "verify"]));
+    assert_eq!(may_use("files::testsuite"), Some(vec!["support", "gpu", "cpu"]), "only the tests folder");
+    assert_eq!(may_use("verify::tests"), Some(vec!["support", "gpu"]));
     // The check sees the imports it should: a few known edges must be found.
     for (from, to) in [("bench", "gpu"), ("verify::table", "gpu"), ("files::backend", "gpu"), ("cli::scan", "files")] {
         assert!(
@@ -428,13 +448,24 @@ fn every_product_folder_uses_only_the_layers_below_it() {
 /// and `host` when it names the package that re-exports the wings (a dev-dependency
 /// cycle would let a wing's tests use the wings above it).
 fn wing_dependencies(manifest: &str) -> BTreeSet<String> {
+    wing_dependencies_in(manifest, |_| true)
+}
+
+/// Whether a manifest's table is one of dev-dependencies (`[dev-dependencies]`,
+/// `[dev-dependencies.x]`, `[target.'…'.dev-dependencies]`).
+fn is_dev_section(section: &str) -> bool {
+    section.starts_with("dev-dependencies") || section.contains(".dev-dependencies")
+}
+
+/// [`wing_dependencies`], read only in the tables for which `keep(section)` holds.
+fn wing_dependencies_in(manifest: &str, keep: impl Fn(&str) -> bool) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
     let mut section = String::new();
     for line in manifest.lines().map(str::trim) {
         if line.starts_with('[') {
             section = line.trim_matches(|c| c == '[' || c == ']').to_string();
         }
-        if section == "package" || line.starts_with('#') {
+        if section == "package" || line.starts_with('#') || !keep(&section) {
             continue;
         }
         let mut rest = line;
@@ -468,15 +499,41 @@ fn every_wing_depends_only_on_the_layers_below_it() {
     let mut wrong = Vec::new();
     for (wing, may) in LAYERS {
         let manifest = std::fs::read_to_string(wings_dir.join(wing).join("Cargo.toml")).expect("a wing's Cargo.toml");
-        for dependency in wing_dependencies(&manifest) {
+        for dependency in wing_dependencies_in(&manifest, |s| !is_dev_section(s)) {
             if !may.contains(&dependency.as_str()) {
                 wrong.push(format!(
                     "host/wings/{wing}/Cargo.toml depends on `{dependency}`: `{wing}` may use only {may:?}"
                 ));
             }
         }
+        let tests_may = may_use(&format!("{wing}::tests")).expect("a row");
+        for dependency in wing_dependencies_in(&manifest, is_dev_section) {
+            if !tests_may.contains(&dependency.as_str()) {
+                wrong.push(format!(
+                    "host/wings/{wing}/Cargo.toml dev-depends on `{dependency}`: `{wing}`'s tests may use only {tests_may:?}"
+                ));
+            }
+        }
         if !lib.contains(&format!("pub use bitexact_{wing} as {wing};")) {
             wrong.push(format!("host/src/lib.rs does not re-export bitexact_{wing} as `bitexact::{wing}`"));
+        }
+    }
+    // A wing's tests use only wings that do not depend on it, at any depth (no circle).
+    let below = |wing: &'static str| {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![wing];
+        while let Some(w) = stack.pop() {
+            if seen.insert(w) {
+                stack.extend(LAYERS.iter().find(|(row, _)| *row == w).map_or(&[][..], |(_, may)| *may));
+            }
+        }
+        seen
+    };
+    for (wing, extra) in TEST_LAYERS {
+        for other in *extra {
+            if below(other).contains(wing) {
+                wrong.push(format!("TEST_LAYERS: `{wing}`'s tests may not use `{other}`, which depends on `{wing}`"));
+            }
         }
     }
     assert!(wrong.is_empty(), "wings out of their layers:\n{}", wrong.join("\n"));
@@ -489,6 +546,10 @@ fn every_wing_depends_only_on_the_layers_below_it() {
     assert_eq!(wing_dependencies(hidden), names(&["verify", "gpu", "search", "host"]));
     assert_eq!(wing_dependencies("[dev-dependencies.host]\npath = \"../..\"\n"), names(&["host"]));
     assert_eq!(wing_dependencies("[dependencies]\nx = { package = \"host\", path = \"../..\" }\n"), names(&["host"]));
+    assert_eq!(wing_dependencies_in(hidden, is_dev_section), names(&["host"]));
+    assert_eq!(wing_dependencies_in(hidden, |s| !is_dev_section(s)), names(&["verify", "gpu", "search"]));
+    let target = "[target.'cfg(unix)'.dev-dependencies]\nbitexact-bench = \"1\"\n";
+    assert_eq!(wing_dependencies_in(target, is_dev_section), names(&["bench"]));
 }
 
 /// The sibling of `folder` (`""` for the crate root) that holds `module`, if `module`
@@ -656,12 +717,18 @@ fn no_two_public_types_share_a_name() {
     assert_eq!(public_types("pub struct A;\n// pub enum B\npub(crate) struct C;"), vec!["A"]);
 }
 
-/// Every code line (comments and strings blanked) of the library, outside `cli/` and
-/// `main.rs`, for which `matches` holds, as `file:line: code`.
+/// Whether `rel` (a path in the one tree of product folders) lies in a wing's `tests`
+/// folder: its unit tests, compiled only under `#[cfg(test)]`, not library code.
+fn is_wing_tests(rel: &Path) -> bool {
+    rel.components().nth(1).is_some_and(|c| c.as_os_str() == "tests")
+}
+
+/// Every code line (comments and strings blanked) of the library, outside `cli/`,
+/// `main.rs` and the wings' `tests` folders, for which `matches` holds, as `file:line: code`.
 fn library_lines_where(matches: impl Fn(&str) -> bool) -> Vec<String> {
     let mut found = Vec::new();
     for source in library_sources() {
-        if source.rel.starts_with("cli") || source.rel == Path::new("main.rs") {
+        if source.rel.starts_with("cli") || source.rel == Path::new("main.rs") || is_wing_tests(&source.rel) {
             continue;
         }
         let code = code_only(&source.text);
@@ -681,6 +748,7 @@ fn library_code_has_no_string_errors() {
         squashed.contains(",String>") && squashed.contains("Result<")
     });
     assert!(found.is_empty(), "library functions returning Result<_, String>:\n{}", found.join("\n"));
+    assert!(is_wing_tests(Path::new("files/tests/header_fuzz.rs")) && !is_wing_tests(Path::new("files/scan/tests.rs")));
 }
 
 #[test]

@@ -15,7 +15,7 @@
 //!   `complex64`, `int64`, `bool`, ...), or `datetime64[unit]` / `timedelta64[unit]` (with
 //!   a byte order too).
 //!
-//! `host/tests/numpy_descr.rs` compares this with NumPy itself, where NumPy is installed.
+//! `host/wings/files/src/tests/numpy_descr.rs` compares this with NumPy itself, where NumPy is installed.
 //! Structured and sub-array strings (`<f4,<f4`, `(2,)f4`) are not read.
 
 /// The kinds of NumPy dtypes, as `dtype.kind` names them.
@@ -266,7 +266,7 @@ mod tests {
     use super::*;
 
     /// What NumPy 2.4.6 gives for `np.dtype(descr).str` and `.itemsize` (seen
-    /// 2026-12-01); `host/tests/numpy_descr.rs` asks NumPy itself, where it is installed.
+    /// 2026-12-01); `host/wings/files/src/tests/numpy_descr.rs` asks NumPy itself, where it is installed.
     #[test]
     fn the_spellings_np_load_reads_are_read_as_numpy_reads_them() {
         for (descr, canonical, item_size) in [

@@ -16,7 +16,7 @@
 //! 24 + 16 bits), then rounded to nearest, ties to even
 //! (`shared::binary16::from_f32_bits`, `shared::bfloat16::from_f32_bits`): rounding to
 //! odd at 24 bits and then to nearest at `q <= 22` bits is correct (Boldo and
-//! Melquiond), below the normal range too. `host/tests/normalize_maxval.rs` proves all
+//! Melquiond), below the normal range too. `host/wings/files/src/tests/normalize_maxval.rs` proves all
 //! three against the exact rational reference on every `v` in `0..=m`, for a set of `m`
 //! in its quick test and for every `m` in `1..=65535` in an ignored one;
 //! `host/tests/normalize_dtypes.rs` proves [`to`] so for every [`Dtype`], on a set of `m`.

@@ -5,9 +5,9 @@
 //! `dtype.itemsize`. Skipped (and says so) where `python3` with NumPy is not installed;
 //! `REQUIRE_NUMPY=1` makes that a failure.
 
-use crate::common;
+use test_fixtures as fixtures;
 
-use bitexact::files::containers::npy_descr::numpy_type;
+use crate::containers::npy_descr::numpy_type;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -106,7 +106,7 @@ fn spellings() -> Vec<String> {
 
 /// NumPy's answer for each of `spellings` ([`NUMPY_SCRIPT`]); `None` after skipping the
 /// test where python3 or NumPy is not installed; a panic with the script's stderr where
-/// it ran and failed ([`common::numpy_output`]).
+/// it ran and failed ([`fixtures::numpy_output`]).
 fn numpy_answers(spellings: &[String]) -> Option<Vec<Option<(String, u64)>>> {
     let run = Command::new("python3")
         .args(["-c", NUMPY_SCRIPT])
@@ -121,7 +121,7 @@ fn numpy_answers(spellings: &[String]) -> Option<Vec<Option<(String, u64)>>> {
             let _ = child.stdin.take().expect("piped").write_all(&input);
             child.wait_with_output()
         });
-    let output = common::numpy_output(run)?;
+    let output = fixtures::numpy_output(run)?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let answers: Vec<Option<(String, u64)>> =
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("NumPy's answers are not JSON ({e}): {stdout}"));

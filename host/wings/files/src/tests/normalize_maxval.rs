@@ -1,11 +1,9 @@
-//! `v / m` for a PNM's `maxval` `m`: `bitexact::files::normalize::divide` against the exact
-//! rational reference (`bitexact::verify::reference`) on every code `v` in `0..=m`, to f32,
+//! `v / m` for a PNM's `maxval` `m`: `crate::normalize::divide` against the exact
+//! rational reference (`bitexact_verify::reference`) on every code `v` in `0..=m`, to f32,
 //! binary16 and bfloat16, for a set of `m` here and for every `m` in the ignored test.
 
-use bitexact::files::normalize::divide;
-use bitexact::verify::reference::{
-    BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow, fill_monotone,
-};
+use crate::normalize::divide;
+use bitexact_verify::reference::{BFLOAT16, BINARY16, NarrowFormat, Rounded, div_to_f32, div_to_narrow, fill_monotone};
 use conformance::reference::scaled::is_rounded_quotient;
 use rayon::prelude::*;
 

@@ -5,15 +5,15 @@
 //! 16-bit), PNM with its `maxval`, JPEG (checked whole first), BMP, and TGA (told by its
 //! extension alone). A reader that opened the file again by name would find nothing.
 
-use crate::common;
+use test_fixtures as fixtures;
 
-use bitexact::files::backend::CpuBackend;
-use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
+use crate::backend::CpuBackend;
+use crate::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
 use std::path::{Path, PathBuf};
 
 /// `count` bytes of a fixed pseudo-random sequence.
 fn noise(count: usize, seed: u64) -> Vec<u8> {
-    let mut rng = common::Rng::new(seed);
+    let mut rng = fixtures::Rng::new(seed);
     (0..count).map(|_| rng.next() as u8).collect()
 }
 
@@ -30,7 +30,7 @@ fn images(dir: &Path) -> Vec<(PathBuf, ChannelLayout)> {
     image::ImageBuffer::<image::Luma<u16>, _>::from_raw(w, h, words).unwrap().save(&grey16).unwrap();
     made.push((grey16, ChannelLayout::Hwc));
     let adam7 = dir.join("adam7.png");
-    common::adam7_rgb_png(&adam7, w, h, &noise((w * h * 3) as usize, 3));
+    fixtures::adam7_rgb_png(&adam7, w, h, &noise((w * h * 3) as usize, 3));
     made.push((adam7, ChannelLayout::Hwc));
     let pgm = dir.join("grey.pgm");
     let mut bytes = format!("P5\n{w} {h}\n100\n").into_bytes();

@@ -4,11 +4,11 @@
 //!
 //! Crashers found while writing these are kept below as named regression tests.
 
-use crate::common;
+use test_fixtures as fixtures;
 
-use bitexact::files::containers::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
-use bitexact::files::containers::{self, Container, TensorElement};
-use common::{npy_bytes, safetensors_bytes};
+use crate::containers::npy_header::{self, MAX_NPY_HEADER, MAX_NPY_NESTING, STEPS_PER_BYTE};
+use crate::containers::{self, Container, TensorElement};
+use fixtures::{npy_bytes, safetensors_bytes};
 use proptest::prelude::*;
 
 /// Parses `text` as an `.npy` header, asserts that the work stayed within the bound,
@@ -42,18 +42,18 @@ fn check_both(bytes: &[u8]) {
 }
 
 /// A valid `.npz` of two members (a binary16 array and a complex one), stored or deflated.
-fn valid_npz(method: common::ZipMethod) -> Vec<u8> {
+fn valid_npz(method: fixtures::ZipMethod) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
-    let f16 = &common::DTYPES[0];
-    let bits = common::elements(f16, 12, &[3], 1);
-    let a = common::npy_items_bytes(
+    let f16 = &fixtures::DTYPES[0];
+    let bits = fixtures::elements(f16, 12, &[3], 1);
+    let a = fixtures::npy_items_bytes(
         npyz::DType::Plain("<f2".parse().unwrap()),
         &[3, 4],
         bits.iter().map(|&b| half::f16::from_bits(b as u16)),
     );
     let z = npy_bytes(1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16);
     let path = dir.path().join("v.npz");
-    common::write_npz(&path, &[("a.npy", a), ("z.npy", z)], method);
+    fixtures::write_npz(&path, &[("a.npy", a), ("z.npy", z)], method);
     std::fs::read(path).unwrap()
 }
 
@@ -61,17 +61,17 @@ fn valid_npz(method: common::ZipMethod) -> Vec<u8> {
 fn valid_files() -> (Vec<u8>, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let st = dir.path().join("v.safetensors");
-    let (f16, e4m3) = (&common::DTYPES[0], &common::DTYPES[4]);
-    let bits = common::elements(f16, 12, &[3], 1);
-    common::write_safetensors(
+    let (f16, e4m3) = (&fixtures::DTYPES[0], &fixtures::DTYPES[4]);
+    let bits = fixtures::elements(f16, 12, &[3], 1);
+    fixtures::write_safetensors(
         &st,
         &[
-            ("a", f16.safetensors, vec![3, 4], common::to_bytes(f16, &bits, false)),
+            ("a", f16.safetensors, vec![3, 4], fixtures::to_bytes(f16, &bits, false)),
             ("b", e4m3.safetensors, vec![5], vec![0x7F; 5]),
         ],
     );
     let npy = dir.path().join("v.npy");
-    common::write_npy(&npy, f16, &[3, 4], &bits, true);
+    fixtures::write_npy(&npy, f16, &[3, 4], &bits, true);
     (std::fs::read(st).unwrap(), std::fs::read(npy).unwrap())
 }
 
@@ -159,7 +159,7 @@ proptest! {
         cut in any::<usize>(),
         deflated in any::<bool>(),
     ) {
-        let method = if deflated { common::ZipMethod::Deflated } else { common::ZipMethod::Stored };
+        let method = if deflated { fixtures::ZipMethod::Deflated } else { fixtures::ZipMethod::Stored };
         let mut bytes = valid_npz(method);
         prop_assert_eq!(parse_and_scan(Container::Npz, &bytes), Ok(2));
         for &(at, value) in &edits {
@@ -350,22 +350,22 @@ fn regression_bytes_inserted_anywhere_in_a_header_give_one_line_errors() {
 #[test]
 fn npz_member_headers_are_parsed_like_npy_files() {
     let dir = tempfile::tempdir().unwrap();
-    let in_npz = |npy: &[u8], method: common::ZipMethod| {
+    let in_npz = |npy: &[u8], method: fixtures::ZipMethod| {
         let path = dir.path().join("member.npz");
-        common::write_npz(&path, &[("x.npy", npy.to_vec())], method);
+        fixtures::write_npz(&path, &[("x.npy", npy.to_vec())], method);
         std::fs::read(path).unwrap()
     };
     for (name, _, text) in adversarial_npy_headers(1 << 12) {
         // Shape (4,) of <f4 where a header is accepted: 16 bytes of data.
         let npy = npy_bytes(2, &text, 16);
         let alone = parse_and_scan(Container::Npy, &npy).map_err(|e| format!("member 'x.npy': {e}"));
-        for method in [common::ZipMethod::Stored, common::ZipMethod::Deflated] {
+        for method in [fixtures::ZipMethod::Stored, fixtures::ZipMethod::Deflated] {
             assert_eq!(parse_and_scan(Container::Npz, &in_npz(&npy, method)), alone, "{name}, {method:?}");
         }
     }
     let structured = "{'descr': [('a', '<f4'), ('b', '<i4')], 'fortran_order': False, 'shape': (3,), }";
     let npy = npy_bytes(1, structured, 24);
-    for method in [common::ZipMethod::Stored, common::ZipMethod::Deflated] {
+    for method in [fixtures::ZipMethod::Stored, fixtures::ZipMethod::Deflated] {
         let tensors = containers::parse(Container::Npz, &in_npz(&npy, method)).unwrap();
         assert_eq!(tensors[0].element, TensorElement::Unsupported("structured dtype"), "{method:?}");
         assert_eq!(tensors[0].dtype, "[('a', '<f4'), ('b', '<i4')]");
