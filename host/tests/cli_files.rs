@@ -145,8 +145,9 @@ fn scan_bad_inputs_exit_2_with_one_line() {
 /// Another program truncating a file while `scan` reads it: exit 2 with one line naming
 /// the file (or, where the scan wins the race, exit 0), never death by a signal, which is
 /// what reading through a memory map gave (SIGBUS, exit 135, nothing on stderr).
-/// `a_file_truncated_during_a_scan_is_an_error_naming_it` in `scan_normalize.rs` checks
-/// the message deterministically; this checks the binary under a real race.
+/// `a_file_truncated_during_a_scan_is_an_error_naming_it` in the files wing's unit tests
+/// (`host/wings/files/src/tests/scan_normalize.rs`) checks the message
+/// deterministically; this checks the binary under a real race.
 #[test]
 fn a_file_truncated_while_scanned_never_kills_the_process() {
     let dir = tempfile::tempdir().unwrap();

@@ -28,5 +28,4 @@ mod ptx_tools;
 mod scan_api;
 mod scan_files;
 mod scan_hostile;
-mod scan_normalize;
 mod scan_red_team;

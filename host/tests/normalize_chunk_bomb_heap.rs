@@ -1,16 +1,17 @@
 //! A 2 × 2 PNG whose compressed ancillary chunk (`iCCP`, `zTXt`, `iTXt`) inflates to
 //! 128 MiB is normalized without inflating it, in every path (streamed HWC, interlaced
 //! HWC and CHW, both decoded whole): a counting global allocator bounds the heap at
-//! 16 MiB, the bound docs/files.md gives beyond the decoded samples. Through the `image`
-//! crate, a 3 MB `iCCP` chunk inflating to 3 GiB peaked at 516 MB RSS.
+//! 16 MiB, the bound docs/files.md gives beyond the decoded samples. The library's
+//! `normalize` job runs it, on the CPU, as the command does. Through the `image` crate, a
+//! 3 MB `iCCP` chunk inflating to 3 GiB peaked at 516 MB RSS.
 //!
 //! One test function only: the counters are process-wide.
 
 mod common;
 
-use bitexact::files::backend::CpuBackend;
-use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits};
-use bitexact::files::write;
+use bitexact::files::backend::Device;
+use bitexact::files::normalize::ChannelLayout;
+use bitexact::files::{NormalizeOptions, normalize};
 use common::alloc_counter::{Counting, peak_growth};
 use std::path::Path;
 
@@ -64,10 +65,9 @@ fn a_compressed_ancillary_chunk_is_never_inflated() {
             let png = d.join(format!("{name}.png"));
             with_chunk_after_ihdr(base, kind, data, &png);
             let out = d.join("out.npy");
+            let options = NormalizeOptions { layout, force: true, device: Device::Cpu, ..NormalizeOptions::default() };
             let peak = peak_growth(|| {
-                let image = Image::open(&png, layout, ImageLimits::default()).unwrap();
-                let shape = image.shape(layout);
-                write::write_from(&out, "image", &shape, &image.normalized(layout, &CpuBackend), true).unwrap();
+                normalize(&png, &out, &options).unwrap().commit().unwrap();
             });
             let what = format!("{name} in {} ({layout:?})", base.file_name().unwrap().to_string_lossy());
             eprintln!("{what}: peak heap growth {:.1} MiB", peak as f64 / (1 << 20) as f64);

@@ -3,16 +3,17 @@
 //! converted and written in each layout and container. Holding the tensor would take
 //! four times the samples (five for CHW, which reorders them; nine when the
 //! `.safetensors` file is built in memory, as `safetensors::serialize` does). In HWC
-//! order a PNG is streamed ([`Image::open`]): not even the samples are held, only a few
-//! bands of them and the write chunks, however large the image.
+//! order a PNG is streamed (the report's `timing.streamed`): not even the samples are
+//! held, only a few bands of them and the write chunks, however large the image. The
+//! library's `normalize` job runs it, on the CPU, as the command does.
 //!
 //! One test function only: the counters are process-wide.
 
 mod common;
 
-use bitexact::files::backend::CpuBackend;
-use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
-use bitexact::files::write::{self, WRITE_CHUNK_ELEMENTS};
+use bitexact::files::backend::Device;
+use bitexact::files::normalize::{ChannelLayout, WRITE_CHUNK_ELEMENTS};
+use bitexact::files::{NormalizeOptions, normalize};
 use common::alloc_counter::{Counting, peak_growth};
 use image::{ImageBuffer, Rgba};
 
@@ -41,12 +42,13 @@ fn normalize_heap_stays_near_the_decoded_image() {
         ("chw.safetensors", ChannelLayout::Chw, false),
     ] {
         let out = dir.path().join(name);
+        let options = NormalizeOptions { layout, device: Device::Cpu, ..NormalizeOptions::default() };
+        let mut streamed_here = None;
         let peak = peak_growth(|| {
-            let image = Image::open(&png, layout, ImageLimits::default()).unwrap();
-            assert_eq!(matches!(image.samples, Samples::PngRows(_)), streams, "{name}: streamed");
-            let shape = image.shape(layout);
-            write::write_from(&out, "image", &shape, &image.normalized(layout, &CpuBackend), false).unwrap();
+            let done = normalize(&png, &out, &options).unwrap().commit().unwrap();
+            streamed_here = Some(done.timing.streamed.is_some());
         });
+        assert_eq!(streamed_here, Some(streams), "{name}: streamed");
         assert_eq!(std::fs::metadata(&out).unwrap().len() as usize / 4 / samples, 1, "{name}: a whole f32 tensor");
         eprintln!(
             "{name}: {} MiB of samples, peak heap growth {:.1} MiB",

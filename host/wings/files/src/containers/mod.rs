@@ -236,8 +236,8 @@ pub fn parse(container: Container, bytes: &[u8]) -> Result<Vec<TensorEntry>, Con
     parse_file(container, &bytes[..bytes.len().min(HEAD_BYTES as usize)], Source::Bytes(bytes))
 }
 
-/// For the fuzz target (`fuzz/fuzz_targets/containers.rs`) and the unit tests of
-/// `tests/header_fuzz.rs`, which share it: [`parse`], with its guarantees asserted (a
+/// For the fuzz target (`fuzz/fuzz_targets/containers.rs`) and the wing's unit tests
+/// (`host/wings/files/src/tests/header_fuzz.rs`), which share it: [`parse`], with its guarantees asserted (a
 /// failed one panics). An error's message is one non-empty line; every tensor accepted lies inside `bytes` (or
 /// inflates from them), its data as long as its shape and dtype say; scanning it
 /// (inflating it, for a deflated member, where a failure must be a one-line error too)

@@ -20,6 +20,8 @@ pub mod png_rows;
 #[doc(hidden)]
 pub mod pnm;
 
+/// The values per chunk of a write, which bound a write's memory (docs/files.md).
+pub use crate::write::WRITE_CHUNK_ELEMENTS;
 /// What [`NormalizeOptions`], [`NormalizeReport`] and [`NormalizeJobError`] name.
 pub use crate::write::{Dtype, StageError, TensorWriteError, WritePhases};
 pub use image::{ChannelLayout, ImageDecodeError, ImageLimits, NormalizeError};

@@ -10,6 +10,30 @@
 mod count_formats;
 mod errors;
 mod header_fuzz;
+mod normalize_dtypes;
 mod normalize_maxval;
 mod normalize_open_once;
 mod numpy_descr;
+mod scan_files;
+mod scan_normalize;
+
+use crate::backend::Device;
+use crate::scan::report::TensorReport;
+use crate::scan::{ScanOptions, scan as scan_job};
+use std::path::Path;
+use test_fixtures::Expected;
+
+/// `path` scanned by the wing's scan job on the CPU: the tensors of its one file.
+fn scan(path: &Path) -> Result<Vec<TensorReport<'static>>, String> {
+    let options = ScanOptions { device: Device::Cpu, ..ScanOptions::default() };
+    let mut scanned = scan_job(&[path.to_path_buf()], &options).map_err(|e| e.to_string())?;
+    Ok(scanned.report.files.swap_remove(0).tensors)
+}
+
+/// Asserts a scanned tensor's counts and first index against the independent decoders'
+/// (`expected`); `what` names the case.
+fn assert_counts(tensor: &TensorReport<'_>, expected: Expected, what: &str) {
+    let c = &tensor.counts;
+    let got = Expected { nan: c.nan, pos_inf: c.pos_inf, neg_inf: c.neg_inf, first: c.first_non_finite };
+    assert_eq!(got, expected, "{what}: tensor '{}' ({}): counts and first index", tensor.name, tensor.dtype);
+}

@@ -2,17 +2,17 @@
 //! image crates: exact counts and first indices in every dtype, and every output f32
 //! bit-compared with the integer-arithmetic reference.
 
-use crate::common;
+use test_fixtures as fixtures;
 
-use bitexact::files::backend::CpuBackend;
-use bitexact::files::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
-use bitexact::files::normalize::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
-use bitexact::files::scan::BLOCK_BYTES;
-use bitexact::files::write;
-use bitexact::verify::reference::div_to_f32;
-use common::{DTYPES, Rng};
+use crate::backend::CpuBackend;
+use crate::normalize::image::{ChannelLayout, Image, ImageLimits, Samples};
+use crate::normalize::png_rows::{PngOpen, PngRows, PngRowsError, SampleRun};
+use crate::scan::BLOCK_BYTES;
+use crate::write;
+use bitexact_verify::reference::div_to_f32;
 use image::{ImageBuffer, Luma, LumaA, Rgb, Rgba};
 use std::path::Path;
+use test_fixtures::{DTYPES, Rng};
 
 /// Positions that straddle the group (256 elements) and block boundaries of the scan.
 fn boundary_positions(n: usize, block_elements: usize) -> Vec<usize> {
@@ -35,22 +35,22 @@ fn safetensors_counts_and_first_index_in_every_float_dtype() {
         ];
         for (suffix, shape, positions) in cases {
             let count = shape.iter().product();
-            let bits = common::elements(dtype, count, &positions, seed as u64 * 31 + positions.len() as u64);
+            let bits = fixtures::elements(dtype, count, &positions, seed as u64 * 31 + positions.len() as u64);
             let name = format!("{}_{suffix}", dtype.name);
-            expectations.push((name.clone(), common::expected(dtype, &bits)));
-            tensors.push((name, dtype.safetensors, shape, common::to_bytes(dtype, &bits, false)));
+            expectations.push((name.clone(), fixtures::expected(dtype, &bits)));
+            tensors.push((name, dtype.safetensors, shape, fixtures::to_bytes(dtype, &bits, false)));
         }
     }
     tensors.push(("ids".into(), safetensors::Dtype::I32, vec![4], vec![0xFF; 16]));
     let borrowed: Vec<_> = tensors.iter().map(|(n, d, s, b)| (n.as_str(), *d, s.clone(), b.clone())).collect();
-    common::write_safetensors(&path, &borrowed);
+    fixtures::write_safetensors(&path, &borrowed);
 
-    let report = common::scan(&path).unwrap();
+    let report = super::scan(&path).unwrap();
     assert_eq!(report.len(), expectations.len() + 1);
     for (name, expected) in &expectations {
         let tensor = report.iter().find(|t| &t.name == name).unwrap();
         assert!(tensor.skipped.is_none());
-        common::assert_counts(tensor, *expected, "safetensors");
+        super::assert_counts(tensor, *expected, "safetensors");
         if name.ends_with("spread") {
             // E4M3's S.1111.000 is finite (256), so not every injection is non-finite there.
             let found = expected.nan + expected.pos_inf + expected.neg_inf;
@@ -66,13 +66,13 @@ fn safetensors_counts_and_first_index_in_every_float_dtype() {
 /// it killed the process with SIGBUS.
 #[test]
 fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
-    use bitexact::files::read::TensorFile;
-    use bitexact::files::scan::report::Report;
-    use bitexact::support::progress::Progress;
+    use crate::read::TensorFile;
+    use crate::scan::report::Report;
+    use bitexact_support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shrinking.safetensors");
     let elements = 3 * BLOCK_BYTES / 4 + 5;
-    common::write_safetensors(&path, &[("x", safetensors::Dtype::F32, vec![elements], vec![0; 4 * elements])]);
+    fixtures::write_safetensors(&path, &[("x", safetensors::Dtype::F32, vec![elements], vec![0; 4 * elements])]);
     let files = [TensorFile::open(&path).unwrap()];
     let data_start = files[0].tensors[0].data.start as u64;
     // Inside the last block, at a block boundary, inside the header.
@@ -92,14 +92,14 @@ fn a_file_truncated_during_a_scan_is_an_error_naming_it() {
 /// is an error naming it, never a scan of bytes the header does not describe.
 #[test]
 fn a_file_replaced_or_removed_after_its_header_was_read_is_an_error() {
-    use bitexact::files::read::TensorFile;
-    use bitexact::files::scan::report::Report;
-    use bitexact::support::progress::Progress;
+    use crate::read::TensorFile;
+    use crate::scan::report::Report;
+    use bitexact_support::progress::Progress;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("model.safetensors");
     let other = dir.path().join("other.safetensors");
     let write = |path: &Path, bytes: Vec<u8>| {
-        common::write_safetensors(path, &[("x", safetensors::Dtype::F32, vec![1], bytes)])
+        fixtures::write_safetensors(path, &[("x", safetensors::Dtype::F32, vec![1], bytes)])
     };
     write(&path, vec![0; 4]);
     let files = [TensorFile::open(&path).unwrap()];
@@ -122,14 +122,14 @@ fn npy_counts_in_both_byte_orders() {
         for big_endian in [false, true] {
             let block_elements = BLOCK_BYTES / dtype.bytes;
             let n = block_elements + 100;
-            let bits = common::elements(dtype, n, &boundary_positions(n, block_elements)[1..], seed as u64 + 7);
+            let bits = fixtures::elements(dtype, n, &boundary_positions(n, block_elements)[1..], seed as u64 + 7);
             let path = dir.path().join(format!("{}_{big_endian}.npy", dtype.name));
-            common::write_npy(&path, dtype, &[n as u64 / 4, 4], &bits, big_endian);
+            fixtures::write_npy(&path, dtype, &[n as u64 / 4, 4], &bits, big_endian);
 
-            let report = common::scan(&path).unwrap();
+            let report = super::scan(&path).unwrap();
             let tensor = &report[0];
-            assert_eq!(tensor.shape, [n as u64 / 4, 4]);
-            common::assert_counts(tensor, common::expected(dtype, &bits), &path.display().to_string());
+            assert_eq!(tensor.shape[..], [n as u64 / 4, 4]);
+            super::assert_counts(tensor, fixtures::expected(dtype, &bits), &path.display().to_string());
             assert_eq!(tensor.counts.first_non_finite, Some(255));
         }
     }
@@ -139,12 +139,12 @@ fn npy_counts_in_both_byte_orders() {
 fn npy_integer_and_bool_arrays_are_listed_not_scanned() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ints.npy");
-    common::write_npy_items(&path, npyz::DType::Plain("<i8".parse().unwrap()), &[3], [1i64, -2, 3]);
-    let report = common::scan(&path).unwrap();
+    fixtures::write_npy_items(&path, npyz::DType::Plain("<i8".parse().unwrap()), &[3], [1i64, -2, 3]);
+    let report = super::scan(&path).unwrap();
     assert_eq!(report[0].skipped, Some("integer dtype"));
     let path = dir.path().join("mask.npy");
-    common::write_npy_items(&path, npyz::DType::Plain("|b1".parse().unwrap()), &[3], [true, false, true]);
-    let report = common::scan(&path).unwrap();
+    fixtures::write_npy_items(&path, npyz::DType::Plain("|b1".parse().unwrap()), &[3], [true, false, true]);
+    let report = super::scan(&path).unwrap();
     assert_eq!(report[0].skipped, Some("bool dtype"));
 }
 
@@ -152,15 +152,15 @@ fn npy_integer_and_bool_arrays_are_listed_not_scanned() {
 fn safetensors_integer_and_bool_tensors_are_listed_not_scanned() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("ids_and_mask.safetensors");
-    common::write_safetensors(
+    fixtures::write_safetensors(
         &path,
         &[
             ("ids", safetensors::Dtype::U8, vec![2], vec![1, 2]),
             ("mask", safetensors::Dtype::BOOL, vec![2], vec![0, 1]),
         ],
     );
-    let report = common::scan(&path).unwrap();
-    let skipped: Vec<_> = report.iter().map(|t| (t.name.as_str(), t.skipped)).collect();
+    let report = super::scan(&path).unwrap();
+    let skipped: Vec<_> = report.iter().map(|t| (t.name.as_ref(), t.skipped)).collect();
     assert_eq!(skipped, [("ids", Some("integer dtype")), ("mask", Some("bool dtype"))]);
 }
 
@@ -356,9 +356,9 @@ fn the_reserved_safetensors_key_is_refused_as_a_tensor_name() {
 
 #[test]
 fn conversion_kernels_match_the_reference_on_every_input() {
-    use bitexact::files::backend::convert_slices;
-    use bitexact::files::normalize::image::{SampleWidth, conversion};
-    use bitexact::files::write::Dtype;
+    use crate::backend::convert_slices;
+    use crate::normalize::image::{SampleWidth, conversion};
+    use crate::write::Dtype;
     let bytes: Vec<u8> = (0..=255).collect();
     let mut out = vec![0.0f32; 256];
     convert_slices(&CpuBackend, conversion(SampleWidth::Unorm8, Dtype::F32), &bytes, &mut out).unwrap();
@@ -371,10 +371,10 @@ fn conversion_kernels_match_the_reference_on_every_input() {
 
 #[test]
 fn the_16_bit_float_conversions_of_every_backend_entry_match_the_reference_on_every_code() {
-    use bitexact::files::backend::convert_slices;
-    use bitexact::files::normalize::image::{SampleWidth, conversion};
-    use bitexact::files::write::Dtype;
-    use bitexact::verify::reference::{BFLOAT16, BINARY16, NarrowFormat, unorm_to_narrow_bits};
+    use crate::backend::convert_slices;
+    use crate::normalize::image::{SampleWidth, conversion};
+    use crate::write::Dtype;
+    use bitexact_verify::reference::{BFLOAT16, BINARY16, NarrowFormat, unorm_to_narrow_bits};
     let check = |format: NarrowFormat, bits: u32, out: &[u16], what: &str| {
         for (code, &got) in out.iter().enumerate() {
             let want = unorm_to_narrow_bits(format, bits, code as u64);
@@ -539,7 +539,7 @@ fn streamed_png_samples_are_the_image_crates_for_every_kind_of_png() {
             raw.iter_mut().for_each(|b| *b &= 0x0F); // indices into the 16 colours
         }
         let path = dir.path().join(format!("kind{i}.png"));
-        common::png_file(&path, (w, h), (color, depth), palette, trns, &raw);
+        fixtures::png_file(&path, (w, h), (color, depth), palette, trns, &raw);
         let want = image_crate_samples(&path);
         assert!(decoded_samples(&path) == want, "{color:?} {depth:?}: decoded whole");
         let samples = want.2.len();
@@ -600,7 +600,7 @@ fn an_interlaced_png_is_decoded_whole_with_the_same_samples() {
     let (w, h) = (21u32, 11u32);
     let samples = random_samples((w * h * 3) as usize, 255, 17);
     let raw: Vec<u8> = samples.iter().map(|&s| s as u8).collect();
-    common::adam7_rgb_png(&path, w, h, &raw);
+    fixtures::adam7_rgb_png(&path, w, h, &raw);
     assert!(matches!(PngRows::open(&path, 100).unwrap(), PngOpen::Interlaced));
     // The image crate decodes it to the pixels written: the file is made right.
     assert_eq!(image_crate_samples(&path), (3, 8, samples.clone()));
