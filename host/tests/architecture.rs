@@ -40,10 +40,11 @@ const LAYERS: &[(&str, &[&str])] = &[
 
 /// What a wing's own tests (its `tests` folder, under `#[cfg(test)]`, and its
 /// `[dev-dependencies]`) may use beyond its row of [`LAYERS`]: the exact references of
-/// `verify`, for a wing that `verify` does not depend on (so the dev-dependency makes no
+/// `verify` (and for `cpu` the skip helper of `support`), for a wing that they do not
+/// depend on (so the dev-dependency makes no
 /// circle; checked below). Its tests then reach their own wing's plumbing from inside it
 /// rather than through `bitexact::`, and the wing's code still may not use them.
-const TEST_LAYERS: &[(&str, &[&str])] = &[("files", &["verify"])];
+const TEST_LAYERS: &[(&str, &[&str])] = &[("cpu", &["verify", "support"]), ("files", &["verify"])];
 
 /// What `module` (a product's folder at its head) may use: its row of [`LAYERS`], and
 /// for a module of its `tests` folder the row of [`TEST_LAYERS`] too.

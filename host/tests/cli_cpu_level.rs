@@ -36,7 +36,7 @@ fn every_level_this_cpu_has_normalizes_to_the_same_bytes_and_says_so() {
                 stderr.lines().find(|l| l.starts_with("bitexact: normalize: convert ")).expect("a convert line");
             // The level, and in parentheses the form the CPU computed the values with at that
             // level (the binary asks the library's conversion table which; each form is
-            // proven exact at each level by the conformance crate's `cpu_levels`).
+            // proven exact at each level by `host/wings/files/src/tests/cpu_levels.rs`).
             let (_, after) = convert.split_once(&format!("; cpu level {level} (")).expect("the level");
             let (form, rest) = after.split_once(')').expect("the form, in parentheses");
             assert!(!form.is_empty() && rest.starts_with(", best here "), "{stderr}");

@@ -154,7 +154,7 @@ pub fn unorm16_to_bf16_via_f32(x: u16) -> u16 {
 /// half up. Exact on every code: `q` never lands on a bfloat16 midpoint for UNORM8
 /// (module docs), so half up is ties to even there, and the result is
 /// [`unorm8_to_bf16_via_f32`]'s. The CPU's vectorised form (one add and one shift after
-/// the f32 quotient); `tests/tests/cpu_levels.rs` proves it on every code against the
+/// the f32 quotient); `host/wings/files/src/tests/cpu_levels.rs` proves it on every code against the
 /// integer reference.
 #[inline]
 pub fn unorm8_to_bf16_half_up(x: u8) -> u16 {
@@ -175,7 +175,7 @@ pub fn unorm16_to_bf16_half_up(x: u16) -> u16 {
 /// [`round_to_odd`]'s value wherever the quotient is not exact, one step cheaper (no
 /// test for an exact quotient); for the two codes whose quotient is exact (0 and 65535)
 /// it is one f32 step above it (2^-149, 1 + 2^-23), far from any binary16 midpoint.
-/// Proven with `vcvtps2ph` on every code (`tests/tests/cpu_levels.rs`).
+/// Proven with `vcvtps2ph` on every code (`host/wings/files/src/tests/cpu_levels.rs`).
 #[inline]
 pub fn unorm16_to_f32_sticky(x: u16) -> f32 {
     let q = norm::unorm_to_f32::<16>(x);

@@ -775,7 +775,7 @@ fn main() {
         println!(
             "*: a form bitexact::cpu::convert runs for exact results; picked at: the levels at which it runs that \
              level's loop in that form (a wider level runs a narrower loop where it is not slower). differs: outputs unlike the scalar \
-             form's (an instruction not used for exact results may differ: see tests/tests/cpu_levels.rs). all \
+             form's (an instruction not used for exact results may differ: see host/wings/cpu/src/tests/cpu_levels.rs). all \
              cores/memcpy: what the best level runs, on all cores, against memcpy of the wider side's bytes."
         );
         println!();

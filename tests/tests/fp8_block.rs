@@ -48,9 +48,7 @@ use shared::fp8_block::{self, BlockError, Blocks, Recipe};
 use shared::fp8_scale::Fp8Format;
 use shared::nvfp4::WeightDtype;
 
-#[path = "support/levels.rs"]
-mod support;
-use support::levels;
+use test_fixtures::levels::levels;
 
 fn reference_format(format: Fp8Format) -> NarrowFormat {
     match format {

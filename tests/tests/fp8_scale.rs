@@ -420,9 +420,7 @@ fn the_fast_forms_equal_quantize_on_a_sample_and_around_the_grid_at_many_scales(
     }
 }
 
-#[path = "support/levels.rs"]
-mod support;
-use support::levels;
+use test_fixtures::levels::levels;
 
 /// `cpu::fp8_scale::quantize_at` of `x` at every level in `levels`, both roundings,
 /// against `quantize` per element; the first difference, in hex.

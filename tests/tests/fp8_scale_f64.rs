@@ -253,8 +253,7 @@ fn amax_slice_f64_finds_the_finite_amax_and_the_first_non_finite_value() {
     assert_eq!(fp8_scale::amax_slice_f64(&[]), (0, None));
 }
 
-#[path = "support/levels.rs"]
-mod support;
+use test_fixtures::levels::levels;
 
 /// The branch-free forms and `cpu::fp8_scale::quantize_f64_at` at every level this
 /// machine has, against `quantize_f64` per element, both roundings, on `x`; the output
@@ -292,7 +291,7 @@ fn check_fast_forms(levels: &[bitexact::cpu::Level], format: Fp8Format, s: f32, 
 
 #[test]
 fn the_fast_forms_and_every_cpu_level_equal_quantize_f64_around_the_grid_and_on_a_sample() {
-    let levels = support::levels();
+    let levels = levels();
     at_every_scale(|format, s, i| {
         let mut sample = random_f64(3001, -1074, 1024, 200 + i);
         sample.extend(SPECIALS);
@@ -312,7 +311,7 @@ fn naive_amax(xs: &[u64]) -> (u64, Option<usize>) {
 
 #[test]
 fn every_cpu_level_finds_the_f64_amax_and_the_first_non_finite_value() {
-    let levels = support::levels();
+    let levels = levels();
     let mut xs = random_f64(10_001, -1074, 1024, 9);
     // The largest magnitude late, with the sign set, past any vector width's head.
     xs[9_998] = 0xFFEF_FFFF_FFFF_FFF0;

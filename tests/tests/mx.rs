@@ -19,10 +19,8 @@ use shared::e8m0;
 use shared::mx::{self, ElementFormat, ScaleRule};
 use std::cmp::Ordering;
 
-#[path = "support/levels.rs"]
-mod support;
 use bitexact::cpu::fp8_scale as cpu_fp8;
-use support::levels;
+use test_fixtures::levels::levels;
 
 /// The largest finite value of each element format as `significand · 2^exponent`, from
 /// the OCP specifications: 448 = 7 · 2^6, 57344 = 7 · 2^13, 6 = 3 · 2^1.

@@ -21,10 +21,8 @@ use shared::fp4::e2m1;
 use shared::nvfp4::{self, Nvfp4Recipe, WeightDtype};
 use std::f32::consts::FRAC_1_SQRT_2;
 
-#[path = "support/levels.rs"]
-mod support;
 use bitexact::cpu::fp8_scale as cpu_fp8;
-use support::levels;
+use test_fixtures::levels::levels;
 
 const SIGN: u32 = 0x8000_0000;
 /// f32 +inf: magnitudes above it are NaN.

@@ -15,7 +15,7 @@
 //!   F16C `vcvtps2ph` / `vcvtph2ps` ([`Level::Avx2`]), their AVX-512F forms and
 //!   AVX512-BF16 `vcvtneps2bf16` ([`Level::Avx512`]).
 //!
-//! `tests/tests/cpu_levels.rs` compares the three on every input (2^32 f32s for the
+//! `host/wings/cpu/src/tests/cpu_levels.rs` compares the three on every input (2^32 f32s for the
 //! narrowings, every encoding for the widenings) at every level the machine has, and
 //! counts the inputs on which two differ by class. An instruction is used for exact
 //! results ([`CpuConversion::instruction_exact`]) only where that proof finds it equal to
@@ -160,7 +160,7 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
 
     /// The streaming form at `level` over the slices, whatever their size, or `false`
     /// when the level has none (then `dst` is untouched). Its results are the exact
-    /// form's: `tests/tests/cpu_levels.rs` proves it on every encoding.
+    /// form's: `host/wings/cpu/src/tests/cpu_levels.rs` proves it on every encoding.
     #[doc(hidden)]
     pub fn run_streaming_at(&self, level: Level, src: &[I], dst: &mut [O]) -> bool {
         match (self.streaming)(level) {
@@ -387,7 +387,7 @@ mod tests {
 
     /// [`bf16_to_f16_at`] gives, on every bfloat16 encoding at every level this machine
     /// has, the bits of [`BF16_TO_F32`] then [`F32_TO_F16`] (each proven against the
-    /// exact reference by `tests/tests/cpu_levels.rs`), from every start in a vector
+    /// exact reference by `host/wings/cpu/src/tests/cpu_levels.rs`), from every start in a vector
     /// and for every tail length.
     #[test]
     fn bf16_to_f16_is_the_two_conversions_in_turn() {

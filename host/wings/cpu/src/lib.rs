@@ -23,7 +23,7 @@
 //! (which it is on the baseline target, where the FMA schemes of UNORM16 cost about 2 ns
 //! per element).
 //! Where the CPU has a conversion instruction that is proven on every input
-//! (`tests/tests/cpu_levels.rs`), [`convert`] uses it through `std::arch`.
+//! (`host/wings/cpu/src/tests/cpu_levels.rs`), [`convert`] uses it through `std::arch`.
 //!
 //! We use `#[target_feature]` and `std::arch` rather than a crate such as `multiversion`
 //! or `pulp`: the work is already written once, as scalar `shared` functions that
@@ -274,7 +274,7 @@ pub const STREAMING_BYTES: usize = 16 << 20;
 
 /// `dst[i]` = the stored bits of `P(src[i])` over `min(src.len(), dst.len())` elements,
 /// on the calling thread, at the level [`level`] says: exactly what `P` computes, at
-/// every level (`tests/tests/cpu_levels.rs` checks the conversions `normalize` runs on
+/// every level (`host/wings/files/src/tests/cpu_levels.rs` checks the conversions `normalize` runs on
 /// every input, at every level this machine has).
 #[doc(hidden)]
 pub fn map_bits<P: Primitive>(src: &[P::In], dst: &mut [<P::Out as Stored>::Bits]) {
@@ -380,38 +380,4 @@ impl<P: Primitive> LevelLoop for MapBits<'_, P> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_parse_back_and_unknown_names_are_refused() {
-        for level in Level::ALL {
-            assert_eq!(Level::parse(level.name(), "test"), Ok(level));
-        }
-        let error = Level::parse("sse9", LEVEL_VARIABLE).expect_err("not a level");
-        assert_eq!(error.to_string(), "BITEXACT_CPU_LEVEL: \"sse9\" is not a CPU level (portable, avx2, avx512)");
-    }
-
-    #[test]
-    fn the_detected_level_runs_and_every_level_up_to_it_is_available() {
-        let best = Level::detect();
-        assert_eq!(best.check("test"), Ok(best));
-        for level in Level::ALL {
-            assert_eq!(level.check("test").is_ok(), level <= best, "{level}");
-        }
-        assert_eq!(Level::Portable.check("test"), Ok(Level::Portable));
-    }
-
-    #[test]
-    fn a_level_the_cpu_lacks_is_a_one_line_error() {
-        let Some(missing) = Level::ALL.into_iter().find(|level| level.check("x").is_err()) else {
-            return; // this CPU has every level
-        };
-        let message = missing.check("--cpu-level").expect_err("lacks it").to_string();
-        assert!(
-            message.starts_with(&format!("--cpu-level: this CPU cannot run level {missing}: it lacks ")),
-            "{message}"
-        );
-        assert!(!message.contains('\n'), "{message}");
-    }
-}
+mod tests;

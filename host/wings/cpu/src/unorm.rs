@@ -20,7 +20,7 @@
 //!   load from a table that stays in cache costs about a tenth of that.
 //!
 //! Every form is proven on every code at every level the machine has against the
-//! integer reference (`tests/tests/cpu_levels.rs`); that proof, not the argument, is
+//! integer reference (`host/wings/files/src/tests/cpu_levels.rs`); that proof, not the argument, is
 //! what lets a form run.
 
 use super::convert::LevelForms;

@@ -121,7 +121,7 @@ const F16_QUIET_NAN: i16 = 0x7E00;
 /// F16C `vcvtph2ps ymm` of 8 binary16 encodings, with the quiet bit cleared again where
 /// the input is a signalling NaN: `vcvtph2ps` makes such a NaN quiet, where the exact
 /// widening keeps every payload bit; every other result of it is already the exact
-/// widening (`tests/tests/cpu_levels.rs` proves the whole on every encoding).
+/// widening (`host/wings/cpu/src/tests/cpu_levels.rs` proves the whole on every encoding).
 ///
 /// The signalling inputs are found on the 16-bit lanes (`F16_INF < |b| < F16_QUIET_NAN`,
 /// two compares) and the mask is sign-extended once to the 32-bit lanes: in a loop in
@@ -167,7 +167,7 @@ fn then_f32_to_f16_f16c<I: Copy>(src: &[I], dst: &mut [u16], quotient: impl Fn(I
 
 /// UNORM8 → binary16 bits: `vcvtps2ph ymm` of [`shared::unorm8::times3_int`] (the
 /// correctly rounded f32 quotient `x / 255`): `unorm8_to_f16_via_f32` with the instruction
-/// for its second rounding, exact on every code (`tests/tests/cpu_levels.rs`).
+/// for its second rounding, exact on every code (`host/wings/cpu/src/tests/cpu_levels.rs`).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn unorm8_to_f16_f16c(src: &[u8], dst: &mut [u16]) {
     then_f32_to_f16_f16c(src, dst, shared::unorm8::times3_int);
@@ -175,7 +175,7 @@ pub(super) fn unorm8_to_f16_f16c(src: &[u8], dst: &mut [u16]) {
 
 /// UNORM16 → binary16 bits: `vcvtps2ph ymm` of [`shared::unorm_narrow::unorm16_to_f32_sticky`]
 /// (the f32 quotient `x / 65535` made odd on the right side: never a binary16 midpoint),
-/// exact on every code (`tests/tests/cpu_levels.rs`).
+/// exact on every code (`host/wings/cpu/src/tests/cpu_levels.rs`).
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn unorm16_to_f16_f16c(src: &[u16], dst: &mut [u16]) {
     then_f32_to_f16_f16c(src, dst, shared::unorm_narrow::unorm16_to_f32_sticky);
@@ -211,7 +211,7 @@ pub(super) fn f16_to_f32_avx512(src: &[u16], dst: &mut [u32]) {
 
 /// AVX512-BF16 `vcvtneps2bf16 zmm`: f32 bits → bfloat16 bits. Intel documents it as
 /// round to nearest even with denormal inputs taken as zero and no exceptions; what it
-/// does on every input is what `tests/tests/cpu_levels.rs` counts.
+/// does on every input is what `host/wings/cpu/src/tests/cpu_levels.rs` counts.
 #[target_feature(enable = "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16")]
 pub(super) fn f32_to_bf16_avx512bf16(src: &[u32], dst: &mut [u16]) {
     blocks(src, dst, |x: [u32; 16]| bytemuck::cast(_mm512_cvtneps_pbh(bytemuck::cast(x))));

@@ -51,7 +51,7 @@ impl SampleConversion {
 
     /// The conversion by the variant `P` on the GPU and by `cpu` on the CPU: forms of
     /// its own per level, which must give `P`'s results on every code (what
-    /// `tests/tests/cpu_levels.rs` proves of every entry of `normalize`'s table).
+    /// `host/wings/files/src/tests/cpu_levels.rs` proves of every entry of `normalize`'s table).
     pub(crate) fn with_cpu_forms<P>(cpu: UnormPath) -> SampleConversion
     where
         P: kind::Stream,

@@ -5,11 +5,11 @@
 //!   [`convert::BF16_TO_F32`] / [`convert::F16_TO_F32`] (exact: both formats are subsets
 //!   of f32), then narrowed by the [`CpuConversion`] of the target and overflow mode
 //!   (`narrowing_u16`, `narrowing_u8`): each is proven equal to the exact reference on
-//!   every input at every level (`tests/tests/cpu_levels.rs`), and its scalar form is the
+//!   every input at every level (`host/wings/cpu/src/tests/cpu_levels.rs`), and its scalar form is the
 //!   very function `crate::cast::convert::narrow_f32` calls, so the results are
 //!   [`ElementCast::run`]'s, bit for bit (`chunks_equal_the_scalar_path` below), and the
 //!   exact reference's on all 2^32 f32 inputs (the ignored
-//!   `tests/tests/cast_block_loop.rs`).
+//!   `host/wings/files/src/tests/cast_block_loop.rs`).
 //!   bfloat16 → binary16 runs both in one pass ([`convert::bf16_to_f16_at`]: the same
 //!   bits, the bfloat16 widened in a register), checked by `cpu::convert`'s own test on
 //!   every encoding. A narrowing with no such conversion (a saturating bfloat16 or

@@ -515,7 +515,7 @@ impl SampleWidth {
 /// forms of it per level ([`bitexact_cpu::unorm`]), each `x / 255` or `x / 65535`
 /// correctly rounded to the dtype. Adding a dtype is its entry in
 /// [`crate::write`]'s table and one entry per sample width here (the array's
-/// length says how many there must be); its proof is `tests/tests/cpu_levels.rs`, which
+/// length says how many there must be); its proof is `host/wings/files/src/tests/cpu_levels.rs`, which
 /// walks this table on every code at every level (and verify proves each variant on
 /// every code), and `host/tests/normalize_dtypes.rs` fails if a dtype lacks an entry
 /// for some width.

@@ -22,7 +22,7 @@
 //!    length is the sample widths times [`Dtype::ALL`]'s, so a missing entry does not
 //!    compile, and a misplaced one fails the test below);
 //!
-//! and `tests/tests/cpu_levels.rs` proves every `conversions()` entry on every code at
+//! and `host/wings/files/src/tests/cpu_levels.rs` proves every `conversions()` entry on every code at
 //! every CPU level, against the exact reference. `host/tests/normalize_dtypes.rs` fails
 //! for a dtype that lacks a `conversions()` entry for some sample width, proves its
 //! division by a PNM's `maxval` ([`crate::normalize::divide::to`], from the

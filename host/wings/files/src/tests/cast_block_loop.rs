@@ -6,13 +6,15 @@
 //! `fill_f32_monotone`) and the refusal the reference implies: the output bytes, and
 //! the index and kind of the first refused element of each block.
 //!
-//! `cargo test -p conformance --profile proofs --test cast_block_loop -- --ignored`.
-//! (The quick checks of the same loop against the scalar path, on every 16-bit encoding
-//! and a stride of f32s, are the files wing's `chunks` unit tests.)
+//! `cargo test -p bitexact-files --profile proofs cast_block_loop -- --ignored` (it was
+//! a test of the conformance crate; the block loop is the wing's plumbing, so its proof
+//! is the wing's). (The quick checks of the same loop
+//! against the scalar path, on every 16-bit encoding and a stride of f32s, are
+//! `cast::chunks`'s unit tests.)
 
-use bitexact::files::cast::chunks::convert_block_with;
-use bitexact::files::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
-use bitexact::verify::reference::{NarrowConversion, class, fill_f32_monotone};
+use crate::cast::chunks::convert_block_with;
+use crate::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
+use bitexact_verify::reference::{NarrowConversion, class, fill_f32_monotone};
 use rayon::prelude::*;
 use shared::narrow::Overflow;
 use shared::{Class, Format};
