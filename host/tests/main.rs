@@ -23,7 +23,6 @@ mod gpu_bundle;
 mod gpu_cxx;
 mod normalize_dtypes;
 mod normalize_images;
-mod ptx_signatures;
 mod ptx_tools;
 mod scan_api;
 mod scan_files;

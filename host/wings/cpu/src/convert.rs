@@ -54,8 +54,7 @@ pub enum ConversionForm {
 }
 
 impl ConversionForm {
-    /// Every form.
-    #[doc(hidden)]
+    /// Every form, for running (or timing) each with [`CpuConversion::run_form`].
     pub const ALL: [ConversionForm; 3] =
         [ConversionForm::Scalar, ConversionForm::Software, ConversionForm::Instruction];
 
@@ -144,13 +143,12 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
     /// or [`CpuConversion::widest`] where that is lower (a wider loop that is not faster
     /// for this conversion is not run). The lower level's instructions are a subset of
     /// `level`'s, so the CPU has them.
-    #[doc(hidden)]
     pub fn loop_level(&self, level: Level) -> Level {
         level.min(self.widest)
     }
 
-    /// The form [`CpuConversion::run_at`] takes with the loop of `level`.
-    #[doc(hidden)]
+    /// The form [`CpuConversion::run_at`] takes with the loop of `level`: the one proven
+    /// to give the exact results there.
     pub fn exact_form(&self, level: Level) -> ConversionForm {
         match self.instruction(level) {
             Some(_) if self.instruction_exact => ConversionForm::Instruction,
@@ -180,8 +178,27 @@ impl<I: Copy, O: Copy> CpuConversion<I, O> {
     }
 
     /// `form` at `level` over the slices, or `false` when this CPU has no such form (an
-    /// instruction it lacks). For the proofs and the benchmarks.
-    #[doc(hidden)]
+    /// instruction it lacks): one form alone, to compare or time it against the others.
+    /// Only [`CpuConversion::exact_form`] is proven to give the exact results at every
+    /// level; an instruction that is not the exact form there may differ (its doc says
+    /// where).
+    ///
+    /// ```
+    /// # mod bitexact { pub use bitexact_cpu as cpu; }
+    /// use bitexact::cpu::Level;
+    /// use bitexact::cpu::convert::{ConversionForm, F32_TO_F16};
+    ///
+    /// let src = [1.0f32, 65504.0, 1e-8].map(f32::to_bits);
+    /// for form in ConversionForm::ALL {
+    ///     let mut dst = [0u16; 3];
+    ///     // The portable level has no instruction form.
+    ///     let ran = F32_TO_F16.run_form(Level::Portable, form, &src, &mut dst);
+    ///     assert_eq!(ran, form != ConversionForm::Instruction);
+    ///     assert!(!ran || dst == [0x3c00, 0x7bff, 0x0000], "{form:?}");
+    /// }
+    /// assert_eq!(F32_TO_F16.exact_form(Level::Portable), ConversionForm::Software);
+    /// assert_eq!(F32_TO_F16.loop_level(Level::Portable), Level::Portable);
+    /// ```
     pub fn run_form(&self, level: Level, form: ConversionForm, src: &[I], dst: &mut [O]) -> bool {
         match form {
             ConversionForm::Scalar => (self.scalar)(src, dst),

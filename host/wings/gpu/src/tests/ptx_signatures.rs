@@ -1,11 +1,12 @@
 //! Every kernel of the embedded PTX modules against its kind's declaration
 //! (`shared::kind::KindKernel<P, tag::Kind>`, the one the kind launches make their typed
 //! handle from), through the same check a declared kernel of one's own gets before its
-//! launch (`bitexact::gpu::check_params`): the count, and each parameter's kind and
+//! launch (`crate::check_params`): the count, and each parameter's kind and
 //! width. Every entry of every module is one of these. No GPU needed: the PTX is
-//! embedded in the library.
+//! embedded in the library. (It was one of `host`'s integration tests.)
 
-use bitexact::gpu::{GpuError, check_params, ptx};
+use crate::ptx;
+use crate::{GpuError, check_params};
 use shared::kind::{KindKernel, tag};
 use shared::launch::DeclaredKernel;
 use std::collections::BTreeSet;
