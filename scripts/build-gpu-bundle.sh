@@ -54,8 +54,9 @@ fi
 
 # Builds package $1's tests in release and copies each executable to bin/test-$2<name>
 # (`cargo test --no-run` names each as "Executable <what> (<path>)"): `tests/main.rs` is
-# `main` (host's integration tests), `unittests src/main.rs` is `unit_main`. The library's
-# unit tests are its wings' (host/wings/*), which need no GPU and are not bundled.
+# `main` (host's integration tests), `unittests src/main.rs` is `unit_main`,
+# `unittests src/lib.rs` is `unit_lib`. The library's unit tests are its wings'
+# (host/wings/*), which need no GPU: only the cuda_tools wing's are bundled (below).
 copy_tests() {
   local package="$1" prefix="$2"
   cargo test --release -p "$package" --no-run 2>&1 | tee -a "$bundle/build.log" |
@@ -66,6 +67,9 @@ copy_tests() {
     done
 }
 copy_tests host ""
+# The cuda_tools wing's unit tests: the CUDA-tool checks of the embedded PTX and of the
+# C++ baseline (they need no GPU; the gpu check runs them with that machine's tools).
+copy_tests bitexact-cuda-tools cuda_tools_
 # The block-level example (examples/fp8-scale): its tests (the GPU proof among them) as
 # test-fp8_scale_*, and its GPU benchmark.
 copy_tests fp8-scale fp8_scale_
@@ -80,7 +84,8 @@ cargo build --release -p fp8-scale --bin fp8-scale-gpu-bench
 cp "${CARGO_TARGET_DIR:-target}/release/fp8-scale-gpu-bench" "$bundle/bin/fp8-scale-gpu-bench"
 cp scripts/fp8_torch.py "$bundle/fp8_torch.py"
 # The gpu check runs the GPU tests and the CUDA-tool tests first, from host's one test
-# binary (tests/main.rs: modules gpu, gpu_cxx, ptx_tools).
+# binary (tests/main.rs: modules gpu, gpu_cxx, ptx_tools), and the cuda_tools wing's unit
+# tests (the PTX and its SASS, the C++ baseline) with the machine's ptxas and NVRTC.
 for name in main; do
   [ -x "$bundle/bin/test-$name" ] || { echo "build-gpu-bundle: no test binary $name" >&2; exit 1; }
 done

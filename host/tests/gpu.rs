@@ -4,8 +4,6 @@
 //! (an instruction newer than the device, a buffer larger than its memory);
 //! `REQUIRE_GPU=1` makes each such skip a failure.
 
-use crate::expected_kernels;
-
 use bitexact::gpu::ptx;
 use bitexact::gpu::{self, Gpu, GpuError};
 use bitexact::support::skip::skip_or_fail;
@@ -402,7 +400,7 @@ fn staged_chunks_come_back_in_order_whatever_their_lengths() {
 #[test]
 fn every_kernel_in_the_ptx_loads() {
     let Some(gpu) = gpu::open_or_skip() else { return };
-    expected_kernels::names_checked_against_the_ptx();
+    // The names are the PTX's entries (the verify wing's `expected_kernels` test).
     for name in VARIANTS.iter().flat_map(Variant::kernels) {
         match gpu.load(name) {
             Err(GpuError::NeedsTarget { reason, .. }) => skip_or_fail(REQUIRE_GPU, format!("loading {name}: {reason}")),

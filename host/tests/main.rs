@@ -8,7 +8,6 @@
 //! them).
 
 mod common;
-mod expected_kernels;
 
 mod architecture;
 mod cast_peers;

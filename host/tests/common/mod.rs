@@ -7,22 +7,6 @@
 
 pub use test_fixtures::*;
 
-use bitexact::cuda_tools::sass::{self, SassCost};
-use bitexact::cuda_tools::tools::{ARCHS, CudaTools};
-use bitexact::verify::table::{VARIANTS, Variant};
-use std::sync::OnceLock;
-
-/// The SASS report of every variant of the table on every architecture, made once per
-/// test process for the tests that read it (`ptx_tools`, and `cuda_baseline`'s Rust
-/// column): assembling every module for seven architectures takes a while.
-pub fn all_costs(tools: &CudaTools) -> &'static [SassCost] {
-    static COSTS: OnceLock<Vec<SassCost>> = OnceLock::new();
-    COSTS.get_or_init(|| {
-        let variants: Vec<&'static Variant> = VARIANTS.iter().collect();
-        sass::cost_report(tools, bitexact::gpu::ptx::MODULES, &variants, &ARCHS).unwrap_or_else(|e| panic!("{e}"))
-    })
-}
-
 use bitexact::files::backend::Device;
 use bitexact::files::scan::report::{Counts, Report};
 use bitexact::files::scan::{ScanOptions, scan as scan_job};

@@ -15,7 +15,7 @@
 //!   `F2I*` instruction only if its PTX has an explicit float → integer `cvt`. (A Rust
 //!   `as` from a float to an integer is such a `cvt`; nothing else should become one.)
 //!
-//! Both are pure functions on text; the tests in `host/tests/ptx_tools.rs` run them on
+//! Both are pure functions on text; the wing's tests (`host/wings/cuda_tools/src/tests/ptx_tools.rs`) run them on
 //! the embedded PTX (and its SASS for every architecture) and on a fixture holding the
 //! 846e06b kernels.
 //!

@@ -20,8 +20,8 @@ use ptx_builder::{find_below_in, is_executable};
 /// [`bitexact_support::skip`].
 pub const REQUIRE_CUDA_TOOLS: &str = "REQUIRE_CUDA_TOOLS";
 
-/// What to run to get the tools.
-#[doc(hidden)]
+/// What to run, from the repository's root, to get the tools (into `.cuda-tools/`); the
+/// errors of a tool not found say it.
 pub const INSTALL_COMMAND: &str = "scripts/install-cuda-tools.sh";
 
 /// The project-local install folder, relative to the workspace root.

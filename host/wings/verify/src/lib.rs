@@ -20,3 +20,6 @@ pub mod table;
 pub mod three_way;
 #[doc(hidden)]
 pub mod timing;
+
+#[cfg(test)]
+mod tests;
