@@ -67,8 +67,9 @@ copy_tests() {
     done
 }
 copy_tests host ""
-# The cuda_tools wing's unit tests: the CUDA-tool checks of the embedded PTX and of the
-# C++ baseline (they need no GPU; the gpu check runs them with that machine's tools).
+# The cuda_tools wing's unit tests: the CUDA-tool checks of the embedded PTX (each timing
+# kernel's chain loop among them) and of the C++ baseline (they need no GPU; the gpu
+# check runs them with that machine's tools).
 copy_tests bitexact-cuda-tools cuda_tools_
 # The block-level example (examples/fp8-scale): its tests (the GPU proof among them) as
 # test-fp8_scale_*, and its GPU benchmark.
@@ -85,8 +86,9 @@ cp "${CARGO_TARGET_DIR:-target}/release/fp8-scale-gpu-bench" "$bundle/bin/fp8-sc
 cp scripts/fp8_torch.py "$bundle/fp8_torch.py"
 # The gpu check runs the GPU tests and the CUDA-tool tests first, from host's one test
 # binary (tests/main.rs: modules gpu, gpu_cxx, ptx_tools), and the cuda_tools wing's unit
-# tests (the PTX and its SASS, the C++ baseline) with the machine's ptxas and NVRTC.
-for name in main; do
+# tests (the PTX and its SASS, the timing chains, the C++ baseline) with the machine's
+# ptxas and NVRTC.
+for name in main cuda_tools_unit_lib; do
   [ -x "$bundle/bin/test-$name" ] || { echo "build-gpu-bundle: no test binary $name" >&2; exit 1; }
 done
 echo "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo '+changes')" > "$bundle/COMMIT"

@@ -246,12 +246,14 @@ run_check report "fp8-scale: gpu bench" "$out/logs/fp8-scale-bench.log" "$out/fp
   "$bin/fp8-scale-gpu-bench" --dump "$out/fp8"
 run_check report "fp8-scale: pytorch" "$out/logs/fp8-torch.log" "$out/fp8-torch.md" \
   python3 "$here/fp8_torch.py" "$out/fp8"
-# The CUDA-tool tests with the machine's ptxas (CI runs them too, without a GPU), then
-# the other test binaries (CPU only).
+# The CUDA-tool tests with the machine's ptxas (CI runs them too, without a GPU): the
+# ptx and sass commands and the cuda_tools wing's unit tests; then the other test
+# binaries (CPU only).
 run_binary "$main" "ptx_tools::"
+run_binary "$bin/test-cuda_tools_unit_lib" ""
 run_binary "$main" "" "gpu::" "gpu_cxx::" "ptx_tools::"
 for t in "$bin"/test-*; do
-  [ "$t" = "$main" ] || run_binary "$t" ""
+  case "$t" in "$main" | */test-cuda_tools_unit_lib) ;; *) run_binary "$t" "" ;; esac
 done
 
 run_check report "bitexact sass --arch sm_90" "$out/logs/sass.log" "$out/sass-sm_90.md" \

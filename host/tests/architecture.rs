@@ -452,6 +452,21 @@ fn wing_dependencies(manifest: &str) -> BTreeSet<String> {
     wing_dependencies_in(manifest, |_| true)
 }
 
+/// Whether `manifest` names the crate `name` in a table for which `keep(section)` holds
+/// (a key `name`, `name.workspace`, `"name"`, or a table `[….name]`).
+fn names_crate(manifest: &str, name: &str, keep: impl Fn(&str) -> bool) -> bool {
+    let mut section = String::new();
+    manifest.lines().map(str::trim).filter(|line| !line.starts_with('#')).any(|line| {
+        if line.starts_with('[') {
+            section = line.trim_matches(|c| c == '[' || c == ']').to_string();
+        }
+        let table = section.rsplit_once('.').map_or(section.as_str(), |(table, _)| table);
+        let key = line.trim_start_matches('[').split(['=', ' ', ']']).next().unwrap_or("").trim_matches('"');
+        let named = key == name || key.ends_with(&format!(".{name}")) || key.starts_with(&format!("{name}."));
+        named && (keep(&section) || keep(table))
+    })
+}
+
 /// Whether a manifest's table is one of dev-dependencies (`[dev-dependencies]`,
 /// `[dev-dependencies.x]`, `[target.'…'.dev-dependencies]`).
 fn is_dev_section(section: &str) -> bool {
@@ -498,6 +513,22 @@ fn every_wing_depends_only_on_the_layers_below_it() {
     assert_eq!(found, rows, "every folder of host/wings is a wing with a row in LAYERS, and every row a wing");
     let lib = std::fs::read_to_string(src_dir().join("lib.rs")).expect("host/src/lib.rs");
     let mut wrong = Vec::new();
+    // The workspace's dev-only crates a wing's tests may take, and the wings each brings
+    // along (its own `[dependencies]`), which count as the wing's dev-dependencies.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let carried: Vec<(&str, BTreeSet<String>)> = [("conformance", "tests"), ("test-fixtures", "tests/fixtures")]
+        .into_iter()
+        .map(|(name, dir)| {
+            let manifest = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).expect("a crate's Cargo.toml");
+            (name, wing_dependencies_in(&manifest, |s| !is_dev_section(s)))
+        })
+        .collect();
+    assert!(carried.iter().all(|(_, brings)| !brings.is_empty()), "{carried:?}");
+    for (name, brings) in &carried {
+        if brings.contains("host") {
+            wrong.push(format!("`{name}` depends on `host`: a wing's tests taking it would use every wing"));
+        }
+    }
     for (wing, may) in LAYERS {
         let manifest = std::fs::read_to_string(wings_dir.join(wing).join("Cargo.toml")).expect("a wing's Cargo.toml");
         for dependency in wing_dependencies_in(&manifest, |s| !is_dev_section(s)) {
@@ -508,8 +539,21 @@ fn every_wing_depends_only_on_the_layers_below_it() {
             }
         }
         let tests_may = may_use(&format!("{wing}::tests")).expect("a row");
-        for dependency in wing_dependencies_in(&manifest, is_dev_section) {
-            if !tests_may.contains(&dependency.as_str()) {
+        let mut dev = wing_dependencies_in(&manifest, is_dev_section);
+        for (name, brings) in &carried {
+            if names_crate(&manifest, name, |s| !is_dev_section(s) && s != "package") {
+                wrong.push(format!("host/wings/{wing}/Cargo.toml depends on `{name}`, a crate for tests"));
+            }
+            if names_crate(&manifest, name, is_dev_section) {
+                dev.extend(brings.iter().cloned());
+            }
+        }
+        for dependency in dev {
+            if dependency == *wing {
+                wrong.push(format!(
+                    "host/wings/{wing}/Cargo.toml: its tests would depend on `{wing}` itself (a circle)"
+                ));
+            } else if !tests_may.contains(&dependency.as_str()) {
                 wrong.push(format!(
                     "host/wings/{wing}/Cargo.toml dev-depends on `{dependency}`: `{wing}`'s tests may use only {tests_may:?}"
                 ));
@@ -549,6 +593,11 @@ fn every_wing_depends_only_on_the_layers_below_it() {
     assert_eq!(wing_dependencies("[dependencies]\nx = { package = \"host\", path = \"../..\" }\n"), names(&["host"]));
     assert_eq!(wing_dependencies_in(hidden, is_dev_section), names(&["host"]));
     assert_eq!(wing_dependencies_in(hidden, |s| !is_dev_section(s)), names(&["verify", "gpu", "search"]));
+    assert!(names_crate("[dev-dependencies]\ntest-fixtures.workspace = true\n", "test-fixtures", is_dev_section));
+    assert!(!names_crate("[dependencies]\ntest-fixtures.workspace = true\n", "test-fixtures", is_dev_section));
+    assert!(names_crate("[dev-dependencies.conformance]\npath = \"x\"\n", "conformance", is_dev_section));
+    let commented = "[dev-dependencies]\n# conformance.workspace = true\nconformance-x = \"1\"\n";
+    assert!(!names_crate(commented, "conformance", |_| true));
     let target = "[target.'cfg(unix)'.dev-dependencies]\nbitexact-bench = \"1\"\n";
     assert_eq!(wing_dependencies_in(target, is_dev_section), names(&["bench"]));
 }
@@ -740,6 +789,26 @@ fn library_lines_where(matches: impl Fn(&str) -> bool) -> Vec<String> {
         }
     }
     found
+}
+
+/// A wing's `tests` folder, which the library rules leave out ([`is_wing_tests`]) and
+/// [`TEST_LAYERS`] lets use more, is compiled only for the wing's tests: its `lib.rs`
+/// declares it `#[cfg(test)] mod tests;`.
+#[test]
+fn every_wings_tests_folder_is_compiled_only_for_its_tests() {
+    let mut folders = 0;
+    for (wing, _) in LAYERS {
+        let lib = std::fs::read_to_string(wing_src(wing).join("lib.rs")).expect("a wing's lib.rs");
+        let declared = lib.contains("#[cfg(test)]\nmod tests;");
+        if wing_src(wing).join("tests").is_dir() {
+            folders += 1;
+            assert!(declared, "host/wings/{wing}/src/lib.rs: its tests folder without `#[cfg(test)] mod tests;`");
+        }
+        let other =
+            lib.lines().filter(|l| l.trim_start().starts_with("mod tests") || l.contains("pub mod tests")).count();
+        assert!(other <= 1 && !lib.contains("pub mod tests"), "host/wings/{wing}/src/lib.rs: `tests` is test-only");
+    }
+    assert!(folders >= 6, "the wings' tests folders: {folders}");
 }
 
 #[test]

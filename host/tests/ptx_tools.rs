@@ -12,7 +12,7 @@ use crate::common;
 
 use bitexact::cuda_tools::tools::{CudaTools, INSTALL_COMMAND, REQUIRE_CUDA_TOOLS};
 use bitexact::support::skip::require_or_skip;
-use bitexact::verify::table::VARIANTS;
+use bitexact::verify::table::{VARIANTS, Variant};
 use ptx_builder::{TOOLS_DIR_VAR, ptx_text};
 use shared::KernelKind;
 use shared::hardware::{BASELINE, TARGETS};
@@ -50,13 +50,22 @@ fn the_ptx_command_prints_the_embedded_ptx_and_its_entries() {
 
 #[test]
 fn the_ptx_command_prints_each_module() {
+    // Each module for its own target; together, exactly the kernels the table names, each
+    // once (the embedded modules' entries, as the verify wing's `expected_kernels` checks).
+    let mut printed = Vec::new();
     for target in TARGETS {
         let full = bitexact(&["ptx", "--target", &target.to_string()], None);
         assert!(full.status.success());
         let ptx = String::from_utf8_lossy(&full.stdout);
         assert!(ptx.lines().any(|l| l.trim() == format!(".target {target}")), "{target}: {ptx:.200}");
-        assert!(!ptx_text::entry_names(&ptx).is_empty(), "{target}: no kernel");
+        let entries = ptx_text::entry_names(&ptx);
+        assert!(!entries.is_empty(), "{target}: no kernel");
+        printed.extend(entries.into_iter().map(str::to_string));
     }
+    let mut named: Vec<String> = VARIANTS.iter().flat_map(Variant::kernels).map(|k| k.to_string()).collect();
+    named.sort();
+    printed.sort();
+    assert_eq!(printed, named, "the modules printed hold exactly the table's kernels");
     let unknown = bitexact(&["ptx", "--target", "sm_86"], None);
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert_eq!(unknown.status.code(), Some(2), "{stderr}");

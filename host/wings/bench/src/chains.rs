@@ -1,7 +1,7 @@
 //! Latency and throughput of each variant's per-element function, from its dependent
 //! (latency) and independent (throughput) chains of applications.
 
-use super::figures::{Figures, TimingRow, is_constant};
+use super::figures::{Figures, TimingRow};
 use super::{BenchConfig, median, selected};
 use bitexact_gpu::{DeviceInfo, Gpu, GpuError};
 use cudarc::driver::LaunchConfig;
@@ -63,7 +63,7 @@ pub(super) fn bench_per_element(
     let mut rows = Vec::new();
     for v in selected(config) {
         progress(v.name);
-        if is_constant(v) {
+        if v.is_constant() {
             rows.push(TimingRow::constant(v.name));
             continue;
         }

@@ -1,6 +1,5 @@
 //! Per-variant latency and throughput figures, and when they are physically possible.
 
-use bitexact_verify::table::Variant;
 use std::fmt;
 
 /// Latency and throughput of one variant's per-element function, as measured.
@@ -102,7 +101,7 @@ pub enum TimingStatus {
     Valid,
     /// Measured, and impossible: why ([`check_figures`]).
     Invalid(ImpossibleFigures),
-    /// Not measured: the function is constant ([`is_constant`]).
+    /// Not measured: the function is constant (`Variant::is_constant`).
     Constant,
 }
 
@@ -149,25 +148,6 @@ impl TimingRow {
     pub fn constant(variant: &'static str) -> TimingRow {
         TimingRow { variant, status: TimingStatus::Constant, figures: None }
     }
-}
-
-/// Largest domain that [`is_constant`] walks.
-#[doc(hidden)]
-pub const CONSTANT_CHECK_MAX_INPUTS: u64 = 1 << 16;
-
-/// Whether `variant`'s function is proven constant: its domain has at most
-/// [`CONSTANT_CHECK_MAX_INPUTS`] inputs, all of them, and the CPU gives one result for
-/// every one. A constant function has nothing to time (its chain folds away, and rightly
-/// so: E4M3's `is_infinite` is `false`). A constant variant with a larger domain would
-/// not be found here; it would be timed and its figures flagged invalid.
-pub fn is_constant(variant: &Variant) -> bool {
-    let family = variant.family;
-    if bitexact_verify::domain::count(family) > CONSTANT_CHECK_MAX_INPUTS {
-        return false;
-    }
-    let mut results = bitexact_verify::domain::inputs(family).map(|x| variant.ops.eval(x));
-    let first = results.next();
-    results.all(|r| Some(r) == first)
 }
 
 #[cfg(test)]
@@ -259,7 +239,7 @@ mod tests {
     #[test]
     fn only_is_infinite_of_formats_without_infinities_is_proven_constant() {
         use shared::{Family::IsInfinite, Format};
-        let constant: Vec<&str> = VARIANTS.iter().filter(|v| is_constant(v)).map(|v| v.name).collect();
+        let constant: Vec<&str> = VARIANTS.iter().filter(|v| v.is_constant()).map(|v| v.name).collect();
         // OCP E4M3 and both FNUZ formats have no infinity encoding; every other function
         // of the table depends on its input.
         let no_infinities = [Format::Fp8E4m3, Format::Fp8E4m3Fnuz, Format::Fp8E5m2Fnuz];

@@ -10,7 +10,7 @@
 //! latency under one cycle per step, more applications per SM per cycle than an SM can
 //! issue instructions, or a figure that is not a finite positive number is physically
 //! impossible, so the row reads `invalid: <reason>` instead. A variant whose function is
-//! proven constant on the CPU (`is_constant`) is not timed at all.
+//! proven constant on the CPU (`Variant::is_constant`) is not timed at all.
 //!
 //! The CUDA C++ baseline gets rows of its own (`cxx`): each C++ form's `Map` kernel
 //! beside its Rust variant's, same input, same run.
@@ -37,8 +37,7 @@ pub mod figures;
 pub use bandwidth::{BandwidthRow, Baseline, inexact_baseline, non_finite_encodings};
 #[doc(hidden)]
 pub use figures::{
-    CONSTANT_CHECK_MAX_INPUTS, Figures, ImpossibleFigures, MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE, TimingRow,
-    TimingStatus, check_figures, is_constant,
+    Figures, ImpossibleFigures, MAX_LANE_INSTRUCTIONS_PER_SM_PER_CYCLE, TimingRow, TimingStatus, check_figures,
 };
 
 use bitexact_gpu::{DeviceInfo, Gpu, GpuError};

@@ -312,6 +312,10 @@ macro_rules! bandwidth_kernel {
     ($name:ident, Throughput) => {};
 }
 
+/// Largest domain that [`Variant::is_constant`] walks.
+#[doc(hidden)]
+pub const CONSTANT_CHECK_MAX_INPUTS: u64 = 1 << 16;
+
 /// One row of the variant table.
 pub struct Variant {
     /// Name; also its [`KernelKind::Map`] kernel's name, which its other kernels' names
@@ -357,6 +361,22 @@ impl Variant {
     #[inline]
     pub fn eval(&self, input: u64) -> u64 {
         self.ops.eval(input)
+    }
+
+    /// Whether its function is proven constant: its domain has at most
+    /// [`CONSTANT_CHECK_MAX_INPUTS`] inputs, all of them, and the CPU gives one result for
+    /// every one. A constant function has nothing to time (its chain folds away, and
+    /// rightly so: E4M3's `is_infinite` is `false`), so `bench` does not time it and the
+    /// SASS shows no work. A constant variant with a larger domain would not be found
+    /// here; it would be timed and its figures flagged invalid.
+    #[doc(hidden)]
+    pub fn is_constant(&self) -> bool {
+        if crate::domain::count(self.family) > CONSTANT_CHECK_MAX_INPUTS {
+            return false;
+        }
+        let mut results = crate::domain::inputs(self.family).map(|x| self.ops.eval(x));
+        let first = results.next();
+        results.all(|r| Some(r) == first)
     }
 
     /// The names of all its kernels, in the order of [`Variant::kinds`].

@@ -1,7 +1,8 @@
 //! The embedded PTX modules, checked with the real CUDA tools: each assembles for every
 //! supported architecture from its target on (and a newer target's module for no older
 //! one), is self-contained, uses registers only, the SASS report covers every variant and
-//! every hardware kernel, every bandwidth kernel's loop has the coalesced shape
+//! every hardware kernel, every timing kernel's chain loop holds its variant's work (what
+//! `bench` times), every bandwidth kernel's loop has the coalesced shape
 //! (`crate::sass::bandwidth`, which fails on the layout before issue 10), and no kernel
 //! hides a float → integer conversion its source did not ask for (the guards of
 //! `crate::guards`, which fail on commit 846e06b's kernels). (They were `host`'s
@@ -13,7 +14,7 @@
 
 use super::{all_costs, tools};
 use crate::guards;
-use crate::sass::{self, Kernel, bandwidth};
+use crate::sass::{self, Kernel, bandwidth, chain::ChainVerdict};
 use crate::tools::{ARCHS, Assembled, CudaTools, REQUIRE_CUDA_TOOLS, Tool};
 use bitexact_gpu::ptx::{self, MODULES, Module, PTX};
 use bitexact_support::skip::require_or_skip;
@@ -387,4 +388,37 @@ fn the_non_saturating_fp8_hardware_kernels_keep_their_selects() {
         }
     }
     assert_eq!(checked, 8, "the _hw and _hw_stream kernels of the four FP8 narrowings");
+}
+
+/// What `bench` times must be the variant's work: on every architecture, each latency and
+/// throughput kernel has a chain loop (not a remainder loop) holding the work of the
+/// variant's map kernel, except for constant functions, which the SASS shows as having
+/// no work and `bench` proves constant on the CPU (and does not time).
+#[test]
+fn every_timing_kernel_holds_its_variants_work_in_its_chain_loop() {
+    let Some(tools) = tools() else { return };
+    let mut missing = Vec::new();
+    for cost in all_costs(&tools) {
+        let variant = bitexact_verify::table::find(cost.variant).expect("a variant of the table");
+        let constant = variant.is_constant();
+        let chain = &cost.chain;
+        match &chain.chain {
+            ChainVerdict::HoldsWork => {
+                assert!(!constant, "{} {}: constant on the CPU, yet the SASS has work", cost.arch, cost.variant);
+                assert!(chain.chain_holds_work);
+                let applications = [chain.latency_loop_applications, chain.throughput_loop_applications];
+                assert!(
+                    applications.iter().all(|a| a.is_some_and(|a| a >= 1)),
+                    "{} {}: {chain:?}",
+                    cost.arch,
+                    cost.variant
+                );
+            }
+            ChainVerdict::Constant => {
+                assert!(constant, "{} {}: no work in the SASS, but not constant on the CPU", cost.arch, cost.variant)
+            }
+            ChainVerdict::Missing(why) => missing.push(format!("{} {}: {why}", cost.arch, cost.variant)),
+        }
+    }
+    assert!(missing.is_empty(), "timing kernels that do not time the work:\n{}", missing.join("\n"));
 }

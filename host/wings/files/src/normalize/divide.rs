@@ -19,7 +19,7 @@
 //! Melquiond), below the normal range too. `host/wings/files/src/tests/normalize_maxval.rs` proves all
 //! three against the exact rational reference on every `v` in `0..=m`, for a set of `m`
 //! in its quick test and for every `m` in `1..=65535` in an ignored one;
-//! `host/tests/normalize_dtypes.rs` proves [`to`] so for every [`Dtype`], on a set of `m`.
+//! `host/wings/files/src/tests/normalize_dtypes.rs` proves [`to`] so for every [`Dtype`], on a set of `m`.
 
 use crate::write::{Dtype, DtypeOf};
 

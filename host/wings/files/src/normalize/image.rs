@@ -517,7 +517,7 @@ impl SampleWidth {
 /// [`crate::write`]'s table and one entry per sample width here (the array's
 /// length says how many there must be); its proof is `host/wings/files/src/tests/cpu_levels.rs`, which
 /// walks this table on every code at every level (and verify proves each variant on
-/// every code), and `host/tests/normalize_dtypes.rs` fails if a dtype lacks an entry
+/// every code), and `host/wings/files/src/tests/normalize_dtypes.rs` fails if a dtype lacks an entry
 /// for some width.
 ///
 /// - 8 bits → f32: `unorm8_times3_int`, the ×3 form.

@@ -328,7 +328,8 @@ fn regression_npy_syntax_error_is_one_line() {
 }
 
 /// Crasher of the one-line rule (found by `mutated_valid_files_never_panic`, seed kept in
-/// `header_fuzz.proptest-regressions`): any byte inserted into a valid header.
+/// `host/wings/files/proptest-regressions/tests/header_fuzz.txt`, where proptest looks
+/// for this file's seeds): any byte inserted into a valid header.
 #[test]
 fn regression_bytes_inserted_anywhere_in_a_header_give_one_line_errors() {
     let (st, npy) = valid_files();

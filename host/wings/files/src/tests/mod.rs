@@ -1,9 +1,11 @@
 //! The wing's tests that cross its rooms, on its own items (issue 47: tests reach only
-//! the API, so the tests of the plumbing live beside it). Each file was a file of
-//! `host/tests` of the same name (`cast_block_loop`, of the conformance crate's
-//! `tests/tests`; `count_formats`, part of `host/tests/scan_api.rs`); they use the fixtures of `tests/fixtures` (files and
-//! images written by other implementations) and the exact references of
-//! `bitexact_verify` and the conformance crate, never the code under test.
+//! the API, so the tests of the plumbing live beside it). Most files were files of
+//! `host/tests` of the same name, whole or in part (`scan_files` and `normalize_dtypes`:
+//! their library tests, the command's staying there; `count_formats`: `scan_api`'s
+//! counting loops); `cast_block_loop` and `cpu_levels` (its `normalize` part) were the
+//! conformance crate's, `errors` was in `lib.rs`. They use the fixtures of
+//! `tests/fixtures` (files and images written by other implementations) and the exact
+//! references of `bitexact_verify` and the conformance crate, never the code under test.
 //!
 //! Owns: nothing of the library (compiled only under `#[cfg(test)]`); the tests of the
 //! wing's rooms together.

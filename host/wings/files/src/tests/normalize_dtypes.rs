@@ -71,6 +71,24 @@ fn every_dtype_is_named_once_and_found_by_its_name() {
     assert_eq!(serde_json::to_value(Dtype::Bf16).unwrap(), "bf16");
 }
 
+/// `--dtype`'s help line for each dtype (`Dtype::summary`, which
+/// `host/tests/normalize_dtypes.rs` finds in `normalize --help`) names its title, its
+/// `.npy` type string or why there is none, and its `.safetensors` dtype as the
+/// `safetensors` crate spells it.
+#[test]
+fn every_dtype_summary_names_its_containers_types() {
+    for dtype in Dtype::ALL {
+        let (_, safetensors_dtype) = reference_format(dtype);
+        let summary = dtype.summary();
+        assert!(summary.starts_with(&format!("{}: ", dtype.title())), "{summary}");
+        assert!(summary.contains(&format!(".safetensors {safetensors_dtype:?}")), "{summary}");
+        match dtype.npy_descr() {
+            Some(descr) => assert!(summary.contains(&format!(".npy {descr}")), "{summary}"),
+            None => assert!(summary.contains("NumPy has no such dtype, so no .npy"), "{summary}"),
+        }
+    }
+}
+
 /// The first `v` in `0..=m` where [`divide::to`] differs from the reference, for the
 /// dtype visited.
 struct FirstWrongDivision(u16);

@@ -23,7 +23,7 @@
 //!    compile, and a misplaced one fails the test below);
 //!
 //! and `host/wings/files/src/tests/cpu_levels.rs` proves every `conversions()` entry on every code at
-//! every CPU level, against the exact reference. `host/tests/normalize_dtypes.rs` fails
+//! every CPU level, against the exact reference. `host/wings/files/src/tests/normalize_dtypes.rs` fails
 //! for a dtype that lacks a `conversions()` entry for some sample width, proves its
 //! division by a PNM's `maxval` ([`crate::normalize::divide::to`], from the
 //! entry's `from_f32`) against the exact reference, and writes it to every container
