@@ -82,9 +82,20 @@ fn every_dtype_summary_names_its_containers_types() {
         let summary = dtype.summary();
         assert!(summary.starts_with(&format!("{}: ", dtype.title())), "{summary}");
         assert!(summary.contains(&format!(".safetensors {safetensors_dtype:?}")), "{summary}");
+        // NumPy has the IEEE binary formats, as little-endian `f` of their byte size, and
+        // no other float (bfloat16, FP8).
+        let ieee = [BINARY32, BINARY16]
+            .iter()
+            .any(|f| (f.exponent_bits, f.mantissa_bits) == (dtype.exponent_bits(), dtype.mantissa_bits()));
         match dtype.npy_descr() {
-            Some(descr) => assert!(summary.contains(&format!(".npy {descr}")), "{summary}"),
-            None => assert!(summary.contains("NumPy has no such dtype, so no .npy"), "{summary}"),
+            Some(descr) => {
+                assert!(ieee && descr == format!("<f{}", dtype.bytes()), "{}: {descr}", dtype.name());
+                assert!(summary.contains(&format!(".npy {descr}")), "{summary}");
+            }
+            None => {
+                assert!(!ieee, "{}: NumPy has it", dtype.name());
+                assert!(summary.contains("NumPy has no such dtype, so no .npy"), "{summary}");
+            }
         }
     }
 }
