@@ -356,13 +356,14 @@ pub(crate) fn amax_block_with(source: SourceDtype, input: &[u8], scratch: &mut V
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use shared::fp8_scale::{Fp8Format, Rounding};
 
     /// Every (target, overflow) `cast` asks a plain conversion for, and one it never does
-    /// (saturating bfloat16: the scalar loop's fallback).
-    const PLAIN: [(Target, Overflow); 7] = [
+    /// (saturating bfloat16: the scalar loop's fallback). The wing's `cast_block_loop`
+    /// proof walks the same list.
+    pub(crate) const PLAIN: [(Target, Overflow); 7] = [
         (Target::Bf16, Overflow::Standard),
         (Target::F16, Overflow::Standard),
         (Target::E4m3, Overflow::Standard),

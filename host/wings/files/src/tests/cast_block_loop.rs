@@ -13,23 +13,13 @@
 //! `cast::chunks`'s unit tests.)
 
 use crate::cast::chunks::convert_block_with;
+// The plain narrowings `cast` runs on f32 (and widened bf16 and f16) sources, and the
+// saturating bfloat16 it never asks for: the list the block loop's quick tests walk.
+use crate::cast::chunks::tests::PLAIN;
 use crate::cast::convert::{ElementCast, Outcome, SourceDtype, Target};
 use bitexact_verify::reference::{NarrowConversion, class, fill_f32_monotone};
 use rayon::prelude::*;
-use shared::narrow::Overflow;
 use shared::{Class, Format};
-
-/// The plain narrowings `cast` runs on f32 (and widened bf16 and f16) sources, and the
-/// saturating bfloat16 it never asks for (the loop's scalar fallback).
-const PLAIN: [(Target, Overflow); 7] = [
-    (Target::Bf16, Overflow::Standard),
-    (Target::F16, Overflow::Standard),
-    (Target::E4m3, Overflow::Standard),
-    (Target::E4m3, Overflow::SatFinite),
-    (Target::E5m2, Overflow::Standard),
-    (Target::E5m2, Overflow::SatFinite),
-    (Target::Bf16, Overflow::SatFinite),
-];
 
 /// Inputs per block: the block loop's own unit in `cast` is 2^14; 2^16 consecutive
 /// f32s share their sign and exponent.
